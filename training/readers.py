@@ -1,0 +1,504 @@
+"""Readers for labelled aspect data: SemEval-2014 XML (and MAMS), 3-line, JSONL and CSV.
+
+Every reader yields ``Example`` records (``text[start:end]`` is the aspect term, the label is
+one of ``model.text.LABELS``) collected in a ``ReadResult``. A bad record raises ``DataError``
+naming the file and the line (or, for XML, the sentence id and the line), unless
+``skip_invalid=True``: then it is recorded as an ``Invalid`` in ``ReadResult.skipped`` and
+reading goes on. Problems with the file as a whole (missing, not UTF-8, malformed XML, no
+examples at all) always raise ``DataError``.
+
+Formats (``fmt``; ``None`` picks one from the file's extension, see ``detect_format``):
+
+- ``"xml"``: SemEval-2014 Task 4 / MAMS: ``<sentence id><text>..</text><aspectTerms>
+  <aspectTerm term polarity from to/></aspectTerms></sentence>``. ``from``/``to`` are
+  character offsets into the text. Sentences without aspect terms are skipped. Aspect
+  terms labelled ``conflict`` are dropped (the standard 3-class protocol) and counted
+  in a log line.
+- ``"3line"``: three lines per example: the sentence with the aspect replaced by ``$T$``,
+  the aspect term, the polarity (``-1/0/1`` or ``negative/neutral/positive``, any case).
+- ``"jsonl"``: one JSON object per line with ``text``, ``aspect`` (or ``term``), ``label``
+  (or ``polarity``) and optional ``start``/``end``.
+- ``"csv"``: a header row naming the same columns as JSONL, then one row per example.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+from xml.parsers import expat
+
+from model.text import LABELS, TextError, check_span, find_all
+from training.records import DataError, Example, Invalid, ReadResult
+
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "label_counts",
+    "parse_label",
+    "read_examples",
+    "read_many",
+]
+
+logger = logging.getLogger(__name__)
+
+FORMATS: tuple[str, ...] = ("xml", "3line", "jsonl", "csv")
+PLACEHOLDER = "$T$"
+CONFLICT = "conflict"
+
+_EXTENSIONS = {".xml": "xml", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv"}
+_NUMERIC_LABELS = {"-1": "negative", "0": "neutral", "1": "positive", "+1": "positive"}
+_TEXT_KEYS = ("text",)
+_ASPECT_KEYS = ("aspect", "term")
+_LABEL_KEYS = ("label", "polarity")
+_XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def parse_label(value: str | int) -> str:
+    """Normalise a polarity to one of ``LABELS``.
+
+    Accepts ``negative/neutral/positive`` in any case and ``-1/0/1`` as ints or strings.
+    Raises ``ValueError`` for anything else, ``conflict`` included.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"unknown label {value!r} (expected one of {'/'.join(LABELS)} or -1/0/1)")
+    key = str(value).strip().lower()
+    if key in LABELS:
+        return key
+    if key in _NUMERIC_LABELS:
+        return _NUMERIC_LABELS[key]
+    if key == CONFLICT:
+        raise ValueError(f"{CONFLICT!r} is not a supported label (only {'/'.join(LABELS)})")
+    raise ValueError(f"unknown label {value!r} (expected one of {'/'.join(LABELS)} or -1/0/1)")
+
+
+def label_counts(examples: Iterable[Example]) -> dict[str, int]:
+    """How many examples carry each label, every label in ``LABELS`` order (zeros included)."""
+    counts = dict.fromkeys(LABELS, 0)
+    for ex in examples:
+        counts[ex.label] += 1
+    return counts
+
+
+def detect_format(path: str | Path) -> str:
+    """The format a file's extension implies: ``.xml`` -> xml, ``.jsonl``/``.json`` -> jsonl,
+    ``.csv`` -> csv, anything else (``.seg``, ``.raw``, ``.txt``, ...) -> 3line."""
+    return _EXTENSIONS.get(Path(path).suffix.lower(), "3line")
+
+
+def read_examples(
+    path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False
+) -> ReadResult:
+    """Read one file of labelled aspects.
+
+    ``fmt`` is one of ``FORMATS`` or ``None`` to detect it from the extension. Each example's
+    ``source`` is ``"path:line"`` (XML: ``"path:sentence_id"``, or ``"path:line"`` for a
+    sentence without an id, as in MAMS). Labels are normalised to ``LABELS``; ``conflict``
+    aspects are dropped and counted in a log line.
+
+    JSONL/CSV records without ``start``/``end`` locate the aspect with
+    ``model.text.find_all`` (case-insensitive, whole words preferred) and, when it occurs
+    several times, use the FIRST occurrence. With ``start``/``end``, ``text[start:end]``
+    must equal the aspect exactly.
+
+    Raises ``DataError`` naming the file (and line) for a missing or unreadable file,
+    non-UTF-8 bytes, malformed XML, a file with no examples at all, and, unless
+    ``skip_invalid`` is set, for any bad record. Raises ``ValueError`` for an unknown ``fmt``.
+    """
+    path_str = str(path)
+    fmt = detect_format(path) if fmt is None else fmt.strip().lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    data = _read_bytes(path_str)
+    sink = _Sink(path_str, skip_invalid)
+    if fmt == "xml":
+        _read_xml(data, sink)
+    elif fmt == "3line":
+        _read_3line(_decode(data, path_str), sink)
+    elif fmt == "jsonl":
+        _read_jsonl(_decode(data, path_str), sink)
+    else:
+        _read_csv(_decode(data, path_str), sink)
+    return sink.finish(fmt)
+
+
+def read_many(
+    paths: Iterable[str | Path] | str | Path,
+    fmt: str | None = None,
+    *,
+    skip_invalid: bool = False,
+) -> ReadResult:
+    """Read several files (each as ``read_examples`` would) and concatenate the results in order.
+
+    ``fmt`` applies to every file; ``None`` detects each file's format on its own.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = list(paths)
+    if not paths:
+        raise ValueError("read_many: no paths given")
+    out = ReadResult()
+    for p in paths:
+        res = read_examples(p, fmt, skip_invalid=skip_invalid)
+        out.examples.extend(res.examples)
+        out.skipped.extend(res.skipped)
+    return out
+
+
+# --------------------------------------------------------------------------- internals
+
+
+class _Sink:
+    """Collects the examples of one file; a bad record raises or is recorded as ``Invalid``."""
+
+    def __init__(self, path: str, skip_invalid: bool) -> None:
+        self.path = path
+        self.skip_invalid = skip_invalid
+        self.result = ReadResult()
+        self.conflicts = 0
+
+    def bad(self, source: str, where: str, reason: str) -> None:
+        if not self.skip_invalid:
+            raise DataError(f"{where}: {reason}")
+        logger.debug("skipping %s: %s", where, reason)
+        self.result.skipped.append(Invalid(source, reason))
+
+    def add(self, text: str, start: int, end: int, label: str, source: str, where: str) -> None:
+        try:
+            check_span(text, start, end)
+        except TextError as e:
+            self.bad(source, where, str(e))
+            return
+        self.result.examples.append(Example(text, start, end, label, source))
+
+    def label(self, value: Any, source: str, where: str) -> str | None:
+        """The normalised label, or None when the record is dropped (conflict) or bad."""
+        if isinstance(value, str) and value.strip().lower() == CONFLICT:
+            self.conflicts += 1
+            return None
+        try:
+            return parse_label(value)
+        except ValueError as e:
+            self.bad(source, where, str(e))
+            return None
+
+    def finish(self, fmt: str) -> ReadResult:
+        res = self.result
+        if self.conflicts:
+            logger.info("%s: dropped %d 'conflict' aspect(s)", self.path, self.conflicts)
+        if not res.examples and not res.skipped:
+            extra = f" ({self.conflicts} 'conflict' aspect(s) dropped)" if self.conflicts else ""
+            raise DataError(f"{self.path}: no examples{extra}")
+        if res.skipped:
+            logger.warning(
+                "%s: skipped %d invalid record(s), first: %s: %s",
+                self.path,
+                len(res.skipped),
+                res.skipped[0].source,
+                res.skipped[0].reason,
+            )
+        logger.info("%s: read %d example(s) (%s)", self.path, len(res.examples), fmt)
+        return res
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, not a data file") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _decode(data: bytes, path: str) -> str:
+    """UTF-8 text (a leading BOM is dropped); bad bytes raise a DataError with the line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def _physical_lines(text: str) -> list[str]:
+    """Lines split on ``\\n`` only (so numbering matches editors), trailing whitespace removed."""
+    return [line.rstrip() for line in text.split("\n")]
+
+
+# --------------------------------------------------------------------------- 3-line
+
+
+def _read_3line(text: str, sink: _Sink) -> None:
+    path = sink.path
+    lines = _physical_lines(text)
+    while lines and not lines[-1]:
+        lines.pop()
+    full = len(lines) - len(lines) % 3
+    for i in range(0, full, 3):
+        first = i + 1  # 1-based line of the record's sentence
+        source = f"{path}:{first}"
+        sentence, term, polarity = lines[i], lines[i + 1].strip(), lines[i + 2]
+        start = sentence.find(PLACEHOLDER)
+        if start < 0:
+            sink.bad(source, f"{path}:{first}", f"no {PLACEHOLDER} placeholder in the sentence")
+            continue
+        if not term:
+            sink.bad(source, f"{path}:{first + 1}", "empty aspect term")
+            continue
+        label = sink.label(polarity, source, f"{path}:{first + 2}")
+        if label is None:
+            continue
+        full_text = sentence.replace(PLACEHOLDER, term)
+        sink.add(full_text, start, start + len(term), label, source, f"{path}:{first}")
+    if full < len(lines):
+        first = full + 1
+        have = len(lines) - full
+        sink.bad(
+            f"{path}:{first}",
+            f"{path}:{first}",
+            f"truncated record: {have} line(s) where 3 are expected "
+            "(sentence with $T$, aspect term, polarity)",
+        )
+
+
+# --------------------------------------------------------------------------- JSONL / CSV
+
+
+def _pick(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in record and record[key] is not None:
+            return record[key]
+    return None
+
+
+def _as_offset(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        return int(value.strip())
+    raise ValueError
+
+
+def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) -> None:
+    """One JSONL object or CSV row (both as dicts) -> an example, a drop, or a bad record."""
+    text = _pick(record, _TEXT_KEYS)
+    aspect = _pick(record, _ASPECT_KEYS)
+    raw_label = _pick(record, _LABEL_KEYS)
+    if not isinstance(text, str) or not text.strip():
+        sink.bad(source, where, "missing or empty 'text'")
+        return
+    if not isinstance(aspect, str) or not aspect.strip():
+        sink.bad(source, where, "missing or empty 'aspect' (or 'term')")
+        return
+    if raw_label is None or raw_label == "":
+        sink.bad(source, where, "missing 'label' (or 'polarity')")
+        return
+    label = sink.label(raw_label, source, where)
+    if label is None:
+        return
+    raw_start, raw_end = record.get("start"), record.get("end")
+    if raw_start in (None, "") and raw_end in (None, ""):
+        spans = find_all(text, aspect)
+        if not spans:
+            sink.bad(source, where, f"aspect {aspect!r} does not occur in the text")
+            return
+        start, end = spans[0]  # several occurrences: the first one
+    else:
+        if raw_start in (None, "") or raw_end in (None, ""):
+            sink.bad(source, where, "give both 'start' and 'end' or neither")
+            return
+        try:
+            start, end = _as_offset(raw_start), _as_offset(raw_end)
+        except ValueError:
+            got = f"{raw_start!r}, {raw_end!r}"
+            sink.bad(source, where, f"'start'/'end' must be integers, got {got}")
+            return
+        if not (0 <= start < end <= len(text)):
+            sink.bad(
+                source,
+                where,
+                f"span [{start}, {end}) is outside the text (length {len(text)})",
+            )
+            return
+        if text[start:end] != aspect:
+            sink.bad(
+                source,
+                where,
+                f"text[{start}:{end}] is {text[start:end]!r}, not the aspect {aspect!r}",
+            )
+            return
+    sink.add(text, start, end, label, source, where)
+
+
+def _read_jsonl(text: str, sink: _Sink) -> None:
+    path = sink.path
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            sink.bad(where, where, f"bad JSON: {e.msg} (column {e.colno})")
+            continue
+        if not isinstance(record, dict):
+            sink.bad(where, where, f"expected a JSON object, got {type(record).__name__}")
+            continue
+        _add_record(record, sink, where, where)
+
+
+def _read_csv(text: str, sink: _Sink) -> None:
+    path = sink.path
+    reader = csv.reader(io.StringIO(text, newline=""))
+    prev = 0  # physical line the previous row ended on
+    header: list[str] | None = None
+    try:
+        for row in reader:
+            first, prev = prev + 1, reader.line_num
+            if not row or not any(cell.strip() for cell in row):
+                continue  # blank line
+            if header is None:
+                header = [cell.strip().lower() for cell in row]
+                _check_header(header, f"{path}:{first}")
+                continue
+            where = f"{path}:{first}"
+            if len(row) != len(header):
+                sink.bad(where, where, f"{len(row)} field(s) where the header has {len(header)}")
+                continue
+            _add_record(dict(zip(header, row, strict=True)), sink, where, where)
+    except csv.Error as e:
+        raise DataError(f"{path}:{reader.line_num}: bad CSV: {e}") from None
+    if header is None:
+        raise DataError(f"{path}: no examples (empty CSV file, not even a header)")
+
+
+def _check_header(header: list[str], where: str) -> None:
+    missing = [
+        "/".join(keys)
+        for keys in (_TEXT_KEYS, _ASPECT_KEYS, _LABEL_KEYS)
+        if not any(k in header for k in keys)
+    ]
+    if missing:
+        raise DataError(
+            f"{where}: the CSV header lacks the column(s) {', '.join(missing)} "
+            f"(header: {', '.join(header)})"
+        )
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise DataError(f"{where}: duplicate CSV column(s) {', '.join(dupes)}")
+
+
+# --------------------------------------------------------------------------- XML
+
+
+def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
+    """The element tree plus the 1-based start line of every element (keyed by ``id``).
+
+    Built with expat and ``ElementTree.TreeBuilder`` because ElementTree's own parser
+    keeps no line numbers, and error messages should point at the offending line.
+    """
+    match = _XML_ENCODING_RE.match(data)
+    declared = match.group(1).decode("ascii").lower() if match else "utf-8"
+    source: bytes | str = data
+    if declared.replace("_", "-") in ("utf-8", "utf8"):
+        source = _decode(data, path)
+    builder = ET.TreeBuilder()
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    lines: dict[int, int] = {}
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        element = builder.start(tag, attrs)
+        lines[id(element)] = parser.CurrentLineNumber
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    try:
+        parser.Parse(source, True)
+    except expat.ExpatError as e:
+        raise DataError(
+            f"{path}:{e.lineno}: malformed XML: {expat.ErrorString(e.code)} "
+            f"(line {e.lineno}, column {e.offset + 1})"
+        ) from None
+    return builder.close(), lines
+
+
+def _exact_occurrences(text: str, term: str) -> list[int]:
+    starts, i = [], text.find(term)
+    while i >= 0:
+        starts.append(i)
+        i = text.find(term, i + 1)
+    return starts
+
+
+def _read_xml(data: bytes, sink: _Sink) -> None:
+    path = sink.path
+    root, lines = _parse_xml(data, path)
+    sentences = list(root.iter("sentence"))
+    if not sentences:
+        raise DataError(f"{path}: no <sentence> elements (expected SemEval-2014 style XML)")
+    for sentence in sentences:
+        terms = sentence.find("aspectTerms")
+        aspects = [] if terms is None else terms.findall("aspectTerm")
+        if not aspects:
+            continue  # a sentence without aspect terms is not an error
+        sid = sentence.get("id")
+        s_line = lines[id(sentence)]
+        source = f"{path}:{sid}" if sid else f"{path}:{s_line}"
+        text = sentence.findtext("text")
+        if text is None or not text.strip():
+            where = _xml_where(path, sid, s_line)
+            sink.bad(source, where, "sentence has no <text> or it is empty")
+            continue
+        for aspect in aspects:
+            _xml_aspect(aspect, text, sink, source, _xml_where(path, sid, lines[id(aspect)]))
+
+
+def _xml_where(path: str, sid: str | None, line: int) -> str:
+    """Where a bad XML record is: the sentence id and the line, or just the line without an id."""
+    return f"{path}: sentence {sid} (line {line})" if sid else f"{path}:{line}"
+
+
+def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: str) -> None:
+    term = aspect.get("term")
+    if term is None or not term.strip():
+        sink.bad(source, where, "aspectTerm without a 'term'")
+        return
+    polarity = aspect.get("polarity")
+    if polarity is None:
+        sink.bad(source, where, f"aspectTerm {term!r} has no 'polarity'")
+        return
+    label = sink.label(polarity, source, where)
+    if label is None:
+        return
+    try:
+        start, end = int(aspect.get("from", "")), int(aspect.get("to", ""))
+    except ValueError:
+        start, end = -1, -1
+    if not (0 <= start < end <= len(text) and text[start:end] == term):
+        found = _exact_occurrences(text, term)
+        if len(found) != 1:
+            how = "does not occur" if not found else f"occurs {len(found)} times"
+            sink.bad(
+                source,
+                where,
+                f"aspectTerm {term!r}: from={aspect.get('from')!r} to={aspect.get('to')!r} "
+                f"do not mark it in the text and it {how} there",
+            )
+            return
+        logger.debug("%s: %r found at %d instead of from/to", where, term, found[0])
+        start, end = found[0], found[0] + len(term)
+    sink.add(text, start, end, label, source, where)

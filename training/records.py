@@ -1,0 +1,42 @@
+"""The one record type every data reader yields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from model.text import LABELS
+
+
+class DataError(ValueError):
+    """Bad input data. The message names the file and the line or record."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One labelled aspect: ``text[start:end]`` is the aspect term."""
+
+    text: str
+    start: int
+    end: int
+    label: str  # one of model.text.LABELS
+    source: str = ""  # where it came from, "path:line" or "path:sentence id"
+
+    @property
+    def term(self) -> str:
+        return self.text[self.start : self.end]
+
+    @property
+    def label_id(self) -> int:
+        return LABELS.index(self.label)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    source: str
+    reason: str
+
+
+@dataclass
+class ReadResult:
+    examples: list[Example] = field(default_factory=list)
+    skipped: list[Invalid] = field(default_factory=list)
