@@ -68,6 +68,7 @@ class Output:
     attention: np.ndarray  # (T,) over the item's tokens
     tokens: list[Token]
     self_attention: np.ndarray | None = None  # (heads, T, T)
+    aspect_mask: tuple[int, ...] = ()  # 1 on the aspect's tokens
 
 
 class Runtime:
@@ -153,7 +154,7 @@ class Runtime:
         for i, e in enumerate(items):
             n = len(e.ids)
             sw = None if selfw is None else selfw[i, :, :n, :n]
-            result.append(Output(probs[i], attn[i, :n], e.tokens, sw))
+            result.append(Output(probs[i], attn[i, :n], e.tokens, sw, tuple(e.aspect_mask)))
         return result
 
     def run(self, items: Sequence[Encoded]) -> list[Output]:

@@ -122,6 +122,39 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    import uvicorn
+
+    from service.settings import Settings
+
+    flags = {
+        "model_dir": args.model,
+        "host": args.host,
+        "port": args.port,
+        "workers": args.workers,
+        "device": args.device,
+        "max_batch_size": args.max_batch_size,
+        "max_wait_ms": args.max_wait_ms,
+        "threads": args.threads,
+    }
+    for key, value in flags.items():  # workers re-read settings from the environment
+        if value is not None:
+            os.environ[f"ABSA_{key.upper()}"] = str(value)
+    settings = Settings()
+    uvicorn.run(
+        "service.app:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=30,
+    )
+    return 0
+
+
 def _model_dir(model: str | None) -> Path:
     if model:
         return Path(model)
@@ -170,6 +203,17 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--name", help="model name (default: the preset)")
     x.add_argument("--version", help="model version (default: a UTC timestamp)")
     x.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("serve", help="run the HTTP service (settings also from ABSA_* variables)")
+    s.add_argument("--model", help="artifact directory (default: the shipped model)")
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.add_argument("--workers", type=int)
+    s.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    s.add_argument("--threads", type=int, help="onnxruntime threads per worker")
+    s.add_argument("--max-batch-size", type=int)
+    s.add_argument("--max-wait-ms", type=float)
+    s.set_defaults(func=cmd_serve)
 
     pr = sub.add_parser("presets", help="list the presets")
     pr.set_defaults(func=cmd_presets)

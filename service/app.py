@@ -1,0 +1,145 @@
+"""The app factory: ``create_app(settings)``. Uvicorn entry point:
+``uvicorn service.app:create_app --factory`` (settings from ``ABSA_*`` variables)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from model.runtime import Runtime
+from service.engine import BatchEngine, QueueFull, ShuttingDown
+from service.metrics import Metrics
+from service.predictor import RequestError
+from service.routes import ops, predict
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+RETRY_AFTER_S = "1"
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413, whatever Content-Length says."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await self._refuse(send)
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)
+        await body({"type": "http"}, _empty_receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _empty_receive() -> Message:
+    return {"type": "http.request", "body": b""}
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runtime = Runtime.load(
+            settings.model_dir, settings.device, settings.threads, settings.max_batch_size
+        )
+        runtime.warmup()
+        engine = BatchEngine(
+            runtime, metrics, settings.max_batch_size, settings.max_wait_ms, settings.max_queue
+        )
+        await engine.start()
+        meta = runtime.metadata
+        metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
+        app.state.engine = engine
+        app.state.ready = True
+        log.info("ready: serving %s from %s", meta.get("name"), settings.model_dir)
+        try:
+            yield
+        finally:
+            app.state.ready = False
+            await engine.stop()  # drains the queue: in-flight requests get their answers
+            log.info("stopped")
+
+    app = FastAPI(
+        title="absa",
+        version="0.1.0",
+        description="Aspect-level sentiment: label, probabilities and attention per aspect.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.ready = False
+    app.include_router(predict.router)
+    app.include_router(ops.router)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        metrics.latency.labels(path).observe(time.perf_counter() - t0)
+        metrics.requests.labels(path, request.method, str(response.status_code)).inc()
+        return response
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+
+    @app.exception_handler(RequestError)
+    async def _bad_request(request: Request, exc: RequestError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(QueueFull)
+    async def _queue_full(request: Request, exc: QueueFull) -> JSONResponse:
+        return JSONResponse(
+            {"detail": f"overloaded: {exc}"},
+            status_code=503,
+            headers={"Retry-After": RETRY_AFTER_S},
+        )
+
+    @app.exception_handler(ShuttingDown)
+    async def _shutting_down(request: Request, exc: ShuttingDown) -> JSONResponse:
+        return JSONResponse(
+            {"detail": str(exc)}, status_code=503, headers={"Retry-After": RETRY_AFTER_S}
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    return app

@@ -1,0 +1,31 @@
+"""FastAPI dependencies: the engine, settings and metrics of the running app."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from service.engine import BatchEngine, ShuttingDown
+from service.metrics import Metrics
+from service.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_metrics(request: Request) -> Metrics:
+    return request.app.state.metrics
+
+
+def get_engine(request: Request) -> BatchEngine:
+    engine = getattr(request.app.state, "engine", None)
+    if engine is None:
+        raise ShuttingDown("the model is not loaded")
+    return engine
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+EngineDep = Annotated[BatchEngine, Depends(get_engine)]
