@@ -155,6 +155,53 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_predict(args: argparse.Namespace) -> int:
+    from model.runtime import Runtime, word_weights
+    from model.text import find_all
+
+    rt = Runtime.load(_model_dir(args.model), device=args.device)
+    if args.input:
+        if not args.output:
+            raise CLIError("--input needs --output")
+        from service.scoring import score_file
+
+        stats = score_file(rt, Path(args.input), Path(args.output), progress=not args.quiet)
+        sys.stdout.write(
+            f"{stats.rows} rows: {stats.scored} scored, {len(stats.bad)} bad -> {args.output}\n"
+        )
+        return 0 if not stats.bad else 1
+    if not args.text or not args.aspect:
+        raise CLIError("give --text and at least one --aspect, or --input and --output")
+    spans = []
+    for a in args.aspect:
+        found = find_all(args.text, a)
+        if not found:
+            raise CLIError(f"aspect {a!r} does not occur in the text")
+        spans.extend(found)
+    outs = rt.run([rt.encode(args.text, s, e) for s, e in spans])
+    results = []
+    for (s, e), o in zip(spans, outs, strict=True):
+        res = {
+            "term": args.text[s:e],
+            "start": s,
+            "end": e,
+            "label": rt.labels[int(o.probs.argmax())],
+            "scores": {k: round(float(p), 6) for k, p in zip(rt.labels, o.probs, strict=True)},
+        }
+        if args.explain:
+            res["attention"] = [
+                {"token": t.text, "start": t.start, "end": t.end, "weight": round(w, 6)}
+                for t, w in word_weights(o)
+            ]
+        results.append(res)
+    if args.explain:
+        from service.heatmap import render
+
+        sys.stderr.write(render(args.text, results, color=sys.stderr.isatty()) + "\n")
+    sys.stdout.write(json.dumps({"model": rt.metadata.get("name"), "results": results}) + "\n")
+    return 0
+
+
 def _model_dir(model: str | None) -> Path:
     if model:
         return Path(model)
@@ -214,6 +261,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-batch-size", type=int)
     s.add_argument("--max-wait-ms", type=float)
     s.set_defaults(func=cmd_serve)
+
+    q = sub.add_parser("predict", help="classify aspects of a text, or score a JSONL/CSV file")
+    q.add_argument("--model", help="artifact directory (default: the shipped model)")
+    q.add_argument("--text")
+    q.add_argument("--aspect", action="append", help="an aspect term (repeat for more)")
+    q.add_argument("--input", help="a .jsonl or .csv file of {text, aspect, start?, end?} rows")
+    q.add_argument("--output", help="where to write the scored rows (.jsonl or .csv)")
+    q.add_argument("--explain", action="store_true", help="show the attention heatmap")
+    q.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(func=cmd_predict)
 
     pr = sub.add_parser("presets", help="list the presets")
     pr.set_defaults(func=cmd_presets)

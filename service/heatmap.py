@@ -1,0 +1,29 @@
+"""The attention heatmap in a terminal: ANSI background shades, or [brackets] without colour."""
+
+from __future__ import annotations
+
+# 256-colour backgrounds from pale to strong yellow/orange
+_SHADES = (231, 230, 229, 228, 227, 226, 220, 214, 208, 202)
+
+
+def render(text: str, results: list[dict], color: bool) -> str:
+    lines = []
+    for r in results:
+        weights = r.get("attention") or []
+        top = max((w["weight"] for w in weights), default=1.0) or 1.0
+        parts, pos = [], 0
+        for w in weights:
+            parts.append(text[pos : w["start"]])
+            word = text[w["start"] : w["end"]]
+            level = w["weight"] / top
+            if color:
+                shade = _SHADES[min(len(_SHADES) - 1, int(level * (len(_SHADES) - 1) + 0.5))]
+                parts.append(f"\x1b[48;5;{shade}m\x1b[30m{word}\x1b[0m")
+            else:
+                parts.append(f"[{word} {w['weight']:.2f}]" if level >= 0.5 else word)
+            pos = w["end"]
+        parts.append(text[pos:])
+        scores = " ".join(f"{k}={v:.2f}" for k, v in r["scores"].items())
+        lines.append(f"{r['term']!r} [{r['start']}:{r['end']}] -> {r['label']} ({scores})")
+        lines.append("  " + "".join(parts))
+    return "\n".join(lines)
