@@ -241,11 +241,12 @@ class ABSANet(nn.Module):
         input_ids: torch.Tensor,  # (B, T) int64
         attention_mask: torch.Tensor,  # (B, T) 1 = token, 0 = padding
         aspect_mask: torch.Tensor,  # (B, T) 1 = aspect token
+        features: torch.Tensor | None = None,  # (B, T, E) cached encoder output (frozen encoder)
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         cfg = self.cfg
         mask = attention_mask > 0
         b, t = input_ids.shape
-        x = self.encoder(input_ids, attention_mask)  # (B, T, E)
+        x = self.encoder(input_ids, attention_mask) if features is None else features  # (B, T, E)
         am = (aspect_mask * attention_mask).to(x.dtype)  # (B, T)
         n_asp = am.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
         v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors

@@ -89,19 +89,44 @@ def batches(lengths: Sequence[int], batch_size: int, rng: random.Random | None) 
     return out
 
 
-def to_tensors(items: Sequence[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
-    return {k: torch.from_numpy(v) for k, v in collate(items, pad_id).items()}
+def to_tensors(
+    items: Sequence[Encoded], pad_id: int, cache: Sequence[torch.Tensor] | None = None
+) -> dict[str, torch.Tensor]:
+    """Model inputs for a batch; with ``cache`` (one (T_i, E) tensor per item, in the order
+    of ``items``) also the padded ``features`` of a frozen encoder."""
+    out = {k: torch.from_numpy(v) for k, v in collate(items, pad_id).items()}
+    if cache is not None:
+        out["features"] = torch.nn.utils.rnn.pad_sequence(list(cache), batch_first=True).float()
+    return out
+
+
+@torch.no_grad()
+def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> list[torch.Tensor]:
+    """Run a frozen encoder once over the data: one (T_i, E) half-precision tensor per item."""
+    net.encoder.eval()
+    out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
+    for b in batches([len(e.ids) for e in encoded], 64, None):
+        inputs = to_tensors([encoded[i] for i in b], pad_id)
+        x = net.encoder(inputs["input_ids"], inputs["attention_mask"])
+        for j, i in enumerate(b):
+            out[i] = x[j, : len(encoded[i].ids)].half()
+    return out
 
 
 @torch.no_grad()
 def predict_probs(
-    net: ABSANet, encoded: Sequence[Encoded], pad_id: int, batch_size: int = 256
+    net: ABSANet,
+    encoded: Sequence[Encoded],
+    pad_id: int,
+    batch_size: int = 256,
+    cache: Sequence[torch.Tensor] | None = None,
 ) -> np.ndarray:
     """Class probabilities (N, C) in the input order."""
     net.eval()
     out = np.zeros((len(encoded), len(net.cfg.labels)), dtype=np.float32)
     for b in batches([len(e.ids) for e in encoded], batch_size, None):
-        logits, _, _ = net(**to_tensors([encoded[i] for i in b], pad_id))
+        feats = [cache[i] for i in b] if cache is not None else None
+        logits, _, _ = net(**to_tensors([encoded[i] for i in b], pad_id, feats))
         out[b] = torch.softmax(logits, -1).numpy()
     return out
 
@@ -168,6 +193,12 @@ def fit(
     mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, tcfg, train, run_dir)
     net = ABSANet(mcfg, vectors=vectors, encoder_path=encoder_src, pretrained_encoder=True)
     enc_train, enc_dev = encode_all(pipe, train), encode_all(pipe, dev)
+    cache_train = cache_dev = None
+    if mcfg.encoder == "transformer" and mcfg.freeze_embeddings:
+        t0 = time.time()
+        cache_train = cache_features(net, enc_train, pipe.pad_id)
+        cache_dev = cache_features(net, enc_dev, pipe.pad_id)
+        log.info("cached frozen encoder features in %.1fs", time.time() - t0)
     y_train = torch.tensor([e.label_id for e in train])
     y_dev = [e.label_id for e in dev]
     opt = make_optimizer(net, tcfg)
@@ -198,7 +229,8 @@ def fit(
             leave=False,
         )
         for b in bar:
-            inputs = to_tensors([enc_train[i] for i in b], pipe.pad_id)
+            feats = [cache_train[i] for i in b] if cache_train is not None else None
+            inputs = to_tensors([enc_train[i] for i in b], pipe.pad_id, feats)
             logits, _, _ = net(**inputs)
             loss = F.cross_entropy(logits, y_train[b], label_smoothing=tcfg.label_smoothing)
             opt.zero_grad(set_to_none=True)
@@ -210,7 +242,7 @@ def fit(
             seen += len(b)
             bar.set_postfix(loss=f"{total_loss / seen:.4f}")
         seconds = time.time() - t0
-        probs = predict_probs(net, enc_dev, pipe.pad_id)
+        probs = predict_probs(net, enc_dev, pipe.pad_id, cache=cache_dev)
         rep = classification_report(y_dev, probs.argmax(1), mcfg.labels)
         dev_loss = float(-np.log(probs[np.arange(len(y_dev)), y_dev] + 1e-12).mean())
         row = {

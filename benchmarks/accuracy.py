@@ -1,0 +1,105 @@
+"""Train and evaluate presets on the benchmark sets, several seeds; resumable.
+
+Each (preset, dataset, seed) writes one small JSON file under benchmarks/results/accuracy/;
+a run whose file exists is skipped, so an interrupted benchmark continues where it stopped.
+Selection uses dev only (MAMS: its official val set; others: a seeded 10% of train).
+
+    python benchmarks/accuracy.py --presets atae-lstm fast --datasets rest14 lap14 --seeds 1 2 3
+    python benchmarks/report.py        # writes the table into docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from training.checkpoint import code_version, sha256_file  # noqa: E402
+from training.evaluate import evaluate  # noqa: E402
+from training.presets import PRESETS, load_config  # noqa: E402
+from training.readers import read_examples  # noqa: E402
+from training.train import fit  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "accuracy"
+
+
+def run_one(preset_name: str, dataset: str, seed: int, threads: int, config: Path | None) -> dict:
+    p = paths(dataset)
+    preset = load_config(config, preset_name)
+    preset = replace(preset, train=replace(preset.train, seed=seed, threads=threads))
+    train = read_examples(p["train"]).examples
+    dev = read_examples(p["dev"]).examples if p["dev"] else None
+    test = read_examples(p["test"]).examples
+    run_dir = Path(tempfile.mkdtemp(prefix=f"bench-{preset_name}-{dataset}-"))
+    try:
+        t0 = time.time()
+        res = fit(train, dev, preset, run_dir, progress=False, preset_name=preset_name)
+        rep = evaluate(run_dir, test)
+        info = json.loads((run_dir / "run.json").read_text())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return {
+        "preset": preset_name,
+        "dataset": dataset,
+        "seed": seed,
+        "test_accuracy": rep["accuracy"],
+        "test_macro_f1": rep["macro_f1"],
+        "test_n": rep["n"],
+        "dev_accuracy": res.dev["accuracy"],
+        "dev_macro_f1": res.dev["macro_f1"],
+        "best_epoch": res.best_epoch,
+        "epochs_run": len(res.history),
+        "seconds_per_epoch": info["seconds_per_epoch"],
+        "train_seconds": round(time.time() - t0, 1),
+        "threads": threads,
+        "dev_split": info["dev_split"],
+        "model_config": preset.model.to_dict(),
+        "train_config": preset.train.to_dict(),
+        "data_sha256": {k: sha256_file(v) for k, v in p.items() if v},
+        "code_version": code_version(),
+        "command": " ".join(["python benchmarks/accuracy.py", *sys.argv[1:]]),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", nargs="+", default=["atae-lstm", "fast"], choices=list(PRESETS))
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--config", type=Path, help="override file applied on top of each preset")
+    ap.add_argument("--tag", default="", help="suffix of the result names (e.g. a variant)")
+    ap.add_argument("--force", action="store_true", help="rerun even if a result exists")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    OUT.mkdir(parents=True, exist_ok=True)
+    for dataset in args.datasets:
+        for preset in args.presets:
+            for seed in args.seeds:
+                name = f"{preset}{args.tag}__{dataset}__s{seed}.json"
+                dest = OUT / name
+                if dest.exists() and not args.force:
+                    continue
+                r = run_one(preset, dataset, seed, args.threads, args.config)
+                r["tag"] = args.tag
+                tmp = dest.with_suffix(".tmp")
+                tmp.write_text(json.dumps(r, indent=1))
+                tmp.replace(dest)
+                print(
+                    f"{name}: acc {r['test_accuracy'] * 100:.2f} f1 {r['test_macro_f1'] * 100:.2f} "
+                    f"({r['seconds_per_epoch']:.1f} s/epoch)",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
