@@ -37,29 +37,32 @@ class BodyLimit:
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             return await self._refuse(send)
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        # Read the body here: an error raised from inside the app's receive() would be
+        # swallowed by FastAPI's body parsing and answered 400, not 413.
+        body = bytearray()
+        while True:
             msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return msg
+            if msg["type"] != "http.request":
+                return  # the client went away
+            body += msg.get("body", b"")
+            if len(body) > self.limit:
+                return await self._refuse(send)
+            if not msg.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
         body = JSONResponse({"detail": f"request body over {self.limit} bytes"}, status_code=413)
         await body({"type": "http"}, _empty_receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 async def _empty_receive() -> Message:

@@ -1,0 +1,113 @@
+"""service.engine.BatchEngine with a real onnxruntime Runtime: draining, refusal, swap."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model.runtime import Output, Runtime
+from model.text import Encoded
+from service.engine import BatchEngine, QueueFull, ShuttingDown
+from service.metrics import Metrics
+from tests.service.conftest import EXAMPLES
+
+
+def load(artifact: Path) -> Runtime:
+    return Runtime.load(artifact, device="cpu", threads=1)
+
+
+def encode(rt: Runtime, n: int) -> list[Encoded]:
+    return [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:n]]
+
+
+def record_runs(rt: Runtime, calls: list[tuple[str, int]]) -> None:
+    """Log (version, batch size) of every ``rt.run`` the engine makes."""
+    run = rt.run
+    version = rt.metadata["version"]
+
+    def spy(items):  # type: ignore[no-untyped-def]
+        calls.append((version, len(items)))
+        return run(items)
+
+    rt.run = spy  # type: ignore[method-assign]
+
+
+def test_stop_drains_queued_requests(artifact: Path) -> None:
+    rt = load(artifact)
+    items = encode(rt, 10)
+
+    async def main() -> tuple[list[list[Output]], BatchEngine]:
+        engine = BatchEngine(rt, Metrics(), max_batch=4, max_wait_ms=50)
+        await engine.start()
+        tasks = [asyncio.create_task(engine.submit(rt, [it])) for it in items]
+        await asyncio.sleep(0)  # every request has queued its aspect
+        await engine.stop()
+        assert all(t.done() for t in tasks)
+        with pytest.raises(ShuttingDown):
+            await engine.submit(rt, items[:1])
+        return [t.result() for t in tasks], engine
+
+    results, engine = asyncio.run(main())
+    assert engine.pending == 0
+    ref = rt.run(items)
+    for (out,), want in zip(results, ref, strict=True):
+        np.testing.assert_allclose(out.probs, want.probs, atol=1e-5)
+        assert out.tokens == want.tokens
+
+
+def test_submit_before_start_is_refused(artifact: Path) -> None:
+    rt = load(artifact)
+    engine = BatchEngine(rt, Metrics())
+    with pytest.raises(ShuttingDown):
+        asyncio.run(engine.submit(rt, encode(rt, 1)))
+
+
+def test_full_queue_refuses_and_counts(artifact: Path) -> None:
+    rt = load(artifact)
+    items = encode(rt, 3)
+    metrics = Metrics()
+
+    async def main() -> None:
+        engine = BatchEngine(rt, metrics, max_batch=64, max_wait_ms=100, max_queue=2)
+        await engine.start()
+        first = asyncio.create_task(engine.submit(rt, items[:2]))
+        await asyncio.sleep(0)
+        with pytest.raises(QueueFull):
+            await engine.submit(rt, items[2:])
+        assert len(await first) == 2  # the accepted request still gets its answer
+        await engine.stop()
+
+    asyncio.run(main())
+    assert metrics.registry.get_sample_value("absa_rejected_total") == 1
+
+
+def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_v2: Path) -> None:
+    old_rt, new_rt = load(artifact), load(artifact_v2)
+    calls: list[tuple[str, int]] = []
+    record_runs(old_rt, calls)
+    record_runs(new_rt, calls)
+    items = encode(old_rt, 3)
+
+    async def main() -> tuple[list[Output], list[Output]]:
+        engine = BatchEngine(old_rt, Metrics(), max_batch=64, max_wait_ms=30)
+        await engine.start()
+        before = asyncio.create_task(engine.submit(engine.runtime, items[:2]))
+        await asyncio.sleep(0)
+        assert engine.swap(new_rt) is old_rt
+        assert engine.runtime is new_rt
+        after = asyncio.create_task(engine.submit(engine.runtime, items[2:]))
+        outs = await before, await after
+        await engine.stop()
+        return outs
+
+    before, after = asyncio.run(main())
+    # queued together, but never mixed in one batch: each ran on the runtime that encoded it
+    assert calls == [("v1", 2), ("v2", 1)]
+    assert len(before) == 2 and len(after) == 1
+    ref = old_rt.run(items)  # same weights in both artifacts: the same probabilities
+    np.testing.assert_allclose(
+        np.stack([o.probs for o in before + after]), np.stack([o.probs for o in ref]), atol=1e-5
+    )
