@@ -13,11 +13,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from model.runtime import Runtime
+from model.runtime import ArtifactError, Runtime
 from service.engine import BatchEngine, QueueFull, ShuttingDown
 from service.metrics import Metrics
 from service.predictor import RequestError
-from service.routes import ops, predict
+from service.reloader import Reloader
+from service.routes import admin, ops, predict
 from service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        model_dir = settings.model_path()
         runtime = Runtime.load(
-            settings.model_dir, settings.device, settings.threads, settings.max_batch_size
+            model_dir, settings.device, settings.threads, settings.max_batch_size
         )
         runtime.warmup()
         engine = BatchEngine(
@@ -86,12 +88,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         meta = runtime.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
+        app.state.reloader = reloader = Reloader(settings, engine)
+        reloader.start_polling()
         app.state.ready = True
-        log.info("ready: serving %s from %s", meta.get("name"), settings.model_dir)
+        log.info("ready: serving %s from %s", meta.get("name"), model_dir)
         try:
             yield
         finally:
             app.state.ready = False
+            await reloader.stop()
             await engine.stop()  # drains the queue: in-flight requests get their answers
             log.info("stopped")
 
@@ -106,6 +111,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.ready = False
     app.include_router(predict.router)
     app.include_router(ops.router)
+    if settings.admin_token is not None and settings.admin_token.get_secret_value():
+        app.include_router(admin.router)  # off without a token
 
     @app.middleware("http")
     async def observe(request: Request, call_next):  # type: ignore[no-untyped-def]
@@ -136,6 +143,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse(
             {"detail": str(exc)}, status_code=503, headers={"Retry-After": RETRY_AFTER_S}
         )
+
+    @app.exception_handler(ArtifactError)
+    async def _refused(request: Request, exc: ArtifactError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -202,6 +202,61 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retrain(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from training.retrain import RetrainConfig, retrain, summary
+
+    cfg = RetrainConfig.load(Path(args.config))
+    if args.skip_invalid:
+        cfg = replace(cfg, skip_invalid=True)
+    report = retrain(cfg, version=args.version, progress=not args.quiet)
+    sys.stdout.write(summary(report) + "\n")
+    return 0 if report["promoted"] else 3
+
+
+def _registry(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import os
+
+    from model.registry import Registry
+
+    root = args.registry or os.environ.get("ABSA_REGISTRY")
+    if not root:
+        raise CLIError("name the registry with --registry DIR or ABSA_REGISTRY")
+    return Registry(root)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    reg = _registry(args)
+    current = reg.current()
+    if args.action == "list":
+        for v in reg.versions():
+            m = reg.metadata(v)
+            ev = " ".join(
+                f"{k}={x['accuracy'] * 100:.2f}/{x['macro_f1'] * 100:.2f}"
+                for k, x in (m.get("eval") or {}).items()
+            )
+            mark = "*" if v == current else " "
+            sys.stdout.write(
+                f"{mark} {v:<22} {m.get('created', ''):<26} parent={m.get('parent')} {ev}\n"
+            )
+        return 0
+    if args.action == "show":
+        if not args.version:
+            raise CLIError("models show needs a VERSION")
+        sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
+        return 0
+    with reg.lock():
+        if args.action == "promote":
+            if not args.version:
+                raise CLIError("models promote needs a VERSION")
+            reg.promote(args.version, reason="manual")
+            sys.stdout.write(f"current: {args.version}\n")
+        else:
+            sys.stdout.write(f"current: {reg.rollback()}\n")
+    return 0
+
+
 def _model_dir(model: str | None) -> Path:
     if model:
         return Path(model)
@@ -273,6 +328,21 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--quiet", action="store_true", help="no progress bar")
     q.set_defaults(func=cmd_predict)
 
+    r = sub.add_parser(
+        "retrain", help="retrain, evaluate against the champion, promote if it passes"
+    )
+    r.add_argument("--config", required=True, help="a TOML retraining config")
+    r.add_argument("--version", help="version name (default: a UTC timestamp)")
+    r.add_argument("--skip-invalid", action="store_true")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=cmd_retrain)
+
+    m = sub.add_parser("models", help="the model registry: list, show V, promote V, rollback")
+    m.add_argument("action", choices=["list", "show", "promote", "rollback"])
+    m.add_argument("version", nargs="?")
+    m.add_argument("--registry", help="registry directory (default: $ABSA_REGISTRY)")
+    m.set_defaults(func=cmd_models)
+
     pr = sub.add_parser("presets", help="list the presets")
     pr.set_defaults(func=cmd_presets)
     return p
@@ -297,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (CLIError, ValueError, FileNotFoundError, KeyError) as e:
+    except (CLIError, ValueError, KeyError, RuntimeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from model.runtime import default_model_dir
@@ -14,7 +14,16 @@ from model.runtime import default_model_dir
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ABSA_", extra="ignore", protected_namespaces=())
 
-    model_dir: Path = Field(default_factory=default_model_dir, description="artifact directory")
+    model_dir: Path | None = Field(
+        None, description="artifact directory (default: the shipped model)"
+    )
+    registry: Path | None = Field(None, description="serve the registry's current version instead")
+    reload_interval_s: float = Field(
+        0.0, ge=0.0, description="poll the registry; 0 = only on /admin/reload"
+    )
+    admin_token: SecretStr | None = Field(
+        None, description="enables /admin/*; sent as a Bearer token"
+    )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
@@ -31,9 +40,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_000_000, ge=1)
     log_level: str = "info"
 
-    @field_validator("model_dir")
-    @classmethod
-    def _model_dir_exists(cls, v: Path) -> Path:
-        if not (v / "metadata.json").is_file():
-            raise ValueError(f"{v} is not a model artifact directory (no metadata.json)")
-        return v
+    def model_path(self) -> Path:
+        """The artifact to serve now: the registry's current version, or model_dir."""
+        if self.registry is not None:
+            from model.registry import Registry
+
+            return Registry(self.registry).current_path()
+        return self.model_dir or default_model_dir()

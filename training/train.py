@@ -185,6 +185,9 @@ def fit(
     seed_everything(tcfg.seed)
     started = time.time()
     dev_source = "file"
+    counts = {lab: 0 for lab in preset.model.labels}
+    for e in train:
+        counts[e.label] += 1
     if not dev:
         train, dev = split_dev(train, tcfg.dev_fraction, tcfg.seed)
         dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {tcfg.seed}"
@@ -287,6 +290,7 @@ def fit(
         "about": preset.about,
         "seed": tcfg.seed,
         "data": data_info or {},
+        "label_counts": counts,
         "n_train": len(train),
         "n_dev": len(dev),
         "dev_split": dev_source,

@@ -1,0 +1,77 @@
+"""Hot reload: load and warm a new artifact beside the old one, then swap atomically.
+
+Requests already holding the old runtime finish on it. An artifact whose checksum does not
+verify, or whose metadata records no passed parity check, is refused and the old one keeps
+serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from model.export_check import verify_parity_metadata
+from model.runtime import ArtifactError, Runtime
+from service.engine import BatchEngine
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Reloader:
+    def __init__(self, settings: Settings, engine: BatchEngine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task | None = None
+        self.failures = 0
+
+    def load(self, path: Path) -> Runtime:
+        s = self.settings
+        rt = Runtime.load(path, s.device, s.threads, s.max_batch_size)
+        verify_parity_metadata(rt.metadata, path)
+        rt.warmup()
+        return rt
+
+    async def reload(self, path: Path | None = None) -> dict:
+        """Swap to ``path`` (default: what the settings point at now) if it is another model."""
+        async with self._lock:
+            target = Path(path or self.settings.model_path())
+            current = self.engine.runtime.model_dir
+            if target.resolve() == Path(current).resolve():
+                return {"changed": False, "model_dir": str(target)}
+            loop = asyncio.get_running_loop()
+            try:
+                rt = await loop.run_in_executor(None, self.load, target)
+            except (ArtifactError, OSError, ValueError, KeyError) as e:
+                self.failures += 1
+                log.error("reload of %s refused, still serving %s: %s", target, current, e)
+                raise ArtifactError(f"refused {target}: {e}") from None
+            old = self.engine.swap(rt)
+            log.info("now serving %s (was %s)", target, old.model_dir)
+            return {
+                "changed": True,
+                "model_dir": str(target),
+                "version": rt.metadata.get("version"),
+            }
+
+    def start_polling(self) -> None:
+        if self.settings.registry is not None and self.settings.reload_interval_s > 0:
+            self._task = asyncio.create_task(self._poll(), name="absa-reload-poll")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reload_interval_s)
+            try:
+                await self.reload()
+            except Exception as e:  # noqa: BLE001 - keep serving, keep polling
+                log.warning("registry poll: %s", e)

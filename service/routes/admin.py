@@ -1,0 +1,41 @@
+"""Admin endpoints, mounted only when ABSA_ADMIN_TOKEN is set; Bearer token required."""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from pydantic import BaseModel, ConfigDict
+
+from service.deps import SettingsDep
+
+router = APIRouter(prefix="/admin", tags=["admin"])
+
+
+def require_token(
+    settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
+    given = (authorization or "").removeprefix("Bearer ").strip()
+    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+        raise HTTPException(
+            401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"}
+        )
+
+
+class ReloadRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_dir: str | None = None  # default: the registry's current version / ABSA_MODEL_DIR
+
+
+@router.post(
+    "/reload",
+    dependencies=[Depends(require_token)],
+    responses={401: {"description": "no or wrong token"}, 409: {"description": "refused"}},
+)
+async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
+    """Load the current registry version (or ``model_dir``), warm it, swap it in."""
+    target = Path(body.model_dir) if body and body.model_dir else None
+    return await request.app.state.reloader.reload(target)
