@@ -31,6 +31,7 @@ class ModelConfig:
     attention_dim: int = 100  # d_a for the projected attention forms
     positional: bool = False  # sinusoidal encodings: H' = H + P, v_a' = v_a + p_a (eq. 4)
     self_attention_heads: int = 0  # 0 = no self-attention layer (eq. 5)
+    position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
     # classifier
     dropout: float = 0.5
     labels: tuple[str, ...] = LABELS

@@ -48,6 +48,19 @@ def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
     return enc[..., :dim]
 
 
+def proximity(aspect: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) weights 1 - d_t / n: d_t the distance of token t from the aspect span (0
+    inside it), n the item's length; 0 on padding."""
+    b, t = aspect.shape
+    steps = torch.arange(t, device=aspect.device, dtype=aspect.dtype).unsqueeze(0)  # (1, T)
+    far = 1e4 * (1.0 - aspect)
+    first = (steps + far).min(1, keepdim=True).values  # (B, 1)
+    last = (steps - far).max(1, keepdim=True).values
+    dist = (first - steps).clamp(min=0) + (steps - last).clamp(min=0)
+    n = mask.to(aspect.dtype).sum(1, keepdim=True)
+    return (1.0 - dist / n) * mask.to(aspect.dtype)
+
+
 class WordEncoder(nn.Module):
     """Word vectors from an embedding table (row 0 = padding)."""
 
@@ -252,6 +265,8 @@ class ABSANet(nn.Module):
         v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
         inp = torch.cat([x, v_a.unsqueeze(1).expand(b, t, -1)], -1) if cfg.aspect_in_input else x
         h, h_n = self.rnn(self.drop(inp), mask)  # (B, T, D), (B, D)
+        if cfg.position_weighting:
+            h = h * proximity(am, mask).unsqueeze(-1)
         if cfg.positional:
             steps = torch.arange(t, device=x.device, dtype=x.dtype)
             h = h + sinusoid(steps, h.size(-1)).unsqueeze(0) * mask.unsqueeze(-1).to(h.dtype)

@@ -80,6 +80,7 @@ def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
     centre = (first + last) // 2
     lo = max(0, min(centre - max_len // 2, n - max_len))
     lo = min(lo, first)
+    lo = max(lo, min(first, last - max_len + 1))  # keep `last` too whenever the span fits
     return lo, min(n, lo + max_len)
 
 
@@ -126,8 +127,10 @@ class WordPipeline:
 
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "vocab": "vocab.json"}
-        (directory / "pipeline.json").write_text(json.dumps(spec, indent=1))
-        (directory / "vocab.json").write_text(json.dumps(self.words, ensure_ascii=False))
+        (directory / "pipeline.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        (directory / "vocab.json").write_text(
+            json.dumps(self.words, ensure_ascii=False), encoding="utf-8"
+        )
 
 
 class WordPiecePipeline:
@@ -166,15 +169,15 @@ class WordPiecePipeline:
 
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "tokenizer": "tokenizer.json"}
-        (directory / "pipeline.json").write_text(json.dumps(spec, indent=1))
+        (directory / "pipeline.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         (directory / "tokenizer.json").write_bytes(self.tokenizer_file.read_bytes())
 
 
 def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
     directory = Path(directory)
-    spec = json.loads((directory / "pipeline.json").read_text())
+    spec = json.loads((directory / "pipeline.json").read_text(encoding="utf-8"))
     if spec["kind"] == "word":
-        words = json.loads((directory / spec["vocab"]).read_text())
+        words = json.loads((directory / spec["vocab"]).read_text(encoding="utf-8"))
         return WordPipeline(words, max_len=int(spec["max_len"]))
     if spec["kind"] == "wordpiece":
         return WordPiecePipeline(directory / spec["tokenizer"], max_len=int(spec["max_len"]))

@@ -62,14 +62,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         "dev": _data_info(args.dev or []),
         "skipped_invalid": len(train.skipped),
     }
+    examples = train.examples
+    if args.exclude:
+        from training.readers import drop_overlap
+
+        examples, dropped = drop_overlap(examples, _read(args.exclude, True).examples)
+        info["exclude"] = _data_info(args.exclude)
+        info["excluded_overlap"] = dropped
+        log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
     result = fit(
-        train.examples,
+        examples,
         dev,
         preset,
         Path(args.out),
         data_info=info,
         progress=not args.quiet,
-        preset_name=args.preset or (None if args.config else "fast"),
+        preset_name=preset.name,
     )
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
     for path in args.eval or []:
@@ -281,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="the run directory to write")
     t.add_argument(
         "--eval", nargs="+", help="files to evaluate the final model on (never used to select)"
+    )
+    t.add_argument(
+        "--exclude", nargs="+", help="drop training sentences that occur in these files (test sets)"
     )
     t.add_argument("--seed", type=int)
     t.add_argument("--epochs", type=int)

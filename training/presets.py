@@ -48,6 +48,7 @@ class Preset:
     model: ModelConfig
     train: TrainConfig
     about: str = ""
+    name: str = ""
 
 
 _GLOVE = dict(encoder="embedding", embed_dim=50)
@@ -168,4 +169,5 @@ def load_config(path: Path | None, preset: str | None) -> Preset:
         _override(base.model, data.get("model", {}), "model", src),
         _override(base.train, data.get("train", {}), "train", src),
         data.get("about", base.about),
+        name,
     )

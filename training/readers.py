@@ -502,3 +502,19 @@ def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: 
         logger.debug("%s: %r found at %d instead of from/to", where, term, found[0])
         start, end = found[0], found[0] + len(term)
     sink.add(text, start, end, label, source, where)
+
+
+def normalise_text(text: str) -> str:
+    """Lower-cased text without punctuation or spaces: finds the same sentence across
+    differently tokenised copies (the 3-line files split "n't", the XML files do not)."""
+    return re.sub(r"\W+", "", text.lower())
+
+
+def drop_overlap(
+    examples: list[Example], reference: Iterable[Example]
+) -> tuple[list[Example], int]:
+    """The examples whose sentence does not occur in ``reference`` (e.g. test sets), and how
+    many were dropped. Public ABSA sets share sentences (MAMS and SemEval-2014 restaurants)."""
+    banned = {normalise_text(e.text) for e in reference}
+    kept = [e for e in examples if normalise_text(e.text) not in banned]
+    return kept, len(examples) - len(kept)

@@ -43,8 +43,8 @@ def seed_everything(seed: int) -> None:
 
 
 def split_dev(examples: Sequence[Example], fraction: float, seed: int) -> tuple[list, list]:
-    """Hold out a stratified ``fraction`` of train as dev, fixed by ``seed``.
-    Examples of one sentence stay on one side, so dev never shares text with train."""
+    """Hold out about ``fraction`` of train as dev, by whole sentences, fixed by ``seed``:
+    examples of one sentence stay on one side, so dev never shares text with train."""
     by_text: dict[str, list[Example]] = {}
     for e in examples:
         by_text.setdefault(e.text, []).append(e)

@@ -1,0 +1,652 @@
+"""Deployment files agree with each other and with the app: the Dockerfile's stages,
+.dockerignore, docker compose and the Kubernetes manifests (routes, port, settings,
+images, volumes, install commands). Offline and fast; nothing is built or started."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+K8S_BASE = DEPLOY / "k8s" / "base"
+K8S_GPU = DEPLOY / "k8s" / "gpu"
+SERVING_STAGES = ("runtime", "gpu")
+K8S_VERSIONS = ("1.30.0", "latest")  # the oldest Kubernetes we claim, and the newest known
+
+
+# ------------------------------------------------------------------------------ Dockerfile
+
+
+@dataclass
+class Stage:
+    name: str
+    base: str
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+
+    def args(self, instruction: str) -> list[str]:
+        return [a for i, a in self.instructions if i == instruction]
+
+    def last(self, instruction: str) -> str | None:
+        found = self.args(instruction)
+        return found[-1] if found else None
+
+    def env(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for a in self.args("ENV"):
+            for tok in shlex.split(a):
+                key, _, value = tok.partition("=")
+                out[key] = value
+        return out
+
+
+@cache
+def dockerfile() -> tuple[dict[str, str], dict[str, Stage]]:
+    """(global ARG defaults, stages by name in file order) of ROOT/Dockerfile."""
+    lines, buf = [], ""
+    for raw in (ROOT / "Dockerfile").read_text().splitlines():
+        s = raw.strip()
+        if not s or s.startswith("#"):
+            continue  # comments and blank lines, also inside continuations
+        if s.endswith("\\"):
+            buf += s[:-1] + " "
+            continue
+        lines.append(buf + s)
+        buf = ""
+    assert not buf, "Dockerfile ends inside a line continuation"
+    args: dict[str, str] = {}
+    stages: dict[str, Stage] = {}
+    for line in lines:
+        instruction, _, rest = line.partition(" ")
+        instruction, rest = instruction.upper(), rest.strip()
+        if instruction == "FROM":
+            parts = rest.split()
+            name = parts[2] if len(parts) == 3 and parts[1].lower() == "as" else str(len(stages))
+            base = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), parts[0])
+            stages[name] = Stage(name, base)
+        elif not stages:
+            if instruction == "ARG":
+                key, _, value = rest.partition("=")
+                args[key] = value
+        else:
+            list(stages.values())[-1].instructions.append((instruction, rest))
+    return args, stages
+
+
+def stage(name: str) -> Stage:
+    return dockerfile()[1][name]
+
+
+def closure(name: str) -> list[Stage]:
+    """The stage and every stage it is built FROM or COPYs --from."""
+    stages = dockerfile()[1]
+    seen: list[Stage] = []
+    todo = [name]
+    while todo:
+        st = stages[todo.pop()]
+        if st in seen:
+            continue
+        seen.append(st)
+        if st.base in stages:
+            todo.append(st.base)
+        for a in st.args("COPY"):
+            m = re.search(r"--from=(\S+)", a)
+            if m and m.group(1) in stages:
+                todo.append(m.group(1))
+    return seen
+
+
+def shell_commands(run: str) -> list[list[str]]:
+    """A RUN line split into simple commands (on && || ; |), each as its words, leading
+    VAR=value assignments dropped."""
+    lex = shlex.shlex(run, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    commands: list[list[str]] = [[]]
+    for tok in lex:
+        if tok in ("&&", "||", ";", "|", "&"):
+            commands.append([])
+        elif commands[-1] or not re.match(r"^[A-Za-z_]\w*=", tok):
+            commands[-1].append(tok)
+    return [c for c in commands if c]
+
+
+def pip_calls(stages: list[Stage], action: str) -> list[list[str]]:
+    """The non-option arguments of every `pip ACTION ...` in the stages' RUN lines."""
+    out = []
+    for st in stages:
+        for run in st.args("RUN"):
+            for words in shell_commands(run):
+                if "pip" in words and words[words.index("pip") + 1 :][:1] == [action]:
+                    rest = words[words.index("pip") + 2 :]
+                    out.append([w for w in rest if not w.startswith("-")])
+    return out
+
+
+def exec_form(args: str | None) -> list[str]:
+    assert args and args.startswith("["), f"not in exec (JSON) form: {args!r}"
+    return json.loads(args)
+
+
+def healthcheck_command(st: Stage) -> list[str]:
+    hc = st.last("HEALTHCHECK")
+    assert hc and "CMD" in hc, f"stage {st.name} has no HEALTHCHECK CMD"
+    return exec_form(hc[hc.index("CMD") + len("CMD") :].strip())
+
+
+def exposed_port(st: Stage) -> int:
+    (port,) = st.args("EXPOSE")
+    return int(port.split("/")[0])
+
+
+def uid_of(user: str | None) -> int:
+    assert user, "no USER"
+    uid = user.split(":")[0]
+    assert uid.isdigit(), f"USER {user!r}: use a numeric uid so runAsNonRoot can verify it"
+    return int(uid)
+
+
+def test_stages_and_default_target():
+    stages = dockerfile()[1]
+    assert {"builder", "runtime", "gpu", "train"} <= set(stages)
+    assert list(stages)[-1] == "runtime", "the last stage is what a plain `docker build` makes"
+    assert stage("runtime").base == "python:3.11-slim"
+    assert stage("gpu").base.startswith("nvidia/cuda:") and "cudnn-runtime" in stage("gpu").base
+
+
+@pytest.mark.parametrize("name", ["runtime", "gpu", "train"])
+def test_final_stages_run_as_non_root(name):
+    assert uid_of(stage(name).last("USER")) > 0
+
+
+def test_serving_images_install_the_serve_extra_only():
+    for name in SERVING_STAGES:
+        installs = pip_calls(closure(name), "install")
+        assert [".[serve]"] in installs, f'{name}: no `pip install ".[serve]"`'
+        targets = [t.lower() for call in installs for t in call]
+        assert not [t for t in targets if "[train]" in t or "[dev]" in t or "torch" in t], name
+        assert not pip_calls([stage(name)], "install"), f"{name}: install in the builder stage"
+
+
+def test_gpu_image_swaps_in_onnxruntime_gpu():
+    chain = closure("gpu")
+    assert ["onnxruntime"] in pip_calls(chain, "uninstall")
+    installs = [t for call in pip_calls(chain, "install") for t in call]
+    assert any(t.startswith("onnxruntime-gpu") for t in installs)
+    assert stage("gpu").env().get("ABSA_DEVICE") in ("cuda", "auto")
+
+
+def test_serving_stages_share_entry_point_healthcheck_and_port():
+    cpu, gpu = stage("runtime"), stage("gpu")
+    assert exec_form(cpu.last("ENTRYPOINT")) == exec_form(gpu.last("ENTRYPOINT"))
+    assert cpu.last("HEALTHCHECK") == gpu.last("HEALTHCHECK")
+    assert exposed_port(cpu) == exposed_port(gpu) == 8000
+    for st in (cpu, gpu):
+        assert st.env()["ABSA_PORT"] == str(exposed_port(st))
+        assert st.env()["ABSA_HOST"] == "0.0.0.0"
+        assert "ABSA_MODEL_DIR" not in st.env(), "the image serves the model in the package"
+
+
+def test_entry_point_is_uvicorn_with_the_app_factory():
+    uvicorn_main = pytest.importorskip("uvicorn.main")
+    entry = exec_form(stage("runtime").last("ENTRYPOINT"))
+    line = " ".join(entry)
+    assert re.search(r"\buvicorn service\.app:create_app --factory\b", line)
+    for flag, var in (
+        ("--host", "ABSA_HOST"),
+        ("--port", "ABSA_PORT"),
+        ("--workers", "ABSA_WORKERS"),
+    ):
+        assert re.search(rf'{flag} "\$\{{{var}(:-[^}}]*)?\}}"', line), f"{flag} from ${var}"
+    options = {o for p in uvicorn_main.main.params for o in (*p.opts, *p.secondary_opts)}
+    used = set(re.findall(r"(?<!\S)(--[a-z][a-z-]*)", line))
+    assert used <= options, f"not uvicorn options: {used - options}"
+    from service.app import create_app
+
+    assert callable(create_app)
+
+
+def test_healthcheck_probes_healthz_and_fails_when_it_does():
+    """Run the image's HEALTHCHECK command against a stub server: 200 -> 0, 503 -> not 0."""
+    cmd = healthcheck_command(stage("runtime"))
+    assert cmd[:2] == ["python", "-c"] and "/healthz" in cmd[2]
+    status = {"code": 200}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(status["code"] if self.path == "/healthz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):  # keep pytest's output clean
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {**os.environ, "ABSA_PORT": str(server.server_port)}
+    try:
+        run = [sys.executable, *cmd[1:]]
+        assert subprocess.run(run, env=env, capture_output=True, timeout=30).returncode == 0
+        status["code"] = 503
+        assert subprocess.run(run, env=env, capture_output=True, timeout=30).returncode != 0
+    finally:
+        server.shutdown()
+
+
+def test_train_image_runs_absa_retrain():
+    installs = pip_calls(closure("train"), "install")
+    assert [".[train]"] in installs
+    st = stage("train")
+    assert exec_form(st.last("ENTRYPOINT")) == ["absa"]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["absa"] == "service.cli:main"
+    cmd = exec_form(st.last("CMD"))
+    assert cmd == ["retrain", "--config", "/config/retrain.toml"]
+    from service.cli import build_parser
+
+    try:
+        build_parser().parse_args(cmd)
+    except SystemExit:
+        pytest.skip("`absa retrain --config FILE` is not in the CLI yet")
+
+
+def test_default_model_ships_in_the_package():
+    from model import runtime
+
+    package = Path(runtime.__file__).resolve().parent
+    assert runtime.DEFAULT_MODEL_DIR == package / "artifacts" / "default"
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert {"*.onnx", "*.json"} <= set(data["package-data"]["*"])
+    builder_checks = " ".join(stage("builder").args("RUN"))
+    assert "DEFAULT_MODEL_DIR" in builder_checks, "the build checks the model is installed"
+
+
+# ------------------------------------------------------------------------------ .dockerignore
+
+
+def dockerignore_patterns() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[":
+            j = pattern.index("]", i)
+            out, i = out + pattern[i : j + 1], j + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"\Z")
+
+
+def ignored(path: str) -> bool:
+    """Docker's rule: the last matching pattern wins; a pattern matching a directory
+    excludes everything under it."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    result = False
+    for pattern in dockerignore_patterns():
+        negate = pattern.startswith("!")
+        rx = _pattern_regex(os.path.normpath(pattern.lstrip("!").strip("/")))
+        if any(rx.match(p) for p in prefixes):
+            result = not negate
+    return result
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "pyproject.toml",
+        "README.md",
+        "model/runtime.py",
+        "model/artifacts/default/model.onnx",
+        "model/artifacts/default/metadata.json",
+        "service/app.py",
+        "service/routes/ops.py",
+        "training/retrain.py",
+    ],
+)
+def test_dockerignore_keeps_what_the_install_needs(path):
+    assert not ignored(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/HEAD",
+        ".venv/bin/python",
+        "tests/deploy/test_deploy.py",
+        "runs/rest-fast/metrics.json",
+        "artifacts/rest-fast/model.onnx",
+        "models/versions/v1/model.onnx",
+        "benchmarks/results/accuracy.json",
+        "docs/results.md",
+        "model/__pycache__/runtime.cpython-311.pyc",
+        ".pytest_cache/v/cache/nodeids",
+        "absa.egg-info/PKG-INFO",
+    ],
+)
+def test_dockerignore_keeps_the_rest_out(path):
+    assert ignored(path)
+
+
+def test_copied_sources_exist_and_are_in_the_context():
+    for st in dockerfile()[1].values():
+        for a in st.args("COPY"):
+            if a.startswith("--from"):
+                continue
+            *sources, _dest = a.split()
+            for src in sources:
+                assert (ROOT / src).exists(), f"COPY {src}: not in the repository"
+                assert not ignored(src), f"COPY {src}: excluded by .dockerignore"
+
+
+# ------------------------------------------------------------------------------ YAML files
+
+
+def load_yaml(path: Path) -> list[dict]:
+    yaml = pytest.importorskip("yaml")
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+@cache
+def compose() -> dict:
+    (doc,) = load_yaml(DEPLOY / "docker-compose.yml")
+    return doc
+
+
+def k8s(kind: str, name: str | None = None, docs: tuple | None = None) -> dict:
+    docs = docs or tuple(d for p in sorted(K8S_BASE.glob("*.yaml")) for d in load_yaml(p))
+    found = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"{len(found)} {kind} {name or ''}"
+    return found[0]
+
+
+def pod_spec(workload: dict) -> dict:
+    spec = workload["spec"]
+    if workload["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return spec["template"]["spec"]
+
+
+def only_container(workload: dict) -> dict:
+    (container,) = pod_spec(workload)["containers"]
+    return container
+
+
+def container_port(container: dict, port: int | str) -> int:
+    if isinstance(port, int):
+        return port
+    (found,) = [p["containerPort"] for p in container["ports"] if p["name"] == port]
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p.relative_to(ROOT) for p in DEPLOY.rglob("*") if p.suffix in (".yaml", ".yml")),
+    ids=str,
+)
+def test_every_yaml_file_parses(path):
+    assert load_yaml(ROOT / path)
+
+
+def test_kustomization_lists_every_manifest():
+    (kust,) = load_yaml(K8S_BASE / "kustomization.yaml")
+    manifests = {p.name for p in K8S_BASE.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kust["resources"]) == manifests
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_manifests_validate_against_the_kubernetes_schema(version):
+    kv = pytest.importorskip("kubernetes_validate")
+    version = kv.latest_version() if version == "latest" else version
+    (kust,) = load_yaml(K8S_BASE / "kustomization.yaml")
+    for name in kust["resources"]:
+        for doc in load_yaml(K8S_BASE / name):
+            try:
+                kv.validate(doc, version, strict=True)
+            except kv.utils.VersionNotSupportedError:
+                pytest.skip(f"kubernetes-validate has no schemas for {version} any more")
+
+
+@pytest.mark.parametrize("overlay", [K8S_BASE, K8S_GPU], ids=lambda p: p.name)
+def test_rendered_overlays_validate(overlay):
+    """`kubectl kustomize` (offline) renders each overlay; the result validates too."""
+    kv = pytest.importorskip("kubernetes_validate")
+    yaml = pytest.importorskip("yaml")
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        pytest.skip("kubectl is not installed")
+    out = subprocess.run(
+        [kubectl, "kustomize", str(overlay)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    docs = tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+    for doc in docs:
+        kv.validate(doc, kv.latest_version(), strict=True)
+    container = only_container(k8s("Deployment", "absa", docs))
+    if overlay == K8S_GPU:
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+        assert {"name": "ABSA_DEVICE", "value": "cuda"} in container["env"]
+        assert container["image"] == compose_gpu_image()
+
+
+# ------------------------------------------------------------------------------ Kubernetes
+
+
+def routes() -> set[str]:
+    from service.routes import ops
+
+    return {r.path for r in ops.router.routes}
+
+
+def test_probes_hit_real_routes_on_the_container_port():
+    deployment = k8s("Deployment", "absa")
+    container = only_container(deployment)
+    expected = {
+        "readinessProbe": "/readyz",
+        "livenessProbe": "/healthz",
+        "startupProbe": "/healthz",
+    }
+    for probe, path in expected.items():
+        get = container[probe]["httpGet"]
+        assert get["path"] == path and path in routes()
+        assert container_port(container, get["port"]) == exposed_port(stage("runtime"))
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/path"] in routes()
+    assert int(annotations["prometheus.io/port"]) == exposed_port(stage("runtime"))
+
+
+def test_service_hpa_pdb_and_network_policy_point_at_the_deployment():
+    deployment = k8s("Deployment", "absa")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    container = only_container(deployment)
+    service = k8s("Service", "absa")
+    assert service["spec"]["selector"].items() <= labels.items()
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == 80
+    assert container_port(container, port["targetPort"]) == 8000
+    hpa = k8s("HorizontalPodAutoscaler", "absa")
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": deployment["apiVersion"],
+        "kind": "Deployment",
+        "name": "absa",
+    }
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["resource"]["name"] == "cpu"
+    assert k8s("PodDisruptionBudget")["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    policy = k8s("NetworkPolicy", "absa-server")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    (rule,) = policy["spec"]["ingress"]
+    assert [container_port(container, p["port"]) for p in rule["ports"]] == [8000]
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "CronJob"])
+def test_pods_are_locked_down_and_sized(kind):
+    workload = k8s(kind)
+    pod = pod_spec(workload)
+    image_stage = "runtime" if kind == "Deployment" else "train"
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == uid_of(stage(image_stage).last("USER"))
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    container = only_container(workload)
+    sc = container["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["runAsNonRoot"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    for bound in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(container["resources"][bound])
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert "/tmp" in mounts, "a read-only root needs a writable /tmp"
+
+
+def test_configmap_holds_real_settings_and_the_container_port():
+    from service.settings import Settings
+
+    fields = {f"ABSA_{name.upper()}" for name in Settings.model_fields}
+    config = k8s("ConfigMap", "absa-config")["data"]
+    assert set(config) <= fields, f"not settings: {set(config) - fields}"
+    assert config["ABSA_PORT"] == "8000" and config["ABSA_HOST"] == "0.0.0.0"
+    assert config["ABSA_WORKERS"] == "1", "scale pods, not workers, under an HPA"
+    container = only_container(k8s("Deployment", "absa"))
+    assert {"configMapRef": {"name": "absa-config"}} in container["envFrom"]
+    for st in SERVING_STAGES:
+        assert {k for k in stage(st).env() if k.startswith("ABSA_")} <= fields
+    service = compose()["services"]["absa"]
+    assert {k for k in service["environment"] if k.startswith("ABSA_")} <= fields
+
+
+# ------------------------------------------------------------------------------ models volume
+
+
+def mount(container: dict, pod: dict, path: str) -> tuple[dict, dict]:
+    (m,) = [m for m in container["volumeMounts"] if m["mountPath"] == path]
+    (v,) = [v for v in pod["volumes"] if v["name"] == m["name"]]
+    return m, v
+
+
+def test_server_and_retraining_share_the_models_volume():
+    deployment, cronjob = k8s("Deployment", "absa"), k8s("CronJob", "absa-retrain")
+    model_dir = k8s("ConfigMap", "absa-config")["data"]["ABSA_MODEL_DIR"]
+    assert model_dir == compose()["services"]["absa"]["environment"]["ABSA_MODEL_DIR"]
+    assert model_dir.startswith("/models/")
+    server_mount, server_volume = mount(only_container(deployment), pod_spec(deployment), "/models")
+    job_mount, job_volume = mount(only_container(cronjob), pod_spec(cronjob), "/models")
+    claim = server_volume["persistentVolumeClaim"]["claimName"]
+    assert claim == job_volume["persistentVolumeClaim"]["claimName"]
+    assert server_mount["readOnly"] is True and not job_mount.get("readOnly", False)
+    pvc = k8s("PersistentVolumeClaim", claim)
+    assert "ReadWriteMany" in pvc["spec"]["accessModes"]
+    services = compose()["services"]
+    assert "models:/models:ro" in services["absa"]["volumes"]
+    assert "models:/models" in services["retrain"]["volumes"]
+    assert "models" in compose()["volumes"]
+
+
+def test_retraining_job_matches_the_train_image():
+    cronjob = k8s("CronJob", "absa-retrain")
+    container = only_container(cronjob)
+    cmd = exec_form(stage("train").last("CMD"))
+    assert container["args"] == cmd
+    assert compose()["services"]["retrain"]["command"] == cmd
+    assert compose()["services"]["retrain"]["profiles"] == ["retrain"]
+    config_path = Path(cmd[cmd.index("--config") + 1])
+    _m, volume = mount(container, pod_spec(cronjob), str(config_path.parent))
+    config_map = k8s("ConfigMap", volume["configMap"]["name"])
+    local = DEPLOY / "config" / config_path.name
+    assert f"./config:{config_path.parent}:ro" in compose()["services"]["retrain"]["volumes"]
+    assert config_map["data"][config_path.name] == local.read_text()
+    config = tomllib.loads(local.read_text())
+    assert config["registry"] == "/models"
+    data_paths = [*config["data"].get("base", []), *config["data"].get("new", [])]
+    assert all(p.startswith("/data/") for p in [*data_paths, *config["eval"].values()])
+    _m, data = mount(container, pod_spec(cronjob), "/data")
+    assert data["persistentVolumeClaim"]["readOnly"] is True
+
+
+def test_retrain_config_loads():
+    retrain = pytest.importorskip("training.retrain", reason="training.retrain not there yet")
+    cfg = retrain.RetrainConfig.load(DEPLOY / "config" / "retrain.toml")
+    assert str(cfg.registry) == "/models"
+
+
+# ------------------------------------------------------------------------------ images
+
+
+def image_tag(image: str) -> tuple[str, str]:
+    name, _, tag = image.rpartition(":")
+    return name, tag
+
+
+def compose_gpu_image() -> str:
+    (override,) = load_yaml(DEPLOY / "docker-compose.gpu.yml")
+    return override["services"]["absa"]["image"]
+
+
+def test_images_agree_across_dockerfile_compose_and_kubernetes():
+    services = compose()["services"]
+    (override,) = load_yaml(DEPLOY / "docker-compose.gpu.yml")
+    by_target = {
+        services["absa"]["build"]["target"]: services["absa"]["image"],
+        services["retrain"]["build"]["target"]: services["retrain"]["image"],
+        override["services"]["absa"]["build"]["target"]: override["services"]["absa"]["image"],
+    }
+    assert set(by_target) == {"runtime", "train", "gpu"}
+    assert set(by_target) <= set(dockerfile()[1])
+    for svc in services.values():
+        assert (DEPLOY / svc["build"]["context"]).resolve() == ROOT
+    assert only_container(k8s("Deployment", "absa"))["image"] == by_target["runtime"]
+    assert only_container(k8s("CronJob", "absa-retrain"))["image"] == by_target["train"]
+    (gpu,) = load_yaml(K8S_GPU / "kustomization.yaml")
+    (rename,) = gpu["images"]
+    name, tag = image_tag(by_target["runtime"])
+    assert rename["name"] == name and f"{rename['newName']}:{tag}" == by_target["gpu"]
+    assert len({image_tag(i)[1] for i in by_target.values()}) == 1, "one tag for all images"
+    readme = (DEPLOY / "README.md").read_text()
+    builds = re.findall(r"docker build (?:--target (\S+) )?-t (\S+) \.", readme)
+    assert builds, "deploy/README.md shows the docker build commands"
+    for target, image in builds:
+        assert by_target[target or "runtime"] == image
+
+
+def test_compose_service_port_and_healthcheck():
+    service = compose()["services"]["absa"]
+    assert any(p.endswith(f":{exposed_port(stage('runtime'))}") for p in service["ports"])
+    assert service["healthcheck"]["test"] == ["CMD", *healthcheck_command(stage("runtime"))]
+    assert service["environment"]["ABSA_PORT"] == "8000"
+    assert service["read_only"] is True and "/tmp" in service["tmpfs"]
+
+
+# ------------------------------------------------------------------------------ README
+
+
+def test_readme_serving_install_command_is_the_dockerfile_s():
+    readme = (ROOT / "README.md").read_text()
+    found = re.search(r"pip install[^\n`#]*\.\[serve\][^\n`#]*", readme)
+    if not found:
+        pytest.skip('README.md does not show the serving install (pip install ".[serve]") yet')
+    words = [w for w in shlex.split(found.group(0)) if not w.startswith("-")]
+    assert words[2:] in pip_calls(closure("runtime"), "install"), found.group(0)

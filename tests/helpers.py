@@ -1,0 +1,71 @@
+"""Plain helpers shared by the tests: a synthetic aspect data set and tiny presets."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from training.presets import Preset, get_preset
+from training.records import Example
+
+ASPECTS = ("food", "service", "pizza", "staff", "wine", "music", "decor", "price", "menu", "view")
+WORDS = {
+    "positive": ("great", "excellent", "wonderful"),
+    "negative": ("awful", "terrible", "horrible"),
+    "neutral": ("ok", "average", "fine"),
+}
+OPPOSITE = {"positive": "negative", "negative": "positive", "neutral": "neutral"}
+LABEL_CYCLE = ("positive", "negative", "neutral")
+
+
+def synthetic_examples(n_sentences: int = 12, seed: int = 0, paired: bool = True) -> list[Example]:
+    """ "the {a} was {w} but the {o} was {w'}": the label comes from the aspect's own word.
+
+    ``paired``: each sentence is asked about both of its aspects (with opposite labels unless
+    neutral), so only a model that uses the aspect can fit the set. Unpaired: one example per
+    sentence, alternating which of the two aspects is asked about."""
+    rng = random.Random(seed)
+    out: list[Example] = []
+    for i in range(n_sentences):
+        a, o = rng.sample(ASPECTS, 2)
+        label = LABEL_CYCLE[i % 3]
+        w, ow = rng.choice(WORDS[label]), rng.choice(WORDS[OPPOSITE[label]])
+        text = f"the {a} was {w} but the {o} was {ow}"
+        sa = text.index(f"the {a} ") + 4
+        so = text.index(f"the {o} ", sa) + 4
+        asked = [(sa, a, label), (so, o, OPPOSITE[label])]
+        if not paired:
+            asked = [asked[i % 2]]
+        for j, (s, term, lab) in enumerate(asked):
+            out.append(Example(text, s, s + len(term), lab, f"synthetic:{i}.{j}"))
+    return out
+
+
+def write_jsonl(path: Path, examples: Sequence[Example]) -> Path:
+    rows = [
+        {"text": e.text, "aspect": e.term, "start": e.start, "end": e.end, "label": e.label}
+        for e in examples
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def tiny_preset(name: str, glove: Path | str, **model: object) -> Preset:
+    """A named preset shrunk for tests: hidden 16, no dropout, 1 thread, no extra GloVe words."""
+    base = get_preset(name)
+    mcfg = replace(base.model, **{"hidden_size": 16, "attention_dim": 16, "dropout": 0.0, **model})
+    tcfg = replace(
+        base.train,
+        epochs=40,
+        batch_size=8,
+        lr=0.02,
+        threads=1,
+        glove=str(glove),
+        glove_top_k=0,
+        patience=100,
+        seed=3,
+    )
+    return Preset(mcfg, tcfg, base.about)

