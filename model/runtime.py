@@ -129,6 +129,12 @@ class Runtime:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=providers)
+        if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
+            # onnxruntime-gpu lists CUDA even where it cannot start it, then falls back silently
+            raise ArtifactError(
+                f"ABSA_DEVICE=cuda but the session runs on {session.get_providers()}: "
+                "no usable GPU (driver, CUDA or cuDNN missing?)"
+            )
         log.info(
             "loaded %s (%s) on %s (device=%s, threads=%s)",
             metadata.get("name"),

@@ -41,9 +41,13 @@ class Settings(BaseSettings):
     log_level: str = "info"
 
     def model_path(self) -> Path:
-        """The artifact to serve now: the registry's current version, or model_dir."""
+        """The artifact to serve now: the registry's current version if it has one, else
+        model_dir, else the shipped model."""
         if self.registry is not None:
             from model.registry import Registry
 
-            return Registry(self.registry).current_path()
+            reg = Registry(self.registry)
+            if reg.current() is not None:
+                return reg.current_path()
+            # an empty registry (before the first promotion) serves the fallback model
         return self.model_dir or default_model_dir()

@@ -1,0 +1,158 @@
+# syntax=docker/dockerfile:1
+#
+# absa images, one Dockerfile, three targets (see deploy/README.md):
+#   runtime (default)  CPU serving: the `serve` extra only (no torch) + the shipped model
+#   gpu                the same service on onnxruntime-gpu over a CUDA + cuDNN runtime image
+#   train              the `train` extra (torch) with `absa` as entry point: `absa retrain ...`
+#
+#   docker build -t absa:0.1.0 .
+#   docker build --target gpu -t absa-gpu:0.1.0 .
+#   docker build --target train -t absa-train:0.1.0 .
+#
+# The install steps are the ones CI and the README use: pip install ".[serve]" / ".[train]".
+# The default model (model/artifacts/default/) is package data: it comes with the install.
+# Every final stage runs as uid/gid 10001 and has /models (the model registry's mount point
+# in deploy/) owned by that user, so a fresh named volume mounted there is writable by it.
+
+# onnxruntime-gpu from PyPI is built for CUDA 13 + cuDNN 9: it goes with the
+# nvidia/cuda:13.x-cudnn-runtime base of the gpu stages; change them together.
+ARG ORT_GPU_VERSION=1.31.1
+# torch==2.13.0 for CPU; use https://pypi.org/simple for the CUDA build of torch.
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+
+# ---------------------------------------------------------------------------------------
+# builder: the serving install in a venv; only /opt/venv goes on to the runtime image.
+FROM python:3.11-slim AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/venv/bin:$PATH
+RUN python -m venv /opt/venv && pip install --upgrade pip
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY model ./model
+COPY training ./training
+COPY service ./service
+RUN pip install ".[serve]"
+# Fail the build, not the first request: no torch on the serving path, and the shipped model
+# must be in the install (-I: import the installed package, not the sources in /src).
+RUN python -I -c "import importlib.util as u; assert u.find_spec('torch') is None, 'torch in serve'" \
+ && python -I -c "from model.runtime import DEFAULT_MODEL_DIR as d; assert (d / 'metadata.json').is_file(), f'no model at {d}'"
+
+# ---------------------------------------------------------------------------------------
+# gpu-builder: the same install, with onnxruntime swapped for onnxruntime-gpu. Python 3.11
+# comes from Ubuntu 22.04, so the venv is built on the CUDA image it will run on.
+FROM nvidia/cuda:13.0.2-cudnn-runtime-ubuntu22.04 AS gpu-builder
+ARG ORT_GPU_VERSION
+ENV DEBIAN_FRONTEND=noninteractive \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/venv/bin:$PATH
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3.11 python3.11-venv \
+ && rm -rf /var/lib/apt/lists/*
+RUN python3.11 -m venv /opt/venv && pip install --upgrade pip
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY model ./model
+COPY training ./training
+COPY service ./service
+RUN pip install ".[serve]"
+# Both distributions provide the `onnxruntime` module: only one may be installed.
+RUN pip uninstall -y onnxruntime \
+ && pip install "onnxruntime-gpu==${ORT_GPU_VERSION}" \
+ && python -I -c "import importlib.util as u; assert u.find_spec('torch') is None, 'torch in serve'"
+
+# ---------------------------------------------------------------------------------------
+# gpu: CUDA serving. If CUDA cannot start (no GPU visible, driver too old) onnxruntime falls
+# back to the CPU: the start-up log line and GET /v1/model name the provider in use.
+FROM nvidia/cuda:13.0.2-cudnn-runtime-ubuntu22.04 AS gpu
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3.11 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 absa \
+ && useradd --system --uid 10001 --gid absa --home-dir /home/absa --create-home \
+    --shell /usr/sbin/nologin absa \
+ && install -d -o absa -g absa /models
+COPY --from=gpu-builder /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    ABSA_HOST=0.0.0.0 \
+    ABSA_PORT=8000 \
+    ABSA_WORKERS=1 \
+    ABSA_DEVICE=cuda \
+    ABSA_THREADS=0 \
+    ABSA_LOG_LEVEL=info
+WORKDIR /home/absa
+USER 10001:10001
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('ABSA_PORT', '8000') + '/healthz', timeout=4)"]
+ENTRYPOINT ["/bin/sh", "-c", "exec uvicorn service.app:create_app --factory --host \"${ABSA_HOST:-0.0.0.0}\" --port \"${ABSA_PORT:-8000}\" --workers \"${ABSA_WORKERS:-1}\" --log-level \"${ABSA_LOG_LEVEL:-info}\" --timeout-graceful-shutdown 30 \"$@\"", "uvicorn"]
+CMD []
+
+# ---------------------------------------------------------------------------------------
+# train-builder / train: torch and the training extras, for `absa retrain --config FILE`.
+FROM python:3.11-slim AS train-builder
+ARG TORCH_INDEX_URL
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/venv/bin:$PATH
+RUN python -m venv /opt/venv && pip install --upgrade pip
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY model ./model
+COPY training ./training
+COPY service ./service
+RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX_URL}" pip install ".[train]"
+
+FROM python:3.11-slim AS train
+RUN groupadd --system --gid 10001 absa \
+ && useradd --system --uid 10001 --gid absa --home-dir /home/absa --create-home \
+    --shell /usr/sbin/nologin absa \
+ && install -d -o absa -g absa /models
+COPY --from=train-builder /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    MPLCONFIGDIR=/tmp/matplotlib
+WORKDIR /home/absa
+USER 10001:10001
+# A batch job, not a server: nothing to probe.
+HEALTHCHECK NONE
+ENTRYPOINT ["absa"]
+CMD ["retrain", "--config", "/config/retrain.toml"]
+
+# ---------------------------------------------------------------------------------------
+# runtime: CPU serving, the default target (last stage). Settings are ABSA_* variables
+# (service/settings.py); ABSA_MODEL_DIR is unset, so the model shipped in the package is
+# served unless a deployment points it elsewhere (deploy/ sets ABSA_REGISTRY=/models and follows its current version).
+FROM python:3.11-slim AS runtime
+LABEL org.opencontainers.image.title="absa" \
+      org.opencontainers.image.description="Aspect-level sentiment classification service (FastAPI + onnxruntime)" \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN groupadd --system --gid 10001 absa \
+ && useradd --system --uid 10001 --gid absa --home-dir /home/absa --create-home \
+    --shell /usr/sbin/nologin absa \
+ && install -d -o absa -g absa /models
+COPY --from=builder /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    ABSA_HOST=0.0.0.0 \
+    ABSA_PORT=8000 \
+    ABSA_WORKERS=1 \
+    ABSA_DEVICE=cpu \
+    ABSA_THREADS=0 \
+    ABSA_LOG_LEVEL=info
+WORKDIR /home/absa
+USER 10001:10001
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('ABSA_PORT', '8000') + '/healthz', timeout=4)"]
+# uvicorn's own options would come from UVICORN_* variables; the flags below map the
+# service's ABSA_* settings onto them instead, so one set of names configures everything.
+# Extra uvicorn flags can be given as the command: docker run absa:0.1.0 --no-access-log
+ENTRYPOINT ["/bin/sh", "-c", "exec uvicorn service.app:create_app --factory --host \"${ABSA_HOST:-0.0.0.0}\" --port \"${ABSA_PORT:-8000}\" --workers \"${ABSA_WORKERS:-1}\" --log-level \"${ABSA_LOG_LEVEL:-info}\" --timeout-graceful-shutdown 30 \"$@\"", "uvicorn"]
+CMD []
