@@ -550,9 +550,10 @@ def mount(container: dict, pod: dict, path: str) -> tuple[dict, dict]:
 
 def test_server_and_retraining_share_the_models_volume():
     deployment, cronjob = k8s("Deployment", "absa"), k8s("CronJob", "absa-retrain")
-    model_dir = k8s("ConfigMap", "absa-config")["data"]["ABSA_MODEL_DIR"]
-    assert model_dir == compose()["services"]["absa"]["environment"]["ABSA_MODEL_DIR"]
-    assert model_dir.startswith("/models/")
+    registry = k8s("ConfigMap", "absa-config")["data"]["ABSA_REGISTRY"]
+    assert registry == compose()["services"]["absa"]["environment"]["ABSA_REGISTRY"] == "/models"
+    retrain_cfg = tomllib.loads((ROOT / "deploy" / "config" / "retrain.toml").read_text())
+    assert retrain_cfg["registry"] == registry  # the job writes where the service reads
     server_mount, server_volume = mount(only_container(deployment), pod_spec(deployment), "/models")
     job_mount, job_volume = mount(only_container(cronjob), pod_spec(cronjob), "/models")
     claim = server_volume["persistentVolumeClaim"]["claimName"]
