@@ -20,9 +20,9 @@ class TrainConfig:
     embed_lr: float = 1e-3  # a tuned embedding table
     encoder_lr: float = 5e-5  # a fine-tuned transformer
     warmup: float = 0.0  # fraction of steps with a linear warm-up
-    weight_decay: float = 0.0
+    weight_decay: float = 0.01  # AdamW (decoupled)
     clip: float = 5.0  # gradient-norm clipping
-    label_smoothing: float = 0.0
+    label_smoothing: float = 0.1
     patience: int = 6  # early stopping on the dev metric
     select_on: str = "accuracy"  # dev metric that picks the best epoch: accuracy | macro_f1
     dev_fraction: float = 0.1  # held out from train with the seed when no dev file is given
