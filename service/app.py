@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from model.runtime import ArtifactError, Runtime
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.ready = False
     app.include_router(predict.router)
     app.include_router(ops.router)
+    app.mount("/static", StaticFiles(directory=ops.STATIC), name="static")
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token
 

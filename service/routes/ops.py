@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service.deps import EngineDep, MetricsDep
 from service.schemas import ModelInfo
 
 router = APIRouter(tags=["operations"])
+
+
+STATIC = Path(__file__).resolve().parents[1] / "static"
+
+
+@router.get("/", include_in_schema=False)
+async def index() -> FileResponse:
+    """The web page: type a sentence, see labels and the attention heatmap."""
+    return FileResponse(STATIC / "index.html", media_type="text/html")
 
 
 @router.get("/healthz")
