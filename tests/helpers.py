@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -69,3 +70,10 @@ def tiny_preset(name: str, glove: Path | str, **model: object) -> Preset:
         seed=3,
     )
     return Preset(mcfg, tcfg, base.about)
+
+
+def data_dir() -> Path:
+    """The benchmark data: $ABSA_DATA_DIR, else ../shared/data beside the repository."""
+    return Path(
+        os.environ.get("ABSA_DATA_DIR") or Path(__file__).parents[1].parent / "shared" / "data"
+    )

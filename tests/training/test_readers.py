@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import data_dir
 from training.readers import (
     FORMATS,
     detect_format,
@@ -19,7 +20,7 @@ from training.readers import (
 )
 from training.records import DataError, Example, ReadResult
 
-DATA = Path(__file__).parents[2].parent / "shared" / "data"
+DATA = data_dir()
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from model.text import LABELS
-from tests.helpers import synthetic_examples, tiny_preset
+from tests.helpers import data_dir, synthetic_examples, tiny_preset
 from training.checkpoint import RUN_KIND, WEIGHTS, load_run
 from training.evaluate import evaluate, model_kind
 from training.presets import PRESETS, TrainConfig, get_preset
 from training.records import DataError, Example
 from training.train import encode_all, fit, predict_probs, split_dev
 
-DATA = Path(__file__).parents[2].parent / "shared" / "data"
+DATA = data_dir()
 GLOVE_PRESETS = [name for name in PRESETS if name != "accurate"]
 
 
