@@ -57,14 +57,49 @@ def table() -> str:
     return "\n".join(lines)
 
 
+def latency_table() -> str:
+    rows = [
+        "| model | artifact | torch b1 p50 / p99 ms | ort b1 p50 / p99 ms | torch b64 /s | ort b64 /s "
+        "| HTTP c1 p50 / p99 ms | HTTP c8 p50 / p99, /s | HTTP c64 p50 / p99, /s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in sorted((HERE / "results" / "latency").glob("*.json")):
+        r = json.loads(f.read_text())
+        t, o = r.get("torch"), r["ort"]
+        http = {h["concurrency"]: h for h in r["http"]}
+
+        def h(c: int, rate: bool = True) -> str:
+            x = http.get(c)
+            if not x:
+                return "–"
+            s = f"{x['p50_ms']:.1f} / {x['p99_ms']:.1f}"
+            return s + (f", {x['aspects_per_s']:.0f}" if rate else "")
+
+        tb1 = f"{t['batch1']['p50_ms']:.2f} / {t['batch1']['p99_ms']:.1f}" if t else "–"
+        tb64 = f"{t['batch64_aspects_per_s']:.0f}" if t else "–"
+        rows.append(
+            f"| {r['name']} | {r['artifact_bytes'] / 1e6:.1f} MB {r['quantization']} | {tb1} "
+            f"| {o['batch1']['p50_ms']:.2f} / {o['batch1']['p99_ms']:.1f} | {tb64} "
+            f"| {o['batch64_aspects_per_s']:.0f} | {h(1, False)} | {h(8)} | {h(64)} |"
+        )
+    return "\n".join(rows)
+
+
+def _replace(doc: str, start: str, end: str, body: str) -> str:
+    if start not in doc or end not in doc:
+        raise SystemExit(f"{DOC}: the markers {start} ... {end} are missing")
+    pre, rest = doc.split(start, 1)
+    _, post = rest.split(end, 1)
+    return pre + start + "\n" + body + "\n" + end + post
+
+
 def main() -> None:
     doc = DOC.read_text()
-    if START not in doc or END not in doc:
-        raise SystemExit(f"{DOC}: the accuracy markers are missing")
-    pre, rest = doc.split(START, 1)
-    _, post = rest.split(END, 1)
-    DOC.write_text(pre + START + "\n" + table() + "\n" + END + post)
+    doc = _replace(doc, START, END, table())
+    doc = _replace(doc, "<!-- latency:start -->", "<!-- latency:end -->", latency_table())
+    DOC.write_text(doc)
     print(table())
+    print(latency_table())
 
 
 if __name__ == "__main__":
