@@ -59,8 +59,8 @@ def table() -> str:
 
 def latency_table() -> str:
     rows = [
-        "| model | artifact | torch b1 p50 / p99 ms | ort b1 p50 / p99 ms | torch b64 /s | ort b64 /s "
-        "| HTTP c1 p50 / p99 ms | HTTP c8 p50 / p99, /s | HTTP c64 p50 / p99, /s |",
+        "| model | artifact | torch b1 p50 / p99 ms | ort b1 p50 / p99 ms | torch b64 /s "
+        "| ort b64 /s | HTTP c1 p50 / p99 ms | HTTP c8 p50 / p99, /s | HTTP c64 p50 / p99, /s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for f in sorted((HERE / "results" / "latency").glob("*.json")):
@@ -68,7 +68,7 @@ def latency_table() -> str:
         t, o = r.get("torch"), r["ort"]
         http = {h["concurrency"]: h for h in r["http"]}
 
-        def h(c: int, rate: bool = True) -> str:
+        def h(c: int, rate: bool = True, http: dict = http) -> str:
             x = http.get(c)
             if not x:
                 return "–"
