@@ -28,7 +28,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 POINTER = "CURRENT"
-_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # \Z: "$" allows a final newline
 
 
 class RegistryError(RuntimeError):

@@ -132,6 +132,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
+    import signal
 
     import uvicorn
 
@@ -151,6 +152,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)
     settings = Settings()
+    # After its graceful shutdown uvicorn re-raises the signal that stopped it; under the
+    # default action a SIGTERM would then end a cleanly stopped server with status 143.
+    signal.signal(signal.SIGTERM, lambda *_: None)
     uvicorn.run(
         "service.app:create_app",
         factory=True,

@@ -103,9 +103,10 @@ PRESETS: dict[str, Preset] = {
             hidden_size=150,
             aspect_in_input=True,
             attention="additive",
+            position_weighting=True,
         ),
         TrainConfig(),
-        "product preset: the best GloVe model",
+        "product preset: the best GloVe model (BiLSTM, ATAE attention, proximity weighting)",
     ),
     "accurate": Preset(
         ModelConfig(
