@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import subprocess
@@ -14,19 +13,12 @@ from safetensors.torch import load_file, save_file
 
 from model.config import ModelConfig
 from model.network import ABSANet
+from model.runtime import sha256_file  # noqa: F401  (re-exported for training code)
 from model.text import WordPiecePipeline, WordPipeline, load_pipeline
 from training.presets import MINILM, TrainConfig
 
 RUN_KIND = "absa-run"
 WEIGHTS = "weights.safetensors"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def code_version() -> str:
