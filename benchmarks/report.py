@@ -45,7 +45,8 @@ def table() -> str:
         seeds = set()
         for d in DATASETS:
             rs = runs.get((p, d), [])
-            seeds.add(len(rs))
+            if rs:
+                seeds.add(len(rs))
             cells += [_ms([r["test_accuracy"] for r in rs]), _ms([r["test_macro_f1"] for r in rs])]
         spe = [r["seconds_per_epoch"] for r in runs.get((p, "rest14"), [])]
         speed = f"{statistics.mean(spe):.1f}" if spe else "–"
