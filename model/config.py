@@ -21,6 +21,7 @@ class ModelConfig:
     vocab_size: int = 2  # embedding rows (set from the vocabulary at training time)
     embed_dim: int = 50  # E (the transformer's hidden size when encoder="transformer")
     freeze_embeddings: bool = False  # frozen table / frozen transformer
+    tune_word_pieces: bool = False  # fine-tuning a transformer: also tune its word-piece table
     # recurrent layer
     cell: Cell = "lstm"
     bidirectional: bool = False

@@ -92,6 +92,10 @@ class TransformerEncoder(nn.Module):
         self.frozen = cfg.freeze_embeddings
         if self.frozen:
             self.model.requires_grad_(False)
+        elif not cfg.tune_word_pieces:
+            # the 30k x 384 word-piece table is half the encoder's weights: tuning it on a few
+            # thousand examples costs most of the optimiser's time and tends to overfit
+            self.model.get_input_embeddings().requires_grad_(False)
 
     def train(self, mode: bool = True) -> TransformerEncoder:
         super().train(mode)
