@@ -65,6 +65,19 @@ class BatchResponse(BaseModel):
     items: list[PredictResponse]
 
 
+class ValidationIssue(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx/5xx body: ``detail`` says what is wrong, as a sentence or, for a body that
+    does not fit the schema, one entry per problem."""
+
+    detail: str | list[ValidationIssue]
+
+
 class ModelInfo(BaseModel):
     name: str
     version: str

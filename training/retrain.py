@@ -73,6 +73,7 @@ class RetrainConfig:
                 dev=[rel(p) for p in data.get("dev", [])],
                 eval={k: rel(v) for k, v in raw.pop("eval", {}).items()},
                 registry=Path(rel(raw.pop("registry", "models"))),
+                model_config=rel(raw.pop("model_config")) if raw.get("model_config") else None,
                 gate=gate,
                 **raw,
             )

@@ -11,15 +11,25 @@ from service.deps import EngineDep, MetricsDep, SettingsDep
 from service.engine import BatchEngine
 from service.metrics import Metrics
 from service.predictor import RequestError, encode_spans, resolve_spans, to_result
-from service.schemas import BatchRequest, BatchResponse, PredictRequest, PredictResponse
+from service.schemas import (
+    BatchRequest,
+    BatchResponse,
+    ErrorResponse,
+    PredictRequest,
+    PredictResponse,
+)
 from service.settings import Settings
 
 router = APIRouter(prefix="/v1", tags=["predict"])
 
-ERRORS = {
-    413: {"description": "text, aspects or items over their limits"},
-    422: {"description": "invalid request: empty text, aspect not in the text, bad span, ..."},
-    503: {"description": "queue full (see Retry-After) or shutting down"},
+ERRORS: dict[int | str, dict] = {
+    400: {"model": ErrorResponse, "description": "the body could not be read (e.g. not UTF-8)"},
+    413: {"model": ErrorResponse, "description": "body, text, aspects or items over their limits"},
+    422: {
+        "model": ErrorResponse,
+        "description": "invalid: empty text, aspect not in the text, ...",
+    },
+    503: {"model": ErrorResponse, "description": "queue full (see Retry-After) or shutting down"},
 }
 
 

@@ -7,7 +7,11 @@ The model fits its own training sentences; tests treat the artifacts as read-onl
 from __future__ import annotations
 
 import itertools
+import socket
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -55,7 +59,16 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = get_preset("pos-scaled-selfattn")
     preset = Preset(
         replace(base.model, hidden_size=16, attention_dim=16, self_attention_heads=2, dropout=0.0),
-        TrainConfig(epochs=20, batch_size=8, lr=0.01, threads=1, glove_top_k=0, patience=100),
+        TrainConfig(
+            epochs=20,
+            batch_size=8,
+            lr=0.01,
+            threads=1,
+            glove_top_k=0,
+            patience=100,
+            weight_decay=0.0,
+            label_smoothing=0.0,  # fit the synthetic set exactly
+        ),
         base.about,
     )
     run_dir = tmp_path_factory.mktemp("service-run") / "run"
@@ -98,3 +111,31 @@ def client(artifact: Path) -> Iterator[TestClient]:
 
     with TestClient(create_app(make_settings(artifact))) as c:
         yield c
+
+
+@contextmanager
+def serve(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The app under uvicorn on a free loopback port, in a background thread."""
+    import uvicorn
+
+    from service.app import create_app
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive(), "uvicorn exited during startup"
+            assert time.monotonic() < deadline, "uvicorn did not start in 30 s"
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+    assert not thread.is_alive(), "uvicorn did not stop"

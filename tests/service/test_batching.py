@@ -3,44 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.app import create_app
-from tests.service.conftest import EXAMPLES, make_settings
-
-
-@contextmanager
-def serve(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """The app under uvicorn on a free loopback port, in a background thread."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive(), "uvicorn exited during startup"
-            assert time.monotonic() < deadline, "uvicorn did not start in 30 s"
-            time.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-    assert not thread.is_alive(), "uvicorn did not stop"
+from tests.service.conftest import EXAMPLES, make_settings, serve
 
 
 async def post_all(url: str, bodies: list[dict]) -> list[httpx.Response]:

@@ -1,0 +1,269 @@
+"""Load test over loopback: saturation throughput, then overload against the bounded queue.
+
+Starts `absa serve` on a free loopback port, finds the saturation throughput with wrk
+(Debian package `wrk`) at a few concurrencies, then offers far more load than that for a
+fixed time: many more connections than saturate the server (closed loop: wrk2's open loop
+is not packaged) against a small queue (ABSA_MAX_QUEUE), so the server must shed the excess
+with 503 + Retry-After instead of growing latency and memory. The server's RSS is sampled
+every second. Every answer must be 200 or 503: any other 5xx fails the run (exit status 1).
+
+    python benchmarks/load.py --model artifacts/rest-fast --name fast --seconds 30
+
+Writes benchmarks/results/load/<name>.json and prints a summary. Stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "load"
+DEFAULT_MODEL = ROOT / "model" / "artifacts" / "default"
+SENTENCES = [
+    ("The fries were soggy but the burger was great .", "burger"),
+    ("The fries were soggy but the burger was great .", "fries"),
+    ("Service was slow and the waiter forgot our drinks .", "Service"),
+    ("Great wine list , average food , friendly staff .", "wine list"),
+    ("The battery life is amazing but the screen scratches easily .", "battery life"),
+    ("The battery life is amazing but the screen scratches easily .", "screen"),
+    ("I would not come back for the pizza , though the view is lovely .", "pizza"),
+    ("Prices are fair for the portion size .", "Prices"),
+]
+
+# wrk Lua: rotate the bodies; count statuses in `response` (per wrk thread, summed in `done`)
+WRK_LUA = """
+local bodies = {BODIES}
+local threads = {}
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+function setup(thread)
+  table.insert(threads, thread)
+end
+function init(args)
+  ok, busy, client_err, server_err = 0, 0, 0, 0
+end
+request = function()
+  i = i + 1
+  return wrk.format(nil, "/v1/predict", nil, bodies[(i % #bodies) + 1])
+end
+response = function(status, headers, body)
+  if status == 200 then ok = ok + 1
+  elseif status == 503 then busy = busy + 1
+  elseif status >= 500 then server_err = server_err + 1
+  else client_err = client_err + 1 end
+end
+done = function(summary, latency, requests)
+  local c = {ok = 0, busy = 0, client_err = 0, server_err = 0}
+  for _, t in ipairs(threads) do
+    for k, _ in pairs(c) do c[k] = c[k] + t:get(k) end
+  end
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests": %d, "duration_us": %d, "p50_us": %d, '
+    .. '"p99_us": %d, "max_us": %d, "200": %d, "503": %d, "other_4xx": %d, "other_5xx": %d, '
+    .. '"socket_errors": %d, "timeouts": %d}\\n', summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), latency.max, c.ok, c.busy, c.client_err,
+    c.server_err, e.connect + e.read + e.write, e.timeout))
+end
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of the process and its children (uvicorn workers), in MiB."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text().splitlines()
+            total += next(int(ln.split()[1]) for ln in status if ln.startswith("VmRSS"))
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, StopIteration):
+            continue  # gone, or a kernel thread without VmRSS
+    return total / 1024
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, pid: int, every: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, float]] = []
+        self.stopped = threading.Event()
+        self.t0 = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.samples.append((round(time.monotonic() - self.t0, 1), round(rss_mb(self.pid), 1)))
+            self.stopped.wait(self.every)
+
+    def stop(self) -> list[tuple[float, float]]:
+        self.stopped.set()
+        self.join()
+        self.samples.append((round(time.monotonic() - self.t0, 1), round(rss_mb(self.pid), 1)))
+        return self.samples
+
+
+def wrk(url: str, script: str, connections: int, seconds: int, threads: int) -> dict:
+    cmd = ["wrk", f"-t{min(threads, connections)}", f"-c{connections}", f"-d{seconds}s"]
+    cmd += ["--timeout", "10s", "--latency", "-s", script, url]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 60)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("WRKJSON "))
+    r = json.loads(line[len("WRKJSON ") :])
+    secs = r["duration_us"] / 1e6
+    return {
+        "connections": connections,
+        "seconds": round(secs, 2),
+        "requests_per_s": round(r["requests"] / secs, 1),
+        "ok_per_s": round(r["200"] / secs, 1),
+        "p50_ms": r["p50_us"] / 1000,
+        "p99_ms": r["p99_us"] / 1000,
+        "max_ms": r["max_us"] / 1000,
+        "statuses": {k: r[k] for k in ("200", "503", "other_4xx", "other_5xx")},
+        "socket_errors": r["socket_errors"],
+        "timeouts": r["timeouts"],
+    }
+
+
+def metric(url: str, name: str) -> float:
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+    return sum(float(ln.split()[-1]) for ln in text.splitlines() if ln.startswith(name + " "))
+
+
+def start_server(args: argparse.Namespace, port: int, log: Path) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "ABSA_THREADS": str(args.server_threads),
+        "ABSA_MAX_QUEUE": str(args.max_queue),
+        "ABSA_DEVICE": args.device,
+        "ABSA_LOG_LEVEL": "warning",  # no access log: it would cost more than the model
+    }
+    cmd = [sys.executable, "-m", "service.cli", "serve", "--model", str(args.model)]
+    cmd += ["--host", "127.0.0.1", "--port", str(port)]
+    with log.open("w") as f:
+        server = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1)
+            return server
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise SystemExit(f"the server did not become ready:\n{log.read_text()}") from None
+            time.sleep(0.2)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--model",
+        type=Path,
+        default=DEFAULT_MODEL if DEFAULT_MODEL.is_dir() else None,
+        required=not DEFAULT_MODEL.is_dir(),
+        help="artifact directory (default: the shipped model)",
+    )
+    ap.add_argument("--name", default="load", help="results file name")
+    ap.add_argument("--seconds", type=int, default=30, help="length of the overload phase")
+    ap.add_argument("--step-seconds", type=int, default=5, help="each saturation step")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--overload", type=int, default=8, help="x the saturating concurrency")
+    ap.add_argument("--max-queue", type=int, default=32, help="ABSA_MAX_QUEUE of the server")
+    ap.add_argument("--server-threads", type=int, default=1, help="onnxruntime threads")
+    ap.add_argument("--wrk-threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    args = ap.parse_args()
+
+    lua = WRK_LUA.replace(
+        "{BODIES}",
+        "{"
+        + ",".join(
+            json.dumps(json.dumps({"text": t, "aspects": [a]}), ensure_ascii=False)
+            for t, a in SENTENCES
+        )
+        + "}",
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="absa-load-") as tmp:
+        script = Path(tmp) / "load.lua"
+        script.write_text(lua)
+        server = start_server(args, port, Path(tmp) / "server.log")
+        sampler = RssSampler(server.pid)
+        sampler.start()
+        try:
+            steps = []
+            for c in sorted(set(args.concurrency)):
+                steps.append(wrk(url, str(script), c, args.step_seconds, args.wrk_threads))
+                print(f"saturation c={c}: {steps[-1]}", flush=True)
+            best = max(s["ok_per_s"] for s in steps)
+            # the smallest concurrency within 5% of the best throughput saturates the server
+            sat = next(s for s in steps if s["ok_per_s"] >= 0.95 * best)
+            rejected0 = metric(url, "absa_rejected_total")
+            conns = max(args.overload * sat["connections"], 2 * args.max_queue)
+            over = wrk(url, str(script), conns, args.seconds, args.wrk_threads)
+            over["rejected_aspects_server"] = metric(url, "absa_rejected_total") - rejected0
+            print(f"overload c={conns}: {over}", flush=True)
+        finally:
+            samples = sampler.stop()
+            server.terminate()
+            server.wait(timeout=60)
+    rss = [mb for _, mb in samples]
+    result = {
+        "name": args.name,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "command": " ".join(["python benchmarks/load.py", *sys.argv[1:]]),
+        "model": str(args.model),
+        "server": {
+            "threads": args.server_threads,
+            "max_queue": args.max_queue,
+            "device": args.device,
+            "exit_code": server.returncode,
+        },
+        "saturation": steps,
+        "saturation_ok_per_s": best,
+        "saturating_concurrency": sat["connections"],
+        "overload": over,
+        "rss_mb": {"start": rss[0], "end": rss[-1], "max": max(rss), "samples": samples},
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"{args.name}.json"
+    out.write_text(json.dumps(result, indent=1))
+
+    st = over["statuses"]
+    print(
+        f"\nsaturation: {best:.0f} req/s at c={sat['connections']} "
+        f"(p50 {sat['p50_ms']:.1f} ms, p99 {sat['p99_ms']:.1f} ms)\n"
+        f"overload c={conns} for {over['seconds']:.0f} s: "
+        f"{over['requests_per_s']:.0f} req/s answered, {over['ok_per_s']:.0f} req/s 200; "
+        f"p50 {over['p50_ms']:.1f} ms, p99 {over['p99_ms']:.1f} ms\n"
+        f"  statuses: 200={st['200']} 503={st['503']} other 4xx={st['other_4xx']} "
+        f"other 5xx={st['other_5xx']}; socket errors {over['socket_errors']}, "
+        f"timeouts {over['timeouts']}\n"
+        f"  server RSS: start {rss[0]:.0f} MiB, end {rss[-1]:.0f} MiB, max {max(rss):.0f} MiB\n"
+        f"written to {out.relative_to(ROOT)}"
+    )
+    failed = st["other_5xx"] + sum(s["statuses"]["other_5xx"] for s in steps)
+    if failed:
+        print(f"FAIL: {failed} answers were 5xx other than 503", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

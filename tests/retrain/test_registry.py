@@ -1,0 +1,263 @@
+"""The file-system model registry: immutable versions, the CURRENT pointer, promotion,
+rollback, pruning, the lock and version names. Versions here are bare metadata.json
+directories (the registry never opens model.onnx)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from model.registry import POINTER, Registry, RegistryError, atomic_write_json
+from tests.retrain.conftest import LockHolder
+
+
+def artifact(tmp: Path, name: str, created: str) -> Path:
+    d = tmp / "staging" / name
+    d.mkdir(parents=True)
+    (d / "metadata.json").write_text(json.dumps({"version": name, "created": created}))
+    (d / "model.onnx").write_bytes(b"onnx " + name.encode())
+    return d
+
+
+def make_registry(tmp_path: Path, n: int) -> Registry:
+    """v1..vn, created in that order, none promoted."""
+    reg = Registry(tmp_path / "registry").init()
+    for i in range(1, n + 1):
+        reg.add(artifact(tmp_path, f"v{i}", f"2024-01-{i:02d}T00:00:00+00:00"), f"v{i}")
+    return reg
+
+
+def pointer_file(reg: Registry) -> dict:
+    """CURRENT parsed as JSON (fails on a torn or partial file), with no temp files beside it."""
+    leftovers = [p.name for p in reg.root.iterdir() if p.name.startswith(f".{POINTER}.")]
+    assert leftovers == []
+    return json.loads((reg.root / POINTER).read_text())
+
+
+# --------------------------------------------------------------------------- add
+
+
+def test_add_moves_the_artifact_in_and_lists_by_creation_time(tmp_path: Path) -> None:
+    reg = Registry(tmp_path / "registry").init()
+    late = artifact(tmp_path, "a-late", "2024-05-01T00:00:00+00:00")
+    early = artifact(tmp_path, "z-early", "2024-01-01T00:00:00+00:00")
+    assert reg.add(late, "a-late") == reg.versions_dir / "a-late"
+    reg.add(early, "z-early")
+    assert not late.exists() and not early.exists()  # moved, not copied
+    assert reg.versions() == ["z-early", "a-late"]  # oldest first, whatever the names
+    assert reg.metadata("a-late")["version"] == "a-late"
+    assert reg.current() is None
+    with pytest.raises(RegistryError, match="no current version"):
+        reg.current_path()
+
+
+def test_versions_are_immutable(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 1)
+    before = (reg.path("v1") / "model.onnx").read_bytes()
+    again = artifact(tmp_path / "again", "v1", "2024-06-01T00:00:00+00:00")
+    with pytest.raises(RegistryError, match="exists already"):
+        reg.add(again, "v1")
+    assert again.is_dir()  # left where it was
+    assert (reg.path("v1") / "model.onnx").read_bytes() == before
+
+
+def test_add_refuses_what_is_not_an_artifact(tmp_path: Path) -> None:
+    reg = Registry(tmp_path / "registry").init()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RegistryError, match="not an artifact directory"):
+        reg.add(empty, "v1")
+    assert reg.versions() == []
+
+
+def test_a_half_moved_directory_is_not_a_version(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 1)
+    (reg.versions_dir / "partial").mkdir()  # no metadata.json
+    assert reg.versions() == ["v1"]
+    with pytest.raises(RegistryError, match="no version 'partial'"):
+        reg.path("partial")
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "..", ".", "a/b", "/abs", ".hidden", "-flag", "", "x" * 101, "v 1", "v1\n"]
+)
+def test_bad_version_names_are_refused(tmp_path: Path, name: str) -> None:
+    reg = make_registry(tmp_path, 1)
+    outside = artifact(tmp_path, "outside", "2024-02-01T00:00:00+00:00")
+    with pytest.raises(RegistryError, match="bad version name"):
+        reg.add(outside, name)
+    assert outside.is_dir()
+    with pytest.raises(RegistryError, match="no version"):
+        reg.path(name)
+    with pytest.raises(RegistryError):
+        reg.promote(name)
+    assert reg.versions() == ["v1"]
+    assert sorted(p.name for p in (tmp_path / "registry").iterdir()) == [".work", "versions"]
+
+
+def test_path_traversal_does_not_reach_outside_versions(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 1)
+    # a real artifact directory one level above versions/
+    (reg.root / "metadata.json").write_text(json.dumps({"created": "x"}))
+    with pytest.raises(RegistryError):
+        reg.path("..")
+    with pytest.raises(RegistryError):
+        reg.promote("../versions/v1")
+
+
+# --------------------------------------------------------------------------- promote and rollback
+
+
+def test_promote_and_rollback(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 3)
+    with pytest.raises(RegistryError, match="no previous version"):
+        reg.rollback()  # nothing promoted yet
+    assert not (reg.root / POINTER).exists()
+
+    reg.promote("v1", reason="first")
+    assert pointer_file(reg) == {"version": "v1", "previous": []}
+    assert reg.current_path() == reg.versions_dir / "v1"
+    with pytest.raises(RegistryError, match="no previous version"):
+        reg.rollback()  # one champion, nothing before it
+    assert pointer_file(reg) == {"version": "v1", "previous": []}
+
+    reg.promote("v2")
+    reg.promote("v2")  # promoting the champion again changes nothing
+    reg.promote("v3")
+    assert pointer_file(reg) == {"version": "v3", "previous": ["v2", "v1"]}
+    reg.promote("v1")  # moved to the front, not listed twice
+    assert pointer_file(reg) == {"version": "v1", "previous": ["v3", "v2"]}
+
+    assert reg.rollback() == "v3"
+    assert pointer_file(reg) == {"version": "v3", "previous": ["v2"]}
+    assert reg.rollback() == "v2"
+    assert pointer_file(reg) == {"version": "v2", "previous": []}
+    with pytest.raises(RegistryError, match="no previous version"):
+        reg.rollback()
+    assert reg.current() == "v2"
+
+    with pytest.raises(RegistryError, match="no version 'v9'"):
+        reg.promote("v9")
+    assert reg.current() == "v2"
+
+    rows = [json.loads(ln) for ln in (reg.root / "history.jsonl").read_text().splitlines()]
+    assert [(r["action"], r["version"], r["from"]) for r in rows] == [
+        ("promote", "v1", None),
+        ("promote", "v2", "v1"),
+        ("promote", "v3", "v2"),
+        ("promote", "v1", "v3"),
+        ("rollback", "v3", "v1"),
+        ("rollback", "v2", "v3"),
+    ]
+    assert rows[0]["reason"] == "first"
+
+
+def test_rollback_skips_previous_versions_that_are_gone(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 3)
+    for v in ("v1", "v2", "v3"):
+        reg.promote(v)
+    reg.versions_dir.joinpath("v2").rename(tmp_path / "v2-gone")
+    assert reg.rollback() == "v1"
+
+
+# --------------------------------------------------------------------------- prune
+
+
+def test_prune_keeps_the_newest_and_never_current_or_previous(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 6)
+    reg.promote("v1")
+    reg.promote("v2")  # current v2, previous v1: both oldest, both protected
+    assert reg.prune(keep=2) == ["v3", "v4"]
+    assert reg.versions() == ["v1", "v2", "v5", "v6"]
+    assert not (reg.versions_dir / "v3").exists()
+    assert list(reg.work_dir.iterdir()) == []  # the trash went too
+    assert reg.prune(keep=2) == []  # idempotent
+    assert reg.prune(keep=0) == ["v5", "v6"]
+    assert reg.versions() == ["v1", "v2"]
+    assert pointer_file(reg) == {"version": "v2", "previous": ["v1"]}
+    assert reg.rollback() == "v1"
+
+
+def test_prune_protects_only_the_first_previous(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 4)
+    for v in ("v1", "v2", "v3", "v4"):
+        reg.promote(v)  # current v4, previous v3, v2, v1
+    assert reg.prune(keep=1) == ["v1", "v2"]
+    assert reg.versions() == ["v3", "v4"]
+    assert reg.rollback() == "v3"
+
+
+def test_prune_of_an_empty_registry(tmp_path: Path) -> None:
+    assert Registry(tmp_path / "none").prune(keep=0) == []
+
+
+# --------------------------------------------------------------------------- atomic pointer
+
+
+def test_atomic_write_json_replaces_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    target = tmp_path / "CURRENT"
+    for i in range(20):
+        atomic_write_json(target, {"version": f"v{i}", "previous": []})
+        assert json.loads(target.read_text())["version"] == f"v{i}"
+    assert [p.name for p in tmp_path.iterdir()] == ["CURRENT"]
+
+
+def test_readers_never_see_a_torn_pointer(tmp_path: Path) -> None:
+    """A reader polling CURRENT (as the service does) while the champion flips back and forth
+    always parses a whole pointer."""
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    done = threading.Event()
+
+    def flip() -> None:
+        for i in range(60):
+            reg.promote(("v2", "v1")[i % 2])
+        done.set()
+
+    writer = threading.Thread(target=flip)
+    writer.start()
+    seen = set()
+    while not done.is_set():
+        seen.add(Registry(reg.root).current())  # raises on a missing or partial file
+    writer.join()
+    assert seen <= {"v1", "v2"} and len(seen) == 2
+    assert pointer_file(reg)["version"] == "v1"
+
+
+def test_atomic_write_json_failure_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "CURRENT"
+    atomic_write_json(target, {"version": "v1"})
+    with pytest.raises(TypeError):
+        atomic_write_json(target, {"version": object()})  # not serialisable half-way through
+    assert json.loads(target.read_text()) == {"version": "v1"}
+    assert [p.name for p in tmp_path.iterdir()] == ["CURRENT"]
+
+
+# --------------------------------------------------------------------------- lock
+
+
+def test_lock_is_exclusive_across_processes(tmp_path: Path, hold_lock: LockHolder) -> None:
+    reg = Registry(tmp_path / "registry")
+    holder = hold_lock(reg.root)
+    try:
+        with pytest.raises(RegistryError, match="is locked by another job"):
+            with reg.lock(blocking=False):
+                pass
+    finally:
+        holder.communicate("", timeout=10)  # released on exit
+    with reg.lock(blocking=False):
+        pass
+
+
+def test_lock_of_a_killed_holder_is_released(tmp_path: Path, hold_lock: LockHolder) -> None:
+    reg = Registry(tmp_path / "registry")
+    holder = hold_lock(reg.root)
+    holder.kill()
+    holder.wait(timeout=10)
+    with reg.lock(blocking=False):
+        with pytest.raises(RegistryError, match="locked"):
+            with Registry(reg.root).lock(blocking=False):  # another open file description
+                pass

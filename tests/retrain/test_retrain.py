@@ -1,0 +1,311 @@
+"""The retraining job end to end on a tiny model: promotion, the gate, drift, bad data,
+the lock, a killed job, a failed export, and the ``absa models`` commands."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from model.registry import Registry, RegistryError
+from service.cli import main
+from tests.helpers import write_jsonl
+from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ROOT, ConfigWriter, LockHolder
+from training.records import DataError
+from training.retrain import RetrainConfig, retrain
+
+
+def state(root: Path) -> dict:
+    """Everything a job must leave alone when it does not finish: the pointer, the versions
+    and their files, the history."""
+    versions = {}
+    for d in sorted((root / "versions").iterdir()):
+        versions[d.name] = {
+            f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(d.iterdir())
+        }
+    history = root / "history.jsonl"
+    return {
+        "CURRENT": (root / "CURRENT").read_text(),
+        "versions": versions,
+        "history": history.read_text() if history.exists() else "",
+    }
+
+
+def assert_whole_versions(root: Path) -> None:
+    """Every directory under versions/ is a complete artifact whose checksum verifies."""
+    for d in (root / "versions").iterdir():
+        meta = json.loads((d / "metadata.json").read_text())
+        onnx = d / meta["onnx"]["file"]
+        assert hashlib.sha256(onnx.read_bytes()).hexdigest() == meta["onnx"]["sha256"], d
+        assert (d / "pipeline.json").is_file(), d
+
+
+def work_entries(root: Path) -> list[str]:
+    work = root / ".work"
+    return sorted(p.name for p in work.iterdir()) if work.is_dir() else []
+
+
+def read_report(root: Path, version: str) -> tuple[dict, str]:
+    rep = root / "reports"
+    return json.loads((rep / f"{version}.json").read_text()), (rep / f"{version}.txt").read_text()
+
+
+# --------------------------------------------------------------------------- promotion and gate
+
+
+def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
+    reg = Registry(champion_registry)
+    assert reg.current() == FIRST_VERSION
+    assert reg.versions() == [FIRST_VERSION]
+    report, text = read_report(champion_registry, FIRST_VERSION)
+    assert report["promoted"] is True
+    assert report["champion"] is None
+    assert report["champion_metrics"] is None
+    assert report["gate"]["passed"] is True
+    assert report["gate"]["reasons"] == ["passes: no champion yet"]
+    assert set(report["challenger_metrics"]) == {"synthetic"}
+    assert report["parity"]["prediction_mismatches"] == 0
+    assert report["data"]["base"]["examples"] == len(EXAMPLES)
+    assert "PROMOTED" in text and "no champion yet" in text
+    meta = reg.metadata(FIRST_VERSION)
+    assert meta["version"] == FIRST_VERSION
+    assert meta["parent"] is None
+    assert meta["gate"]["passed"] is True
+    assert work_entries(champion_registry) == []
+    assert_whole_versions(champion_registry)
+
+
+def test_gate_that_cannot_pass_adds_but_does_not_promote(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = Registry(registry).pointer()
+    cfg = make_config(tmp_path / "r.toml", registry, gate={"min_accuracy": 1.01})
+    code = main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"])
+    assert code == 3
+    assert "NOT promoted" in capsys.readouterr().out
+    reg = Registry(registry)
+    assert reg.pointer() == before  # CURRENT unchanged
+    assert reg.versions() == [FIRST_VERSION, "v2"]
+    assert reg.metadata("v2")["parent"] == FIRST_VERSION
+    report, text = read_report(registry, "v2")
+    assert report["promoted"] is False and report["gate"]["passed"] is False
+    assert any("floor 1.0100" in r for r in report["gate"]["reasons"])
+    assert report["champion_metrics"] is not None  # compared on the same sets
+    assert "NOT promoted" in text and "floor 1.0100" in text
+    assert work_entries(registry) == []
+
+
+def test_label_drift_warns(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    negatives = [e for e in EXAMPLES if e.label == "negative"] * 2  # 16 more negatives
+    new = write_jsonl(tmp_path / "new.jsonl", negatives)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry, new=[new]))
+    with caplog.at_level(logging.WARNING, logger="training.retrain"):
+        report = retrain(cfg, version="v2")
+    d = report["drift"]
+    assert d["warning"] is True
+    assert d["tvd"] == pytest.approx(24 / 40 - 1 / 3)  # negative share 1/3 -> 24/40
+    assert d["challenger"]["negative"] == pytest.approx(0.6)
+    assert "drift" in caplog.text
+    _, text = read_report(registry, "v2")
+    assert "label drift (TVD) 0.267  WARNING" in text
+
+
+# --------------------------------------------------------------------------- bad data
+
+
+def write_bad(path: Path) -> Path:
+    """The synthetic set with line 3 carrying an unknown label."""
+    lines = write_jsonl(path, EXAMPLES[:6]).read_text().splitlines()
+    row = json.loads(lines[2])
+    row["label"] = "great"
+    lines[2] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_bad_data_fails_naming_file_and_line(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write_bad(tmp_path / "bad.jsonl")
+    before = state(registry)
+    cfg = make_config(tmp_path / "r.toml", registry, new=[bad])
+    with pytest.raises(DataError, match=rf"{bad}:3: unknown label 'great'"):
+        retrain(RetrainConfig.load(cfg), version="v2")
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 2
+    assert f"absa retrain: error: {bad}:3: unknown label" in capsys.readouterr().err
+    assert state(registry) == before
+    assert not (registry / "reports" / "v2.json").exists()
+    assert work_entries(registry) == []
+
+
+def test_skip_invalid_counts_skipped_rows(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    bad = write_bad(tmp_path / "bad.jsonl")
+    cfg = make_config(tmp_path / "r.toml", registry, new=[bad])
+    argv = ["retrain", "--config", str(cfg), "--version", "v2", "--skip-invalid", "--quiet"]
+    assert main(argv) in (0, 3)  # promoted or not: the job ran to the end
+    report, text = read_report(registry, "v2")
+    assert report["data"]["new"]["skipped"] == 1
+    assert report["data"]["new"]["examples"] == 5
+    (reason,) = report["data"]["new"]["skipped_reasons"]
+    assert reason.startswith(f"{bad}:3: unknown label 'great'")
+    assert "1 invalid records skipped" in text
+    assert "v2" in Registry(registry).versions()
+
+
+# ------------------------------------------------------------------ concurrency and crashes
+
+
+def test_second_job_fails_fast_while_one_holds_the_lock(
+    registry: Path,
+    make_config: ConfigWriter,
+    hold_lock: LockHolder,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cfg = make_config(tmp_path / "r.toml", registry)
+    before = state(registry)
+    holder = hold_lock(registry)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(RegistryError, match="locked by another job"):
+            retrain(RetrainConfig.load(cfg), version="v2")
+        assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 2
+        assert time.monotonic() - t0 < 5  # no waiting, no training
+        assert "is locked by another job" in capsys.readouterr().err
+    finally:
+        holder.communicate("", timeout=10)
+    assert state(registry) == before
+
+
+def test_killed_job_leaves_the_registry_as_it_was(
+    registry: Path, make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
+) -> None:
+    before = state(registry)
+    # no early stopping and many epochs: surely still training when killed
+    override = json.loads(retrain_files["model_config"].read_text())
+    override["train"].update(epochs=100_000, patience=100_000)
+    (tmp_path / "slow.json").write_text(json.dumps(override))
+    slow = make_config(tmp_path / "slow.toml", registry, model_config=tmp_path / "slow.json")
+    log = (tmp_path / "job.log").open("w")
+    job = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "retrain", "--config", str(slow), "--quiet"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        work = registry / ".work"
+        while not any(work.glob("job-*/run/*")):  # training has started writing its run
+            assert job.poll() is None, (tmp_path / "job.log").read_text()
+            assert time.monotonic() < deadline, "the job did not start training in 60 s"
+            time.sleep(0.05)
+        # a second job while this one trains: refused at once, nothing touched
+        second = RetrainConfig.load(make_config(tmp_path / "second.toml", registry))
+        t0 = time.monotonic()
+        with pytest.raises(RegistryError, match="locked by another job"):
+            retrain(second, version="v3")
+        assert time.monotonic() - t0 < 5
+        time.sleep(0.2)
+        assert job.poll() is None
+    finally:
+        job.send_signal(signal.SIGKILL)
+        job.wait(timeout=30)
+        log.close()
+    assert job.returncode == -signal.SIGKILL
+    assert state(registry) == before  # pointer, versions, history untouched
+    assert_whole_versions(registry)
+    assert work_entries(registry)  # the dead job's scratch space is still there ...
+
+    report = retrain(second, version="v2")  # ... until the next job cleans it
+    assert work_entries(registry) == []
+    assert Registry(registry).versions() == [FIRST_VERSION, "v2"]
+    assert report["gate"]["passed"] == report["promoted"]
+    assert_whole_versions(registry)
+
+
+def test_failed_export_leaves_no_half_version(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import model.export
+
+    monkeypatch.setattr(model.export, "PARITY_ATOL", -1.0)  # every export now fails parity
+    before = state(registry)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    with pytest.raises(model.export.ParityError):
+        retrain(cfg, version="v2")
+    assert state(registry) == before
+    assert work_entries(registry) == []
+    assert not (registry / "reports" / "v2.json").exists()
+
+
+# --------------------------------------------------------------------------- absa models
+
+
+def test_models_commands(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reg = Registry(registry)
+    # a second version: a copy of v1 under another name, created later
+    staging = registry.parent / "staging"
+    shutil.copytree(reg.path(FIRST_VERSION), staging)
+    meta = json.loads((staging / "metadata.json").read_text())
+    meta.update(version="v2", created="2999-01-01T00:00:00+00:00", parent=FIRST_VERSION)
+    (staging / "metadata.json").write_text(json.dumps(meta))
+    reg.add(staging, "v2")
+    args = ["--registry", str(registry)]
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["models", *argv, *args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = run("list")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2
+    assert lines[0].startswith(f"* {FIRST_VERSION} ") and "synthetic=" in lines[0]
+    assert lines[1].startswith("  v2 ") and f"parent={FIRST_VERSION}" in lines[1]
+
+    code, out, _ = run("show", "v2")
+    assert code == 0 and json.loads(out)["version"] == "v2"
+
+    assert run("promote", "v2")[:2] == (0, "current: v2\n")
+    assert reg.current() == "v2" and reg.pointer()["previous"] == [FIRST_VERSION]
+    assert run("list")[1].splitlines()[1].startswith("* v2 ")
+
+    assert run("rollback")[:2] == (0, f"current: {FIRST_VERSION}\n")
+    assert reg.current() == FIRST_VERSION
+
+    code, _, err = run("rollback")  # nothing before v1
+    assert code == 2 and "no previous version" in err
+    code, _, err = run("promote", "nope")
+    assert code == 2 and "no version 'nope'" in err
+    code, _, err = run("show", "../x")
+    assert code == 2 and "no version '../x'" in err
+    assert reg.current() == FIRST_VERSION
+    history = [json.loads(ln) for ln in (registry / "history.jsonl").read_text().splitlines()]
+    assert [(h["action"], h["version"]) for h in history[-2:]] == [
+        ("promote", "v2"),
+        ("rollback", FIRST_VERSION),
+    ]
+
+
+def test_models_needs_a_registry(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ABSA_REGISTRY", raising=False)
+    assert main(["models", "list"]) == 2
+    assert "--registry" in capsys.readouterr().err

@@ -1,0 +1,232 @@
+"""Hot reload from the registry: the admin endpoints, swaps under load with no failed
+request, refused artifacts (checksum, parity) and registry polling, on a real uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from model.registry import Registry
+from service.app import create_app
+from tests.helpers import synthetic_examples
+from tests.service.conftest import make_settings, serve
+
+TOKEN = "t"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+NAME = "tiny"
+BODIES = [
+    {"text": e.text, "aspects": [{"term": e.term, "start": e.start, "end": e.end}]}
+    for e in synthetic_examples(6, seed=1)
+]
+
+
+@pytest.fixture(scope="module")
+def exported(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The session's tiny run exported twice, as versions v1 and v2. Read-only: copy them."""
+    from model.export import export_run
+
+    out = tmp_path_factory.mktemp("reload-artifacts")
+    for v in ("v1", "v2"):
+        export_run(tiny_run, out / v, name=NAME, version=v)
+    return {"v1": out / "v1", "v2": out / "v2"}
+
+
+@pytest.fixture
+def registry(exported: dict[str, Path], tmp_path: Path) -> Registry:
+    """A registry holding v1 and v2, v1 promoted."""
+    reg = Registry(tmp_path / "registry").init()
+    for version, src in exported.items():
+        reg.add(shutil.copytree(src, tmp_path / "staging" / version), version)
+    reg.promote("v1")
+    return reg
+
+
+def add_variant(reg: Registry, source: str, version: str, **meta: object) -> str:
+    """A copy of ``source`` added as ``version``, created later, with metadata changes."""
+    staging = reg.root.parent / "staging" / version
+    shutil.copytree(reg.path(source), staging)
+    m = json.loads((staging / "metadata.json").read_text())
+    m.update(version=version, created="2999-01-01T00:00:00+00:00", **meta)
+    (staging / "metadata.json").write_text(json.dumps(m))
+    reg.add(staging, version)
+    return version
+
+
+def settings(reg: Registry, **overrides: object):  # type: ignore[no-untyped-def]
+    """The app serves the registry's current version; the exported v1 is only the fallback."""
+    values: dict = {"registry": reg.root, "admin_token": TOKEN, **overrides}
+    return make_settings(reg.path("v1"), **values)
+
+
+def served_version(url: str) -> str:
+    r = httpx.get(f"{url}/v1/model", timeout=10)
+    assert r.status_code == 200
+    return r.json()["version"]
+
+
+def reload(url: str, **body: object) -> httpx.Response:
+    return httpx.post(f"{url}/admin/reload", json=body or None, headers=AUTH, timeout=30)
+
+
+def predict_model(url: str) -> str:
+    r = httpx.post(f"{url}/v1/predict", json=BODIES[0], timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()["model"]
+
+
+# --------------------------------------------------------------------------- access
+
+
+def test_admin_is_absent_without_a_token(registry: Registry) -> None:
+    for token in (None, ""):
+        with TestClient(create_app(settings(registry, admin_token=token))) as c:
+            assert c.post("/admin/reload", headers=AUTH).status_code == 404
+            assert not any(p.startswith("/admin") for p in c.get("/openapi.json").json()["paths"])
+
+
+def test_admin_needs_the_right_token(registry: Registry) -> None:
+    with TestClient(create_app(settings(registry))) as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Bearer "}):
+            r = c.post("/admin/reload", headers=headers)
+            assert r.status_code == 401, headers
+            assert r.headers["www-authenticate"] == "Bearer"
+        assert c.post("/admin/reload", headers=AUTH).json() == {
+            "changed": False,
+            "model_dir": str(registry.path("v1")),
+        }
+
+
+# --------------------------------------------------------------------------- reload
+
+
+def test_promote_then_reload_serves_the_new_version(registry: Registry) -> None:
+    with serve(settings(registry)) as url:
+        assert served_version(url) == "v1"
+        assert predict_model(url) == f"{NAME}:v1"
+        registry.promote("v2")
+        assert served_version(url) == "v1"  # nothing changes until asked
+        r = reload(url)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"changed": True, "model_dir": str(registry.path("v2")), "version": "v2"}
+        assert served_version(url) == "v2"
+        assert predict_model(url) == f"{NAME}:v2"
+        assert reload(url).json()["changed"] is False  # already serving it
+
+
+def test_no_failed_request_across_swaps_under_load(registry: Registry) -> None:
+    """8 clients keep predicting while the champion flips between v1 and v2 six times."""
+
+    async def scenario(url: str) -> tuple[Counter, list[str], list[dict]]:
+        codes: Counter = Counter()
+        models: list[str] = []
+        stop = asyncio.Event()
+        limits = httpx.Limits(max_connections=16)
+        async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as c:
+
+            async def client(i: int) -> None:
+                n = i
+                while not stop.is_set():
+                    r = await c.post("/v1/predict", json=BODIES[n % len(BODIES)])
+                    codes[r.status_code] += 1
+                    if r.status_code == 200:
+                        models.append(r.json()["model"])
+                    n += 1
+
+            async def swapper() -> list[dict]:
+                answers = []
+                for target in ("v2", "v1") * 3:
+                    await asyncio.sleep(0.25)
+                    registry.promote(target)
+                    r = await c.post("/admin/reload", headers=AUTH)
+                    assert r.status_code == 200, r.text
+                    answers.append(r.json())
+                await asyncio.sleep(0.25)
+                stop.set()
+                return answers
+
+            *_, answers = await asyncio.gather(*(client(i) for i in range(8)), swapper())
+        return codes, models, answers
+
+    with serve(settings(registry)) as url:
+        codes, models, answers = asyncio.run(scenario(url))
+        assert served_version(url) == "v1"
+    assert set(codes) == {200}, codes  # zero failed requests
+    assert [a["version"] for a in answers] == ["v2", "v1"] * 3
+    assert all(a["changed"] for a in answers)
+    assert set(models) == {f"{NAME}:v1", f"{NAME}:v2"}
+    switches = sum(a != b for a, b in zip(models, models[1:], strict=False))
+    assert switches >= 3, switches  # answers came from both models, in turns
+    assert sum(codes.values()) > 50
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_a_corrupted_version_is_refused_and_the_old_one_keeps_serving(registry: Registry) -> None:
+    bad = add_variant(registry, "v2", "v3-corrupt")
+    with (registry.path(bad) / "model.onnx").open("ab") as f:
+        f.write(b"\0")  # the checksum no longer verifies
+    with serve(settings(registry)) as url:
+        registry.promote(bad)
+        r = reload(url)
+        assert r.status_code == 409
+        assert "sha256" in r.json()["detail"] and "v3-corrupt" in r.json()["detail"]
+        assert served_version(url) == "v1"
+        assert predict_model(url) == f"{NAME}:v1"
+        registry.rollback()  # the operator's way back; the service never left v1
+        assert reload(url).json()["changed"] is False
+
+
+def test_a_version_with_failed_parity_is_refused(
+    registry: Registry, exported: dict[str, Path]
+) -> None:
+    parity = json.loads((exported["v2"] / "metadata.json").read_text())["parity"]
+    bad = add_variant(registry, "v2", "v4-parity", parity={**parity, "prediction_mismatches": 2})
+    no_record = add_variant(registry, "v2", "v5-no-parity", parity=None)
+    with serve(settings(registry)) as url:
+        for version, words in ((bad, "failed parity check"), (no_record, "no parity check")):
+            registry.promote(version)
+            r = reload(url)
+            assert r.status_code == 409, version
+            assert words in r.json()["detail"]
+            assert served_version(url) == "v1"
+        r = reload(url, model_dir=str(registry.root / "nowhere"))
+        assert r.status_code == 409 and "not a model artifact" in r.json()["detail"]
+        r = reload(url, model_dir=str(registry.path("v2")))  # an explicit directory is fine
+        assert r.status_code == 200 and r.json()["version"] == "v2"
+        assert predict_model(url) == f"{NAME}:v2"
+
+
+# --------------------------------------------------------------------------- polling
+
+
+def wait_for_version(url: str, version: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while served_version(url) != version:
+        assert time.monotonic() < deadline, f"still serving {served_version(url)}, not {version}"
+        time.sleep(0.05)
+
+
+def test_polling_picks_up_a_promotion(registry: Registry) -> None:
+    bad = add_variant(registry, "v1", "v3-corrupt")
+    (registry.path(bad) / "model.onnx").write_bytes(b"not onnx")
+    with serve(settings(registry, reload_interval_s=0.2)) as url:
+        assert served_version(url) == "v1"
+        with registry.lock():
+            registry.promote("v2")
+        wait_for_version(url, "v2")
+        assert predict_model(url) == f"{NAME}:v2"
+        registry.promote(bad)
+        time.sleep(0.8)  # several polls, each refusing it
+        assert served_version(url) == "v2"
+        assert predict_model(url) == f"{NAME}:v2"
+        registry.promote("v1")
+        wait_for_version(url, "v1")

@@ -1,0 +1,109 @@
+"""Graceful shutdown of ``absa serve``: on SIGTERM it stops listening, answers every request
+already queued, and exits 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.service.conftest import EXAMPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+N_REQUESTS = 6
+MAX_WAIT_MS = 1000  # a batch waits this long to fill: the requests sit in the queue
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def queue_depth(url: str) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=5).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "absa_queue_depth":
+                return sample.value
+    return 0.0
+
+
+def refuses_connections(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_sigterm_drains_queued_requests_and_exits_0(artifact: Path, tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "ABSA_DEVICE": "cpu",
+        "ABSA_THREADS": "1",
+        "ABSA_MAX_WAIT_MS": str(MAX_WAIT_MS),
+        "ABSA_LOG_LEVEL": "warning",
+    }
+    log = (tmp_path / "serve.log").open("w")
+    command = ["serve", "--model", str(artifact), "--port", str(port)]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", *command],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    pool = ThreadPoolExecutor(N_REQUESTS)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "not ready in 60 s"
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+
+        bodies = [
+            {"text": e.text, "aspects": [{"term": e.term, "start": e.start, "end": e.end}]}
+            for e in EXAMPLES[:N_REQUESTS]
+        ]
+        futures = [pool.submit(httpx.post, f"{url}/v1/predict", json=b, timeout=30) for b in bodies]
+        while queue_depth(url) < N_REQUESTS:  # all of them waiting for the batch to fill
+            assert time.monotonic() < deadline, "the requests never queued"
+            time.sleep(0.02)
+
+        t0 = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        while not refuses_connections(port):  # the listener closes at once ...
+            assert time.monotonic() - t0 < 5, "still accepting connections 5 s after SIGTERM"
+            time.sleep(0.02)
+        assert server.poll() is None  # ... while the queued requests are still being answered
+
+        responses = [f.result(timeout=30) for f in futures]
+        assert [r.status_code for r in responses] == [200] * N_REQUESTS
+        assert all(len(r.json()["results"]) == 1 for r in responses)
+
+        server.wait(timeout=10)
+        assert time.monotonic() - t0 < 10
+        assert server.returncode == 0, (tmp_path / "serve.log").read_text()
+        assert refuses_connections(port)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+        log.close()
