@@ -46,7 +46,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--quantize", choices=["int8"])
     ap.add_argument("--skip-train", action="store_true", help="reuse an existing --run")
+    ap.add_argument("--card-only", action="store_true", help="rewrite README.md from eval.json")
     args = ap.parse_args()
+    if args.card_only:
+        saved = json.loads((args.out / "eval.json").read_text())
+        (args.out / "README.md").write_text(card(args, saved["results"], saved["commands"]))
+        return
     absa = [sys.executable, "-m", "service.cli"]
     trains = [str(paths(d)["train"]) for d in DATASETS]
     tests = {d: str(paths(d)["test"]) for d in DATASETS}
@@ -96,7 +101,8 @@ def main() -> None:
         print(
             f"{name}: acc {rep['accuracy'] * 100:.2f} F1 {rep['macro_f1'] * 100:.2f} (n={rep['n']})"
         )
-    (args.out / "eval.json").write_text(json.dumps(results, indent=1) + "\n")
+    saved = {"results": results, "commands": commands}
+    (args.out / "eval.json").write_text(json.dumps(saved, indent=1) + "\n")
     (args.out / "README.md").write_text(card(args, results, commands))
 
 
@@ -128,10 +134,23 @@ def card(args: argparse.Namespace, results: dict, cmds: list[str]) -> str:
     if lat.is_file():
         lr = json.loads(lat.read_text())
         o = lr["ort"]
+        two = ROOT / "benchmarks" / "results" / "latency" / "default-2workers.json"
+        http = (
+            {h["concurrency"]: h for h in json.loads(two.read_text())["http"]}
+            if two.is_file()
+            else {}
+        )
+        served = (
+            f"Served over HTTP by `absa serve --workers 2` (onnxruntime 1 thread each): "
+            f"p50 {http[1]['p50_ms']:.1f} ms at concurrency 1, {http[64]['aspects_per_s']:.0f} aspects/s "
+            "at concurrency 64."
+            if 1 in http and 64 in http
+            else ""
+        )
         latency = (
             f"onnxruntime on 2 CPU cores: batch 1 p50 {o['batch1']['p50_ms']:.2f} ms, "
             f"p99 {o['batch1']['p99_ms']:.1f} ms; batch 64 {o['batch64_aspects_per_s']:.0f} aspects/s. "
-            "HTTP: see docs/benchmarks.md."
+            f"{served} Details: docs/benchmarks.md."
         )
     dev = meta["metrics"]["dev"]
     return f"""# absa-default {meta["version"]}

@@ -122,7 +122,7 @@ def _free_port() -> int:
 
 
 def http(
-    artifact: Path, data: Path, concurrencies: list[int], seconds: int, threads: int
+    artifact: Path, data: Path, concurrencies: list[int], seconds: int, threads: int, workers: int
 ) -> list[dict]:
     items = _items(data, 300)
     bodies = [
@@ -131,7 +131,12 @@ def http(
     ]
     lua = WRK_LUA.replace("{BODIES}", "{" + ",".join(json.dumps(b) for b in bodies) + "}")
     port = _free_port()
-    env = {**os.environ, "ABSA_THREADS": str(threads), "ABSA_LOG_LEVEL": "warning"}
+    env = {
+        **os.environ,
+        "ABSA_THREADS": str(threads),
+        "ABSA_LOG_LEVEL": "warning",
+        "ABSA_WORKERS": str(workers),
+    }
     server = subprocess.Popen(
         [
             sys.executable,
@@ -206,6 +211,7 @@ def main() -> None:
     ap.add_argument(
         "--server-threads", type=int, default=1, help="onnxruntime threads in the server"
     )
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of the server")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
     ap.add_argument("--inproc", choices=["ort", "torch"], help=argparse.SUPPRESS)
@@ -249,9 +255,15 @@ def main() -> None:
         result[kind] = json.loads(out.strip().splitlines()[-1])
         print(f"{kind}: {result[kind]}", flush=True)
     result["http"] = http(
-        args.artifact, args.data, args.concurrency, int(args.seconds), args.server_threads
+        args.artifact,
+        args.data,
+        args.concurrency,
+        int(args.seconds),
+        args.server_threads,
+        args.workers,
     )
     result["server_threads"] = args.server_threads
+    result["workers"] = args.workers
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=1))
 

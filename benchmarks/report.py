@@ -78,8 +78,10 @@ def latency_table() -> str:
 
         tb1 = f"{t['batch1']['p50_ms']:.2f} / {t['batch1']['p99_ms']:.1f}" if t else "–"
         tb64 = f"{t['batch64_aspects_per_s']:.0f}" if t else "–"
+        workers = r.get("workers", 1)
         rows.append(
-            f"| {r['name']} | {r['artifact_bytes'] / 1e6:.1f} MB {r['quantization']} | {tb1} "
+            f"| {r['name']} ({workers} worker{'s' if workers > 1 else ''}) "
+            f"| {r['artifact_bytes'] / 1e6:.1f} MB {r['quantization']} | {tb1} "
             f"| {o['batch1']['p50_ms']:.2f} / {o['batch1']['p99_ms']:.1f} | {tb64} "
             f"| {o['batch64_aspects_per_s']:.0f} | {h(1, False)} | {h(8)} | {h(64)} |"
         )

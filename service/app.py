@@ -67,6 +67,34 @@ class BodyLimit:
         await body({"type": "http"}, _empty_receive, send)
 
 
+class Observe:
+    """Request count and latency per route template (pure ASGI: no per-request task)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0 = time.perf_counter()
+        status = 500
+
+        async def send_status(msg: Message) -> None:
+            nonlocal status
+            if msg["type"] == "http.response.start":
+                status = msg["status"]
+            await send(msg)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", "unmatched")
+            self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
+            self.metrics.requests.labels(path, scope["method"], str(status)).inc()
+
+
 async def _empty_receive() -> Message:
     return {"type": "http.request", "body": b""}
 
@@ -116,16 +144,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next):  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        metrics.latency.labels(path).observe(time.perf_counter() - t0)
-        metrics.requests.labels(path, request.method, str(response.status_code)).inc()
-        return response
-
+    app.add_middleware(Observe, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
     @app.exception_handler(RequestError)

@@ -45,7 +45,7 @@ class BatchEngine:
         runtime: Runtime,
         metrics: Metrics,
         max_batch: int = 64,
-        max_wait_ms: float = 2.0,
+        max_wait_ms: float = 0.0,
         max_queue: int = 2048,
     ) -> None:
         self.runtime = runtime

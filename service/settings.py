@@ -31,7 +31,12 @@ class Settings(BaseSettings):
     threads: int = Field(0, ge=0, description="onnxruntime intra-op threads; 0 = its default")
     # micro-batching
     max_batch_size: int = Field(64, ge=1, description="aspects per onnxruntime call")
-    max_wait_ms: float = Field(2.0, ge=0.0, description="how long a batch waits to fill")
+    max_wait_ms: float = Field(
+        0.0,
+        ge=0.0,
+        description="how long a batch waits to fill; 0 = no wait: batches form from the "
+        "requests that arrive while the previous batch runs",
+    )
     max_queue: int = Field(2048, ge=1, description="aspects waiting; beyond it: 503 + Retry-After")
     # request limits
     max_text_chars: int = Field(2000, ge=1)
