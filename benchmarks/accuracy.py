@@ -32,7 +32,14 @@ from training.train import fit  # noqa: E402
 OUT = Path(__file__).resolve().parent / "results" / "accuracy"
 
 
-def run_one(preset_name: str, dataset: str, seed: int, threads: int, config: Path | None) -> dict:
+def run_one(
+    preset_name: str,
+    dataset: str,
+    seed: int,
+    threads: int,
+    config: Path | None,
+    keep: Path | None = None,
+) -> dict:
     p = paths(dataset)
     preset = load_config(config, preset_name)
     preset = replace(preset, train=replace(preset.train, seed=seed, threads=threads))
@@ -40,13 +47,17 @@ def run_one(preset_name: str, dataset: str, seed: int, threads: int, config: Pat
     dev = read_examples(p["dev"]).examples if p["dev"] else None
     test = read_examples(p["test"]).examples
     run_dir = Path(tempfile.mkdtemp(prefix=f"bench-{preset_name}-{dataset}-"))
+    if keep is not None:
+        run_dir = keep / f"{preset_name}__{dataset}__s{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True)
     try:
         t0 = time.time()
         res = fit(train, dev, preset, run_dir, progress=False, preset_name=preset_name)
         rep = evaluate(run_dir, test)
         info = json.loads((run_dir / "run.json").read_text())
     finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
     return {
         "preset": preset_name,
         "dataset": dataset,
@@ -79,6 +90,7 @@ def main() -> None:
     ap.add_argument("--config", type=Path, help="override file applied on top of each preset")
     ap.add_argument("--tag", default="", help="suffix of the result names (e.g. a variant)")
     ap.add_argument("--force", action="store_true", help="rerun even if a result exists")
+    ap.add_argument("--keep-runs", type=Path, help="keep the run directories here (for export)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -89,7 +101,7 @@ def main() -> None:
                 dest = OUT / name
                 if dest.exists() and not args.force:
                     continue
-                r = run_one(preset, dataset, seed, args.threads, args.config)
+                r = run_one(preset, dataset, seed, args.threads, args.config, args.keep_runs)
                 r["tag"] = args.tag
                 tmp = dest.with_suffix(".tmp")
                 tmp.write_text(json.dumps(r, indent=1))
