@@ -9,7 +9,7 @@ import random
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -144,8 +144,6 @@ def build_pipeline(
     glove_words, glove = load_glove(tcfg.glove)
     vocab = build_vocab((e.text for e in train), glove_words, tcfg.glove_top_k)
     matrix, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
-    from dataclasses import replace
-
     mcfg = replace(mcfg, vocab_size=len(vocab), embed_dim=int(matrix.shape[1]))
     return mcfg, WordPipeline(vocab, max_len=tcfg.max_len), torch.from_numpy(matrix), None
 
