@@ -12,6 +12,11 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported lazily at run time: serve/predict must work without torch
+    from model.registry import Registry
+    from training.records import ReadResult
 
 log = logging.getLogger("absa")
 
@@ -20,7 +25,7 @@ class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
-def _read(paths: Sequence[str], skip_invalid: bool):  # type: ignore[no-untyped-def]
+def _read(paths: Sequence[str], skip_invalid: bool) -> ReadResult:
     from training.readers import read_many
 
     res = read_many(paths, skip_invalid=skip_invalid)
@@ -227,7 +232,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     return 0 if report["promoted"] else 3
 
 
-def _registry(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _registry(args: argparse.Namespace) -> Registry:
     import os
 
     from model.registry import Registry
