@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter
 
-from model.runtime import Runtime
+from model.runtime import Output, Runtime
+from model.text import Encoded
 from service.deps import EngineDep, MetricsDep, SettingsDep
-from service.engine import BatchEngine
 from service.metrics import Metrics
 from service.predictor import RequestError, encode_spans, resolve_spans, to_result
 from service.schemas import (
@@ -37,17 +35,25 @@ def model_id(runtime: Runtime) -> str:
     return f"{runtime.metadata.get('name')}:{runtime.metadata.get('version')}"
 
 
-async def _predict(
-    req: PredictRequest,
-    engine: BatchEngine,
-    settings: Settings,
-    metrics: Metrics,
-    runtime: Runtime,
-    where: str = "",
-) -> PredictResponse:
+Prepared = tuple[list[tuple[str, int, int]], list[Encoded]]
+
+
+def _prepare(
+    req: PredictRequest, settings: Settings, runtime: Runtime, where: str = ""
+) -> Prepared:
+    """Validate a request and encode its aspects: (spans, encoded items)."""
     spans = resolve_spans(req, settings, where)
-    items = encode_spans(runtime, req.text, spans, where)
-    outputs = await engine.submit(runtime, items)
+    return spans, encode_spans(runtime, req.text, spans, where)
+
+
+def _response(
+    req: PredictRequest,
+    prepared: Prepared,
+    outputs: list[Output],
+    runtime: Runtime,
+    metrics: Metrics,
+) -> PredictResponse:
+    spans, _ = prepared
     results = [to_result(runtime, sp, o, req.explain) for sp, o in zip(spans, outputs, strict=True)]
     for r in results:
         metrics.aspects.labels(r.label).inc()
@@ -59,7 +65,10 @@ async def predict(
     req: PredictRequest, engine: EngineDep, settings: SettingsDep, metrics: MetricsDep
 ) -> PredictResponse:
     """Sentiment of each aspect in the text, with probabilities (and attention with explain)."""
-    return await _predict(req, engine, settings, metrics, engine.runtime)
+    runtime = engine.runtime
+    prepared = _prepare(req, settings, runtime)
+    outputs = await engine.submit(runtime, prepared[1])
+    return _response(req, prepared, outputs, runtime, metrics)
 
 
 @router.post("/predict/batch", response_model=BatchResponse, responses=ERRORS)
@@ -72,13 +81,12 @@ async def predict_batch(
     if len(req.items) > settings.max_items:
         raise RequestError(413, f"{len(req.items)} items; the limit is {settings.max_items}")
     runtime = engine.runtime  # one model for the whole batch
-    # validate every item before queueing any
-    for i, item in enumerate(req.items):
-        resolve_spans(item, settings, f"items[{i}]: ")
-    answers = await asyncio.gather(
-        *(
-            _predict(item, engine, settings, metrics, runtime, f"items[{i}]: ")
-            for i, item in enumerate(req.items)
-        )
-    )
-    return BatchResponse(model=model_id(runtime), items=list(answers))
+    # every item is validated before any is queued; then they go as one job
+    prepared = [_prepare(it, settings, runtime, f"items[{i}]: ") for i, it in enumerate(req.items)]
+    outputs = await engine.submit(runtime, [e for _, items in prepared for e in items])
+    answers, k = [], 0
+    for item, prep in zip(req.items, prepared, strict=True):
+        n = len(prep[1])
+        answers.append(_response(item, prep, outputs[k : k + n], runtime, metrics))
+        k += n
+    return BatchResponse(model=model_id(runtime), items=answers)
