@@ -173,7 +173,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from model.runtime import Runtime, word_weights
+    from model.runtime import Runtime
     from model.text import find_all
 
     rt = Runtime.load(_model_dir(args.model), device=args.device)
@@ -189,28 +189,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0 if not stats.bad else 1
     if not args.text or not args.aspect:
         raise CLIError("give --text and at least one --aspect, or --input and --output")
+    from service.predictor import to_result
+
     spans = []
     for a in args.aspect:
         found = find_all(args.text, a)
         if not found:
             raise CLIError(f"aspect {a!r} does not occur in the text")
-        spans.extend(found)
-    outs = rt.run([rt.encode(args.text, s, e) for s, e in spans])
-    results = []
-    for (s, e), o in zip(spans, outs, strict=True):
-        res = {
-            "term": args.text[s:e],
-            "start": s,
-            "end": e,
-            "label": rt.labels[int(o.probs.argmax())],
-            "scores": {k: round(float(p), 6) for k, p in zip(rt.labels, o.probs, strict=True)},
-        }
-        if args.explain:
-            res["attention"] = [
-                {"token": t.text, "start": t.start, "end": t.end, "weight": round(w, 6)}
-                for t, w in word_weights(o)
-            ]
-        results.append(res)
+        spans.extend((args.text[s:e], s, e) for s, e in found)
+    outs = rt.run([rt.encode(args.text, s, e) for _, s, e in spans])
+    results = [
+        to_result(rt, span, o, args.explain).model_dump(exclude_none=True)
+        for span, o in zip(spans, outs, strict=True)
+    ]
     if args.explain:
         from service.heatmap import render
 
