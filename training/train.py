@@ -223,7 +223,8 @@ def fit(
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     history: list[dict] = []
-    best_score, best_epoch, bad_epochs = -1.0, 0, 0
+    best_score: tuple[float, float] = (-1.0, 0.0)
+    best_epoch, bad_epochs = 0, 0
     lengths = [len(e.ids) for e in enc_train]
     for epoch in range(1, tcfg.epochs + 1):
         net.train()
@@ -270,7 +271,7 @@ def fit(
             rep["macro_f1"],
             seconds,
         )
-        score = rep[tcfg.select_on]
+        score = (rep[tcfg.select_on], -dev_loss)  # ties (common on small dev sets): lower loss
         if score > best_score:
             best_score, best_epoch, bad_epochs, best_dev = score, epoch, 0, rep
             save_weights(net, run_dir)
