@@ -13,6 +13,7 @@ import logging
 import shutil
 import tempfile
 import warnings
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,9 +21,9 @@ import numpy as np
 import torch
 
 from model.export_check import PARITY_ATOL
-from model.network import ExportWrapper
+from model.network import ABSANet, ExportWrapper
 from model.runtime import ARTIFACT_KIND, INPUT_NAMES, Runtime, sha256_file
-from model.text import collate
+from model.text import Encoded, Pipeline, Token, collate
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,11 @@ def _export_onnx(net: torch.nn.Module, path: Path, self_attention: bool) -> None
     net.eval()
 
 
-def _dummy_item(n: int):  # type: ignore[no-untyped-def]
-    from model.text import Encoded, Token
-
+def _dummy_item(n: int) -> Encoded:
     return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n)
 
 
-def _dev_items(run_dir: Path, pipeline) -> tuple[list, list[str]]:  # type: ignore[no-untyped-def]
+def _dev_items(run_dir: Path, pipeline: Pipeline) -> tuple[list[Encoded], list[str]]:
     items, labels = [], []
     for line in (run_dir / "dev.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -75,7 +74,7 @@ def _dev_items(run_dir: Path, pipeline) -> tuple[list, list[str]]:  # type: igno
     return items, labels
 
 
-def _torch_probs(net, items, pad_id: int, batch: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _torch_probs(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: int) -> np.ndarray:
     out = []
     with torch.no_grad():
         for s in range(0, len(items), batch):
@@ -86,7 +85,7 @@ def _torch_probs(net, items, pad_id: int, batch: int) -> np.ndarray:  # type: ig
     return np.concatenate(out)
 
 
-def _ort_probs(rt: Runtime, items, batch: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _ort_probs(rt: Runtime, items: Sequence[Encoded], batch: int) -> np.ndarray:
     return np.concatenate(
         [
             np.stack([o.probs for o in rt.run_batch(items[s : s + batch])])
@@ -186,7 +185,9 @@ def export_run(
     return metadata
 
 
-def _quantize(tmp: Path, items, y: np.ndarray, fp32_probs: np.ndarray, batch: int) -> dict:  # type: ignore[no-untyped-def]
+def _quantize(
+    tmp: Path, items: Sequence[Encoded], y: np.ndarray, fp32_probs: np.ndarray, batch: int
+) -> dict:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = tmp / "model.onnx"
