@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import platform
 import subprocess
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from model.config import ModelConfig
@@ -70,7 +72,12 @@ def resolve_transformer(name: str) -> Path:
 
 def save_weights(net: ABSANet, run_dir: Path) -> None:
     state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
-    save_file(state, str(run_dir / WEIGHTS))
+    path = run_dir / WEIGHTS
+    try:
+        save_file(state, str(path))
+    except SafetensorError as e:  # e.g. a full disk: report it as the OS error it is
+        code = errno.ENOSPC if "No space left" in str(e) else errno.EIO
+        raise OSError(code, f"cannot write {path}: {e}") from e
 
 
 @dataclass

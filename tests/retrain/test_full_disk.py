@@ -1,0 +1,65 @@
+"""A retraining job that runs out of disk leaves the champion and the registry intact.
+
+The registry lives on a real, small tmpfs that is filled almost to the brim before the
+job starts; the job must fail with ENOSPC, and nothing the service reads may change.
+Needs root (mount); skipped where mounting is not permitted.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.retrain.conftest import ConfigWriter
+from tests.retrain.test_retrain import state, work_entries
+from training.retrain import RetrainConfig, retrain
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(disk: Path, leave: int) -> None:
+    free = shutil.disk_usage(disk).free
+    with (disk / "filler").open("wb") as f:
+        f.write(b"\0" * max(0, free - leave))
+
+
+def test_full_disk_leaves_champion_and_registry_intact(
+    champion_registry: Path, small_disk: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    registry = small_disk / "registry"
+    shutil.copytree(champion_registry, registry)
+    _fill(small_disk, leave=32 * 1024)  # far less than a run directory needs
+    before = state(registry)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    with pytest.raises(OSError) as err:
+        retrain(cfg, version="v2")
+    assert err.value.errno == errno.ENOSPC
+    assert state(registry) == before  # same CURRENT, same versions, same bytes
+    assert work_entries(registry) == []  # scratch space cleaned
+    assert not (registry / "versions" / "v2").exists()
+    # with room again, the next job succeeds on the same registry
+    (small_disk / "filler").unlink()
+    report = retrain(cfg, version="v3")
+    assert (registry / "versions" / "v3" / "model.onnx").is_file()
+    assert report["version"] == "v3"
