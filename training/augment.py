@@ -411,6 +411,20 @@ def _target_clause(s: Sentence, ex: Example) -> tuple[set[int], tuple[int, int]]
 # --------------------------------------------------------------------------- the rules
 
 
+def _target_opinions(
+    ex: Example, lexicon: Lexicon
+) -> tuple[Sentence, set[int], tuple[int, int], list[int]] | None:
+    """The parsed sentence, the target's word indices, its clause (lo, hi) and the opinion
+    words of that clause outside the term; None when the target's clause is not found."""
+    s = Sentence.parse(ex.text, lexicon)
+    found = _target_clause(s, ex)
+    if found is None:
+        return None
+    target, (lo, hi) = found
+    own = [i for i in range(lo, hi) if s.opinion[i] and i not in target]
+    return s, target, (lo, hi), own
+
+
 def reverse_target(ex: Example, lexicon: Lexicon) -> Example | None:
     """REVTGT: reverse the opinion words in the target's clause; the label flips.
 
@@ -419,12 +433,10 @@ def reverse_target(ex: Example, lexicon: Lexicon) -> Example | None:
     droppable "not"/"n't". Words inside the aspect term itself are never touched."""
     if ex.label not in FLIP:
         return None
-    s = Sentence.parse(ex.text, lexicon)
-    found = _target_clause(s, ex)
-    if found is None:
+    parsed = _target_opinions(ex, lexicon)
+    if parsed is None:
         return None
-    target, (lo, hi) = found
-    own = [i for i in range(lo, hi) if s.opinion[i] and i not in target]
+    s, target, (lo, hi), own = parsed
     if not own or _polarities(s, own, lexicon) != {ex.label}:
         return None
     if any(s.words[i] in lexicon.unflippable for i in range(lo, hi) if i not in target):
@@ -442,12 +454,10 @@ def reverse_non_target(ex: Example, lexicon: Lexicon) -> Example | None:
     Applies when other clauses hold opinion words and the target's own clause carries its
     label: for positive/negative targets its opinion words all express the label, for
     neutral targets it holds none."""
-    s = Sentence.parse(ex.text, lexicon)
-    found = _target_clause(s, ex)
-    if found is None:
+    parsed = _target_opinions(ex, lexicon)
+    if parsed is None:
         return None
-    target, (lo, hi) = found
-    own = [i for i in range(lo, hi) if s.opinion[i] and i not in target]
+    s, target, (lo, hi), own = parsed
     if ex.label in FLIP:
         if not own or _polarities(s, own, lexicon) != {ex.label}:
             return None
