@@ -10,7 +10,8 @@ One configurable network; every piece is chosen by ``ModelConfig``:
 - aspect attention over the hidden states H (additive, scaled dot-product with
   sinusoidal positions, bilinear, dot);
 - an optional multi-head self-attention layer over H (residual + LayerNorm);
-- h* = tanh(W_p r + W_x h_N), then a linear layer to the label logits.
+- h* = tanh(W_p r + W_x h_N), then a linear layer to the label logits (h_N: the last
+  state, or with ``summary="aspect"`` the mean state over the aspect span).
 
 Padding is handled by masks, never by packing, so the exported graph keeps dynamic
 batch and length axes and padding cannot change any output. The backward direction
@@ -269,6 +270,8 @@ class ABSANet(nn.Module):
         v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
         inp = torch.cat([x, v_a.unsqueeze(1).expand(b, t, -1)], -1) if cfg.aspect_in_input else x
         h, h_n = self.rnn(self.drop(inp), mask)  # (B, T, D), (B, D)
+        if cfg.summary == "aspect":  # the states over the aspect span, not the sentence's end
+            h_n = (h * am.unsqueeze(-1)).sum(1) / n_asp
         if cfg.position_weighting:
             h = h * proximity(am, mask).unsqueeze(-1)
         if cfg.positional:

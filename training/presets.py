@@ -33,6 +33,8 @@ class TrainConfig:
     glove_top_k: int = 20000  # most frequent GloVe words added to the training words
     transformer: str = MINILM  # a package name or a local Hugging Face model directory
     augment: float = 0.0  # add this fraction of train as rule-made copies (training/augment.py)
+    teacher: str = ""  # a run or artifact dir whose probabilities are soft targets (distill.py)
+    distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1"):
@@ -41,6 +43,8 @@ class TrainConfig:
             raise ValueError("dev_fraction must be in (0, 1)")
         if self.augment < 0:
             raise ValueError("augment must be >= 0")
+        if not 0.0 <= self.distill <= 1.0:
+            raise ValueError("distill must be in [0, 1]")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -29,6 +29,7 @@ from training.checkpoint import (
     resolve_transformer,
     save_weights,
 )
+from training.distill import teacher_info, teacher_targets
 from training.embeddings import build_vocab, embedding_matrix, load_glove
 from training.metrics import classification_report
 from training.presets import Preset, TrainConfig
@@ -196,6 +197,9 @@ def fit(
         train, augmented = [*train, *extra], len(extra)
         log.info("augmented train with %d rule-made example(s)", augmented)
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
+    soft = None  # the teacher's probabilities over train (never dev), when distilling
+    if tcfg.teacher:
+        soft = torch.from_numpy(teacher_targets(Path(tcfg.teacher), train, preset.model.labels))
 
     mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, tcfg, train, run_dir)
     net = ABSANet(mcfg, vectors=vectors, encoder_path=encoder_src, pretrained_encoder=True)
@@ -241,6 +245,9 @@ def fit(
             inputs = to_tensors([enc_train[i] for i in b], pipe.pad_id, feats)
             logits, _, _ = net(**inputs)
             loss = F.cross_entropy(logits, y_train[b], label_smoothing=tcfg.label_smoothing)
+            if soft is not None:
+                kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
+                loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
@@ -300,6 +307,7 @@ def fit(
         "n_dev": len(dev),
         "dev_split": dev_source,
         "augmented": augmented,
+        "teacher": teacher_info(Path(tcfg.teacher)) if tcfg.teacher else None,
         "code_version": code_version(),
         "environment": environment(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

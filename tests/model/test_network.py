@@ -56,6 +56,10 @@ VARIANTS = {
         PRESETS["atae-gru"].model, attention="bilinear", self_attention_heads=2
     ),
     "lstm-dot": replace(PRESETS["atae-lstm"].model, attention="dot"),
+    "bi-lstm-aspect-summary": replace(PRESETS["fast"].model, summary="aspect"),
+    "gru-aspect-summary-noattn": replace(
+        PRESETS["ae-lstm"].model, cell="gru", bidirectional=True, summary="aspect"
+    ),
 }
 
 
@@ -125,6 +129,21 @@ def test_padding_ids_are_ignored(name: str) -> None:
         b = net(junk, attn, asp_junk)
     torch.testing.assert_close(a[0], b[0], atol=1e-6, rtol=0)
     torch.testing.assert_close(a[1], b[1], atol=1e-6, rtol=0)
+
+
+def test_aspect_summary_is_the_state_at_the_aspect() -> None:
+    """With summary="aspect" and no attention, a forward-only LSTM's output depends on the
+    words up to the aspect only: changing a later word changes nothing (with "last" it does)."""
+    ids, attn, asp = batch([8], [(2, 4)])
+    later = ids.clone()
+    later[0, 6] = 3 if ids[0, 6] != 3 else 4
+    outs = {}
+    for summary in ("aspect", "last"):
+        net = build(tiny(PRESETS["ae-lstm"].model, summary=summary))
+        with torch.no_grad():
+            outs[summary] = (net(ids, attn, asp)[0], net(later, attn, asp)[0])
+    torch.testing.assert_close(*outs["aspect"], atol=1e-6, rtol=0)
+    assert not torch.allclose(*outs["last"], atol=1e-4)
 
 
 def test_bidirectional_backward_direction_reads_right_to_left() -> None:
@@ -288,6 +307,7 @@ def test_export_wrapper_returns_probabilities() -> None:
         {"encoder": "bert"},
         {"dropout": 1.0},
         {"hidden_size": 5, "self_attention_heads": 2},
+        {"summary": "first"},
     ],
 )
 def test_model_config_rejects(over: dict) -> None:

@@ -229,6 +229,8 @@ def test_train_config_rejects_bad_values() -> None:
         TrainConfig(select_on="loss")
     with pytest.raises(ValueError, match="dev_fraction"):
         TrainConfig(dev_fraction=0.0)
+    with pytest.raises(ValueError, match="distill"):
+        TrainConfig(distill=1.5)
 
 
 # --------------------------------------------------------------------------- real data

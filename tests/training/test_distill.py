@@ -1,0 +1,74 @@
+"""Tests for knowledge distillation: the teacher's probabilities really steer the student."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model.export import export_run
+from tests.helpers import synthetic_examples, tiny_preset
+from training.distill import teacher_targets
+from training.evaluate import evaluate, predict_examples
+from training.records import DataError, Example
+from training.train import fit
+
+FLIP = {"positive": "negative", "negative": "positive", "neutral": "neutral"}
+
+
+@pytest.fixture(scope="module")
+def liar(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    """A teacher trained on flipped labels: it calls positive what is negative."""
+    examples = synthetic_examples(12, seed=0)
+    flipped = [replace(e, label=FLIP[e.label]) for e in examples]
+    run_dir = tmp_path_factory.mktemp("teacher") / "liar"
+    fit(flipped, flipped, tiny_preset("atae-lstm", small_glove), run_dir, progress=False)
+    assert evaluate(run_dir, flipped)["accuracy"] >= 0.9
+    return run_dir
+
+
+def student(teacher: Path, distill: float, glove: Path, out: Path) -> float:
+    """Accuracy on the true labels of a student trained on them with this teacher."""
+    examples = synthetic_examples(12, seed=0)
+    preset = tiny_preset("atae-lstm", glove)
+    preset = replace(preset, train=replace(preset.train, teacher=str(teacher), distill=distill))
+    fit(examples, examples, preset, out, progress=False)
+    return evaluate(out, examples)["accuracy"]
+
+
+def test_full_distillation_follows_the_teacher(
+    liar: Path, small_glove: Path, tmp_path: Path
+) -> None:
+    assert student(liar, 1.0, small_glove, tmp_path / "follows") <= 0.5  # learns the lies
+    assert student(liar, 0.0, small_glove, tmp_path / "ignores") >= 0.9  # labels only
+
+
+def test_run_records_the_teacher(liar: Path, small_glove: Path, tmp_path: Path) -> None:
+    student(liar, 0.5, small_glove, tmp_path / "s")
+    info = json.loads((tmp_path / "s" / "run.json").read_text())
+    assert info["teacher"]["path"] == str(liar)
+    assert info["teacher"]["kind"] == "run"
+    assert len(info["teacher"]["sha256"]) == 64
+
+
+def test_an_exported_teacher_gives_the_same_targets(liar: Path, tmp_path: Path) -> None:
+    export_run(liar, tmp_path / "artifact")
+    examples = synthetic_examples(5, seed=9)
+    labels = ("negative", "neutral", "positive")  # a different order from the teacher's
+    from_run = teacher_targets(liar, examples, labels)
+    from_onnx = teacher_targets(tmp_path / "artifact", examples, labels)
+    np.testing.assert_allclose(from_run, from_onnx, atol=1e-4)
+    probs, names = predict_examples(liar, examples)
+    np.testing.assert_allclose(from_run[:, 0], probs[:, names.index("negative")], atol=1e-6)
+    np.testing.assert_allclose(from_run.sum(1), 1.0, atol=1e-5)
+
+
+def test_teacher_errors_are_data_errors(liar: Path, tmp_path: Path) -> None:
+    examples = [Example("the food was good", 4, 8, "positive", "x:1")]
+    with pytest.raises(DataError, match="no-such-dir"):
+        teacher_targets(tmp_path / "no-such-dir", examples, ("negative", "neutral", "positive"))
+    with pytest.raises(DataError, match="labels"):
+        teacher_targets(liar, examples, ("bad", "good"))
