@@ -6,6 +6,9 @@ Selection uses dev only (MAMS: its official val set; others: a seeded 10% of tra
 
     python benchmarks/accuracy.py --presets atae-lstm fast --datasets rest14 lap14 --seeds 1 2 3
     python benchmarks/report.py        # writes the table into docs/benchmarks.md
+
+Distillation: ``--teacher runs/bench-acc/accurate__{dataset}__s{seed} --tag=-kd`` (the teacher
+run kept with ``--keep-runs``; the same seed means the same dev split).
 """
 
 from __future__ import annotations
@@ -39,10 +42,15 @@ def run_one(
     threads: int,
     config: Path | None,
     keep: Path | None = None,
+    teacher: str | None = None,
 ) -> dict:
     p = paths(dataset)
     preset = load_config(config, preset_name)
     preset = replace(preset, train=replace(preset.train, seed=seed, threads=threads))
+    if teacher:  # e.g. runs/bench-acc/accurate__{dataset}__s{seed}: same seed, same dev split
+        preset = replace(
+            preset, train=replace(preset.train, teacher=teacher.format(dataset=dataset, seed=seed))
+        )
     train = read_examples(p["train"]).examples
     dev = read_examples(p["dev"]).examples if p["dev"] else None
     test = read_examples(p["test"]).examples
@@ -55,6 +63,8 @@ def run_one(
         res = fit(train, dev, preset, run_dir, progress=False, preset_name=preset_name)
         rep = evaluate(run_dir, test)
         info = json.loads((run_dir / "run.json").read_text())
+        if info.get("teacher") and info["teacher"]["dev_leak"]:
+            raise SystemExit(f"{run_dir}: the teacher trained on the student's dev sentences")
     finally:
         if keep is None:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -70,6 +80,7 @@ def run_one(
         "best_epoch": res.best_epoch,
         "epochs_run": len(res.history),
         "seconds_per_epoch": info["seconds_per_epoch"],
+        "teacher": info.get("teacher"),
         "train_seconds": round(time.time() - t0, 1),
         "threads": threads,
         "dev_split": info["dev_split"],
@@ -91,6 +102,10 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="suffix of the result names (e.g. a variant)")
     ap.add_argument("--force", action="store_true", help="rerun even if a result exists")
     ap.add_argument("--keep-runs", type=Path, help="keep the run directories here (for export)")
+    ap.add_argument(
+        "--teacher",
+        help="distil from this run dir; {dataset} and {seed} are filled in per run",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -101,7 +116,9 @@ def main() -> None:
                 dest = OUT / name
                 if dest.exists() and not args.force:
                     continue
-                r = run_one(preset, dataset, seed, args.threads, args.config, args.keep_runs)
+                r = run_one(
+                    preset, dataset, seed, args.threads, args.config, args.keep_runs, args.teacher
+                )
                 r["tag"] = args.tag
                 tmp = dest.with_suffix(".tmp")
                 tmp.write_text(json.dumps(r, indent=1))

@@ -50,12 +50,34 @@ def teacher_targets(
     return probs
 
 
-def teacher_info(teacher: Path) -> dict:
-    """What identifies the teacher in the student's run.json: path, kind, weights' sha256."""
+def dev_leak(teacher: Path, dev: Sequence[Example]) -> int | None:
+    """How many of the student's dev sentences the teacher may have trained on: those not
+    in the teacher run's own dev set. None when the teacher's dev set is unknown (an
+    artifact). Non-zero means the student's early stopping sees a teacher that knows dev."""
+    path = Path(teacher) / "dev.jsonl"
+    if model_kind(teacher) != "run" or not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as f:
+        seen = {json.loads(line)["text"] for line in f if line.strip()}
+    leak = len({e.text for e in dev} - seen)
+    if leak:
+        log.warning(
+            "%d of the student's dev sentences are not in teacher %s's dev set: it may have "
+            "trained on them (use the same seed and dev split for both)",
+            leak,
+            teacher,
+        )
+    return leak
+
+
+def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
+    """What identifies the teacher in the student's run.json: path, kind, weights' sha256,
+    and the dev sentences it may have trained on (``dev_leak``)."""
     teacher = Path(teacher)
     kind = model_kind(teacher)
     weights = teacher / (WEIGHTS if kind == "run" else "model.onnx")
     info = {"path": str(teacher), "kind": kind, "sha256": sha256_file(weights)}
     meta = teacher / ("run.json" if kind == "run" else "metadata.json")
     info["code_version"] = json.loads(meta.read_text()).get("code_version")
+    info["dev_leak"] = dev_leak(teacher, dev)
     return info

@@ -307,7 +307,7 @@ def fit(
         "n_dev": len(dev),
         "dev_split": dev_source,
         "augmented": augmented,
-        "teacher": teacher_info(Path(tcfg.teacher)) if tcfg.teacher else None,
+        "teacher": teacher_info(Path(tcfg.teacher), dev) if tcfg.teacher else None,
         "code_version": code_version(),
         "environment": environment(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

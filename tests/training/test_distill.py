@@ -52,6 +52,19 @@ def test_run_records_the_teacher(liar: Path, small_glove: Path, tmp_path: Path) 
     assert info["teacher"]["path"] == str(liar)
     assert info["teacher"]["kind"] == "run"
     assert len(info["teacher"]["sha256"]) == 64
+    assert info["teacher"]["dev_leak"] == 0  # the same examples were both runs' dev set
+
+
+def test_a_teacher_that_trained_on_the_students_dev_is_reported(
+    liar: Path, small_glove: Path, tmp_path: Path
+) -> None:
+    examples = synthetic_examples(12, seed=0)
+    preset = tiny_preset("atae-lstm", small_glove)
+    preset = replace(preset, train=replace(preset.train, teacher=str(liar), epochs=1))
+    other_dev = synthetic_examples(4, seed=8)  # sentences the liar never held out
+    fit(examples, other_dev, preset, tmp_path, progress=False)
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["teacher"]["dev_leak"] == len({e.text for e in other_dev})
 
 
 def test_an_exported_teacher_gives_the_same_targets(liar: Path, tmp_path: Path) -> None:
