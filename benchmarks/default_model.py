@@ -159,7 +159,8 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
 
 - **Network**: preset `{meta["preset"]}`: {"bidirectional " if cfg["bidirectional"] else ""}{cfg["cell"].upper()}
   (hidden {cfg["hidden_size"]} per direction), aspect vector in the input and in additive
-  attention (ATAE), proximity weighting = {cfg["position_weighting"]}; GloVe 6B 50d word vectors, tuned.
+  attention (ATAE), proximity weighting = {cfg["position_weighting"]}, h_N from
+  {"the aspect's own states" if cfg.get("summary") == "aspect" else "the last states"}; GloVe 6B 50d word vectors, tuned.
 - **Labels**: {", ".join(meta["labels"])}.
 - **Training data**: the union of the training sets of SemEval-2014 restaurants and laptops,
   Twitter and MAMS ({tr["n_train"] + tr["n_dev"]} aspects), with every sentence that also occurs in one
