@@ -7,6 +7,10 @@ Selection uses dev only (MAMS: its official val set; others: a seeded 10% of tra
     python benchmarks/accuracy.py --presets atae-lstm fast --datasets rest14 lap14 --seeds 1 2 3
     python benchmarks/report.py        # writes the table into docs/benchmarks.md
 
+``--jobs N`` runs N at once (each its own process, ``--threads`` torch threads each); on a
+borrowed bigger machine give ``--machine`` a label, so the table's s/epoch column keeps
+counting only this project's 2-core machine.
+
 Distillation: ``--teacher runs/bench-acc/accurate__{dataset}__s{seed} --tag=-kd`` (the teacher
 run kept with ``--keep-runs``; the same seed means the same dev split).
 """
@@ -16,10 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import multiprocessing
 import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +39,7 @@ from training.readers import read_examples  # noqa: E402
 from training.train import fit  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "accuracy"
+PROJECT_MACHINE = "project 2-core CPU"
 
 
 def run_one(
@@ -80,6 +87,7 @@ def run_one(
         "best_epoch": res.best_epoch,
         "epochs_run": len(res.history),
         "seconds_per_epoch": info["seconds_per_epoch"],
+        "environment": info["environment"],
         "teacher": info.get("teacher"),
         "train_seconds": round(time.time() - t0, 1),
         "threads": threads,
@@ -92,12 +100,45 @@ def run_one(
     }
 
 
+# longest first, so a pool of workers finishes together
+_COST = {"mams": 4, "twitter": 3, "rest14": 2, "lap14": 1}
+
+
+def _run_and_save(task: dict) -> str:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    r = run_one(
+        task["preset"],
+        task["dataset"],
+        task["seed"],
+        task["threads"],
+        task["config"],
+        task["keep"],
+        task["teacher"],
+    )
+    r["tag"] = task["tag"]
+    r["machine"] = task["machine"]
+    dest = Path(task["dest"])
+    tmp = dest.with_suffix(".tmp")
+    tmp.write_text(json.dumps(r, indent=1))
+    tmp.replace(dest)
+    return (
+        f"{dest.name}: acc {r['test_accuracy'] * 100:.2f} f1 {r['test_macro_f1'] * 100:.2f} "
+        f"({r['seconds_per_epoch']:.1f} s/epoch)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presets", nargs="+", default=["atae-lstm", "fast"], choices=list(PRESETS))
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process")
+    ap.add_argument(
+        "--machine",
+        default=PROJECT_MACHINE,
+        help="where this runs; the table's s/epoch counts only the project machine's runs",
+    )
     ap.add_argument("--config", type=Path, help="override file applied on top of each preset")
     ap.add_argument("--tag", default="", help="suffix of the result names (e.g. a variant)")
     ap.add_argument("--force", action="store_true", help="rerun even if a result exists")
@@ -109,25 +150,41 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     OUT.mkdir(parents=True, exist_ok=True)
+    tasks = []
     for dataset in args.datasets:
         for preset in args.presets:
             for seed in args.seeds:
-                name = f"{preset}{args.tag}__{dataset}__s{seed}.json"
-                dest = OUT / name
+                dest = OUT / f"{preset}{args.tag}__{dataset}__s{seed}.json"
                 if dest.exists() and not args.force:
                     continue
-                r = run_one(
-                    preset, dataset, seed, args.threads, args.config, args.keep_runs, args.teacher
+                tasks.append(
+                    {
+                        "preset": preset,
+                        "dataset": dataset,
+                        "seed": seed,
+                        "threads": args.threads,
+                        "config": args.config,
+                        "keep": args.keep_runs,
+                        "teacher": args.teacher,
+                        "tag": args.tag,
+                        "machine": args.machine,
+                        "dest": str(dest),
+                    }
                 )
-                r["tag"] = args.tag
-                tmp = dest.with_suffix(".tmp")
-                tmp.write_text(json.dumps(r, indent=1))
-                tmp.replace(dest)
-                print(
-                    f"{name}: acc {r['test_accuracy'] * 100:.2f} f1 {r['test_macro_f1'] * 100:.2f} "
-                    f"({r['seconds_per_epoch']:.1f} s/epoch)",
-                    flush=True,
-                )
+    if args.jobs <= 1:
+        for t in tasks:
+            print(_run_and_save(t), flush=True)
+        return
+    tasks.sort(key=lambda t: (t["preset"] != "accurate", -_COST[t["dataset"]]))
+    ctx = multiprocessing.get_context("spawn")  # no state (or CUDA) shared with the parent
+    with ProcessPoolExecutor(args.jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(_run_and_save, t): t for t in tasks}
+        for f in as_completed(futures):
+            t = futures[f]
+            try:
+                print(f.result(), flush=True)
+            except Exception as e:  # one failed run must not lose the others' results
+                print(f"{t['preset']}__{t['dataset']}__s{t['seed']}: FAILED {e!r}", flush=True)
 
 
 if __name__ == "__main__":

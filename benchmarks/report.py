@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "benchmarks.md"
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
 DATASETS = ["rest14", "lap14", "twitter", "mams"]
+PROJECT_MACHINE = "project 2-core CPU"  # as in accuracy.py
 
 
 def _ms(values: list[float]) -> str:
@@ -48,7 +49,11 @@ def table() -> str:
             if rs:
                 seeds.add(len(rs))
             cells += [_ms([r["test_accuracy"] for r in rs]), _ms([r["test_macro_f1"] for r in rs])]
-        spe = [r["seconds_per_epoch"] for r in runs.get((p, "rest14"), [])]
+        spe = [  # speed on the project's own 2-core machine only
+            r["seconds_per_epoch"]
+            for r in runs.get((p, "rest14"), [])
+            if r.get("machine", PROJECT_MACHINE) == PROJECT_MACHINE
+        ]
         speed = f"{statistics.mean(spe):.1f}" if spe else "–"
         lines.append(
             f"| {p} | "

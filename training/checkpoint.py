@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import platform
 import subprocess
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ def code_version() -> str:
         ).stdout.strip()
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
+        if os.environ.get("ABSA_CODE_VERSION"):  # set where the tree travels without .git
+            return os.environ["ABSA_CODE_VERSION"]
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -71,7 +74,7 @@ def resolve_transformer(name: str) -> Path:
 
 
 def save_weights(net: ABSANet, run_dir: Path) -> None:
-    state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     path = run_dir / WEIGHTS
     try:
         save_file(state, str(path))

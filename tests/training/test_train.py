@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from model.text import LABELS
 from tests.helpers import data_dir, synthetic_examples, tiny_preset
@@ -18,7 +19,7 @@ from training.checkpoint import RUN_KIND, WEIGHTS, load_run
 from training.evaluate import evaluate, model_kind
 from training.presets import PRESETS, TrainConfig, get_preset
 from training.records import DataError, Example
-from training.train import encode_all, fit, predict_probs, split_dev
+from training.train import encode_all, fit, predict_probs, resolve_device, split_dev
 
 DATA = data_dir()
 GLOVE_PRESETS = [name for name in PRESETS if name != "accurate"]
@@ -92,6 +93,9 @@ def test_run_directory_contents(tiny_run: Path) -> None:
     assert all(r["text"][r["start"] : r["end"]] == r["aspect"] for r in dev)
     train_cfg = json.loads((tiny_run / "train_config.json").read_text())
     assert TrainConfig(**train_cfg).seed == 3
+    # the device actually used is recorded (the tiny run asks for none: auto)
+    expected_device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    assert info["environment"]["device"].startswith(expected_device.split(":")[0])
 
 
 def test_load_run_rebuilds_the_same_model(tiny_run: Path) -> None:
@@ -231,6 +235,18 @@ def test_train_config_rejects_bad_values() -> None:
         TrainConfig(dev_fraction=0.0)
     with pytest.raises(ValueError, match="distill"):
         TrainConfig(distill=1.5)
+    with pytest.raises(ValueError, match="device"):
+        TrainConfig(device="tpu")
+
+
+def test_resolve_device() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
+    if torch.cuda.is_available():
+        assert resolve_device("auto").type == resolve_device("cuda").type == "cuda"
+    else:
+        assert resolve_device("auto") == torch.device("cpu")
+        with pytest.raises(RuntimeError, match="no CUDA GPU"):
+            resolve_device("cuda")
 
 
 # --------------------------------------------------------------------------- real data
