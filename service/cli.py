@@ -55,7 +55,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     preset = load_config(Path(args.config) if args.config else None, args.preset)
     over = {
         k: v
-        for k, v in (("seed", args.seed), ("epochs", args.epochs), ("threads", args.threads))
+        for k, v in (
+            ("seed", args.seed),
+            ("epochs", args.epochs),
+            ("threads", args.threads),
+            ("device", args.device),
+        )
         if v is not None
     }
     if over:
@@ -296,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int)
     t.add_argument("--epochs", type=int)
     t.add_argument("--threads", type=int)
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default: auto (CUDA if seen)")
     t.add_argument("--skip-invalid", action="store_true", help="skip bad records and report them")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
