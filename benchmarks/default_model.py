@@ -1,14 +1,21 @@
 """Build the shipped default model: train on the union of the benchmark training sets (test
 sentences excluded), export, evaluate on every test set, write the model card's numbers.
 
-    python benchmarks/default_model.py [--preset fast] [--seed 1] [--out model/artifacts/default]
+    python benchmarks/default_model.py [--preset fast | --config FILE] [--seed 1] \\
+        [--teacher-run runs/teacher-union] [--out model/artifacts/default]
 
 It runs exactly these commands (printed first), so the card can quote them:
 
+    absa train --train <4 train files> --exclude <4 test files> --preset accurate --seed 1 \\
+        --threads 1 --out runs/teacher-union        (with --teacher-run, unless it exists)
+    absa evaluate --model runs/teacher-union --data <test file> --json   (for each set)
     absa train --train <4 train files> --exclude <4 test files> --preset fast --seed 1 \\
-        --threads 1 --out runs/default
+        --threads 1 --out runs/default          (--config FILE instead of --preset if given)
     absa export --run runs/default --out model/artifacts/default --name absa-default --version V
     absa evaluate --model model/artifacts/default --data <test file> --json   (for each set)
+
+A teacher shares the student's data, seed and so dev split (the student's config names it
+in ``train.teacher``). ``--skip-train`` reuses existing runs but still lists their commands.
 """
 
 from __future__ import annotations
@@ -29,17 +36,34 @@ from benchmarks.datasets import DATASETS, paths  # noqa: E402
 commands: list[str] = []
 
 
-def run(cmd: list[str]) -> str:
+def run(cmd: list[str], execute: bool = True) -> str:
     shown = shlex.join(["absa", *cmd[3:]] if cmd[1:3] == ["-m", "service.cli"] else cmd)
     shown = shown.replace(str(ROOT) + "/", "").replace(str(ROOT.parent) + "/", "../")
     commands.append(shown)
-    print("$ " + shown, flush=True)
+    print("$ " + shown + ("" if execute else "   (reused: not run now)"), flush=True)
+    if not execute:
+        return ""
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def evaluate_all(absa: list[str], model: Path, tests: dict[str, str]) -> dict:
+    results = {}
+    for name, test in tests.items():
+        rep = json.loads(run([*absa, "evaluate", "--model", str(model), "--data", test, "--json"]))
+        results[name] = {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "n": rep["n"]}
+        print(
+            f"{model.name} {name}: acc {rep['accuracy'] * 100:.2f} "
+            f"F1 {rep['macro_f1'] * 100:.2f} (n={rep['n']})"
+        )
+    return results
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="fast")
+    ap.add_argument("--config", type=Path, help="a train config instead of --preset")
+    ap.add_argument("--teacher-run", type=Path, help="train (unless it exists) this teacher first")
+    ap.add_argument("--teacher-preset", default="accurate")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--version", default="1.0.0")
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
@@ -50,32 +74,28 @@ def main() -> None:
     args = ap.parse_args()
     if args.card_only:
         saved = json.loads((args.out / "eval.json").read_text())
-        (args.out / "README.md").write_text(card(args, saved["results"], saved["commands"]))
+        (args.out / "README.md").write_text(
+            card(args, saved["results"], saved["commands"], saved.get("teacher"))
+        )
         return
     absa = [sys.executable, "-m", "service.cli"]
     trains = [str(paths(d)["train"]) for d in DATASETS]
     tests = {d: str(paths(d)["test"]) for d in DATASETS}
-    if not args.skip_train:
-        shutil.rmtree(args.run, ignore_errors=True)
-        run(
-            [
-                *absa,
-                "train",
-                "--train",
-                *trains,
-                "--exclude",
-                *tests.values(),
-                "--preset",
-                args.preset,
-                "--seed",
-                str(args.seed),
-                "--threads",
-                "1",
-                "--quiet",
-                "--out",
-                str(args.run),
-            ]
-        )
+
+    def train(choice: list[str], out: Path, execute: bool) -> None:
+        if execute:
+            shutil.rmtree(out, ignore_errors=True)
+        common = ["--exclude", *tests.values(), *choice, "--seed", str(args.seed)]
+        rest = ["--threads", "1", "--quiet", "--out", str(out)]
+        run([*absa, "train", "--train", *trains, *common, *rest], execute)
+
+    teacher = None
+    if args.teacher_run:
+        exists = (args.teacher_run / "run.json").is_file()
+        train(["--preset", args.teacher_preset], args.teacher_run, not exists)
+        teacher = evaluate_all(absa, args.teacher_run, tests)
+    choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
+    train(choice, args.run, not args.skip_train)
     shutil.rmtree(args.out, ignore_errors=True)
     run(
         [
@@ -92,18 +112,10 @@ def main() -> None:
         ]
         + (["--quantize", args.quantize] if args.quantize else [])
     )
-    results = {}
-    for name, test in tests.items():
-        rep = json.loads(
-            run([*absa, "evaluate", "--model", str(args.out), "--data", test, "--json"])
-        )
-        results[name] = {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "n": rep["n"]}
-        print(
-            f"{name}: acc {rep['accuracy'] * 100:.2f} F1 {rep['macro_f1'] * 100:.2f} (n={rep['n']})"
-        )
-    saved = {"results": results, "commands": commands}
+    results = evaluate_all(absa, args.out, tests)
+    saved = {"results": results, "commands": commands, "teacher": teacher}
     (args.out / "eval.json").write_text(json.dumps(saved, indent=1) + "\n")
-    (args.out / "README.md").write_text(card(args, results, commands))
+    (args.out / "README.md").write_text(card(args, results, commands, teacher))
 
 
 CITATIONS = """- SemEval-2014 Task 4 restaurants and laptops: M. Pontiki, D. Galanis, J. Pavlopoulos,
@@ -119,7 +131,38 @@ CITATIONS = """- SemEval-2014 Task 4 restaurants and laptops: M. Pontiki, D. Gal
   Sentiment Classification.* EMNLP 2016."""
 
 
-def card(args: argparse.Namespace, results: dict, cmds: list[str]) -> str:
+def invocation(args: argparse.Namespace) -> str:
+    parts = ["python", "benchmarks/default_model.py"]
+    parts += ["--config", str(args.config)] if args.config else ["--preset", args.preset]
+    if args.teacher_run:
+        parts += ["--teacher-run", str(args.teacher_run)]
+    parts += ["--run", str(args.run), "--seed", str(args.seed), "--version", args.version]
+    return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
+
+
+def distillation(tr: dict, teacher: dict | None) -> str:
+    t = tr.get("teacher")
+    if not t:
+        return ""
+    scores = ", ".join(
+        f"{name} {r['accuracy'] * 100:.2f} / {r['macro_f1'] * 100:.2f}"
+        for name, r in (teacher or {}).items()
+    )
+    info = ROOT / t["path"] / "run.json"
+    note = json.loads(info.read_text()).get("note") if info.is_file() else None
+    where = f" This teacher: {note}." if note else ""
+    return f"""- **Distillation**: besides the labels, it learned the probabilities of a teacher
+  (`{t["path"]}`, the `accurate` preset: all-MiniLM-L6-v2 fine-tuned under the same kind of
+  attention head) trained on the same data, seed and so dev split (dev sentences it may have
+  seen: {t["dev_leak"]}). The teacher on the test sets (accuracy / macro-F1 %): {scores}.
+  The teacher is needed to train, never to serve; it takes about an hour on 2 CPU cores,
+  minutes on a GPU (`absa train` uses one when torch sees it).{where}
+"""
+
+
+def card(
+    args: argparse.Namespace, results: dict, cmds: list[str], teacher: dict | None = None
+) -> str:
     meta = json.loads((args.out / "metadata.json").read_text())
     cfg, tr = meta["model_config"], meta["train"]
     size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
@@ -168,7 +211,7 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
   sentences). Labels: {json.dumps(tr.get("label_counts"))}.
 - **Selection**: {tr["dev_split"]} ({tr["n_dev"]} aspects); best epoch by dev accuracy
   {dev["accuracy"] * 100:.2f} (macro-F1 {dev["macro_f1"] * 100:.2f}). The test sets were never used to select.
-- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
+{distillation(tr, teacher)}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
   the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
   Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}).
 
@@ -191,7 +234,7 @@ protocol of the tables in `docs/benchmarks.md`.
 {chr(10).join(cmds)}
 ```
 
-or `python benchmarks/default_model.py`, which runs exactly these commands and rewrites this
+or `{invocation(args)}`, which runs exactly these commands and rewrites this
 card. Code version: `{meta.get("code_version")}`; seed {tr["seed"]}.
 
 ## Data and citations

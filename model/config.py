@@ -12,7 +12,7 @@ from model.text import LABELS
 Cell = Literal["lstm", "gru"]
 Attention = Literal["none", "additive", "scaled_dot", "bilinear", "dot"]
 Encoder = Literal["embedding", "transformer"]
-Summary = Literal["last", "aspect"]
+Summary = Literal["last", "aspect", "both"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ModelConfig:
     position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
     # h_N in h* = tanh(W_p r + W_x h_N): the last state (Wang et al.), or the mean of the
     # states over the aspect's own span, which sees its left and right context but not
-    # the sentence's overall mood (what a multi-aspect sentence needs)
+    # the sentence's overall mood (what a multi-aspect sentence needs); "both": their mean
     summary: Summary = "last"
     # classifier
     dropout: float = 0.5
@@ -47,8 +47,8 @@ class ModelConfig:
             raise ValueError(f"cell must be lstm or gru, not {self.cell!r}")
         if self.attention not in ("none", "additive", "scaled_dot", "bilinear", "dot"):
             raise ValueError(f"unknown attention {self.attention!r}")
-        if self.summary not in ("last", "aspect"):
-            raise ValueError(f"summary must be last or aspect, not {self.summary!r}")
+        if self.summary not in ("last", "aspect", "both"):
+            raise ValueError(f"summary must be last, aspect or both, not {self.summary!r}")
         if self.encoder not in ("embedding", "transformer"):
             raise ValueError(f"unknown encoder {self.encoder!r}")
         if self.self_attention_heads and self.rnn_dim % self.self_attention_heads:

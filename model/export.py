@@ -129,7 +129,10 @@ def export_run(
             "preset": run.info.get("preset"),
             "train": {
                 k: run.info.get(k)
-                for k in ("seed", "data", "label_counts", "n_train", "n_dev", "dev_split")
+                for k in (
+                    *("seed", "data", "label_counts", "n_train", "n_dev", "dev_split"),
+                    "teacher",  # a distilled model's teacher: path, sha256, dev leak
+                )
             },
             "train_config": run.train_config.to_dict(),
             "metrics": run.metrics,

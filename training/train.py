@@ -201,6 +201,7 @@ def fit(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(tcfg.threads)
+    version = code_version()  # of the code that starts: the tree may change while it runs
     device = resolve_device(tcfg.device)
     seed_everything(tcfg.seed)
     started = time.time()
@@ -331,7 +332,7 @@ def fit(
         "dev_split": dev_source,
         "augmented": augmented,
         "teacher": teacher_info(Path(tcfg.teacher), dev) if tcfg.teacher else None,
-        "code_version": code_version(),
+        "code_version": version,
         "environment": {**environment(), "device": str(device)},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "train_seconds": round(time.time() - started, 1),

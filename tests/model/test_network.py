@@ -60,6 +60,7 @@ VARIANTS = {
     "gru-aspect-summary-noattn": replace(
         PRESETS["ae-lstm"].model, cell="gru", bidirectional=True, summary="aspect"
     ),
+    "bi-lstm-both-summary": replace(PRESETS["fast"].model, summary="both"),
 }
 
 
@@ -144,6 +145,22 @@ def test_aspect_summary_is_the_state_at_the_aspect() -> None:
             outs[summary] = (net(ids, attn, asp)[0], net(later, attn, asp)[0])
     torch.testing.assert_close(*outs["aspect"], atol=1e-6, rtol=0)
     assert not torch.allclose(*outs["last"], atol=1e-4)
+
+
+def test_both_summary_is_the_mean_of_last_and_aspect_states() -> None:
+    """summary="both" (no attention: the classifier reads h_N directly) is the mean of the
+    two summaries, so its logits are the mean of theirs with the same weights."""
+    ids, attn, asp = batch([8, 5], [(2, 4), (1, 2)])
+    logits = {}
+    base = build(tiny(PRESETS["ae-lstm"].model, summary="last"))
+    for summary in ("last", "aspect", "both"):
+        net = build(tiny(PRESETS["ae-lstm"].model, summary=summary))
+        net.load_state_dict(base.state_dict())
+        with torch.no_grad():
+            logits[summary] = net(ids, attn, asp)[0]
+    torch.testing.assert_close(
+        logits["both"], 0.5 * (logits["last"] + logits["aspect"]), atol=1e-5, rtol=0
+    )
 
 
 def test_bidirectional_backward_direction_reads_right_to_left() -> None:
