@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
 from training.checkpoint import code_version, sha256_file  # noqa: E402
 from training.evaluate import evaluate  # noqa: E402
 from training.presets import PRESETS, load_config  # noqa: E402
@@ -39,7 +39,6 @@ from training.readers import read_examples  # noqa: E402
 from training.train import fit  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "accuracy"
-PROJECT_MACHINE = "project 2-core CPU"
 
 
 def run_one(

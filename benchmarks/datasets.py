@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# where the accuracy table's s/epoch comes from (accuracy.py --machine labels other places)
+PROJECT_MACHINE = "project 2-core CPU"
 
 DATASETS: dict[str, dict[str, str | None]] = {
     "rest14": {

@@ -2,9 +2,10 @@
 packaged 80 MB table can't travel (e.g. a borrowed accelerator box).
 
 Keeps the ``--top-k`` most frequent words and every word of the given files that GloVe
-knows, in GloVe's own (frequency) order, so ``build_vocab`` picks the same vocabulary and
-``embedding_matrix`` the same rows as with the full table. What differs: the random rows of
-words GloVe lacks are drawn with the pruned table's standard deviation (printed below).
+knows, in GloVe's own (frequency) order, each float32 written exactly, so ``build_vocab``
+picks the same vocabulary and ``embedding_matrix`` the same rows as with the full table.
+What differs: the random rows of words GloVe lacks are drawn with the pruned table's
+standard deviation (printed below).
 
     python benchmarks/prune_glove.py --out glove-pruned.txt ../shared/data/*/*.xml ...
 """
@@ -39,7 +40,7 @@ def main() -> None:
     keep = [i for i, w in enumerate(words) if i < args.top_k or w in need]
     with args.out.open("w", encoding="utf-8") as out:
         for i in keep:
-            out.write(words[i] + " " + " ".join(f"{x:.6g}" for x in matrix[i]) + "\n")
+            out.write(words[i] + " " + " ".join(f"{x:.9g}" for x in matrix[i]) + "\n")
     sub = np.asarray(matrix[keep])
     print(
         f"{args.out}: {len(keep)} of {len(words)} words; std {sub.std():.4f} "
