@@ -270,7 +270,7 @@ class ABSANet(nn.Module):
         v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
         inp = torch.cat([x, v_a.unsqueeze(1).expand(b, t, -1)], -1) if cfg.aspect_in_input else x
         h, h_n = self.rnn(self.drop(inp), mask)  # (B, T, D), (B, D)
-        if cfg.summary != "last":  # the states over the aspect span, not the sentence's end
+        if cfg.summary != "last":  # the states over the aspect span (alone, or with the end)
             h_asp = (h * am.unsqueeze(-1)).sum(1) / n_asp
             h_n = h_asp if cfg.summary == "aspect" else 0.5 * (h_n + h_asp)
         if cfg.position_weighting:

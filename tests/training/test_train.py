@@ -271,3 +271,19 @@ def test_real_short_run_beats_the_majority_class(tmp_path: Path) -> None:
     assert report["n"] == len(test) >= 250
     assert report["accuracy"] > majority, (report["accuracy"], majority)
     assert report["macro_f1"] > 0.4  # predicting the majority class scores about 0.26
+
+
+def test_code_version_without_git_uses_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the tree travels without git (a Docker build), ABSA_CODE_VERSION names it."""
+    import subprocess
+
+    from training.checkpoint import code_version
+
+    def no_git(*args: object, **kwargs: object) -> None:
+        raise OSError("git: not found")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    monkeypatch.setenv("ABSA_CODE_VERSION", "abc123")
+    assert code_version() == "abc123"
+    monkeypatch.delenv("ABSA_CODE_VERSION")
+    assert code_version().startswith(("absa ", "unknown"))
