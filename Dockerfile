@@ -29,6 +29,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv && pip install --upgrade pip
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
@@ -36,7 +37,7 @@ RUN pip install ".[serve]"
 # Fail the build, not the first request: no torch on the serving path, and the shipped model
 # must be in the install (-I: import the installed package, not the sources in /src).
 RUN python -I -c "import importlib.util as u; assert u.find_spec('torch') is None, 'torch in serve'" \
- && python -I -c "from model.runtime import DEFAULT_MODEL_DIR as d; assert (d / 'metadata.json').is_file(), f'no model at {d}'"
+ && python -I -c "from absa.model.runtime import DEFAULT_MODEL_DIR as d; assert (d / 'metadata.json').is_file(), f'no model at {d}'"
 
 # ---------------------------------------------------------------------------------------
 # gpu-builder: the same install, with onnxruntime swapped for onnxruntime-gpu. Python 3.11
@@ -53,6 +54,7 @@ RUN apt-get update \
 RUN python3.11 -m venv /opt/venv && pip install --upgrade pip
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
@@ -89,7 +91,7 @@ USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('ABSA_PORT', '8000') + '/healthz', timeout=4)"]
-ENTRYPOINT ["/bin/sh", "-c", "exec uvicorn service.app:create_app --factory --host \"${ABSA_HOST:-0.0.0.0}\" --port \"${ABSA_PORT:-8000}\" --workers \"${ABSA_WORKERS:-1}\" --log-level \"${ABSA_LOG_LEVEL:-info}\" --timeout-graceful-shutdown 30 \"$@\"", "uvicorn"]
+ENTRYPOINT ["absa", "serve"]
 CMD []
 
 # ---------------------------------------------------------------------------------------
@@ -102,6 +104,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv && pip install --upgrade pip
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
@@ -151,8 +154,8 @@ USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('ABSA_PORT', '8000') + '/healthz', timeout=4)"]
-# uvicorn's own options would come from UVICORN_* variables; the flags below map the
-# service's ABSA_* settings onto them instead, so one set of names configures everything.
-# Extra uvicorn flags can be given as the command: docker run absa:0.1.0 --no-access-log
-ENTRYPOINT ["/bin/sh", "-c", "exec uvicorn service.app:create_app --factory --host \"${ABSA_HOST:-0.0.0.0}\" --port \"${ABSA_PORT:-8000}\" --workers \"${ABSA_WORKERS:-1}\" --log-level \"${ABSA_LOG_LEVEL:-info}\" --timeout-graceful-shutdown 30 \"$@\"", "uvicorn"]
+# `absa serve` is the one place that knows how to start the server: it reads the ABSA_*
+# settings (host, port, workers, ...) from the environment set above; flags given as the
+# command override them: docker run absa:0.1.0 --workers 2
+ENTRYPOINT ["absa", "serve"]
 CMD []

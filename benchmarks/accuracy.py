@@ -31,12 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from absa.model.artifact import sha256_file  # noqa: E402
+from absa.training.evaluate import evaluate  # noqa: E402
+from absa.training.presets import PRESETS, load_config  # noqa: E402
+from absa.training.provenance import code_version  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
+from absa.training.train import fit  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
-from training.checkpoint import code_version, sha256_file  # noqa: E402
-from training.evaluate import evaluate  # noqa: E402
-from training.presets import PRESETS, load_config  # noqa: E402
-from training.readers import read_examples  # noqa: E402
-from training.train import fit  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "accuracy"
 

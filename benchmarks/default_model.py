@@ -37,7 +37,7 @@ commands: list[str] = []
 
 
 def run(cmd: list[str], execute: bool = True) -> str:
-    shown = shlex.join(["absa", *cmd[3:]] if cmd[1:3] == ["-m", "service.cli"] else cmd)
+    shown = shlex.join(["absa", *cmd[3:]] if cmd[1:3] == ["-m", "absa.cli"] else cmd)
     shown = shown.replace(str(ROOT) + "/", "").replace(str(ROOT.parent) + "/", "../")
     commands.append(shown)
     print("$ " + shown + ("" if execute else "   (reused: not run now)"), flush=True)
@@ -78,7 +78,7 @@ def main() -> None:
             card(args, saved["results"], saved["commands"], saved.get("teacher"))
         )
         return
-    absa = [sys.executable, "-m", "service.cli"]
+    absa = [sys.executable, "-m", "absa.cli"]
     trains = [str(paths(d)["train"]) for d in DATASETS]
     tests = {d: str(paths(d)["test"]) for d in DATASETS}
 

@@ -30,7 +30,7 @@ OUT = ROOT / "benchmarks" / "results" / "latency"
 
 
 def _items(data: Path, n: int) -> list[tuple[str, int, int]]:
-    from training.readers import read_examples
+    from absa.training.readers import read_examples
 
     ex = read_examples(data).examples[:n]
     return [(e.text, e.start, e.end) for e in ex]
@@ -49,8 +49,8 @@ def inproc(kind: str, model: Path, data: Path, threads: int, seconds: float) -> 
     if kind == "torch":
         import torch
 
-        from training.checkpoint import load_run
-        from training.train import to_tensors
+        from absa.training.inference import to_tensors
+        from absa.training.rundir import load_run
 
         torch.set_num_threads(threads)
         run = load_run(model)
@@ -61,7 +61,7 @@ def inproc(kind: str, model: Path, data: Path, threads: int, seconds: float) -> 
                 run.net(**to_tensors(batch, run.pipeline.pad_id))
 
     else:
-        from model.runtime import Runtime
+        from absa.model.runtime import Runtime
 
         rt = Runtime.load(model, device="cpu", threads=threads)
         enc = [rt.encode(*it) for it in items]
@@ -141,7 +141,7 @@ def http(
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "absa.cli",
             "serve",
             "--model",
             str(artifact),

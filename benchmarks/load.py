@@ -154,7 +154,7 @@ def start_server(args: argparse.Namespace, port: int, log: Path) -> subprocess.P
         "ABSA_DEVICE": args.device,
         "ABSA_LOG_LEVEL": "warning",  # no access log: it would cost more than the model
     }
-    cmd = [sys.executable, "-m", "service.cli", "serve", "--model", str(args.model)]
+    cmd = [sys.executable, "-m", "absa.cli", "serve", "--model", str(args.model)]
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
     with log.open("w") as f:
         server = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)

@@ -20,9 +20,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.text import tokenize  # noqa: E402
-from training.embeddings import PACKAGED_GLOVE, load_glove  # noqa: E402
-from training.readers import read_examples  # noqa: E402
+from absa.model.text import tokenize  # noqa: E402
+from absa.training.embeddings import PACKAGED_GLOVE, load_glove  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
 
 
 def main() -> None:

@@ -21,14 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from absa.model.artifact import sha256_file  # noqa: E402
+from absa.training.augment import DEFAULT_LEXICON, load_lexicon  # noqa: E402
+from absa.training.evaluate import model_kind, predict_examples  # noqa: E402
+from absa.training.metrics import classification_report  # noqa: E402
+from absa.training.provenance import code_version  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
+from absa.training.records import Example  # noqa: E402
 from benchmarks.datasets import paths  # noqa: E402
 from benchmarks.robustness.suite import KINDS, build_suite, flatten, score, write_jsonl  # noqa: E402
-from training.augment import DEFAULT_LEXICON, load_lexicon  # noqa: E402
-from training.checkpoint import code_version, sha256_file  # noqa: E402
-from training.evaluate import model_kind, predict_examples  # noqa: E402
-from training.metrics import classification_report  # noqa: E402
-from training.readers import read_examples  # noqa: E402
-from training.records import Example  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "robustness"
 DOMAINS = {"rest14": "restaurant", "lap14": "laptop", "mams": "restaurant"}

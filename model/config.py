@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
-from model.text import LABELS
+from absa.model.text import LABELS
 
 Cell = Literal["lstm", "gru"]
 Attention = Literal["none", "additive", "scaled_dot", "bilinear", "dot"]

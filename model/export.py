@@ -1,37 +1,112 @@
-"""Export a training run to an artifact directory: ONNX + JSON, checked against torch.
+"""Export a loaded network to an artifact directory: ONNX + JSON, checked against torch.
+
+``export`` takes the network, its text pipeline and config, the labelled dev examples the
+parity check runs on, and the provenance to record; where they come from (a training run:
+``absa.training.exporting``) is not its business. The artifact's layout, metadata writing
+and checks are ``absa.model.artifact``'s.
 
 The export fails (and writes nothing at ``out_dir``) when onnxruntime and torch disagree
-on the run's dev set by more than ``PARITY_ATOL`` in any probability or in any prediction.
+on the dev set by more than ``PARITY_ATOL`` in any probability or in any prediction.
 ``quantize="int8"`` adds onnxruntime dynamic quantisation; its accuracy change against
 the fp32 graph is measured on the same dev set and recorded in the metadata.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from model.export_check import PARITY_ATOL
-from model.network import ABSANet, ExportWrapper
-from model.runtime import ARTIFACT_KIND, INPUT_NAMES, Runtime, sha256_file
-from model.text import Encoded, Pipeline, Token, collate
+from absa.errors import ParityError
+from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_onnx, write_metadata
+from absa.model.config import ModelConfig
+from absa.model.network import ABSANet, ExportWrapper
+from absa.model.runtime import INPUT_NAMES, Runtime
+from absa.model.text import Encoded, Pipeline, Token, collate
+
+__all__ = ["OPSET", "PARITY_ATOL", "LabelledSpan", "ParityError", "export"]
 
 log = logging.getLogger(__name__)
 
 OPSET = 17
+QUANTIZATIONS = (None, "int8")
 
 
-class ParityError(RuntimeError):
-    """onnxruntime and torch disagree on the exported model."""
+class LabelledSpan(Protocol):
+    """A dev example: ``text[start:end]`` is the aspect, ``label`` its gold label."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+
+
+def export(
+    net: ABSANet,
+    pipeline: Pipeline,
+    model_config: ModelConfig,
+    dev: Sequence[LabelledSpan],
+    out_dir: Path,
+    provenance: Mapping[str, object],
+    name: str = "absa",
+    version: str | None = None,
+    quantize: str | None = None,
+    batch: int = 32,
+) -> dict:
+    """Write the artifact directory and return its metadata. ``provenance`` (preset, train,
+    train_config, metrics, code_version, source_run, ...) goes into the metadata as given;
+    ``version`` defaults to a UTC timestamp."""
+    out_dir = Path(out_dir)
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
+    net = net.eval()
+    items = [pipeline.encode(e.text, e.start, e.end) for e in dev]
+    labels = list(model_config.labels)
+    y = np.array([labels.index(e.label) for e in dev])
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
+    try:
+        pipeline.save(tmp)
+        _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads))
+        metadata = {
+            "kind": KIND,
+            "name": name,
+            "version": version or datetime.now(UTC).strftime("%Y%m%d%H%M%S"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "labels": labels,
+            "model_config": model_config.to_dict(),
+            **provenance,
+            "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(INPUT_NAMES)},
+        }
+        record_onnx(metadata, tmp)
+        write_metadata(tmp, metadata)
+        ref = _torch_probs(net, items, pipeline.pad_id, batch)
+        got = _ort_probs(tmp, items, batch)
+        metadata["parity"] = _check_parity(ref, got, y)
+        if quantize == "int8":
+            metadata["quantization"] = _quantize(tmp, metadata, items, y, got, batch)
+        record_onnx(metadata, tmp)
+        write_metadata(tmp, metadata)
+        if out_dir.exists():
+            raise FileExistsError(f"{out_dir} exists; export into a new directory")
+        tmp.rename(out_dir)  # atomic on one file system: no half artifact is ever visible
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return metadata
 
 
 def _export_onnx(net: torch.nn.Module, path: Path, self_attention: bool) -> None:
@@ -65,15 +140,6 @@ def _dummy_item(n: int) -> Encoded:
     return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n)
 
 
-def _dev_items(run_dir: Path, pipeline: Pipeline) -> tuple[list[Encoded], list[str]]:
-    items, labels = [], []
-    for line in (run_dir / "dev.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        items.append(pipeline.encode(row["text"], row["start"], row["end"]))
-        labels.append(row["label"])
-    return items, labels
-
-
 def _torch_probs(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: int) -> np.ndarray:
     out = []
     with torch.no_grad():
@@ -85,7 +151,9 @@ def _torch_probs(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: int
     return np.concatenate(out)
 
 
-def _ort_probs(rt: Runtime, items: Sequence[Encoded], batch: int) -> np.ndarray:
+def _ort_probs(directory: Path, items: Sequence[Encoded], batch: int) -> np.ndarray:
+    """onnxruntime's probabilities on the artifact being built (its parity not yet recorded)."""
+    rt = Runtime.load(directory, device="cpu", require_parity=False)
     return np.concatenate(
         [
             np.stack([o.probs for o in rt.run_batch(items[s : s + batch])])
@@ -94,114 +162,51 @@ def _ort_probs(rt: Runtime, items: Sequence[Encoded], batch: int) -> np.ndarray:
     )
 
 
-def export_run(
-    run_dir: Path,
-    out_dir: Path,
-    quantize: str | None = None,
-    name: str | None = None,
-    version: str | None = None,
-    batch: int = 32,
-) -> dict:
-    """Write the artifact directory and return its metadata."""
-    from training.checkpoint import load_run
-
-    run_dir, out_dir = Path(run_dir), Path(out_dir)
-    if quantize not in (None, "int8"):
-        raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
-    run = load_run(run_dir)
-    net = run.net.eval()
-    cfg = run.model_config
-    items, gold = _dev_items(run_dir, run.pipeline)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
-    try:
-        run.pipeline.save(tmp)
-        fp32 = tmp / "model.onnx"
-        _export_onnx(net, fp32, bool(cfg.self_attention_heads))
-        metadata = {
-            "kind": ARTIFACT_KIND,
-            "name": name or run.info.get("preset") or "absa",
-            "version": version or datetime.now(UTC).strftime("%Y%m%d%H%M%S"),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "labels": list(cfg.labels),
-            "model_config": cfg.to_dict(),
-            "preset": run.info.get("preset"),
-            "train": {
-                k: run.info.get(k)
-                for k in (
-                    *("seed", "data", "label_counts", "n_train", "n_dev", "dev_split"),
-                    "teacher",  # a distilled model's teacher: path, sha256, dev leak
-                )
-            },
-            "train_config": run.train_config.to_dict(),
-            "metrics": run.metrics,
-            "code_version": run.info.get("code_version"),
-            "source_run": str(run_dir),
-            "onnx": {
-                "file": "model.onnx",
-                "sha256": sha256_file(fp32),
-                "opset": OPSET,
-                "inputs": list(INPUT_NAMES),
-            },
-        }
-        (tmp / "metadata.json").write_text(json.dumps(metadata, indent=1))
-
-        # parity: torch vs onnxruntime on the dev set, in padded batches
-        ref = _torch_probs(net, items, run.pipeline.pad_id, batch)
-        rt = Runtime.load(tmp, device="cpu")
-        got = _ort_probs(rt, items, batch)
-        diff = float(np.abs(ref - got).max())
-        mismatches = int((ref.argmax(1) != got.argmax(1)).sum())
-        labels = list(cfg.labels)
-        y = np.array([labels.index(g) for g in gold])
-        parity = {
-            "n": len(items),
-            "max_abs_diff": diff,
-            "prediction_mismatches": mismatches,
-            "atol": PARITY_ATOL,
-            "dev_accuracy_torch": float((ref.argmax(1) == y).mean()),
-            "dev_accuracy_onnx": float((got.argmax(1) == y).mean()),
-        }
-        log.info(
-            "parity on %d dev items: max |diff| %.2e, %d prediction mismatches",
-            len(items),
-            diff,
-            mismatches,
+def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
+    """torch (``ref``) vs onnxruntime (``got``) on the dev set, in padded batches: the record
+    for the metadata, or ParityError."""
+    diff = float(np.abs(ref - got).max())
+    mismatches = int((ref.argmax(1) != got.argmax(1)).sum())
+    log.info(
+        "parity on %d dev items: max |diff| %.2e, %d prediction mismatches",
+        len(ref),
+        diff,
+        mismatches,
+    )
+    if diff > PARITY_ATOL or mismatches:
+        raise ParityError(
+            f"onnxruntime and torch disagree on the dev set: max |diff| {diff:.2e} "
+            f"(limit {PARITY_ATOL:.0e}), {mismatches} predictions differ; nothing exported"
         )
-        if diff > PARITY_ATOL or mismatches:
-            raise ParityError(
-                f"onnxruntime and torch disagree on the dev set: max |diff| {diff:.2e} "
-                f"(limit {PARITY_ATOL:.0e}), {mismatches} predictions differ; nothing exported"
-            )
-        metadata["parity"] = parity
-        if quantize == "int8":
-            metadata["quantization"] = _quantize(tmp, items, y, got, batch)
-        metadata["onnx"]["sha256"] = sha256_file(tmp / "model.onnx")
-        (tmp / "metadata.json").write_text(json.dumps(metadata, indent=1))
-        if out_dir.exists():
-            raise FileExistsError(f"{out_dir} exists; export into a new directory")
-        tmp.rename(out_dir)  # atomic on one file system: no half artifact is ever visible
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return metadata
+    return {
+        "n": len(ref),
+        "max_abs_diff": diff,
+        "prediction_mismatches": mismatches,
+        "atol": PARITY_ATOL,
+        "dev_accuracy_torch": float((ref.argmax(1) == y).mean()),
+        "dev_accuracy_onnx": float((got.argmax(1) == y).mean()),
+    }
 
 
 def _quantize(
-    tmp: Path, items: Sequence[Encoded], y: np.ndarray, fp32_probs: np.ndarray, batch: int
+    tmp: Path,
+    metadata: dict,
+    items: Sequence[Encoded],
+    y: np.ndarray,
+    fp32_probs: np.ndarray,
+    batch: int,
 ) -> dict:
+    """Replace model.onnx by its int8 dynamic quantisation; what that changes on dev."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    fp32 = tmp / "model.onnx"
+    fp32 = tmp / ONNX
     q = tmp / "model.int8.onnx"
     quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8)
     size_fp32 = fp32.stat().st_size
     q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
-    meta = json.loads((tmp / "metadata.json").read_text())
-    meta["onnx"]["sha256"] = sha256_file(fp32)
-    (tmp / "metadata.json").write_text(json.dumps(meta))
-    got = _ort_probs(Runtime.load(tmp, device="cpu"), items, batch)
+    record_onnx(metadata, tmp)
+    write_metadata(tmp, metadata)
+    got = _ort_probs(tmp, items, batch)
     acc32 = float((fp32_probs.argmax(1) == y).mean())
     acc8 = float((got.argmax(1) == y).mean())
     info = {

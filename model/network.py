@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.config import ModelConfig
+from absa.model.config import ModelConfig
 
 NEG_INF = -1e9
 

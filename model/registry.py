@@ -25,14 +25,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from absa.errors import RegistryError
+
+__all__ = ["Registry", "RegistryError", "atomic_write_json"]
+
 log = logging.getLogger(__name__)
 
 POINTER = "CURRENT"
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # \Z: "$" allows a final newline
-
-
-class RegistryError(RuntimeError):
-    pass
 
 
 def _fsync_dir(path: Path) -> None:
@@ -62,6 +62,12 @@ def atomic_write_json(path: Path, obj: object) -> None:
 class Registry:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
+
+    @staticmethod
+    def looks_like(path: Path | str) -> bool:
+        """A registry directory (a CURRENT pointer or versions/), not an artifact."""
+        path = Path(path)
+        return (path / POINTER).is_file() or (path / "versions").is_dir()
 
     @property
     def versions_dir(self) -> Path:

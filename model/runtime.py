@@ -1,58 +1,38 @@
 """Run an exported artifact with onnxruntime. Never imports torch.
 
-An artifact directory holds ``model.onnx``, ``metadata.json`` (config, labels, metrics,
-the sha256 of ``model.onnx``, ...) and the text pipeline files. ``Runtime.load`` verifies
-the checksum before it opens a session, picks the execution provider from what
-onnxruntime offers (``ABSA_DEVICE=auto|cpu|cuda``), and runs batches bucketed by length.
+``Runtime.load`` opens the artifact through ``absa.model.artifact.load`` (kind, checksum,
+recorded parity: the same checks wherever a model is loaded), picks the execution provider
+from what onnxruntime offers (device auto|cpu|cuda), and runs batches bucketed by length.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from model.text import Encoded, Token, WordPiecePipeline, WordPipeline, collate, load_pipeline
+from absa.errors import ArtifactError
+from absa.model import artifact
+from absa.model.text import Encoded, Token, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
 
-ARTIFACT_KIND = "absa-artifact"
 INPUT_NAMES = ("input_ids", "attention_mask", "aspect_mask")
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "artifacts" / "default"
-
-
-class ArtifactError(RuntimeError):
-    """The artifact is missing, incomplete, or fails verification."""
-
-
-def default_model_dir() -> Path:
-    """``ABSA_MODEL_DIR`` if set, else the model shipped in the package."""
-    return Path(os.environ.get("ABSA_MODEL_DIR") or DEFAULT_MODEL_DIR)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def choose_providers(device: str, available: Sequence[str]) -> list[str]:
     """Execution providers for ``device`` (auto|cpu|cuda) given what onnxruntime offers."""
     device = device.lower()
     if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"ABSA_DEVICE must be auto, cpu or cuda, not {device!r}")
+        raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
     has_cuda = "CUDAExecutionProvider" in available
     if device == "cuda" and not has_cuda:
         raise ArtifactError(
-            f"ABSA_DEVICE=cuda but onnxruntime offers only {list(available)}; "
+            f"device cuda asked for, but onnxruntime offers only {list(available)}; "
             "install onnxruntime-gpu on a machine with CUDA"
         )
     if device == "cuda" or (device == "auto" and has_cuda):
@@ -93,57 +73,38 @@ class Runtime:
     def load(
         cls,
         model_dir: Path | str,
-        device: str | None = None,
-        threads: int | None = None,
+        device: str = "auto",
+        threads: int = 0,
         max_batch: int = 64,
+        require_parity: bool = True,
     ) -> Runtime:
+        """Verify the artifact, then open an onnxruntime session on it. ``threads`` 0 leaves
+        onnxruntime's default; ``require_parity`` is off only for export's own check."""
         import onnxruntime as ort
 
-        model_dir = Path(model_dir)
-        meta_path = model_dir / "metadata.json"
-        if not meta_path.is_file():
-            raise ArtifactError(f"{model_dir}: not a model artifact (no metadata.json)")
-        try:
-            metadata = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as e:
-            raise ArtifactError(f"{meta_path}: {e}") from None
-        if metadata.get("kind") != ARTIFACT_KIND:
-            raise ArtifactError(
-                f"{meta_path}: kind {metadata.get('kind')!r} is not {ARTIFACT_KIND!r}"
-            )
-        onnx_path = model_dir / metadata["onnx"]["file"]
-        if not onnx_path.is_file():
-            raise ArtifactError(f"{onnx_path}: missing")
-        digest = sha256_file(onnx_path)
-        if digest != metadata["onnx"]["sha256"]:
-            raise ArtifactError(
-                f"{onnx_path}: sha256 {digest[:12]}... does not match the metadata's "
-                f"{metadata['onnx']['sha256'][:12]}...; refusing to load"
-            )
-        device = device or os.environ.get("ABSA_DEVICE", "auto")
+        art = artifact.load(model_dir, require_parity=require_parity)
         providers = choose_providers(device, ort.get_available_providers())
         opts = ort.SessionOptions()
-        n = threads if threads is not None else int(os.environ.get("ABSA_THREADS", "0") or 0)
-        if n > 0:
-            opts.intra_op_num_threads = n
+        if threads > 0:
+            opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=providers)
+        session = ort.InferenceSession(str(art.onnx_path), sess_options=opts, providers=providers)
         if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
             # onnxruntime-gpu lists CUDA even where it cannot start it, then falls back silently
             raise ArtifactError(
-                f"ABSA_DEVICE=cuda but the session runs on {session.get_providers()}: "
+                f"device cuda asked for, but the session runs on {session.get_providers()}: "
                 "no usable GPU (driver, CUDA or cuDNN missing?)"
             )
         log.info(
             "loaded %s (%s) on %s (device=%s, threads=%s)",
-            metadata.get("name"),
-            metadata.get("version"),
+            art.metadata.get("name"),
+            art.metadata.get("version"),
             session.get_providers()[0],
             device,
-            n or "default",
+            threads or "default",
         )
-        return cls(model_dir, metadata, load_pipeline(model_dir), session, max_batch)
+        return cls(art.directory, art.metadata, art.pipeline, session, max_batch)
 
     # ------------------------------------------------------------------ inference
 

@@ -22,6 +22,8 @@ from typing import Protocol
 
 import numpy as np
 
+from absa.errors import InputError
+
 LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
 PAD, UNK = "<pad>", "<unk>"
 
@@ -29,7 +31,7 @@ PAD, UNK = "<pad>", "<unk>"
 _TOKEN_RE = re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|[^\w\s]", re.UNICODE)
 
 
-class TextError(ValueError):
+class TextError(InputError):
     """The text or the aspect span cannot be encoded (empty text, span outside it, ...)."""
 
 
@@ -58,19 +60,6 @@ def check_span(text: str, start: int, end: int) -> None:
         raise TextError(f"aspect span [{start}, {end}) is outside the text (length {len(text)})")
     if not text[start:end].strip():
         raise TextError(f"aspect span [{start}, {end}) holds only whitespace")
-
-
-def find_all(text: str, term: str) -> list[tuple[int, int]]:
-    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive,
-    preferring whole-word matches; falls back to substring matches when none are whole words."""
-    term = term.strip()
-    if not term:
-        return []
-    pattern = re.escape(term)
-    spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){pattern}(?!\w)", text, re.I)]
-    if not spans:
-        spans = [(m.start(), m.end()) for m in re.finditer(pattern, text, re.I)]
-    return spans
 
 
 def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:

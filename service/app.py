@@ -1,5 +1,5 @@
 """The app factory: ``create_app(settings)``. Uvicorn entry point:
-``uvicorn service.app:create_app --factory`` (settings from ``ABSA_*`` variables)."""
+``uvicorn absa.service.app:create_app --factory`` (settings from ``ABSA_*`` variables)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,19 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from model.runtime import ArtifactError, Runtime
-from service.engine import BatchEngine, QueueFull, ShuttingDown
-from service.metrics import Metrics
-from service.predictor import RequestError
-from service.reloader import Reloader
-from service.routes import admin, ops, predict
-from service.settings import Settings
+from absa.service import errors
+from absa.service.engine import BatchEngine
+from absa.service.metrics import Metrics
+from absa.service.reloader import Reloader, load_predictor
+from absa.service.routes import admin, ops, predict
+from absa.settings import Settings
 
 log = logging.getLogger(__name__)
-RETRY_AFTER_S = "1"
 
 
 class BodyLimit:
@@ -106,15 +103,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         model_dir = settings.model_path()
-        runtime = Runtime.load(
-            model_dir, settings.device, settings.threads, settings.max_batch_size
-        )
-        runtime.warmup()
+        predictor = load_predictor(settings, model_dir)  # the same checks as a hot reload
         engine = BatchEngine(
-            runtime, metrics, settings.max_batch_size, settings.max_wait_ms, settings.max_queue
+            predictor, metrics, settings.max_batch_size, settings.max_wait_ms, settings.max_queue
         )
         await engine.start()
-        meta = runtime.metadata
+        meta = predictor.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
         app.state.reloader = reloader = Reloader(settings, engine)
@@ -147,34 +141,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Observe, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
-    @app.exception_handler(RequestError)
-    async def _bad_request(request: Request, exc: RequestError) -> JSONResponse:
-        return JSONResponse({"detail": exc.message}, status_code=exc.status)
-
-    @app.exception_handler(QueueFull)
-    async def _queue_full(request: Request, exc: QueueFull) -> JSONResponse:
-        return JSONResponse(
-            {"detail": f"overloaded: {exc}"},
-            status_code=503,
-            headers={"Retry-After": RETRY_AFTER_S},
-        )
-
-    @app.exception_handler(ShuttingDown)
-    async def _shutting_down(request: Request, exc: ShuttingDown) -> JSONResponse:
-        return JSONResponse(
-            {"detail": str(exc)}, status_code=503, headers={"Retry-After": RETRY_AFTER_S}
-        )
-
-    @app.exception_handler(ArtifactError)
-    async def _refused(request: Request, exc: ArtifactError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=409)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors()
-        ]
-        return JSONResponse({"detail": errors}, status_code=422)
-
+    errors.install(app)
     return app

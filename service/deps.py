@@ -6,9 +6,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from service.engine import BatchEngine, ShuttingDown
-from service.metrics import Metrics
-from service.settings import Settings
+from absa.errors import ShuttingDown
+from absa.service.engine import BatchEngine
+from absa.service.metrics import Metrics
+from absa.settings import Settings
 
 
 def get_settings(request: Request) -> Settings:

@@ -4,8 +4,8 @@ Requests queue their encoded aspects; one worker task takes everything waiting (
 ``max_batch`` aspects, waiting at most ``max_wait_ms`` for a batch to fill), runs it in a
 single inference thread, and hands each request its outputs. The queue is bounded in
 aspects: beyond ``max_queue`` a request is refused with ``QueueFull`` (HTTP 503) instead
-of letting latency and memory grow. ``swap`` replaces the runtime; batches already taken
-finish on the runtime that encoded them.
+of letting latency and memory grow. ``swap`` replaces the model (a ``Predictor``); batches
+already taken finish on the model that encoded them.
 """
 
 from __future__ import annotations
@@ -17,24 +17,25 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from model.runtime import Output, Runtime
-from model.text import Encoded
-from service.metrics import Metrics
+from absa.errors import Overloaded, ShuttingDown
+from absa.model.predictor import Predictor
+from absa.model.runtime import Output
+from absa.model.text import Encoded
+from absa.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 
-class QueueFull(Exception):
+class QueueFull(Overloaded):
     """Too many aspects are waiting; try again later."""
 
 
-class ShuttingDown(Exception):
-    """The engine no longer takes work."""
+__all__ = ["BatchEngine", "QueueFull", "ShuttingDown"]
 
 
 @dataclass
 class _Job:
-    runtime: Runtime
+    model: Predictor
     items: list[Encoded]
     future: asyncio.Future = field(repr=False)
 
@@ -42,13 +43,13 @@ class _Job:
 class BatchEngine:
     def __init__(
         self,
-        runtime: Runtime,
+        model: Predictor,
         metrics: Metrics,
         max_batch: int = 64,
         max_wait_ms: float = 0.0,
         max_queue: int = 2048,
     ) -> None:
-        self.runtime = runtime
+        self.model = model
         self.metrics = metrics
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
@@ -79,12 +80,12 @@ class BatchEngine:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
 
-    def swap(self, runtime: Runtime) -> Runtime:
-        """Serve new requests with ``runtime``; returns the old one."""
-        old, self.runtime = self.runtime, runtime
+    def swap(self, model: Predictor) -> Predictor:
+        """Serve new requests with ``model``; returns the old one."""
+        old, self.model = self.model, model
         return old
 
-    async def submit(self, runtime: Runtime, items: list[Encoded]) -> list[Output]:
+    async def submit(self, model: Predictor, items: list[Encoded]) -> list[Output]:
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")
         if not items:
@@ -93,17 +94,17 @@ class BatchEngine:
             self.metrics.rejected.inc(len(items))
             raise QueueFull(f"{self._pending} aspects are waiting (limit {self.max_queue})")
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._queue.append(_Job(runtime, items, fut))
+        self._queue.append(_Job(model, items, fut))
         self._pending += len(items)
         self.metrics.queue_depth.set(self._pending)
         self._wakeup.set()
         return await fut
 
     def _take(self) -> list[_Job]:
-        """Whole jobs from the head of the queue, same runtime, up to max_batch aspects."""
+        """Whole jobs from the head of the queue, same model, up to max_batch aspects."""
         jobs = [self._queue.popleft()]
         n = len(jobs[0].items)
-        while self._queue and self._queue[0].runtime is jobs[0].runtime:
+        while self._queue and self._queue[0].model is jobs[0].model:
             if n + len(self._queue[0].items) > self.max_batch:
                 break
             job = self._queue.popleft()
@@ -141,10 +142,10 @@ class BatchEngine:
                 await self._fill()
             jobs = self._take()
             items = [it for j in jobs for it in j.items]
-            runtime = jobs[0].runtime
+            model = jobs[0].model
             t0 = time.perf_counter()
             try:
-                outputs = await loop.run_in_executor(self._executor, runtime.run, items)
+                outputs = await loop.run_in_executor(self._executor, model.forward, items)
             except Exception as e:  # noqa: BLE001 - handed to every waiting request
                 log.exception("inference failed for a batch of %d", len(items))
                 for j in jobs:

@@ -1,8 +1,9 @@
 """Hot reload: load and warm a new artifact beside the old one, then swap atomically.
 
-Requests already holding the old runtime finish on it. An artifact whose checksum does not
-verify, or whose metadata records no passed parity check, is refused and the old one keeps
-serving.
+Requests already holding the old model finish on it. ``load_predictor`` is the one way the
+service opens a model, at start-up and on reload alike: an artifact whose checksum does not
+verify, or whose metadata records no passed parity check, is refused (on reload the old one
+keeps serving).
 """
 
 from __future__ import annotations
@@ -11,12 +12,23 @@ import asyncio
 import logging
 from pathlib import Path
 
-from model.export_check import verify_parity_metadata
-from model.runtime import ArtifactError, Runtime
-from service.engine import BatchEngine
-from service.settings import Settings
+from absa.errors import ArtifactError
+from absa.model.predictor import Limits, Predictor
+from absa.model.runtime import Runtime
+from absa.service.engine import BatchEngine
+from absa.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+def load_predictor(settings: Settings, path: Path) -> Predictor:
+    """Open, verify (absa.model.artifact.load) and warm the artifact at ``path``."""
+    s = settings
+    runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size)
+    limits = Limits(max_text_chars=s.max_text_chars, max_aspects=s.max_aspects)
+    predictor = Predictor(runtime, limits)
+    predictor.warmup()
+    return predictor
 
 
 class Reloader:
@@ -27,18 +39,14 @@ class Reloader:
         self._task: asyncio.Task | None = None
         self.failures = 0
 
-    def load(self, path: Path) -> Runtime:
-        s = self.settings
-        rt = Runtime.load(path, s.device, s.threads, s.max_batch_size)
-        verify_parity_metadata(rt.metadata, path)
-        rt.warmup()
-        return rt
+    def load(self, path: Path) -> Predictor:
+        return load_predictor(self.settings, path)
 
     async def reload(self, path: Path | None = None) -> dict:
         """Swap to ``path`` (default: what the settings point at now) if it is another model."""
         async with self._lock:
             target = Path(path or self.settings.model_path())
-            current = self.engine.runtime.model_dir
+            current = self.engine.model.runtime.model_dir
             if target.resolve() == Path(current).resolve():
                 return {"changed": False, "model_dir": str(target)}
             loop = asyncio.get_running_loop()
@@ -49,7 +57,7 @@ class Reloader:
                 log.error("reload of %s refused, still serving %s: %s", target, current, e)
                 raise ArtifactError(f"refused {target}: {e}") from None
             old = self.engine.swap(rt)
-            log.info("now serving %s (was %s)", target, old.model_dir)
+            log.info("now serving %s (was %s)", target, old.runtime.model_dir)
             return {
                 "changed": True,
                 "model_dir": str(target),

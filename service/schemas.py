@@ -46,7 +46,8 @@ class AspectResult(BaseModel):
     start: int
     end: int
     label: str
-    scores: dict[str, float]
+    score: float = Field(description="the winning label's probability")
+    scores: dict[str, float] = Field(description="every label's probability")
     attention: list[TokenWeight] | None = Field(None, description="with explain: weight per word")
     self_attention: list[list[float]] | None = Field(
         None,

@@ -1,4 +1,5 @@
-"""Shared fixtures: a synthetic data set, a small GloVe file, a tiny trained run.
+"""Shared fixtures: a synthetic data set, a small GloVe file, tiny trained runs, and two
+artifacts exported from one of them (v1 and v2: same weights).
 
 Everything here builds in about a second; session-scoped fixtures are read-only for the
 tests that use them (a test that changes a run copies it first).
@@ -7,11 +8,12 @@ tests that use them (a test that changes a run copies it first).
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ASPECTS, WORDS, synthetic_examples, tiny_preset
+from tests.helpers import ARTIFACT_EXAMPLES, ASPECTS, WORDS, synthetic_examples, tiny_preset
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -27,7 +29,7 @@ def one_torch_thread() -> None:
 def small_glove(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The packaged GloVe vectors of the synthetic vocabulary, as a GloVe-format text file
     (fit loads it in milliseconds instead of reading all 400k rows)."""
-    from training.embeddings import load_glove
+    from absa.training.embeddings import load_glove
 
     words, matrix = load_glove()
     wanted = {"the", "was", "but", *ASPECTS, *(w for ws in WORDS.values() for w in ws)}
@@ -43,7 +45,7 @@ def small_glove(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
     """A trained atae-lstm run on the synthetic set (dev = train). Do not modify it."""
-    from training.train import fit
+    from absa.training.train import fit
 
     examples = synthetic_examples(12, seed=0)
     run_dir = tmp_path_factory.mktemp("runs") / "tiny"
@@ -58,3 +60,55 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Pat
         preset_name="atae-lstm",
     )
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pos-scaled-selfattn shrunk to hidden 16 and 2 heads, trained with dev = train."""
+    from absa.training.presets import Preset, TrainConfig, get_preset
+    from absa.training.train import fit
+
+    base = get_preset("pos-scaled-selfattn")
+    preset = Preset(
+        replace(base.model, hidden_size=16, attention_dim=16, self_attention_heads=2, dropout=0.0),
+        TrainConfig(
+            epochs=20,
+            batch_size=8,
+            lr=0.01,
+            threads=1,
+            glove_top_k=0,
+            patience=100,
+            weight_decay=0.0,
+            label_smoothing=0.0,  # fit the synthetic set exactly
+        ),
+        base.about,
+    )
+    run_dir = tmp_path_factory.mktemp("service-run") / "run"
+    fit(
+        ARTIFACT_EXAMPLES,
+        ARTIFACT_EXAMPLES,
+        preset,
+        run_dir,
+        progress=False,
+        preset_name="pos-scaled-selfattn",
+    )
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def artifact(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from absa.training.exporting import export_run
+
+    out = tmp_path_factory.mktemp("service-artifacts") / "v1"
+    export_run(trained_run, out, version="v1")
+    return out
+
+
+@pytest.fixture(scope="session")
+def artifact_v2(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same run exported again as version v2 (same weights, another artifact)."""
+    from absa.training.exporting import export_run
+
+    out = tmp_path_factory.mktemp("service-artifacts") / "v2"
+    export_run(trained_run, out, version="v2")
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -9,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from training.presets import Preset, get_preset
-from training.records import Example
+from absa.training.presets import Preset, get_preset
+from absa.training.records import Example
 
 ASPECTS = ("food", "service", "pizza", "staff", "wine", "music", "decor", "price", "menu", "view")
 WORDS = {
@@ -77,3 +78,30 @@ def data_dir() -> Path:
     return Path(
         os.environ.get("ABSA_DATA_DIR") or Path(__file__).parents[1].parent / "shared" / "data"
     )
+
+
+ARTIFACT_ASPECTS = ("food", "service", "pizza", "staff", "wine list")  # one multi-word aspect
+OPINION = {"positive": "great", "negative": "awful", "neutral": "okay"}
+LABEL_CYCLE = ("positive", "negative", "neutral")
+
+
+def artifact_examples() -> list[Example]:
+    """ "the {a} was {w} but the {o} was {w'}" for every ordered pair of aspects (40 examples).
+
+    Each sentence is asked about both aspects; the label comes from the aspect's own word,
+    so the set is only fitted by a model that uses the aspect."""
+    out: list[Example] = []
+    for i, (a, o) in enumerate(itertools.permutations(ARTIFACT_ASPECTS, 2)):
+        label = LABEL_CYCLE[i % 3]
+        other = {"positive": "negative", "negative": "positive"}.get(
+            label, ("positive", "negative")[i % 2]
+        )
+        text = f"the {a} was {OPINION[label]} but the {o} was {OPINION[other]}"
+        sa = text.index(a)
+        so = text.index(o, sa + len(a))
+        out.append(Example(text, sa, sa + len(a), label, f"synthetic:{i}.0"))
+        out.append(Example(text, so, so + len(o), other, f"synthetic:{i}.1"))
+    return out
+
+
+ARTIFACT_EXAMPLES = artifact_examples()  # what the session's artifacts were trained on

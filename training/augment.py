@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from model.text import Token, tokenize
-from training.records import Example
+from absa.model.text import Token, tokenize
+from absa.training.records import Example
 
 __all__ = [
     "DEFAULT_LEXICON",

@@ -11,16 +11,16 @@ same seed and dev split, or on a separate dev file), or early stopping stops bei
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from training.checkpoint import WEIGHTS, sha256_file
-from training.evaluate import model_kind, predict_examples
-from training.records import DataError, Example
+from absa.model import artifact
+from absa.training import rundir
+from absa.training.evaluate import model_kind, predict_examples
+from absa.training.records import DataError, Example
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,12 @@ def dev_leak(teacher: Path, dev: Sequence[Example]) -> int | None:
     """How many of the student's dev sentences the teacher may have trained on: those not
     in the teacher run's own dev set. None when the teacher's dev set is unknown (an
     artifact). Non-zero means the student's early stopping sees a teacher that knows dev."""
-    path = Path(teacher) / "dev.jsonl"
-    if model_kind(teacher) != "run" or not path.is_file():
+    if model_kind(teacher) != "run":
         return None
-    with path.open(encoding="utf-8") as f:
-        seen = {json.loads(line)["text"] for line in f if line.strip()}
+    try:
+        seen = {e.text for e in rundir.read_dev_examples(teacher)}
+    except FileNotFoundError:
+        return None
     leak = len({e.text for e in dev} - seen)
     if leak:
         log.warning(
@@ -75,9 +76,11 @@ def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
     and the dev sentences it may have trained on (``dev_leak``)."""
     teacher = Path(teacher)
     kind = model_kind(teacher)
-    weights = teacher / (WEIGHTS if kind == "run" else "model.onnx")
-    info = {"path": str(teacher), "kind": kind, "sha256": sha256_file(weights)}
-    meta = teacher / ("run.json" if kind == "run" else "metadata.json")
-    info["code_version"] = json.loads(meta.read_text()).get("code_version")
+    if kind == "run":
+        weights, about = teacher / rundir.WEIGHTS, rundir.read_info(teacher)
+    else:
+        weights, about = teacher / artifact.ONNX, artifact.read_metadata(teacher)
+    info = {"path": str(teacher), "kind": kind, "sha256": artifact.sha256_file(weights)}
+    info["code_version"] = about.get("code_version")
     info["dev_leak"] = dev_leak(teacher, dev)
     return info

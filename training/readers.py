@@ -34,8 +34,10 @@ from typing import Any
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
-from model.text import LABELS, TextError, check_span, find_all
-from training.records import DataError, Example, Invalid, ReadResult
+from absa.errors import InputError
+from absa.model.aspects import occurrences
+from absa.model.text import LABELS, TextError, check_span
+from absa.training.records import DataError, Example, Invalid, ReadResult
 
 __all__ = [
     "FORMATS",
@@ -103,7 +105,7 @@ def read_examples(
     aspects are dropped and counted in a log line.
 
     JSONL/CSV records without ``start``/``end`` locate the aspect with
-    ``model.text.find_all`` (case-insensitive, whole words preferred) and, when it occurs
+    ``absa.model.aspects.find_all`` (case-insensitive, whole words preferred) and, when it occurs
     several times, use the FIRST occurrence. With ``start``/``end``, ``text[start:end]``
     must equal the aspect exactly.
 
@@ -310,11 +312,12 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
         return
     raw_start, raw_end = record.get("start"), record.get("end")
     if raw_start in (None, "") and raw_end in (None, ""):
-        spans = find_all(text, aspect)
-        if not spans:
-            sink.bad(source, where, f"aspect {aspect!r} does not occur in the text")
+        try:
+            first = occurrences(text, aspect)[0]  # several occurrences: the first one
+        except InputError as e:
+            sink.bad(source, where, str(e))
             return
-        start, end = spans[0]  # several occurrences: the first one
+        start, end = first.start, first.end
     else:
         if raw_start in (None, "") or raw_end in (None, ""):
             sink.bad(source, where, "give both 'start' and 'end' or neither")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from model.text import LABELS
+from absa.errors import DataError
+from absa.model.text import LABELS
 
-
-class DataError(ValueError):
-    """Bad input data. The message names the file and the line or record."""
+__all__ = ["DataError", "Example", "Invalid", "ReadResult"]
 
 
 @dataclass(frozen=True)

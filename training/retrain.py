@@ -2,6 +2,11 @@
 
     absa retrain --config retrain.toml
 
+``retrain`` runs the steps in order: ``read_data`` (every file validated before any
+training), ``check_drift``, ``train_challenger``, ``export_challenger``, ``evaluate_on``
+(challenger and champion), ``apply_gate``, ``register`` (add, promote if it passed) and
+``write_report``.
+
 The challenger is trained and exported (with the parity check) in the registry's scratch
 space, evaluated beside the current champion on the same fixed evaluation sets, added to
 the registry as a new immutable version, and promoted only if it passes the gate. Nothing
@@ -19,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from model.registry import Registry
-from training.checkpoint import code_version, sha256_file
-from training.evaluate import evaluate
-from training.presets import load_config
-from training.readers import label_counts, read_many
-from training.records import DataError, Example
+from absa.model.artifact import amend_metadata
+from absa.model.registry import Registry
+from absa.training.evaluate import evaluate
+from absa.training.presets import load_config
+from absa.training.provenance import code_version, file_info
+from absa.training.readers import label_counts, read_many
+from absa.training.records import DataError, Example
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +129,79 @@ def check_gate(gate: Gate, challenger: dict, champion: dict | None) -> tuple[boo
     return ok, reasons
 
 
-def _read(paths: list[str], skip: bool, report: dict, key: str) -> list[Example]:
+@dataclass
+class JobData:
+    """The job's validated examples."""
+
+    train: list[Example]  # base + new
+    dev: list[Example] | None  # None: fit holds out part of train
+    evals: dict[str, list[Example]]  # the fixed evaluation sets, by name
+
+
+def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = False) -> dict:
+    """Run the job; returns the report (also written to <registry>/reports/<version>.json)."""
+    version = version or "v" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    reg = Registry(cfg.registry).init()
+    report: dict = {
+        "version": version,
+        "started": _now(),
+        "code_version": code_version(),
+        "preset": cfg.preset,
+        "data": {},
+        "promoted": False,
+    }
+    with reg.lock(blocking=False):
+        reg.clean_work()
+        data = read_data(cfg, report["data"])  # every file, before any training
+        champion = report["champion"] = reg.current()
+        drift_report = check_drift(reg, champion, data.train, cfg.drift_threshold)
+        if drift_report:
+            report["drift"] = drift_report
+        work = reg.new_work_dir()  # scratch space: nothing the service reads
+        try:
+            run_dir = train_challenger(cfg, data, report["data"], work / "run", progress)
+            artifact_dir = work / "artifact"
+            report["parity"] = export_challenger(run_dir, artifact_dir, cfg.preset, version)
+            report["challenger_metrics"] = evaluate_on(artifact_dir, data.evals)
+            report["champion_metrics"] = (
+                evaluate_on(reg.path(champion), data.evals) if champion else None
+            )
+            report["gate"] = apply_gate(
+                cfg.gate, report["challenger_metrics"], report["champion_metrics"]
+            )
+            report["promoted"] = register(reg, artifact_dir, version, champion, report)
+            report["pruned"] = reg.prune(cfg.keep)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        report["finished"] = _now()
+        write_report(reg, report)
+    return report
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_data(cfg: RetrainConfig, into: dict) -> JobData:
+    """Read and validate every data file; what each held goes into the report (``into``)."""
+    base = _read(cfg.base, cfg.skip_invalid, into, "base")
+    new = _read(cfg.new, cfg.skip_invalid, into, "new")
+    dev = _read(cfg.dev, cfg.skip_invalid, into, "dev") or None
+    evals = {
+        name: _read([p], cfg.skip_invalid, into, f"eval:{name}") for name, p in cfg.eval.items()
+    }
+    train = base + new
+    if not train:
+        raise DataError("no training examples left after validation")
+    return JobData(train, dev, evals)
+
+
+def _read(paths: list[str], skip: bool, into: dict, key: str) -> list[Example]:
     if not paths:
         return []
     res = read_many(paths, skip_invalid=skip)
-    report["data"][key] = {
-        "files": [{"path": p, "sha256": sha256_file(Path(p))} for p in paths],
+    into[key] = {
+        "files": file_info(paths),
         "examples": len(res.examples),
         "skipped": len(res.skipped),
         "skipped_reasons": [f"{b.source}: {b.reason}" for b in res.skipped[:50]],
@@ -137,107 +210,95 @@ def _read(paths: list[str], skip: bool, report: dict, key: str) -> list[Example]
     return res.examples
 
 
-def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = False) -> dict:
-    """Run the job; returns the report (also written to <registry>/reports/<version>.json)."""
-    from model.export import export_run
-    from training.train import fit
-
-    version = version or "v" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    reg = Registry(cfg.registry).init()
-    report: dict = {
-        "version": version,
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "code_version": code_version(),
-        "preset": cfg.preset,
-        "data": {},
-        "promoted": False,
+def check_drift(
+    reg: Registry, champion: str | None, train: list[Example], threshold: float
+) -> dict | None:
+    """Label drift against the champion's training data (None without a champion that
+    recorded its label counts); warns past ``threshold``."""
+    old = reg.metadata(champion).get("train", {}).get("label_counts") if champion else None
+    if not old:
+        return None
+    counts = label_counts(train)
+    d = drift(old, counts)
+    if d > threshold:
+        log.warning("label distribution drift %.3f > %.3f against %s", d, threshold, champion)
+    return {
+        "tvd": d,
+        "champion": label_shares(old),
+        "challenger": label_shares(counts),
+        "threshold": threshold,
+        "warning": d > threshold,
     }
-    with reg.lock(blocking=False):
-        reg.clean_work()
-        # 1. validate every file before any training
-        base = _read(cfg.base, cfg.skip_invalid, report, "base")
-        new = _read(cfg.new, cfg.skip_invalid, report, "new")
-        dev = _read(cfg.dev, cfg.skip_invalid, report, "dev") or None
-        evals = {}
-        for name, p in cfg.eval.items():
-            evals[name] = _read([p], cfg.skip_invalid, report, f"eval:{name}")
-        train = base + new
-        if not train:
-            raise DataError("no training examples left after validation")
-        # 2. label drift against the champion's training data
-        champion = reg.current()
-        counts = label_counts(train)
-        report["champion"] = champion
-        if champion:
-            old = reg.metadata(champion).get("train", {}).get("label_counts")
-            if old:
-                d = drift(old, counts)
-                report["drift"] = {
-                    "tvd": d,
-                    "champion": label_shares(old),
-                    "challenger": label_shares(counts),
-                    "threshold": cfg.drift_threshold,
-                    "warning": d > cfg.drift_threshold,
-                }
-                if d > cfg.drift_threshold:
-                    log.warning(
-                        "label distribution drift %.3f > %.3f against %s",
-                        d,
-                        cfg.drift_threshold,
-                        champion,
-                    )
-        # 3. train and 4. export, in scratch space
-        work = reg.new_work_dir()
-        try:
-            preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
-            over = {"seed": cfg.seed} | ({"epochs": cfg.epochs} if cfg.epochs else {})
-            preset = replace(preset, train=replace(preset.train, **over))
-            info = {
-                "train": report["data"]["base"]["files"] if cfg.base else [],
-                "new": report["data"].get("new", {}).get("files", []),
-            }
-            fit(
-                train,
-                dev,
-                preset,
-                work / "run",
-                data_info=info,
-                progress=progress,
-                preset_name=cfg.preset,
-            )
-            meta = export_run(work / "run", work / "artifact", name=cfg.preset, version=version)
-            meta["parent"] = champion
-            meta["registry_report"] = f"reports/{version}.json"
-            (work / "artifact" / "metadata.json").write_text(json.dumps(meta, indent=1))
-            report["parity"] = meta["parity"]
-            # 5. challenger and champion on the same evaluation sets
-            ch_metrics = {n: _summary(evaluate(work / "artifact", ex)) for n, ex in evals.items()}
-            champ_metrics = (
-                {n: _summary(evaluate(reg.path(champion), ex)) for n, ex in evals.items()}
-                if champion
-                else None
-            )
-            report["challenger_metrics"] = ch_metrics
-            report["champion_metrics"] = champ_metrics
-            # 6. gate, 7. register, promote if it passed
-            ok, reasons = check_gate(cfg.gate, ch_metrics, champ_metrics)
-            report["gate"] = {"passed": ok, "reasons": reasons, **cfg.gate.__dict__}
-            meta["eval"] = ch_metrics
-            meta["gate"] = report["gate"]
-            (work / "artifact" / "metadata.json").write_text(json.dumps(meta, indent=1))
-            reg.add(work / "artifact", version)
-            if ok:
-                reg.promote(version, reason="; ".join(reasons))
-                report["promoted"] = True
-            report["pruned"] = reg.prune(cfg.keep)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        report["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-        reports = reg.root / "reports"
-        reports.mkdir(exist_ok=True)
-        (reports / f"{version}.json").write_text(json.dumps(report, indent=1))
-        (reports / f"{version}.txt").write_text(summary(report) + "\n")
-    return report
+
+
+def train_challenger(
+    cfg: RetrainConfig, data: JobData, data_report: dict, run_dir: Path, progress: bool
+) -> Path:
+    """Train the configured preset (with the job's seed and epochs) into ``run_dir``."""
+    from absa.training.train import fit
+
+    preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
+    over = {"seed": cfg.seed} | ({"epochs": cfg.epochs} if cfg.epochs else {})
+    preset = replace(preset, train=replace(preset.train, **over))
+    info = {
+        "train": data_report["base"]["files"] if cfg.base else [],
+        "new": data_report.get("new", {}).get("files", []),
+    }
+    fit(
+        data.train,
+        data.dev,
+        preset,
+        run_dir,
+        data_info=info,
+        progress=progress,
+        preset_name=cfg.preset,
+    )
+    return run_dir
+
+
+def export_challenger(run_dir: Path, artifact_dir: Path, name: str, version: str) -> dict:
+    """Export with the parity check (ParityError: nothing exported); returns the parity record."""
+    from absa.training.exporting import export_run
+
+    return export_run(run_dir, artifact_dir, name=name, version=version)["parity"]
+
+
+def evaluate_on(model_dir: Path, evals: dict[str, list[Example]]) -> dict[str, dict]:
+    """Accuracy, macro-F1 and n of a model on each evaluation set."""
+    return {name: _summary(evaluate(model_dir, examples)) for name, examples in evals.items()}
+
+
+def apply_gate(g: Gate, challenger: dict, champion: dict | None) -> dict:
+    """The gate's verdict as the report and the metadata record it."""
+    passed, reasons = check_gate(g, challenger, champion)
+    return {"passed": passed, "reasons": reasons, **g.__dict__}
+
+
+def register(
+    reg: Registry, artifact_dir: Path, version: str, champion: str | None, report: dict
+) -> bool:
+    """Record lineage, evaluation and gate in the artifact, add it to the registry as
+    ``version``, and promote it if it passed the gate; whether it was promoted."""
+    amend_metadata(
+        artifact_dir,
+        parent=champion,
+        registry_report=f"reports/{version}.json",
+        eval=report["challenger_metrics"],
+        gate=report["gate"],
+    )
+    reg.add(artifact_dir, version)
+    if not report["gate"]["passed"]:
+        return False
+    reg.promote(version, reason="; ".join(report["gate"]["reasons"]))
+    return True
+
+
+def write_report(reg: Registry, report: dict) -> None:
+    """<registry>/reports/<version>.json, and its summary as .txt."""
+    reports = reg.root / "reports"
+    reports.mkdir(exist_ok=True)
+    (reports / f"{report['version']}.json").write_text(json.dumps(report, indent=1))
+    (reports / f"{report['version']}.txt").write_text(summary(report) + "\n")
 
 
 def _summary(rep: dict) -> dict:

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from training.augment import KINDS, Lexicon, group_by_text, variants
-from training.records import Example
+from absa.training.augment import KINDS, Lexicon, group_by_text, variants
+from absa.training.records import Example
 
 __all__ = ["KINDS", "Unit", "build_suite", "flatten", "score", "write_jsonl"]
 

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from pydantic import BaseModel, ConfigDict
 
-from service.deps import SettingsDep
+from absa.service.deps import SettingsDep
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service.deps import EngineDep, MetricsDep
-from service.schemas import ModelInfo
+from absa.service.deps import EngineDep, MetricsDep
+from absa.service.schemas import ModelInfo
 
 router = APIRouter(tags=["operations"])
 
@@ -40,7 +40,7 @@ async def readyz(request: Request) -> JSONResponse:
 @router.get("/v1/model", response_model=ModelInfo)
 async def model_info(engine: EngineDep) -> ModelInfo:
     """The model being served: name, version, labels, metrics, creation time."""
-    rt = engine.runtime
+    rt = engine.model.runtime
     meta = rt.metadata
     return ModelInfo(
         name=str(meta.get("name")),

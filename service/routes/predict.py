@@ -1,22 +1,21 @@
-"""POST /v1/predict and /v1/predict/batch."""
+"""POST /v1/predict and /v1/predict/batch: preprocess and postprocess with the served
+``Predictor``; its forward pass goes through the micro-batcher."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from model.runtime import Output, Runtime
-from model.text import Encoded
-from service.deps import EngineDep, MetricsDep, SettingsDep
-from service.metrics import Metrics
-from service.predictor import RequestError, encode_spans, resolve_spans, to_result
-from service.schemas import (
+from absa.errors import InputError, LimitError
+from absa.model.predictor import AspectPrediction, Predictor, Prepared
+from absa.service.deps import EngineDep, MetricsDep, SettingsDep
+from absa.service.metrics import Metrics
+from absa.service.schemas import (
     BatchRequest,
     BatchResponse,
     ErrorResponse,
     PredictRequest,
     PredictResponse,
 )
-from service.settings import Settings
 
 router = APIRouter(prefix="/v1", tags=["predict"])
 
@@ -31,44 +30,25 @@ ERRORS: dict[int | str, dict] = {
 }
 
 
-def model_id(runtime: Runtime) -> str:
-    return f"{runtime.metadata.get('name')}:{runtime.metadata.get('version')}"
-
-
-Prepared = tuple[list[tuple[str, int, int]], list[Encoded]]
-
-
-def _prepare(
-    req: PredictRequest, settings: Settings, runtime: Runtime, where: str = ""
-) -> Prepared:
-    """Validate a request and encode its aspects: (spans, encoded items)."""
-    spans = resolve_spans(req, settings, where)
-    return spans, encode_spans(runtime, req.text, spans, where)
+def _prepare(predictor: Predictor, req: PredictRequest, where: str = "") -> Prepared:
+    return predictor.preprocess(req.text, req.aspects, req.explain, where)
 
 
 def _response(
-    req: PredictRequest,
-    prepared: Prepared,
-    outputs: list[Output],
-    runtime: Runtime,
-    metrics: Metrics,
+    predictor: Predictor, results: list[AspectPrediction], metrics: Metrics
 ) -> PredictResponse:
-    spans, _ = prepared
-    results = [to_result(runtime, sp, o, req.explain) for sp, o in zip(spans, outputs, strict=True)]
     for r in results:
         metrics.aspects.labels(r.label).inc()
-    return PredictResponse(model=model_id(runtime), results=results)
+    return PredictResponse(model=predictor.model_id, results=[r.to_dict() for r in results])
 
 
 @router.post("/predict", response_model=PredictResponse, responses=ERRORS)
-async def predict(
-    req: PredictRequest, engine: EngineDep, settings: SettingsDep, metrics: MetricsDep
-) -> PredictResponse:
+async def predict(req: PredictRequest, engine: EngineDep, metrics: MetricsDep) -> PredictResponse:
     """Sentiment of each aspect in the text, with probabilities (and attention with explain)."""
-    runtime = engine.runtime
-    prepared = _prepare(req, settings, runtime)
-    outputs = await engine.submit(runtime, prepared[1])
-    return _response(req, prepared, outputs, runtime, metrics)
+    predictor = engine.model  # one model for the whole request, even across a hot reload
+    prepared = _prepare(predictor, req)
+    outputs = await engine.submit(predictor, prepared.items)
+    return _response(predictor, predictor.postprocess(prepared, outputs), metrics)
 
 
 @router.post("/predict/batch", response_model=BatchResponse, responses=ERRORS)
@@ -77,16 +57,16 @@ async def predict_batch(
 ) -> BatchResponse:
     """Several texts at once; the answer keeps the order of ``items``."""
     if not req.items:
-        raise RequestError(422, "items is empty")
+        raise InputError("items is empty")
     if len(req.items) > settings.max_items:
-        raise RequestError(413, f"{len(req.items)} items; the limit is {settings.max_items}")
-    runtime = engine.runtime  # one model for the whole batch
+        raise LimitError(f"{len(req.items)} items; the limit is {settings.max_items}")
+    predictor = engine.model
     # every item is validated before any is queued; then they go as one job
-    prepared = [_prepare(it, settings, runtime, f"items[{i}]: ") for i, it in enumerate(req.items)]
-    outputs = await engine.submit(runtime, [e for _, items in prepared for e in items])
+    prepared = [_prepare(predictor, it, f"items[{i}]: ") for i, it in enumerate(req.items)]
+    outputs = await engine.submit(predictor, [e for p in prepared for e in p.items])
     answers, k = [], 0
-    for item, prep in zip(req.items, prepared, strict=True):
-        n = len(prep[1])
-        answers.append(_response(item, prep, outputs[k : k + n], runtime, metrics))
+    for p in prepared:
+        n = len(p.items)
+        answers.append(_response(predictor, predictor.postprocess(p, outputs[k : k + n]), metrics))
         k += n
-    return BatchResponse(model=model_id(runtime), items=answers)
+    return BatchResponse(model=predictor.model_id, items=answers)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from absa.training.embeddings import build_vocab, embedding_matrix, load_glove
 from tests.helpers import synthetic_examples
-from training.embeddings import build_vocab, embedding_matrix, load_glove
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.robustness.suite import KINDS, Unit, build_suite, flatten, score
-from tests.helpers import data_dir, synthetic_examples, tiny_preset
-from training.augment import (
+from absa.training.augment import (
     Sentence,
     add_diff,
     augment,
@@ -22,8 +20,10 @@ from training.augment import (
     reverse_target,
     variants,
 )
-from training.readers import read_examples
-from training.records import Example
+from absa.training.readers import read_examples
+from absa.training.records import Example
+from benchmarks.robustness.suite import KINDS, Unit, build_suite, flatten, score
+from tests.helpers import data_dir, synthetic_examples, tiny_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 LEX = load_lexicon()
@@ -296,7 +296,7 @@ def test_augment_never_uses_the_suite_clauses() -> None:
 
 
 def test_fit_augments_train_only(small_glove: Path, tmp_path: Path, monkeypatch) -> None:
-    import training.train as train_mod
+    import absa.training.train as train_mod
 
     seen: list = []
     real = train_mod.augment

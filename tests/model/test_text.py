@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model.text import (
+from absa.model.aspects import find_all
+from absa.model.text import (
     PAD,
     UNK,
     Encoded,
@@ -20,7 +21,6 @@ from model.text import (
     _window,
     check_span,
     collate,
-    find_all,
     load_pipeline,
     tokenize,
 )

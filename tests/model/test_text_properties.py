@@ -10,7 +10,8 @@ import string
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from model.text import PAD, UNK, TextError, WordPipeline, find_all, tokenize
+from absa.model.aspects import find_all
+from absa.model.text import PAD, UNK, TextError, WordPipeline, tokenize
 
 PROPS = settings(
     max_examples=300,

@@ -90,7 +90,7 @@ def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
 @pytest.fixture(scope="session")
 def champion_registry(tmp_path_factory: pytest.TempPathFactory, make_config: ConfigWriter) -> Path:
     """A registry after one successful job: version v1, promoted. Read-only: copy it."""
-    from training.retrain import RetrainConfig, retrain
+    from absa.training.retrain import RetrainConfig, retrain
 
     d = tmp_path_factory.mktemp("champion")
     cfg = RetrainConfig.load(make_config(d / "retrain.toml", d / "registry"))
@@ -119,7 +119,7 @@ def hold_lock() -> Iterator[LockHolder]:
     def start(root: Path) -> subprocess.Popen:
         code = (
             "import sys\n"
-            "from model.registry import Registry\n"
+            "from absa.model.registry import Registry\n"
             f"with Registry({str(root)!r}).lock():\n"
             "    print('locked', flush=True)\n"
             "    sys.stdin.read()\n"

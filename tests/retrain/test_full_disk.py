@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from absa.training.retrain import RetrainConfig, retrain
 from tests.retrain.conftest import ConfigWriter
 from tests.retrain.test_retrain import state, work_entries
-from training.retrain import RetrainConfig, retrain
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from model.registry import POINTER, Registry, RegistryError, atomic_write_json
+from absa.model.registry import POINTER, Registry, RegistryError, atomic_write_json
 from tests.retrain.conftest import LockHolder
 
 

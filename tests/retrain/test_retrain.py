@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from model.registry import Registry, RegistryError
-from service.cli import main
+from absa.cli import main
+from absa.model.registry import Registry, RegistryError
+from absa.training.records import DataError
+from absa.training.retrain import RetrainConfig, retrain
 from tests.helpers import write_jsonl
 from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ROOT, ConfigWriter, LockHolder
-from training.records import DataError
-from training.retrain import RetrainConfig, retrain
 
 
 def state(root: Path) -> dict:
@@ -110,7 +110,7 @@ def test_label_drift_warns(
     negatives = [e for e in EXAMPLES if e.label == "negative"] * 2  # 16 more negatives
     new = write_jsonl(tmp_path / "new.jsonl", negatives)
     cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry, new=[new]))
-    with caplog.at_level(logging.WARNING, logger="training.retrain"):
+    with caplog.at_level(logging.WARNING, logger="absa.training.retrain"):
         report = retrain(cfg, version="v2")
     d = report["drift"]
     assert d["warning"] is True
@@ -201,7 +201,7 @@ def test_killed_job_leaves_the_registry_as_it_was(
     slow = make_config(tmp_path / "slow.toml", registry, model_config=tmp_path / "slow.json")
     log = (tmp_path / "job.log").open("w")
     job = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "retrain", "--config", str(slow), "--quiet"],
+        [sys.executable, "-m", "absa.cli", "retrain", "--config", str(slow), "--quiet"],
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -241,12 +241,12 @@ def test_killed_job_leaves_the_registry_as_it_was(
 def test_failed_export_leaves_no_half_version(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import model.export
+    import absa.model.export
 
-    monkeypatch.setattr(model.export, "PARITY_ATOL", -1.0)  # every export now fails parity
+    monkeypatch.setattr(absa.model.export, "PARITY_ATOL", -1.0)  # every export now fails parity
     before = state(registry)
     cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
-    with pytest.raises(model.export.ParityError):
+    with pytest.raises(absa.model.export.ParityError):
         retrain(cfg, version="v2")
     assert state(registry) == before
     assert work_entries(registry) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from model.text import LABELS
+from absa.model.text import LABELS
 from tests.service.conftest import EXAMPLES, LIMITS, make_settings
 
 TEXT = "the wine list was great but the food was awful"
@@ -278,7 +278,7 @@ def test_healthz_and_readyz(client: TestClient) -> None:
 
 def test_not_ready_before_startup(artifact) -> None:  # type: ignore[no-untyped-def]
     """Without the lifespan (no model loaded): not ready, and predict answers 503, not 500."""
-    from service.app import create_app
+    from absa.service.app import create_app
 
     c = TestClient(create_app(make_settings(artifact)))  # not entered: no lifespan
     assert c.get("/healthz").status_code == 200

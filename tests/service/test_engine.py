@@ -1,4 +1,4 @@
-"""service.engine.BatchEngine with a real onnxruntime Runtime: draining, refusal, swap."""
+"""absa.service.engine.BatchEngine with a real Predictor (onnxruntime): draining, refusal, swap."""
 
 from __future__ import annotations
 
@@ -8,31 +8,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model.runtime import Output, Runtime
-from model.text import Encoded
-from service.engine import BatchEngine, QueueFull, ShuttingDown
-from service.metrics import Metrics
-from tests.service.conftest import EXAMPLES
+from absa.model.predictor import Predictor
+from absa.model.runtime import Output, Runtime
+from absa.model.text import Encoded
+from absa.service.engine import BatchEngine, QueueFull, ShuttingDown
+from absa.service.metrics import Metrics
+from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
 
 
-def load(artifact: Path) -> Runtime:
-    return Runtime.load(artifact, device="cpu", threads=1)
+def load(artifact: Path) -> Predictor:
+    return Predictor(Runtime.load(artifact, device="cpu", threads=1))
 
 
-def encode(rt: Runtime, n: int) -> list[Encoded]:
-    return [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:n]]
+def encode(rt: Predictor, n: int) -> list[Encoded]:
+    return [rt.runtime.encode(e.text, e.start, e.end) for e in EXAMPLES[:n]]
 
 
-def record_runs(rt: Runtime, calls: list[tuple[str, int]]) -> None:
-    """Log (version, batch size) of every ``rt.run`` the engine makes."""
-    run = rt.run
+def record_runs(rt: Predictor, calls: list[tuple[str, int]]) -> None:
+    """Log (version, batch size) of every ``rt.forward`` the engine makes."""
+    run = rt.forward
     version = rt.metadata["version"]
 
     def spy(items):  # type: ignore[no-untyped-def]
         calls.append((version, len(items)))
         return run(items)
 
-    rt.run = spy  # type: ignore[method-assign]
+    rt.forward = spy  # type: ignore[method-assign]
 
 
 def test_stop_drains_queued_requests(artifact: Path) -> None:
@@ -52,7 +53,7 @@ def test_stop_drains_queued_requests(artifact: Path) -> None:
 
     results, engine = asyncio.run(main())
     assert engine.pending == 0
-    ref = rt.run(items)
+    ref = rt.forward(items)
     for (out,), want in zip(results, ref, strict=True):
         np.testing.assert_allclose(out.probs, want.probs, atol=1e-5)
         assert out.tokens == want.tokens
@@ -94,11 +95,11 @@ def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_
     async def main() -> tuple[list[Output], list[Output]]:
         engine = BatchEngine(old_rt, Metrics(), max_batch=64, max_wait_ms=30)
         await engine.start()
-        before = asyncio.create_task(engine.submit(engine.runtime, items[:2]))
+        before = asyncio.create_task(engine.submit(engine.model, items[:2]))
         await asyncio.sleep(0)
         assert engine.swap(new_rt) is old_rt
-        assert engine.runtime is new_rt
-        after = asyncio.create_task(engine.submit(engine.runtime, items[2:]))
+        assert engine.model is new_rt
+        after = asyncio.create_task(engine.submit(engine.model, items[2:]))
         outs = await before, await after
         await engine.stop()
         return outs
@@ -107,7 +108,7 @@ def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_
     # queued together, but never mixed in one batch: each ran on the runtime that encoded it
     assert calls == [("v1", 2), ("v2", 1)]
     assert len(before) == 2 and len(after) == 1
-    ref = old_rt.run(items)  # same weights in both artifacts: the same probabilities
+    ref = old_rt.forward(items)  # same weights in both artifacts: the same probabilities
     np.testing.assert_allclose(
         np.stack([o.probs for o in before + after]), np.stack([o.probs for o in ref]), atol=1e-5
     )

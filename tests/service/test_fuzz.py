@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from service.app import create_app
+from absa.service.app import create_app
 from tests.service.conftest import make_settings
 
 TOKEN = "t"

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from model.registry import Registry
-from service.app import create_app
+from absa.model.registry import Registry
+from absa.service.app import create_app
 from tests.helpers import synthetic_examples
 from tests.service.conftest import make_settings, serve
 
@@ -31,7 +31,7 @@ BODIES = [
 @pytest.fixture(scope="module")
 def exported(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The session's tiny run exported twice, as versions v1 and v2. Read-only: copy them."""
-    from model.export import export_run
+    from absa.training.exporting import export_run
 
     out = tmp_path_factory.mktemp("reload-artifacts")
     for v in ("v1", "v2"):
@@ -230,3 +230,24 @@ def test_polling_picks_up_a_promotion(registry: Registry) -> None:
         assert predict_model(url) == f"{NAME}:v2"
         registry.promote("v1")
         wait_for_version(url, "v1")
+
+
+def test_start_up_applies_the_same_checks_as_a_reload(artifact: Path, tmp_path: Path) -> None:
+    """A model without a passed parity record is refused at start-up too, not only on reload."""
+    import json
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from absa.errors import ArtifactError
+    from absa.service.app import create_app
+    from tests.service.conftest import make_settings
+
+    bad = tmp_path / "no-parity"
+    shutil.copytree(artifact, bad)
+    meta = json.loads((bad / "metadata.json").read_text())
+    del meta["parity"]
+    (bad / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(ArtifactError, match="no parity check"):
+        with TestClient(create_app(make_settings(bad))):
+            pass

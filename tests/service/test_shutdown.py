@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.service.conftest import EXAMPLES
+from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 N_REQUESTS = 6
@@ -58,7 +58,7 @@ def test_sigterm_drains_queued_requests_and_exits_0(artifact: Path, tmp_path: Pa
     log = (tmp_path / "serve.log").open("w")
     command = ["serve", "--model", str(artifact), "--port", str(port)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", *command],
+        [sys.executable, "-m", "absa.cli", *command],
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from model.export import export_run
+from absa.training.distill import teacher_info, teacher_targets
+from absa.training.evaluate import evaluate, predict_examples
+from absa.training.exporting import export_run
+from absa.training.records import DataError, Example
+from absa.training.rundir import WEIGHTS, read_info
+from absa.training.train import fit
 from tests.helpers import synthetic_examples, tiny_preset
-from training.distill import teacher_targets
-from training.evaluate import evaluate, predict_examples
-from training.records import DataError, Example
-from training.train import fit
 
 FLIP = {"positive": "negative", "negative": "positive", "neutral": "neutral"}
 
@@ -48,7 +49,7 @@ def test_full_distillation_follows_the_teacher(
 
 def test_run_records_the_teacher(liar: Path, small_glove: Path, tmp_path: Path) -> None:
     student(liar, 0.5, small_glove, tmp_path / "s")
-    info = json.loads((tmp_path / "s" / "run.json").read_text())
+    info = read_info(tmp_path / "s")
     assert info["teacher"]["path"] == str(liar)
     assert info["teacher"]["kind"] == "run"
     assert len(info["teacher"]["sha256"]) == 64
@@ -63,7 +64,7 @@ def test_a_teacher_that_trained_on_the_students_dev_is_reported(
     preset = replace(preset, train=replace(preset.train, teacher=str(liar), epochs=1))
     other_dev = synthetic_examples(4, seed=8)  # sentences the liar never held out
     fit(examples, other_dev, preset, tmp_path, progress=False)
-    info = json.loads((tmp_path / "run.json").read_text())
+    info = read_info(tmp_path)
     assert info["teacher"]["dev_leak"] == len({e.text for e in other_dev})
 
 
@@ -77,6 +78,24 @@ def test_an_exported_teacher_gives_the_same_targets(liar: Path, tmp_path: Path) 
     probs, names = predict_examples(liar, examples)
     np.testing.assert_allclose(from_run[:, 0], probs[:, names.index("negative")], atol=1e-6)
     np.testing.assert_allclose(from_run.sum(1), 1.0, atol=1e-5)
+
+
+def test_teacher_info_of_a_run_and_of_an_artifact(liar: Path, tmp_path: Path) -> None:
+    dev = synthetic_examples(12, seed=0)
+    run = teacher_info(liar, dev)
+    assert run == {
+        "path": str(liar),
+        "kind": "run",
+        "sha256": hashlib.sha256((liar / WEIGHTS).read_bytes()).hexdigest(),
+        "code_version": read_info(liar)["code_version"],
+        "dev_leak": 0,
+    }
+    export_run(liar, tmp_path / "artifact")
+    art = teacher_info(tmp_path / "artifact", dev)
+    onnx = (tmp_path / "artifact" / "model.onnx").read_bytes()
+    assert art["kind"] == "artifact" and art["sha256"] == hashlib.sha256(onnx).hexdigest()
+    assert art["code_version"] == run["code_version"]  # the artifact keeps the run's
+    assert art["dev_leak"] is None  # an artifact's dev set is unknown
 
 
 def test_teacher_errors_are_data_errors(liar: Path, tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import data_dir
-from training.readers import (
+from absa.training.readers import (
     FORMATS,
     detect_format,
     label_counts,
@@ -18,7 +17,8 @@ from training.readers import (
     read_examples,
     read_many,
 )
-from training.records import DataError, Example, ReadResult
+from absa.training.records import DataError, Example, ReadResult
+from tests.helpers import data_dir
 
 DATA = data_dir()
 
@@ -257,7 +257,7 @@ def test_3line_skip_invalid(tmp_path: Path) -> None:
 
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
-    with caplog.at_level("INFO", logger="training.readers"):
+    with caplog.at_level("INFO", logger="absa.training.readers"):
         res = read_examples(path)
     assert spans(res) == [("b y", "y", "positive")]
     assert res.skipped == []
@@ -338,7 +338,7 @@ XML_GOOD = """<?xml version="1.0" encoding="UTF-8"?>
 
 def test_xml_good(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "train.xml", XML_GOOD)
-    with caplog.at_level("INFO", logger="training.readers"):
+    with caplog.at_level("INFO", logger="absa.training.readers"):
         res = read_examples(path)
     assert res.skipped == []
     assert [(ex.term, ex.label, ex.source) for ex in res.examples] == [

@@ -1,25 +1,22 @@
-"""Tests for training.train and training.checkpoint: every preset learns, the run directory,
-strict reloading, reproducibility, the dev split, and a short run on real SemEval data."""
+"""Tests for training.train: every preset learns, reproducibility, the dev split, the
+early-stopping bookkeeping and the learning-rate schedule, and a short run on real data."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
-from model.text import LABELS
+from absa.model.text import LABELS
+from absa.training.evaluate import evaluate
+from absa.training.presets import PRESETS, TrainConfig, get_preset
+from absa.training.records import DataError, Example
+from absa.training.rundir import DEV, WEIGHTS, read_dev_examples, read_info
+from absa.training.train import EarlyStopping, fit, make_schedule, resolve_device, split_dev
 from tests.helpers import data_dir, synthetic_examples, tiny_preset
-from training.checkpoint import RUN_KIND, WEIGHTS, load_run
-from training.evaluate import evaluate, model_kind
-from training.presets import PRESETS, TrainConfig, get_preset
-from training.records import DataError, Example
-from training.train import encode_all, fit, predict_probs, resolve_device, split_dev
 
 DATA = data_dir()
 GLOVE_PRESETS = [name for name in PRESETS if name != "accurate"]
@@ -56,100 +53,6 @@ def test_aspect_blind_baseline_cannot_fit_paired_aspects(small_glove: Path, tmp_
     assert evaluate(tmp_path, examples)["accuracy"] <= 0.5
 
 
-# --------------------------------------------------------------------------- the run directory
-
-
-def test_run_directory_contents(tiny_run: Path) -> None:
-    names = {p.name for p in tiny_run.iterdir()}
-    expected = {
-        WEIGHTS,
-        "model_config.json",
-        "train_config.json",
-        "vocab.json",
-        "pipeline.json",
-        "history.json",
-        "history.png",
-        "metrics.json",
-        "run.json",
-        "dev.jsonl",
-    }
-    assert expected <= names
-    assert (tiny_run / "history.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    info = json.loads((tiny_run / "run.json").read_text())
-    assert info["kind"] == RUN_KIND and info["preset"] == "atae-lstm"
-    assert info["seed"] == 3
-    assert info["data"] == {"source": "synthetic"}
-    assert info["n_train"] == info["n_dev"] == 24 and info["dev_split"] == "file"
-    assert isinstance(info["code_version"], str) and info["code_version"]
-    history = json.loads((tiny_run / "history.json").read_text())
-    assert [h["epoch"] for h in history] == list(range(1, len(history) + 1))
-    assert {"train_loss", "dev_loss", "dev_accuracy", "dev_macro_f1", "seconds"} <= set(history[0])
-    metrics = json.loads((tiny_run / "metrics.json").read_text())
-    best = max(h["dev_accuracy"] for h in history)
-    assert metrics["dev"]["accuracy"] == best and metrics["select_on"] == "accuracy"
-    assert history[metrics["best_epoch"] - 1]["dev_accuracy"] == best
-    dev = [json.loads(line) for line in (tiny_run / "dev.jsonl").read_text().splitlines()]
-    assert len(dev) == 24
-    assert all(r["text"][r["start"] : r["end"]] == r["aspect"] for r in dev)
-    train_cfg = json.loads((tiny_run / "train_config.json").read_text())
-    assert TrainConfig(**train_cfg).seed == 3
-    # the device actually used is recorded (the tiny run asks for none: auto)
-    expected_device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    assert info["environment"]["device"].startswith(expected_device.split(":")[0])
-
-
-def test_load_run_rebuilds_the_same_model(tiny_run: Path) -> None:
-    examples = synthetic_examples(12, seed=0)
-    a, b = load_run(tiny_run), load_run(tiny_run)
-    assert a.model_config == b.model_config and a.model_config.hidden_size == 16
-    assert a.info["preset"] == "atae-lstm" and a.metrics["best_epoch"] >= 1
-    assert not a.net.training
-    pa = predict_probs(a.net, encode_all(a.pipeline, examples), a.pipeline.pad_id)
-    pb = predict_probs(b.net, encode_all(b.pipeline, examples), b.pipeline.pad_id)
-    np.testing.assert_array_equal(pa, pb)
-    assert model_kind(tiny_run) == "run"
-    # the weights reloaded are the best epoch's (not the last one's): same dev loss
-    history = json.loads((tiny_run / "history.json").read_text())
-    best = a.metrics["best_epoch"]
-    assert best < len(history)  # otherwise this check proves nothing
-    y = [e.label_id for e in examples]  # dev = train = these examples
-    dev_loss = float(-np.log(pa[np.arange(len(y)), y] + 1e-12).mean())
-    assert dev_loss == pytest.approx(history[best - 1]["dev_loss"], rel=1e-5)
-    assert dev_loss != pytest.approx(history[-1]["dev_loss"], rel=1e-5)
-    rep = evaluate(tiny_run, examples)
-    assert rep["accuracy"] == pytest.approx(a.metrics["dev"]["accuracy"])
-
-
-@pytest.mark.parametrize(
-    ("key", "value"),
-    [("hidden_size", 12), ("bidirectional", True), ("vocab_size", 7), ("cell", "gru")],
-)
-def test_load_run_fails_on_a_config_that_does_not_fit(
-    tiny_run: Path, tmp_path: Path, key: str, value: object
-) -> None:
-    run = shutil.copytree(tiny_run, tmp_path / "run")
-    cfg = json.loads((run / "model_config.json").read_text())
-    cfg[key] = value
-    (run / "model_config.json").write_text(json.dumps(cfg))
-    with pytest.raises(RuntimeError, match="state_dict"):
-        load_run(run)
-
-
-def test_load_run_fails_on_missing_or_foreign_run(tiny_run: Path, tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="run.json"):
-        load_run(tmp_path)
-    run = shutil.copytree(tiny_run, tmp_path / "run")
-    info = json.loads((run / "run.json").read_text())
-    (run / "run.json").write_text(json.dumps({**info, "kind": "something-else"}))
-    with pytest.raises(ValueError, match="kind"):
-        load_run(run)
-    run2 = shutil.copytree(tiny_run, tmp_path / "run2")
-    cfg = json.loads((run2 / "model_config.json").read_text())
-    (run2 / "model_config.json").write_text(json.dumps({**cfg, "layers": 3}))
-    with pytest.raises(ValueError, match="unknown model config keys"):
-        load_run(run2)
-
-
 # --------------------------------------------------------------------------- reproducibility
 
 
@@ -164,8 +67,7 @@ def test_same_seed_same_history(small_glove: Path, tmp_path: Path) -> None:
     assert losses[0] == losses[1]
     assert losses[0] != losses[2]
     assert (tmp_path / "a" / WEIGHTS).read_bytes() == (tmp_path / "b" / WEIGHTS).read_bytes()
-    dev = [(tmp_path / n / "dev.jsonl").read_text() for n in ("a", "b")]
-    assert dev[0] == dev[1]
+    assert (tmp_path / "a" / DEV).read_bytes() == (tmp_path / "b" / DEV).read_bytes()
 
 
 # --------------------------------------------------------------------------- dev split
@@ -211,13 +113,13 @@ def test_fit_without_dev_splits_train(small_glove: Path, tmp_path: Path) -> None
     preset = tiny_preset("at-lstm", small_glove)
     preset = replace(preset, train=replace(preset.train, epochs=2, dev_fraction=0.2))
     fit(examples, None, preset, tmp_path, progress=False)
-    info = json.loads((tmp_path / "run.json").read_text())
+    info = read_info(tmp_path)
     assert info["n_train"] + info["n_dev"] == 20 and info["n_dev"] == 4
     assert "20% of train" in info["dev_split"]
     _, dev = split_dev(examples, 0.2, preset.train.seed)
-    rows = [json.loads(line) for line in (tmp_path / "dev.jsonl").read_text().splitlines()]
-    assert [(r["text"], r["start"], r["label"]) for r in rows] == [
-        (e.text, e.start, e.label) for e in dev
+    saved = read_dev_examples(tmp_path)
+    assert [(e.text, e.start, e.end, e.label) for e in saved] == [
+        (e.text, e.start, e.end, e.label) for e in dev
     ]
 
 
@@ -249,12 +151,46 @@ def test_resolve_device() -> None:
             resolve_device("cuda")
 
 
+# ------------------------------------------------------------------ early stopping, schedule
+
+
+def test_early_stopping_keeps_the_best_epoch_and_counts_the_rest() -> None:
+    stop = EarlyStopping(patience=2)
+    assert stop.update(1, (0.5, -1.0), {"accuracy": 0.5})  # the first epoch always improves
+    assert stop.update(2, (0.5, -0.9), {"accuracy": 0.5, "n": 2})  # same metric, lower loss
+    assert not stop.update(3, (0.5, -0.9), {"accuracy": 0.5})  # a tie is no gain
+    assert not stop.exhausted and stop.bad_epochs == 1
+    assert not stop.update(4, (0.4, -0.1), {"accuracy": 0.4})  # lower metric, whatever the loss
+    assert stop.exhausted
+    assert (stop.epoch, stop.score, stop.dev) == (2, (0.5, -0.9), {"accuracy": 0.5, "n": 2})
+    assert stop.update(5, (0.6, -2.0), {"accuracy": 0.6}) and stop.bad_epochs == 0
+
+
+def _factors(tcfg: TrainConfig, steps_per_epoch: int) -> list[float]:
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = make_schedule(opt, tcfg, steps_per_epoch)
+    out = []
+    for _ in range(steps_per_epoch * tcfg.epochs):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return out
+
+
+def test_schedule_constant_or_warm_up_then_decay() -> None:
+    assert _factors(TrainConfig(epochs=2, warmup=0.0), 5) == [1.0] * 10
+    # 10 steps, 2 of warm-up: 1/2, 2/2, then (10 - step) / 8 down to 1/8
+    got = _factors(TrainConfig(epochs=2, warmup=0.2), 5)
+    want = [0.5, 1.0] + [(10 - s) / 8 for s in range(2, 10)]
+    assert got == pytest.approx(want)
+
+
 # --------------------------------------------------------------------------- real data
 
 
 @pytest.mark.skipif(not (DATA / "semeval14").is_dir(), reason="no shared SemEval-14 data")
 def test_real_short_run_beats_the_majority_class(tmp_path: Path) -> None:
-    from training.readers import read_examples
+    from absa.training.readers import read_examples
 
     root = DATA / "semeval14"
     train = read_examples(root / "Restaurants_Train.xml.seg").examples
@@ -271,19 +207,3 @@ def test_real_short_run_beats_the_majority_class(tmp_path: Path) -> None:
     assert report["n"] == len(test) >= 250
     assert report["accuracy"] > majority, (report["accuracy"], majority)
     assert report["macro_f1"] > 0.4  # predicting the majority class scores about 0.26
-
-
-def test_code_version_without_git_uses_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the tree travels without git (a Docker build), ABSA_CODE_VERSION names it."""
-    import subprocess
-
-    from training.checkpoint import code_version
-
-    def no_git(*args: object, **kwargs: object) -> None:
-        raise OSError("git: not found")
-
-    monkeypatch.setattr(subprocess, "run", no_git)
-    monkeypatch.setenv("ABSA_CODE_VERSION", "abc123")
-    assert code_version() == "abc123"
-    monkeypatch.delenv("ABSA_CODE_VERSION")
-    assert code_version().startswith(("absa ", "unknown"))

@@ -1,4 +1,5 @@
-"""Score files offline with the runtime (no server, no torch).
+"""Score files offline with a ``Predictor`` (no server, no torch): the same aspect resolver,
+encoding and result building as the HTTP API.
 
 Input rows: ``{"text", "aspect", "start"?, "end"?}`` as JSONL or CSV (same columns). Output:
 one row per input row, in order, repeating the input's fields and adding ``label`` and
@@ -17,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
 from tqdm import tqdm
 
-from model.runtime import Runtime
-from model.text import TextError, find_all
+from absa.errors import InputError
+from absa.model.aspects import occurrences, pinned
+from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
 log = logging.getLogger(__name__)
 
@@ -67,26 +68,24 @@ def _rows(f: IO[str], fmt: str, path: Path) -> Iterator[tuple[int, dict[str, Any
         line = reader.line_num
 
 
-def resolve_row(row: dict[str, Any]) -> tuple[str, int, int]:
-    """The row's (text, start, end); ValueError says what is wrong."""
+def prepare_row(predictor: Predictor, row: dict[str, Any]) -> Prepared:
+    """The row's first aspect occurrence (or its pinned span), encoded; InputError says
+    what is wrong. One output row per input row: a repeated term scores its first occurrence."""
     text, aspect = row.get("text"), row.get("aspect")
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("text is missing or empty")
+        raise InputError("text is missing or empty")
     if not isinstance(aspect, str) or not aspect.strip():
-        raise ValueError("aspect is missing or empty")
+        raise InputError("aspect is missing or empty")
     start, end = row.get("start"), row.get("end")
     if start not in (None, "") or end not in (None, ""):
         try:
             s, e = int(start), int(end)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise ValueError(f"start/end must be integers, got {start!r}/{end!r}") from None
-        if not (0 <= s < e <= len(text)) or text[s:e] != aspect:
-            raise ValueError(f"text[{s}:{e}] is not the aspect {aspect!r}")
-        return text, s, e
-    spans = find_all(text, aspect)
-    if not spans:
-        raise ValueError(f"aspect {aspect!r} does not occur in the text")
-    return text, spans[0][0], spans[0][1]
+            raise InputError(f"start/end must be integers, got {start!r}/{end!r}") from None
+        span = pinned(text, aspect, s, e)
+    else:
+        span = occurrences(text, aspect)[0]
+    return Prepared(text, [span], predictor.encode(text, [span]))
 
 
 class _Writer:
@@ -94,14 +93,12 @@ class _Writer:
         self.f, self.fmt, self.labels = f, fmt, labels
         self.csv: csv.DictWriter | None = None
 
-    def write(self, row: dict[str, Any], probs: np.ndarray | None, error: str) -> None:
+    def write(self, row: dict[str, Any], pred: AspectPrediction | None, error: str) -> None:
         out = dict(row)
         if self.fmt == "jsonl":
-            if probs is not None:
-                out["label"] = self.labels[int(probs.argmax())]
-                out["scores"] = {
-                    k: round(float(p), 6) for k, p in zip(self.labels, probs, strict=True)
-                }
+            if pred is not None:
+                out["label"] = pred.label
+                out["scores"] = pred.scores
             else:
                 out["error"] = error
             self.f.write(json.dumps(out, ensure_ascii=False) + "\n")
@@ -111,16 +108,16 @@ class _Writer:
             cols = [c for c in row if c not in extra] + extra
             self.csv = csv.DictWriter(self.f, fieldnames=cols, extrasaction="ignore")
             self.csv.writeheader()
-        if probs is not None:
-            out["label"] = self.labels[int(probs.argmax())]
-            out.update({f"score_{k}": f"{p:.6f}" for k, p in zip(self.labels, probs, strict=True)})
+        if pred is not None:
+            out["label"] = pred.label
+            out.update({f"score_{k}": f"{p:.6f}" for k, p in pred.scores.items()})
         else:
             out["error"] = error
         self.csv.writerow(out)
 
 
 def score_file(
-    runtime: Runtime, src: Path, dst: Path, chunk: int = 512, progress: bool = True
+    predictor: Predictor, src: Path, dst: Path, chunk: int = 512, progress: bool = True
 ) -> ScoreStats:
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
@@ -131,19 +128,19 @@ def score_file(
         tmp.open("w", encoding="utf-8", newline="") as fout,
         tqdm(total=src.stat().st_size, unit="B", unit_scale=True, disable=not progress) as bar,
     ):
-        writer = _Writer(fout, out_fmt, runtime.labels)
-        pending: list[tuple[int, dict, Any, str]] = []  # (line, row, encoded or None, error)
+        writer = _Writer(fout, out_fmt, predictor.labels)
+        pending: list[tuple[int, dict, Prepared | None, str]] = []  # (line, row, prepared, error)
 
         def flush() -> None:
-            good = [p for p in pending if p[2] is not None]
-            outs = iter(runtime.run([p[2] for p in good])) if good else iter(())
-            for line, row, enc, err in pending:
-                if enc is None:
+            good = [p[2] for p in pending if p[2] is not None]
+            preds = iter(predictor.predict_many(good))
+            for line, row, prep, err in pending:
+                if prep is None:
                     writer.write(row, None, err)
                     stats.bad.append((line, err))
                     log.warning("%s:%d: %s", src, line, err)
                 else:
-                    writer.write(row, next(outs).probs, "")
+                    writer.write(row, next(preds)[0], "")
                     stats.scored += 1
             pending.clear()
             bar.n = fin.buffer.tell() if hasattr(fin, "buffer") else bar.n
@@ -151,13 +148,13 @@ def score_file(
 
         for line, row, err in _rows(fin, in_fmt, src):
             stats.rows += 1
-            enc = None
+            prep = None
             if row is not None:
                 try:
-                    enc = runtime.encode(*resolve_row(row))
-                except (ValueError, TextError) as e:
+                    prep = prepare_row(predictor, row)
+                except InputError as e:
                     err = str(e)
-            pending.append((line, row or {}, enc, err))
+            pending.append((line, row or {}, prep, err))
             if len(pending) >= chunk:
                 flush()
         flush()

@@ -1,4 +1,5 @@
-"""Service settings: environment variables with the ``ABSA_`` prefix, or CLI flags."""
+"""Settings: the one reader of the environment. Every ``ABSA_*`` variable is a field here
+(the CLI's flags override them); nothing else in the project reads ``os.environ``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from model.runtime import default_model_dir
 
 
 class Settings(BaseSettings):
@@ -44,15 +43,22 @@ class Settings(BaseSettings):
     max_items: int = Field(64, ge=1, description="items per /v1/predict/batch request")
     max_body_bytes: int = Field(1_000_000, ge=1)
     log_level: str = "info"
+    # provenance
+    code_version: str | None = Field(
+        None,
+        description="recorded as the code version of training runs where the source tree "
+        "travels without .git (git's commit wins where there is one)",
+    )
 
     def model_path(self) -> Path:
         """The artifact to serve now: the registry's current version if it has one, else
         model_dir, else the shipped model."""
-        if self.registry is not None:
-            from model.registry import Registry
+        from absa.model.registry import Registry
+        from absa.model.runtime import DEFAULT_MODEL_DIR
 
+        if self.registry is not None:
             reg = Registry(self.registry)
             if reg.current() is not None:
                 return reg.current_path()
             # an empty registry (before the first promotion) serves the fallback model
-        return self.model_dir or default_model_dir()
+        return self.model_dir or DEFAULT_MODEL_DIR

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.heatmap import render
+from absa.cli.heatmap import render
 
 TEXT = "The fries were soggy but the burger was great"
 RESULT = {

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
-from tests.service.conftest import EXAMPLES
+from absa.cli import main
+from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
 
 A, B = EXAMPLES[0], EXAMPLES[1]  # one training sentence, its two aspects (the model fits them)
 
@@ -75,7 +75,7 @@ def test_jsonl_to_jsonl_one_row_per_input_row_in_order(artifact: Path, tmp_path:
     assert "invalid JSON" in rows[1]["error"]
     assert "does not occur" in rows[2]["error"] and rows[2]["id"] == 3
     assert rows[3]["id"] == 4 and rows[3]["label"] in ("negative", "neutral", "positive")
-    assert "is not the aspect" in rows[4]["error"]
+    assert "not the term 'pizza'" in rows[4]["error"]
     assert "text is missing or empty" in rows[5]["error"]
     assert "JSON object" in rows[6]["error"]
     assert not (tmp_path / "out.jsonl.part").exists()
@@ -142,8 +142,9 @@ def test_csv_without_the_needed_columns_names_the_file(
 
 
 def test_many_rows_are_scored_in_chunks(artifact: Path, tmp_path: Path) -> None:
-    from model.runtime import Runtime
-    from service.scoring import score_file
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+    from absa.scoring import score_file
 
     n = 2000
     src = tmp_path / "big.jsonl"
@@ -153,9 +154,9 @@ def test_many_rows_are_scored_in_chunks(artifact: Path, tmp_path: Path) -> None:
                 json.dumps({"text": f"the food was great {i}", "aspect": "food", "i": i}) + "\n"
             )
     calls: list[int] = []
-    rt = Runtime.load(artifact, device="cpu", threads=1)
-    real_run = rt.run
-    rt.run = lambda items: calls.append(len(items)) or real_run(items)  # type: ignore[method-assign]
+    rt = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    real_run = rt.forward
+    rt.forward = lambda items: calls.append(len(items)) or real_run(items)  # type: ignore[method-assign]
     stats = score_file(rt, src, tmp_path / "big.out.jsonl", chunk=256, progress=False)
     assert stats.rows == stats.scored == n and not stats.bad
     assert max(calls) <= 256 and sum(calls) == n  # never more than a chunk in memory

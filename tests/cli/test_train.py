@@ -1,4 +1,5 @@
-"""The ``absa`` CLI in-process: train, evaluate (any reader format), errors and configs."""
+"""The training commands of the ``absa`` CLI (absa/cli/train.py) in-process: train,
+evaluate (any reader format), export, presets; errors and configs."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
+from absa.cli import main
+from absa.model import artifact
+from absa.training.records import Example
+from absa.training.rundir import read_info, read_metrics
 from tests.helpers import synthetic_examples, write_jsonl
-from training.records import Example
 
 EXAMPLES = synthetic_examples(12, seed=0)  # the set the session's tiny_run was trained on
 
@@ -94,6 +97,31 @@ def test_train_writes_a_run(
     assert len(json.loads((out / "history.json").read_text())) == 3
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["eval"][str(held)]["n"] == 6
+    assert list(metrics) == ["dev", "best_epoch", "select_on", "eval"]
+
+
+def test_train_without_eval_records_none(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    assert main(["train", "--train", str(train), "--config", str(cfg), "--out", str(out)]) == 0
+    assert "eval" not in read_metrics(out)
+
+
+def test_train_excludes_sentences_of_other_files(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    test = write_jsonl(tmp_path / "test.jsonl", EXAMPLES[:4])  # two sentences, 2 aspects each
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--dev", str(train), "--config", str(cfg)]
+    assert main([*argv, "--out", str(out), "--exclude", str(test), "--quiet"]) == 0
+    info = read_info(out)
+    assert info["data"]["excluded_overlap"] == 4 and info["n_train"] == len(EXAMPLES) - 4
+    assert info["data"]["exclude"][0]["path"] == str(test)
 
 
 def test_config_overrides_model_and_train_keys(
@@ -188,6 +216,41 @@ def test_train_bad_record_names_file_and_line(
     assert info["n_train"] + info["n_dev"] == len(EXAMPLES)
 
 
+# --------------------------------------------------------------------------- export
+
+
+def test_export_prints_parity(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "a"
+    argv = ["export", "--run", str(tiny_run), "--out", str(out)]
+    assert main([*argv, "--name", "n", "--version", "v9"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"artifact written to {out}: parity on {len(EXAMPLES)} dev items")
+    assert "int8" not in printed
+    meta = artifact.load(out).metadata
+    assert (meta["name"], meta["version"], meta["source_run"]) == ("n", "v9", str(tiny_run))
+
+
+def test_int8_export(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "int8"
+    code = main(["export", "--run", str(tiny_run), "--out", str(out), "--quantize", "int8"])
+    assert code == 0
+    assert "predictions changed" in capsys.readouterr().out
+    assert artifact.load(out).metadata["quantization"]["type"] == "int8-dynamic"
+
+
+def test_export_errors_are_one_line(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export", "--run", str(tmp_path), "--out", str(tmp_path / "a")]) == 2
+    assert "absa export: error:" in capsys.readouterr().err
+    (tmp_path / "taken").mkdir()
+    assert main(["export", "--run", str(tiny_run), "--out", str(tmp_path / "taken")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa export: error:") and "exists" in err
+
+
 # --------------------------------------------------------------------------- evaluate
 
 
@@ -236,7 +299,7 @@ def test_evaluate_errors(
 
 
 def test_presets_lists_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
-    from training.presets import PRESETS
+    from absa.training.presets import PRESETS
 
     assert main(["presets"]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]

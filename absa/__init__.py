@@ -1,0 +1,32 @@
+"""absa: aspect-level sentiment classification.
+
+    from absa import load
+    clf = load()                       # the shipped model (or load("path/or/registry"))
+    clf("The fries were soggy but the burger was great", aspects=["burger", "fries"])
+
+``import absa`` is light: the classifier (onnxruntime) is imported on first use, and
+nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from absa.api import Classifier, load
+
+try:
+    __version__ = version("absa")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+__all__ = ["Classifier", "__version__", "load"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("load", "Classifier"):
+        from absa import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'absa' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from absa.cli import main
+
+raise SystemExit(main())

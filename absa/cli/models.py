@@ -1,0 +1,62 @@
+"""``absa models``: the model registry (list, show, promote, rollback), torch-free."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from absa.cli.common import CLIError
+
+if TYPE_CHECKING:
+    from absa.model.registry import Registry
+
+
+def _registry(args: argparse.Namespace) -> Registry:
+    from absa.model.registry import Registry
+    from absa.settings import Settings
+
+    root = args.registry or Settings().registry
+    if not root:
+        raise CLIError("name the registry with --registry DIR or ABSA_REGISTRY")
+    return Registry(root)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    reg = _registry(args)
+    current = reg.current()
+    if args.action == "list":
+        for v in reg.versions():
+            m = reg.metadata(v)
+            ev = " ".join(
+                f"{k}={x['accuracy'] * 100:.2f}/{x['macro_f1'] * 100:.2f}"
+                for k, x in (m.get("eval") or {}).items()
+            )
+            mark = "*" if v == current else " "
+            sys.stdout.write(
+                f"{mark} {v:<22} {m.get('created', ''):<26} parent={m.get('parent')} {ev}\n"
+            )
+        return 0
+    if args.action == "show":
+        if not args.version:
+            raise CLIError("models show needs a VERSION")
+        sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
+        return 0
+    with reg.lock():
+        if args.action == "promote":
+            if not args.version:
+                raise CLIError("models promote needs a VERSION")
+            reg.promote(args.version, reason="manual")
+            sys.stdout.write(f"current: {args.version}\n")
+        else:
+            sys.stdout.write(f"current: {reg.rollback()}\n")
+    return 0
+
+
+def register(sub: Any) -> None:
+    m = sub.add_parser("models", help="the model registry: list, show V, promote V, rollback")
+    m.add_argument("action", choices=["list", "show", "promote", "rollback"])
+    m.add_argument("version", nargs="?")
+    m.add_argument("--registry", help="registry directory (default: $ABSA_REGISTRY)")
+    m.set_defaults(func=cmd_models)

@@ -1,0 +1,208 @@
+"""Commands that train: train, evaluate, export, retrain, presets (need ``absa[train]``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from absa.cli.common import model_dir
+
+if TYPE_CHECKING:
+    from absa.training.records import ReadResult
+
+log = logging.getLogger("absa")
+
+
+def _read(paths: Sequence[str], skip_invalid: bool) -> ReadResult:
+    from absa.training.readers import read_many
+
+    res = read_many(paths, skip_invalid=skip_invalid)
+    if res.skipped:
+        log.warning("skipped %d invalid records", len(res.skipped))
+        for bad in res.skipped[:20]:
+            log.warning("  %s: %s", bad.source, bad.reason)
+        if len(res.skipped) > 20:
+            log.warning("  ... and %d more", len(res.skipped) - 20)
+    return res
+
+
+def _data_info(paths: Sequence[str]) -> list[dict]:
+    from absa.training.provenance import file_info
+
+    return file_info(paths)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from absa.training.evaluate import evaluate
+    from absa.training.metrics import format_report
+    from absa.training.presets import load_config
+    from absa.training.rundir import add_eval
+    from absa.training.train import fit
+
+    preset = load_config(Path(args.config) if args.config else None, args.preset)
+    over = {
+        k: v
+        for k, v in (
+            ("seed", args.seed),
+            ("epochs", args.epochs),
+            ("threads", args.threads),
+            ("device", args.device),
+        )
+        if v is not None
+    }
+    if over:
+        preset = replace(preset, train=replace(preset.train, **over))
+    train = _read(args.train, args.skip_invalid)
+    dev = _read(args.dev, args.skip_invalid).examples if args.dev else None
+    info = {
+        "train": _data_info(args.train),
+        "dev": _data_info(args.dev or []),
+        "skipped_invalid": len(train.skipped),
+    }
+    examples = train.examples
+    if args.exclude:
+        from absa.training.readers import drop_overlap
+
+        examples, dropped = drop_overlap(examples, _read(args.exclude, True).examples)
+        info["exclude"] = _data_info(args.exclude)
+        info["excluded_overlap"] = dropped
+        log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
+    result = fit(
+        examples,
+        dev,
+        preset,
+        Path(args.out),
+        data_info=info,
+        progress=not args.quiet,
+        preset_name=preset.name,
+    )
+    reports: dict[str, dict] = {}
+    for path in args.eval or []:
+        reports[path] = evaluate(result.run_dir, _read([path], args.skip_invalid).examples)
+        log.info("%s\n%s", path, format_report(reports[path]))
+    add_eval(result.run_dir, reports)
+    dev_rep = result.dev
+    sys.stdout.write(
+        f"run written to {result.run_dir}: best epoch {result.best_epoch}, dev accuracy "
+        f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
+    )
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from absa.training.evaluate import evaluate
+    from absa.training.metrics import format_report
+
+    model = model_dir(args.model)
+    examples = _read(args.data, args.skip_invalid).examples
+    rep = evaluate(model, examples)
+    rep["model"] = str(model)
+    rep["data"] = list(args.data)
+    if args.json:
+        sys.stdout.write(json.dumps(rep) + "\n")
+    else:
+        sys.stdout.write(format_report(rep) + "\n")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from absa.training.exporting import export_run
+
+    meta = export_run(
+        Path(args.run), Path(args.out), quantize=args.quantize, name=args.name, version=args.version
+    )
+    par = meta["parity"]
+    msg = (
+        f"artifact written to {args.out}: parity on {par['n']} dev items, max |diff| "
+        f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}"
+    )
+    if "quantization" in meta:
+        q = meta["quantization"]
+        msg += (
+            f"; int8 dev accuracy {q['dev_accuracy_int8'] * 100:.2f} "
+            f"({q['accuracy_change'] * 100:+.2f}), {q['changed_predictions']} predictions changed"
+        )
+    sys.stdout.write(msg + "\n")
+    return 0
+
+
+def cmd_retrain(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from absa.training.retrain import RetrainConfig, retrain, summary
+
+    cfg = RetrainConfig.load(Path(args.config))
+    if args.skip_invalid:
+        cfg = replace(cfg, skip_invalid=True)
+    report = retrain(cfg, version=args.version, progress=not args.quiet)
+    sys.stdout.write(summary(report) + "\n")
+    return 0 if report["promoted"] else 3
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from absa.training.presets import PRESETS
+
+    for name, preset in PRESETS.items():
+        sys.stdout.write(f"{name:<22} {preset.about}\n")
+    return 0
+
+
+def register(sub: Any) -> None:
+    t = sub.add_parser("train", help="train a model and write a run directory")
+    t.add_argument(
+        "--train", nargs="+", required=True, help="training files (xml, 3-line, jsonl, csv)"
+    )
+    t.add_argument("--dev", nargs="+", help="dev files (default: a seeded 10%% of train)")
+    g = t.add_mutually_exclusive_group()
+    g.add_argument("--preset", help="a named preset (see `absa presets`)")
+    g.add_argument("--config", help="a JSON/TOML config: {preset, model: {...}, train: {...}}")
+    t.add_argument("--out", required=True, help="the run directory to write")
+    t.add_argument(
+        "--eval", nargs="+", help="files to evaluate the final model on (never used to select)"
+    )
+    t.add_argument(
+        "--exclude", nargs="+", help="drop training sentences that occur in these files (test sets)"
+    )
+    t.add_argument("--seed", type=int)
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--threads", type=int)
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default: auto (CUDA if seen)")
+    t.add_argument("--skip-invalid", action="store_true", help="skip bad records and report them")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class scores, confusion matrix")
+    e.add_argument(
+        "--model", help="a run directory or an exported artifact (default: the shipped model)"
+    )
+    e.add_argument("--data", nargs="+", required=True)
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--skip-invalid", action="store_true")
+    e.set_defaults(func=cmd_evaluate)
+
+    x = sub.add_parser("export", help="export a run to an ONNX artifact directory (parity-checked)")
+    x.add_argument("--run", required=True, help="a training run directory")
+    x.add_argument("--out", required=True, help="the artifact directory to create")
+    x.add_argument("--quantize", choices=["int8"], help="onnxruntime dynamic int8 quantisation")
+    x.add_argument("--name", help="model name (default: the preset)")
+    x.add_argument("--version", help="model version (default: a UTC timestamp)")
+    x.set_defaults(func=cmd_export)
+
+    r = sub.add_parser(
+        "retrain", help="retrain, evaluate against the champion, promote if it passes"
+    )
+    r.add_argument("--config", required=True, help="a TOML retraining config")
+    r.add_argument("--version", help="version name (default: a UTC timestamp)")
+    r.add_argument("--skip-invalid", action="store_true")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=cmd_retrain)
+
+    pr = sub.add_parser("presets", help="list the presets")
+    pr.set_defaults(func=cmd_presets)

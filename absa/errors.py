@@ -1,0 +1,55 @@
+"""The project's error types. The core raises these and never speaks HTTP: the service maps
+them to status codes in one place (``absa.service.errors``), the CLI to one line and exit 2.
+
+    AbsaError
+    ├── InputError          the caller's input is wrong (HTTP 422)
+    │   ├── LimitError      ... or over a size limit (HTTP 413)
+    │   ├── TextError       a text / span the pipeline cannot encode (absa.model.text)
+    │   └── DataError       a bad training or evaluation file, naming file and line
+    ├── ArtifactError       a model directory is missing, incomplete or fails verification
+    │   └── ParityError     onnxruntime and torch disagree on an export
+    ├── RegistryError       the model registry refuses (no such version, locked, ...)
+    ├── Overloaded          too much work waiting: try again later (HTTP 503 + Retry-After)
+    └── ShuttingDown        the service no longer takes work (HTTP 503)
+
+``InputError`` is also a ``ValueError`` and ``ArtifactError`` a ``RuntimeError``, so code that
+catches the builtin kinds keeps working.
+"""
+
+from __future__ import annotations
+
+
+class AbsaError(Exception):
+    """Base of every error the project raises on purpose."""
+
+
+class InputError(AbsaError, ValueError):
+    """The input is invalid: the message says what is wrong and where."""
+
+
+class LimitError(InputError):
+    """The input is over a configured size limit (text length, aspects, items)."""
+
+
+class DataError(InputError):
+    """Bad input data. The message names the file and the line or record."""
+
+
+class ArtifactError(AbsaError, RuntimeError):
+    """The model directory is missing, incomplete, or fails verification."""
+
+
+class ParityError(ArtifactError):
+    """onnxruntime and torch disagree on the exported model."""
+
+
+class RegistryError(AbsaError, RuntimeError):
+    """The model registry cannot do what was asked."""
+
+
+class Overloaded(AbsaError):
+    """Too much work is waiting; the caller should retry later."""
+
+
+class ShuttingDown(AbsaError):
+    """The service no longer takes work."""

@@ -1,0 +1,147 @@
+"""The artifact directory: its one owner. Writing, reading and verifying live here, side by
+side, so the service at start-up, hot reload, the CLI and the Python API all apply the same
+checks. No torch.
+
+    model.onnx       the graph (possibly int8)
+    metadata.json    kind, name, version, labels, configs, metrics, provenance, the sha256 of
+                     model.onnx, and the recorded torch/onnxruntime parity check
+    pipeline.json    the text pipeline, with vocab.json or tokenizer.json
+    README.md        the model card (optional)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from absa.errors import ArtifactError
+from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
+
+KIND = "absa-artifact"
+METADATA = "metadata.json"
+ONNX = "model.onnx"
+PARITY_ATOL = 1e-4  # max |p_torch - p_onnxruntime| an export may show on its dev set
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_artifact(directory: Path) -> bool:
+    return (Path(directory) / METADATA).is_file()
+
+
+def write_metadata(directory: Path, metadata: dict) -> None:
+    """Write metadata.json whole (temporary file + rename): a reader never sees half of it."""
+    directory = Path(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{METADATA}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=1)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, directory / METADATA)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_metadata(directory: Path) -> dict:
+    """metadata.json of an artifact, checked to be one: ArtifactError otherwise."""
+    path = Path(directory) / METADATA
+    if not path.is_file():
+        raise ArtifactError(f"{directory}: not a model artifact (no {METADATA})")
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{path}: {e}") from None
+    if not isinstance(metadata, dict) or metadata.get("kind") != KIND:
+        kind = metadata.get("kind") if isinstance(metadata, dict) else None
+        raise ArtifactError(f"{path}: kind {kind!r} is not {KIND!r}")
+    return metadata
+
+
+def amend_metadata(directory: Path, **fields: object) -> dict:
+    """Add or replace top-level fields of metadata.json (e.g. the retraining job's gate result
+    and evaluation); returns the new metadata."""
+    metadata = read_metadata(directory)
+    metadata.update(fields)
+    write_metadata(directory, metadata)
+    return metadata
+
+
+def record_onnx(metadata: dict, directory: Path) -> None:
+    """Point the metadata at the directory's model.onnx and its current checksum."""
+    onnx = dict(metadata.get("onnx") or {})
+    onnx.update(file=ONNX, sha256=sha256_file(Path(directory) / ONNX))
+    metadata["onnx"] = onnx
+
+
+def _inside(directory: Path, name: object) -> Path:
+    """``directory / name``, refusing names that would resolve outside the directory."""
+    if not isinstance(name, str) or not name:
+        raise ArtifactError(f"{directory}: the metadata names no model file")
+    path = (directory / name).resolve()
+    if not path.is_relative_to(directory.resolve()):
+        raise ArtifactError(f"{directory}: model file {name!r} is outside the artifact")
+    return path
+
+
+def verify_parity(metadata: dict, where: Path | str) -> None:
+    """Refuse an artifact whose metadata does not record a passed torch/onnxruntime check."""
+    par = metadata.get("parity")
+    if not isinstance(par, dict):
+        raise ArtifactError(f"{where}: metadata records no parity check")
+    if par.get("prediction_mismatches", 1) != 0 or par.get("max_abs_diff", 1.0) > PARITY_ATOL:
+        raise ArtifactError(f"{where}: metadata records a failed parity check: {par}")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A verified artifact directory: its metadata, graph file and text pipeline."""
+
+    directory: Path
+    metadata: dict
+    onnx_path: Path
+    pipeline: WordPipeline | WordPiecePipeline
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.metadata["labels"])
+
+
+def load(directory: Path | str, require_parity: bool = True) -> Artifact:
+    """Open and verify an artifact: kind, model file inside the directory, its sha256, and
+    (unless ``require_parity`` is off, as during export before the check has run) a passed
+    parity record. The same checks at start-up, on hot reload and in the CLI."""
+    directory = Path(directory)
+    metadata = read_metadata(directory)
+    onnx_meta = metadata.get("onnx")
+    if not isinstance(onnx_meta, dict):
+        raise ArtifactError(f"{directory / METADATA}: no 'onnx' entry")
+    onnx_path = _inside(directory, onnx_meta.get("file"))
+    if not onnx_path.is_file():
+        raise ArtifactError(f"{onnx_path}: missing")
+    digest = sha256_file(onnx_path)
+    expected = str(onnx_meta.get("sha256", ""))
+    if digest != expected:
+        raise ArtifactError(
+            f"{onnx_path}: sha256 {digest[:12]}... does not match the metadata's "
+            f"{expected[:12]}...; refusing to load"
+        )
+    if require_parity:
+        verify_parity(metadata, directory)
+    if not isinstance(metadata.get("labels"), list) or not metadata["labels"]:
+        raise ArtifactError(f"{directory / METADATA}: no labels")
+    try:
+        pipeline = load_pipeline(directory)
+    except (OSError, ValueError, KeyError) as e:
+        raise ArtifactError(f"{directory}: text pipeline: {e}") from None
+    return Artifact(directory, metadata, onnx_path, pipeline)

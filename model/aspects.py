@@ -1,0 +1,56 @@
+"""The one aspect resolver: an aspect as given (a term, or a term pinned to a span) ->
+character spans in the text. Used by the HTTP routes, the CLI, file scoring, the Python API
+and the training readers alike, so every path finds the same spans and says the same thing
+when an aspect is not there. No torch, no HTTP.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from absa.errors import InputError
+
+
+@dataclass(frozen=True)
+class Span:
+    """``text[start:end] == term``."""
+
+    term: str
+    start: int
+    end: int
+
+
+def find_all(text: str, term: str) -> list[tuple[int, int]]:
+    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive,
+    preferring whole-word matches; falls back to substring matches when none are whole words."""
+    term = term.strip()
+    if not term:
+        return []
+    pattern = re.escape(term)
+    spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){pattern}(?!\w)", text, re.I)]
+    if not spans:
+        spans = [(m.start(), m.end()) for m in re.finditer(pattern, text, re.I)]
+    return spans
+
+
+def occurrences(text: str, term: str, where: str = "") -> list[Span]:
+    """Every occurrence of the aspect ``term``, each as the span of the text's own spelling.
+    ``where`` prefixes the message ("aspects[1]: ", "items[0]: aspects[2]: ", "line 7: ")."""
+    if not term.strip():
+        raise InputError(f"{where}the aspect is empty")
+    found = find_all(text, term)
+    if not found:
+        raise InputError(f"{where}aspect {term!r} does not occur in the text")
+    return [Span(text[s:e], s, e) for s, e in found]
+
+
+def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
+    """The span the caller pinned, checked: inside the text and spelling the term."""
+    if not (0 <= start < end <= len(text)):
+        raise InputError(f"{where}span [{start}, {end}) is outside the text (length {len(text)})")
+    if text[start:end] != term:
+        raise InputError(
+            f"{where}text[{start}:{end}] is {text[start:end]!r}, not the term {term!r}"
+        )
+    return Span(term, start, end)

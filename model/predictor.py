@@ -1,0 +1,226 @@
+"""One prediction path: preprocess -> forward -> postprocess, as in the transformers pipelines.
+
+    aspects (terms or pinned spans) --preprocess--> spans + encoded items
+    encoded items                   --forward-----> onnxruntime outputs (batched)
+    outputs                         --postprocess-> AspectPrediction per span
+
+The HTTP routes (forward through the micro-batcher), ``absa predict``, file scoring, the web
+page and the Python API all go through a ``Predictor``, so the same input gets the same
+answer on every path. No torch, no HTTP: bad input raises ``InputError`` / ``LimitError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from absa.errors import InputError, LimitError
+from absa.model.aspects import Span, occurrences, pinned
+from absa.model.runtime import Output, Runtime, word_weights
+from absa.model.text import Encoded, TextError
+
+#: an aspect as callers give it: a term looked up in the text (every occurrence), or a span
+#: pinned by the caller (a ``Span`` or any object / mapping with term, start, end)
+AspectInput = str | Span | Mapping[str, Any] | Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request limits the service applies (None: no limit, as in the CLI and the Python API)."""
+
+    max_text_chars: int | None = None
+    max_aspects: int | None = None
+
+
+@dataclass(frozen=True)
+class WordWeight:
+    token: str
+    start: int
+    end: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class AspectPrediction:
+    """The answer for one aspect occurrence: ``text[start:end] == term``."""
+
+    term: str
+    start: int
+    end: int
+    label: str
+    score: float  # the winning probability
+    scores: dict[str, float]  # every label's probability
+    attention: list[WordWeight] | None = None  # with explain: weight per word
+    self_attention: list[list[float]] | None = None  # with explain, per head
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.start, self.end
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; the explain-only fields only when present."""
+        out = asdict(self)
+        for key in ("attention", "self_attention"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated, encoded request: what ``forward`` runs and ``postprocess`` answers."""
+
+    text: str
+    spans: list[Span]
+    items: list[Encoded]
+    explain: bool = False
+
+
+def _pinned_fields(aspect: Any) -> tuple[str, int, int] | None:
+    """(term, start, end) of an aspect given as a span; None for a plain term."""
+    if isinstance(aspect, str):
+        return None
+    if isinstance(aspect, Mapping):
+        try:
+            return aspect["term"], aspect["start"], aspect["end"]
+        except KeyError as e:
+            raise InputError(f"an aspect span needs term, start and end (missing {e})") from None
+    if all(hasattr(aspect, k) for k in ("term", "start", "end")):
+        return aspect.term, aspect.start, aspect.end
+    raise InputError(f"an aspect is a term (str) or a span with term, start, end: {aspect!r}")
+
+
+class Predictor:
+    """A runtime and the limits to apply; thread-safe (it holds no per-call state)."""
+
+    def __init__(self, runtime: Runtime, limits: Limits | None = None) -> None:
+        self.runtime = runtime
+        self.limits = limits or Limits()
+        self.labels: list[str] = list(runtime.labels)
+
+    @property
+    def metadata(self) -> dict:
+        return self.runtime.metadata
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.metadata.get('name')}:{self.metadata.get('version')}"
+
+    # ------------------------------------------------------------------ preprocess
+
+    def resolve(self, text: str, aspects: Sequence[AspectInput], where: str = "") -> list[Span]:
+        """Every aspect's span(s): a term found several times gives each occurrence."""
+        lim = self.limits
+        if not text.strip():
+            raise InputError(f"{where}text is empty")
+        if lim.max_text_chars is not None and len(text) > lim.max_text_chars:
+            raise LimitError(
+                f"{where}text has {len(text)} characters; the limit is {lim.max_text_chars}"
+            )
+        if not aspects:
+            raise InputError(
+                f"{where}aspects is empty: name at least one aspect term (aspect extraction "
+                "is not supported yet)"
+            )
+        spans: list[Span] = []
+        for i, aspect in enumerate(aspects):
+            at = f"{where}aspects[{i}]: "
+            fields = _pinned_fields(aspect)
+            if fields is None:
+                spans.extend(occurrences(text, aspect, at))
+            else:
+                spans.append(pinned(text, *fields, where=at))
+            if lim.max_aspects is not None and len(spans) > lim.max_aspects:
+                raise LimitError(
+                    f"{where}too many aspects (over {lim.max_aspects}, counting each "
+                    "occurrence of a repeated term)"
+                )
+        return spans
+
+    def encode(self, text: str, spans: Sequence[Span], where: str = "") -> list[Encoded]:
+        out = []
+        for sp in spans:
+            try:
+                out.append(self.runtime.encode(text, sp.start, sp.end))
+            except TextError as err:
+                raise InputError(
+                    f"{where}aspect {sp.term!r} [{sp.start}, {sp.end}): {err}"
+                ) from None
+        return out
+
+    def preprocess(
+        self, text: str, aspects: Sequence[AspectInput], explain: bool = False, where: str = ""
+    ) -> Prepared:
+        spans = self.resolve(text, aspects, where)
+        return Prepared(text, spans, self.encode(text, spans, where), explain)
+
+    # ------------------------------------------------------------------ forward
+
+    def forward(self, items: Sequence[Encoded]) -> list[Output]:
+        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call)."""
+        return self.runtime.run(items)
+
+    # ------------------------------------------------------------------ postprocess
+
+    def postprocess(self, prepared: Prepared, outputs: Sequence[Output]) -> list[AspectPrediction]:
+        return [
+            self._prediction(sp, out, prepared.explain)
+            for sp, out in zip(prepared.spans, outputs, strict=True)
+        ]
+
+    def _prediction(self, span: Span, out: Output, explain: bool) -> AspectPrediction:
+        scores = {lab: round(float(p), 6) for lab, p in zip(self.labels, out.probs, strict=True)}
+        best = int(np.argmax(out.probs))
+        attention = self_attention = None
+        if explain:
+            words = word_weights(out)
+            attention = [WordWeight(t.text, t.start, t.end, round(w, 6)) for t, w in words]
+            if out.self_attention is not None:
+                self_attention = _aspect_rows(out)
+        label = self.labels[best]
+        return AspectPrediction(
+            span.term,
+            span.start,
+            span.end,
+            label,
+            scores[label],
+            scores,
+            attention,
+            self_attention,
+        )
+
+    # ------------------------------------------------------------------ all three
+
+    def __call__(
+        self, text: str, aspects: Sequence[AspectInput], explain: bool = False
+    ) -> list[AspectPrediction]:
+        prepared = self.preprocess(text, aspects, explain)
+        return self.postprocess(prepared, self.forward(prepared.items))
+
+    def predict_many(self, prepared: Sequence[Prepared]) -> list[list[AspectPrediction]]:
+        """Several prepared requests in one forward pass (the runtime batches them)."""
+        outputs = self.forward([it for p in prepared for it in p.items])
+        answers, k = [], 0
+        for p in prepared:
+            answers.append(self.postprocess(p, outputs[k : k + len(p.items)]))
+            k += len(p.items)
+        return answers
+
+    def warmup(self) -> None:
+        self.runtime.warmup()
+
+
+def _aspect_rows(out: Output) -> list[list[float]]:
+    """Per head: the aspect tokens' (mean) self-attention to every token, merged like the words."""
+    asp = [i for i, m in enumerate(out.aspect_mask) if m]
+    sw = out.self_attention  # (heads, T, T)
+    assert sw is not None
+    heads = []
+    for h in range(sw.shape[0]):
+        rows = sw[h][asp].mean(0) if asp else sw[h].mean(0)
+        merged = word_weights(Output(out.probs, rows, out.tokens))
+        heads.append([round(w, 6) for _, w in merged])
+    return heads

@@ -1,0 +1,84 @@
+"""absa.model.predictor: resolve -> encode -> forward -> postprocess, limits and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from absa.errors import InputError, LimitError
+from absa.model.aspects import Span
+from absa.model.predictor import Limits, Predictor
+from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime
+
+TEXT = "The fries were soggy but the burger was great"
+
+
+@pytest.fixture(scope="module")
+def predictor() -> Predictor:
+    return Predictor(Runtime.load(DEFAULT_MODEL_DIR, device="cpu", threads=1))
+
+
+def test_resolve_terms_every_occurrence_and_pinned_spans(predictor: Predictor) -> None:
+    text = "pizza here, Pizza there"
+    assert predictor.resolve(text, ["pizza"]) == [Span("pizza", 0, 5), Span("Pizza", 12, 17)]
+    pinned = {"term": "Pizza", "start": 12, "end": 17}
+    assert predictor.resolve(text, [pinned]) == [Span("Pizza", 12, 17)]
+    assert predictor.resolve(text, [Span("Pizza", 12, 17)]) == [Span("Pizza", 12, 17)]
+
+
+@pytest.mark.parametrize(
+    ("text", "aspects", "message"),
+    [
+        ("  ", ["x"], "text is empty"),
+        (TEXT, [], "aspects is empty"),
+        (TEXT, ["wine"], "aspects[0]: aspect 'wine' does not occur in the text"),
+        (TEXT, ["fries", " "], "aspects[1]: the aspect is empty"),
+        (TEXT, [{"term": "fries", "start": 0, "end": 3}], "text[0:3] is 'The', not the term"),
+        (TEXT, [{"term": "fries", "start": 40, "end": 99}], "span [40, 99) is outside the text"),
+        (TEXT, [{"term": "fries"}], "needs term, start and end"),
+        (TEXT, [3], "a term (str) or a span"),
+    ],
+)
+def test_bad_input_is_an_input_error_that_says_what(
+    predictor: Predictor, text: str, aspects: list, message: str
+) -> None:
+    with pytest.raises(InputError) as err:
+        predictor(text, aspects)
+    assert message in str(err.value)
+
+
+def test_limits_raise_limit_errors() -> None:
+    rt = Runtime.load(DEFAULT_MODEL_DIR, device="cpu", threads=1)
+    p = Predictor(rt, Limits(max_text_chars=20, max_aspects=2))
+    with pytest.raises(LimitError, match="limit is 20"):
+        p(TEXT, ["fries"])
+    with pytest.raises(LimitError, match="too many aspects"):
+        p("a b a b a", ["a", "b"])
+    assert len(p("a b a", ["a"])) == 2  # within both limits
+
+
+def test_results_label_score_scores_and_explain(predictor: Predictor) -> None:
+    burger, fries = predictor(TEXT, ["burger", "fries"], explain=True)
+    assert (burger.term, burger.span, fries.span) == ("burger", (29, 35), (4, 9))
+    for r in (burger, fries):
+        assert r.label == max(r.scores, key=r.scores.get)
+        assert r.score == r.scores[r.label]
+        assert abs(sum(r.scores.values()) - 1) < 1e-4
+        assert r.attention is not None
+        assert [w.token for w in r.attention] == TEXT.split()
+        assert abs(sum(w.weight for w in r.attention) - 1) < 1e-4
+    assert (burger.label, fries.label) == ("positive", "negative")
+    plain = predictor(TEXT, ["burger"])[0]
+    assert plain.attention is None and "attention" not in plain.to_dict()
+    assert plain.scores == burger.scores
+
+
+def test_predict_many_equals_one_by_one(predictor: Predictor) -> None:
+    reqs = [(TEXT, ["burger", "fries"]), ("The food was great", ["food"]), (TEXT, ["fries"])]
+    prepared = [predictor.preprocess(t, a) for t, a in reqs]
+    together = predictor.predict_many(prepared)
+    alone = [predictor(t, a) for t, a in reqs]
+    for x, y in zip(together, alone, strict=True):
+        np.testing.assert_allclose(
+            [list(r.scores.values()) for r in x], [list(r.scores.values()) for r in y], atol=1e-6
+        )

@@ -1,0 +1,78 @@
+"""The public Python API: `from absa import load`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import absa
+from absa.errors import ArtifactError, InputError
+from absa.model.registry import Registry
+from absa.model.runtime import DEFAULT_MODEL_DIR
+
+TEXT = "The fries were soggy but the burger was great"
+
+
+def test_load_the_shipped_model_and_classify() -> None:
+    clf = absa.load()
+    assert clf.predictor.runtime.model_dir == DEFAULT_MODEL_DIR
+    burger, fries = clf(TEXT, aspects=["burger", "fries"])
+    assert (burger.label, fries.label) == ("positive", "negative")
+    assert (burger.span, fries.span) == ((29, 35), (4, 9))
+    assert burger.score == max(burger.scores.values())
+    assert clf.labels == ["negative", "neutral", "positive"]
+    (one,) = clf(TEXT, aspects="burger")  # a single term is accepted as is
+    assert one.to_dict() == burger.to_dict()
+    (explained,) = clf(TEXT, aspects=["burger"], explain=True)
+    assert explained.attention and explained.attention[0].token == "The"
+
+
+def test_load_follows_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    copy = tmp_path / "m"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    monkeypatch.setenv("ABSA_MODEL_DIR", str(copy))
+    assert absa.load().predictor.runtime.model_dir == copy
+
+
+def test_load_a_registry_serves_its_current_version(tmp_path: Path) -> None:
+    reg = Registry(tmp_path / "reg").init()
+    shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "v1")
+    reg.add(tmp_path / "v1", "v1")
+    reg.promote("v1")
+    assert absa.load(tmp_path / "reg").predictor.runtime.model_dir == reg.path("v1")
+
+
+def test_load_refuses_a_tampered_artifact(tmp_path: Path) -> None:
+    copy = tmp_path / "m"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    with (copy / "model.onnx").open("ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ArtifactError, match="sha256"):
+        absa.load(copy)
+
+
+def test_batch_keeps_order_and_names_the_bad_item() -> None:
+    clf = absa.load()
+    items = [
+        {"text": TEXT, "aspects": ["fries"]},
+        ("The food was great", ["food"]),
+        {"text": "The food was awful", "aspects": "food"},
+    ]
+    out = clf.batch(items, batch_size=2)
+    assert [[r.label for r in a] for a in out] == [["negative"], ["positive"], ["negative"]]
+    with pytest.raises(InputError, match=r"items\[1\]: aspects\[0\]: aspect 'wine'"):
+        clf.batch([items[0], ("The food was great", ["wine"])])
+    with pytest.raises(ValueError, match="batch_size"):
+        clf.batch(items, batch_size=0)
+
+
+def test_import_absa_is_light() -> None:
+    import subprocess
+    import sys
+
+    code = "import absa, sys; assert 'onnxruntime' not in sys.modules; print(absa.__version__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip()

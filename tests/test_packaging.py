@@ -1,0 +1,123 @@
+"""The install: one import name (`absa`) in site-packages with its data, and a serving path
+that imports without torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Modules that need torch (the training side). Every other module must import without it.
+NEEDS_TORCH = {
+    "absa.model.network",
+    "absa.model.export",
+}
+NEEDS_TORCH_PREFIX = ("absa.training.",)
+TORCH_FREE_TRAINING = {  # training modules the service or the CLI reach without torch
+    "absa.training.records",
+    "absa.training.metrics",
+}
+
+
+def all_modules() -> list[str]:
+    """Every module of the packages pyproject.toml installs, from their source folders."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    dirs = tool["package-dir"]
+    names = []
+    for package in tool["packages"]:
+        top = max((p for p in dirs if package == p or package.startswith(p + ".")), key=len)
+        folder = ROOT / dirs[top] / package[len(top) :].lstrip(".").replace(".", "/")
+        assert (folder / "__init__.py").is_file(), f"{package}: no {folder}/__init__.py"
+        for f in sorted(folder.glob("*.py")):
+            if f.stem == "__main__":
+                continue
+            names.append(package if f.stem == "__init__" else f"{package}.{f.stem}")
+    return sorted(names)
+
+
+def torch_free_modules() -> list[str]:
+    return [
+        m
+        for m in all_modules()
+        if m not in NEEDS_TORCH
+        and (not m.startswith(NEEDS_TORCH_PREFIX) or m in TORCH_FREE_TRAINING)
+    ]
+
+
+def test_the_package_maps_every_folder() -> None:
+    """Every Python folder under the mapped roots is a listed package (else the wheel
+    silently leaves it out)."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for package, folder in tool["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            assert ".".join((package, *rel)) in tool["packages"], init
+    mods = all_modules()
+    for expected in ("absa.api", "absa.cli", "absa.model.runtime", "absa.service.app"):
+        assert expected in mods
+    assert "absa.training.train" in mods
+
+
+def test_the_wheel_installs_only_absa(tmp_path: Path) -> None:
+    """No generic top-level package (model, service, training) lands in site-packages, and
+    the shipped model, the web page and the lexicon travel as package data."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        + ["-w", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("absa-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"absa"}
+    for data in (
+        "absa/model/artifacts/default/model.onnx",
+        "absa/model/artifacts/default/metadata.json",
+        "absa/model/artifacts/default/vocab.json",
+        "absa/service/static/index.html",
+        "absa/training/lexicon.json",
+        "absa/cli/__init__.py",
+    ):
+        assert data in names, data
+    entry = (
+        zipfile.ZipFile(wheel)
+        .read(next(n for n in names if n.endswith("entry_points.txt")))
+        .decode()
+    )
+    assert "absa = absa.cli:main" in entry
+
+
+BLOCK_TORCH = """
+import importlib, sys
+
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is blocked: this module must not need it")
+
+sys.meta_path.insert(0, NoTorch())
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+from absa import load
+clf = load()
+(r,) = clf("The food was great", aspects=["food"])
+assert r.label == "positive", r
+assert "torch" not in sys.modules
+print("ok", len(sys.argv) - 1)
+"""
+
+
+def test_torch_free_modules_import_and_predict_without_torch() -> None:
+    """What the serve-only install has (CI also runs this in a real venv without torch)."""
+    mods = torch_free_modules()
+    assert "absa.service.app" in mods and "absa.cli.serve" in mods and "absa.api" in mods
+    out = subprocess.run(
+        [sys.executable, "-c", BLOCK_TORCH, *mods], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == f"ok {len(mods)}"

@@ -1,0 +1,65 @@
+"""Tests for training.provenance: the code version (git, else the settings), the
+environment and the data files' checksums that runs and reports record."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from absa.training.provenance import code_version, environment, file_info
+
+
+def test_code_version_is_the_git_commit_where_there_is_one() -> None:
+    try:
+        subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git checkout here")
+    assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", code_version())
+
+
+def test_code_version_without_git_uses_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the tree travels without git (a Docker build), ABSA_CODE_VERSION names it: the
+    settings read it, provenance asks the settings."""
+
+    def no_git(*args: object, **kwargs: object) -> None:
+        raise OSError("git: not found")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    monkeypatch.setenv("ABSA_CODE_VERSION", "abc123")
+    assert code_version() == "abc123"
+    monkeypatch.delenv("ABSA_CODE_VERSION")
+    assert code_version().startswith(("absa ", "unknown"))
+
+
+def test_code_version_when_git_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a repository (git exits non-zero): the same fallback as no git at all."""
+
+    def not_a_repo(*args: object, **kwargs: object) -> None:
+        raise subprocess.CalledProcessError(128, "git")
+
+    monkeypatch.setattr(subprocess, "run", not_a_repo)
+    monkeypatch.setenv("ABSA_CODE_VERSION", "release-7")
+    assert code_version() == "release-7"
+
+
+def test_environment_names_the_versions() -> None:
+    import numpy
+    import torch
+
+    env = environment()
+    assert env["torch"] == torch.__version__ and env["numpy"] == numpy.__version__
+    assert set(env) == {"python", "torch", "numpy", "platform"}
+
+
+def test_file_info(tmp_path: Path) -> None:
+    a = tmp_path / "a.jsonl"
+    a.write_bytes(b"x\n")
+    assert (
+        file_info([a, str(a)])
+        == [{"path": str(a), "sha256": hashlib.sha256(b"x\n").hexdigest()}] * 2
+    )
+    assert file_info([]) == []

@@ -1,0 +1,53 @@
+"""A training run -> an artifact directory: load the run, hand its network, dev set and
+provenance to ``absa.model.export`` (which owns ONNX, the parity check and quantisation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from absa.model.export import export
+from absa.training.rundir import LoadedRun, load_run, read_dev_examples
+
+# what of run.json an artifact's metadata keeps under "train"
+TRAIN_KEYS = (
+    *("seed", "data", "label_counts", "n_train", "n_dev", "dev_split"),
+    "teacher",  # a distilled model's teacher: path, sha256, dev leak
+)
+
+
+def export_run(
+    run_dir: Path,
+    out_dir: Path,
+    quantize: str | None = None,
+    name: str | None = None,
+    version: str | None = None,
+    batch: int = 32,
+) -> dict:
+    """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set);
+    returns the artifact's metadata. ``name`` defaults to the run's preset."""
+    run_dir = Path(run_dir)
+    run = load_run(run_dir)
+    return export(
+        run.net,
+        run.pipeline,
+        run.model_config,
+        read_dev_examples(run_dir),
+        Path(out_dir),
+        provenance(run, run_dir),
+        name=name or run.info.get("preset") or "absa",
+        version=version,
+        quantize=quantize,
+        batch=batch,
+    )
+
+
+def provenance(run: LoadedRun, run_dir: Path) -> dict:
+    """What an artifact records of the run it came from."""
+    return {
+        "preset": run.info.get("preset"),
+        "train": {k: run.info.get(k) for k in TRAIN_KEYS},
+        "train_config": run.train_config.to_dict(),
+        "metrics": run.metrics,
+        "code_version": run.info.get("code_version"),
+        "source_run": str(run_dir),
+    }

@@ -1,0 +1,95 @@
+"""Torch batch helpers shared by training, evaluation and distillation: encode examples,
+batch them by length, build model inputs, and run a network over a data set."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from absa.model.network import ABSANet
+from absa.model.text import Encoded, TextError, WordPiecePipeline, WordPipeline, collate
+from absa.training.records import DataError, Example
+
+
+def encode_all(
+    pipeline: WordPipeline | WordPiecePipeline, examples: Sequence[Example]
+) -> list[Encoded]:
+    """Every example encoded; a span the pipeline cannot encode is a DataError naming its source."""
+    out = []
+    for e in examples:
+        try:
+            out.append(pipeline.encode(e.text, e.start, e.end))
+        except TextError as err:
+            raise DataError(f"{e.source}: {err}") from None
+    return out
+
+
+def batches(lengths: Sequence[int], batch_size: int, rng: random.Random | None) -> list[list[int]]:
+    """Index batches of similar length. Shuffled (chunks sorted by length) when ``rng`` is given."""
+    idx = list(range(len(lengths)))
+    if rng is None:
+        idx.sort(key=lambda i: lengths[i])
+        return [idx[i : i + batch_size] for i in range(0, len(idx), batch_size)]
+    rng.shuffle(idx)
+    chunk = batch_size * 50
+    out: list[list[int]] = []
+    for c in range(0, len(idx), chunk):
+        part = sorted(idx[c : c + chunk], key=lambda i: lengths[i])
+        out.extend(part[i : i + batch_size] for i in range(0, len(part), batch_size))
+    rng.shuffle(out)
+    return out
+
+
+def to_tensors(
+    items: Sequence[Encoded],
+    pad_id: int,
+    cache: Sequence[torch.Tensor] | None = None,
+    device: torch.device | None = None,
+) -> dict[str, torch.Tensor]:
+    """Model inputs for a batch (on ``device``); with ``cache`` (one (T_i, E) tensor per
+    item, in the order of ``items``) also the padded ``features`` of a frozen encoder."""
+    out = {k: torch.from_numpy(v) for k, v in collate(items, pad_id).items()}
+    if cache is not None:
+        out["features"] = torch.nn.utils.rnn.pad_sequence(list(cache), batch_first=True).float()
+    if device is not None:
+        out = {k: v.to(device) for k, v in out.items()}
+    return out
+
+
+def device_of(net: ABSANet) -> torch.device:
+    return next(net.parameters()).device
+
+
+@torch.no_grad()
+def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> list[torch.Tensor]:
+    """Run a frozen encoder once over the data: one (T_i, E) half-precision tensor per item."""
+    net.encoder.eval()
+    out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
+    for b in batches([len(e.ids) for e in encoded], 64, None):
+        inputs = to_tensors([encoded[i] for i in b], pad_id, device=device_of(net))
+        x = net.encoder(inputs["input_ids"], inputs["attention_mask"])
+        for j, i in enumerate(b):
+            out[i] = x[j, : len(encoded[i].ids)].half()
+    return out
+
+
+@torch.no_grad()
+def predict_probs(
+    net: ABSANet,
+    encoded: Sequence[Encoded],
+    pad_id: int,
+    batch_size: int = 256,
+    cache: Sequence[torch.Tensor] | None = None,
+) -> np.ndarray:
+    """Class probabilities (N, C) in the input order."""
+    net.eval()
+    out = np.zeros((len(encoded), len(net.cfg.labels)), dtype=np.float32)
+    for b in batches([len(e.ids) for e in encoded], batch_size, None):
+        feats = [cache[i] for i in b] if cache is not None else None
+        inputs = to_tensors([encoded[i] for i in b], pad_id, feats, device_of(net))
+        logits, _, _ = net(**inputs)
+        out[b] = torch.softmax(logits, -1).float().cpu().numpy()
+    return out

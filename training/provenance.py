@@ -1,0 +1,59 @@
+"""Provenance: which code, which environment and which files made a run, a report or an
+artifact. No torch at import time."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from absa.model.artifact import sha256_file
+
+ROOT = Path(__file__).resolve().parents[1]  # the source tree: git runs here
+
+
+def code_version() -> str:
+    """The git commit of this code (with '+dirty' for local changes). Where the tree travels
+    without .git (a Docker build), the settings' ``code_version`` (``ABSA_CODE_VERSION``),
+    else the installed package's version, else 'unknown'."""
+    try:
+        sha = _git("rev-parse", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    from absa.settings import Settings
+
+    configured = Settings().code_version
+    if configured:
+        return configured
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return "absa " + version("absa")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def environment() -> dict[str, str]:
+    """Versions of what computes: Python, torch, numpy, the platform."""
+    import numpy
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def file_info(paths: Iterable[str | Path]) -> list[dict[str, str]]:
+    """``{"path", "sha256"}`` of each data file, as runs and reports record them."""
+    return [{"path": str(p), "sha256": sha256_file(Path(p))} for p in paths]

@@ -1,0 +1,179 @@
+"""The run directory: its one owner. What a training run writes and how it is read back sit
+side by side here; nothing else opens these files by name.
+
+    weights.safetensors   the best epoch's weights (written whenever dev improves)
+    encoder/config.json   a transformer encoder's config (its weights are in the file above)
+    model_config.json     the network's shape (ModelConfig)
+    train_config.json     the TrainConfig
+    pipeline.json         the text pipeline, with vocab.json or tokenizer.json
+    dev.jsonl             the dev examples (export checks ONNX parity on them)
+    history.json          per-epoch losses and dev scores (history.png draws them)
+    metrics.json          the best epoch's dev report; ``eval`` added by ``absa train --eval``
+    run.json              kind, preset, seed, data, split, teacher, code version, environment,
+                          timing. Written last: a directory with it is a complete run.
+
+Importing this module does not import torch (``absa evaluate`` on an artifact needs none);
+writing weights and loading a run do.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from absa.model.config import ModelConfig
+from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
+from absa.training.presets import TrainConfig
+from absa.training.records import Example
+
+if TYPE_CHECKING:
+    from absa.model.network import ABSANet
+
+RUN_KIND = "absa-run"
+RUN_INFO = "run.json"
+METRICS = "metrics.json"
+DEV = "dev.jsonl"
+HISTORY = "history.json"
+HISTORY_PLOT = "history.png"
+MODEL_CONFIG = "model_config.json"
+TRAIN_CONFIG = "train_config.json"
+WEIGHTS = "weights.safetensors"
+ENCODER = "encoder"  # a transformer's config.json, to rebuild the network without downloads
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def save_encoder_config(run_dir: Path, source: Path) -> None:
+    """Keep a transformer encoder's config.json (from its source directory) with the run."""
+    (run_dir / ENCODER).mkdir(exist_ok=True)
+    shutil.copy(source / "config.json", run_dir / ENCODER / "config.json")
+
+
+def save_weights(net: ABSANet, run_dir: Path) -> None:
+    """The network's weights, replacing the previous best epoch's."""
+    from safetensors import SafetensorError
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    path = run_dir / WEIGHTS
+    try:
+        save_file(state, str(path))
+    except SafetensorError as e:  # e.g. a full disk: report it as the OS error it is
+        code = errno.ENOSPC if "No space left" in str(e) else errno.EIO
+        raise OSError(code, f"cannot write {path}: {e}") from e
+
+
+def write_run(
+    run_dir: Path,
+    *,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    pipeline: WordPipeline | WordPiecePipeline,
+    dev: Sequence[Example],
+    history: list[dict],
+    metrics: dict,
+    info: dict,
+) -> None:
+    """Everything but the weights (saved while training) and the history plot, once training
+    has ended; run.json last."""
+    model_config.save(run_dir / MODEL_CONFIG)
+    (run_dir / TRAIN_CONFIG).write_text(json.dumps(train_config.to_dict(), indent=1))
+    pipeline.save(run_dir)
+    _write_examples(run_dir / DEV, dev)
+    (run_dir / HISTORY).write_text(json.dumps(history, indent=1))
+    (run_dir / METRICS).write_text(json.dumps(metrics, indent=1))
+    (run_dir / RUN_INFO).write_text(json.dumps({"kind": RUN_KIND, **info}, indent=1))
+
+
+def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> dict:
+    """Record evaluation reports (data path -> report) under ``eval`` in metrics.json;
+    returns the metrics. The data never selected anything: the best epoch stays as it was."""
+    metrics = read_metrics(run_dir)
+    if reports:
+        metrics.setdefault("eval", {}).update(reports)
+        (Path(run_dir) / METRICS).write_text(json.dumps(metrics, indent=1))
+    return metrics
+
+
+def _write_examples(path: Path, examples: Sequence[Example]) -> None:
+    with Path(path).open("w", encoding="utf-8") as f:
+        for e in examples:
+            row = {
+                "text": e.text,
+                "aspect": e.term,
+                "start": e.start,
+                "end": e.end,
+                "label": e.label,
+            }
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def is_run(directory: Path) -> bool:
+    return (Path(directory) / RUN_INFO).is_file()
+
+
+def read_info(run_dir: Path) -> dict:
+    """run.json, checked to be a run's: FileNotFoundError or ValueError otherwise."""
+    path = Path(run_dir) / RUN_INFO
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir}: not a training run directory (no {RUN_INFO})")
+    info = json.loads(path.read_text())
+    if info.get("kind") != RUN_KIND:
+        raise ValueError(f"{path}: kind is {info.get('kind')!r}, expected {RUN_KIND!r}")
+    return info
+
+
+def read_metrics(run_dir: Path) -> dict:
+    """metrics.json, or {} where the run has none."""
+    path = Path(run_dir) / METRICS
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def read_dev_examples(run_dir: Path) -> list[Example]:
+    """The run's dev examples, in the order training saw them."""
+    path = Path(run_dir) / DEV
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip():
+                row = json.loads(line)
+                out.append(
+                    Example(row["text"], row["start"], row["end"], row["label"], f"{path}:{lineno}")
+                )
+    return out
+
+
+@dataclass
+class LoadedRun:
+    net: ABSANet
+    pipeline: WordPipeline | WordPiecePipeline
+    model_config: ModelConfig
+    train_config: TrainConfig
+    info: dict
+    metrics: dict
+
+
+def load_run(run_dir: Path) -> LoadedRun:
+    """Rebuild the exact network of a run and load its weights strictly."""
+    from safetensors.torch import load_file
+
+    from absa.model.network import ABSANet
+
+    run_dir = Path(run_dir)
+    info = read_info(run_dir)
+    cfg = ModelConfig.load(run_dir / MODEL_CONFIG)
+    tcfg = TrainConfig(**json.loads((run_dir / TRAIN_CONFIG).read_text()))
+    encoder_dir = run_dir / ENCODER if cfg.encoder == "transformer" else None
+    net = ABSANet(cfg, encoder_path=encoder_dir, pretrained_encoder=False)
+    net.load_state_dict(load_file(str(run_dir / WEIGHTS)), strict=True)
+    net.eval()
+    return LoadedRun(net, load_pipeline(run_dir), cfg, tcfg, info, read_metrics(run_dir))
