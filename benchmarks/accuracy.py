@@ -36,6 +36,7 @@ from absa.training.evaluate import evaluate  # noqa: E402
 from absa.training.presets import PRESETS, load_config  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
+from absa.training.rundir import read_info  # noqa: E402
 from absa.training.train import fit  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
 
@@ -69,7 +70,7 @@ def run_one(
         t0 = time.time()
         res = fit(train, dev, preset, run_dir, progress=False, preset_name=preset_name)
         rep = evaluate(run_dir, test)
-        info = json.loads((run_dir / "run.json").read_text())
+        info = read_info(run_dir)
         if info.get("teacher") and info["teacher"]["dev_leak"]:
             raise SystemExit(f"{run_dir}: the teacher trained on the student's dev sentences")
     finally:

@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from absa.model.artifact import read_metadata  # noqa: E402
+from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
 commands: list[str] = []
@@ -91,7 +93,7 @@ def main() -> None:
 
     teacher = None
     if args.teacher_run:
-        exists = (args.teacher_run / "run.json").is_file()
+        exists = is_run(args.teacher_run)
         train(["--preset", args.teacher_preset], args.teacher_run, not exists)
         teacher = evaluate_all(absa, args.teacher_run, tests)
     choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
@@ -148,8 +150,8 @@ def distillation(tr: dict, teacher: dict | None) -> str:
         f"{name} {r['accuracy'] * 100:.2f} / {r['macro_f1'] * 100:.2f}"
         for name, r in (teacher or {}).items()
     )
-    info = ROOT / t["path"] / "run.json"
-    note = json.loads(info.read_text()).get("note") if info.is_file() else None
+    teacher_dir = ROOT / t["path"]
+    note = read_info(teacher_dir).get("note") if is_run(teacher_dir) else None
     where = f" This teacher: {note}." if note else ""
     return f"""- **Distillation**: besides the labels, it learned the probabilities of a teacher
   (`{t["path"]}`, the `accurate` preset: all-MiniLM-L6-v2 fine-tuned under the same kind of
@@ -163,7 +165,7 @@ def distillation(tr: dict, teacher: dict | None) -> str:
 def card(
     args: argparse.Namespace, results: dict, cmds: list[str], teacher: dict | None = None
 ) -> str:
-    meta = json.loads((args.out / "metadata.json").read_text())
+    meta = read_metadata(args.out)
     cfg, tr = meta["model_config"], meta["train"]
     size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
     rows = "\n".join(

@@ -225,7 +225,9 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "command": " ".join(["python benchmarks/latency.py", *sys.argv[1:]]),
     }
-    meta = json.loads((args.artifact / "metadata.json").read_text())
+    from absa.model.artifact import read_metadata
+
+    meta = read_metadata(args.artifact)
     result["artifact_bytes"] = sum(f.stat().st_size for f in args.artifact.iterdir())
     result["quantization"] = meta.get("quantization", {}).get("type", "fp32")
     for kind in (["torch"] if args.run else []) + ["ort"]:

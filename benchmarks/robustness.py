@@ -21,13 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from absa.model.artifact import sha256_file  # noqa: E402
+from absa.model.artifact import read_metadata, sha256_file  # noqa: E402
 from absa.training.augment import DEFAULT_LEXICON, load_lexicon  # noqa: E402
 from absa.training.evaluate import model_kind, predict_examples  # noqa: E402
 from absa.training.metrics import classification_report  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
 from absa.training.records import Example  # noqa: E402
+from absa.training.rundir import read_info  # noqa: E402
 from benchmarks.datasets import paths  # noqa: E402
 from benchmarks.robustness.suite import KINDS, build_suite, flatten, score, write_jsonl  # noqa: E402
 
@@ -38,7 +39,7 @@ DOMAINS = {"rest14": "restaurant", "lap14": "laptop", "mams": "restaurant"}
 def model_info(model_dir: Path) -> dict:
     """Name, version and provenance of a run directory or an artifact directory."""
     if model_kind(model_dir) == "artifact":
-        meta = json.loads((model_dir / "metadata.json").read_text())
+        meta = read_metadata(model_dir)
         return {
             "kind": "artifact",
             "path": str(model_dir),
@@ -47,7 +48,7 @@ def model_info(model_dir: Path) -> dict:
             "preset": meta.get("preset"),
             "code_version": meta.get("code_version"),
         }
-    run = json.loads((model_dir / "run.json").read_text())
+    run = read_info(model_dir)
     return {
         "kind": "run",
         "path": str(model_dir),
