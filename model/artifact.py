@@ -4,9 +4,15 @@ checks. No torch.
 
     model.onnx       the graph (possibly int8)
     metadata.json    kind, name, version, labels, configs, metrics, provenance, the sha256 of
-                     model.onnx, and the recorded torch/onnxruntime parity check
+                     every other file (``files``), and the recorded torch/onnxruntime parity
+                     check
     pipeline.json    the text pipeline, with vocab.json or tokenizer.json
     README.md        the model card (optional)
+
+Every file of the directory but metadata.json is hashed into ``metadata["files"]`` (by
+export, ``record_files``) and ``load`` verifies each one, and every path the metadata or the
+pipeline names must resolve inside the directory. Whoever changes a file after export (a
+model card rewritten) records the hashes again with ``record_files`` + ``write_metadata``.
 """
 
 from __future__ import annotations
@@ -84,14 +90,86 @@ def record_onnx(metadata: dict, directory: Path) -> None:
     metadata["onnx"] = onnx
 
 
-def _inside(directory: Path, name: object) -> Path:
+def _hashed_names(directory: Path) -> list[str]:
+    """The files ``record_files`` hashes: every regular file under ``directory`` (relative,
+    '/'-separated) except metadata.json and hidden temporary files."""
+    directory = Path(directory)
+    names = []
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory)
+        if any(part.startswith(".") for part in rel.parts) or rel.as_posix() == METADATA:
+            continue
+        if path.is_file():
+            names.append(rel.as_posix())
+    return names
+
+
+def record_files(metadata: dict, directory: Path) -> None:
+    """Record the sha256 of every file of the directory but metadata.json (``files``)."""
+    directory = Path(directory)
+    metadata["files"] = {name: sha256_file(directory / name) for name in _hashed_names(directory)}
+
+
+def record_checksums(metadata: dict, directory: Path) -> None:
+    """``record_onnx`` and ``record_files``: what an export writes before metadata.json."""
+    record_onnx(metadata, directory)
+    record_files(metadata, directory)
+
+
+def _inside(directory: Path, name: object, what: str = "model file") -> Path:
     """``directory / name``, refusing names that would resolve outside the directory."""
     if not isinstance(name, str) or not name:
-        raise ArtifactError(f"{directory}: the metadata names no model file")
+        raise ArtifactError(f"{directory}: the metadata names no {what}")
     path = (directory / name).resolve()
     if not path.is_relative_to(directory.resolve()):
-        raise ArtifactError(f"{directory}: model file {name!r} is outside the artifact")
+        raise ArtifactError(f"{directory}: {what} {name!r} is outside the artifact")
     return path
+
+
+def verify_files(metadata: dict, directory: Path) -> dict[str, str]:
+    """Check every file ``metadata["files"]`` lists: inside the directory, present, and with
+    the recorded sha256. Returns the listing; ArtifactError on the first file that fails."""
+    directory = Path(directory)
+    files = metadata.get("files")
+    if not isinstance(files, dict) or not files:
+        raise ArtifactError(
+            f"{directory / METADATA}: records no per-file checksums ('files'); this artifact "
+            "was made by an older export: re-export it (absa export) to serve it"
+        )
+    for name, expected in files.items():
+        path = _inside(directory, name, "file")
+        if not path.is_file():
+            raise ArtifactError(f"{path}: missing (listed in {METADATA})")
+        digest = sha256_file(path)
+        if not isinstance(expected, str) or digest != expected:
+            raise ArtifactError(
+                f"{path}: sha256 {digest[:12]}... does not match the metadata's "
+                f"{str(expected)[:12]}...; refusing to load"
+            )
+    return files
+
+
+def _listed(files: dict[str, str], directory: Path, path: Path, what: str) -> None:
+    """``path`` (already confined) must be one of the hashed files."""
+    rel = path.relative_to(directory.resolve()).as_posix()
+    if rel not in files:
+        raise ArtifactError(f"{directory}: {what} {rel!r} has no checksum in {METADATA}")
+
+
+def _pipeline_files(directory: Path) -> list[tuple[Path, str]]:
+    """pipeline.json and the file it names (vocabulary or tokenizer), each confined."""
+    spec_path = _inside(directory, "pipeline.json", "pipeline file")
+    try:
+        spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{directory}: text pipeline: {e}") from None
+    if not isinstance(spec, dict):
+        raise ArtifactError(f"{spec_path}: not a JSON object")
+    out = [(spec_path, "pipeline file")]
+    for key in ("vocab", "tokenizer"):
+        if key in spec:
+            out.append((_inside(directory, spec[key], f"pipeline {key}"), f"pipeline {key}"))
+    return out
 
 
 def verify_parity(metadata: dict, where: Path | str) -> None:
@@ -118,7 +196,8 @@ class Artifact:
 
 
 def load(directory: Path | str, require_parity: bool = True) -> Artifact:
-    """Open and verify an artifact: kind, model file inside the directory, its sha256, and
+    """Open and verify an artifact: kind, every file the metadata and the pipeline name
+    inside the directory, the sha256 of every file (``files``) and of the model file, and
     (unless ``require_parity`` is off, as during export before the check has run) a passed
     parity record. The same checks at start-up, on hot reload and in the CLI."""
     directory = Path(directory)
@@ -129,6 +208,10 @@ def load(directory: Path | str, require_parity: bool = True) -> Artifact:
     onnx_path = _inside(directory, onnx_meta.get("file"))
     if not onnx_path.is_file():
         raise ArtifactError(f"{onnx_path}: missing")
+    files = verify_files(metadata, directory)
+    _listed(files, directory, onnx_path, "model file")
+    for path, what in _pipeline_files(directory):
+        _listed(files, directory, path, what)
     digest = sha256_file(onnx_path)
     expected = str(onnx_meta.get("sha256", ""))
     if digest != expected:

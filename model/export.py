@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from absa.errors import ParityError
-from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_onnx, write_metadata
+from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_checksums, write_metadata
+from absa.model.card import write_card
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet, ExportWrapper
 from absa.model.runtime import INPUT_NAMES, Runtime
@@ -91,14 +92,15 @@ def export(
             **provenance,
             "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(INPUT_NAMES)},
         }
-        record_onnx(metadata, tmp)
+        record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         ref = _torch_probs(net, items, pipeline.pad_id, batch)
         got = _ort_probs(tmp, items, batch)
         metadata["parity"] = _check_parity(ref, got, y)
         if quantize == "int8":
             metadata["quantization"] = _quantize(tmp, metadata, items, y, got, batch)
-        record_onnx(metadata, tmp)
+        write_card(tmp, metadata)  # README.md, hashed with the other files
+        record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         if out_dir.exists():
             raise FileExistsError(f"{out_dir} exists; export into a new directory")
@@ -204,7 +206,7 @@ def _quantize(
     quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8)
     size_fp32 = fp32.stat().st_size
     q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
-    record_onnx(metadata, tmp)
+    record_checksums(metadata, tmp)
     write_metadata(tmp, metadata)
     got = _ort_probs(tmp, items, batch)
     acc32 = float((fp32_probs.argmax(1) == y).mean())

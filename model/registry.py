@@ -8,7 +8,14 @@
 
 A version appears by an atomic rename of a finished directory, and the pointer changes by
 writing a temporary file, fsync, rename, fsync of the directory: a process killed at any
-point leaves either the old state or the new one, never half of either.
+point leaves either the old state or the new one, never half of either (at most a hidden
+``.CURRENT.*`` temporary file, which ``clean_work`` removes).
+
+A version is verified (``absa.model.artifact.load``: every file's sha256, paths confined,
+parity) before ``promote`` or ``rollback`` points at it. A pointer that is not a JSON
+object naming a valid version is a RegistryError, never a crash. ``Registry.open`` is for
+commands that need an existing registry (a mistyped path is an error, not a new registry);
+``init`` creates one on purpose.
 """
 
 from __future__ import annotations
@@ -63,6 +70,14 @@ class Registry:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
 
+    @classmethod
+    def open(cls, root: Path | str) -> Registry:
+        """An existing registry; RegistryError if ``root`` is not one (nothing is created)."""
+        if not cls.looks_like(root):
+            what = "does not exist" if not Path(root).exists() else "is not a model registry"
+            raise RegistryError(f"{root} {what} (no {POINTER} and no versions/)")
+        return cls(root)
+
     @staticmethod
     def looks_like(path: Path | str) -> bool:
         """A registry directory (a CURRENT pointer or versions/), not an artifact."""
@@ -106,7 +121,11 @@ class Registry:
         for d in self.versions_dir.iterdir():
             meta = d / "metadata.json"
             if d.is_dir() and meta.is_file():
-                out.append((json.loads(meta.read_text()).get("created", ""), d.name))
+                try:
+                    created = str(json.loads(meta.read_text()).get("created", ""))
+                except (OSError, ValueError, AttributeError):
+                    created = ""  # listed; opening it will say what is wrong
+                out.append((created, d.name))
         return [name for _, name in sorted(out)]
 
     def path(self, version: str) -> Path:
@@ -116,13 +135,48 @@ class Registry:
         return p
 
     def metadata(self, version: str) -> dict:
-        return json.loads((self.path(version) / "metadata.json").read_text())
+        path = self.path(version) / "metadata.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RegistryError(f"{path}: {e}") from None
+        if not isinstance(meta, dict):
+            raise RegistryError(f"{path}: not a JSON object")
+        return meta
+
+    def verify(self, version: str) -> Path:
+        """The version's directory, verified as the service would load it (every file's
+        sha256, paths inside the version, a passed parity record); RegistryError if not."""
+        from absa.errors import ArtifactError
+        from absa.model.artifact import load
+
+        path = self.path(version)
+        try:
+            load(path)
+        except ArtifactError as e:
+            raise RegistryError(f"version {version!r} fails verification: {e}") from None
+        return path
 
     def pointer(self) -> dict:
+        """CURRENT, checked: {"version": str | None, "previous": [str]}; RegistryError with
+        the reason if it is not valid JSON, not an object, or names a bad version."""
         p = self.root / POINTER
         if not p.is_file():
             return {"version": None, "previous": []}
-        return json.loads(p.read_text())
+        try:
+            ptr = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RegistryError(f"{p}: unreadable pointer: {e}") from None
+        if not isinstance(ptr, dict):
+            raise RegistryError(f"{p}: the pointer is not a JSON object")
+        version = ptr.get("version")
+        if version is not None and (not isinstance(version, str) or not _VERSION_RE.match(version)):
+            raise RegistryError(f"{p}: bad version name {version!r}")
+        previous = ptr.get("previous", [])
+        if not isinstance(previous, list):
+            raise RegistryError(f"{p}: 'previous' is not a list")
+        ptr["previous"] = [v for v in previous if isinstance(v, str) and _VERSION_RE.match(v)]
+        return ptr
 
     def current(self) -> str | None:
         return self.pointer().get("version")
@@ -131,7 +185,10 @@ class Registry:
         v = self.current()
         if v is None:
             raise RegistryError(f"{self.root} has no current version yet")
-        return self.path(v)
+        try:
+            return self.path(v)
+        except RegistryError as e:
+            raise RegistryError(f"{self.root / POINTER} points at nothing: {e}") from None
 
     # ------------------------------------------------------------------ changing (hold the lock)
 
@@ -140,10 +197,12 @@ class Registry:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=self.work_dir))
 
     def clean_work(self) -> None:
-        """Remove what killed jobs left in .work (call with the lock held)."""
+        """Remove what killed jobs left: .work and pointer temporaries (hold the lock)."""
         if self.work_dir.is_dir():
             for d in self.work_dir.iterdir():
                 shutil.rmtree(d, ignore_errors=True)
+        for tmp in self.root.glob(f".{POINTER}.*"):
+            tmp.unlink(missing_ok=True)
 
     def add(self, artifact_dir: Path, version: str) -> Path:
         """Move a finished artifact directory in as ``version`` (atomic rename)."""
@@ -160,7 +219,8 @@ class Registry:
         return dest
 
     def promote(self, version: str, reason: str = "") -> None:
-        self.path(version)  # must exist
+        """Point CURRENT at ``version`` after verifying it (RegistryError: nothing changes)."""
+        self.verify(version)
         ptr = self.pointer()
         old = ptr.get("version")
         if old == version:
@@ -177,6 +237,7 @@ class Registry:
         if not previous:
             raise RegistryError("no previous version to roll back to")
         target, rest = previous[0], previous[1:]
+        self.verify(target)  # a version that fails verification is never pointed at
         atomic_write_json(self.root / POINTER, {"version": target, "previous": rest})
         self._history("rollback", target, ptr.get("version"), "")
         return target

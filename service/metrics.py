@@ -1,15 +1,26 @@
-"""Prometheus metrics of one app instance (its own registry, so apps don't collide)."""
+"""Prometheus metrics of one app instance (its own registry, so apps don't collide).
+
+With several workers (``absa serve --workers N``) every worker is its own process with its
+own counters; ``absa serve`` then sets ``PROMETHEUS_MULTIPROC_DIR`` (a fresh directory,
+removed on exit) before the workers import prometheus_client, each worker writes its values
+there, and ``/metrics`` adds them up (``expose``). One process, or an app made with
+``create_app`` directly, keeps the per-app registry.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import os
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, multiproc_dir: Path | None = None) -> None:
+        self.multiproc_dir = multiproc_dir
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -31,9 +42,51 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.queue_depth = Gauge("absa_queue_depth", "aspects waiting for a batch", registry=r)
+        self.queue_depth = Gauge(
+            "absa_queue_depth",
+            "aspects waiting for a batch (all workers)",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
         self.rejected = Counter("absa_rejected", "aspects refused: queue full", registry=r)
+        self.shed = Counter("absa_shed", "requests refused at once: too many in flight", registry=r)
         self.aspects = Counter("absa_aspects", "aspects classified", ["label"], registry=r)
         self.model_info = Gauge(
-            "absa_model_info", "the model being served", ["name", "version"], registry=r
+            "absa_model_info",
+            "the model being served: 1 for the one a worker serves, 0 for one it served before",
+            ["name", "version"],
+            registry=r,
+            multiprocess_mode="liveall",  # one sample per live worker (label pid)
         )
+        self.reloads = Counter(
+            "absa_reloads",
+            "model reloads: swapped (a new model serves), refused (the old one keeps serving)",
+            ["result"],
+            registry=r,
+        )
+
+    def swapped(self, old: dict, new: dict) -> None:
+        """``absa_model_info`` after a swap from ``old`` to ``new`` (their metadata): 0 for
+        the model served before, 1 for the one served now."""
+        before = (str(old.get("name")), str(old.get("version")))
+        now = (str(new.get("name")), str(new.get("version")))
+        if before != now:
+            self.model_info.labels(*before).set(0)
+        self.model_info.labels(*now).set(1)
+
+    def expose(self) -> bytes:
+        """The text exposition: every worker's values in multiprocess mode, else this app's."""
+        if self.multiproc_dir is None:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=str(self.multiproc_dir))
+        return generate_latest(merged)
+
+    def close(self) -> None:
+        """A worker stops: its live gauges leave the multiprocess sums."""
+        if self.multiproc_dir is not None:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(os.getpid(), path=str(self.multiproc_dir))

@@ -1,24 +1,42 @@
 """Hot reload: load and warm a new artifact beside the old one, then swap atomically.
 
 Requests already holding the old model finish on it. ``load_predictor`` is the one way the
-service opens a model, at start-up and on reload alike: an artifact whose checksum does not
+service opens a model, at start-up and on reload alike: an artifact whose checksums do not
 verify, or whose metadata records no passed parity check, is refused (on reload the old one
-keeps serving).
+keeps serving). A registry pointer that cannot be read (truncated JSON, not an object, a bad
+or missing version) is refused the same way, with the reason.
+
+Several workers (``absa serve --workers N``) are separate processes, each with its own
+model. ``/admin/reload`` reaches one of them; after it has swapped, it writes the model it
+now serves to ``<run_dir>/reload.json`` (``Settings.run_dir``, a directory ``absa serve``
+makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_S`` (one
+``stat``) and loads the same model: every worker follows, within a fraction of a second.
+With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself.
+
+Metrics: ``absa_model_info`` follows every swap; ``absa_reloads{result}`` counts swapped,
+and refused reloads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import uuid
 from pathlib import Path
 
-from absa.errors import ArtifactError
+from absa.errors import ArtifactError, RegistryError
 from absa.model.predictor import Limits, Predictor
+from absa.model.registry import atomic_write_json
 from absa.model.runtime import Runtime
 from absa.service.engine import BatchEngine
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
+
+SIGNAL = "reload.json"
+SYNC_INTERVAL_S = 0.25
 
 
 def load_predictor(settings: Settings, path: Path) -> Predictor:
@@ -36,27 +54,51 @@ class Reloader:
         self.settings = settings
         self.engine = engine
         self._lock = asyncio.Lock()
-        self._task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._seen: tuple[int, int, int] | None = None  # the signal file's stat, last read
+        self._signal_id: str | None = None
         self.failures = 0
+
+    @property
+    def signal_path(self) -> Path | None:
+        rd = self.settings.run_dir
+        return None if rd is None else Path(rd) / SIGNAL
 
     def load(self, path: Path) -> Predictor:
         return load_predictor(self.settings, path)
 
-    async def reload(self, path: Path | None = None) -> dict:
-        """Swap to ``path`` (default: what the settings point at now) if it is another model."""
+    def _count(self, result: str) -> None:
+        self.engine.metrics.reloads.labels(result).inc()  # swapped | refused
+
+    async def reload(self, path: Path | None = None, publish: bool = False) -> dict:
+        """Swap to ``path`` (default: what the settings point at now) if it is another model.
+        ``publish`` (``/admin/reload``): tell the other workers to serve the same model."""
         async with self._lock:
-            target = Path(path or self.settings.model_path())
             current = self.engine.model.runtime.model_dir
+            try:
+                target = Path(path or self.settings.model_path())
+            except RegistryError as e:
+                self.failures += 1
+                self._count("refused")
+                log.error("reload refused, still serving %s: %s", current, e)
+                raise RegistryError(f"refused: {e}") from None
             if target.resolve() == Path(current).resolve():
+                if publish:
+                    self._publish(target)  # a worker that is behind catches up
                 return {"changed": False, "model_dir": str(target)}
             loop = asyncio.get_running_loop()
             try:
                 rt = await loop.run_in_executor(None, self.load, target)
             except (ArtifactError, OSError, ValueError, KeyError) as e:
                 self.failures += 1
+                self._count("refused")
                 log.error("reload of %s refused, still serving %s: %s", target, current, e)
                 raise ArtifactError(f"refused {target}: {e}") from None
             old = self.engine.swap(rt)
+            self.engine.metrics.swapped(old.metadata, rt.metadata)
+            self._count("swapped")
+            if publish:
+                self._publish(target)
             log.info("now serving %s (was %s)", target, old.runtime.model_dir)
             return {
                 "changed": True,
@@ -64,17 +106,54 @@ class Reloader:
                 "version": rt.metadata.get("version"),
             }
 
+    # ------------------------------------------------------------------ several workers
+
+    def _publish(self, target: Path) -> None:
+        sig = self.signal_path
+        if sig is None:
+            return
+        self._signal_id = uuid.uuid4().hex
+        atomic_write_json(sig, {"id": self._signal_id, "model_dir": str(target.resolve())})
+        self._seen = _stat(sig)
+        log.info("signalled the other workers: serve %s", target)
+
+    async def sync(self) -> None:
+        """Follow the signal file if another worker wrote it since the last look."""
+        sig = self.signal_path
+        if sig is None:
+            return
+        st = _stat(sig)
+        if st is None or st == self._seen:
+            return
+        self._seen = st
+        try:
+            signal = json.loads(sig.read_text(encoding="utf-8"))
+            sid, target = signal["id"], Path(signal["model_dir"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("%s: unreadable reload signal: %s", sig, e)
+            return
+        if sid == self._signal_id:
+            return
+        self._signal_id = sid
+        try:
+            await self.reload(target)
+        except (ArtifactError, RegistryError) as e:
+            log.error("reload signalled by another worker refused: %s", e)
+
     def start_polling(self) -> None:
         if self.settings.registry is not None and self.settings.reload_interval_s > 0:
-            self._task = asyncio.create_task(self._poll(), name="absa-reload-poll")
+            self._tasks.append(asyncio.create_task(self._poll(), name="absa-reload-poll"))
+        if self.signal_path is not None:
+            self._tasks.append(asyncio.create_task(self._follow(), name="absa-reload-sync"))
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             try:
-                await self._task
+                await task
             except asyncio.CancelledError:
                 pass
+        self._tasks = []
 
     async def _poll(self) -> None:
         while True:
@@ -83,3 +162,19 @@ class Reloader:
                 await self.reload()
             except Exception as e:  # noqa: BLE001 - keep serving, keep polling
                 log.warning("registry poll: %s", e)
+
+    async def _follow(self) -> None:
+        while True:
+            try:
+                await self.sync()
+            except Exception as e:  # noqa: BLE001 - keep serving, keep following
+                log.warning("reload signal: %s", e)
+            await asyncio.sleep(SYNC_INTERVAL_S)
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)

@@ -2,10 +2,20 @@
 
     absa retrain --config retrain.toml
 
-``retrain`` runs the steps in order: ``read_data`` (every file validated before any
-training), ``check_drift``, ``train_challenger``, ``export_challenger``, ``evaluate_on``
-(challenger and champion), ``apply_gate``, ``register`` (add, promote if it passed) and
-``write_report``.
+``retrain`` runs the steps in order: ``repair`` (finish what a killed run left),
+``read_data`` (every file validated before any training, and every label of the model
+present in the training data), ``check_drift``, ``train_challenger``, ``export_challenger``,
+``evaluate_on`` (challenger and champion), ``apply_gate``, ``register`` (add, promote if it
+passed) and ``write_report``.
+
+Before the registry has a champion, the gate compares the challenger with the model the
+service serves meanwhile (``baseline``: ``ABSA_MODEL_DIR``, else the shipped model), so a
+first model worse than what is served is not promoted.
+
+A job killed after adding its version, or after promoting it, leaves that version without
+its report (and perhaps a ``.CURRENT.*`` temporary file); the next run of the job removes
+the temporary file, promotes a version that passed its gate if its champion is still the
+current one (the killed job's last step), and writes the missing report (``recovered``).
 
 The challenger is trained and exported (with the parity check) in the registry's scratch
 space, evaluated beside the current champion on the same fixed evaluation sets, added to
@@ -16,16 +26,17 @@ champion and the registry as they were.
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import shutil
+import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.model.artifact import amend_metadata
-from absa.model.registry import Registry
+from absa.model.registry import Registry, atomic_write_json
 from absa.training.evaluate import evaluate
 from absa.training.presets import load_config
 from absa.training.provenance import code_version, file_info
@@ -57,6 +68,9 @@ class RetrainConfig:
     skip_invalid: bool = False
     drift_threshold: float = 0.1  # total variation distance of label shares that warns
     gate: Gate = field(default_factory=Gate)
+    # what the gate compares with while the registry has no champion: the model the service
+    # serves meanwhile (None: ABSA_MODEL_DIR, else the shipped model)
+    baseline: str | None = None
 
     @classmethod
     def load(cls, path: Path) -> RetrainConfig:
@@ -80,6 +94,7 @@ class RetrainConfig:
                 eval={k: rel(v) for k, v in raw.pop("eval", {}).items()},
                 registry=Path(rel(raw.pop("registry", "models"))),
                 model_config=rel(raw.pop("model_config")) if raw.get("model_config") else None,
+                baseline=rel(raw.pop("baseline")) if raw.get("baseline") else None,
                 gate=gate,
                 **raw,
             )
@@ -103,7 +118,11 @@ def drift(old: dict[str, int], new: dict[str, int]) -> float:
     return 0.5 * sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in set(a) | set(b))
 
 
-def check_gate(gate: Gate, challenger: dict, champion: dict | None) -> tuple[bool, list[str]]:
+def check_gate(
+    gate: Gate, challenger: dict, champion: dict | None, against: str = "champion"
+) -> tuple[bool, list[str]]:
+    """The gate: the floor, and no more than the allowed drop against ``champion`` (the
+    metrics of what is served now: the registry's champion, or the baseline before one)."""
     reasons, ok = [], True
     for name, c in challenger.items():
         if c["accuracy"] < gate.min_accuracy:
@@ -115,17 +134,20 @@ def check_gate(gate: Gate, challenger: dict, champion: dict | None) -> tuple[boo
         if c["accuracy"] < ch["accuracy"] - gate.max_accuracy_drop:
             ok = False
             reasons.append(
-                f"{name}: accuracy {c['accuracy']:.4f} < champion {ch['accuracy']:.4f} "
+                f"{name}: accuracy {c['accuracy']:.4f} < {against} {ch['accuracy']:.4f} "
                 f"- {gate.max_accuracy_drop}"
             )
         if c["macro_f1"] < ch["macro_f1"] - gate.max_macro_f1_drop:
             ok = False
             reasons.append(
-                f"{name}: macro-F1 {c['macro_f1']:.4f} < champion {ch['macro_f1']:.4f} "
+                f"{name}: macro-F1 {c['macro_f1']:.4f} < {against} {ch['macro_f1']:.4f} "
                 f"- {gate.max_macro_f1_drop}"
             )
     if ok:
-        reasons.append("passes: " + ("no champion yet" if champion is None else "within tolerance"))
+        reasons.append(
+            "passes: "
+            + ("no model to compare with" if champion is None else f"within tolerance of {against}")
+        )
     return ok, reasons
 
 
@@ -151,9 +173,16 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         "promoted": False,
     }
     with reg.lock(blocking=False):
-        reg.clean_work()
+        reg.clean_work()  # scratch space and pointer temporaries of killed jobs
+        repaired = repair(reg)
+        if repaired:
+            report["repaired"] = repaired
         data = read_data(cfg, report["data"])  # every file, before any training
+        check_labels(data.train, _labels(cfg))
         champion = report["champion"] = reg.current()
+        compare_with = reg.path(champion) if champion else baseline_dir(cfg)
+        if not champion:
+            report["baseline"] = str(compare_with)
         drift_report = check_drift(reg, champion, data.train, cfg.drift_threshold)
         if drift_report:
             report["drift"] = drift_report
@@ -163,11 +192,12 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             artifact_dir = work / "artifact"
             report["parity"] = export_challenger(run_dir, artifact_dir, cfg.preset, version)
             report["challenger_metrics"] = evaluate_on(artifact_dir, data.evals)
-            report["champion_metrics"] = (
-                evaluate_on(reg.path(champion), data.evals) if champion else None
-            )
+            report["champion_metrics"] = evaluate_on(compare_with, data.evals)
             report["gate"] = apply_gate(
-                cfg.gate, report["challenger_metrics"], report["champion_metrics"]
+                cfg.gate,
+                report["challenger_metrics"],
+                report["champion_metrics"],
+                "champion" if champion else "the served model (no champion yet)",
             )
             report["promoted"] = register(reg, artifact_dir, version, champion, report)
             report["pruned"] = reg.prune(cfg.keep)
@@ -194,6 +224,75 @@ def read_data(cfg: RetrainConfig, into: dict) -> JobData:
     if not train:
         raise DataError("no training examples left after validation")
     return JobData(train, dev, evals)
+
+
+def _labels(cfg: RetrainConfig) -> tuple[str, ...]:
+    preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
+    return tuple(preset.model.labels)
+
+
+def check_labels(train: list[Example], labels: tuple[str, ...]) -> None:
+    """Refuse training data that lacks one of the model's labels (DataError): a model
+    trained on it could never predict that label."""
+    counts = label_counts(train)
+    missing = [lab for lab in labels if not counts.get(lab)]
+    if missing:
+        raise DataError(
+            f"the training data has no {', '.join(repr(m) for m in missing)} examples "
+            f"(labels found: {counts}); every label of the model ({', '.join(labels)}) needs some"
+        )
+
+
+def baseline_dir(cfg: RetrainConfig) -> Path:
+    """What the service serves while the registry has no champion."""
+    if cfg.baseline:
+        return Path(cfg.baseline)
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+    from absa.settings import Settings
+
+    return Settings().model_dir or DEFAULT_MODEL_DIR
+
+
+def repair(reg: Registry) -> list[dict]:
+    """Finish what a killed job left (call with the lock held): a version this job added
+    but never reported on. If it passed its gate and its champion (parent) is still the
+    current one, the killed job died before or just after promoting it: promote it (if not
+    yet). Then write its report from its metadata, marked ``recovered``. Returns what was
+    done, one entry per version."""
+    done = []
+    reports = reg.root / "reports"
+    for version in reg.versions():
+        meta = reg.metadata(version)
+        if meta.get("registry_report") != f"reports/{version}.json":
+            continue  # not added by this job
+        if (reports / f"{version}.json").is_file():
+            continue
+        gate = meta.get("gate") or {}
+        ptr = reg.pointer()
+        promoted = version == ptr.get("version") or version in ptr.get("previous", [])
+        action = "reported"
+        if not promoted and gate.get("passed") and meta.get("parent") == ptr.get("version"):
+            reg.promote(version, reason="finished by the next run: " + "; ".join(gate["reasons"]))
+            promoted, action = True, "promoted and reported"
+        report = {
+            "version": version,
+            "recovered": True,
+            "started": meta.get("created"),
+            "finished": _now(),
+            "code_version": meta.get("code_version"),
+            "preset": meta.get("preset"),
+            "data": {},
+            "champion": meta.get("parent"),
+            "challenger_metrics": meta.get("eval"),
+            "champion_metrics": None,
+            "parity": meta.get("parity"),
+            "gate": gate,
+            "promoted": promoted,
+        }
+        write_report(reg, report)
+        log.warning("repaired %s left by a killed job: %s", version, action)
+        done.append({"version": version, "action": action})
+    return done
 
 
 def _read(paths: list[str], skip: bool, into: dict, key: str) -> list[Example]:
@@ -268,9 +367,9 @@ def evaluate_on(model_dir: Path, evals: dict[str, list[Example]]) -> dict[str, d
     return {name: _summary(evaluate(model_dir, examples)) for name, examples in evals.items()}
 
 
-def apply_gate(g: Gate, challenger: dict, champion: dict | None) -> dict:
+def apply_gate(g: Gate, challenger: dict, champion: dict | None, against: str = "champion") -> dict:
     """The gate's verdict as the report and the metadata record it."""
-    passed, reasons = check_gate(g, challenger, champion)
+    passed, reasons = check_gate(g, challenger, champion, against)
     return {"passed": passed, "reasons": reasons, **g.__dict__}
 
 
@@ -294,11 +393,20 @@ def register(
 
 
 def write_report(reg: Registry, report: dict) -> None:
-    """<registry>/reports/<version>.json, and its summary as .txt."""
+    """<registry>/reports/<version>.json, and its summary as .txt; each written whole
+    (temporary file + rename), the text first: a report's .json means it is complete."""
     reports = reg.root / "reports"
     reports.mkdir(exist_ok=True)
-    (reports / f"{report['version']}.json").write_text(json.dumps(report, indent=1))
-    (reports / f"{report['version']}.txt").write_text(summary(report) + "\n")
+    text = reports / f"{report['version']}.txt"
+    fd, tmp = tempfile.mkstemp(prefix=f".{text.name}.", dir=reports)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(summary(report) + "\n")
+        os.replace(tmp, text)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    atomic_write_json(reports / f"{report['version']}.json", report)
 
 
 def _summary(rep: dict) -> dict:
@@ -311,6 +419,8 @@ def summary(report: dict) -> str:
         + ("PROMOTED" if report["promoted"] else "NOT promoted")
         + f" (champion before: {report.get('champion')})"
     ]
+    if report.get("recovered"):
+        lines.append("  (report written by the next run: this job was killed before writing it)")
     d = report.get("drift")
     if d:
         lines.append(f"label drift (TVD) {d['tvd']:.3f}" + ("  WARNING" if d["warning"] else ""))

@@ -1,4 +1,7 @@
-"""``absa models``: the model registry (list, show, promote, rollback), torch-free."""
+"""``absa models``: the model registry (list, show, promote, rollback), torch-free.
+
+The registry must exist (``absa retrain`` creates registries); promote and rollback verify
+the target version first and change nothing if it fails."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ def _registry(args: argparse.Namespace) -> Registry:
     root = args.registry or Settings().registry
     if not root:
         raise CLIError("name the registry with --registry DIR or ABSA_REGISTRY")
-    return Registry(root)
+    return Registry.open(root)  # a mistyped path is an error, never a new empty registry
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Admin endpoints, mounted only when ABSA_ADMIN_TOKEN is set; Bearer token required."""
+"""Admin endpoints, mounted only when ABSA_ADMIN_TOKEN is set; ``Authorization: Bearer
+<token>`` required (the bare token, or any other scheme, is refused)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ def require_token(
     settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
-    given = (authorization or "").removeprefix("Bearer ").strip()
+    scheme, _, given = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer":  # the bare token, or another scheme: refused
+        given = ""
+    given = given.strip()
     if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
         raise HTTPException(
             401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"}
@@ -36,6 +40,8 @@ class ReloadRequest(BaseModel):
     responses={401: {"description": "no or wrong token"}, 409: {"description": "refused"}},
 )
 async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
-    """Load the current registry version (or ``model_dir``), warm it, swap it in."""
+    """Load the current registry version (or ``model_dir``), warm it, swap it in, in every
+    worker (the others follow within a second). A version or pointer that does not verify
+    is refused (409, with the reason) and the old model keeps serving."""
     target = Path(body.model_dir) if body and body.model_dir else None
-    return await request.app.state.reloader.reload(target)
+    return await request.app.state.reloader.reload(target, publish=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from absa.service.deps import EngineDep, MetricsDep
 from absa.service.schemas import ModelInfo
@@ -48,11 +48,41 @@ async def model_info(engine: EngineDep) -> ModelInfo:
         labels=rt.labels,
         created=meta.get("created"),
         preset=meta.get("preset"),
-        metrics=meta.get("metrics", {}),
+        metrics=public_metrics(meta.get("metrics") or {}),
         providers=rt.providers,
     )
 
 
+def file_name(path: str) -> str:
+    """The last part of a path written on any machine ("/home/x/test.xml" -> "test.xml")."""
+    return PureWindowsPath(PurePosixPath(path).name).name or path
+
+
+def public_metrics(metrics: dict) -> dict:
+    """The metadata's metrics as the public endpoint shows them: evaluation sets (keyed by
+    the data path of the machine that trained) by file name only."""
+    out = dict(metrics)
+    evals = out.get("eval")
+    if isinstance(evals, dict):
+        out["eval"] = {file_name(str(k)): _names_only(v) for k, v in evals.items()}
+    return out
+
+
+def _names_only(value: object) -> object:
+    """``value`` with every "path"/"data"/"file" string reduced to its file name."""
+    if isinstance(value, dict):
+        return {
+            k: file_name(v)
+            if k in ("path", "data", "file") and isinstance(v, str)
+            else _names_only(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_names_only(v) for v in value]
+    return value
+
+
 @router.get("/metrics", include_in_schema=False)
 async def metrics(m: MetricsDep) -> Response:
-    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus metrics: every worker's, added up, when there are several."""
+    return Response(m.expose(), media_type=CONTENT_TYPE_LATEST)

@@ -65,7 +65,8 @@ def test_load_refuses_missing_and_broken_metadata(copy: Path, tmp_path: Path) ->
 
 
 def test_load_refuses_a_broken_pipeline(copy: Path) -> None:
-    (copy / "vocab.json").unlink()
+    (copy / "pipeline.json").write_text(json.dumps({"kind": "bpe", "max_len": 8}))
+    reseal(copy)  # hashed as it is now: the pipeline itself is what is wrong
     with pytest.raises(ArtifactError, match="text pipeline"):
         artifact.load(copy)
 
@@ -91,3 +92,85 @@ def test_record_onnx_follows_the_file(copy: Path) -> None:
     artifact.record_onnx(meta, copy)
     assert meta["onnx"]["sha256"] == artifact.sha256_file(copy / "model.onnx")
     assert meta["onnx"]["opset"] == 17  # other fields kept
+
+
+# --------------------------------------------------------------------------- every file hashed
+
+
+def reseal(directory: Path) -> None:
+    """Record the directory's checksums again (as an export would) after a change."""
+    meta = artifact.read_metadata(directory)
+    artifact.record_files(meta, directory)
+    artifact.write_metadata(directory, meta)
+
+
+def test_every_file_but_the_metadata_is_hashed(copy: Path) -> None:
+    files = artifact.read_metadata(copy)["files"]
+    assert set(files) == {p.name for p in copy.iterdir()} - {"metadata.json"}
+    for name, digest in files.items():
+        assert artifact.sha256_file(copy / name) == digest
+
+
+@pytest.mark.parametrize("name", ["vocab.json", "pipeline.json", "README.md", "eval.json"])
+def test_a_tampered_file_is_refused(copy: Path, name: str) -> None:
+    path = copy / name
+    if name == "vocab.json":  # the issue's attack: "great" swapped with a negative word
+        words = json.loads(path.read_text())
+        i, j = words.index("great"), words.index("terrible")
+        words[i], words[j] = words[j], words[i]
+        path.write_text(json.dumps(words))
+    else:
+        path.write_bytes(path.read_bytes() + b" ")
+    with pytest.raises(ArtifactError, match=f"{name}: sha256 .* does not match"):
+        artifact.load(copy)
+
+
+def test_an_artifact_without_file_checksums_is_refused_with_a_way_out(copy: Path) -> None:
+    meta = artifact.read_metadata(copy)
+    del meta["files"]
+    artifact.write_metadata(copy, meta)
+    with pytest.raises(ArtifactError, match="re-export"):
+        artifact.load(copy)
+
+
+def test_a_listed_file_that_is_gone_is_refused(copy: Path) -> None:
+    (copy / "README.md").unlink()
+    with pytest.raises(ArtifactError, match="README.md: missing"):
+        artifact.load(copy)
+
+
+def test_the_model_file_must_be_hashed_and_inside(copy: Path, tmp_path: Path) -> None:
+    """``onnx.file = "../x.onnx"``: a real, matching model outside the version is refused."""
+    outside = tmp_path / "x.onnx"
+    shutil.copy(copy / "model.onnx", outside)
+    sha = artifact.sha256_file(outside)
+    edit(copy, onnx={"file": "../x.onnx", "sha256": sha})
+    with pytest.raises(ArtifactError, match="outside the artifact"):
+        artifact.load(copy)
+    edit(copy, files={**artifact.read_metadata(copy)["files"], "../x.onnx": sha})
+    with pytest.raises(ArtifactError, match="outside the artifact"):
+        artifact.load(copy)
+
+
+def test_pipeline_files_must_be_inside_and_hashed(copy: Path, tmp_path: Path) -> None:
+    shutil.copy(copy / "vocab.json", tmp_path / "vocab.json")
+    spec = json.loads((copy / "pipeline.json").read_text())
+    (copy / "pipeline.json").write_text(json.dumps({**spec, "vocab": "../vocab.json"}))
+    reseal(copy)  # the checksums agree: only the confinement refuses it
+    with pytest.raises(ArtifactError, match="pipeline vocab '../vocab.json' is outside"):
+        artifact.load(copy)
+    shutil.copy(copy / "vocab.json", copy / "vocab2.json")
+    (copy / "pipeline.json").write_text(json.dumps({**spec, "vocab": "vocab2.json"}))
+    meta = artifact.read_metadata(copy)
+    artifact.record_files(meta, copy)
+    del meta["files"]["vocab2.json"]
+    artifact.write_metadata(copy, meta)
+    with pytest.raises(ArtifactError, match="'vocab2.json' has no checksum"):
+        artifact.load(copy)
+
+
+def test_record_files_skips_metadata_and_hidden_temporaries(copy: Path) -> None:
+    (copy / ".metadata.json.tmp").write_text("x")
+    meta = artifact.read_metadata(copy)
+    artifact.record_files(meta, copy)
+    assert "metadata.json" not in meta["files"] and ".metadata.json.tmp" not in meta["files"]

@@ -121,8 +121,12 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
     assert list(meta) == [
         *("kind", "name", "version", "created", "labels", "model_config"),
         *PROVENANCE,
-        *("onnx", "parity"),
+        *("onnx", "files", "parity"),
     ]
+    # every file but metadata.json, with its sha256 (artifact.load verifies each)
+    assert meta["files"] == {
+        n: artifact.sha256_file(art / n) for n in sorted(names - {"metadata.json"})
+    }
     assert {k: meta[k] for k in PROVENANCE} == PROVENANCE
     assert (art / "vocab.json").read_text() == (tiny_run / "vocab.json").read_text()
     assert (art.stat().st_mode & 0o755) == 0o755  # readable by a serving user

@@ -1,24 +1,33 @@
 """The file-system model registry: immutable versions, the CURRENT pointer, promotion,
-rollback, pruning, the lock and version names. Versions here are bare metadata.json
-directories (the registry never opens model.onnx)."""
+rollback, pruning, the lock and version names. Versions here are copies of the shipped
+model with their own name, creation time and a marker file (promote and rollback verify
+the version they point at)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
+from absa.model import artifact as artifacts
 from absa.model.registry import POINTER, Registry, RegistryError, atomic_write_json
+from absa.model.runtime import DEFAULT_MODEL_DIR
 from tests.retrain.conftest import LockHolder
 
 
 def artifact(tmp: Path, name: str, created: str) -> Path:
+    """A verifiable artifact: the shipped model, renamed, with a marker file of its own."""
     d = tmp / "staging" / name
-    d.mkdir(parents=True)
-    (d / "metadata.json").write_text(json.dumps({"version": name, "created": created}))
-    (d / "model.onnx").write_bytes(b"onnx " + name.encode())
+    d.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(DEFAULT_MODEL_DIR, d)
+    (d / "marker.txt").write_text(f"this is {name}")
+    meta = artifacts.read_metadata(d)
+    meta.update(version=name, created=created)
+    artifacts.record_files(meta, d)
+    artifacts.write_metadata(d, meta)
     return d
 
 
@@ -56,12 +65,12 @@ def test_add_moves_the_artifact_in_and_lists_by_creation_time(tmp_path: Path) ->
 
 def test_versions_are_immutable(tmp_path: Path) -> None:
     reg = make_registry(tmp_path, 1)
-    before = (reg.path("v1") / "model.onnx").read_bytes()
+    before = (reg.path("v1") / "marker.txt").read_bytes()
     again = artifact(tmp_path / "again", "v1", "2024-06-01T00:00:00+00:00")
     with pytest.raises(RegistryError, match="exists already"):
         reg.add(again, "v1")
     assert again.is_dir()  # left where it was
-    assert (reg.path("v1") / "model.onnx").read_bytes() == before
+    assert (reg.path("v1") / "marker.txt").read_bytes() == before
 
 
 def test_add_refuses_what_is_not_an_artifact(tmp_path: Path) -> None:
@@ -261,3 +270,72 @@ def test_lock_of_a_killed_holder_is_released(tmp_path: Path, hold_lock: LockHold
         with pytest.raises(RegistryError, match="locked"):
             with Registry(reg.root).lock(blocking=False):  # another open file description
                 pass
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def corrupt(reg: Registry, version: str) -> None:
+    """Change one byte of a file of ``version`` (its sha256 no longer verifies)."""
+    path = reg.path(version) / "vocab.json"
+    path.write_bytes(path.read_bytes().replace(b'"great"', b'"graet"'))
+
+
+def test_promote_refuses_a_version_that_fails_verification(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    corrupt(reg, "v2")
+    with pytest.raises(RegistryError, match="'v2' fails verification.*vocab.json: sha256"):
+        reg.promote("v2")
+    assert reg.pointer() == {"version": "v1", "previous": []}
+    assert len((reg.root / "history.jsonl").read_text().splitlines()) == 1
+
+
+def test_rollback_refuses_a_previous_version_that_fails_verification(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    reg.promote("v2")
+    corrupt(reg, "v1")
+    with pytest.raises(RegistryError, match="'v1' fails verification"):
+        reg.rollback()
+    assert reg.pointer() == {"version": "v2", "previous": ["v1"]}
+
+
+@pytest.mark.parametrize(
+    ("pointer", "reason"),
+    [
+        ('{"version": "v1", "prev', "unreadable pointer"),  # truncated
+        ("[1, 2]", "not a JSON object"),
+        ('"v1"', "not a JSON object"),
+        ('{"version": "../../etc"}', "bad version name '../../etc'"),
+        ('{"version": 7}', "bad version name 7"),
+        ('{"version": "v1", "previous": "v0"}', "'previous' is not a list"),
+        ('{"version": "gone"}', "no version 'gone'"),
+    ],
+)
+def test_a_bad_pointer_is_a_registry_error_with_the_reason(
+    tmp_path: Path, pointer: str, reason: str
+) -> None:
+    reg = make_registry(tmp_path, 1)
+    (reg.root / POINTER).write_text(pointer)
+    with pytest.raises(RegistryError, match=reason):
+        reg.current_path()
+
+
+def test_open_refuses_what_is_not_a_registry(tmp_path: Path) -> None:
+    with pytest.raises(RegistryError, match="does not exist"):
+        Registry.open(tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(RegistryError, match="is not a model registry"):
+        Registry.open(tmp_path / "plain")
+    reg = make_registry(tmp_path, 1)
+    assert Registry.open(reg.root).versions() == ["v1"]
+
+
+def test_clean_work_removes_pointer_temporaries(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 1)
+    (reg.root / f".{POINTER}.abc123").write_text('{"vers')  # a job killed mid-write
+    with reg.lock():
+        reg.clean_work()
+    assert not list(reg.root.glob(f".{POINTER}.*"))

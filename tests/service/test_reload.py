@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from absa.model.registry import Registry
+from absa.model.registry import POINTER, Registry, atomic_write_json
 from absa.service.app import create_app
 from tests.helpers import synthetic_examples
 from tests.service.conftest import make_settings, serve
@@ -58,6 +64,12 @@ def add_variant(reg: Registry, source: str, version: str, **meta: object) -> str
     (staging / "metadata.json").write_text(json.dumps(m))
     reg.add(staging, version)
     return version
+
+
+def point_at(reg: Registry, version: str) -> None:
+    """CURRENT -> ``version`` without the checks ``promote`` makes (a version corrupted after
+    its promotion, or a pointer another tool wrote): the service must check it itself."""
+    atomic_write_json(reg.root / POINTER, {"version": version, "previous": [reg.current()]})
 
 
 def settings(reg: Registry, **overrides: object):  # type: ignore[no-untyped-def]
@@ -175,7 +187,7 @@ def test_a_corrupted_version_is_refused_and_the_old_one_keeps_serving(registry: 
     with (registry.path(bad) / "model.onnx").open("ab") as f:
         f.write(b"\0")  # the checksum no longer verifies
     with serve(settings(registry)) as url:
-        registry.promote(bad)
+        point_at(registry, bad)
         r = reload(url)
         assert r.status_code == 409
         assert "sha256" in r.json()["detail"] and "v3-corrupt" in r.json()["detail"]
@@ -193,7 +205,7 @@ def test_a_version_with_failed_parity_is_refused(
     no_record = add_variant(registry, "v2", "v5-no-parity", parity=None)
     with serve(settings(registry)) as url:
         for version, words in ((bad, "failed parity check"), (no_record, "no parity check")):
-            registry.promote(version)
+            point_at(registry, version)
             r = reload(url)
             assert r.status_code == 409, version
             assert words in r.json()["detail"]
@@ -224,7 +236,7 @@ def test_polling_picks_up_a_promotion(registry: Registry) -> None:
             registry.promote("v2")
         wait_for_version(url, "v2")
         assert predict_model(url) == f"{NAME}:v2"
-        registry.promote(bad)
+        point_at(registry, bad)
         time.sleep(0.8)  # several polls, each refusing it
         assert served_version(url) == "v2"
         assert predict_model(url) == f"{NAME}:v2"
@@ -251,3 +263,177 @@ def test_start_up_applies_the_same_checks_as_a_reload(artifact: Path, tmp_path: 
     with pytest.raises(ArtifactError, match="no parity check"):
         with TestClient(create_app(make_settings(bad))):
             pass
+
+
+# --------------------------------------------------------------------------- trust (issue #13)
+
+
+def metric_samples(text: str, name: str) -> list[tuple[dict, float]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [
+        (s.labels, s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    ]
+
+
+@pytest.mark.parametrize(
+    "header", [TOKEN, f"Token {TOKEN}", f"Basic {TOKEN}", f"Bearer{TOKEN}", f"{TOKEN} Bearer"]
+)
+def test_admin_refuses_a_token_without_the_bearer_scheme(registry: Registry, header: str) -> None:
+    with TestClient(create_app(settings(registry))) as c:
+        r = c.post("/admin/reload", headers={"Authorization": header})
+        assert r.status_code == 401, header
+        assert c.post("/admin/reload", headers={"Authorization": f"bearer {TOKEN}"}).is_success
+
+
+@pytest.mark.parametrize(
+    ("pointer", "reason"),
+    [
+        ('{"version": "gone", "previous": []}', "no version 'gone'"),
+        ('{"version": "../../etc"}', "bad version name '../../etc'"),
+        ('{"version": "v2", "prev', "unreadable pointer"),
+        ("[1, 2]", "not a JSON object"),
+    ],
+)
+def test_a_bad_pointer_is_refused_with_the_reason(
+    registry: Registry, pointer: str, reason: str
+) -> None:
+    with TestClient(create_app(settings(registry))) as c:
+        (registry.root / POINTER).write_text(pointer)
+        r = c.post("/admin/reload", headers=AUTH)
+        assert r.status_code == 409, r.text
+        assert reason in r.json()["detail"] and "CURRENT" in r.json()["detail"]
+        assert c.get("/v1/model").json()["version"] == "v1"  # the old one keeps serving
+
+
+def test_model_info_and_refused_reloads_are_exported(registry: Registry) -> None:
+    with TestClient(create_app(settings(registry))) as c:
+        registry.promote("v2")
+        assert c.post("/admin/reload", headers=AUTH).json()["version"] == "v2"
+        (registry.root / POINTER).write_text("[]")
+        assert c.post("/admin/reload", headers=AUTH).status_code == 409
+        text = c.get("/metrics").text
+    info = {lab["version"]: v for lab, v in metric_samples(text, "absa_model_info")}
+    assert info == {"v1": 0.0, "v2": 1.0}
+    reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total")}
+    assert reloads == {"swapped": 1.0, "refused": 1.0}
+
+
+def test_public_model_info_names_eval_files_not_paths(registry: Registry) -> None:
+    report = {"n": 3, "accuracy": 1.0, "macro_f1": 1.0}
+    metrics = {
+        "dev": {"n": 3, "accuracy": 1.0},
+        "eval": {
+            "/home/trainer/private/data/Restaurants_Test_Gold.xml": report,
+            "C:\\Users\\trainer\\tweets.jsonl": {**report, "data": "/srv/x/tweets.jsonl"},
+        },
+    }
+    v = add_variant(registry, "v2", "v3-eval", metrics=metrics)
+    registry.promote(v)
+    with TestClient(create_app(settings(registry))) as c:
+        shown = c.get("/v1/model").json()["metrics"]
+    assert shown["eval"] == {
+        "Restaurants_Test_Gold.xml": report,
+        "tweets.jsonl": {**report, "data": "tweets.jsonl"},
+    }
+    assert shown["dev"] == metrics["dev"]
+    assert "trainer" not in json.dumps(shown)
+
+
+# --------------------------------------------------------------------------- several workers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def two_workers(reg: Registry, log_path: Path) -> Iterator[str]:
+    """``absa serve --workers 2 --registry ...`` as a subprocess on a free port; yields its
+    URL once both workers serve (each reports itself in /metrics), then stops it."""
+    from tests.service.test_shutdown import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
+        "ABSA_DEVICE": "cpu",
+        "ABSA_THREADS": "1",
+        "ABSA_ADMIN_TOKEN": TOKEN,
+        "ABSA_LOG_LEVEL": "warning",
+    }
+    command = ["serve", "--registry", str(reg.root), "--port", str(port), "--workers", "2"]
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "absa.cli", *command],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while len(worker_pids(url)) < 2:
+                assert server.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "two workers not up in 90 s"
+                time.sleep(0.2)
+            yield url
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
+
+
+def worker_pids(url: str) -> dict[str, str]:
+    """pid -> the version each live worker serves (absa_model_info, one sample per worker)."""
+    try:
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+    except httpx.TransportError:
+        return {}
+    return {
+        lab["pid"]: lab["version"]
+        for lab, value in metric_samples(text, "absa_model_info")
+        if value == 1 and "pid" in lab
+    }
+
+
+def fresh_connection_versions(url: str, n: int) -> Counter:
+    """The version named by ``n`` requests, each on its own connection (so both workers,
+    which share the listening socket, take some)."""
+    return Counter(
+        httpx.post(f"{url}/v1/predict", json=BODIES[i % len(BODIES)], timeout=10).json()["model"]
+        for i in range(n)
+    )
+
+
+def test_every_worker_follows_a_reload(registry: Registry, tmp_path: Path) -> None:
+    with two_workers(registry, tmp_path / "serve.log") as url:
+        assert set(worker_pids(url).values()) == {"v1"}
+        registry.promote("v2")
+        r = reload(url)  # reaches one worker
+        assert r.status_code == 200 and r.json()["version"] == "v2", r.text
+        deadline = time.monotonic() + 10
+        while set(worker_pids(url).values()) != {"v2"}:
+            assert time.monotonic() < deadline, f"workers serve {worker_pids(url)}"
+            time.sleep(0.1)
+        assert len(worker_pids(url)) == 2
+        assert fresh_connection_versions(url, 60) == Counter({f"{NAME}:v2": 60})
+
+
+def test_metrics_add_up_every_worker(registry: Registry, tmp_path: Path) -> None:
+    with two_workers(registry, tmp_path / "serve.log") as url:
+        n = 40
+        assert sum(fresh_connection_versions(url, n).values()) == n
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+    predicts = [
+        v
+        for lab, v in metric_samples(text, "absa_requests_total")
+        if lab["route"] == "/v1/predict" and lab["status"] == "200"
+    ]
+    assert predicts == [float(n)], predicts  # one series: both workers' requests added up
+    aspects = sum(v for _, v in metric_samples(text, "absa_aspects_total"))
+    assert aspects == n

@@ -1,0 +1,51 @@
+"""``absa models`` refuses instead of guessing: a registry path that does not exist, a
+pointer that is not valid, a version that fails verification (one line, exit 2, nothing
+changed, nothing created)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.model.registry import POINTER
+from tests.retrain.test_registry import corrupt, make_registry
+
+
+@pytest.mark.parametrize("action", [["list"], ["rollback"], ["promote", "v1"], ["show", "v1"]])
+def test_a_mistyped_registry_is_an_error_not_created(
+    tmp_path: Path, action: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = tmp_path / "regsitry"
+    assert main(["models", *action, "--registry", str(typo)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize("pointer", ["[1, 2]", '{"version": "../../etc"}', '{"vers'])
+def test_list_with_a_bad_pointer_says_why(
+    tmp_path: Path, pointer: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reg = make_registry(tmp_path, 1)
+    (reg.root / POINTER).write_text(pointer)
+    assert main(["models", "list", "--registry", str(reg.root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa models: error:") and POINTER in err
+    assert "Traceback" not in err
+
+
+def test_rollback_to_a_version_that_fails_verification_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    reg.promote("v2")
+    corrupt(reg, "v1")
+    before = (reg.root / POINTER).read_text()
+    assert main(["models", "rollback", "--registry", str(reg.root)]) == 2
+    assert "fails verification" in capsys.readouterr().err
+    assert (reg.root / POINTER).read_text() == before
+    assert main(["models", "promote", "v1", "--registry", str(reg.root)]) == 2
+    assert json.loads((reg.root / POINTER).read_text())["version"] == "v2"

@@ -1,0 +1,114 @@
+"""The retraining job does not promote blindly and finishes what a killed run left:
+before any champion the gate compares with the model being served, training data missing a
+label is refused, and a run killed after adding or after promoting its version is repaired
+by the next run (report written, promotion finished, pointer temporaries removed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.model.registry import POINTER, Registry
+from absa.training import retrain as job
+from absa.training.records import DataError
+from absa.training.retrain import RetrainConfig, retrain
+from tests.helpers import write_jsonl
+from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ConfigWriter
+
+ROTATE = {"negative": "neutral", "neutral": "positive", "positive": "negative"}
+
+
+class Killed(BaseException):
+    """What a SIGKILL looks like from inside: nothing after it runs."""
+
+
+def test_one_class_training_data_is_refused(make_config: ConfigWriter, tmp_path: Path) -> None:
+    positives = write_jsonl(tmp_path / "pos.jsonl", [e for e in EXAMPLES if e.label == "positive"])
+    cfg = RetrainConfig.load(
+        make_config(tmp_path / "r.toml", tmp_path / "registry", base=[positives])
+    )
+    with pytest.raises(DataError, match="no 'negative', 'neutral' examples"):
+        retrain(cfg, version="v1")
+    assert Registry(tmp_path / "registry").versions() == []
+    assert Registry(tmp_path / "registry").current() is None
+
+
+def test_first_model_worse_than_the_served_one_is_not_promoted(
+    make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """No champion yet: the challenger still has to match the shipped model it replaces."""
+    wrong = [dataclasses.replace(e, label=ROTATE[e.label]) for e in EXAMPLES]  # all 3 labels
+    data = write_jsonl(tmp_path / "wrong.jsonl", wrong)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", tmp_path / "registry", base=[data]))
+    report = retrain(cfg, version="v1")
+    assert report["champion"] is None
+    assert report["promoted"] is False, report["gate"]
+    assert any("< the served model" in r for r in report["gate"]["reasons"])
+    reg = Registry(tmp_path / "registry")
+    assert reg.versions() == ["v1"] and reg.current() is None
+
+
+def kill_at(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """The job dies at ``where``: "promote" (after adding its version) or "report" (after
+    promoting it, before its report)."""
+
+    def die(*args: object, **kwargs: object) -> None:
+        raise Killed(where)
+
+    if where == "promote":
+        monkeypatch.setattr(Registry, "promote", die)
+    else:
+        monkeypatch.setattr(job, "write_report", die)
+
+
+@pytest.mark.parametrize("where", ["promote", "report"])
+def test_the_next_run_finishes_a_killed_one(
+    registry: Path,
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+) -> None:
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    kill_at(monkeypatch, where)
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    reg = Registry(registry)
+    assert "v2" in reg.versions() and not (registry / "reports" / "v2.json").exists()
+    assert reg.current() == (FIRST_VERSION if where == "promote" else "v2")
+    (registry / f".{POINTER}.x1y2z3").write_text('{"version": "v')  # died mid-write
+
+    # the next run: repairs first, then does its own work (here: a gate it cannot pass)
+    report = retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)), version="v3")
+    action = "promoted and reported" if where == "promote" else "reported"
+    assert report["repaired"] == [{"version": "v2", "action": action}]
+    assert reg.current() == "v2" and reg.pointer()["previous"] == [FIRST_VERSION]
+    assert report["champion"] == "v2" and report["promoted"] is False
+    recovered = json.loads((registry / "reports" / "v2.json").read_text())
+    assert recovered["recovered"] is True and recovered["promoted"] is True
+    assert recovered["gate"]["passed"] is True
+    assert "killed" in (registry / "reports" / "v2.txt").read_text()
+    assert not list(registry.glob(f".{POINTER}.*"))
+    assert (registry / "reports" / "v3.json").is_file()
+    # nothing left to repair
+    assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
+
+
+def test_a_killed_version_that_failed_its_gate_is_reported_not_promoted(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = RetrainConfig.load(
+        make_config(tmp_path / "r.toml", registry, gate={"min_accuracy": 1.01})
+    )
+    kill_at(monkeypatch, "report")
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    report = retrain(cfg, version="v3")
+    assert report["repaired"] == [{"version": "v2", "action": "reported"}]
+    assert Registry(registry).current() == FIRST_VERSION
+    assert json.loads((registry / "reports" / "v2.json").read_text())["promoted"] is False
