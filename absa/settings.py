@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -37,12 +37,33 @@ class Settings(BaseSettings):
         "requests that arrive while the previous batch runs",
     )
     max_queue: int = Field(2048, ge=1, description="aspects waiting; beyond it: 503 + Retry-After")
+    max_in_flight: int = Field(
+        64,
+        ge=1,
+        description="requests to /v1/* in progress per worker; beyond it: 503 + Retry-After "
+        "at once (keeps latency bounded and the event loop free for /healthz)",
+    )
     # request limits
     max_text_chars: int = Field(2000, ge=1)
     max_aspects: int = Field(32, ge=1, description="aspects (after expanding repeats) per item")
     max_items: int = Field(64, ge=1, description="items per /v1/predict/batch request")
     max_body_bytes: int = Field(1_000_000, ge=1)
+    max_explain_aspects: int = Field(
+        64, ge=1, description="aspects answered with explain per request (bounds the response)"
+    )
     log_level: str = "info"
+    # several workers (set by ``absa serve --workers N``, N > 1)
+    run_dir: Path | None = Field(
+        None,
+        description="a directory the workers of one server share: /admin/reload in any "
+        "worker signals the others through it",
+    )
+    prometheus_multiproc_dir: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("prometheus_multiproc_dir", "PROMETHEUS_MULTIPROC_DIR"),
+        description="PROMETHEUS_MULTIPROC_DIR (prometheus_client reads it too): /metrics "
+        "adds up every worker's files there",
+    )
     # provenance
     code_version: str | None = Field(
         None,

@@ -1,13 +1,23 @@
-"""Load test over loopback: saturation throughput, then overload against the bounded queue.
+"""Load test over loopback: saturation throughput, then overload.
 
 Starts `absa serve` on a free loopback port, finds the saturation throughput with wrk
-(Debian package `wrk`) at a few concurrencies, then offers far more load than that for a
-fixed time: many more connections than saturate the server (closed loop: wrk2's open loop
-is not packaged) against a small queue (ABSA_MAX_QUEUE), so the server must shed the excess
-with 503 + Retry-After instead of growing latency and memory. The server's RSS is sampled
-every second. Every answer must be 200 or 503: any other 5xx fails the run (exit status 1).
+(Debian package `wrk`) at a few concurrencies (one-aspect requests to /v1/predict, and
+/v1/predict/batch with --batch-items one-aspect items), then offers far more load than
+saturates the server for a fixed time (--overload x the saturating concurrency; closed
+loop: wrk2's open loop is not packaged). The server must shed the excess with 503 +
+Retry-After (ABSA_MAX_IN_FLIGHT requests in flight per worker, ABSA_MAX_QUEUE aspects
+queued) instead of growing latency and memory. During the overload a probe client sends,
+one at a time, a one-aspect request and GET /healthz over fresh connections, as a user and
+a liveness probe would: their latencies are what "accepted p99" and "/healthz" mean below.
+The server's RSS is sampled every second. Every answer must be 200 or 503: any other 5xx
+fails the run (exit status 1).
 
-    python benchmarks/load.py --model artifacts/rest-fast --name fast --seconds 30
+Targets (issue #13): at 10x saturation, p99 of accepted requests <= 250 ms, /healthz
+<= 100 ms, RSS growth <= 50 MB, the rest 503 with Retry-After; with 2 workers at
+concurrency 64, >= 2,500 aspects/s one-aspect requests and >= 8,000 aspects/s through
+/v1/predict/batch. `"targets"` in the results says which were met.
+
+    python benchmarks/load.py --workers 2 --name overload-2w --seconds 30
 
 Writes benchmarks/results/load/<name>.json and prints a summary. Stops by itself.
 """
@@ -24,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -56,7 +67,7 @@ function init(args)
 end
 request = function()
   i = i + 1
-  return wrk.format(nil, "/v1/predict", nil, bodies[(i % #bodies) + 1])
+  return wrk.format(nil, "{PATH}", nil, bodies[(i % #bodies) + 1])
 end
 response = function(status, headers, body)
   if status == 200 then ok = ok + 1
@@ -120,6 +131,70 @@ class RssSampler(threading.Thread):
         return self.samples
 
 
+class Prober(threading.Thread):
+    """One request at a time on a fresh connection: a one-aspect predict, then /healthz."""
+
+    def __init__(self, url: str, every: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.url, self.every = url, every
+        self.stopped = threading.Event()
+        self.health: list[float] = []
+        self.accepted: list[float] = []
+        self.statuses: dict[str, int] = {}
+        self.retry_after_missing = 0
+        body = {"text": SENTENCES[0][0], "aspects": [SENTENCES[0][1]]}
+        self.body = json.dumps(body).encode()
+
+    def _timed(self, req: urllib.request.Request) -> tuple[int, float, dict]:
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                r.read()
+                status, headers = r.status, {k.lower(): v for k, v in r.headers.items()}
+        except urllib.error.HTTPError as e:
+            e.read()
+            status, headers = e.code, {k.lower(): v for k, v in e.headers.items()}
+        except OSError:
+            status, headers = 0, {}
+        return status, time.perf_counter() - t0, headers
+
+    def run(self) -> None:
+        headers = {"Content-Type": "application/json"}
+        while not self.stopped.is_set():
+            req = urllib.request.Request(f"{self.url}/v1/predict", self.body, headers)
+            status, secs, h = self._timed(req)
+            self.statuses[str(status)] = self.statuses.get(str(status), 0) + 1
+            if status == 200:
+                self.accepted.append(secs)
+            elif status == 503 and "retry-after" not in h:
+                self.retry_after_missing += 1
+            status, secs, _ = self._timed(urllib.request.Request(f"{self.url}/healthz"))
+            self.health.append(secs if status == 200 else float("inf"))
+            self.stopped.wait(self.every)
+
+    def stop(self) -> dict:
+        self.stopped.set()
+        self.join()
+
+        def pct(xs: list[float], q: float) -> float | None:
+            if not xs:
+                return None
+            xs = sorted(xs)
+            return round(1000 * xs[min(len(xs) - 1, int(q * len(xs)))], 1)
+
+        return {
+            "predict_statuses": self.statuses,
+            "accepted_p50_ms": pct(self.accepted, 0.5),
+            "accepted_p99_ms": pct(self.accepted, 0.99),
+            "accepted_max_ms": pct(self.accepted, 1.0),
+            "healthz_n": len(self.health),
+            "healthz_p50_ms": pct(self.health, 0.5),
+            "healthz_p99_ms": pct(self.health, 0.99),
+            "healthz_max_ms": pct(self.health, 1.0),
+            "retry_after_missing": self.retry_after_missing,
+        }
+
+
 def wrk(url: str, script: str, connections: int, seconds: int, threads: int) -> dict:
     cmd = ["wrk", f"-t{min(threads, connections)}", f"-c{connections}", f"-d{seconds}s"]
     cmd += ["--timeout", "10s", "--latency", "-s", script, url]
@@ -151,6 +226,9 @@ def start_server(args: argparse.Namespace, port: int, log: Path) -> subprocess.P
         **os.environ,
         "ABSA_THREADS": str(args.server_threads),
         "ABSA_MAX_QUEUE": str(args.max_queue),
+        "ABSA_MAX_IN_FLIGHT": str(args.max_in_flight),
+        "ABSA_WORKERS": str(args.workers),
+        "ABSA_MAX_ITEMS": str(max(64, args.batch_items)),
         "ABSA_DEVICE": args.device,
         "ABSA_LOG_LEVEL": "warning",  # no access log: it would cost more than the model
     }
@@ -170,6 +248,57 @@ def start_server(args: argparse.Namespace, port: int, log: Path) -> subprocess.P
             time.sleep(0.2)
 
 
+def heavy_bodies() -> list[str]:
+    """Heavy requests of issue #13: 64 items x 32 aspects, and 32 aspects with explain."""
+    words = [f"word{i}" for i in range(40)]
+    text = "the " + " and the ".join(words) + " ."
+    item = {"text": text, "aspects": words[:32]}
+    return [
+        json.dumps({"items": [item] * 64}),
+        json.dumps({**item, "explain": True}),
+    ]
+
+
+def heavy(url: str, tmp: Path, seconds: int, connections: int = 4) -> dict:
+    """/healthz (and a light request) while heavy requests keep the server busy."""
+    batch, explain = heavy_bodies()
+    out = {}
+    for name, path, body in [
+        ("batch_64x32", "/v1/predict/batch", batch),
+        ("explain_32", "/v1/predict", explain),
+    ]:
+        script = tmp / f"heavy-{name}.lua"
+        script.write_text(
+            WRK_LUA.replace("{BODIES}", "{" + json.dumps(body) + "}").replace("{PATH}", path)
+        )
+        prober = Prober(url, every=0.02)
+        prober.start()
+        r = wrk(url, str(script), connections, seconds, 1)
+        r["probe"] = prober.stop()
+        out[name] = r
+    return out
+
+
+def targets(steps: list[dict], batch: dict, over: dict, heavy: dict) -> dict:
+    """Issue #13's targets, met or not (aspects/s at c=64: one aspect per request)."""
+    c64 = next((s["ok_per_s"] for s in steps if s["connections"] == 64), None)
+    probe = over["probe"]
+    acc, health = probe["accepted_p99_ms"], probe["healthz_max_ms"]
+    return {
+        "accepted_p99_le_250ms": acc is not None and acc <= 250,
+        "healthz_max_le_100ms": health is not None and health <= 100,
+        "rss_growth_le_50mb": over["rss_growth_mb"] <= 50,
+        "only_200_or_503": over["statuses"]["other_5xx"] + over["statuses"]["other_4xx"] == 0
+        and probe["retry_after_missing"] == 0,
+        "c64_ge_2500_aspects_per_s": c64 is not None and c64 >= 2500,
+        "batch_ge_8000_aspects_per_s": batch["aspects_per_s"] >= 8000,
+        "healthz_under_heavy_max_le_100ms": all(
+            h["probe"]["healthz_max_ms"] is not None and h["probe"]["healthz_max_ms"] <= 100
+            for h in heavy.values()
+        ),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -182,28 +311,33 @@ def main() -> int:
     ap.add_argument("--name", default="load", help="results file name")
     ap.add_argument("--seconds", type=int, default=30, help="length of the overload phase")
     ap.add_argument("--step-seconds", type=int, default=5, help="each saturation step")
-    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
-    ap.add_argument("--overload", type=int, default=8, help="x the saturating concurrency")
-    ap.add_argument("--max-queue", type=int, default=32, help="ABSA_MAX_QUEUE of the server")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
+    ap.add_argument("--overload", type=int, default=10, help="x the saturating concurrency")
+    ap.add_argument("--max-queue", type=int, default=2048, help="ABSA_MAX_QUEUE of the server")
+    ap.add_argument("--max-in-flight", type=int, default=64, help="ABSA_MAX_IN_FLIGHT")
+    ap.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    ap.add_argument("--batch-items", type=int, default=32, help="items per batch request")
+    ap.add_argument("--batch-concurrency", type=int, default=16)
     ap.add_argument("--server-threads", type=int, default=1, help="onnxruntime threads")
-    ap.add_argument("--wrk-threads", type=int, default=1)
+    ap.add_argument("--wrk-threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     args = ap.parse_args()
 
-    lua = WRK_LUA.replace(
-        "{BODIES}",
-        "{"
-        + ",".join(
-            json.dumps(json.dumps({"text": t, "aspects": [a]}), ensure_ascii=False)
-            for t, a in SENTENCES
-        )
-        + "}",
-    )
+    bodies = [json.dumps({"text": t, "aspects": [a]}) for t, a in SENTENCES]
+    items = [{"text": t, "aspects": [a]} for t, a in SENTENCES]
+    batch = json.dumps({"items": (items * args.batch_items)[: args.batch_items]})
+
+    def lua(path: str, bodies: list[str]) -> str:
+        listed = "{" + ",".join(json.dumps(b, ensure_ascii=False) for b in bodies) + "}"
+        return WRK_LUA.replace("{BODIES}", listed).replace("{PATH}", path)
+
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="absa-load-") as tmp:
         script = Path(tmp) / "load.lua"
-        script.write_text(lua)
+        script.write_text(lua("/v1/predict", bodies))
+        batch_script = Path(tmp) / "batch.lua"
+        batch_script.write_text(lua("/v1/predict/batch", [batch]))
         server = start_server(args, port, Path(tmp) / "server.log")
         sampler = RssSampler(server.pid)
         sampler.start()
@@ -212,13 +346,26 @@ def main() -> int:
             for c in sorted(set(args.concurrency)):
                 steps.append(wrk(url, str(script), c, args.step_seconds, args.wrk_threads))
                 print(f"saturation c={c}: {steps[-1]}", flush=True)
+            b = wrk(url, str(batch_script), args.batch_concurrency, args.step_seconds, 2)
+            b["aspects_per_s"] = round(b["ok_per_s"] * args.batch_items, 1)
+            print(f"batch of {args.batch_items}: {b}", flush=True)
+            hv = heavy(url, Path(tmp), args.step_seconds)
+            print(f"heavy: {hv}", flush=True)
             best = max(s["ok_per_s"] for s in steps)
             # the smallest concurrency within 5% of the best throughput saturates the server
             sat = next(s for s in steps if s["ok_per_s"] >= 0.95 * best)
             rejected0 = metric(url, "absa_rejected_total")
-            conns = max(args.overload * sat["connections"], 2 * args.max_queue)
+            shed0 = metric(url, "absa_shed_total")
+            conns = max(args.overload * sat["connections"], 2 * args.max_in_flight)
+            rss0 = rss_mb(server.pid)
+            prober = Prober(url)
+            prober.start()
             over = wrk(url, str(script), conns, args.seconds, args.wrk_threads)
+            over["probe"] = prober.stop()
+            over["rss_growth_mb"] = round(rss_mb(server.pid) - rss0, 1)
+            # /metrics answers from one worker: a sample, not the total, with several workers
             over["rejected_aspects_server"] = metric(url, "absa_rejected_total") - rejected0
+            over["shed_requests_server"] = metric(url, "absa_shed_total") - shed0
             print(f"overload c={conns}: {over}", flush=True)
         finally:
             samples = sampler.stop()
@@ -231,15 +378,20 @@ def main() -> int:
         "command": " ".join(["python benchmarks/load.py", *sys.argv[1:]]),
         "model": str(args.model),
         "server": {
+            "workers": args.workers,
             "threads": args.server_threads,
             "max_queue": args.max_queue,
+            "max_in_flight": args.max_in_flight,
             "device": args.device,
             "exit_code": server.returncode,
         },
         "saturation": steps,
         "saturation_ok_per_s": best,
         "saturating_concurrency": sat["connections"],
+        "batch": b,
+        "heavy": hv,
         "overload": over,
+        "targets": targets(steps, b, over, hv),
         "rss_mb": {"start": rss[0], "end": rss[-1], "max": max(rss), "samples": samples},
     }
     OUT.mkdir(parents=True, exist_ok=True)
@@ -256,10 +408,17 @@ def main() -> int:
         f"  statuses: 200={st['200']} 503={st['503']} other 4xx={st['other_4xx']} "
         f"other 5xx={st['other_5xx']}; socket errors {over['socket_errors']}, "
         f"timeouts {over['timeouts']}\n"
+        f"  probe: accepted p99 {over['probe']['accepted_p99_ms']} ms, /healthz p99 "
+        f"{over['probe']['healthz_p99_ms']} ms, max {over['probe']['healthz_max_ms']} ms; "
+        f"RSS growth {over['rss_growth_mb']} MiB\n"
+        f"  batch of {args.batch_items}: {b['aspects_per_s']:.0f} aspects/s\n"
+        f"  targets: {result['targets']}\n"
         f"  server RSS: start {rss[0]:.0f} MiB, end {rss[-1]:.0f} MiB, max {max(rss):.0f} MiB\n"
         f"written to {out.relative_to(ROOT)}"
     )
-    failed = st["other_5xx"] + sum(s["statuses"]["other_5xx"] for s in steps)
+    failed = st["other_5xx"] + b["statuses"]["other_5xx"]
+    failed += sum(h["statuses"]["other_5xx"] for h in hv.values())
+    failed += sum(s["statuses"]["other_5xx"] for s in steps)
     if failed:
         print(f"FAIL: {failed} answers were 5xx other than 503", file=sys.stderr)
     return 1 if failed else 0

@@ -11,6 +11,27 @@ from dataclasses import dataclass
 
 from absa.errors import InputError
 
+#: how much of a term or text an error message echoes
+SHOWN_CHARS = 60
+
+
+def shown(s: str, limit: int = SHOWN_CHARS) -> str:
+    """``s`` for an error message: repr, cut to ``limit`` characters, lone surrogates escaped
+    (an echo must never make the message itself unencodable or huge)."""
+    cut = s if len(s) <= limit else s[:limit] + "…"
+    return repr(cut.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def check_unicode(s: str, what: str, where: str = "") -> None:
+    """Refuse a string that is not valid Unicode (a lone surrogate, as JSON can carry)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(
+            f"{where}{what} holds a lone surrogate (U+{ord(s[e.start]):04X} at {e.start}): "
+            "not valid Unicode"
+        ) from None
+
 
 @dataclass(frozen=True)
 class Span:
@@ -39,9 +60,15 @@ def occurrences(text: str, term: str, where: str = "") -> list[Span]:
     ``where`` prefixes the message ("aspects[1]: ", "items[0]: aspects[2]: ", "line 7: ")."""
     if not term.strip():
         raise InputError(f"{where}the aspect is empty")
+    if len(term.strip()) > len(text):
+        # checked before any regex is compiled: a huge term costs nothing
+        raise InputError(
+            f"{where}the aspect ({len(term)} characters) is longer than the text "
+            f"({len(text)} characters)"
+        )
     found = find_all(text, term)
     if not found:
-        raise InputError(f"{where}aspect {term!r} does not occur in the text")
+        raise InputError(f"{where}aspect {shown(term)} does not occur in the text")
     return [Span(text[s:e], s, e) for s, e in found]
 
 
@@ -51,6 +78,6 @@ def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
         raise InputError(f"{where}span [{start}, {end}) is outside the text (length {len(text)})")
     if text[start:end] != term:
         raise InputError(
-            f"{where}text[{start}:{end}] is {text[start:end]!r}, not the term {term!r}"
+            f"{where}text[{start}:{end}] is {shown(text[start:end])}, not the term {shown(term)}"
         )
     return Span(term, start, end)

@@ -12,13 +12,13 @@ answer on every path. No torch, no HTTP: bad input raises ``InputError`` / ``Lim
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from absa.errors import InputError, LimitError
-from absa.model.aspects import Span, occurrences, pinned
+from absa.model.aspects import Span, check_unicode, occurrences, pinned, shown
 from absa.model.runtime import Output, Runtime, word_weights
 from absa.model.text import Encoded, TextError
 
@@ -62,10 +62,21 @@ class AspectPrediction:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the explain-only fields only when present."""
-        out = asdict(self)
-        for key in ("attention", "self_attention"):
-            if out[key] is None:
-                del out[key]
+        out: dict[str, Any] = {
+            "term": self.term,
+            "start": self.start,
+            "end": self.end,
+            "label": self.label,
+            "score": self.score,
+            "scores": dict(self.scores),
+        }  # by hand: dataclasses.asdict deep-copies, a cost on every request
+        if self.attention is not None:
+            out["attention"] = [
+                {"token": w.token, "start": w.start, "end": w.end, "weight": w.weight}
+                for w in self.attention
+            ]
+        if self.self_attention is not None:
+            out["self_attention"] = [list(head) for head in self.self_attention]
         return out
 
 
@@ -90,7 +101,9 @@ def _pinned_fields(aspect: Any) -> tuple[str, int, int] | None:
             raise InputError(f"an aspect span needs term, start and end (missing {e})") from None
     if all(hasattr(aspect, k) for k in ("term", "start", "end")):
         return aspect.term, aspect.start, aspect.end
-    raise InputError(f"an aspect is a term (str) or a span with term, start, end: {aspect!r}")
+    raise InputError(
+        f"an aspect is a term (str) or a span with term, start, end: {shown(repr(aspect))}"
+    )
 
 
 class Predictor:
@@ -120,6 +133,7 @@ class Predictor:
             raise LimitError(
                 f"{where}text has {len(text)} characters; the limit is {lim.max_text_chars}"
             )
+        check_unicode(text, "the text", where)
         if not aspects:
             raise InputError(
                 f"{where}aspects is empty: name at least one aspect term (aspect extraction "
@@ -129,6 +143,10 @@ class Predictor:
         for i, aspect in enumerate(aspects):
             at = f"{where}aspects[{i}]: "
             fields = _pinned_fields(aspect)
+            term = aspect if fields is None else fields[0]
+            if not isinstance(term, str):
+                raise InputError(f"{at}the term is a {type(term).__name__}, not a string")
+            check_unicode(term, "the aspect", at)
             if fields is None:
                 spans.extend(occurrences(text, aspect, at))
             else:
@@ -147,7 +165,7 @@ class Predictor:
                 out.append(self.runtime.encode(text, sp.start, sp.end))
             except TextError as err:
                 raise InputError(
-                    f"{where}aspect {sp.term!r} [{sp.start}, {sp.end}): {err}"
+                    f"{where}aspect {shown(sp.term)} [{sp.start}, {sp.end}): {err}"
                 ) from None
         return out
 

@@ -85,6 +85,20 @@ class BatchEngine:
         old, self.model = self.model, model
         return old
 
+    @property
+    def full(self) -> bool:
+        """No room for even one more aspect: refuse before reading a request's body."""
+        return self._pending >= self.max_queue
+
+    def admit(self, n: int) -> None:
+        """Refuse now (``QueueFull``) if ``n`` more aspects would not fit in the queue: called
+        before a request's encoding, so an overloaded server does no work it will throw away."""
+        if self._closing or self._wakeup is None:
+            raise ShuttingDown("the service is shutting down")
+        if self._pending + n > self.max_queue:
+            self.metrics.rejected.inc(n)
+            raise QueueFull(f"{self._pending} aspects are waiting (limit {self.max_queue})")
+
     async def submit(self, model: Predictor, items: list[Encoded]) -> list[Output]:
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")

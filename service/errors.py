@@ -1,14 +1,22 @@
 """Domain errors -> HTTP status codes, in one place. The core (absa.model, absa.training)
 raises ``absa.errors`` types and never names a status code; this table is the only mapping.
 
-Every error body has the documented shape ``{"detail": ...}`` (``ErrorResponse``).
+Every error body has the one documented shape (``schemas.ErrorResponse``):
+``{"detail": str}``, plus ``"errors": [{"loc", "msg", "type"}, ...]`` for a body that does
+not fit the schema. Nothing echoes more than a short, escaped piece of the input.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 
 from absa.errors import (
     AbsaError,
@@ -19,8 +27,12 @@ from absa.errors import (
     RegistryError,
     ShuttingDown,
 )
+from absa.model.aspects import SHOWN_CHARS
+
+log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = "1"
+MAX_ISSUES = 20  # validation problems listed in one error body
 
 # most specific first: the first class an error is an instance of decides
 STATUS: tuple[tuple[type[AbsaError], int], ...] = (
@@ -40,24 +52,85 @@ def status_of(exc: AbsaError) -> int:
     return 500
 
 
+def _safe(s: str, limit: int = 4 * SHOWN_CHARS) -> str:
+    """Short, and encodable as UTF-8 whatever the input held (lone surrogates escaped)."""
+    s = s if len(s) <= limit else s[:limit] + "\u2026"
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def error_body(detail: str, errors: list[dict] | None = None, **extra: Any) -> dict:
+    body: dict[str, Any] = {"detail": _safe(detail, 1000), **extra}
+    if errors is not None:
+        body["errors"] = errors
+    return body
+
+
+def error_response(
+    status: int, detail: str, errors: list[dict] | None = None, headers: dict | None = None
+) -> JSONResponse:
+    if status == 503:
+        headers = {"Retry-After": RETRY_AFTER_S, **(headers or {})}
+    return JSONResponse(error_body(detail, errors), status_code=status, headers=headers)
+
+
+def domain_detail(exc: AbsaError) -> str:
+    return f"overloaded: {exc}" if isinstance(exc, Overloaded) else str(exc)
+
+
+def issues(errs: list[Any], prefix: tuple[str | int, ...] = ()) -> list[dict]:
+    """pydantic's errors as ``{loc, msg, type}``: never the input itself."""
+    out = []
+    for e in errs[:MAX_ISSUES]:
+        loc = [*prefix, *(x if isinstance(x, int) else _safe(str(x)) for x in e.get("loc", ()))]
+        out.append({"loc": loc, "msg": _safe(str(e.get("msg", ""))), "type": e.get("type", "")})
+    return out
+
+
+def summary(errors: list[dict], total: int) -> str:
+    """One sentence for the first problem (and how many more)."""
+    if not errors:
+        return "invalid request body"
+    first = errors[0]
+    where = ".".join(str(x) for x in first["loc"]) or "body"
+    more = f" (and {total - 1} more)" if total > 1 else ""
+    return f"invalid request: {where}: {first['msg']}{more}"
+
+
+def validation_body(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> dict:
+    errs = exc.errors(include_input=False, include_url=False)
+    found = issues(errs, prefix)
+    return error_body(summary(found, len(errs)), found)
+
+
 async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AbsaError)
-    status = status_of(exc)
-    detail = f"overloaded: {exc}" if isinstance(exc, Overloaded) else str(exc)
-    headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+    return error_response(status_of(exc), domain_detail(exc))
 
 
 async def _invalid_body(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = [
-        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-        for e in exc.errors()
-    ]
-    return JSONResponse({"detail": errors}, status_code=422)
+    errs = list(exc.errors())
+    found = issues(errs)
+    return error_response(422, summary(found, len(errs)), found)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+    if exc.status_code == 400 and "error parsing the body" in detail:
+        # FastAPI's words for a body it could not decode: say what to send instead
+        detail = "the body could not be read: send JSON encoded as UTF-8"
+    return error_response(exc.status_code, detail, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("unexpected error on %s", request.url.path, exc_info=exc)
+    return error_response(500, "internal error")
 
 
 def install(app: FastAPI) -> None:
     """Register the handlers on ``app``."""
     app.add_exception_handler(AbsaError, _domain_error)
     app.add_exception_handler(RequestValidationError, _invalid_body)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,37 +1,110 @@
-"""Request and response bodies of the HTTP API."""
+"""Request and response bodies of the HTTP API.
+
+Types are strict: ``"explain": "yes"`` or ``0`` and ``"start": 4.0`` are refused (422), not
+coerced. What the service refuses anyway is in the schema too (``minLength``, ``minItems``,
+``maxLength`` of an aspect), so generated clients and the docs say it.
+
+Errors: every 4xx/5xx body is an ``ErrorResponse``: ``{"detail": str, "errors": [...]?}``.
+``detail`` is one sentence for people; ``errors`` (only for a body that does not fit the
+schema) has one ``{loc, msg, type}`` per problem.
+
+``/v1/predict/batch`` answers per item, in the order of ``items``: an item that could be
+answered is a ``PredictResponse`` (``{"model", "results"}``); an item that could not is
+``{"error": {"status", "detail", "errors"?}}`` with the status the item alone would have got
+from ``/v1/predict`` (422 invalid, 413 over a limit). The other items are answered. A body
+that is not valid at all (not JSON, ``items`` not a list or empty, over ``max_items``), an
+overload (503) or a shutdown still fails the whole request.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+
+#: the longest aspect term accepted (characters); a longer one is refused before any work
+MAX_TERM_CHARS = 200
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+Term = Annotated[StrictStr, Field(min_length=1, max_length=MAX_TERM_CHARS)]
 
 
 class AspectSpan(Strict):
-    term: str = Field(description="the aspect as written in the text")
-    start: int = Field(description="character offset where the term starts")
-    end: int = Field(description="character offset just past the term")
+    term: Term = Field(description="the aspect as written in the text")
+    start: StrictInt = Field(ge=0, description="character offset where the term starts")
+    end: StrictInt = Field(ge=1, description="character offset just past the term")
 
 
 class PredictRequest(Strict):
-    text: str = Field(
+    text: StrictStr = Field(
+        min_length=1,
         description="the sentence or review",
         examples=["The fries were soggy but the burger was great"],
     )
-    aspects: list[str | AspectSpan] = Field(
+    aspects: list[Term | AspectSpan] = Field(
+        min_length=1,
         description=(
             "aspect terms: a string is looked up in the text (case-insensitive, whole words "
             "first) and EVERY occurrence gets a result with its own span; an object pins one span"
         ),
         examples=[["burger", "fries"]],
     )
-    explain: bool = Field(False, description="also return the attention weights over the words")
+    explain: StrictBool = Field(
+        False, description="also return the attention weights over the words"
+    )
+
+
+class ValidationIssue(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx/5xx body."""
+
+    detail: str = Field(description="what is wrong, in one sentence")
+    errors: list[ValidationIssue] | None = Field(
+        None, description="for a body that does not fit the schema: one entry per problem"
+    )
+
+
+class InvalidItem:
+    """A batch item that does not fit ``PredictRequest`` (kept, answered with an error)."""
+
+    def __init__(self, error: ValidationError) -> None:
+        self.error = error
+
+
+def _item_or_invalid(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError as e:
+        return InvalidItem(e)
+
+
+#: a batch item: validated alone, so one bad item does not refuse the others
+BatchItemRequest = Annotated[PredictRequest, WrapValidator(_item_or_invalid)]
 
 
 class BatchRequest(Strict):
-    items: list[PredictRequest]
+    items: list[BatchItemRequest] = Field(
+        min_length=1, description="at most max_items (setting) items; answered in this order"
+    )
 
 
 class TokenWeight(BaseModel):
@@ -61,22 +134,19 @@ class PredictResponse(BaseModel):
     results: list[AspectResult]
 
 
+class ItemError(ErrorResponse):
+    status: int = Field(description="the status this item alone would have got (422, 413)")
+
+
+class BatchItemError(BaseModel):
+    error: ItemError
+
+
 class BatchResponse(BaseModel):
     model: str
-    items: list[PredictResponse]
-
-
-class ValidationIssue(BaseModel):
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class ErrorResponse(BaseModel):
-    """Every 4xx/5xx body: ``detail`` says what is wrong, as a sentence or, for a body that
-    does not fit the schema, one entry per problem."""
-
-    detail: str | list[ValidationIssue]
+    items: list[PredictResponse | BatchItemError] = Field(
+        description="one entry per request item, in order: its results, or its error"
+    )
 
 
 class ModelInfo(BaseModel):

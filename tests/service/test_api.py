@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Iterator
+
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from absa.model.text import LABELS
+from absa.service.schemas import MAX_TERM_CHARS
 from tests.service.conftest import EXAMPLES, LIMITS, make_settings
 
 TEXT = "the wine list was great but the food was awful"
@@ -122,14 +128,59 @@ def test_batch_keeps_item_order(client: TestClient) -> None:
         assert got_res["scores"] == pytest.approx(alone["scores"], abs=1e-5)
 
 
-def test_batch_invalid_item_names_its_index(client: TestClient) -> None:
+@pytest.fixture(scope="module")
+def wide(artifact) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    """The app with room for more batch items."""
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact, max_items=8))) as c:
+        yield c
+
+
+def post_json(client: TestClient, path: str, body: object) -> httpx.Response:
+    """``body`` as ASCII JSON: a lone surrogate travels as a \\u escape, as any client may."""
+    raw = json.dumps(body).encode()
+    return client.post(path, content=raw, headers={"content-type": "application/json"})
+
+
+def test_batch_bad_item_gets_an_error_in_its_place(wide: TestClient) -> None:
+    """One bad item does not refuse the others: it gets {"error": {status, detail}}."""
+    client = wide
     items = [
         {"text": TEXT, "aspects": ["food"]},
-        {"text": TEXT, "aspects": ["burger"]},
+        {"text": TEXT, "aspects": ["burger"]},  # not in the text: 422
+        {"text": LONG, "aspects": ["food"]},  # over max_text_chars: 413
+        {"text": 3, "aspects": ["food"]},  # not the schema: 422 with errors
+        {"text": "the food \ud800", "aspects": ["food"]},  # a lone surrogate
+        {"text": TEXT, "aspects": ["wine list"]},
     ]
+    r = post_json(client, "/v1/predict/batch", {"items": items})
+    assert r.status_code == 200, r.text
+    got = r.json()["items"]
+    assert len(got) == len(items)
+    assert [res["term"] for res in got[0]["results"]] == ["food"]
+    assert [res["term"] for res in got[5]["results"]] == ["wine list"]
+    assert got[1]["error"]["status"] == 422
+    assert "items[1]" in got[1]["error"]["detail"]
+    assert "'burger' does not occur" in got[1]["error"]["detail"]
+    assert got[2]["error"]["status"] == 413
+    assert got[3]["error"]["status"] == 422
+    assert got[3]["error"]["errors"][0]["loc"] == ["items", 3, "text"]
+    assert got[4]["error"]["status"] == 422
+    for entry in got[1:5]:
+        assert set(entry) == {"error"}
+        assert isinstance(entry["error"]["detail"], str)
+    # the answers are the same as without the bad items
+    alone = predict(client, TEXT, ["food"])["results"]
+    assert got[0]["results"][0]["scores"] == pytest.approx(alone[0]["scores"], abs=1e-5)
+
+
+def test_batch_of_only_bad_items_is_answered_item_by_item(wide: TestClient) -> None:
+    client = wide
+    items = [{"text": TEXT, "aspects": ["burger"]}, {"text": TEXT}, 3, None]
     r = client.post("/v1/predict/batch", json={"items": items})
-    assert r.status_code == 422
-    assert "items[1]" in r.json()["detail"]
+    assert r.status_code == 200, r.text
+    assert [e["error"]["status"] for e in r.json()["items"]] == [422] * 4
 
 
 def test_batch_over_max_items_is_413(client: TestClient) -> None:
@@ -145,15 +196,13 @@ def test_batch_over_max_items_is_413(client: TestClient) -> None:
         {"items": []},
         {"items": "x"},
         {},
-        {"items": [{"text": TEXT}]},
         {"items": [{"text": TEXT, "aspects": ["food"]}], "extra": 1},
     ],
-    ids=["empty", "not-a-list", "missing", "item-without-aspects", "unknown-field"],
+    ids=["empty", "not-a-list", "missing", "unknown-field"],
 )
 def test_batch_bad_body_is_422(client: TestClient, body: dict) -> None:
-    r = client.post("/v1/predict/batch", json=body)
-    assert r.status_code == 422
-    assert r.json()["detail"]
+    """A body that is not a batch at all fails whole."""
+    check_error(client.post("/v1/predict/batch", json=body), 422)
 
 
 # --------------------------------------------------------------------------- errors: 4xx, never 500
@@ -196,14 +245,31 @@ BAD_REQUESTS = {
     "missing-text": ({"aspects": ["food"]}, 422),
     "missing-aspects": ({"text": TEXT}, 422),
     "body-a-list": ([TEXT, ["food"]], 422),
-    "body-null": (None, 422),
+    # strict types: nothing is coerced
+    "explain-yes": ({"text": TEXT, "aspects": ["food"], "explain": "yes"}, 422),
+    "explain-0": ({"text": TEXT, "aspects": ["food"], "explain": 0}, 422),
+    "start-a-float": (
+        {"text": TEXT, "aspects": [{"term": "food", "start": 32.0, "end": 36}]},
+        422,
+    ),
+    "end-a-string": ({"text": TEXT, "aspects": [{"term": "food", "start": 32, "end": "36"}]}, 422),
+    # a term longer than the text (or than any term can be) is refused before any lookup
+    "aspect-longer-than-text": ({"text": "the food", "aspects": ["the food was great"]}, 422),
+    "aspect-over-max-length": ({"text": TEXT, "aspects": ["food " * 50]}, 422),
 }
 
 
 def check_error(r, status: int) -> None:  # type: ignore[no-untyped-def]
+    """The one documented error shape: {"detail": str, "errors": [{loc, msg, type}]?}."""
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/json")
-    assert r.json()["detail"]
+    body = r.json()
+    assert isinstance(body["detail"], str) and body["detail"]
+    assert set(body) <= {"detail", "errors"}
+    for issue in body.get("errors", []):
+        assert set(issue) == {"loc", "msg", "type"}
+    if status == 503:
+        assert r.headers["Retry-After"]
 
 
 @pytest.mark.parametrize(("body", "status"), BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
@@ -217,13 +283,102 @@ def test_bad_request_is_4xx_with_detail(client: TestClient, body: object, status
         (b'{"text": "the food", "aspects": ["food"]', "application/json"),
         (b"\xff\xfe not utf-8", "application/json"),
         (b"", "application/json"),
-        (b"text=the+food", "application/x-www-form-urlencoded"),
+        (b"null", "application/json"),
     ],
-    ids=["truncated-json", "not-utf8", "empty-body", "form"],
+    ids=["truncated-json", "not-utf8", "empty-body", "null"],
 )
 def test_malformed_body_is_422(client: TestClient, content: bytes, content_type: str) -> None:
     r = client.post("/v1/predict", content=content, headers={"content-type": content_type})
     check_error(r, 422)
+
+
+@pytest.mark.parametrize("path", ["/v1/predict", "/v1/predict/batch"])
+@pytest.mark.parametrize(
+    "content_type", [None, "application/x-www-form-urlencoded", "text/plain"], ids=str
+)
+def test_body_not_sent_as_json_is_415(client: TestClient, path: str, content_type) -> None:  # type: ignore[no-untyped-def]
+    headers = {} if content_type is None else {"content-type": content_type}
+    r = client.post(path, content=b'{"text": "the food", "aspects": ["food"]}', headers=headers)
+    check_error(r, 415)
+
+
+def test_json_content_type_with_charset_is_served(client: TestClient) -> None:
+    r = client.post(
+        "/v1/predict",
+        content=b'{"text": "the food", "aspects": ["food"]}',
+        headers={"content-type": "application/json; charset=utf-8"},
+    )
+    assert r.status_code == 200, r.text
+
+
+SURROGATES = {
+    "text": {"text": "the food \ud800 was good", "aspects": ["food"]},
+    "text-explain": {"text": "the food \ud800 was good", "aspects": ["food"], "explain": True},
+    "aspect": {"text": "the food was good", "aspects": ["\ud800"]},
+    "aspect-in-text": {"text": "the food \ud800 was good", "aspects": ["\ud800"]},
+    "pinned": {"text": "the \udfff food", "aspects": [{"term": "\udfff", "start": 4, "end": 5}]},
+}
+
+
+@pytest.mark.parametrize("body", SURROGATES.values(), ids=SURROGATES.keys())
+def test_lone_surrogate_is_422_with_json_detail(client: TestClient, body: dict) -> None:
+    check_error(post_json(client, "/v1/predict", body), 422)
+    r = post_json(
+        client, "/v1/predict/batch", {"items": [body, {"text": TEXT, "aspects": ["food"]}]}
+    )
+    assert r.status_code == 200, r.text
+    first, second = r.json()["items"]
+    assert first["error"]["status"] == 422
+    assert second["results"][0]["term"] == "food"
+
+
+def test_huge_aspect_is_refused_at_once_and_not_echoed(artifact) -> None:  # type: ignore[no-untyped-def]
+    from absa.service.app import create_app
+
+    settings = make_settings(artifact, max_body_bytes=2_000_000)
+    with TestClient(create_app(settings)) as c:
+        for aspect in ["x" * 990_000, {"term": "x" * 990_000, "start": 0, "end": 990_000}]:
+            t0 = time.perf_counter()
+            r = c.post("/v1/predict", json={"text": TEXT, "aspects": [aspect]})
+            assert time.perf_counter() - t0 < 0.5
+            check_error(r, 422)
+            assert len(r.content) < 1000  # the term is not echoed whole
+
+
+def test_error_messages_echo_a_short_piece_of_the_input(client: TestClient) -> None:
+    text = "a" * 250 + " food"
+    r = client.post(
+        "/v1/predict", json={"text": text, "aspects": [{"term": "food", "start": 0, "end": 200}]}
+    )
+    check_error(r, 422)
+    assert len(r.json()["detail"]) < 200
+
+
+def test_explain_is_bounded_per_request(artifact) -> None:  # type: ignore[no-untyped-def]
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact, max_explain_aspects=2))) as c:
+        body = {"text": TEXT, "aspects": ["wine list", "food", "the"], "explain": True}
+        check_error(c.post("/v1/predict", json=body), 413)
+        body["explain"] = False
+        assert c.post("/v1/predict", json=body).status_code == 200
+        items = [{"text": TEXT, "aspects": ["food", "wine list"], "explain": True}] * 2
+        got = c.post("/v1/predict/batch", json={"items": items}).json()["items"]
+        assert len(got[0]["results"]) == 2
+        assert got[1]["error"]["status"] == 413
+
+
+def test_schema_states_what_is_refused(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    req = schemas["PredictRequest"]["properties"]
+    assert req["text"]["minLength"] == 1
+    assert req["aspects"]["minItems"] == 1
+    assert schemas["BatchRequest"]["properties"]["items"]["minItems"] == 1
+    span = schemas["AspectSpan"]["properties"]
+    assert span["term"]["maxLength"] == MAX_TERM_CHARS
+    assert span["start"]["minimum"] == 0
+    err = schemas["ErrorResponse"]["properties"]
+    assert err["detail"]["type"] == "string"
 
 
 def test_body_over_limit_is_413(client: TestClient) -> None:

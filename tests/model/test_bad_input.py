@@ -1,0 +1,72 @@
+"""The core refuses bad input itself (absa.errors types, no HTTP): lone surrogates, terms
+longer than the text (before any regex is compiled), and never echoes the input whole."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from absa.errors import InputError
+from absa.model import aspects
+from absa.model.aspects import occurrences, pinned, shown
+from absa.model.predictor import Predictor
+from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime
+
+TEXT = "The fries were soggy but the burger was great"
+
+
+@pytest.fixture(scope="module")
+def predictor() -> Predictor:
+    return Predictor(Runtime.load(DEFAULT_MODEL_DIR, device="cpu", threads=1))
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("the food \ud800 was good", "food"),
+        ("the food was good", "\udfff"),
+        ("the \ud800 food", "\ud800"),
+        ("the \ud800 food", {"term": "\ud800", "start": 4, "end": 5}),
+    ],
+    ids=["text", "aspect", "both", "pinned"],
+)
+@pytest.mark.parametrize("explain", [False, True])
+def test_lone_surrogate_is_an_input_error(
+    predictor: Predictor, text: str, aspect: object, explain: bool
+) -> None:
+    with pytest.raises(InputError, match="lone surrogate"):
+        predictor(text, [aspect], explain=explain)
+
+
+def test_term_longer_than_the_text_is_refused_before_any_regex(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_regex(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("a regex was compiled for a term that cannot occur")
+
+    monkeypatch.setattr(aspects.re, "finditer", no_regex)
+    with pytest.raises(InputError, match="longer than the text") as err:
+        occurrences(TEXT, "x" * 990_000)
+    assert len(str(err.value)) < 200
+
+
+def test_huge_terms_leave_no_compiled_regexes_behind() -> None:
+    re.purge()
+    for i in range(12):
+        with pytest.raises(InputError):
+            occurrences(TEXT, f"{i}" + "x" * 100_000)
+    assert len(getattr(re, "_cache", {})) + len(getattr(re, "_cache2", {})) == 0
+
+
+def test_error_messages_show_a_short_escaped_piece() -> None:
+    long = "y" * 5000
+    with pytest.raises(InputError) as err:
+        pinned(long + " food", "food", 0, 4)
+    assert len(str(err.value)) < 200
+    assert shown("a\ud800b") == "'a\\\\ud800b'"
+    assert shown("x" * 500).endswith("\u2026'")
+    assert len(shown("x" * 500)) < 70
+    with pytest.raises(InputError) as err:
+        occurrences(TEXT, "pizza" * 5)
+    assert "'pizzapizza" in str(err.value)

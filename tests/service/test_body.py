@@ -1,0 +1,68 @@
+"""Request bodies: the size limit (the BodyLimit middleware) and bodies that are not UTF-8.
+
+The bodies here are valid requests in every other way (JSON padded with whitespace), so
+only the byte limit can refuse them: without the middleware they would be served (200).
+Issue #13, item 22."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi.testclient import TestClient
+
+from tests.service.conftest import LIMITS
+
+LIMIT = LIMITS["max_body_bytes"]
+REQUEST = json.dumps({"text": "the food was great", "aspects": ["food"]}).encode()
+
+
+def padded(size: int) -> bytes:
+    """A valid request of exactly ``size`` bytes (JSON allows trailing whitespace)."""
+    assert size >= len(REQUEST)
+    return REQUEST + b" " * (size - len(REQUEST))
+
+
+def post(client: TestClient, content: object) -> object:
+    return client.post("/v1/predict", content=content, headers={"content-type": "application/json"})
+
+
+def test_a_valid_body_at_the_limit_is_served(client: TestClient) -> None:
+    r = post(client, padded(LIMIT))
+    assert r.status_code == 200, r.text
+    assert r.json()["results"][0]["term"] == "food"
+
+
+def test_a_valid_body_one_byte_over_the_limit_is_413(client: TestClient) -> None:
+    r = post(client, padded(LIMIT + 1))  # Content-Length declares it
+    assert r.status_code == 413, r.text
+    assert r.json()["detail"] == f"request body over {LIMIT} bytes"
+
+
+def test_a_valid_streamed_body_over_the_limit_is_413(client: TestClient) -> None:
+    """No Content-Length (chunked): the limit is counted on the bytes received."""
+    body = padded(LIMIT + 100)
+
+    def chunks():  # type: ignore[no-untyped-def]
+        for i in range(0, len(body), 512):
+            yield body[i : i + 512]
+
+    r = post(client, chunks())
+    assert r.status_code == 413, r.text
+    assert r.json()["detail"] == f"request body over {LIMIT} bytes"
+
+
+def test_a_valid_streamed_body_under_the_limit_is_served(client: TestClient) -> None:
+    body = padded(LIMIT - 10)
+
+    def chunks():  # type: ignore[no-untyped-def]
+        yield body[:100]
+        yield body[100:]
+
+    assert post(client, chunks()).status_code == 200
+
+
+def test_a_body_that_is_not_utf8_is_400_naming_utf8(client: TestClient) -> None:
+    """A real Latin-1 byte (not a UTF-16 byte-order mark): 400 with a detail that says why."""
+    r = post(client, b'{"text": "the caf\xe9 food was great", "aspects": ["food"]}')
+    assert r.status_code == 400, r.text
+    assert "UTF-8" in r.json()["detail"]

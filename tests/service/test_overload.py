@@ -1,0 +1,124 @@
+"""Overload: requests in flight are capped (503 + Retry-After at once, /healthz unaffected),
+capacity is checked before any work, heavy work runs off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from fastapi.testclient import TestClient
+
+from tests.service.conftest import make_settings, serve
+
+TEXT = "the wine list was great but the food was awful"
+BODY = {"text": TEXT, "aspects": ["food"]}
+
+
+def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
+    """With one request in flight (its forward pass held), the next one is refused at once
+    with 503 + Retry-After, and /healthz still answers at once."""
+    release = threading.Event()
+    entered = threading.Event()
+
+    async def main(url: str, app_state) -> None:  # type: ignore[no-untyped-def]
+        predictor = app_state.engine.model
+        forward = predictor.forward
+
+        def held(items):  # type: ignore[no-untyped-def]
+            entered.set()
+            release.wait(10)
+            return forward(items)
+
+        predictor.forward = held
+        async with httpx.AsyncClient(base_url=url, timeout=30) as c:
+            first = asyncio.create_task(c.post("/v1/predict", json=BODY))
+            while not entered.is_set():
+                await asyncio.sleep(0.005)
+            t0 = time.perf_counter()
+            second = await c.post("/v1/predict", json=BODY)
+            health = await c.get("/healthz")
+            elapsed = time.perf_counter() - t0
+            release.set()
+            assert (await first).status_code == 200
+            third = await c.post("/v1/predict", json=BODY)
+            metrics = (await c.get("/metrics")).text
+        assert second.status_code == 503, second.text
+        assert second.headers["Retry-After"]
+        assert "in flight" in second.json()["detail"]
+        assert health.status_code == 200
+        assert elapsed < 1.0
+        assert third.status_code == 200  # the slot is free again
+        assert "absa_shed_total 1.0" in metrics
+
+    from absa.service import app as app_module
+
+    apps = []
+    create = app_module.create_app
+
+    def capture(settings):  # type: ignore[no-untyped-def]
+        apps.append(create(settings))
+        return apps[-1]
+
+    app_module.create_app = capture
+    try:
+        with serve(make_settings(artifact, max_in_flight=1)) as url:
+            asyncio.run(main(url, apps[0].state))
+    finally:
+        app_module.create_app = create
+        release.set()
+
+
+def test_full_queue_refuses_before_encoding(artifact: Path) -> None:
+    """The capacity check comes before the work: a full queue means no encoding at all."""
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact, max_queue=4))) as c:
+        engine = c.app.state.engine
+        calls = []
+        predictor = engine.model
+        preprocess = predictor.preprocess
+        predictor.preprocess = lambda *a, **k: calls.append(a) or preprocess(*a, **k)
+        engine._pending = 4  # the queue is full
+        try:
+            r = c.post("/v1/predict", json=BODY)
+            b = c.post("/v1/predict/batch", json={"items": [BODY]})
+            # refused before the body is even parsed
+            junk = c.post("/v1/predict", content=b"{", headers={"content-type": "application/json"})
+        finally:
+            engine._pending = 0
+        assert r.status_code == 503 and r.headers["Retry-After"]
+        assert b.status_code == 503
+        assert junk.status_code == 503
+        assert calls == []
+        assert c.post("/v1/predict", json=BODY).status_code == 200
+
+
+def test_heavy_requests_are_encoded_and_answered_off_the_event_loop(artifact: Path) -> None:
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact))) as c:
+        predictor = c.app.state.engine.model
+        seen: dict[str, str] = {}
+        preprocess, postprocess = predictor.preprocess, predictor.postprocess
+
+        def pre(*a, **k):  # type: ignore[no-untyped-def]
+            seen["pre"] = threading.current_thread().name
+            return preprocess(*a, **k)
+
+        def post(*a, **k):  # type: ignore[no-untyped-def]
+            seen["post"] = threading.current_thread().name
+            return postprocess(*a, **k)
+
+        predictor.preprocess, predictor.postprocess = pre, post
+        loop_thread = c.portal.call(lambda: threading.current_thread().name)  # type: ignore[union-attr]
+        assert c.post("/v1/predict", json=BODY).status_code == 200
+        assert seen == {"pre": loop_thread, "post": loop_thread}  # light: on the loop
+        explain = {**BODY, "explain": True}
+        assert c.post("/v1/predict", json=explain).status_code == 200
+        assert loop_thread not in seen.values()
+        seen.clear()
+        assert c.post("/v1/predict/batch", json={"items": [explain]}).status_code == 200
+        assert loop_thread not in seen.values()
