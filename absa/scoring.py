@@ -1,11 +1,16 @@
 """Score files offline with a ``Predictor`` (no server, no torch): the same aspect resolver,
 encoding and result building as the HTTP API.
 
-Input rows: ``{"text", "aspect", "start"?, "end"?}`` as JSONL or CSV (same columns). Output:
-one row per input row, in order, repeating the input's fields and adding ``label`` and
-``scores`` (CSV: one ``score_<label>`` column each), plus ``error`` for a row that could
-not be scored. Rows are read, scored and written in chunks, so memory stays flat on any
-file size; bad rows are reported with their line numbers and the run goes on.
+Input rows: ``{"text", "aspect", "start"?, "end"?}`` as JSONL or CSV (same columns), any
+other fields kept. Output: one row per input row, in order, with every input field as it
+was and the prediction in columns of its own: ``pred_label``, ``pred_score``, ``pred_scores``
+(CSV: one ``pred_score_<label>`` column each), ``pred_start`` / ``pred_end`` (the span
+scored), ``pred_occurrence`` / ``pred_occurrences`` (a term found several times: which
+occurrence was scored, 1-based, the first unless the row pins ``start``/``end``, and how
+many there are), and ``error`` for a row that could not be scored (an empty field on CSV
+rows that were). Rows are read, scored and written in chunks, so memory stays flat on any
+file size; a bad row (invalid JSON, a byte that is not UTF-8, an aspect not in the text)
+gets its ``error``, is logged with the file and line, and the run goes on.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +31,11 @@ from absa.model.aspects import occurrences, pinned
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
 log = logging.getLogger(__name__)
+
+PREFIX = "pred_"
+ERROR = "error"
+# bytes that are not UTF-8 are read as lone surrogates (errors="surrogateescape")
+_UNDECODED = re.compile("[\udc80-\udcff]")
 
 
 @dataclass
@@ -43,120 +54,230 @@ def _fmt(path: Path) -> str:
     raise ValueError(f"{path}: use a .jsonl or .csv file")
 
 
-def _rows(f: IO[str], fmt: str, path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """(line, row or None, error) for each input row."""
+def output_columns(labels: list[str], fmt: str) -> list[str]:
+    """The columns file scoring adds to every row, in order."""
+    scores = [f"{PREFIX}scores"] if fmt == "jsonl" else [f"{PREFIX}score_{k}" for k in labels]
+    names = ["label", "score", *scores, "start", "end", "occurrence", "occurrences"]
+    return [n if n.startswith(PREFIX) else PREFIX + n for n in names] + [ERROR]
+
+
+def _undecoded(value: Any, name: str = "") -> str | None:
+    """What is wrong with the first byte that was not UTF-8 in ``value``, else None."""
+    if isinstance(value, str):
+        m = _UNDECODED.search(value)
+        if m is None:
+            return None
+        byte = ord(m.group()) - 0xDC00
+        where = f"field {name!r}" if name else "the line"
+        return f"{where} is not valid UTF-8 (byte 0x{byte:02x} at character {m.start() + 1})"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            msg = _undecoded(k, "a field name") if isinstance(k, str) else None
+            msg = msg or _undecoded(v, name or str(k))
+            if msg:
+                return msg
+    if isinstance(value, list):
+        for v in value:
+            msg = _undecoded(v, name)
+            if msg:
+                return msg
+    return None
+
+
+def _clean(value: Any) -> Any:
+    """``value`` writable as UTF-8: undecodable bytes become U+FFFD."""
+    if isinstance(value, str):
+        if not _UNDECODED.search(value):
+            return value
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _rows(
+    f: IO[str], fmt: str, path: Path, reserved: list[str]
+) -> tuple[list[str] | None, Iterator[tuple[int, dict[str, Any] | None, str]]]:
+    """The CSV header (None for JSONL), and (line, row or None, error) for each input row."""
     if fmt == "jsonl":
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield lineno, None, f"invalid JSON: {e.msg}"
-                continue
-            if not isinstance(row, dict):
-                yield lineno, None, "a row must be a JSON object"
-                continue
-            yield lineno, row, ""
-        return
+        return None, _jsonl_rows(f, reserved)
     reader = csv.DictReader(f)
     if reader.fieldnames is None or not {"text", "aspect"} <= set(reader.fieldnames):
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
+    header = list(reader.fieldnames)
+    bad = _undecoded(header)
+    if bad:
+        raise ValueError(f"{path}:1: {bad}")
+    clash = [c for c in header if c in reserved]
+    if clash:
+        raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
+    return header, _csv_rows(reader)
+
+
+def _jsonl_rows(
+    f: IO[str], reserved: list[str]
+) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    for lineno, line in enumerate(f, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield lineno, None, _undecoded(line) or f"invalid JSON: {e.msg}"
+            continue
+        if not isinstance(row, dict):
+            yield lineno, None, "a row must be a JSON object"
+            continue
+        clash = [c for c in row if c in reserved]
+        if clash:
+            yield lineno, row, f"field {clash[0]!r} is one the output adds; rename it"
+            continue
+        yield lineno, row, _undecoded(row) or ""
+
+
+def _csv_rows(reader: csv.DictReader) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     line = reader.line_num
     for row in reader:
-        yield line + 1, dict(row), ""
+        yield line + 1, row, _undecoded(row) or ""
         line = reader.line_num
 
 
-def prepare_row(predictor: Predictor, row: dict[str, Any]) -> Prepared:
-    """The row's first aspect occurrence (or its pinned span), encoded; InputError says
-    what is wrong. One output row per input row: a repeated term scores its first occurrence."""
+@dataclass(frozen=True)
+class PreparedRow:
+    prepared: Prepared
+    occurrence: int  # 1-based: which occurrence of the term was scored
+    occurrences: int  # how many the text has
+
+
+def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
+    """The row's pinned span, or the first occurrence of its aspect, encoded (with which
+    occurrence it is); InputError says what is wrong."""
     text, aspect = row.get("text"), row.get("aspect")
     if not isinstance(text, str) or not text.strip():
         raise InputError("text is missing or empty")
     if not isinstance(aspect, str) or not aspect.strip():
         raise InputError("aspect is missing or empty")
     start, end = row.get("start"), row.get("end")
-    if start not in (None, "") or end not in (None, ""):
+    found = occurrences(text, aspect) if start in (None, "") and end in (None, "") else None
+    if found is None:
         try:
             s, e = int(start), int(end)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             raise InputError(f"start/end must be integers, got {start!r}/{end!r}") from None
         span = pinned(text, aspect, s, e)
+        try:
+            found = occurrences(text, aspect)
+        except InputError:
+            found = []
+        spans = [(o.start, o.end) for o in found]
+        if (span.start, span.end) not in spans:  # pinned where the search does not look
+            found, spans = [span], [(span.start, span.end)]
+        index = spans.index((span.start, span.end))
     else:
-        span = occurrences(text, aspect)[0]
-    return Prepared(text, [span], predictor.encode(text, [span]))
+        span, index = found[0], 0
+    return PreparedRow(
+        Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(found)
+    )
 
 
 class _Writer:
-    def __init__(self, f: IO[str], fmt: str, labels: list[str]) -> None:
-        self.f, self.fmt, self.labels = f, fmt, labels
+    def __init__(self, f: IO[str], fmt: str, columns: list[str]) -> None:
+        self.f, self.fmt, self.columns = f, fmt, columns
         self.csv: csv.DictWriter | None = None
 
-    def write(self, row: dict[str, Any], pred: AspectPrediction | None, error: str) -> None:
-        out = dict(row)
-        if self.fmt == "jsonl":
-            if pred is not None:
-                out["label"] = pred.label
-                out["scores"] = pred.scores
+    def start_csv(self, input_columns: list[str]) -> None:
+        fields = [c for c in input_columns if c not in self.columns] + self.columns
+        self.csv = csv.DictWriter(self.f, fieldnames=fields, extrasaction="ignore")
+        self.csv.writeheader()
+
+    def write(
+        self,
+        row: dict[str, Any],
+        prep: PreparedRow | None,
+        answer: AspectPrediction | None,
+        error: str,
+    ) -> None:
+        out = _clean(row)
+        added: dict[str, Any] = {}
+        if answer is not None and prep is not None:
+            added[f"{PREFIX}label"] = answer.label
+            added[f"{PREFIX}score"] = answer.score
+            if self.fmt == "jsonl":
+                added[f"{PREFIX}scores"] = answer.scores
             else:
-                out["error"] = error
-            self.f.write(json.dumps(out, ensure_ascii=False) + "\n")
-            return
-        if self.csv is None:
-            extra = ["label", *(f"score_{k}" for k in self.labels), "error"]
-            cols = [c for c in row if c not in extra] + extra
-            self.csv = csv.DictWriter(self.f, fieldnames=cols, extrasaction="ignore")
-            self.csv.writeheader()
-        if pred is not None:
-            out["label"] = pred.label
-            out.update({f"score_{k}": f"{p:.6f}" for k, p in pred.scores.items()})
+                added.update({f"{PREFIX}score_{k}": f"{p:.6f}" for k, p in answer.scores.items()})
+            added[f"{PREFIX}start"] = answer.start
+            added[f"{PREFIX}end"] = answer.end
+            added[f"{PREFIX}occurrence"] = prep.occurrence
+            added[f"{PREFIX}occurrences"] = prep.occurrences
         else:
-            out["error"] = error
-        self.csv.writerow(out)
+            added[ERROR] = error
+        if self.fmt == "jsonl":
+            if ERROR in out and answer is None:  # the input's own "error" field is kept
+                added = {f"{PREFIX}{ERROR}": error}
+            self.f.write(json.dumps({**out, **added}, ensure_ascii=False) + "\n")
+            return
+        if self.csv is None:  # a JSONL input: the first row's fields make the header
+            self.start_csv([c for c in out if isinstance(c, str)])
+        assert self.csv is not None
+        self.csv.writerow({**out, **added})
 
 
 def score_file(
     predictor: Predictor, src: Path, dst: Path, chunk: int = 512, progress: bool = True
 ) -> ScoreStats:
+    """Score ``src`` into ``dst`` (written whole or not at all). ``progress`` shows a bar
+    counting rows, on a terminal only (never in logs)."""
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
     stats = ScoreStats()
     tmp = dst.with_name(dst.name + ".part")
-    with (
-        src.open(encoding="utf-8", newline="") as fin,
-        tmp.open("w", encoding="utf-8", newline="") as fout,
-        tqdm(total=src.stat().st_size, unit="B", unit_scale=True, disable=not progress) as bar,
-    ):
-        writer = _Writer(fout, out_fmt, predictor.labels)
-        pending: list[tuple[int, dict, Prepared | None, str]] = []  # (line, row, prepared, error)
+    try:
+        with (
+            src.open(encoding="utf-8", errors="surrogateescape", newline="") as fin,
+            tmp.open("w", encoding="utf-8", newline="") as fout,
+            tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar,
+        ):
+            columns = output_columns(predictor.labels, out_fmt)
+            reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt)})
+            if in_fmt == "jsonl":  # an input "error" field is kept; the error goes beside it
+                reserved.remove(ERROR)
+            header, rows = _rows(fin, in_fmt, src, reserved)
+            writer = _Writer(fout, out_fmt, columns)
+            if header is not None and out_fmt == "csv":
+                writer.start_csv(header)
+            pending: list[tuple[int, dict, PreparedRow | None, str]] = []
 
-        def flush() -> None:
-            good = [p[2] for p in pending if p[2] is not None]
-            preds = iter(predictor.predict_many(good))
-            for line, row, prep, err in pending:
-                if prep is None:
-                    writer.write(row, None, err)
-                    stats.bad.append((line, err))
-                    log.warning("%s:%d: %s", src, line, err)
-                else:
-                    writer.write(row, next(preds)[0], "")
-                    stats.scored += 1
-            pending.clear()
-            bar.n = fin.buffer.tell() if hasattr(fin, "buffer") else bar.n
-            bar.refresh()
+            def flush() -> None:
+                good = [p[2].prepared for p in pending if p[2] is not None]
+                preds = iter(predictor.predict_many(good))
+                for line, row, prep, err in pending:
+                    if prep is None:
+                        writer.write(row, None, None, err)
+                        stats.bad.append((line, err))
+                        log.warning("%s:%d: %s", src, line, err)
+                    else:
+                        writer.write(row, prep, next(preds)[0], "")
+                        stats.scored += 1
+                bar.update(len(pending))
+                pending.clear()
 
-        for line, row, err in _rows(fin, in_fmt, src):
-            stats.rows += 1
-            prep = None
-            if row is not None:
-                try:
-                    prep = prepare_row(predictor, row)
-                except InputError as e:
-                    err = str(e)
-            pending.append((line, row or {}, prep, err))
-            if len(pending) >= chunk:
-                flush()
-        flush()
+            for line, row, err in rows:
+                stats.rows += 1
+                prep = None
+                if row is not None and not err:
+                    try:
+                        prep = prepare_row(predictor, row)
+                    except InputError as e:
+                        err = str(e)
+                pending.append((line, row or {}, prep, err))
+                if len(pending) >= chunk:
+                    flush()
+            flush()
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(dst)  # the output appears whole or not at all
     return stats

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model.artifact import read_metadata  # noqa: E402
+from absa.model.card import INTENDED_USE, LANGUAGE, limits  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
@@ -79,6 +80,7 @@ def main() -> None:
         (args.out / "README.md").write_text(
             card(args, saved["results"], saved["commands"], saved.get("teacher"))
         )
+        rehash(args.out)
         return
     absa = [sys.executable, "-m", "absa.cli"]
     trains = [str(paths(d)["train"]) for d in DATASETS]
@@ -118,6 +120,16 @@ def main() -> None:
     saved = {"results": results, "commands": commands, "teacher": teacher}
     (args.out / "eval.json").write_text(json.dumps(saved, indent=1) + "\n")
     (args.out / "README.md").write_text(card(args, results, commands, teacher))
+    rehash(args.out)
+
+
+def rehash(out: Path) -> None:
+    """The card and eval.json are written after the export: record their checksums too."""
+    from absa.model import artifact
+
+    meta = artifact.read_metadata(out)
+    artifact.record_files(meta, out)
+    artifact.write_metadata(out, meta)
 
 
 CITATIONS = """- SemEval-2014 Task 4 restaurants and laptops: M. Pontiki, D. Galanis, J. Pavlopoulos,
@@ -198,10 +210,14 @@ def card(
             f"{served} Details: docs/benchmarks.md."
         )
     dev = meta["metrics"]["dev"]
+    pipeline = json.loads((args.out / "pipeline.json").read_text())
+    domains = "restaurant and laptop reviews, tweets and MAMS restaurant reviews (English)"
+    limits_md = "\n".join(f"- {x}" for x in limits(pipeline.get("max_len"), domains))
     return f"""# absa-default {meta["version"]}
 
 The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model` is given.
 
+- **Language**: {LANGUAGE}
 - **Network**: preset `{meta["preset"]}`: {"bidirectional " if cfg["bidirectional"] else ""}{cfg["cell"].upper()}
   (hidden {cfg["hidden_size"]} per direction), aspect vector in the input and in additive
   attention (ATAE), proximity weighting = {cfg["position_weighting"]}, h_N from
@@ -216,6 +232,14 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
 {distillation(tr, teacher)}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
   the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
   Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}).
+
+## Intended use
+
+{INTENDED_USE}
+
+## Limits
+
+{limits_md}
 
 ## Accuracy on the test sets (%)
 

@@ -78,7 +78,7 @@ def test_cli_predict_matches_the_python_api(
 
 def test_file_scoring_matches_the_python_api(api_answers: list, tmp_path: Path) -> None:
     """One output row per input row; a repeated term scores its first occurrence, which is
-    the API's first result for it."""
+    the API's first result for it, and says so (``pred_occurrence`` of ``pred_occurrences``)."""
     rows, want = [], []
     for (text, aspects), answers in zip(CASES, api_answers, strict=True):
         for a in aspects:
@@ -86,14 +86,24 @@ def test_file_scoring_matches_the_python_api(api_answers: list, tmp_path: Path) 
             if not isinstance(a, str):
                 row["aspect"] = row.pop("term")
             rows.append(row)
-            first = next(r for r in answers if r["term"].lower() == row["aspect"].lower())
-            want.append((first["label"], first["scores"]))
+            same = [r for r in answers if r["term"].lower() == row["aspect"].lower()]
+            first = (
+                same[0]
+                if "start" not in row
+                else next(r for r in same if r["start"] == row["start"])
+            )
+            n = len(same) if "start" not in row else None
+            want.append((first["label"], first["scores"], first["start"], first["end"], n))
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     argv = ["predict", "--model", str(MODEL), "--input", str(src), "--output", str(dst)]
     assert main([*argv, "--quiet"]) == 0
     out = [json.loads(line) for line in dst.read_text().splitlines()]
-    assert [(o["label"], o["scores"]) for o in out] == want
+    got = [(o["pred_label"], o["pred_scores"], o["pred_start"], o["pred_end"]) for o in out]
+    assert got == [w[:4] for w in want]
+    for o, w in zip(out, want, strict=True):
+        if w[4] is not None:  # a term looked up: the first of its occurrences
+            assert (o["pred_occurrence"], o["pred_occurrences"]) == (1, w[4])
 
 
 def test_the_same_bad_input_is_refused_the_same_way(client: TestClient) -> None:

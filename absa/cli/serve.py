@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from absa.cli.common import CLIError, model_dir
+from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir, servable, setting_help
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -30,6 +32,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_wait_ms": args.max_wait_ms,
         "threads": args.threads,
     }
+    given = {k: v for k, v in flags.items() if v is not None}
+    servable(Settings(**given).model_path())  # a wrong --model: one line, before uvicorn
     for key, value in flags.items():  # workers re-read settings from the environment
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)
@@ -37,23 +41,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # After its graceful shutdown uvicorn re-raises the signal that stopped it; under the
     # default action a SIGTERM would then end a cleanly stopped server with status 143.
     signal.signal(signal.SIGTERM, lambda *_: None)
-    uvicorn.run(
-        "absa.service.app:create_app",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        log_level=settings.log_level,
-        timeout_graceful_shutdown=30,
-    )
+    with _shared_by_workers(settings):
+        uvicorn.run(
+            "absa.service.app:create_app",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.workers,
+            log_level=settings.log_level,
+            timeout_graceful_shutdown=30,
+        )
     return 0
+
+
+@contextmanager
+def _shared_by_workers(settings: Any) -> Iterator[None]:
+    """With several workers: a fresh directory they share (the reload signal, and the
+    Prometheus multiprocess files, set before any worker imports prometheus_client), in the
+    environment the workers inherit; removed on exit. Directories set already are kept."""
+    import os
+    import shutil
+    import tempfile
+
+    if settings.workers <= 1:
+        yield
+        return
+    made = Path(tempfile.mkdtemp(prefix="absa-serve-"))
+    try:
+        if settings.run_dir is None:
+            os.environ["ABSA_RUN_DIR"] = str(made)
+        if settings.prometheus_multiproc_dir is None:
+            (made / "metrics").mkdir()
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(made / "metrics")
+        yield
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from absa.model.predictor import Predictor
     from absa.model.runtime import Runtime
+    from absa.settings import Settings
 
-    predictor = Predictor(Runtime.load(model_dir(args.model), device=args.device or "auto"))
+    device = args.device or Settings().device
+    predictor = Predictor(Runtime.load(servable(model_dir(args.model)), device=device))
     if args.input:
         if not args.output:
             raise CLIError("--input needs --output")
@@ -76,25 +107,60 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    s = sub.add_parser("serve", help="run the HTTP service (settings also from ABSA_* variables)")
-    s.add_argument("--model", help="artifact directory (default: the shipped model)")
-    s.add_argument("--registry", help="serve the registry's current version and follow it")
-    s.add_argument("--host")
-    s.add_argument("--port", type=int)
-    s.add_argument("--workers", type=int)
-    s.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    s.add_argument("--threads", type=int, help="onnxruntime threads per worker")
-    s.add_argument("--max-batch-size", type=int)
-    s.add_argument("--max-wait-ms", type=float)
+    s = sub.add_parser(
+        "serve",
+        help="run the HTTP service (every setting also as an ABSA_* variable)",
+        description="Run the HTTP service. A flag overrides its ABSA_* variable; the "
+        "variables without a flag are listed in absa/settings.py.",
+    )
+    s.add_argument(
+        "--model",
+        help=setting_help("model_dir", "artifact directory to serve", "the shipped model"),
+    )
+    s.add_argument(
+        "--registry",
+        help=setting_help("registry", "serve the registry's current version and follow it", "none"),
+    )
+    s.add_argument("--host", help=setting_help("host", "address to listen on"))
+    s.add_argument("--port", type=int, help=setting_help("port", "port to listen on"))
+    s.add_argument("--workers", type=int, help=setting_help("workers"))
+    s.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        help=setting_help("device", "onnxruntime device; auto: CUDA where present"),
+    )
+    s.add_argument("--threads", type=int, help=setting_help("threads"))
+    s.add_argument("--max-batch-size", type=int, help=setting_help("max_batch_size"))
+    s.add_argument("--max-wait-ms", type=float, help=setting_help("max_wait_ms"))
     s.set_defaults(func=cmd_serve)
 
     q = sub.add_parser("predict", help="classify aspects of a text, or score a JSONL/CSV file")
-    q.add_argument("--model", help="artifact directory (default: the shipped model)")
-    q.add_argument("--text")
-    q.add_argument("--aspect", action="append", help="an aspect term (repeat for more)")
-    q.add_argument("--input", help="a .jsonl or .csv file of {text, aspect, start?, end?} rows")
-    q.add_argument("--output", help="where to write the scored rows (.jsonl or .csv)")
-    q.add_argument("--explain", action="store_true", help="show the attention heatmap")
-    q.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--model", help=f"artifact directory ({MODEL_DEFAULT})")
+    q.add_argument("--text", help="the text to classify (default: none; or give --input)")
+    q.add_argument(
+        "--aspect",
+        action="append",
+        help="an aspect term in --text; repeat for more (default: none)",
+    )
+    q.add_argument(
+        "--input",
+        help="a .jsonl or .csv file of {text, aspect, start?, end?} rows to score "
+        "(default: none; or give --text)",
+    )
+    q.add_argument(
+        "--output", help="where to write the scored rows, .jsonl or .csv (default: none)"
+    )
+    q.add_argument(
+        "--explain", action="store_true", help="show the attention heatmap (default: off)"
+    )
+    q.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        help=setting_help("device", "onnxruntime device; auto: CUDA where present"),
+    )
+    q.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (default: a bar counting rows, on a terminal only)",
+    )
     q.set_defaults(func=cmd_predict)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import model_dir
+from absa.cli.common import MODEL_DEFAULT, model_dir
 
 if TYPE_CHECKING:
     from absa.training.records import ReadResult
@@ -155,53 +155,91 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    t = sub.add_parser("train", help="train a model and write a run directory")
+    t = sub.add_parser("train", help="train a model and write a run directory (needs absa[train])")
     t.add_argument(
-        "--train", nargs="+", required=True, help="training files (xml, 3-line, jsonl, csv)"
+        "--train",
+        nargs="+",
+        required=True,
+        help="training files: SemEval XML, 3-line, JSONL or CSV (required)",
     )
-    t.add_argument("--dev", nargs="+", help="dev files (default: a seeded 10%% of train)")
+    t.add_argument(
+        "--dev", nargs="+", help="dev files (default: a seeded 10%% of the training data)"
+    )
     g = t.add_mutually_exclusive_group()
-    g.add_argument("--preset", help="a named preset (see `absa presets`)")
-    g.add_argument("--config", help="a JSON/TOML config: {preset, model: {...}, train: {...}}")
-    t.add_argument("--out", required=True, help="the run directory to write")
+    g.add_argument("--preset", help="a named preset, see `absa presets` (default: fast)")
+    g.add_argument(
+        "--config",
+        help="a JSON/TOML config {preset, model: {...}, train: {...}} (default: none)",
+    )
+    t.add_argument("--out", required=True, help="the run directory to write (required)")
     t.add_argument(
-        "--eval", nargs="+", help="files to evaluate the final model on (never used to select)"
+        "--eval",
+        nargs="+",
+        help="files to evaluate the final model on, never used to select (default: none)",
     )
     t.add_argument(
-        "--exclude", nargs="+", help="drop training sentences that occur in these files (test sets)"
+        "--exclude",
+        nargs="+",
+        help="drop training sentences that occur in these files, e.g. test sets (default: none)",
     )
-    t.add_argument("--seed", type=int)
-    t.add_argument("--epochs", type=int)
-    t.add_argument("--threads", type=int)
-    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default: auto (CUDA if seen)")
-    t.add_argument("--skip-invalid", action="store_true", help="skip bad records and report them")
-    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--seed", type=int, help="random seed (default: the preset's, 1)")
+    t.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
+    t.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, 2)")
+    t.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        help="torch device; auto: CUDA when torch sees a GPU (default: the preset's, auto)",
+    )
+    t.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip bad records and report them (default: stop at the first)",
+    )
+    t.add_argument(
+        "--quiet", action="store_true", help="no progress bar (default: a bar, on a terminal only)"
+    )
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class scores, confusion matrix")
+    e.add_argument("--model", help=f"a run directory or an exported artifact ({MODEL_DEFAULT})")
+    e.add_argument("--data", nargs="+", required=True, help="labelled files, any format (required)")
+    e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
     e.add_argument(
-        "--model", help="a run directory or an exported artifact (default: the shipped model)"
+        "--skip-invalid",
+        action="store_true",
+        help="skip bad records and report them (default: stop at the first)",
     )
-    e.add_argument("--data", nargs="+", required=True)
-    e.add_argument("--json", action="store_true", help="print one JSON object")
-    e.add_argument("--skip-invalid", action="store_true")
     e.set_defaults(func=cmd_evaluate)
 
-    x = sub.add_parser("export", help="export a run to an ONNX artifact directory (parity-checked)")
-    x.add_argument("--run", required=True, help="a training run directory")
-    x.add_argument("--out", required=True, help="the artifact directory to create")
-    x.add_argument("--quantize", choices=["int8"], help="onnxruntime dynamic int8 quantisation")
-    x.add_argument("--name", help="model name (default: the preset)")
+    x = sub.add_parser(
+        "export",
+        help="export a run to an ONNX artifact directory, parity-checked (needs absa[train])",
+    )
+    x.add_argument("--run", required=True, help="a training run directory (required)")
+    x.add_argument("--out", required=True, help="the artifact directory to create (required)")
+    x.add_argument(
+        "--quantize",
+        choices=["int8"],
+        help="onnxruntime dynamic int8 quantisation (default: none, fp32)",
+    )
+    x.add_argument("--name", help="model name (default: the preset's name)")
     x.add_argument("--version", help="model version (default: a UTC timestamp)")
     x.set_defaults(func=cmd_export)
 
     r = sub.add_parser(
-        "retrain", help="retrain, evaluate against the champion, promote if it passes"
+        "retrain",
+        help="retrain, evaluate against the champion, promote if it passes (needs absa[train])",
     )
-    r.add_argument("--config", required=True, help="a TOML retraining config")
+    r.add_argument("--config", required=True, help="a TOML retraining config (required)")
     r.add_argument("--version", help="version name (default: a UTC timestamp)")
-    r.add_argument("--skip-invalid", action="store_true")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip bad records and report them (default: the config's skip_invalid)",
+    )
+    r.add_argument(
+        "--quiet", action="store_true", help="no progress bar (default: a bar, on a terminal only)"
+    )
     r.set_defaults(func=cmd_retrain)
 
     pr = sub.add_parser("presets", help="list the presets")

@@ -47,10 +47,11 @@ function heatmap(text, weights, aspect) {
   for (const w of weights) {
     div.appendChild(document.createTextNode(text.slice(pos, w.start)));
     const span = document.createElement("span");
-    span.className = "w" + (w.start < aspect.end && w.end > aspect.start ? " aspect" : "");
+    span.className = "w" + (w.start < aspect.end && w.end > aspect.start ? " aspect" : "")
+      + (w.oov ? " oov" : "");
     span.style.background = shade(w.weight, max);
     span.textContent = text.slice(w.start, w.end);
-    span.title = `attention ${w.weight.toFixed(3)}`;
+    span.title = `attention ${w.weight.toFixed(3)}` + (w.oov ? " · not in the model's vocabulary" : "");
     span.dataset.weight = w.weight;
     div.appendChild(span);
     pos = w.end;
@@ -59,11 +60,25 @@ function heatmap(text, weights, aspect) {
   return div;
 }
 
-function renderResult(text, r) {
+// the words the model read: outside [first word, last word] of the attention, text was cut
+function truncated(text, weights) {
+  if (!weights.length) return false;
+  const before = text.slice(0, weights[0].start), after = text.slice(weights[weights.length - 1].end);
+  return /\w/.test(before) || /\w/.test(after);
+}
+
+function renderResult(text, r, occurrence) {
   const card = document.createElement("article");
   card.className = "result";
   const h = document.createElement("h2");
-  h.append(`“${r.term}” is `);
+  h.append(`“${r.term}” `);
+  if (occurrence && occurrence.of > 1) {
+    const pos = document.createElement("span");
+    pos.className = "occurrence";
+    pos.textContent = `(occurrence ${occurrence.n} of ${occurrence.of}, characters ${r.start}–${r.end})`;
+    h.append(pos, " ");
+  }
+  h.append("is ");
   const lab = document.createElement("span");
   lab.className = `label ${r.label}`;
   lab.textContent = r.label;
@@ -85,6 +100,13 @@ function renderResult(text, r) {
     bars.append(nameCell, wrap, pct);
   }
   card.appendChild(bars);
+  if (truncated(text, r.attention || [])) {
+    const flag = document.createElement("div");
+    flag.className = "truncated";
+    flag.textContent = "The text is longer than the model reads (128 tokens): it saw only the "
+      + "shaded part around the aspect.";
+    card.appendChild(flag);
+  }
   card.appendChild(heatmap(text, r.attention || [], r));
   (r.self_attention || []).forEach((row, h) => {
     const note = document.createElement("div");
@@ -108,15 +130,30 @@ async function analyse() {
   button.disabled = true;
   $("status").textContent = "Analysing…";
   try {
-    const res = await fetch("/v1/predict", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ text, aspects, explain: true }),
+    // one request per aspect: an aspect that is not in the text does not hide the others
+    const answers = await Promise.all(aspects.map(async (aspect) => {
+      const res = await fetch("/v1/predict", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ text, aspects: [aspect], explain: true }),
+      });
+      let body = null;
+      try { body = await res.json(); } catch (_) { /* not JSON */ }
+      return res.ok ? { results: body.results } : { error: describeError(res.status, body) };
+    }));
+    const errors = answers.filter((a) => a.error).map((a) => a.error);
+    const results = answers.flatMap((a) => a.results || []);
+    // a term found several times: tell its occurrences apart by number and position
+    const count = {}, seen = {};
+    results.forEach((r) => { const k = r.term.toLowerCase(); count[k] = (count[k] || 0) + 1; });
+    const cards = results.map((r) => {
+      const k = r.term.toLowerCase();
+      seen[k] = (seen[k] || 0) + 1;
+      return renderResult(text, r, { n: seen[k], of: count[k] });
     });
-    let body = null;
-    try { body = await res.json(); } catch (_) { /* not JSON */ }
-    if (!res.ok) { showError(describeError(res.status, body)); $("results").replaceChildren(); return; }
-    $("results").replaceChildren(...body.results.map((r) => renderResult(text, r)));
+    showError(errors.join("\n"));
+    $("results").replaceChildren(...cards);
+    $("legend").hidden = !cards.length;
   } catch (err) {
     showError(`Could not reach the service: ${err.message}`);
   } finally {
@@ -136,6 +173,12 @@ $("add-selection").onclick = () => {
   renderChips();
 };
 $("analyse").onclick = analyse;
+// Enter submits (Shift+Enter: a new line in the sentence)
+for (const id of ["text", "aspects"]) {
+  $(id).addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); analyse(); }
+  });
+}
 $("text").addEventListener("input", () => { picked.length = 0; renderChips(); });
 document.querySelectorAll(".example").forEach((b) => {
   b.onclick = () => {

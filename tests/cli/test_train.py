@@ -304,3 +304,15 @@ def test_presets_lists_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["presets"]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert names == list(PRESETS)
+
+
+def test_no_progress_bars_when_stderr_is_not_a_terminal(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Logs (the retrain CronJob, CI) get no bars even without --quiet (issue #13, item 21)."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=2)
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
+    assert main(argv) == 0  # no --quiet
+    err = capsys.readouterr().err
+    assert "epoch 1:" not in err and "it/s" not in err and "\r" not in err, err[-500:]

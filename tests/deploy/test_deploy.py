@@ -637,3 +637,17 @@ def test_readme_serving_install_command_is_the_dockerfile_s():
     assert found, 'README.md must show the serving install (pip install ".[serve]")'
     words = [w for w in shlex.split(found.group(0)) if not w.startswith("-")]
     assert words[2:] in pip_calls(closure("runtime"), "install"), found.group(0)
+
+
+def test_ci_builds_the_image_and_runs_it():
+    """.ci/run builds the runtime image and proves it serves (issue #13, item 23): with the
+    buildah-based image-check where no Docker engine is present, after the tests pass."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    steps = [line for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    check = [i for i, line in enumerate(steps) if "../shared/tools/image-check runtime" in line]
+    tests = [i for i, line in enumerate(steps) if "python -m pytest" in line]
+    assert check, ".ci/run never runs ../shared/tools/image-check"
+    assert tests and check[0] > tests[0], "the image is checked after the tests"
+    assert any("docker build" in line and "--target runtime" in line for line in steps)
+    # the pytest exit status is kept: a failing test run never reaches the image check
+    assert '[ "$rc" -eq 0 ] || exit "$rc"' in ci

@@ -38,7 +38,8 @@ def page_url(artifact: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture()
-def page(page_url: str):  # type: ignore[no-untyped-def]
+def offline_page(page_url: str):  # type: ignore[no-untyped-def]
+    """A page with no internet: every request that is not to the service fails."""
     sync_playwright = _playwright()
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -46,9 +47,25 @@ def page(page_url: str):  # type: ignore[no-untyped-def]
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         pg = browser.new_page()
-        pg.goto(page_url + "/")
+        outside: list[str] = []
+
+        def only_the_service(route) -> None:  # type: ignore[no-untyped-def]
+            if route.request.url.startswith(page_url):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort("internetdisconnected")
+
+        pg.route("**/*", only_the_service)
+        pg.outside = outside  # type: ignore[attr-defined]
         yield pg
         browser.close()
+
+
+@pytest.fixture()
+def page(offline_page, page_url: str):  # type: ignore[no-untyped-def]
+    offline_page.goto(page_url + "/")
+    return offline_page
 
 
 def test_type_submit_and_see_labels_and_heatmap(page) -> None:  # type: ignore[no-untyped-def]
@@ -102,3 +119,112 @@ def test_an_example_runs_with_one_click(page) -> None:  # type: ignore[no-untype
     page.click("button.example >> nth=0")
     page.wait_for_selector(".result")
     assert page.locator(".result").count() == 2
+
+
+def test_api_docs_render_without_internet(offline_page, page_url: str) -> None:  # type: ignore[no-untyped-def]
+    """/docs is Swagger UI from files the service ships, not from a CDN (issue #13, item 17)."""
+    offline_page.goto(page_url + "/docs")
+    offline_page.wait_for_selector(".swagger-ui .info .title", timeout=15_000)
+    assert "absa" in offline_page.inner_text(".swagger-ui .info .title")
+    offline_page.wait_for_selector(".opblock-summary-path")
+    paths = offline_page.locator(".opblock-summary-path").all_inner_texts()
+    assert any("/v1/predict" in p for p in paths), paths
+    assert offline_page.outside == []  # nothing was asked of the internet
+
+
+# --------------------------------------------------------------------------- issue #13, item 20
+
+
+def test_enter_submits(page) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#text", "the food was great but the service was awful")
+    page.fill("#aspects", "food")
+    page.press("#aspects", "Enter")
+    page.wait_for_selector(".result")
+    assert page.locator(".result").count() == 1
+    page.fill("#aspects", "food, service")
+    page.press("#text", "Enter")  # in the sentence too (Shift+Enter is a new line)
+    page.wait_for_function("document.querySelectorAll('.result').length === 2")
+    assert page.input_value("#text") == "the food was great but the service was awful"
+
+
+def test_a_legend_explains_the_shading(page) -> None:  # type: ignore[no-untyped-def]
+    assert not page.is_visible("#legend")  # nothing to explain yet
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    legend = page.locator("#legend")
+    assert legend.is_visible()
+    text = legend.inner_text().lower()
+    assert "attention" in text and "aspect" in text and "vocabulary" in text
+    assert legend.locator(".ramp").count() == 1
+
+
+def test_repeated_aspects_are_told_apart_by_position(page) -> None:  # type: ignore[no-untyped-def]
+    text = "the food was cold but the food of the day was great"
+    page.fill("#text", text)
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_function("document.querySelectorAll('.result').length === 2")
+    first, second = page.locator(".result h2").all_inner_texts()
+    at = text.index("food", 5)
+    assert "occurrence 1 of 2, characters 4–8" in first
+    assert f"occurrence 2 of 2, characters {at}–{at + 4}" in second
+
+
+def test_a_single_aspect_shows_no_occurrence_note(page) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    assert page.locator(".result .occurrence").count() == 0
+
+
+def test_out_of_vocabulary_words_are_marked(page, page_url: str) -> None:  # type: ignore[no-untyped-def]
+    """A word the API flags ``oov`` is marked in the heatmap (and only that word)."""
+    import json
+
+    def flag_zxqv(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        for r in body["results"]:
+            for w in r["attention"]:
+                w["oov"] = w["token"].lower() == "zxqv"
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route(page_url + "/v1/predict", flag_zxqv)
+    page.fill("#text", "the zxqv food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    marked = page.locator(".result .heat").first.locator("span.oov")
+    assert marked.all_inner_texts() == ["zxqv"]
+    assert "vocabulary" in (marked.get_attribute("title") or "")
+
+
+def test_truncated_text_is_flagged(page) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#text", "the food was great " + "a b " * 66)  # 136 words, under max_text_chars
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    assert page.locator(".result .truncated").count() == 1
+    assert "128" in page.inner_text(".result .truncated")
+    page.fill("#text", "the food was great")
+    page.click("#analyse")
+    page.wait_for_function("!document.querySelector('.result .truncated')")
+
+
+def test_one_missing_aspect_does_not_hide_the_others(page) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food, pizza")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    page.wait_for_selector("#error:not([hidden])")
+    assert page.locator(".result").count() == 1
+    assert "'pizza' does not occur in the text" in page.inner_text("#error")
+
+
+def test_the_page_has_a_favicon(page, page_url: str) -> None:  # type: ignore[no-untyped-def]
+    href = page.get_attribute("link[rel=icon]", "href")
+    assert href
+    res = page.request.get(page_url + href)
+    assert res.status == 200 and res.headers["content-type"].startswith("image/")

@@ -1,0 +1,156 @@
+"""The model card: README.md in every artifact directory, made from the artifact's metadata.
+
+``absa export`` (and so every registry version, which is an exported artifact moved in)
+writes it with ``write_card`` before the checksums are recorded, so the card is one of the
+artifact's hashed files. The shipped model's richer card (benchmarks/default_model.py)
+reuses ``LANGUAGE``, ``INTENDED_USE`` and ``limits``. No torch: metadata in, Markdown out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+CARD = "README.md"
+
+LANGUAGE = (
+    "English only. The word vocabulary and tokenizer are English, and the training data "
+    "is English reviews and tweets; text in another language gets answers, but they mean "
+    "nothing."
+)
+
+INTENDED_USE = (
+    "Classify the sentiment (negative / neutral / positive) expressed towards an aspect "
+    "that the caller names in a sentence of a short English review or post, e.g. 'burger' "
+    "in 'The fries were soggy but the burger was great'; with the attention over the words "
+    "as a hint of what the answer rests on. Meant for aggregate analysis of many reviews "
+    "(which aspects do customers praise or criticise), not for decisions about a person."
+)
+
+
+def limits(max_len: int | None = 128, domains: str | None = None) -> list[str]:
+    """The limits every model of this project shares (a list of Markdown bullet texts)."""
+    trained_on = domains or "the domains of its training data"
+    return [
+        "It does not find aspects: the caller names them (a term, or a term pinned to its "
+        "span). A term that occurs several times gets one answer per occurrence.",
+        f"Text is read in a window of {max_len or 128} tokens around the aspect; words "
+        "outside it are not seen.",
+        "Words it never saw in training are out of vocabulary: they all read as one unknown word.",
+        f"Accuracy holds on text like {trained_on}; on other domains (legal, medical, "
+        "long documents, transcripts) expect it to be lower, and measure it "
+        "(`absa evaluate`).",
+        "Three labels only: mixed or conflicting sentiment towards one aspect gets one of "
+        "them; sarcasm, negation over long distances and comparisons are frequent errors.",
+        "The attention weights show what the model looked at, not a proof of why it "
+        "answered; do not read them as an explanation a person can be held to.",
+        "It inherits the biases of its training reviews and tweets; check it on your own "
+        "data before relying on it.",
+    ]
+
+
+def _pct(x: Any) -> str:
+    return f"{float(x) * 100:.2f}" if isinstance(x, int | float) else "?"
+
+
+def _data_lines(train: Mapping[str, Any]) -> list[str]:
+    data = train.get("data") or {}
+    out = []
+    for role in ("train", "dev", "exclude"):
+        for f in data.get(role) or []:
+            if isinstance(f, Mapping):
+                sha = str(f.get("sha256", ""))[:12]
+                out.append(f"  - {role}: `{f.get('path')}` (sha256 {sha}...)")
+    return out
+
+
+def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
+    """The Markdown card of an artifact, from its metadata (and its pipeline's max_len)."""
+    name, version = metadata.get("name", "absa"), metadata.get("version", "?")
+    cfg = metadata.get("model_config") or {}
+    train = metadata.get("train") or {}
+    metrics = metadata.get("metrics") or {}
+    dev = metrics.get("dev") or {}
+    parity = metadata.get("parity") or {}
+    labels = metadata.get("labels") or cfg.get("labels") or []
+    encoder = (
+        "GloVe word vectors" if cfg.get("encoder", "embedding") == "embedding" else cfg["encoder"]
+    )
+    lines = [
+        f"# {name} {version}",
+        "",
+        "An aspect-level sentiment model of the absa project: given a sentence and an aspect "
+        "in it, it answers one of the labels below with probabilities, and the attention "
+        "over the words.",
+        "",
+        f"- **Language**: {LANGUAGE}",
+        f"- **Labels**: {', '.join(labels)}.",
+        f"- **Network**: preset `{metadata.get('preset')}`: "
+        f"{'bidirectional ' if cfg.get('bidirectional') else ''}{str(cfg.get('cell', '?')).upper()}"
+        f" (hidden {cfg.get('hidden_size', '?')}), {cfg.get('attention', '?')} aspect attention, "
+        f"on {encoder}.",
+        f"- **Created**: {metadata.get('created')} from the training run "
+        f"`{metadata.get('source_run')}` (code version `{metadata.get('code_version')}`, "
+        f"seed {train.get('seed', '?')}).",
+        "",
+        "## Intended use",
+        "",
+        INTENDED_USE,
+        "",
+        "## Limits",
+        "",
+        *[f"- {x}" for x in limits(max_len)],
+        "",
+        "## Training data",
+        "",
+        f"- {train.get('n_train', '?')} training aspects, {train.get('n_dev', '?')} dev aspects "
+        f"({train.get('dev_split', 'dev split not recorded')}); labels "
+        f"{json.dumps(train.get('label_counts'))}.",
+        *_data_lines(train),
+        "",
+        "## Evaluation",
+        "",
+        f"- Dev (used to select the epoch): accuracy {_pct(dev.get('accuracy'))} %, macro-F1 "
+        f"{_pct(dev.get('macro_f1'))} % on {dev.get('n', '?')} aspects.",
+    ]
+    for path, rep in (metrics.get("eval") or {}).items():
+        if isinstance(rep, Mapping):
+            lines.append(
+                f"- `{path}`: accuracy {_pct(rep.get('accuracy'))} %, macro-F1 "
+                f"{_pct(rep.get('macro_f1'))} % on {rep.get('n', '?')} aspects."
+            )
+    if parity:
+        lines.append(
+            f"- Export: onnxruntime matches torch on {parity.get('n', '?')} dev aspects (max "
+            f"|diff| {float(parity.get('max_abs_diff', 0)):.1e}, "
+            f"{parity.get('prediction_mismatches', '?')} predictions differ)."
+        )
+    quant = metadata.get("quantization")
+    if isinstance(quant, Mapping):
+        lines.append(
+            f"- Quantized ({quant.get('type')}): dev accuracy "
+            f"{_pct(quant.get('dev_accuracy_int8'))} %, "
+            f"{quant.get('changed_predictions', '?')} predictions changed."
+        )
+    lines += [
+        "",
+        "Measure it on your own data before use: "
+        "`absa evaluate --model THIS_DIRECTORY --data FILE`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_card(directory: Path | str, metadata: Mapping[str, Any]) -> Path:
+    """Write ``directory/README.md`` from ``metadata`` (and the directory's pipeline.json)."""
+    directory = Path(directory)
+    max_len = None
+    try:
+        max_len = int(json.loads((directory / "pipeline.json").read_text())["max_len"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    path = directory / CARD
+    path.write_text(render(metadata, max_len), encoding="utf-8")
+    return path

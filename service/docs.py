@@ -1,0 +1,39 @@
+"""/docs (Swagger UI) from files installed with the service, not from a CDN: the page
+renders where the service has no internet. The assets (Swagger UI 5, which reads the
+OpenAPI 3.1 FastAPI writes) come from the maintained swagger-ui-py package (the serve
+extra) and are mounted at /docs/assets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+ASSETS = "/docs/assets"
+
+
+def install(app: FastAPI, docs_url: str = "/docs") -> None:
+    """Serve Swagger UI at ``docs_url`` with local assets (create the app with docs_url=None)."""
+    import swagger_ui
+
+    static = Path(swagger_ui.__file__).resolve().parent / "static"
+    app.mount(ASSETS, StaticFiles(directory=static), name="docs-assets")
+    oauth2 = f"{docs_url}/oauth2-redirect"
+
+    @app.get(docs_url, include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - API",
+            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
+            oauth2_redirect_url=oauth2,
+        )
+
+    @app.get(oauth2, include_in_schema=False)
+    async def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()

@@ -1,0 +1,83 @@
+"""`absa --version` and `--help` (issue #13, item 16): every option says what it does and
+its default, a flag that sets a service setting names its ABSA_* variable, and no help
+text carries reStructuredText markup."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from absa import __version__
+from absa.cli import build_parser, main
+from absa.settings import Settings
+
+RST = re.compile(r"``|:class:|:func:|:meth:|\.\. ")
+
+
+def subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (act,) = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(act.choices)
+
+
+def options(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [
+        a
+        for a in p._actions
+        if a.option_strings and not isinstance(a, argparse._HelpAction | argparse._VersionAction)
+    ]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ex:
+        main(["--version"])
+    assert ex.value.code == 0
+    assert capsys.readouterr().out.strip() == f"absa {__version__}"
+
+
+def test_every_option_has_help_with_its_default() -> None:
+    parser = build_parser()
+    missing = []
+    for name, sp in {"": parser, **subparsers(parser)}.items():
+        for a in options(sp):
+            flag = f"absa {name} {a.option_strings[-1]}".replace("  ", " ")
+            if not a.help or a.help == argparse.SUPPRESS:
+                missing.append(f"{flag}: no help")
+            elif not a.required and "default" not in a.help:
+                missing.append(f"{flag}: no default in {a.help!r}")
+    assert not missing, "\n".join(missing)
+
+
+def test_flags_that_set_a_setting_name_their_variable_and_its_default() -> None:
+    parser = build_parser()
+    fields = set(Settings.model_fields) | {"model"}
+    checked = 0
+    for name in ("serve", "predict"):
+        for a in options(subparsers(parser)[name]):
+            if a.dest not in fields:
+                continue
+            field = "model_dir" if a.dest == "model" else a.dest
+            env = f"ABSA_{field.upper()}"
+            if name == "predict" and a.dest == "model":
+                assert "ABSA_REGISTRY" in a.help and "ABSA_MODEL_DIR" in a.help, a.help
+                continue
+            assert env in a.help, f"absa {name} {a.option_strings[0]}: {a.help!r} lacks {env}"
+            default = Settings.model_fields[field].default
+            if default is not None:
+                assert f"default: {default}" in a.help, a.help
+            checked += 1
+    assert checked >= 10  # serve: model, registry, host, port, workers, device, ...
+
+
+def test_serve_has_registry() -> None:
+    sp = subparsers(build_parser())["serve"]
+    assert "--registry" in {o for a in options(sp) for o in a.option_strings}
+
+
+def test_no_restructuredtext_in_help() -> None:
+    parser = build_parser()
+    texts = {"absa": parser.format_help()}
+    texts.update({f"absa {n}": sp.format_help() for n, sp in subparsers(parser).items()})
+    bad = {name: RST.findall(text) for name, text in texts.items() if RST.search(text)}
+    assert not bad, bad

@@ -1,0 +1,86 @@
+"""What a user sees from the CLI in an install that lacks something, or pointed at the
+wrong directory: one line saying what to do, never a traceback (issue #13, item 15)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import synthetic_examples, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+# a serve-only install: `import torch` fails as it does where torch is not installed
+NO_TORCH = "import sys; sys.modules['torch'] = None; from absa.cli import main; sys.exit(main())"
+
+
+def absa(*argv: str, torch: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    code = "import sys; from absa.cli import main; sys.exit(main())" if torch else NO_TORCH
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    logged = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ (INFO|WARNING) ")  # progress logs are fine
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not logged.match(line)]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_jsonl(tmp_path_factory.mktemp("data") / "d.jsonl", synthetic_examples(6, seed=0))
+
+
+def test_training_commands_without_torch_say_to_install_the_train_extra(
+    tiny_run: Path, data: Path, tmp_path: Path
+) -> None:
+    retrain = tmp_path / "retrain.toml"
+    retrain.write_text(
+        f'registry = "{tmp_path / "registry"}"\npreset = "fast"\n'
+        f'[data]\nbase = ["{data}"]\n[eval]\ntest = "{data}"\n'
+    )
+    commands = {
+        "train": ["train", "--train", str(data), "--out", str(tmp_path / "run")],
+        "export": ["export", "--run", str(tiny_run), "--out", str(tmp_path / "a")],
+        "evaluate": ["evaluate", "--model", str(tiny_run), "--data", str(data)],
+        "retrain": ["retrain", "--config", str(retrain)],
+    }
+    for name, argv in commands.items():
+        line = one_line(absa(*argv, torch=False))
+        assert line.startswith(f"absa {name}: error: "), line
+        assert "pip install 'absa[train]'" in line and "torch" in line, line
+
+
+def test_serve_on_a_training_run_points_at_absa_export(tiny_run: Path) -> None:
+    line = one_line(absa("serve", "--model", str(tiny_run), "--port", "1", timeout=30))
+    assert line.startswith("absa serve: error: ") and "training run" in line, line
+    assert f"absa export --run {tiny_run}" in line, line
+
+
+def test_serve_on_a_directory_that_is_no_model_says_so(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    line = one_line(absa("serve", "--model", str(tmp_path), "--port", "1", timeout=30))
+    assert "not a model artifact" in line and "absa export" in line, line
+    line = one_line(absa("serve", "--model", str(tmp_path / "missing"), timeout=30))
+    assert "no such model directory" in line, line
+
+
+def test_predict_and_serve_still_work_without_torch(artifact: Path) -> None:
+    """The serving commands need no torch: the one-line message is not for them."""
+    proc = absa(
+        "predict", "--model", str(artifact), "--text", "good food", "--aspect", "food", torch=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["term"] == "food"

@@ -1,0 +1,55 @@
+"""Model cards (issue #13, item 19): every exported artifact, and so every registry version,
+carries a README.md saying what the model is for, its language and its limits."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from absa.model import artifact as artifacts
+from absa.model.card import CARD, render
+from absa.model.registry import Registry
+from absa.model.runtime import DEFAULT_MODEL_DIR
+
+SECTIONS = ("**Language**: English", "## Intended use", "## Limits")
+
+
+def test_every_export_writes_a_card(artifact: Path) -> None:
+    card = (artifact / CARD).read_text(encoding="utf-8")
+    meta = artifacts.load(artifact).metadata
+    for section in SECTIONS:
+        assert section in card, section
+    assert card.startswith(f"# {meta['name']} {meta['version']}\n")
+    assert "window of 128 tokens" in card
+    assert f"{meta['parity']['n']} dev aspects" in card
+    assert CARD in meta["files"]  # hashed like every other file of the artifact
+
+
+def test_a_registry_version_keeps_its_card(artifact: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "candidate"
+    shutil.copytree(artifact, copy)
+    reg = Registry(tmp_path / "registry")
+    path = reg.add(copy, "v7")
+    assert (path / CARD).read_text(encoding="utf-8").count("## Limits") == 1
+    reg.promote("v7")  # verified: the card's checksum matches
+
+
+def test_the_shipped_model_card_states_language_use_and_limits() -> None:
+    card = (DEFAULT_MODEL_DIR / CARD).read_text(encoding="utf-8")
+    for section in SECTIONS:
+        assert section in card, section
+    assert "## Accuracy on the test sets" in card  # the richer card, kept
+    artifacts.load(DEFAULT_MODEL_DIR)  # its checksum was recorded again
+
+
+def test_render_needs_only_the_metadata_and_no_torch() -> None:
+    code = (
+        "import sys, json; from absa.model.card import render;"
+        "print(render({'name': 'm', 'version': '1', 'labels': ['a', 'b']}));"
+        "assert 'torch' not in sys.modules"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("# m 1") and "## Limits" in out.stdout
+    assert "## Intended use" in render({})
