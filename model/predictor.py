@@ -19,7 +19,7 @@ import numpy as np
 
 from absa.errors import InputError, LimitError
 from absa.model.aspects import Span, check_unicode, occurrences, pinned, shown
-from absa.model.runtime import Output, Runtime, word_weights
+from absa.model.runtime import Output, Runtime, word_weights, words
 from absa.model.text import Encoded, TextError
 
 #: an aspect as callers give it: a term looked up in the text (every occurrence), or a span
@@ -41,6 +41,7 @@ class WordWeight:
     start: int
     end: int
     weight: float
+    oov: bool = False  # the model's vocabulary does not know the word
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class AspectPrediction:
         }  # by hand: dataclasses.asdict deep-copies, a cost on every request
         if self.attention is not None:
             out["attention"] = [
-                {"token": w.token, "start": w.start, "end": w.end, "weight": w.weight}
+                {"token": w.token, "start": w.start, "end": w.end, "weight": w.weight, "oov": w.oov}
                 for w in self.attention
             ]
         if self.self_attention is not None:
@@ -194,8 +195,8 @@ class Predictor:
         best = int(np.argmax(out.probs))
         attention = self_attention = None
         if explain:
-            words = word_weights(out)
-            attention = [WordWeight(t.text, t.start, t.end, round(w, 6)) for t, w in words]
+            merged = words(out)
+            attention = [WordWeight(t.text, t.start, t.end, round(w, 6), u) for t, w, u in merged]
             if out.self_attention is not None:
                 self_attention = _aspect_rows(out)
         label = self.labels[best]

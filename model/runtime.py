@@ -49,6 +49,7 @@ class Output:
     tokens: list[Token]
     self_attention: np.ndarray | None = None  # (heads, T, T)
     aspect_mask: tuple[int, ...] = ()  # 1 on the aspect's tokens
+    oov: tuple[bool, ...] = ()  # True on tokens the vocabulary does not know (<unk>/[UNK])
 
 
 class Runtime:
@@ -117,11 +118,13 @@ class Runtime:
         outs = self.session.run(None, feeds)
         named = dict(zip(self.output_names, outs, strict=True))
         probs, attn, selfw = named["probs"], named["attention"], named.get("self_attention")
+        unk = self.pipeline.unk_id
         result = []
         for i, e in enumerate(items):
             n = len(e.ids)
             sw = None if selfw is None else selfw[i, :, :n, :n]
-            result.append(Output(probs[i], attn[i, :n], e.tokens, sw, tuple(e.aspect_mask)))
+            oov = tuple(t == unk for t in e.ids)
+            result.append(Output(probs[i], attn[i, :n], e.tokens, sw, tuple(e.aspect_mask), oov))
         return result
 
     def run(self, items: Sequence[Encoded]) -> list[Output]:
@@ -142,15 +145,26 @@ class Runtime:
         self.run([self.encode("The food was great .", 4, 8)] * 2)
 
 
-def word_weights(output: Output) -> list[tuple[Token, float]]:
-    """Attention per word: special tokens dropped, word pieces ("##x") merged into their word."""
-    merged: list[tuple[Token, float]] = []
-    for tok, w in zip(output.tokens, output.attention.tolist(), strict=True):
+def words(output: Output) -> list[tuple[Token, float, bool]]:
+    """(word, attention, out of vocabulary) per word: special tokens dropped, word pieces
+    ("##x") merged into their word (its weight summed; unknown if any piece is)."""
+    merged: list[tuple[Token, float, bool]] = []
+    oov = output.oov or (False,) * len(output.tokens)
+    for tok, w, unknown in zip(output.tokens, output.attention.tolist(), oov, strict=True):
         if tok.start == tok.end:  # [CLS], [SEP]
             continue
         if merged and tok.text.startswith("##") and merged[-1][0].end == tok.start:
-            prev, pw = merged[-1]
-            merged[-1] = (Token(prev.text + tok.text[2:], prev.start, tok.end), pw + w)
+            prev, pw, pu = merged[-1]
+            merged[-1] = (
+                Token(prev.text + tok.text[2:], prev.start, tok.end),
+                pw + w,
+                pu or unknown,
+            )
         else:
-            merged.append((tok, float(w)))
+            merged.append((tok, float(w), bool(unknown)))
     return merged
+
+
+def word_weights(output: Output) -> list[tuple[Token, float]]:
+    """Attention per word (see ``words``)."""
+    return [(t, w) for t, w, _ in words(output)]

@@ -75,6 +75,7 @@ def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
 
 class Pipeline(Protocol):
     pad_id: int
+    unk_id: int
 
     def encode(self, text: str, start: int, end: int) -> Encoded: ...
 
@@ -139,6 +140,8 @@ class WordPiecePipeline:
         self.sep_id = self.tok.token_to_id("[SEP]")
         pad = self.tok.token_to_id("[PAD]")
         self.pad_id = 0 if pad is None else pad
+        unk = self.tok.token_to_id("[UNK]")
+        self.unk_id = -1 if unk is None else unk  # -1: never an id, nothing marked unknown
 
     def __len__(self) -> int:
         return self.tok.get_vocab_size()

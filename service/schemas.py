@@ -112,6 +112,7 @@ class TokenWeight(BaseModel):
     start: int
     end: int
     weight: float
+    oov: bool = Field(False, description="the model's vocabulary does not know the word")
 
 
 class AspectResult(BaseModel):

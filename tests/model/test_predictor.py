@@ -82,3 +82,16 @@ def test_predict_many_equals_one_by_one(predictor: Predictor) -> None:
         np.testing.assert_allclose(
             [list(r.scores.values()) for r in x], [list(r.scores.values()) for r in y], atol=1e-6
         )
+
+
+def test_explain_marks_words_the_vocabulary_does_not_know(predictor: Predictor) -> None:
+    (r,) = predictor("The zxqvw food was great", ["food"], explain=True)
+    assert r.attention is not None
+    assert {w.token: w.oov for w in r.attention} == {
+        "The": False,
+        "zxqvw": True,
+        "food": False,
+        "was": False,
+        "great": False,
+    }
+    assert r.to_dict()["attention"][1]["oov"] is True

@@ -181,17 +181,8 @@ def test_a_single_aspect_shows_no_occurrence_note(page) -> None:  # type: ignore
 
 
 def test_out_of_vocabulary_words_are_marked(page, page_url: str) -> None:  # type: ignore[no-untyped-def]
-    """A word the API flags ``oov`` is marked in the heatmap (and only that word)."""
-    import json
-
-    def flag_zxqv(route) -> None:  # type: ignore[no-untyped-def]
-        body = route.fetch().json()
-        for r in body["results"]:
-            for w in r["attention"]:
-                w["oov"] = w["token"].lower() == "zxqv"
-        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
-
-    page.route(page_url + "/v1/predict", flag_zxqv)
+    """A word the model's vocabulary lacks (the API flags it ``oov``) is marked in the
+    heatmap, and only that word: end to end, no response rewritten."""
     page.fill("#text", "the zxqv food was great")
     page.fill("#aspects", "food")
     page.click("#analyse")
