@@ -4,8 +4,10 @@ Requests queue their encoded aspects; one worker task takes everything waiting (
 ``max_batch`` aspects, waiting at most ``max_wait_ms`` for a batch to fill), runs it in a
 single inference thread, and hands each request its outputs. The queue is bounded in
 aspects: beyond ``max_queue`` a request is refused with ``QueueFull`` (HTTP 503) instead
-of letting latency and memory grow. ``swap`` replaces the model (a ``Predictor``); batches
-already taken finish on the model that encoded them.
+of letting latency and memory grow. A request larger than ``max_batch`` runs a slice at a
+time and goes to the back of the queue between slices, so light requests behind a heavy one
+wait for one batch, not for all of it. ``swap`` replaces the model (a ``Predictor``);
+batches already taken finish on the model that encoded them.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class _Job:
     model: Predictor
     items: list[Encoded]
     future: asyncio.Future = field(repr=False)
+    taken: int = 0  # items handed to the model so far (a job runs in slices)
+    results: list[Output] = field(default_factory=list, repr=False)
 
 
 class BatchEngine:
@@ -114,19 +118,35 @@ class BatchEngine:
         self._wakeup.set()
         return await fut
 
-    def _take(self) -> list[_Job]:
-        """Whole jobs from the head of the queue, same model, up to max_batch aspects."""
-        jobs = [self._queue.popleft()]
-        n = len(jobs[0].items)
-        while self._queue and self._queue[0].model is jobs[0].model:
-            if n + len(self._queue[0].items) > self.max_batch:
+    def _take(self) -> list[tuple[_Job, int, int]]:
+        """Slices (job, start, end) for one model call, same model, up to max_batch aspects:
+        whole jobs from the head of the queue; a job too big for one call gives its next
+        slice and goes to the back of the queue with the rest. Abandoned jobs are dropped."""
+        out: list[tuple[_Job, int, int]] = []
+        n = 0
+        model = None
+        while self._queue and n < self.max_batch:
+            job = self._queue[0]
+            left = len(job.items) - job.taken
+            if job.future.done():  # the client went away: do not run the rest
+                self._queue.popleft()
+                self._pending -= left
+                continue
+            if model is None:
+                model = job.model
+            elif job.model is not model or n + left > self.max_batch:
                 break
-            job = self._queue.popleft()
-            jobs.append(job)
-            n += len(job.items)
+            k = min(left, self.max_batch - n)
+            self._queue.popleft()
+            out.append((job, job.taken, job.taken + k))
+            job.taken += k
+            n += k
+            if job.taken < len(job.items):
+                self._queue.append(job)  # the rest waits its turn behind lighter requests
+                break
         self._pending -= n
         self.metrics.queue_depth.set(self._pending)
-        return jobs
+        return out
 
     async def _fill(self) -> None:
         """Wait up to max_wait for the queue to hold a full batch."""
@@ -154,22 +174,25 @@ class BatchEngine:
                 continue
             if self.max_wait > 0:
                 await self._fill()
-            jobs = self._take()
-            items = [it for j in jobs for it in j.items]
-            model = jobs[0].model
+            slices = self._take()
+            if not slices:
+                continue
+            items = [it for job, a, b in slices for it in job.items[a:b]]
+            model = slices[0][0].model
             t0 = time.perf_counter()
             try:
                 outputs = await loop.run_in_executor(self._executor, model.forward, items)
             except Exception as e:  # noqa: BLE001 - handed to every waiting request
                 log.exception("inference failed for a batch of %d", len(items))
-                for j in jobs:
-                    if not j.future.done():
-                        j.future.set_exception(e)
+                for job, _, _ in slices:
+                    if not job.future.done():
+                        job.future.set_exception(e)  # its other slices are then dropped
                 continue
             self.metrics.inference.observe(time.perf_counter() - t0)
             self.metrics.batch_size.observe(len(items))
             k = 0
-            for j in jobs:
-                if not j.future.done():  # a cancelled request (client gone) is skipped
-                    j.future.set_result(outputs[k : k + len(j.items)])
-                k += len(j.items)
+            for job, a, b in slices:
+                job.results.extend(outputs[k : k + b - a])
+                k += b - a
+                if b == len(job.items) and not job.future.done():  # skip a cancelled request
+                    job.future.set_result(job.results)

@@ -112,3 +112,37 @@ def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_
     np.testing.assert_allclose(
         np.stack([o.probs for o in before + after]), np.stack([o.probs for o in ref]), atol=1e-5
     )
+
+
+def test_a_heavy_request_runs_in_slices_and_lets_light_ones_pass(artifact: Path) -> None:
+    """A job bigger than max_batch gives one slice per call and goes to the back of the
+    queue: a light request queued behind it is answered after one slice, not after all."""
+    rt = load(artifact)
+    calls: list[tuple[str, int]] = []
+    record_runs(rt, calls)
+    big, small = encode(rt, 10), encode(rt, 1)
+    done: list[str] = []
+
+    async def main() -> tuple[list[Output], list[Output]]:
+        engine = BatchEngine(rt, Metrics(), max_batch=4)
+        await engine.start()
+
+        async def ask(name: str, items: list[Encoded]) -> list[Output]:
+            out = await engine.submit(rt, items)
+            done.append(name)
+            return out
+
+        heavy = asyncio.create_task(ask("big", big))
+        light = asyncio.create_task(ask("small", small))
+        outs = await heavy, await light
+        assert engine.pending == 0
+        await engine.stop()
+        return outs
+
+    heavy, light = asyncio.run(main())
+    assert [n for _, n in calls] == [4, 1, 4, 2]
+    assert done == ["small", "big"]
+    ref = rt.forward(big + small)  # slicing changes nothing in the answers
+    got = np.stack([o.probs for o in heavy + light])
+    np.testing.assert_allclose(got, np.stack([o.probs for o in ref]), atol=1e-5)
+    assert [o.tokens for o in heavy] == [o.tokens for o in ref[:10]]
