@@ -27,7 +27,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from absa.errors import InputError
-from absa.model.aspects import occurrences, pinned
+from absa.model.aspects import find_all, occurrences, pinned
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
 log = logging.getLogger(__name__)
@@ -160,25 +160,22 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     if not isinstance(aspect, str) or not aspect.strip():
         raise InputError("aspect is missing or empty")
     start, end = row.get("start"), row.get("end")
-    found = occurrences(text, aspect) if start in (None, "") and end in (None, "") else None
-    if found is None:
-        try:
-            s, e = int(start), int(end)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise InputError(f"start/end must be integers, got {start!r}/{end!r}") from None
-        span = pinned(text, aspect, s, e)
-        try:
-            found = occurrences(text, aspect)
-        except InputError:
-            found = []
-        spans = [(o.start, o.end) for o in found]
-        if (span.start, span.end) not in spans:  # pinned where the search does not look
-            found, spans = [span], [(span.start, span.end)]
-        index = spans.index((span.start, span.end))
-    else:
-        span, index = found[0], 0
+    if start in (None, "") and end in (None, ""):
+        found = occurrences(text, aspect)
+        return PreparedRow(
+            Prepared(text, found[:1], predictor.encode(text, found[:1])), 1, len(found)
+        )
+    try:
+        s, e = int(start), int(end)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"start/end must be integers, got {start!r}/{end!r}") from None
+    span = pinned(text, aspect, s, e)
+    spans = find_all(text, aspect)
+    if (span.start, span.end) not in spans:  # pinned where the search does not look
+        spans = [(span.start, span.end)]
+    index = spans.index((span.start, span.end))
     return PreparedRow(
-        Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(found)
+        Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(spans)
     )
 
 
