@@ -36,7 +36,13 @@ class Settings(BaseSettings):
         description="how long a batch waits to fill; 0 = no wait: batches form from the "
         "requests that arrive while the previous batch runs",
     )
-    max_queue: int = Field(2048, ge=1, description="aspects waiting; beyond it: 503 + Retry-After")
+    max_queue: int = Field(
+        8192,
+        ge=1,
+        description="aspects waiting; beyond it: 503 + Retry-After. Requests of more than one "
+        "batch may fill three quarters of it (the rest is kept for light requests); one over "
+        "that gets 413",
+    )
     max_in_flight: int = Field(
         64,
         ge=1,

@@ -161,9 +161,10 @@ class Predictor:
 
     def encode(self, text: str, spans: Sequence[Span], where: str = "") -> list[Encoded]:
         out = []
+        tok = self.runtime.tokenized(text)  # once per text, however many aspects
         for sp in spans:
             try:
-                out.append(self.runtime.encode(text, sp.start, sp.end))
+                out.append(self.runtime.encode_span(tok, sp.start, sp.end))
             except TextError as err:
                 raise InputError(
                     f"{where}aspect {shown(sp.term)} [{sp.start}, {sp.end}): {err}"

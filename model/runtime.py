@@ -16,7 +16,7 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
-from absa.model.text import Encoded, Token, WordPiecePipeline, WordPipeline, collate
+from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,12 @@ class Runtime:
 
     def encode(self, text: str, start: int, end: int) -> Encoded:
         return self.pipeline.encode(text, start, end)
+
+    def tokenized(self, text: str) -> Tokenized:
+        return self.pipeline.tokenized(text)
+
+    def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded:
+        return self.pipeline.encode_span(tok, start, end)
 
     def run_batch(self, items: Sequence[Encoded]) -> list[Output]:
         """One session call on one padded batch."""

@@ -49,6 +49,15 @@ class Encoded:
     tokens: list[Token]  # the tokens the ids stand for (special tokens have empty spans)
 
 
+@dataclass(frozen=True)
+class Tokenized:
+    """A text's tokens and ids, computed once and shared by every aspect span in it."""
+
+    text: str
+    tokens: list[Token]
+    ids: list[int]
+
+
 def tokenize(text: str) -> list[Token]:
     return [Token(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
 
@@ -73,9 +82,21 @@ def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
     return lo, min(n, lo + max_len)
 
 
+def _inside(tokens: Sequence[Token], start: int, end: int) -> list[int]:
+    return [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
+
+
+def _mask(tokens: Sequence[Token], start: int, end: int) -> list[int]:
+    return [1 if t.start < end and t.end > start else 0 for t in tokens]
+
+
 class Pipeline(Protocol):
     pad_id: int
     unk_id: int
+
+    def tokenized(self, text: str) -> Tokenized: ...
+
+    def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded: ...
 
     def encode(self, text: str, start: int, end: int) -> Encoded: ...
 
@@ -104,16 +125,21 @@ class WordPipeline:
     def ids(self, tokens: Iterable[Token]) -> list[int]:
         return [self.index.get(t.text.lower(), self.unk_id) for t in tokens]
 
-    def encode(self, text: str, start: int, end: int) -> Encoded:
-        check_span(text, start, end)
+    def tokenized(self, text: str) -> Tokenized:
         tokens = tokenize(text)
-        inside = [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
+        return Tokenized(text, tokens, self.ids(tokens))
+
+    def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded:
+        check_span(tok.text, start, end)
+        inside = _inside(tok.tokens, start, end)
         if not inside:
             raise TextError(f"aspect span [{start}, {end}) covers no word")
-        lo, hi = _window(len(tokens), inside[0], inside[-1], self.max_len)
-        tokens = tokens[lo:hi]
-        mask = [1 if t.start < end and t.end > start else 0 for t in tokens]
-        return Encoded(self.ids(tokens), mask, tokens)
+        lo, hi = _window(len(tok.tokens), inside[0], inside[-1], self.max_len)
+        tokens = tok.tokens[lo:hi]
+        return Encoded(tok.ids[lo:hi], _mask(tokens, start, end), tokens)
+
+    def encode(self, text: str, start: int, end: int) -> Encoded:
+        return self.encode_span(self.tokenized(text), start, end)
 
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "vocab": "vocab.json"}
@@ -146,18 +172,24 @@ class WordPiecePipeline:
     def __len__(self) -> int:
         return self.tok.get_vocab_size()
 
-    def encode(self, text: str, start: int, end: int) -> Encoded:
-        check_span(text, start, end)
+    def tokenized(self, text: str) -> Tokenized:
         enc = self.tok.encode(text, add_special_tokens=False)
         pieces = [Token(p, s, e) for p, (s, e) in zip(enc.tokens, enc.offsets, strict=True)]
-        inside = [i for i, t in enumerate(pieces) if t.start < end and t.end > start]
+        return Tokenized(text, pieces, list(enc.ids))
+
+    def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded:
+        text = tok.text
+        check_span(text, start, end)
+        inside = _inside(tok.tokens, start, end)
         if not inside:
             raise TextError(f"aspect span [{start}, {end}) covers no token")
-        lo, hi = _window(len(pieces), inside[0], inside[-1], self.max_len - 2)
-        ids = [self.cls_id, *enc.ids[lo:hi], self.sep_id]
-        pieces = [Token("[CLS]", 0, 0), *pieces[lo:hi], Token("[SEP]", len(text), len(text))]
-        mask = [1 if t.start < end and t.end > start else 0 for t in pieces]
-        return Encoded(ids, mask, pieces)
+        lo, hi = _window(len(tok.tokens), inside[0], inside[-1], self.max_len - 2)
+        ids = [self.cls_id, *tok.ids[lo:hi], self.sep_id]
+        pieces = [Token("[CLS]", 0, 0), *tok.tokens[lo:hi], Token("[SEP]", len(text), len(text))]
+        return Encoded(ids, _mask(pieces, start, end), pieces)
+
+    def encode(self, text: str, start: int, end: int) -> Encoded:
+        return self.encode_span(self.tokenized(text), start, end)
 
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "tokenizer": "tokenizer.json"}

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -64,10 +63,6 @@ class BodyLimit:
 
 
 JSON_PATHS = frozenset({"/v1/predict", "/v1/predict/batch"})
-#: a refused request is answered after this pause (measured: at 10x saturation with
-#: closed-loop clients, 0.1 s doubles the accepted throughput and cuts /healthz p99 from
-#: 1.5 s to 0.18 s against 0; benchmarks/results/load/shed-*.json)
-SHED_DELAY_S = 0.1
 
 
 class ApiGate:
@@ -90,15 +85,13 @@ class ApiGate:
             return await _reply(send, 415, "send the body as JSON (Content-Type: application/json)")
         if self.in_flight >= self.limit:
             self.metrics.shed.inc()
-            if SHED_DELAY_S:
-                # a client that ignores Retry-After and asks again at once would otherwise
-                # keep the event loop busy refusing it; a sleeping task costs no CPU
-                await asyncio.sleep(SHED_DELAY_S)
+            await errors.shed_pause()
             return await _reply(send, 503, f"overloaded: {self.limit} requests in flight")
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
         if engine is not None and engine.full and scope["path"] in JSON_PATHS:
             # the queue is full: refuse before the body is read and parsed
             engine.metrics.rejected.inc()
+            await errors.shed_pause()
             return await _reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
         self.in_flight += 1
         try:

@@ -4,10 +4,17 @@ Requests queue their encoded aspects; one worker task takes everything waiting (
 ``max_batch`` aspects, waiting at most ``max_wait_ms`` for a batch to fill), runs it in a
 single inference thread, and hands each request its outputs. The queue is bounded in
 aspects: beyond ``max_queue`` a request is refused with ``QueueFull`` (HTTP 503) instead
-of letting latency and memory grow. A request larger than ``max_batch`` runs a slice at a
+of letting latency and memory grow. Heavy requests (more aspects than one batch) may fill it
+only up to ``heavy_limit``: the rest is kept for light requests, so a few big batches
+cannot lock out everyone else, and several of them fit at once (a request over
+``heavy_limit`` could never be admitted: it is refused as over a limit, 413, not told to
+retry). A request larger than ``max_batch`` runs a slice at a
 time and goes to the back of the queue between slices, so light requests behind a heavy one
-wait for one batch, not for all of it. ``swap`` replaces the model (a ``Predictor``);
-batches already taken finish on the model that encoded them.
+wait for one batch, not for all of it. ``offload`` runs the Python-heavy part of big requests
+(encoding, building the answer) in one thread of its own: one such thread, not a pool, is
+all that competes with the event loop for the GIL, so /healthz stays quick. ``swap``
+replaces the model (a ``Predictor``); batches already taken finish on the model that
+encoded them.
 """
 
 from __future__ import annotations
@@ -16,10 +23,12 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from absa.errors import Overloaded, ShuttingDown
+from absa.errors import LimitError, Overloaded, ShuttingDown
 from absa.model.predictor import Predictor
 from absa.model.runtime import Output
 from absa.model.text import Encoded
@@ -33,6 +42,8 @@ class QueueFull(Overloaded):
 
 
 __all__ = ["BatchEngine", "QueueFull", "ShuttingDown"]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,18 +62,22 @@ class BatchEngine:
         metrics: Metrics,
         max_batch: int = 64,
         max_wait_ms: float = 0.0,
-        max_queue: int = 2048,
+        max_queue: int = 8192,
     ) -> None:
         self.model = model
         self.metrics = metrics
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
         self.max_queue = max_queue
+        #: room heavy requests may take; the rest (a quarter, at least one batch) is kept
+        #: for requests of at most one batch
+        self.heavy_limit = max(0, max_queue - max(max_batch, max_queue // 4))
         self._queue: deque[_Job] = deque()
         self._pending = 0  # aspects waiting
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._cpu: ThreadPoolExecutor | None = None  # heavy requests' Python work
         self._closing = False
 
     @property
@@ -72,6 +87,7 @@ class BatchEngine:
     async def start(self) -> None:
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="absa-infer")
+        self._cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="absa-heavy")
         self._task = asyncio.create_task(self._loop(), name="absa-batcher")
 
     async def stop(self) -> None:
@@ -83,6 +99,14 @@ class BatchEngine:
             await self._task
         if self._executor is not None:
             self._executor.shutdown(wait=True)
+        if self._cpu is not None:
+            self._cpu.shutdown(wait=True)
+
+    async def offload(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in the engine's one thread for heavy requests' Python work."""
+        if self._cpu is None:
+            raise ShuttingDown("the service is shutting down")
+        return await asyncio.get_running_loop().run_in_executor(self._cpu, fn)
 
     def swap(self, model: Predictor) -> Predictor:
         """Serve new requests with ``model``; returns the old one."""
@@ -95,22 +119,27 @@ class BatchEngine:
         return self._pending >= self.max_queue
 
     def admit(self, n: int) -> None:
-        """Refuse now (``QueueFull``) if ``n`` more aspects would not fit in the queue: called
-        before a request's encoding, so an overloaded server does no work it will throw away."""
+        """Refuse now if ``n`` more aspects would not fit in the queue: called before a
+        request's encoding, so an overloaded server does no work it will throw away.
+        ``QueueFull`` (retry later) or, for a request that could never fit, ``LimitError``."""
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")
-        if self._pending + n > self.max_queue:
+        heavy = n > self.max_batch
+        if heavy and n > self.heavy_limit:
+            raise LimitError(
+                f"{n} aspects in one request; this server queues at most {self.heavy_limit} "
+                "for one request (max_queue setting): split it"
+            )
+        limit = self.heavy_limit if heavy else self.max_queue
+        if self._pending + n > limit:
             self.metrics.rejected.inc(n)
-            raise QueueFull(f"{self._pending} aspects are waiting (limit {self.max_queue})")
+            raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")
 
     async def submit(self, model: Predictor, items: list[Encoded]) -> list[Output]:
-        if self._closing or self._wakeup is None:
-            raise ShuttingDown("the service is shutting down")
         if not items:
+            self.admit(0)  # still refused while shutting down
             return []
-        if self._pending + len(items) > self.max_queue:
-            self.metrics.rejected.inc(len(items))
-            raise QueueFull(f"{self._pending} aspects are waiting (limit {self.max_queue})")
+        self.admit(len(items))
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._queue.append(_Job(model, items, fut))
         self._pending += len(items)

@@ -2,9 +2,10 @@
 ``Predictor``; its forward pass goes through the micro-batcher.
 
 Capacity is checked before any work (``engine.admit``). Heavy requests (explain, or many
-aspects) are encoded and answered in a worker thread so the event loop stays free for
-other requests and for /healthz; light ones stay on the loop, where a thread hop would cost
-more than the work. The answer is serialized here, once (no response-model round trip).
+aspects) are encoded and answered in the engine's one thread for such work
+(``engine.offload``) so the event loop stays free for other requests and for /healthz;
+light ones stay on the loop, where a thread hop would cost more than the work. The answer
+is serialized here, once (no response-model round trip).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anyio import to_thread
 from fastapi import APIRouter
 from fastapi.responses import Response
 
@@ -104,14 +104,14 @@ async def predict(
         _explained(p, settings.max_explain_aspects)
         return p
 
-    prepared = await to_thread.run_sync(prepare) if heavy else prepare()
+    prepared = await engine.offload(prepare) if heavy else prepare()
     outputs = await engine.submit(predictor, prepared.items)
 
     def answer() -> tuple[list[dict], bytes]:
         results = _results(predictor, prepared, outputs)
         return results, _dumps({"model": predictor.model_id, "results": results})
 
-    results, body = await to_thread.run_sync(answer) if heavy else answer()
+    results, body = await engine.offload(answer) if heavy else answer()
     _count(predictor, results, metrics)
     return JSONBytes(body)
 
@@ -146,7 +146,7 @@ async def predict_batch(
         return out
 
     heavy = _heavy(valid)
-    prepared = await to_thread.run_sync(prepare) if heavy else prepare()
+    prepared = await engine.offload(prepare) if heavy else prepare()
     ok = [p for p in prepared if isinstance(p, Prepared)]
     outputs = await engine.submit(predictor, [e for p in ok for e in p.items])
 
@@ -165,6 +165,6 @@ async def predict_batch(
             entries.append({"model": predictor.model_id, "results": results})
         return every, _dumps({"model": predictor.model_id, "items": entries})
 
-    results, body = await to_thread.run_sync(answer) if heavy else answer()
+    results, body = await engine.offload(answer) if heavy else answer()
     _count(predictor, results, metrics)
     return JSONBytes(body)

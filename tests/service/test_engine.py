@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from absa.errors import LimitError
 from absa.model.predictor import Predictor
 from absa.model.runtime import Output, Runtime
 from absa.model.text import Encoded
@@ -146,3 +147,29 @@ def test_a_heavy_request_runs_in_slices_and_lets_light_ones_pass(artifact: Path)
     got = np.stack([o.probs for o in heavy + light])
     np.testing.assert_allclose(got, np.stack([o.probs for o in ref]), atol=1e-5)
     assert [o.tokens for o in heavy] == [o.tokens for o in ref[:10]]
+
+
+def test_heavy_requests_leave_room_for_light_ones(artifact: Path) -> None:
+    """Requests over one batch fill the queue only up to heavy_limit: several of them are
+    admitted at once, a further one waits (503), a light one still gets in, and one that
+    could never fit is over a limit (413), not told to retry."""
+    rt = load(artifact)
+    heavy, light = encode(rt, 6), encode(rt, 1)  # heavy: more than one batch of 2
+
+    async def main() -> None:
+        engine = BatchEngine(rt, Metrics(), max_batch=2, max_queue=16)
+        assert engine.heavy_limit == 12  # a quarter (4 aspects) kept for light requests
+        await engine.start()
+        first = [asyncio.create_task(engine.submit(rt, heavy)) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert engine.pending == 12
+        with pytest.raises(QueueFull):
+            engine.admit(len(heavy))
+        engine.admit(len(light))  # a light request is still let in ...
+        assert len(await engine.submit(rt, light)) == 1  # ... and answered
+        with pytest.raises(LimitError, match="queues at most 12"):
+            engine.admit(13)
+        assert [len(await t) for t in first] == [6, 6]
+        await engine.stop()
+
+    asyncio.run(main())
