@@ -30,6 +30,7 @@ from absa.training.readers import read_examples  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.rundir import read_info  # noqa: E402
 from benchmarks.datasets import paths  # noqa: E402
+from benchmarks.robustness.negation import negation_slice  # noqa: E402
 from benchmarks.robustness.suite import KINDS, build_suite, flatten, score, write_jsonl  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "robustness"
@@ -127,6 +128,7 @@ def main() -> None:
         examples = read_examples(mams_path).examples
         mams = plain(examples, predict(args.model, examples))
         mams["test_file"] = str(mams_path)
+    negation = negation_slice(args.model, predict)
 
     assert info is not None
     name = args.name or "-".join(str(x) for x in (info["name"], info["version"]) if x)
@@ -141,6 +143,7 @@ def main() -> None:
         },
         "datasets": results,
         "mams": mams,
+        "negation": negation,
         "code_version": code_version(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join(["python benchmarks/robustness.py", *sys.argv[1:]]),
@@ -160,6 +163,11 @@ def main() -> None:
         )
     if mams:
         print(f"mams     {pct(mams['accuracy']):>6}  (plain accuracy, {mams['n']} aspects)")
+    print(
+        f"negation/contrast slice: {pct(negation['accuracy'])} of {negation['n']} ("
+        + ", ".join(f"{k} {pct(v['accuracy'])}" for k, v in negation["by_kind"].items())
+        + ")"
+    )
     print(f"wrote {dest}")
 
 
