@@ -185,6 +185,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Aspect-level sentiment: label, probabilities and attention per aspect.",
         lifespan=lifespan,
         docs_url=None,  # /docs is served with local assets: docs.install below
+        redoc_url=None,  # ReDoc would load its script from a CDN: blank without internet
     )
     app.state.settings = settings
     app.state.metrics = metrics

@@ -475,6 +475,8 @@ def test_docs_and_openapi(client: TestClient) -> None:
     r = client.get("/docs")
     assert r.status_code == 200
     assert "swagger" in r.text.lower()
+    assert "cdn" not in r.text.lower()
+    assert client.get("/redoc").status_code == 404  # no page that needs a CDN
     spec = client.get("/openapi.json").json()
     assert {"/v1/predict", "/v1/predict/batch", "/v1/model", "/healthz", "/readyz"} <= set(
         spec["paths"]
