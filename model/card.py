@@ -66,6 +66,30 @@ def _data_lines(train: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
+    """Markdown bullets on the artifact's temperature and its ECE (dev, and each test set
+    the metadata records); none for an artifact without calibration."""
+    cal = metadata.get("calibration")
+    if not isinstance(cal, Mapping):
+        return []
+    bins = cal.get("bins", "?")
+    if not cal.get("fitted", True):
+        return ["- Calibration: none (exported with `--no-calibrate`, temperature 1)."]
+    out = [
+        f"- Calibration: temperature scaling, T = {float(cal.get('temperature', 1)):.3f} "
+        "fitted on the dev split (NLL); the served probabilities are softmax(logits / T), "
+        f"predictions unchanged. Expected calibration error ({bins} bins), before -> after:"
+    ]
+    sets = {"dev": cal.get("dev"), **(cal.get("test") or {})}
+    for name, rep in sets.items():
+        if isinstance(rep, Mapping):
+            out.append(
+                f"  - {name} ({rep.get('n', '?')} aspects): {_pct(rep.get('ece_before'))} % -> "
+                f"{_pct(rep.get('ece_after'))} %"
+            )
+    return out
+
+
 def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
     """The Markdown card of an artifact, from its metadata (and its pipeline's max_len)."""
     name, version = metadata.get("name", "absa"), metadata.get("version", "?")
@@ -127,6 +151,7 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
             f"|diff| {float(parity.get('max_abs_diff', 0)):.1e}, "
             f"{parity.get('prediction_mismatches', '?')} predictions differ)."
         )
+    lines += calibration_lines(metadata)
     quant = metadata.get("quantization")
     if isinstance(quant, Mapping):
         lines.append(

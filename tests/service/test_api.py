@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 
@@ -443,7 +444,7 @@ def test_not_ready_before_startup(artifact) -> None:  # type: ignore[no-untyped-
     assert "Retry-After" in r.headers
 
 
-def test_model_info(client: TestClient) -> None:
+def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-untyped-def]
     info = client.get("/v1/model").json()
     assert info["name"] == "pos-scaled-selfattn"
     assert info["version"] == "v1"
@@ -452,6 +453,25 @@ def test_model_info(client: TestClient) -> None:
     assert info["preset"] == "pos-scaled-selfattn"
     assert info["metrics"]["dev"]["accuracy"] >= 0.95
     assert info["providers"] == ["CPUExecutionProvider"]
+    meta = json.loads((artifact / "metadata.json").read_text())
+    cal = info["calibration"]
+    assert cal["temperature"] == meta["calibration"]["temperature"] != 1.0
+    assert cal["bins"] == 15 and cal["dev"] == meta["calibration"]["dev"] and cal["test"] == {}
+
+
+def test_model_info_of_an_artifact_without_calibration(artifact, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An artifact exported before temperature scaling serves, with no calibration shown."""
+    from absa.model import artifact as art
+    from absa.service.app import create_app
+
+    old = tmp_path / "old"
+    shutil.copytree(artifact, old)
+    meta = art.read_metadata(old)
+    del meta["calibration"]
+    art.write_metadata(old, meta)
+    with TestClient(create_app(make_settings(old))) as c:
+        assert c.get("/v1/model").json()["calibration"] is None
+        assert predict(c, TEXT, ["food"])["results"][0]["label"] in LABELS
 
 
 def test_metrics_is_prometheus_text(client: TestClient) -> None:
