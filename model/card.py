@@ -67,27 +67,34 @@ def _data_lines(train: Mapping[str, Any]) -> list[str]:
 
 
 def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
-    """Markdown bullets on the artifact's temperature and its ECE (dev, and each test set
-    the metadata records); none for an artifact without calibration."""
+    """The card's "Calibration" section (Markdown lines): the temperature and the expected
+    calibration error before and after it, on dev and on each test set the metadata
+    records; no lines for an artifact from before calibration."""
     cal = metadata.get("calibration")
     if not isinstance(cal, Mapping):
         return []
-    bins = cal.get("bins", "?")
+    head = ["## Calibration", ""]
     if not cal.get("fitted", True):
-        return ["- Calibration: none (exported with `--no-calibrate`, temperature 1)."]
-    out = [
-        f"- Calibration: temperature scaling, T = {float(cal.get('temperature', 1)):.3f} "
-        "fitted on the dev split (NLL); the served probabilities are softmax(logits / T), "
-        f"predictions unchanged. Expected calibration error ({bins} bins), before -> after:"
-    ]
+        return [*head, "None: exported with `--no-calibrate` (temperature 1).", ""]
     sets = {"dev": cal.get("dev"), **(cal.get("test") or {})}
-    for name, rep in sets.items():
-        if isinstance(rep, Mapping):
-            out.append(
-                f"  - {name} ({rep.get('n', '?')} aspects): {_pct(rep.get('ece_before'))} % -> "
-                f"{_pct(rep.get('ece_after'))} %"
-            )
-    return out
+    rows = [
+        f"| {name} | {rep.get('n', '?')} | {_pct(rep.get('ece_before'))} | "
+        f"{_pct(rep.get('ece_after'))} |"
+        for name, rep in sets.items()
+        if isinstance(rep, Mapping)
+    ]
+    return [
+        *head,
+        f"Temperature scaling: the probabilities are softmax(logits / T), T = "
+        f"{float(cal.get('temperature', 1)):.3f}, fitted on the dev split (negative "
+        "log-likelihood); no prediction changes. Expected calibration error "
+        f"({cal.get('bins', '?')} equal-width confidence bins, %), without and with T:",
+        "",
+        "| data | n | ECE before | ECE after |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
@@ -151,7 +158,6 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
             f"|diff| {float(parity.get('max_abs_diff', 0)):.1e}, "
             f"{parity.get('prediction_mismatches', '?')} predictions differ)."
         )
-    lines += calibration_lines(metadata)
     quant = metadata.get("quantization")
     if isinstance(quant, Mapping):
         lines.append(
@@ -164,6 +170,7 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         "Measure it on your own data before use: "
         "`absa evaluate --model THIS_DIRECTORY --data FILE`.",
         "",
+        *calibration_lines(metadata),
     ]
     return "\n".join(lines)
 
