@@ -79,7 +79,7 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
     sets = {"dev": cal.get("dev"), **(cal.get("test") or {})}
     rows = [
         f"| {name} | {rep.get('n', '?')} | {_pct(rep.get('ece_before'))} | "
-        f"{_pct(rep.get('ece_after'))} |"
+        f"{_pct(rep.get('ece_after'))} | {_pct(rep['ece_floor']) if 'ece_floor' in rep else '-'} |"
         for name, rep in sets.items()
         if isinstance(rep, Mapping)
     ]
@@ -88,10 +88,12 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
         f"Temperature scaling: the probabilities are softmax(logits / T), T = "
         f"{float(cal.get('temperature', 1)):.3f}, fitted on the dev split (negative "
         "log-likelihood); no prediction changes. Expected calibration error "
-        f"({cal.get('bins', '?')} equal-width confidence bins, %), without and with T:",
+        f"({cal.get('bins', '?')} equal-width confidence bins, %), without and with T; the "
+        "floor is what a perfectly calibrated model would show on as many items (the "
+        "estimator's noise), where measured:",
         "",
-        "| data | n | ECE before | ECE after |",
-        "|---|---|---|---|",
+        "| data | n | ECE before | ECE after | floor |",
+        "|---|---|---|---|---|",
         *rows,
         "",
     ]

@@ -156,6 +156,9 @@ class CalibrationSet(BaseModel):
     ece_after: float = Field(description="expected calibration error with it (as served)")
     nll_before: float | None = None
     nll_after: float | None = None
+    ece_floor: float | None = Field(
+        None, description="the ECE a perfectly calibrated model would show on as many items"
+    )
 
 
 class Calibration(BaseModel):
