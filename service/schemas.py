@@ -165,6 +165,7 @@ class Calibration(BaseModel):
     method: str = "temperature"
     temperature: float = Field(description="the served probabilities are softmax(logits / T)")
     bins: int = Field(description="equal-width confidence bins of the ECE")
+    fitted_on: str = Field("dev", description="the data T was fitted on")
     dev: CalibrationSet | None = Field(None, description="the dev split T was fitted on")
     test: dict[str, CalibrationSet] = Field(
         default_factory=dict, description="test sets by name, never used to fit"

@@ -460,6 +460,19 @@ def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-un
     assert cal["bins"] == 15 and shown == meta["calibration"]["dev"] and cal["test"] == {}
 
 
+def test_model_info_of_the_shipped_model_shows_test_set_calibration() -> None:
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+    from absa.service.app import create_app
+
+    meta = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())
+    with TestClient(create_app(make_settings(DEFAULT_MODEL_DIR))) as c:
+        cal = c.get("/v1/model").json()["calibration"]
+    assert cal["temperature"] == meta["calibration"]["temperature"]
+    assert cal["fitted_on"].startswith("10% of train held out with seed 1")
+    assert set(cal["test"]) == {"rest14", "lap14", "twitter", "mams", "all"}
+    assert cal["test"]["lap14"] == meta["calibration"]["test"]["lap14"]
+
+
 def test_model_info_of_an_artifact_without_calibration(artifact, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """An artifact exported before temperature scaling serves, with no calibration shown."""
     from absa.model import artifact as art
