@@ -14,6 +14,9 @@ It runs exactly these commands (printed first), so the card can quote them:
     absa export --run runs/default --out model/artifacts/default --name absa-default --version V
     absa evaluate --model model/artifacts/default --data <test file> --json   (for each set)
 
+Export fits the temperature on the dev split; `python benchmarks/calibration.py` then measures
+the expected calibration error on every test set and adds it to the metadata and this card.
+
 A teacher shares the student's data, seed and so dev split (the student's config names it
 in ``train.teacher``). ``--skip-train`` reuses existing runs but still lists their commands.
 """
@@ -32,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model.artifact import read_metadata  # noqa: E402
-from absa.model.card import INTENDED_USE, LANGUAGE, limits  # noqa: E402
+from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
@@ -213,6 +216,7 @@ def card(
     pipeline = json.loads((args.out / "pipeline.json").read_text())
     domains = "restaurant and laptop reviews, tweets and MAMS restaurant reviews (English)"
     limits_md = "\n".join(f"- {x}" for x in limits(pipeline.get("max_len"), domains))
+    calibration = "".join(f"{x}\n" for x in calibration_lines(meta))
     return f"""# absa-default {meta["version"]}
 
 The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model` is given.
@@ -233,7 +237,7 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
   the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
   Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}).
 
-## Intended use
+{calibration}## Intended use
 
 {INTENDED_USE}
 

@@ -66,6 +66,39 @@ def _data_lines(train: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
+    """The card's "Calibration" section (Markdown lines): the temperature and the expected
+    calibration error before and after it, on dev and on each test set the metadata
+    records; no lines for an artifact from before calibration."""
+    cal = metadata.get("calibration")
+    if not isinstance(cal, Mapping):
+        return []
+    head = ["## Calibration", ""]
+    if not cal.get("fitted", True):
+        return [*head, "None: exported with `--no-calibrate` (temperature 1).", ""]
+    sets = {"dev": cal.get("dev"), **(cal.get("test") or {})}
+    rows = [
+        f"| {name} | {rep.get('n', '?')} | {_pct(rep.get('ece_before'))} | "
+        f"{_pct(rep.get('ece_after'))} | {_pct(rep['ece_floor']) if 'ece_floor' in rep else '-'} |"
+        for name, rep in sets.items()
+        if isinstance(rep, Mapping)
+    ]
+    return [
+        *head,
+        f"Temperature scaling: the probabilities are softmax(logits / T), T = "
+        f"{float(cal.get('temperature', 1)):.3f}, fitted on the dev split (negative "
+        "log-likelihood); no prediction changes. Expected calibration error "
+        f"({cal.get('bins', '?')} equal-width confidence bins, %), without and with T; the "
+        "floor is what a perfectly calibrated model would show on as many items (the "
+        "estimator's noise), where measured:",
+        "",
+        "| data | n | ECE before | ECE after | floor |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
 def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
     """The Markdown card of an artifact, from its metadata (and its pipeline's max_len)."""
     name, version = metadata.get("name", "absa"), metadata.get("version", "?")
@@ -139,6 +172,7 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         "Measure it on your own data before use: "
         "`absa evaluate --model THIS_DIRECTORY --data FILE`.",
         "",
+        *calibration_lines(metadata),
     ]
     return "\n".join(lines)
 

@@ -9,6 +9,11 @@ The export fails (and writes nothing at ``out_dir``) when onnxruntime and torch 
 on the dev set by more than ``PARITY_ATOL`` in any probability or in any prediction.
 ``quantize="int8"`` adds onnxruntime dynamic quantisation; its accuracy change against
 the fp32 graph is measured on the same dev set and recorded in the metadata.
+
+``calibrate`` (the default) fits a temperature T on the dev set's logits
+(``absa.model.calibration``), exports ``softmax(logits / T)`` as the graph's probabilities
+and checks parity against torch with T applied; the metadata's ``calibration`` records T
+and the dev ECE / NLL before and after. Off, T is 1 (the probabilities of the network).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 import torch
 
 from absa.errors import ParityError
+from absa.model import calibration
 from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_checksums, write_metadata
 from absa.model.card import write_card
 from absa.model.config import ModelConfig
@@ -65,10 +71,11 @@ def export(
     version: str | None = None,
     quantize: str | None = None,
     batch: int = 32,
+    calibrate: bool = True,
 ) -> dict:
     """Write the artifact directory and return its metadata. ``provenance`` (preset, train,
     train_config, metrics, code_version, source_run, ...) goes into the metadata as given;
-    ``version`` defaults to a UTC timestamp."""
+    ``version`` defaults to a UTC timestamp; ``calibrate`` fits a temperature on ``dev``."""
     out_dir = Path(out_dir)
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
@@ -76,12 +83,14 @@ def export(
     items = [pipeline.encode(e.text, e.start, e.end) for e in dev]
     labels = list(model_config.labels)
     y = np.array([labels.index(e.label) for e in dev])
+    logits = _torch_logits(net, items, pipeline.pad_id, batch)
+    calib = _calibrate(logits, y, fit=calibrate)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
     try:
         pipeline.save(tmp)
-        _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads))
+        _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
         metadata = {
             "kind": KIND,
             "name": name,
@@ -90,11 +99,12 @@ def export(
             "labels": labels,
             "model_config": model_config.to_dict(),
             **provenance,
+            "calibration": calib,
             "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(INPUT_NAMES)},
         }
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
-        ref = _torch_probs(net, items, pipeline.pad_id, batch)
+        ref = calibration.softmax(logits, calib["temperature"])  # torch's, with T applied
         got = _ort_probs(tmp, items, batch)
         metadata["parity"] = _check_parity(ref, got, y)
         if quantize == "int8":
@@ -111,8 +121,10 @@ def export(
     return metadata
 
 
-def _export_onnx(net: torch.nn.Module, path: Path, self_attention: bool) -> None:
-    wrapper = ExportWrapper(net).eval()
+def _export_onnx(
+    net: torch.nn.Module, path: Path, self_attention: bool, temperature: float = 1.0
+) -> None:
+    wrapper = ExportWrapper(net, temperature).eval()
     net.eval()  # export what serves: no dropout
     dummy = collate([_dummy_item(5), _dummy_item(3)], pad_id=0)
     args = tuple(torch.from_numpy(dummy[k]) for k in INPUT_NAMES)
@@ -142,14 +154,39 @@ def _dummy_item(n: int) -> Encoded:
     return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n)
 
 
-def _torch_probs(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: int) -> np.ndarray:
+def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True) -> dict:
+    """The metadata's ``calibration``: T fitted on dev (or 1), dev ECE / NLL before and after."""
+    t = calibration.fit_temperature(logits, y) if fit else 1.0
+    dev = calibration.calibration_report(logits, y, t)
+    log.info(
+        "temperature %.4f%s: dev ECE (%d bins) %.4f -> %.4f, NLL %.4f -> %.4f",
+        t,
+        "" if fit else " (not fitted)",
+        calibration.ECE_BINS,
+        dev["ece_before"],
+        dev["ece_after"],
+        dev["nll_before"],
+        dev["nll_after"],
+    )
+    return {
+        "method": "temperature",
+        "temperature": t,
+        "fitted": fit,
+        "objective": "dev NLL, L-BFGS on log T",
+        "bins": calibration.ECE_BINS,
+        "dev": dev,
+    }
+
+
+def _torch_logits(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: int) -> np.ndarray:
+    """The network's logits (N, C) on the items, in padded batches as served."""
     out = []
     with torch.no_grad():
         for s in range(0, len(items), batch):
             feeds = {
                 k: torch.from_numpy(v) for k, v in collate(items[s : s + batch], pad_id).items()
             }
-            out.append(torch.softmax(net(**feeds)[0], -1).numpy())
+            out.append(net(**feeds)[0].numpy())
     return np.concatenate(out)
 
 

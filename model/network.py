@@ -294,15 +294,17 @@ class ABSANet(nn.Module):
 
 
 class ExportWrapper(nn.Module):
-    """What goes into ONNX: probabilities and attention, named and in a fixed order."""
+    """What goes into ONNX: probabilities and attention, named and in a fixed order. The
+    probabilities are ``softmax(logits / temperature)`` (temperature scaling; 1: none)."""
 
-    def __init__(self, net: ABSANet) -> None:
+    def __init__(self, net: ABSANet, temperature: float = 1.0) -> None:
         super().__init__()
         self.net = net
+        self.temperature = float(temperature)
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, aspect_mask: torch.Tensor
     ) -> tuple[torch.Tensor, ...]:
         logits, alpha, self_w = self.net(input_ids, attention_mask, aspect_mask)
-        probs = torch.softmax(logits, dim=-1)
+        probs = torch.softmax(logits / self.temperature, dim=-1)  # (B, C)
         return (probs, alpha) if self_w is None else (probs, alpha, self_w)

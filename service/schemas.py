@@ -150,6 +150,28 @@ class BatchResponse(BaseModel):
     )
 
 
+class CalibrationSet(BaseModel):
+    n: int
+    ece_before: float = Field(description="expected calibration error without the temperature")
+    ece_after: float = Field(description="expected calibration error with it (as served)")
+    nll_before: float | None = None
+    nll_after: float | None = None
+    ece_floor: float | None = Field(
+        None, description="the ECE a perfectly calibrated model would show on as many items"
+    )
+
+
+class Calibration(BaseModel):
+    method: str = "temperature"
+    temperature: float = Field(description="the served probabilities are softmax(logits / T)")
+    bins: int = Field(description="equal-width confidence bins of the ECE")
+    fitted_on: str = Field("dev", description="the data T was fitted on")
+    dev: CalibrationSet | None = Field(None, description="the dev split T was fitted on")
+    test: dict[str, CalibrationSet] = Field(
+        default_factory=dict, description="test sets by name, never used to fit"
+    )
+
+
 class ModelInfo(BaseModel):
     name: str
     version: str
@@ -157,4 +179,7 @@ class ModelInfo(BaseModel):
     created: str | None
     preset: str | None
     metrics: dict
+    calibration: Calibration | None = Field(
+        None, description="temperature scaling and its ECE; absent for an uncalibrated model"
+    )
     providers: list[str]

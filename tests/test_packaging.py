@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDS_TORCH = {
     "absa.model.network",
     "absa.model.export",
+    "absa.model.recalibrate",  # onnx and the temperature fit: the train extra
 }
 NEEDS_TORCH_PREFIX = ("absa.training.",)
 TORCH_FREE_TRAINING = {  # training modules the service or the CLI reach without torch

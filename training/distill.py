@@ -1,7 +1,8 @@
 """Knowledge distillation: a trained teacher's probabilities as soft training targets.
 
 The teacher is any model ``absa evaluate`` accepts (a run directory or an exported
-artifact), typically the ``accurate`` preset teaching ``fast``. It scores the training
+artifact: its probabilities as served, with the temperature export fitted), typically the
+``accurate`` preset teaching ``fast``. It scores the training
 examples once, before training; the student then learns from
 ``(1 - distill) * CE(label) + distill * CE(teacher probabilities)``.
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from absa.model import artifact
+from absa.model.calibration import ECE_BINS, expected_calibration_error
 from absa.training import rundir
 from absa.training.metrics import classification_report
 from absa.training.records import Example
@@ -44,7 +45,12 @@ def predict_examples(model_dir: Path, examples: Sequence[Example]) -> tuple[np.n
 
 
 def evaluate(model_dir: Path, examples: Sequence[Example]) -> dict:
-    """Accuracy, macro-F1, per-class scores and the confusion matrix of a run or artifact."""
+    """Accuracy, macro-F1, per-class scores, the confusion matrix and the expected
+    calibration error (``ece``, 15 bins, of the probabilities as served) of a run or
+    artifact. A run's probabilities are its network's: a temperature comes with export."""
     probs, labels = predict_examples(model_dir, examples)
     gold = [labels.index(e.label) for e in examples]
-    return classification_report(gold, probs.argmax(1), labels)
+    report = classification_report(gold, probs.argmax(1), labels)
+    report["ece"] = expected_calibration_error(probs, np.asarray(gold, dtype=np.int64))
+    report["ece_bins"] = ECE_BINS
+    return report

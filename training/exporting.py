@@ -22,9 +22,11 @@ def export_run(
     name: str | None = None,
     version: str | None = None,
     batch: int = 32,
+    calibrate: bool = True,
 ) -> dict:
-    """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set);
-    returns the artifact's metadata. ``name`` defaults to the run's preset."""
+    """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set,
+    with a temperature fitted on it unless ``calibrate`` is off); returns the artifact's
+    metadata. ``name`` defaults to the run's preset."""
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     return export(
@@ -38,6 +40,7 @@ def export_run(
         version=version,
         quantize=quantize,
         batch=batch,
+        calibrate=calibrate,
     )
 
 

@@ -46,9 +46,10 @@ def classification_report(
 
 
 def format_report(report: dict) -> str:
+    ece = f"  ECE({report['ece_bins']} bins)={report['ece'] * 100:.2f}" if "ece" in report else ""
     lines = [
         f"n={report['n']}  accuracy={report['accuracy'] * 100:.2f}  "
-        f"macro-F1={report['macro_f1'] * 100:.2f}",
+        f"macro-F1={report['macro_f1'] * 100:.2f}{ece}",
         f"{'label':<10} {'prec':>6} {'rec':>6} {'f1':>6} {'support':>8}",
     ]
     for name, c in report["per_class"].items():

@@ -116,12 +116,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     from absa.training.exporting import export_run
 
     meta = export_run(
-        Path(args.run), Path(args.out), quantize=args.quantize, name=args.name, version=args.version
+        Path(args.run),
+        Path(args.out),
+        quantize=args.quantize,
+        name=args.name,
+        version=args.version,
+        calibrate=not args.no_calibrate,
     )
-    par = meta["parity"]
+    par, cal = meta["parity"], meta["calibration"]
     msg = (
         f"artifact written to {args.out}: parity on {par['n']} dev items, max |diff| "
-        f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}"
+        f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}; "
+        f"temperature {cal['temperature']:.3f}, dev ECE ({cal['bins']} bins) "
+        f"{cal['dev']['ece_before'] * 100:.2f} -> {cal['dev']['ece_after'] * 100:.2f}"
     )
     if "quantization" in meta:
         q = meta["quantization"]
@@ -224,6 +231,12 @@ def register(sub: Any) -> None:
     )
     x.add_argument("--name", help="model name (default: the preset's name)")
     x.add_argument("--version", help="model version (default: a UTC timestamp)")
+    x.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="export the network's own probabilities (default: fit a temperature on the "
+        "run's dev set and apply it in the graph)",
+    )
     x.set_defaults(func=cmd_export)
 
     r = sub.add_parser(

@@ -39,7 +39,7 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.get("/v1/model", response_model=ModelInfo)
 async def model_info(engine: EngineDep) -> ModelInfo:
-    """The model being served: name, version, labels, metrics, creation time."""
+    """The model being served: name, version, labels, metrics, calibration, creation time."""
     rt = engine.model.runtime
     meta = rt.metadata
     return ModelInfo(
@@ -49,6 +49,7 @@ async def model_info(engine: EngineDep) -> ModelInfo:
         created=meta.get("created"),
         preset=meta.get("preset"),
         metrics=public_metrics(meta.get("metrics") or {}),
+        calibration=meta.get("calibration"),
         providers=rt.providers,
     )
 

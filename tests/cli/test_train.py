@@ -230,6 +230,18 @@ def test_export_prints_parity(
     assert "int8" not in printed
     meta = artifact.load(out).metadata
     assert (meta["name"], meta["version"], meta["source_run"]) == ("n", "v9", str(tiny_run))
+    t = meta["calibration"]["temperature"]
+    assert meta["calibration"]["fitted"] and f"temperature {t:.3f}, dev ECE (15 bins)" in printed
+
+
+def test_export_no_calibrate(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "raw"
+    assert main(["export", "--run", str(tiny_run), "--out", str(out), "--no-calibrate"]) == 0
+    assert "temperature 1.000" in capsys.readouterr().out
+    cal = artifact.load(out).metadata["calibration"]
+    assert (cal["temperature"], cal["fitted"]) == (1.0, False)
 
 
 def test_int8_export(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -262,6 +274,7 @@ def test_evaluate_json(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert rep["accuracy"] >= 0.9  # tiny_run fits its own training set
     assert rep["model"] == str(tiny_run) and rep["data"] == [str(data)]
     assert sum(map(sum, rep["confusion"])) == rep["n"]
+    assert 0.0 <= rep["ece"] <= 1.0 and rep["ece_bins"] == 15
 
 
 def test_evaluate_any_reader_format(
@@ -285,6 +298,7 @@ def test_evaluate_text_report(
     assert main(["evaluate", "--model", str(tiny_run), "--data", str(data)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("n=5  accuracy=") and "confusion" in out
+    assert "  ECE(15 bins)=" in out.splitlines()[0]
 
 
 def test_evaluate_errors(

@@ -22,6 +22,8 @@ from absa import errors
 from absa.cli import main
 from absa.model import artifact
 from absa.model.aspects import find_all
+from absa.model.calibration import expected_calibration_error, softmax
+from absa.model.card import calibration_lines
 from absa.model.runtime import ArtifactError, Runtime, choose_providers, word_weights
 from absa.model.text import collate
 from absa.training.rundir import LoadedRun, load_run
@@ -121,7 +123,7 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
     assert list(meta) == [
         *("kind", "name", "version", "created", "labels", "model_config"),
         *PROVENANCE,
-        *("onnx", "files", "parity"),
+        *("calibration", "onnx", "files", "parity"),
     ]
     # every file but metadata.json, with its sha256 (artifact.load verifies each)
     assert meta["files"] == {
@@ -179,7 +181,9 @@ def test_onnxruntime_matches_torch_on_padded_batches(
     probs, attn = rt.session.run(["probs", "attention"], feeds)
     with torch.no_grad():
         logits, alpha, _ = loaded.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
-    np.testing.assert_allclose(probs, torch.softmax(logits, -1).numpy(), atol=1e-5, rtol=0)
+    t = rt.metadata["calibration"]["temperature"]  # fitted on dev at export: in the graph
+    assert rt.metadata["calibration"]["fitted"] and abs(t - 1) > 0.05, t
+    np.testing.assert_allclose(probs, torch.softmax(logits / t, -1).numpy(), atol=1e-5, rtol=0)
     np.testing.assert_allclose(attn, alpha.numpy(), atol=1e-5, rtol=0)
     assert probs.shape == (size, 3) and attn.shape == feeds["input_ids"].shape
     # the runtime's per-item outputs are the unpadded rows
@@ -199,6 +203,69 @@ def test_runtime_bucketing_keeps_input_order(art: Path) -> None:
     single = np.stack([rt.predict_proba([s])[0] for s in spans])
     np.testing.assert_allclose(batched, single, atol=1e-6)
     assert rt.predict_proba([]).shape == (0, 3)
+
+
+# --------------------------------------------------------------------------- calibration
+
+UNSEEN = [(e.text, e.start, e.end) for e in synthetic_examples(6, seed=9)]
+
+
+def test_the_recorded_calibration_is_true_of_the_served_graph(art: Path) -> None:
+    rt = Runtime.load(art, device="cpu", threads=1)
+    cal = rt.metadata["calibration"]
+    assert (cal["method"], cal["bins"], cal["dev"]["n"]) == ("temperature", 15, len(DEV))
+    probs = rt.predict_proba([(e.text, e.start, e.end) for e in DEV])
+    y = np.array([rt.labels.index(e.label) for e in DEV])
+    assert expected_calibration_error(probs, y) == pytest.approx(cal["dev"]["ece_after"], abs=1e-5)
+    assert cal["dev"]["nll_after"] <= cal["dev"]["nll_before"]
+    section = "\n".join(calibration_lines(rt.metadata))
+    assert f"T = {cal['temperature']:.3f}, fitted on the dev split" in section
+    assert f"| dev | {len(DEV)} | {cal['dev']['ece_before'] * 100:.2f} |" in section
+    assert section in (art / "README.md").read_text()  # the card has it
+
+
+def test_evaluate_reports_the_ece_before_and_after(
+    tiny_run: Path, art: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``absa evaluate`` on the run (the network's probabilities) and on the artifact (T
+    applied), on the dev set T was fitted on: the ECE export recorded before and after."""
+    data = write_jsonl(tmp_path / "dev.jsonl", EXAMPLES)
+    dev = artifact.load(art).metadata["calibration"]["dev"]
+    for model, key in ((tiny_run, "ece_before"), (art, "ece_after")):
+        capsys.readouterr()
+        assert main(["evaluate", "--model", str(model), "--data", str(data), "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["ece_bins"] == 15
+        assert rep["ece"] == pytest.approx(dev[key], abs=1e-5), key
+
+
+def test_export_without_calibration_serves_the_networks_probabilities(
+    loaded: LoadedRun, art: Path, tmp_path: Path
+) -> None:
+    meta = export_loaded(loaded, tmp_path / "raw", calibrate=False)
+    cal = meta["calibration"]
+    assert cal["temperature"] == 1.0 and cal["fitted"] is False
+    assert cal["dev"]["ece_before"] == cal["dev"]["ece_after"]
+    assert "None: exported with `--no-calibrate`" in "\n".join(calibration_lines(meta))
+    raw = Runtime.load(tmp_path / "raw", device="cpu", threads=1).predict_proba(UNSEEN)
+    scaled = Runtime.load(art, device="cpu", threads=1).predict_proba(UNSEEN)
+    t = artifact.load(art).metadata["calibration"]["temperature"]
+    assert (raw.argmax(1) == scaled.argmax(1)).all()  # the temperature changes no answer
+    assert np.abs(raw - scaled).max() > 1e-3
+    np.testing.assert_allclose(softmax(np.log(raw), t), scaled, atol=1e-5)
+
+
+def test_an_artifact_from_before_calibration_still_loads(art: Path, tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(art, old)
+    meta = artifact.read_metadata(old)
+    del meta["calibration"]  # what an export before temperature scaling wrote
+    artifact.write_metadata(old, meta)
+    rt = Runtime.load(old, device="cpu", threads=1)
+    assert "calibration" not in rt.metadata and calibration_lines(rt.metadata) == []
+    np.testing.assert_array_equal(
+        rt.predict_proba(UNSEEN), Runtime.load(art, device="cpu", threads=1).predict_proba(UNSEEN)
+    )
 
 
 # --------------------------------------------------------------------------- failures

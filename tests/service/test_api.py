@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 
@@ -443,7 +444,7 @@ def test_not_ready_before_startup(artifact) -> None:  # type: ignore[no-untyped-
     assert "Retry-After" in r.headers
 
 
-def test_model_info(client: TestClient) -> None:
+def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-untyped-def]
     info = client.get("/v1/model").json()
     assert info["name"] == "pos-scaled-selfattn"
     assert info["version"] == "v1"
@@ -452,6 +453,39 @@ def test_model_info(client: TestClient) -> None:
     assert info["preset"] == "pos-scaled-selfattn"
     assert info["metrics"]["dev"]["accuracy"] >= 0.95
     assert info["providers"] == ["CPUExecutionProvider"]
+    meta = json.loads((artifact / "metadata.json").read_text())
+    cal = info["calibration"]
+    assert cal["temperature"] == meta["calibration"]["temperature"] != 1.0
+    shown = {k: v for k, v in cal["dev"].items() if v is not None}
+    assert cal["bins"] == 15 and shown == meta["calibration"]["dev"] and cal["test"] == {}
+
+
+def test_model_info_of_the_shipped_model_shows_test_set_calibration() -> None:
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+    from absa.service.app import create_app
+
+    meta = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())
+    with TestClient(create_app(make_settings(DEFAULT_MODEL_DIR))) as c:
+        cal = c.get("/v1/model").json()["calibration"]
+    assert cal["temperature"] == meta["calibration"]["temperature"]
+    assert cal["fitted_on"].startswith("10% of train held out with seed 1")
+    assert set(cal["test"]) == {"rest14", "lap14", "twitter", "mams", "all"}
+    assert cal["test"]["lap14"] == meta["calibration"]["test"]["lap14"]
+
+
+def test_model_info_of_an_artifact_without_calibration(artifact, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An artifact exported before temperature scaling serves, with no calibration shown."""
+    from absa.model import artifact as art
+    from absa.service.app import create_app
+
+    old = tmp_path / "old"
+    shutil.copytree(artifact, old)
+    meta = art.read_metadata(old)
+    del meta["calibration"]
+    art.write_metadata(old, meta)
+    with TestClient(create_app(make_settings(old))) as c:
+        assert c.get("/v1/model").json()["calibration"] is None
+        assert predict(c, TEXT, ["food"])["results"][0]["label"] in LABELS
 
 
 def test_metrics_is_prometheus_text(client: TestClient) -> None:

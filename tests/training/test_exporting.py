@@ -43,7 +43,12 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert list(meta) == [
         *("kind", "name", "version", "created", "labels", "model_config"),
         *("preset", "train", "train_config", "metrics", "code_version", "source_run"),
-        *("onnx", "files", "parity"),  # files: the sha256 of every file but metadata.json
+        *(
+            "calibration",
+            "onnx",
+            "files",
+            "parity",
+        ),  # files: the sha256 of every file but metadata.json
     ]
 
 

@@ -1,0 +1,240 @@
+"""Expected calibration error (15 bins) of an artifact on every test set, without and with its
+temperature; optionally first re-issue an uncalibrated artifact with a temperature fitted on
+its training run's dev split, rebuilt from the data and seed its metadata records.
+
+    python benchmarks/calibration.py --artifact model/artifacts/default --reissue 1.2.1
+    python benchmarks/calibration.py --artifact model/artifacts/default   # measure only
+
+Re-issue (the shipped default has no run directory here): read the recorded training files
+(sha256 checked), drop the sentences of the --exclude files, split dev as training did
+(``split_dev``, the recorded seed and fraction), check n_train, n_dev, the label counts and
+the recorded dev accuracy, fit T on the artifact's own logits (``absa.model.recalibrate``),
+check no test-set prediction changes, and replace the artifact by the new version.
+
+Then for each test set one result file benchmarks/results/calibration/<name>-<version>__<set>.json
+(skipped when it exists: resumable); the numbers go into the artifact's metadata
+(``calibration.test``, shown by /v1/model) and its card, and a Markdown table is printed
+for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from absa.model import artifact  # noqa: E402
+from absa.model.calibration import (  # noqa: E402
+    calibration_report,
+    expected_calibration_error,
+    softmax,
+)
+from absa.model.card import calibration_lines  # noqa: E402
+from absa.model.recalibrate import logits, recalibrate, temperature_of  # noqa: E402
+from absa.model.runtime import Runtime  # noqa: E402
+from absa.training.readers import drop_overlap, read_many  # noqa: E402
+from absa.training.records import Example  # noqa: E402
+from absa.training.train import split_dev  # noqa: E402
+from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
+
+log = logging.getLogger("calibration")
+RESULTS = ROOT / "benchmarks" / "results" / "calibration"
+POOLED = "all"  # the four test sets as one
+
+
+def spans(examples: list[Example]) -> list[tuple[str, int, int]]:
+    return [(e.text, e.start, e.end) for e in examples]
+
+
+def recorded_files(entries: list[dict]) -> list[str]:
+    """The data files a metadata's ``train.data`` lists, each checked against its sha256."""
+    out = []
+    for entry in entries:
+        path = ROOT / entry["path"]  # recorded relative to the repository root
+        if artifact.sha256_file(path) != entry["sha256"]:
+            raise SystemExit(f"{path}: sha256 differs from the one the artifact recorded")
+        out.append(str(path))
+    return out
+
+
+def rebuild_dev(meta: dict) -> list[Example]:
+    """The training run's dev split, rebuilt from the recorded data, seed and fraction, and
+    checked against every count the metadata records."""
+    train, data = meta["train"], meta["train"]["data"]
+    examples = read_many(recorded_files(data["train"])).examples
+    examples, dropped = drop_overlap(examples, read_many(recorded_files(data["exclude"])).examples)
+    counts = {lab: sum(e.label == lab for e in examples) for lab in meta["labels"]}
+    rest, dev = split_dev(examples, meta["train_config"]["dev_fraction"], train["seed"])
+    got = (dropped, counts, len(rest), len(dev))
+    want = (data["excluded_overlap"], train["label_counts"], train["n_train"], train["n_dev"])
+    if got != want:
+        raise SystemExit(f"the dev split does not rebuild: got {got}, recorded {want}")
+    supports = {lab: sum(e.label == lab for e in dev) for lab in meta["labels"]}
+    recorded = {lab: c["support"] for lab, c in meta["metrics"]["dev"]["per_class"].items()}
+    if supports != recorded:
+        raise SystemExit(f"dev label counts {supports} differ from the recorded {recorded}")
+    return dev
+
+
+def reissue(model: Path, version: str) -> None:
+    """Replace the uncalibrated artifact ``model`` by ``version`` with a temperature."""
+    meta = artifact.read_metadata(model)
+    dev = rebuild_dev(meta)
+    y = np.array([meta["labels"].index(e.label) for e in dev])
+    acc = float((logits(model, spans(dev)).argmax(1) == y).mean())
+    if abs(acc - meta["metrics"]["dev"]["accuracy"]) > 1e-12:
+        raise SystemExit(f"dev accuracy {acc} is not the recorded {meta['metrics']['dev']}")
+    new = model.with_name(f".{model.name}-{version}")
+    shutil.rmtree(new, ignore_errors=True)
+    split = f"{meta['train']['dev_split']}, rebuilt from the recorded data (counts checked)"
+    meta = recalibrate(model, new, spans(dev), [e.label for e in dev], version, fitted_on=split)
+    shutil.copy(model / "README.md", new / "README.md")  # the shipped card, not the generic one
+    artifact.record_files(meta, new)
+    artifact.write_metadata(new, meta)
+    for name in DATASETS:
+        test = spans(read_many([str(paths(name)["test"])]).examples)
+        before = Runtime.load(model, device="cpu", threads=1).predict_proba(test).argmax(1)
+        after = Runtime.load(new, device="cpu", threads=1).predict_proba(test).argmax(1)
+        if (before != after).any():
+            raise SystemExit(f"{name}: {(before != after).sum()} predictions change; not re-issued")
+        log.info("%s: all %d predictions unchanged", name, len(test))
+    shutil.rmtree(model)
+    new.rename(model)
+
+
+def test_files(name: str) -> list[Path]:
+    """The test file of a data set; for ``all``, the four pooled."""
+    return [paths(d)["test"] for d in (DATASETS if name == POOLED else [name])]  # type: ignore[misc]
+
+
+def ece_floor(probs: np.ndarray, bins: int, draws: int = 200, seed: int = 0) -> float:
+    """The ECE a perfectly calibrated model with these probabilities would show on this
+    many items, on average: labels drawn from the probabilities themselves. With 15 bins
+    and a few hundred items it is well above 0 (the estimator's own noise)."""
+    rng = np.random.default_rng(seed)
+    cum = probs.cumsum(1)
+    return float(
+        np.mean(
+            [
+                expected_calibration_error(
+                    probs, (cum > rng.random((len(probs), 1))).argmax(1), bins
+                )
+                for _ in range(draws)
+            ]
+        )
+    )
+
+
+def measure(model: Path, name: str) -> dict:
+    """One result file's content: ECE and NLL on the test set without and with T."""
+    meta = artifact.read_metadata(model)
+    files = test_files(name)
+    examples = read_many([str(f) for f in files]).examples
+    z, t = logits(model, spans(examples)), temperature_of(meta)
+    served = Runtime.load(model, device="cpu", threads=1).predict_proba(spans(examples))
+    np.testing.assert_allclose(softmax(z, t), served, atol=1e-5)  # what we measure is served
+    y = np.array([meta["labels"].index(e.label) for e in examples])
+    bins = meta["calibration"]["bins"]
+    return {
+        "artifact": f"{meta['name']}-{meta['version']}",
+        "dataset": name,
+        "test": {os.path.relpath(f, ROOT): artifact.sha256_file(f) for f in files},
+        "temperature": t,
+        "accuracy": float((served.argmax(1) == y).mean()),
+        "mean_confidence": float(served.max(1).mean()),
+        "bins": bins,
+        **calibration_report(z, y, t),
+        "ece_floor": ece_floor(served, bins),
+        "ece_floor_method": "mean ECE over 200 label draws from the served probabilities, seed 0",
+        "machine": f"{PROJECT_MACHINE} ({platform.machine()}), shared with other jobs",
+    }
+
+
+def record(model: Path, results: dict[str, dict]) -> None:
+    """The test-set numbers into the metadata (/v1/model shows them) and the card."""
+    meta = artifact.read_metadata(model)
+    keys = ("n", "ece_before", "ece_after", "nll_before", "nll_after", "ece_floor")
+    meta["calibration"]["test"] = {k: {f: r[f] for f in keys} for k, r in results.items()}
+    card = model / "README.md"
+    if card.is_file():
+        text = with_calibration(card.read_text(encoding="utf-8"), meta, model)
+        card.write_text(text, encoding="utf-8")
+    artifact.record_files(meta, model)
+    artifact.write_metadata(model, meta)
+
+
+def with_calibration(text: str, meta: dict, model: Path) -> str:
+    """The card with its title's version and its Calibration section (placed before "Intended
+    use", replacing an earlier one) brought up to date."""
+    lines = text.splitlines()
+    lines[0] = f"# {meta['name']} {meta['version']}"
+    if "## Calibration" in lines:
+        start = lines.index("## Calibration")
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("## "))
+        del lines[start:end]
+    section = calibration_lines(meta)
+    source = meta.get("recalibrated_from")
+    if source:
+        rel = os.path.relpath(model.resolve(), ROOT)
+        section[-1:-1] = [
+            "",
+            f"Re-issued from {source['version']} (the same graph with the division added) by "
+            f"`python benchmarks/calibration.py --artifact {rel} --reissue {meta['version']}`, "
+            "which rebuilds the dev split from the recorded data and seed (counts and dev "
+            "accuracy checked), fits T, checks that no test-set prediction changes and "
+            "measures the test sets (`benchmarks/results/calibration/`).",
+        ]
+    at = lines.index("## Intended use")
+    lines[at:at] = section
+    return "\n".join(lines) + "\n"
+
+
+def table(results: dict[str, dict]) -> str:
+    rows = [
+        "| test set | n | accuracy | mean conf. | T | ECE before | ECE after | ECE floor "
+        "| NLL before | NLL after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        pct = [r[k] * 100 for k in ("accuracy", "mean_confidence")]
+        pct2 = [r[k] * 100 for k in ("ece_before", "ece_after", "ece_floor")]
+        cells = [name, str(r["n"]), *(f"{x:.2f}" for x in pct), f"{r['temperature']:.3f}"]
+        cells += [*(f"{x:.2f}" for x in pct2), f"{r['nll_before']:.4f}", f"{r['nll_after']:.4f}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
+    ap.add_argument("--reissue", metavar="VERSION", help="fit T and re-issue as VERSION first")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.reissue:
+        reissue(args.artifact, args.reissue)
+    meta = artifact.read_metadata(args.artifact)
+    if "calibration" not in meta:
+        raise SystemExit(f"{args.artifact}: no temperature; re-issue it with --reissue VERSION")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name in [*DATASETS, POOLED]:
+        out = RESULTS / f"{meta['name']}-{meta['version']}__{name}.json"
+        if not out.is_file():
+            out.write_text(json.dumps(measure(args.artifact, name), indent=1) + "\n")
+        results[name] = json.loads(out.read_text())
+    record(args.artifact, results)
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""What else could calibrate an artifact, measured per test set (ECE, 15 bins): a temperature
+fitted on the test set itself (an oracle: the best any one temperature can do there, not
+deployable), and a temperature or vector scaling (a scale and a bias per class) fitted on
+the same domain's part of the dev split (deployable only if a request said its domain).
+
+    python benchmarks/calibration_options.py --artifact model/artifacts/default
+
+The artifact must carry its training data in the metadata (as the shipped model does): its
+dev split is rebuilt as in benchmarks/calibration.py. One result file per test set,
+benchmarks/results/calibration/options__<name>-<version>__<set>.json (skipped when it
+exists), and a Markdown table printed for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from absa.model import artifact  # noqa: E402
+from absa.model.calibration import expected_calibration_error, fit_temperature, softmax  # noqa: E402
+from absa.model.recalibrate import logits  # noqa: E402
+from absa.training.readers import read_many  # noqa: E402
+from benchmarks.calibration import RESULTS, rebuild_dev, spans  # noqa: E402
+from benchmarks.datasets import DATASETS, paths  # noqa: E402
+
+
+def fit_vector(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vector scaling: per-class scale w and bias b minimising the NLL of softmax(z * w + b)."""
+    zt, yt = torch.as_tensor(z, dtype=torch.float64), torch.as_tensor(y)
+    w = torch.ones(z.shape[1], dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(z.shape[1], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], max_iter=200, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(zt * w + b, yt)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return w.detach().numpy(), b.detach().numpy()
+
+
+def domain_of(source: str) -> str | None:
+    """The benchmark data set a training example came from (its source is path:line)."""
+    file = source.rsplit(":", 1)[0]
+    return next((d for d, spec in DATASETS.items() if file.endswith(str(spec["train"]))), None)
+
+
+def options(model: Path, name: str, dev_z: np.ndarray, dev_y: np.ndarray, dev_dom: list) -> dict:
+    meta = artifact.read_metadata(model)
+    examples = read_many([str(paths(name)["test"])]).examples
+    z = logits(model, spans(examples))
+    y = np.array([meta["labels"].index(e.label) for e in examples])
+    mine = np.array([d == name for d in dev_dom])
+    t_oracle = fit_temperature(z, y)
+    t_domain = fit_temperature(dev_z[mine], dev_y[mine])
+    w, b = fit_vector(dev_z[mine], dev_y[mine])
+    vector = softmax(z * w + b)
+    return {
+        "artifact": f"{meta['name']}-{meta['version']}",
+        "dataset": name,
+        "n": len(y),
+        "n_domain_dev": int(mine.sum()),
+        "ece_global_t": expected_calibration_error(
+            softmax(z, meta["calibration"]["temperature"]), y
+        ),
+        "oracle_t": t_oracle,
+        "ece_oracle_t": expected_calibration_error(softmax(z, t_oracle), y),
+        "domain_t": t_domain,
+        "ece_domain_t": expected_calibration_error(softmax(z, t_domain), y),
+        "ece_domain_vector": expected_calibration_error(vector, y),
+        "accuracy": float((z.argmax(1) == y).mean()),
+        "accuracy_domain_vector": float((vector.argmax(1) == y).mean()),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    torch.set_num_threads(1)
+    meta = artifact.read_metadata(args.artifact)
+    dev = rebuild_dev(meta)
+    dev_z = logits(args.artifact, spans(dev))
+    dev_y = np.array([meta["labels"].index(e.label) for e in dev])
+    dev_dom = [domain_of(e.source) for e in dev]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    print(
+        "| test set | n | domain dev n | global T (dev) | oracle T (test) | domain T (dev) "
+        "| domain vector scaling (dev), accuracy |\n|---|---|---|---|---|---|---|"
+    )
+    for name in DATASETS:
+        out = RESULTS / f"options__{meta['name']}-{meta['version']}__{name}.json"
+        if not out.is_file():
+            rep = options(args.artifact, name, dev_z, dev_y, dev_dom)
+            out.write_text(json.dumps(rep, indent=1) + "\n")
+        r = json.loads(out.read_text())
+        print(
+            f"| {name} | {r['n']} | {r['n_domain_dev']} | {r['ece_global_t'] * 100:.2f} | "
+            f"{r['ece_oracle_t'] * 100:.2f} (T {r['oracle_t']:.2f}) | "
+            f"{r['ece_domain_t'] * 100:.2f} (T {r['domain_t']:.2f}) | "
+            f"{r['ece_domain_vector'] * 100:.2f}, {r['accuracy_domain_vector'] * 100:.2f} "
+            f"(vs {r['accuracy'] * 100:.2f}) |"
+        )
+
+
+if __name__ == "__main__":
+    main()

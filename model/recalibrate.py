@@ -1,0 +1,160 @@
+"""Temperature scaling for an artifact without its training run (the shipped default, or any
+artifact exported before calibration): fit T on the graph's own logits and write a new
+version of the artifact with ``Div(logits, T)`` inserted before the graph's softmax.
+
+Export (``absa.model.export``) puts T into the graph when it has the network; here only
+the ONNX graph is left, so the division is added to it with ``onnx``. The new graph is
+checked against the old graph's logits divided by T (``calibration.graph_check`` in the
+metadata: at most ``PARITY_ATOL`` apart and no prediction changed); the torch/onnxruntime
+parity the old artifact recorded still holds for the logits. Needs the train extra (onnx,
+and torch for the fit).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from absa.errors import ArtifactError, ParityError
+from absa.model import artifact, calibration
+from absa.model.artifact import ONNX, PARITY_ATOL, record_checksums, write_metadata
+from absa.model.card import write_card
+from absa.model.runtime import Runtime
+from absa.model.text import collate
+
+log = logging.getLogger(__name__)
+
+PROBS = "probs"  # the graph output the temperature goes in front of
+T_INIT = "temperature"  # the initializer holding T
+Span = tuple[str, int, int]  # (text, start, end) of an aspect
+
+
+def temperature_of(metadata: Mapping) -> float:
+    """The temperature an artifact's graph applies: 1 when its metadata records none."""
+    cal = metadata.get("calibration")
+    return float(cal.get("temperature", 1.0)) if isinstance(cal, Mapping) else 1.0
+
+
+def _softmax(graph: onnx.GraphProto) -> tuple[int, onnx.NodeProto]:
+    """The node that computes ``probs`` and its index: a Softmax over the last axis."""
+    for i, node in enumerate(graph.node):
+        if PROBS in node.output:
+            axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
+            if node.op_type != "Softmax" or axis not in (-1, 1):
+                raise ArtifactError(
+                    f"'{PROBS}' comes from {node.op_type} (axis {axis}), not Softmax"
+                )
+            return i, node
+    raise ArtifactError(f"the graph has no '{PROBS}' output")
+
+
+def logits(directory: Path | str, spans: Sequence[Span], batch: int = 64) -> np.ndarray:
+    """The artifact's logits (N, C) before its temperature: the softmax input of its graph
+    (exposed as an extra output of an in-memory copy) times the recorded T."""
+    import onnxruntime as ort
+
+    art = artifact.load(directory)
+    model = onnx.load(str(art.onnx_path))
+    _, node = _softmax(model.graph)
+    model.graph.output.append(helper.make_tensor_value_info(node.input[0], TensorProto.FLOAT, None))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), opts, ["CPUExecutionProvider"])
+    items = [art.pipeline.encode(*s) for s in spans]
+    out = [
+        session.run([node.input[0]], collate(items[i : i + batch], art.pipeline.pad_id))[0]
+        for i in range(0, len(items), batch)
+    ]
+    z = np.concatenate(out) if out else np.zeros((0, len(art.labels)), np.float32)
+    return z * temperature_of(art.metadata)
+
+
+def with_temperature(model: onnx.ModelProto, temperature: float) -> onnx.ModelProto:
+    """A copy of ``model`` whose ``probs`` are softmax(logits / temperature)."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    if any(init.name == T_INIT for init in graph.initializer):
+        raise ArtifactError("the graph already has a temperature")
+    index, node = _softmax(graph)
+    scaled = node.input[0] + "_over_temperature"
+    graph.initializer.append(numpy_helper.from_array(np.array(temperature, np.float32), T_INIT))
+    div = helper.make_node("Div", [node.input[0], T_INIT], [scaled], name="TemperatureScaling")
+    node.input[0] = scaled
+    graph.node.insert(index, div)  # before the softmax: the node list stays topologically sorted
+    onnx.checker.check_model(model)
+    return model
+
+
+def recalibrate(
+    src: Path | str,
+    dst: Path | str,
+    dev: Sequence[Span],
+    dev_labels: Sequence[str],
+    version: str,
+    fitted_on: str = "dev",
+) -> dict:
+    """Fit T on ``dev`` (spans and gold labels) with ``src``'s logits and write ``src`` with
+    the temperature in its graph to the new directory ``dst`` as ``version``; returns its
+    metadata. ``fitted_on`` says in the metadata what the dev set is."""
+    src, dst = Path(src), Path(dst)
+    art = artifact.load(src)
+    if temperature_of(art.metadata) != 1.0:
+        raise ArtifactError(f"{src}: already calibrated (T = {temperature_of(art.metadata)})")
+    if dst.exists():
+        raise FileExistsError(f"{dst} exists; write into a new directory")
+    y = np.array([art.labels.index(label) for label in dev_labels])
+    z = logits(src, dev)
+    t = calibration.fit_temperature(z, y)
+    tmp = Path(tempfile.mkdtemp(prefix=".recalibrate-", dir=dst.parent))
+    try:
+        shutil.copytree(src, tmp, dirs_exist_ok=True)
+        tmp.chmod(0o755)
+        onnx.save(with_temperature(onnx.load(str(art.onnx_path)), t), str(tmp / ONNX))
+        metadata = dict(art.metadata)
+        metadata.update(
+            version=version,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            recalibrated_from={"version": art.metadata.get("version"), **art.metadata["onnx"]},
+            calibration={
+                "method": "temperature",
+                "temperature": t,
+                "fitted": True,
+                "objective": "dev NLL, L-BFGS on log T",
+                "fitted_on": fitted_on,
+                "bins": calibration.ECE_BINS,
+                "dev": calibration.calibration_report(z, y, t),
+            },
+        )
+        record_checksums(metadata, tmp)
+        write_metadata(tmp, metadata)
+        got = Runtime.load(tmp, device="cpu", threads=1).predict_proba(dev)
+        metadata["calibration"]["graph_check"] = _graph_check(calibration.softmax(z, t), got)
+        write_card(tmp, metadata)
+        record_checksums(metadata, tmp)
+        write_metadata(tmp, metadata)
+        tmp.rename(dst)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return metadata
+
+
+def _graph_check(ref: np.ndarray, got: np.ndarray) -> dict:
+    """The new graph (``got``) against the old graph's logits / T (``ref``) on dev."""
+    diff = float(np.abs(ref - got).max()) if len(ref) else 0.0
+    changed = int((ref.argmax(1) != got.argmax(1)).sum())
+    if diff > PARITY_ATOL or changed:
+        raise ParityError(
+            f"the recalibrated graph differs from logits / T: max |diff| {diff:.2e} "
+            f"(limit {PARITY_ATOL:.0e}), {changed} predictions; nothing written"
+        )
+    log.info("recalibrated graph vs logits / T on %d dev items: max |diff| %.2e", len(ref), diff)
+    return {"n": len(ref), "max_abs_diff": diff, "prediction_mismatches": changed}

@@ -1,0 +1,50 @@
+"""benchmarks/calibration.py: the shipped model's dev split rebuilds exactly from its
+metadata, the shipped model carries the temperature and the test-set ECE it reports, and
+re-running the card update is idempotent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from absa.model import artifact
+from absa.model.calibration import expected_calibration_error
+from absa.model.recalibrate import temperature_of
+from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime
+from benchmarks.calibration import ece_floor, rebuild_dev, spans, with_calibration
+from tests.helpers import data_dir
+
+META = artifact.read_metadata(DEFAULT_MODEL_DIR)
+
+
+def test_the_shipped_model_is_calibrated_and_reports_each_test_set() -> None:
+    cal = META["calibration"]
+    assert META["recalibrated_from"]["version"] == "1.2.0" and cal["fitted"]
+    assert temperature_of(META) == cal["temperature"] != 1.0
+    assert set(cal["test"]) == {"rest14", "lap14", "twitter", "mams", "all"}
+    assert cal["graph_check"]["prediction_mismatches"] == 0
+    card = (DEFAULT_MODEL_DIR / "README.md").read_text(encoding="utf-8")
+    assert card.startswith(f"# absa-default {META['version']}\n")
+    assert with_calibration(card, META, DEFAULT_MODEL_DIR) == card  # idempotent
+    for name, rep in cal["test"].items():
+        assert f"| {name} | {rep['n']} | {rep['ece_before'] * 100:.2f} |" in card
+
+
+def test_the_dev_split_rebuilds_and_gives_the_recorded_numbers() -> None:
+    if not (data_dir() / "mams" / "train.xml").is_file():
+        pytest.skip("the benchmark data is absent")
+    dev = rebuild_dev(META)  # checks n_train, n_dev, label counts, overlap and supports
+    probs = Runtime.load(DEFAULT_MODEL_DIR, device="cpu", threads=1).predict_proba(spans(dev))
+    y = np.array([META["labels"].index(e.label) for e in dev])
+    assert float((probs.argmax(1) == y).mean()) == META["metrics"]["dev"]["accuracy"]
+    ece = expected_calibration_error(probs, y)
+    assert ece == pytest.approx(META["calibration"]["dev"]["ece_after"], abs=1e-5)
+
+
+def test_ece_floor_of_calibrated_probabilities() -> None:
+    """The floor shrinks with more items and is the ECE of labels drawn from the model."""
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet([1.0, 1.0, 1.0], size=4000)
+    small, large = ece_floor(p[:300], 15), ece_floor(p, 15)
+    assert 0 < large < small < 0.1
+    assert ece_floor(p[:300], 15) == small  # seeded

@@ -1,0 +1,77 @@
+"""Tests for model.recalibrate: a temperature added to an artifact without its run equals
+the one export fits with the network, and the rewritten graph serves softmax(logits / T)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from absa.errors import ArtifactError
+from absa.model import artifact
+from absa.model.calibration import softmax
+from absa.model.recalibrate import logits, recalibrate, temperature_of, with_temperature
+from absa.model.runtime import Runtime
+from absa.training.exporting import export_run
+from tests.helpers import synthetic_examples
+
+DEV = synthetic_examples(12, seed=0)  # tiny_run's dev set
+SPANS = [(e.text, e.start, e.end) for e in DEV]
+UNSEEN = [(e.text, e.start, e.end) for e in synthetic_examples(6, seed=9)]
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
+    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def exports(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """tiny_run exported without (raw) and with (calibrated) a temperature."""
+    base = tmp_path_factory.mktemp("recalibrate")
+    export_run(tiny_run, base / "raw", version="r1", calibrate=False)
+    export_run(tiny_run, base / "calibrated", version="c1")
+    return base / "raw", base / "calibrated"
+
+
+def probs(model: Path, spans: list) -> np.ndarray:
+    return Runtime.load(model, device="cpu", threads=1).predict_proba(spans)
+
+
+def test_recalibrating_equals_calibrating_at_export(
+    exports: tuple[Path, Path], tmp_path: Path
+) -> None:
+    raw, calibrated = exports
+    meta = recalibrate(raw, tmp_path / "r2", SPANS, [e.label for e in DEV], "r2")
+    t, t_export = temperature_of(meta), temperature_of(artifact.read_metadata(calibrated))
+    assert t == pytest.approx(t_export, rel=1e-3)  # onnxruntime's logits vs torch's
+    assert meta["version"] == "r2" and meta["recalibrated_from"]["version"] == "r1"
+    check = meta["calibration"]["graph_check"]
+    assert check["n"] == len(DEV) and check["prediction_mismatches"] == 0
+    assert artifact.load(tmp_path / "r2").metadata == meta  # every file hashed again
+    new, old = probs(tmp_path / "r2", UNSEEN), probs(raw, UNSEEN)
+    np.testing.assert_allclose(new, probs(calibrated, UNSEEN), atol=1e-4)
+    np.testing.assert_allclose(new, softmax(logits(raw, UNSEEN), t), atol=1e-5)
+    assert (new.argmax(1) == old.argmax(1)).all() and np.abs(new - old).max() > 1e-3
+
+
+def test_logits_are_recovered_through_the_temperature(exports: tuple[Path, Path]) -> None:
+    raw, calibrated = exports
+    np.testing.assert_allclose(logits(calibrated, UNSEEN), logits(raw, UNSEEN), atol=1e-4)
+    np.testing.assert_allclose(softmax(logits(raw, UNSEEN)), probs(raw, UNSEEN), atol=1e-6)
+
+
+def test_refuses_a_calibrated_artifact_and_a_second_temperature(
+    exports: tuple[Path, Path], tmp_path: Path
+) -> None:
+    raw, calibrated = exports
+    with pytest.raises(ArtifactError, match="already calibrated"):
+        recalibrate(calibrated, tmp_path / "x", SPANS, [e.label for e in DEV], "x")
+    once = with_temperature(onnx.load(str(raw / "model.onnx")), 2.0)
+    with pytest.raises(ArtifactError, match="already has a temperature"):
+        with_temperature(once, 2.0)
+    with pytest.raises(FileExistsError):
+        recalibrate(raw, calibrated, SPANS, [e.label for e in DEV], "x")
+    assert not any(p.name.startswith(".recalibrate-") for p in tmp_path.iterdir())
