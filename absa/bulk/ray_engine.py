@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ def input_files(source: str | Path | list[str]) -> tuple[list[str], str]:
     for f in files:
         if "://" not in f and not Path(f).is_file():
             raise InputError(f"{f}: no such file")
+    files = [f if "://" in f else str(Path(f).resolve()) for f in files]  # for every node
     kinds = {FORMATS.get(Path(f.rstrip("/")).suffix.lower(), "") for f in files}
     if "" in kinds and any("://" in f for f in files):
         kinds = {k for k in kinds if k} or {"parquet"}  # a prefix: Parquet unless named
@@ -116,29 +118,64 @@ def score_with_ray(
     files, fmt = input_files(source)
     if output_format not in OUTPUT_FORMATS:
         raise InputError(f"output format {output_format!r}: use parquet or jsonl")
-    _check_empty(str(output))
+    if workers < 1 or batch_size < 1 or num_gpus < 0:
+        raise InputError("workers and batch size must be at least 1, GPUs at least 0")
+    output = str(output) if "://" in str(output) else str(Path(output).resolve())
+    _check_empty(output)
     model_dir = _model_dir(model)
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
     startup = connect(workers + 1, address)
     began = time.perf_counter()
-    ds = _read(files, fmt)
-    check_columns(ds.schema().names, _labels(model_dir), files[0])
-    # blocks of at most a batch: a large file is spread over every actor
-    scored = ds.repartition(target_num_rows_per_block=batch_size).map_batches(
-        Scorer,
-        fn_constructor_kwargs={"model_dir": str(model_dir), "num_gpus": num_gpus},
-        batch_format="pyarrow",
-        batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=workers),
-        num_cpus=0 if num_gpus else 1,
-        num_gpus=num_gpus or None,
-    )
-    write = scored.write_parquet if output_format == "parquet" else scored.write_json
-    write(str(output), min_rows_per_file=rows_per_file)
+    job = _Job(files, fmt, output, model_dir, output_format, workers, num_gpus, batch_size)
+    try:
+        job.run(rows_per_file)
+    except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (a malformed JSON line)
+        raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
     seconds = time.perf_counter() - began
-    rows, bad, files_out = _count(str(output), output_format)
+    rows, bad, files_out = _count(output, output_format)
     log.info("%d rows scored into %s (%d with an error) in %.1f s", rows, output, bad, seconds)
     return BulkStats(rows, bad, files_out, seconds, startup)
+
+
+@dataclass(frozen=True)
+class _Job:
+    files: list[str]
+    fmt: str
+    output: str
+    model_dir: Path
+    output_format: str
+    workers: int
+    num_gpus: float
+    batch_size: int
+
+    def run(self, rows_per_file: int) -> None:
+        """Read, score on the actor pool, write."""
+        import ray
+
+        ds = _read(self.files, self.fmt)
+        check_columns(ds.schema().names, _labels(self.model_dir), self.files[0])
+        # blocks of at most a batch: a large file is spread over every actor
+        scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
+            Scorer,
+            fn_constructor_kwargs={"model_dir": str(self.model_dir), "num_gpus": self.num_gpus},
+            batch_format="pyarrow",
+            batch_size=self.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=self.workers),
+            num_cpus=0 if self.num_gpus else 1,
+            num_gpus=self.num_gpus or None,
+        )
+        write = scored.write_parquet if self.output_format == "parquet" else scored.write_json
+        write(self.output, min_rows_per_file=rows_per_file)
+
+
+def _first_line(error: BaseException) -> str:
+    """What a Ray task's error says (its original exception, not Ray's traceback), in one
+    line without colour codes."""
+    while isinstance(getattr(error, "cause", None), BaseException):
+        error = error.cause  # type: ignore[attr-defined]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else type(error).__name__
 
 
 def _count(output: str, output_format: str) -> tuple[int, int, int]:
