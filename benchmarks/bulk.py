@@ -229,9 +229,20 @@ def child(config: str, work: Path) -> dict:
         python=platform.python_version(),
         ray=ray.__version__,
         command=f"python benchmarks/bulk.py --configs {config}",
+        commit=_commit(),
     )
     shutil.rmtree(work / f"out-{config}", ignore_errors=True)
     return result
+
+
+def _commit() -> str:
+    """The checkout measured: its commit, "+dirty" when tracked files differ from it."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
+    return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
 def main() -> None:
