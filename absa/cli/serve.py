@@ -118,7 +118,7 @@ def _predict_on_ray(args: argparse.Namespace) -> int:
         args.output,
         model=args.model,
         output_format=args.output_format,
-        workers=args.workers,
+        workers=args.ray_workers,
         num_gpus=args.num_gpus,
         batch_size=args.batch_size,
     )
@@ -185,7 +185,11 @@ def register(sub: Any) -> None:
         "$RAY_ADDRESS (needs absa[ray]) (default: local)",
     )
     q.add_argument(
-        "--workers", type=int, default=2, help="--engine ray: scoring actors (default: 2)"
+        "--workers",
+        dest="ray_workers",  # not the server's ABSA_WORKERS
+        type=int,
+        default=2,
+        help="--engine ray: scoring actors, one CPU each (default: 2)",
     )
     q.add_argument(
         "--num-gpus",

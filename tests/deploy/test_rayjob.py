@@ -139,7 +139,7 @@ def test_the_entrypoint_is_an_absa_ray_command_the_cluster_can_hold() -> None:
     groups = rayjob()["spec"]["rayClusterSpec"]["workerGroupSpecs"]
     cpus = sum(g["replicas"] * int(g["rayStartParams"]["num-cpus"]) for g in groups)
     pods = sum(g["replicas"] for g in groups)
-    assert args.workers <= cpus - pods, "one CPU per pod is left for read and write tasks"
+    assert args.ray_workers <= cpus - pods, "one CPU per pod is left for read and write tasks"
     assert rayjob()["spec"]["rayClusterSpec"]["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
 
 
