@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from absa.bulk.columns import check_columns, output_schema, score_table
+from absa.bulk.columns import check_columns, score_table
 from absa.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -224,4 +224,4 @@ def _check_empty(output: str) -> None:
         raise InputError(f"{output}: the output directory must be new or empty")
 
 
-__all__ = ["BulkStats", "Scorer", "connect", "input_files", "output_schema", "score_with_ray"]
+__all__ = ["BulkStats", "Scorer", "connect", "input_files", "score_with_ray"]
