@@ -107,12 +107,14 @@ def score_with_ray(
     batch_size: int = 4096,
     rows_per_file: int = 100_000,
     address: str | None = None,
+    progress: bool = True,
 ) -> BulkStats:
     """Score every row of ``source`` into partitions under ``output`` (a directory or URI
     that must not hold files yet). ``workers`` actors score, each with ``num_gpus`` GPUs
     (0: CPU, one core each), ``batch_size`` rows per call; an output file holds at least
     ``rows_per_file`` rows (but the last). Rows keep all their columns; a row that cannot be
-    scored gets its ``error``. Needs the ``ray`` extra."""
+    scored gets its ``error``. ``progress``: Ray Data's progress report (bars on a terminal,
+    log lines elsewhere). Needs the ``ray`` extra."""
     import ray
 
     files, fmt = input_files(source)
@@ -125,6 +127,7 @@ def score_with_ray(
     model_dir = _model_dir(model)
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
     startup = connect(workers + 1, address)
+    ray.data.DataContext.get_current().enable_progress_bars = progress
     began = time.perf_counter()
     job = _Job(files, fmt, output, model_dir, output_format, workers, num_gpus, batch_size)
     try:

@@ -121,6 +121,7 @@ def _predict_on_ray(args: argparse.Namespace) -> int:
         workers=args.ray_workers,
         num_gpus=args.num_gpus,
         batch_size=args.batch_size,
+        progress=not args.quiet,
     )
     sys.stdout.write(
         f"{stats.rows} rows: {stats.rows - stats.bad} scored, {stats.bad} bad -> "
@@ -217,6 +218,7 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--quiet",
         action="store_true",
-        help="no progress bar (default: a bar counting rows, on a terminal only)",
+        help="no progress bar (default: a bar counting rows, on a terminal only; --engine ray: "
+        "Ray Data's progress report)",
     )
     q.set_defaults(func=cmd_predict)
