@@ -12,9 +12,11 @@ the write and its task index, so a retried write replaces its file rather than a
 from __future__ import annotations
 
 import glob
+import importlib
 import logging
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,6 +198,8 @@ def _read(files: list[str], fmt: str) -> Any:
 
     from absa.bulk.files import csv_strings
 
+    _import_before_threads()
+
     if fmt == "parquet":
         return ray.data.read_parquet(files)
     if fmt == "jsonl":
@@ -205,6 +209,22 @@ def _read(files: list[str], fmt: str) -> Any:
         convert_options=csv_strings(files[0]),  # the first file's columns, as strings
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
     )
+
+
+def _import_before_threads() -> None:
+    """Ray Data resolves paths from several threads, each trying to import fsspec's HTTP
+    filesystem and taking ModuleNotFoundError as "not there". Where that import fails (no
+    aiohttp), a thread that looks while another is halfway through it gets ImportError
+    instead and the read fails ("cannot import name 'HTTPFileSystem'", about 1 read in 10
+    here). Imported once here first; if it cannot be, it is marked absent so that every
+    thread gets ModuleNotFoundError at once."""
+    name = "fsspec.implementations.http"
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    except ImportError:
+        pass
 
 
 def _labels(model_dir: Path) -> list[str]:
