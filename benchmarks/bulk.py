@@ -240,7 +240,9 @@ def _commit() -> str:
     git = ["git", "-C", str(ROOT)]
     head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(
-        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        [*git, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"],
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
