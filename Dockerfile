@@ -4,10 +4,12 @@
 #   runtime (default)  CPU serving: the `serve` extra only (no torch) + the shipped model
 #   gpu                the same service on onnxruntime-gpu over a CUDA + cuDNN runtime image
 #   train              the `train` extra (torch) with `absa` as entry point: `absa retrain ...`
+#   bulk               the `ray` extra over the Ray image: `absa predict --engine ray` on KubeRay
 #
 #   docker build -t absa:0.1.0 .
 #   docker build --target gpu -t absa-gpu:0.1.0 .
 #   docker build --target train -t absa-train:0.1.0 .
+#   docker build --target bulk -t absa-bulk:0.1.0 .
 #
 # The install steps are the ones CI and the README use: pip install ".[serve]" / ".[train]".
 # The default model (model/artifacts/default/) is package data: it comes with the install.
@@ -19,6 +21,9 @@
 ARG ORT_GPU_VERSION=1.31.1
 # torch==2.13.0 for CPU; use https://pypi.org/simple for the CUDA build of torch.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# the Ray image of the bulk stage: its Ray version is the RayJob's rayVersion
+# (deploy/k8s/ray/rayjob.yaml) and satisfies the `ray` extra's lower bound
+ARG RAY_IMAGE=rayproject/ray:2.60.0-py311-cpu
 
 # ---------------------------------------------------------------------------------------
 # builder: the serving install in a venv; only /opt/venv goes on to the runtime image.
@@ -126,6 +131,26 @@ USER 10001:10001
 HEALTHCHECK NONE
 ENTRYPOINT ["absa"]
 CMD ["retrain", "--config", "/config/retrain.toml"]
+
+# ---------------------------------------------------------------------------------------
+# bulk: `absa predict --engine ray` on a KubeRay cluster (deploy/k8s/ray/). Ray's own image
+# (Ray, Python 3.11, and the tools KubeRay's probes run), with the `ray` extra installed over
+# it for its user (uid 1000). Every pod of the Ray cluster runs this image.
+FROM ${RAY_IMAGE} AS bulk
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /tmp/absa-src
+COPY --chown=1000:100 pyproject.toml README.md ./
+COPY --chown=1000:100 absa ./absa
+COPY --chown=1000:100 model ./model
+COPY --chown=1000:100 training ./training
+COPY --chown=1000:100 service ./service
+USER 1000:100
+RUN pip install ".[ray]" \
+ && python -I -c "import absa.bulk.ray_engine, ray.data, pyarrow.parquet" \
+ && rm -rf /tmp/absa-src
+WORKDIR /home/ray
+HEALTHCHECK NONE
 
 # ---------------------------------------------------------------------------------------
 # runtime: CPU serving, the default target (last stage). Settings are ABSA_* variables

@@ -1,5 +1,6 @@
 """Score files offline with a ``Predictor`` (no server, no torch): the same aspect resolver,
-encoding and result building as the HTTP API.
+encoding and result building as the HTTP API. A Parquet input or output goes through
+``absa.bulk.files`` (typed columns, pyarrow); this module reads and writes JSONL and CSV.
 
 Input rows: ``{"text", "aspect", "start"?, "end"?}`` as JSONL or CSV (same columns), any
 other fields kept. Output: one row per input row, in order, with every input field as it
@@ -33,6 +34,7 @@ from absa.model.predictor import AspectPrediction, Predictor, Prepared
 log = logging.getLogger(__name__)
 
 PREFIX = "pred_"
+SCORE_ = f"{PREFIX}score_"  # CSV and Arrow outputs: one column per label's probability
 ERROR = "error"
 # bytes that are not UTF-8 are read as lone surrogates (errors="surrogateescape")
 _UNDECODED = re.compile("[\udc80-\udcff]")
@@ -51,12 +53,14 @@ def _fmt(path: Path) -> str:
         return "jsonl"
     if suffix == ".csv":
         return "csv"
-    raise ValueError(f"{path}: use a .jsonl or .csv file")
+    if suffix == ".parquet":
+        return "parquet"
+    raise ValueError(f"{path}: use a .jsonl, .csv or .parquet file")
 
 
 def output_columns(labels: list[str], fmt: str) -> list[str]:
     """The columns file scoring adds to every row, in order."""
-    scores = [f"{PREFIX}scores"] if fmt == "jsonl" else [f"{PREFIX}score_{k}" for k in labels]
+    scores = [f"{PREFIX}scores"] if fmt == "jsonl" else [f"{SCORE_}{k}" for k in labels]
     names = ["label", "score", *scores, "start", "end", "occurrence", "occurrences"]
     return [n if n.startswith(PREFIX) else PREFIX + n for n in names] + [ERROR]
 
@@ -179,6 +183,32 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     )
 
 
+def try_prepare(predictor: Predictor, row: dict[str, Any]) -> tuple[PreparedRow | None, str]:
+    """``prepare_row``, or None and what is wrong with the row."""
+    try:
+        return prepare_row(predictor, row), ""
+    except InputError as e:
+        return None, str(e)
+
+
+def predicted(prep: PreparedRow, answer: AspectPrediction, nested: bool) -> dict[str, Any]:
+    """The prediction columns of a scored row: ``pred_scores`` as one mapping (``nested``),
+    else one ``pred_score_<label>`` float each."""
+    if nested:
+        scores: dict[str, Any] = {f"{PREFIX}scores": answer.scores}
+    else:
+        scores = {f"{SCORE_}{k}": p for k, p in answer.scores.items()}
+    return {
+        f"{PREFIX}label": answer.label,
+        f"{PREFIX}score": answer.score,
+        **scores,
+        f"{PREFIX}start": answer.start,
+        f"{PREFIX}end": answer.end,
+        f"{PREFIX}occurrence": prep.occurrence,
+        f"{PREFIX}occurrences": prep.occurrences,
+    }
+
+
 class _Writer:
     def __init__(self, f: IO[str], fmt: str, columns: list[str]) -> None:
         self.f, self.fmt, self.columns = f, fmt, columns
@@ -199,16 +229,9 @@ class _Writer:
         out = _clean(row)
         added: dict[str, Any] = {}
         if answer is not None and prep is not None:
-            added[f"{PREFIX}label"] = answer.label
-            added[f"{PREFIX}score"] = answer.score
-            if self.fmt == "jsonl":
-                added[f"{PREFIX}scores"] = answer.scores
-            else:
-                added.update({f"{PREFIX}score_{k}": f"{p:.6f}" for k, p in answer.scores.items()})
-            added[f"{PREFIX}start"] = answer.start
-            added[f"{PREFIX}end"] = answer.end
-            added[f"{PREFIX}occurrence"] = prep.occurrence
-            added[f"{PREFIX}occurrences"] = prep.occurrences
+            added = predicted(prep, answer, nested=self.fmt == "jsonl")
+            if self.fmt == "csv":
+                added.update({k: f"{v:.6f}" for k, v in added.items() if k.startswith(SCORE_)})
         else:
             added[ERROR] = error
         if self.fmt == "jsonl":
@@ -229,6 +252,10 @@ def score_file(
     counting rows, on a terminal only (never in logs)."""
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
+    if "parquet" in (in_fmt, out_fmt):  # typed columns: read and written with pyarrow
+        from absa.bulk.files import score_table_file
+
+        return score_table_file(predictor, src, dst, progress=progress)
     stats = ScoreStats()
     tmp = dst.with_name(dst.name + ".part")
     try:
@@ -265,10 +292,7 @@ def score_file(
                 stats.rows += 1
                 prep = None
                 if row is not None and not err:
-                    try:
-                        prep = prepare_row(predictor, row)
-                    except InputError as e:
-                        err = str(e)
+                    prep, err = try_prepare(predictor, row)
                 pending.append((line, row or {}, prep, err))
                 if len(pending) >= chunk:
                     flush()

@@ -1,4 +1,4 @@
-"""Aggregate benchmarks/results/accuracy/*.json into the table in docs/benchmarks.md.
+"""Aggregate benchmarks/results/ (accuracy, latency, bulk) into the tables of docs/benchmarks.md.
 
     python benchmarks/report.py
 
@@ -97,6 +97,24 @@ def latency_table() -> str:
     return "\n".join(rows)
 
 
+def bulk_table() -> str:
+    """benchmarks/results/bulk/*.json (benchmarks/bulk.py): one row per config."""
+    rows = [
+        "| config | rows | seconds | rows/s | rows/s per worker | start-up s | peak RSS "
+        "| load avg (1 min) before / after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted((HERE / "results" / "bulk").glob("*.json")):
+        r = json.loads(path.read_text())
+        rss = f"{r['peak_rss_mb']:.0f} MB" if "peak_rss_mb" in r else "–"
+        rows.append(
+            f"| {r['config']} | {r['rows']:,} | {r['seconds']:.1f} | {r['rows_per_s']:,.0f} "
+            f"| {r['rows_per_s_per_worker']:,.0f} | {r.get('startup_seconds', 0):.1f} | {rss} "
+            f"| {r['loadavg_before'][0]:.1f} / {r['loadavg_after'][0]:.1f} |"
+        )
+    return "\n".join(rows)
+
+
 def _replace(doc: str, start: str, end: str, body: str) -> str:
     if start not in doc or end not in doc:
         raise SystemExit(f"{DOC}: the markers {start} ... {end} are missing")
@@ -109,6 +127,7 @@ def main() -> None:
     doc = DOC.read_text()
     doc = _replace(doc, START, END, table())
     doc = _replace(doc, "<!-- latency:start -->", "<!-- latency:end -->", latency_table())
+    doc = _replace(doc, "<!-- bulk:start -->", "<!-- bulk:end -->", bulk_table())
     DOC.write_text(doc)
     print(table())
     print(latency_table())

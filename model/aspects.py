@@ -6,6 +6,7 @@ when an aspect is not there. No torch, no HTTP.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -48,11 +49,25 @@ def find_all(text: str, term: str) -> list[tuple[int, int]]:
     term = term.strip()
     if not term:
         return []
-    pattern = re.escape(term)
-    spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){pattern}(?!\w)", text, re.I)]
+    word, anywhere = _patterns(term) if len(term) <= CACHED_TERM_CHARS else _compile(term)
+    spans = [(m.start(), m.end()) for m in word.finditer(text)]
     if not spans:
-        spans = [(m.start(), m.end()) for m in re.finditer(pattern, text, re.I)]
+        spans = [(m.start(), m.end()) for m in anywhere.finditer(text)]
     return spans
+
+
+#: terms up to this long keep their compiled patterns (bulk scoring meets far more distinct
+#: terms than the 512 patterns ``re`` caches: recompiling them was a quarter of its time)
+CACHED_TERM_CHARS = 100
+
+
+def _compile(term: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The whole-word and the substring pattern of ``term``, case-insensitive."""
+    pattern = re.escape(term)
+    return re.compile(rf"(?<!\w){pattern}(?!\w)", re.I), re.compile(pattern, re.I)
+
+
+_patterns = functools.lru_cache(maxsize=8192)(_compile)
 
 
 def occurrences(text: str, term: str, where: str = "") -> list[Span]:

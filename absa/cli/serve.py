@@ -79,6 +79,8 @@ def _shared_by_workers(settings: Any) -> Iterator[None]:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    if args.engine == "ray":
+        return _predict_on_ray(args)
     from absa.model.predictor import Predictor
     from absa.model.runtime import Runtime
     from absa.settings import Settings
@@ -104,6 +106,28 @@ def cmd_predict(args: argparse.Namespace) -> int:
         sys.stderr.write(render(args.text, results, color=sys.stderr.isatty()) + "\n")
     sys.stdout.write(json.dumps({"model": predictor.model_id, "results": results}) + "\n")
     return 0
+
+
+def _predict_on_ray(args: argparse.Namespace) -> int:
+    if not args.input or not args.output:
+        raise CLIError("--engine ray needs --input and --output")
+    from absa.bulk import score_with_ray  # without Ray installed: a line naming absa[ray]
+
+    stats = score_with_ray(
+        args.input,
+        args.output,
+        model=args.model,
+        output_format=args.output_format,
+        workers=args.ray_workers,
+        num_gpus=args.num_gpus,
+        batch_size=args.batch_size,
+        progress=not args.quiet,
+    )
+    sys.stdout.write(
+        f"{stats.rows} rows: {stats.rows - stats.bad} scored, {stats.bad} bad -> "
+        f"{args.output} ({stats.files} files, {stats.seconds:.1f} s)\n"
+    )
+    return 0 if not stats.bad else 1
 
 
 def register(sub: Any) -> None:
@@ -134,7 +158,9 @@ def register(sub: Any) -> None:
     s.add_argument("--max-wait-ms", type=float, help=setting_help("max_wait_ms"))
     s.set_defaults(func=cmd_serve)
 
-    q = sub.add_parser("predict", help="classify aspects of a text, or score a JSONL/CSV file")
+    q = sub.add_parser(
+        "predict", help="classify aspects of a text, or score JSONL/CSV/Parquet files"
+    )
     q.add_argument("--model", help=f"artifact directory ({MODEL_DEFAULT})")
     q.add_argument("--text", help="the text to classify (default: none; or give --input)")
     q.add_argument(
@@ -144,11 +170,42 @@ def register(sub: Any) -> None:
     )
     q.add_argument(
         "--input",
-        help="a .jsonl or .csv file of {text, aspect, start?, end?} rows to score "
-        "(default: none; or give --text)",
+        help="a .jsonl, .csv or .parquet file of {text, aspect, start?, end?} rows to score; "
+        "with --engine ray also a directory, a glob or a URI (default: none; or give --text)",
     )
     q.add_argument(
-        "--output", help="where to write the scored rows, .jsonl or .csv (default: none)"
+        "--output",
+        help="where to write the scored rows, .jsonl, .csv or .parquet; with --engine ray a "
+        "new directory or URI (default: none)",
+    )
+    q.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="score files in this process, or on Ray: a local instance, or the cluster at "
+        "$RAY_ADDRESS (needs absa[ray]) (default: local)",
+    )
+    q.add_argument(
+        "--workers",
+        dest="ray_workers",  # not the server's ABSA_WORKERS
+        type=int,
+        default=2,
+        help="--engine ray: scoring actors, one CPU each (default: 2)",
+    )
+    q.add_argument(
+        "--num-gpus",
+        type=float,
+        default=0,
+        help="--engine ray: GPUs per actor; above 0 the model runs on CUDA (default: 0)",
+    )
+    q.add_argument(
+        "--batch-size", type=int, default=4096, help="--engine ray: rows per call (default: 4096)"
+    )
+    q.add_argument(
+        "--output-format",
+        choices=["parquet", "jsonl"],
+        default="parquet",
+        help="--engine ray: the partitions' format (default: parquet)",
     )
     q.add_argument(
         "--explain", action="store_true", help="show the attention heatmap (default: off)"
@@ -161,6 +218,7 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--quiet",
         action="store_true",
-        help="no progress bar (default: a bar counting rows, on a terminal only)",
+        help="no progress bar (default: a bar counting rows, on a terminal only; --engine ray: "
+        "Ray Data's progress report)",
     )
     q.set_defaults(func=cmd_predict)

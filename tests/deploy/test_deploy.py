@@ -341,7 +341,7 @@ def test_copied_sources_exist_and_are_in_the_context():
         for a in st.args("COPY"):
             if a.startswith("--from"):
                 continue
-            *sources, _dest = a.split()
+            *sources, _dest = [t for t in a.split() if not t.startswith("--")]  # --chown
             for src in sources:
                 assert (ROOT / src).exists(), f"COPY {src}: not in the repository"
                 assert not ignored(src), f"COPY {src}: excluded by .dockerignore"
@@ -613,6 +613,11 @@ def test_images_agree_across_dockerfile_compose_and_kubernetes():
     name, tag = image_tag(by_target["runtime"])
     assert rename["name"] == name and f"{rename['newName']}:{tag}" == by_target["gpu"]
     assert len({image_tag(i)[1] for i in by_target.values()}) == 1, "one tag for all images"
+    (rayjob,) = load_yaml(DEPLOY / "k8s" / "ray" / "rayjob.yaml")  # bulk scoring on KubeRay
+    head = rayjob["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]
+    (container,) = head["spec"]["containers"]
+    by_target["bulk"] = container["image"]
+    assert image_tag(by_target["bulk"])[1] == tag
     readme = (DEPLOY / "README.md").read_text()
     builds = re.findall(r"docker build (?:--target (\S+) )?-t (\S+) \.", readme)
     assert builds, "deploy/README.md shows the docker build commands"

@@ -1,0 +1,67 @@
+"""Score a pyarrow table of ``{text, aspect, start?, end?}`` rows: every input column kept,
+the prediction in typed columns of its own (``pred_label``, ``pred_score``, one
+``pred_score_<label>`` each, ``pred_start`` / ``pred_end``, ``pred_occurrence`` /
+``pred_occurrences``), and ``error`` (null on rows that were scored). The rows are prepared
+by ``absa.scoring.prepare_row``, as in JSONL and CSV scoring."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from absa.errors import InputError
+from absa.model.predictor import Predictor
+from absa.scoring import ERROR, PREFIX, SCORE_, predicted, try_prepare
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: the input columns scoring reads; any others are carried through untouched
+READS = ("text", "aspect", "start", "end")
+
+
+def output_schema(labels: Sequence[str]) -> pa.Schema:
+    """The columns scoring appends, in order."""
+    import pyarrow as pa
+
+    ints = ("start", "end", "occurrence", "occurrences")
+    return pa.schema(
+        [
+            (f"{PREFIX}label", pa.string()),
+            (f"{PREFIX}score", pa.float64()),
+            *((f"{SCORE_}{k}", pa.float64()) for k in labels),
+            *((f"{PREFIX}{n}", pa.int64()) for n in ints),
+            (ERROR, pa.string()),
+        ]
+    )
+
+
+def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> None:
+    """InputError naming ``where`` when the table cannot be scored."""
+    missing = [c for c in ("text", "aspect") if c not in names]
+    if missing:
+        raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
+    clash = [c for c in names if c in output_schema(labels).names]
+    if clash:
+        raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
+
+
+def score_table(predictor: Predictor, table: pa.Table) -> pa.Table:
+    """``table`` with the prediction columns appended, one output row per input row, in order.
+    A row that cannot be scored gets its ``error`` and nulls in the other columns."""
+    import pyarrow as pa
+
+    schema = output_schema(predictor.labels)
+    check_columns(table.column_names, predictor.labels, "the table")
+    rows = table.select([c for c in READS if c in table.column_names]).to_pylist()
+    prepared = [try_prepare(predictor, row) for row in rows]
+    answers = iter(predictor.predict_many([p.prepared for p, _ in prepared if p is not None]))
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for prep, err in prepared:
+        values = predicted(prep, next(answers)[0], nested=False) if prep is not None else {}
+        values[ERROR] = err or None
+        for name, column in columns.items():
+            column.append(values.get(name))
+    for field in schema:
+        table = table.append_column(field, pa.array(columns[field.name], field.type))
+    return table

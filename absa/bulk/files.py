@@ -1,0 +1,170 @@
+"""Single-process scoring where Parquet is the input or the output: rows are read in batches
+(a Parquet file row group by row group; CSV and JSONL block by block with pyarrow's streaming
+readers), scored by ``score_table`` and written as they come, so memory stays flat on any
+file size. A row that cannot be scored gets its ``error``; a file pyarrow cannot parse (a
+malformed JSON line) stops the run with one message naming the file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa  # the parquet extra; the CLI names it when it is missing
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from absa.bulk.columns import check_columns, score_table
+from absa.model.predictor import Predictor
+from absa.scoring import ERROR, ScoreStats
+
+log = logging.getLogger(__name__)
+
+#: rows per Parquet row group written (the scoring itself goes ``chunk`` rows at a time)
+ROW_GROUP = 65_536
+
+
+def csv_header(path: str) -> list[str]:
+    """The column names on the first line of a CSV file (a local path or a URI)."""
+    import pyarrow.fs as pa_fs
+
+    fs, inner = (
+        pa_fs.FileSystem.from_uri(path) if "://" in path else (pa_fs.LocalFileSystem(), path)
+    )
+    with fs.open_input_stream(inner) as f:
+        first = f.read(1 << 16).split(b"\n")[0]  # a header longer than 64 KiB is cut
+    return next(csv.reader([first.decode("utf-8").rstrip("\r")]), [])
+
+
+def csv_strings(path: str) -> pa_csv.ConvertOptions:
+    """Every column of the CSV file read as a string, as ``absa.scoring`` reads CSV: the
+    types of a column do not depend on which rows a block holds."""
+    return pa_csv.ConvertOptions(
+        column_types=dict.fromkeys(csv_header(path), pa.string()), strings_can_be_null=False
+    )
+
+
+def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
+    """``src`` (.parquet, .csv, .jsonl) as tables of at most ``chunk`` rows. CSV columns are
+    all read as strings, as the CSV path of ``absa.scoring`` reads them."""
+    suffix = src.suffix.lower()
+    if suffix == ".parquet":
+        batches: Iterator[pa.RecordBatch] = pq.ParquetFile(src).iter_batches(batch_size=chunk)
+    elif suffix == ".csv":
+        batches = pa_csv.open_csv(
+            src,
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=csv_strings(str(src)),
+        )
+    elif suffix in (".jsonl", ".json"):
+        batches = pa_json.open_json(src)
+    else:
+        raise ValueError(f"{src}: use a .parquet, .csv or .jsonl file")
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        for start in range(0, table.num_rows, chunk):
+            yield table.slice(start, chunk)
+
+
+class TableWriter:
+    """Scored tables to one .parquet, .jsonl or .csv file, in order."""
+
+    def __init__(self, path: Path, fmt: str) -> None:
+        self.path, self.fmt = path, fmt.lower().lstrip(".")
+        if self.fmt not in ("parquet", "jsonl", "json", "csv"):
+            raise ValueError(f"{path}: write a .parquet, .jsonl or .csv file")
+        self.parquet: pq.ParquetWriter | None = None
+        self.csv: pa_csv.CSVWriter | None = None
+        self.text: IO[str] | None = None
+        self.pending: list[pa.Table] = []
+        self.schema: pa.Schema | None = None
+
+    def write(self, table: pa.Table) -> None:
+        if self.schema is None:
+            self.schema = table.schema
+        elif table.schema != self.schema:  # a later block inferred another type
+            table = table.cast(self.schema)
+        if self.fmt == "parquet":
+            self.pending.append(table)
+            if sum(t.num_rows for t in self.pending) >= ROW_GROUP:
+                self._flush()
+        elif self.fmt == "csv":
+            if self.csv is None:
+                self.csv = pa_csv.CSVWriter(str(self.path), self.schema)
+            self.csv.write_table(table)
+        else:
+            if self.text is None:
+                self.text = self.path.open("w", encoding="utf-8")
+            for row in table.to_pylist():
+                self.text.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        if self.parquet is None:
+            assert self.schema is not None
+            self.parquet = pq.ParquetWriter(self.path, self.schema)
+        self.parquet.write_table(pa.concat_tables(self.pending), row_group_size=ROW_GROUP)
+        self.pending.clear()
+
+    def close(self) -> None:
+        self._flush()
+        for w in (self.parquet, self.csv, self.text):
+            if w is not None:
+                w.close()
+        if not self.path.exists():  # an input without rows: an empty file of the same kind
+            self.path.touch()
+
+
+def score_table_file(
+    predictor: Predictor, src: Path, dst: Path, chunk: int = 4096, progress: bool = True
+) -> ScoreStats:
+    """Score ``src`` into ``dst`` (written whole or not at all), as ``absa.scoring.score_file``
+    does for JSONL and CSV."""
+    src, dst = Path(src), Path(dst)
+    stats = ScoreStats()
+    tmp = dst.with_name(dst.name + ".part")
+    writer = TableWriter(tmp, dst.suffix)
+    try:
+        with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
+            for table in _checked(read_batches(src, chunk), src, predictor):
+                scored = score_table(predictor, table)
+                _count(scored, stats, src)
+                writer.write(scored)
+                bar.update(table.num_rows)
+        writer.close()
+    except BaseException:
+        writer.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(dst)  # the output appears whole or not at all
+    return stats
+
+
+def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Iterator[pa.Table]:
+    """The tables, the first checked for the columns scoring needs; pyarrow's parse errors
+    named with the file."""
+    first = True
+    try:
+        for table in tables:
+            if first:
+                check_columns(table.column_names, predictor.labels, str(src))
+                first = False
+            yield table
+    except pa.ArrowException as e:
+        raise ValueError(f"{src}: {e}") from None
+
+
+def _count(scored: pa.Table, stats: ScoreStats, src: Path) -> None:
+    errors: list[Any] = scored.column(ERROR).to_pylist()
+    for i, err in enumerate(errors, stats.rows + 1):
+        if err is not None:
+            stats.bad.append((i, err))
+            log.warning("%s: row %d: %s", src, i, err)
+    stats.rows += len(errors)
+    stats.scored += sum(e is None for e in errors)

@@ -1,0 +1,250 @@
+"""Bulk scoring on Ray: ``ray.data`` reads CSV, JSONL or Parquet files (local paths, globs or
+object-storage URIs), ``map_batches`` scores them on a pool of actors that each load the
+model artifact once (onnxruntime, 1 thread per actor, CUDA when an actor has a GPU), and
+the rows are written back as Parquet or JSONL partitions.
+
+Without ``RAY_ADDRESS`` a local Ray instance is started on this machine; with it (or
+``address``) the job joins that cluster. Exactly once: Ray Data restarts a dead actor and
+retries its batch (scoring is deterministic), and each write task writes one file named by
+the write and its task index, so a retried write replaces its file rather than adding one.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from absa.bulk.columns import check_columns, score_table
+from absa.errors import InputError
+
+log = logging.getLogger(__name__)
+
+FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
+OUTPUT_FORMATS = ("parquet", "jsonl")
+
+
+class Scorer:
+    """The ``map_batches`` callable: one model per actor, loaded when the actor starts."""
+
+    def __init__(self, model_dir: str, num_gpus: float = 0, threads: int = 1) -> None:
+        from absa.model.predictor import Predictor
+        from absa.model.runtime import Runtime
+
+        device = "cuda" if num_gpus > 0 else "cpu"
+        self.predictor = Predictor(Runtime.load(Path(model_dir), device=device, threads=threads))
+
+    def __call__(self, batch: Any) -> Any:  # a pyarrow.Table in, a pyarrow.Table out
+        return score_table(self.predictor, batch)
+
+
+@dataclass(frozen=True)
+class BulkStats:
+    rows: int
+    bad: int  # rows with an error
+    files: int  # output files written
+    seconds: float  # from the first read to the last write (the cluster already up)
+    startup_seconds: float  # joining or starting Ray
+
+
+def input_files(source: str | Path | list[str]) -> tuple[list[str], str]:
+    """The files of ``source`` (a file, a directory, a glob, or a list of them; URIs such as
+    ``s3://bucket/prefix/`` are passed to Ray as they are) and their one format."""
+    sources = [str(s) for s in source] if isinstance(source, list) else [str(source)]
+    files: list[str] = []
+    for src in sources:
+        if "://" in src:
+            files.append(src)
+        elif Path(src).is_dir():
+            files.extend(sorted(str(p) for p in Path(src).rglob("*") if p.suffix in FORMATS))
+        else:
+            files.extend(sorted(glob.glob(src)) if glob.has_magic(src) else [src])
+    if not files:
+        raise InputError(f"{', '.join(sources)}: no .parquet, .csv or .jsonl files there")
+    for f in files:
+        if "://" not in f and not Path(f).is_file():
+            raise InputError(f"{f}: no such file")
+    files = [f if "://" in f else str(Path(f).resolve()) for f in files]  # for every node
+    kinds = {FORMATS.get(Path(f.rstrip("/")).suffix.lower(), "") for f in files}
+    if "" in kinds and any("://" in f for f in files):
+        kinds = {k for k in kinds if k} or {"parquet"}  # a prefix: Parquet unless named
+    if len(kinds) != 1 or "" in kinds:
+        raise InputError(
+            f"{files[0]}: give files of one format, .parquet, .csv or .jsonl (found "
+            f"{', '.join(sorted(k or 'other' for k in kinds))})"
+        )
+    return files, kinds.pop()
+
+
+def connect(num_cpus: int | None = None, address: str | None = None) -> float:
+    """Join the cluster at ``address`` / ``RAY_ADDRESS``, else start a local one (no
+    dashboard); a no-op when Ray is up already. Seconds it took."""
+    import ray
+
+    began = time.perf_counter()
+    if not ray.is_initialized():
+        address = address or os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    return time.perf_counter() - began
+
+
+def score_with_ray(
+    source: str | Path | list[str],
+    output: str | Path,
+    *,
+    model: str | Path | None = None,
+    output_format: str = "parquet",
+    workers: int = 2,
+    num_gpus: float = 0,
+    batch_size: int = 4096,
+    rows_per_file: int = 100_000,
+    address: str | None = None,
+    progress: bool = True,
+) -> BulkStats:
+    """Score every row of ``source`` into partitions under ``output`` (a directory or URI
+    that must not hold files yet). ``workers`` actors score, each with ``num_gpus`` GPUs
+    (0: CPU, one core each), ``batch_size`` rows per call; an output file holds at least
+    ``rows_per_file`` rows (but the last). Rows keep all their columns; a row that cannot be
+    scored gets its ``error``. ``progress``: Ray Data's progress report (bars on a terminal,
+    log lines elsewhere). Needs the ``ray`` extra."""
+    import ray
+
+    files, fmt = input_files(source)
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(f"output format {output_format!r}: use parquet or jsonl")
+    if workers < 1 or batch_size < 1 or num_gpus < 0:
+        raise InputError("workers and batch size must be at least 1, GPUs at least 0")
+    output = str(output) if "://" in str(output) else str(Path(output).resolve())
+    _check_empty(output)
+    model_dir = _model_dir(model)
+    # a local instance gets a logical CPU beyond the actors' for the read and write tasks
+    startup = connect(workers + 1, address)
+    ray.data.DataContext.get_current().enable_progress_bars = progress
+    began = time.perf_counter()
+    job = _Job(files, fmt, output, model_dir, output_format, workers, num_gpus, batch_size)
+    try:
+        job.run(rows_per_file)
+    except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (a malformed JSON line)
+        raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
+    seconds = time.perf_counter() - began
+    rows, bad, files_out = _count(output, output_format)
+    log.info("%d rows scored into %s (%d with an error) in %.1f s", rows, output, bad, seconds)
+    return BulkStats(rows, bad, files_out, seconds, startup)
+
+
+@dataclass(frozen=True)
+class _Job:
+    files: list[str]
+    fmt: str
+    output: str
+    model_dir: Path
+    output_format: str
+    workers: int
+    num_gpus: float
+    batch_size: int
+
+    def run(self, rows_per_file: int) -> None:
+        """Read, score on the actor pool, write."""
+        import ray
+
+        ds = _read(self.files, self.fmt)
+        check_columns(ds.schema().names, _labels(self.model_dir), self.files[0])
+        # blocks of at most a batch: a large file is spread over every actor
+        scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
+            Scorer,
+            fn_constructor_kwargs={"model_dir": str(self.model_dir), "num_gpus": self.num_gpus},
+            batch_format="pyarrow",
+            batch_size=self.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=self.workers),
+            num_cpus=0 if self.num_gpus else 1,
+            num_gpus=self.num_gpus or None,
+        )
+        write = scored.write_parquet if self.output_format == "parquet" else scored.write_json
+        write(self.output, min_rows_per_file=rows_per_file)
+
+
+def _first_line(error: BaseException) -> str:
+    """What a Ray task's error says (its original exception, not Ray's traceback), in one
+    line without colour codes."""
+    while isinstance(getattr(error, "cause", None), BaseException):
+        error = error.cause  # type: ignore[attr-defined]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _count(output: str, output_format: str) -> tuple[int, int, int]:
+    """(rows, rows with an error, files) written under ``output``, read back with pyarrow."""
+    import pyarrow.dataset as pa_ds
+
+    written = pa_ds.dataset(output, format="parquet" if output_format == "parquet" else "json")
+    bad = written.count_rows(filter=pa_ds.field("error").is_valid()) if written.files else 0
+    return written.count_rows(), bad, len(written.files)
+
+
+def _read(files: list[str], fmt: str) -> Any:
+    import pyarrow.csv as pa_csv
+    import ray
+
+    from absa.bulk.files import csv_strings
+
+    _import_before_threads()
+
+    if fmt == "parquet":
+        return ray.data.read_parquet(files)
+    if fmt == "jsonl":
+        return ray.data.read_json(files, lines=True)
+    return ray.data.read_csv(
+        files,
+        convert_options=csv_strings(files[0]),  # the first file's columns, as strings
+        parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+    )
+
+
+def _import_before_threads() -> None:
+    """Ray Data resolves paths from several threads, each trying to import fsspec's HTTP
+    filesystem and taking ModuleNotFoundError as "not there". Where that import fails (no
+    aiohttp), a thread that looks while another is halfway through it gets ImportError
+    instead and the read fails ("cannot import name 'HTTPFileSystem'", about 1 read in 10
+    here). Imported once here first; if it cannot be, it is marked absent so that every
+    thread gets ModuleNotFoundError at once."""
+    name = "fsspec.implementations.http"
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    except ImportError:
+        pass
+
+
+def _labels(model_dir: Path) -> list[str]:
+    from absa.model import artifact
+
+    return artifact.load(model_dir).labels
+
+
+def _model_dir(model: str | Path | None) -> Path:
+    from absa.cli.common import model_dir, servable
+
+    return servable(model_dir(str(model) if model else None)).resolve()
+
+
+def _check_empty(output: str) -> None:
+    if "://" in output:
+        return
+    path = Path(output)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise InputError(f"{output}: the output directory must be new or empty")
+
+
+__all__ = ["BulkStats", "Scorer", "connect", "input_files", "score_with_ray"]

@@ -1,0 +1,135 @@
+"""Parquet in and out of single-process scoring (`absa predict --input/--output`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from absa.cli import main
+from tests.bulk.conftest import (
+    assert_same_predictions,
+    read_jsonl,
+    single_process,
+    write_jsonl,
+    write_parquet,
+)
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _predict(artifact: Path, src: Path, dst: Path) -> int:
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    return main([*argv, "--quiet"])
+
+
+def test_parquet_to_parquet_keeps_every_column_in_order(
+    artifact: Path, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    src = write_parquet(tmp_path / "in.parquet", rows, row_group=64)
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 1  # some rows are bad
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names[:6] == ["id", "text", "aspect", "label", "start", "end"]
+    assert str(out.schema.field("pred_score_positive").type) == "double"
+    assert str(out.schema.field("pred_start").type) == "int64"
+    got = out.to_pylist()
+    assert [r["id"] for r in got] == list(range(len(rows)))  # one row per input row, in order
+    assert_same_predictions(got, single_process(artifact, rows, tmp_path))
+    assert not (tmp_path / "out.parquet.part").exists()
+
+
+def test_parquet_to_jsonl_and_csv(
+    artifact: Path, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    src = write_parquet(tmp_path / "in.parquet", rows[:50])
+    assert _predict(artifact, src, tmp_path / "out.jsonl") == 1
+    want = single_process(artifact, rows[:50], tmp_path)
+    assert_same_predictions(read_jsonl(tmp_path / "out.jsonl"), want)
+    assert _predict(artifact, src, tmp_path / "out.csv") == 1
+    header = (tmp_path / "out.csv").read_text().splitlines()[0]
+    assert header.startswith('"id","text","aspect","label"') and '"error"' in header
+
+
+def test_jsonl_and_csv_to_parquet(
+    artifact: Path, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    want = single_process(artifact, rows[:60], tmp_path)
+    src = write_jsonl(tmp_path / "in.jsonl", rows[:60])
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 1
+    assert_same_predictions(pq.read_table(tmp_path / "out.parquet").to_pylist(), want)
+
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text("id,text,aspect\n7,the food was great,food\n8,12345,12345\n")
+    assert _predict(artifact, csv_in, tmp_path / "csv.parquet") == 0
+    out = pq.read_table(tmp_path / "csv.parquet")
+    assert out.column("id").to_pylist() == ["7", "8"]  # CSV values stay strings
+    assert out.column("pred_label").null_count == 0
+
+
+def test_rows_are_scored_a_chunk_at_a_time(artifact: Path, tmp_path: Path) -> None:
+    """A file of many row groups is read batch by batch: the model never sees more than a
+    chunk at once, and the output has every row."""
+    from absa.bulk.files import score_table_file
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+
+    n = 3000
+    rows = [{"text": f"the food was great {i}", "aspect": "food", "i": i} for i in range(n)]
+    src = write_parquet(tmp_path / "big.parquet", rows, row_group=500)
+    predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    calls: list[int] = []
+    real = predictor.forward
+    predictor.forward = lambda items: calls.append(len(items)) or real(items)  # type: ignore[method-assign]
+    stats = score_table_file(
+        predictor, src, tmp_path / "big.out.parquet", chunk=256, progress=False
+    )
+    assert stats.rows == stats.scored == n and not stats.bad
+    assert max(calls) <= 256 and sum(calls) == n
+    assert pq.read_table(tmp_path / "big.out.parquet").column("i").to_pylist() == list(range(n))
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ({"sentence": ["x"], "aspect": ["x"]}, "no column 'text'"),
+        ({"text": ["x"], "aspect": ["x"], "pred_label": ["y"]}, "column 'pred_label' is one"),
+    ],
+)
+def test_a_table_that_cannot_be_scored_is_one_line_naming_the_file(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, columns: dict, message: str
+) -> None:
+    import pyarrow as pa
+
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table(columns), src)
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 2
+    err = capsys.readouterr().err
+    assert f"{src}: {message}" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.parquet").exists()
+
+
+BLOCK_PYARROW = """
+import sys
+class NoArrow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyarrow" or name.startswith("pyarrow."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoArrow())
+from absa.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_pyarrow_parquet_names_the_extra(artifact: Path, tmp_path: Path) -> None:
+    """A serve-only install: JSONL and CSV scoring work, Parquet says which extra it needs."""
+    src = write_jsonl(tmp_path / "in.jsonl", [{"text": "the food was great", "aspect": "food"}])
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--quiet", "--output"]
+    run = [sys.executable, "-c", BLOCK_PYARROW, *argv]
+    ok = subprocess.run([*run, str(tmp_path / "o.jsonl")], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    out = subprocess.run([*run, str(tmp_path / "o.parquet")], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "pip install 'absa[parquet]'" in out.stderr and "Traceback" not in out.stderr
