@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
@@ -95,6 +95,9 @@ def span_requests(draw: st.DrawFn) -> dict:
     if draw(st.booleans()):
         at = draw(st.integers(0, len(text)))
         text = text[:at] + draw(st.characters(categories=["Cs"])) + text[at:]
+    # a high surrogate followed by a low one travels as two \u escapes that JSON decodes as ONE
+    # valid character ("\ud800\udc00" is U+10000): the server sees another text than this
+    assume(json.loads(json.dumps(text)) == text)
     start = draw(st.integers(0, len(text) - 1))
     end = draw(st.integers(start + 1, len(text)))
     term = text[start:end]
