@@ -57,8 +57,10 @@ def find_all(text: str, term: str) -> list[tuple[int, int]]:
 
 
 #: terms up to this long keep their compiled patterns (bulk scoring meets far more distinct
-#: terms than the 512 patterns ``re`` caches: recompiling them was a quarter of its time)
-CACHED_TERM_CHARS = 100
+#: terms than the 512 patterns ``re`` caches: recompiling them was a quarter of its time).
+#: Bounded, so requests with ever new terms cannot grow memory: 8,192 terms of 40 characters
+#: hold about 8 MB (measured: 21 MB at 100 characters)
+CACHED_TERM_CHARS = 40
 
 
 def _compile(term: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
