@@ -34,7 +34,8 @@ def predict_examples(model_dir: Path, examples: Sequence[Example]) -> tuple[np.n
         from absa.training.inference import encode_all, predict_probs
 
         run = rundir.load_run(model_dir)
-        probs = predict_probs(run.net, encode_all(run.pipeline, examples), run.pipeline.pad_id)
+        encoded = encode_all(run.pipeline, examples, run.model_config.categories)
+        probs = predict_probs(run.net, encoded, run.pipeline.pad_id)
         return probs, list(run.model_config.labels)
     from absa.model.runtime import Runtime
 
