@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from absa.errors import Overloaded, ShuttingDown
-from absa.model.predictor import Predictor
+from absa.model.predictor import Predictor, RuntimeModel
 from absa.model.runtime import Output
 from absa.model.text import Encoded
 from absa.service.metrics import Metrics
@@ -37,7 +37,7 @@ __all__ = ["BatchEngine", "QueueFull", "ShuttingDown"]
 
 @dataclass
 class _Job:
-    model: Predictor
+    model: RuntimeModel  # the term model, or the category model (ABSA_CATEGORY_MODEL)
     items: list[Encoded]
     future: asyncio.Future = field(repr=False)
     taken: int = 0  # items handed to the model so far (a job runs in slices)
@@ -103,7 +103,7 @@ class BatchEngine:
             self.metrics.rejected.inc(n)
             raise QueueFull(f"{self._pending} aspects are waiting (limit {self.max_queue})")
 
-    async def submit(self, model: Predictor, items: list[Encoded]) -> list[Output]:
+    async def submit(self, model: RuntimeModel, items: list[Encoded]) -> list[Output]:
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")
         if not items:
