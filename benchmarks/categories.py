@@ -13,6 +13,7 @@ with the fold's hash (sha256 of its sorted sentence texts); a run whose file exi
 skipped, so an interrupted benchmark continues where it stopped.
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/categories.py --presets atae-lstm fast
+    python benchmarks/categories.py --report     # the Markdown table for docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import logging
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -127,6 +129,29 @@ def run_one(preset_name: str, dataset: str, fold: int, seed: int, args: argparse
     }
 
 
+def report() -> str:
+    """A Markdown table: per preset and dataset, the mean (and spread) over folds and seeds."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for f in sorted(OUT.glob("*.json")):
+        r = json.loads(f.read_text())
+        rows.setdefault((r["preset"] + r.get("tag", ""), r["dataset"]), []).append(r)
+    out = [
+        "| preset | data | runs | accuracy | macro-F1 | per run (acc) | s/epoch |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (preset, dataset), rs in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        acc = [r["test_accuracy"] * 100 for r in rs]
+        f1 = [r["test_macro_f1"] * 100 for r in rs]
+        sd = f" ± {statistics.stdev(acc):.2f}" if len(acc) > 1 else ""
+        each = ", ".join(f"{a:.1f}" for a in acc)
+        spe = statistics.mean(r["seconds_per_epoch"] for r in rs)
+        out.append(
+            f"| {preset} | {dataset} | {len(rs)} | {statistics.mean(acc):.2f}{sd} | "
+            f"{statistics.mean(f1):.2f} | {each} | {spe:.1f} |"
+        )
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presets", nargs="+", default=["atae-lstm", "fast"], choices=list(PRESETS))
@@ -139,7 +164,11 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="suffix of the result names (e.g. a variant)")
     ap.add_argument("--machine", default=PROJECT_MACHINE, help="where this runs")
     ap.add_argument("--force", action="store_true", help="rerun even if a result exists")
+    ap.add_argument("--report", action="store_true", help="print the results table, run nothing")
     args = ap.parse_args()
+    if args.report:
+        print(report())
+        return
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     OUT.mkdir(parents=True, exist_ok=True)
     for dataset in args.datasets:

@@ -24,6 +24,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     flags = {
         "model_dir": args.model,
         "registry": args.registry,
+        "category_model": args.category_model,
         "host": args.host,
         "port": args.port,
         "workers": args.workers,
@@ -33,7 +34,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "threads": args.threads,
     }
     given = {k: v for k, v in flags.items() if v is not None}
-    servable(Settings(**given).model_path())  # a wrong --model: one line, before uvicorn
+    settings = Settings(**given)
+    servable(settings.model_path())  # a wrong --model: one line, before uvicorn
+    if settings.category_model is not None:
+        servable(settings.category_model)
     for key, value in flags.items():  # workers re-read settings from the environment
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)
@@ -142,6 +146,12 @@ def register(sub: Any) -> None:
     s.add_argument(
         "--registry",
         help=setting_help("registry", "serve the registry's current version and follow it", "none"),
+    )
+    s.add_argument(
+        "--category-model",
+        help=setting_help(
+            "category_model", "an aspect-category artifact to serve beside the model", "none"
+        ),
     )
     s.add_argument("--host", help=setting_help("host", "address to listen on"))
     s.add_argument("--port", type=int, help=setting_help("port", "port to listen on"))
