@@ -12,8 +12,8 @@ It runs exactly these commands (printed first):
     absa export --run runs/category --out model/artifacts/category --name absa-category \\
         --version 1.0.0
 
-The cross-validation numbers come from benchmarks/results/categories/ (benchmarks/categories.py)
-for the same preset; there is no official category test set here to evaluate on.
+The cross-validation numbers come from benchmarks/results/categories/ (benchmarks/categories.py
+with the same config, tag ``-shipped``); there is no official category test set here.
 """
 
 from __future__ import annotations
@@ -42,15 +42,21 @@ CITATIONS = """- SemEval-2014 Task 4 restaurants (aspect categories): M. Pontiki
   Sentiment Classification.* EMNLP 2016."""
 
 
+CV_TAG = "-shipped"  # benchmarks/categories.py --config CONFIG --tag -shipped
+
+
 def cross_validation(preset: str) -> str:
-    rs = [json.loads(f.read_text()) for f in sorted(RESULTS.glob(f"{preset}__rest14-cv__*.json"))]
+    """The card's paragraph on the 5-fold cross-validation of this exact config."""
+    found = sorted(RESULTS.glob(f"{preset}{CV_TAG}__rest14-cv__*.json"))
+    rs = [json.loads(f.read_text()) for f in found]
     if not rs:
-        return "No cross-validation results for this preset yet (benchmarks/categories.py)."
+        return "No cross-validation results for this config yet (benchmarks/categories.py)."
     acc = [r["test_accuracy"] * 100 for r in rs]
     f1 = [r["test_macro_f1"] * 100 for r in rs]
     return (
-        f"5-fold cross-validation on Restaurants_Train_v2.xml (folds by sentence, "
-        f"`python benchmarks/categories.py --presets {preset} --datasets rest14-cv`): "
+        "5-fold cross-validation of this config on Restaurants_Train_v2.xml (folds by "
+        f"sentence, `python benchmarks/categories.py --presets {preset} --datasets rest14-cv "
+        f"--config benchmarks/configs/category-default.json --tag={CV_TAG}`): "
         f"accuracy {statistics.mean(acc):.2f} % (folds {', '.join(f'{a:.1f}' for a in acc)}), "
         f"macro-F1 {statistics.mean(f1):.2f} %, 3 classes (`conflict` dropped), over "
         f"{len(rs)} runs. The shipped model is trained on all of that file, so no held-out "
@@ -75,7 +81,7 @@ def main() -> None:
     run([*absa, *train, *rest])
     name = ["--name", "absa-category", "--version", args.version]
     run([*absa, "export", "--run", str(args.run), "--out", str(args.out), *name])
-    card = (args.out / "README.md").read_text()
+    card = (args.out / "README.md").read_text().rstrip("\n") + "\n\n"
     card += "\n".join(
         [
             "## Cross-validation",

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Protocol
 
 from absa.errors import ArtifactError, InputError
 from absa.model.text import Encoded, Pipeline, TextError
+
+#: the shipped restaurant category model (benchmarks/category_model.py builds it)
+SHIPPED_CATEGORY_MODEL = Path(__file__).resolve().parent / "artifacts" / "category"
 
 TERMS = "terms"
 CATEGORY = "category"
