@@ -64,11 +64,13 @@ def _heavy(reqs: list[PredictRequest]) -> bool:
     return any(r.explain for r in reqs) or sum(r.n_aspects for r in reqs) > HEAVY_ASPECTS
 
 
-def _model(req: PredictRequest, engine: EngineDep, category: CategoryPredictor | None) -> Any:
-    """The model that answers ``req``: the term model, or for categories the category model
+def _model(
+    req: PredictRequest, terms: RuntimeModel, category: CategoryPredictor | None
+) -> RuntimeModel:
+    """The model that answers ``req``: ``terms``, or for categories the category model
     (InputError where the service has none)."""
     if req.categories is None:
-        return engine.model
+        return terms
     if category is None:
         raise InputError(
             "this service has no aspect-category model: ask with aspects, or start it "
@@ -116,8 +118,9 @@ async def predict(
 ) -> Response:
     """Sentiment of each aspect in the text (or of each category, with ``categories``), with
     probabilities (and attention with explain)."""
-    predictor = _model(req, engine, category)  # one model for the whole request, even across
-    engine.admit(req.n_aspects)  # a hot reload; before any work: an overloaded server refuses
+    # one model for the whole request, even across a hot reload
+    predictor: Any = _model(req, engine.model, category)
+    engine.admit(req.n_aspects)  # before any work: an overloaded server refuses at once
     heavy = _heavy([req])
 
     def prepare() -> Any:
@@ -163,7 +166,7 @@ async def predict_batch(
                 continue
             where = f"items[{i}]: "
             try:
-                model = terms if it.categories is None else _model(it, engine, category)
+                model: Any = _model(it, terms, category)
                 p = model.preprocess(it.text, it.aspects or it.categories, it.explain, where)
                 budget = _explained(p, budget, where)
             except InputError as e:
