@@ -21,8 +21,8 @@ from absa.model.text import Encoded, Token, WordPiecePipeline, WordPipeline, col
 
 log = logging.getLogger(__name__)
 
-INPUT_NAMES = ("input_ids", "attention_mask", "aspect_mask")  # a term model's graph inputs
-CATEGORY_INPUT_NAMES = ("input_ids", "attention_mask", "category_ids")  # a category model's
+INPUT_NAMES = ("input_ids", "attention_mask", "aspect_mask")  # a term model's (a category
+# model's third input is category_ids: ABSANet.input_names)
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "artifacts" / "default"
 
 
