@@ -7,6 +7,10 @@
     # [AspectPrediction(term='burger', start=29, end=35, label='positive', score=0.97, ...), ...]
     clf.batch([{"text": ..., "aspects": [...]}, ...], batch_size=64)
 
+    cats = load("path/to/category-artifact")  # a model of aspect categories
+    cats("The fries were soggy", categories=["food", "service"])
+    # [CategoryPrediction(category='food', label='negative', ...), ...]
+
 Torch-free: the same ``Predictor`` as the HTTP service and the CLI (onnxruntime).
 """
 
@@ -17,17 +21,26 @@ from pathlib import Path
 from typing import Any
 
 from absa.errors import InputError
-from absa.model.predictor import AspectInput, AspectPrediction, Predictor, Prepared
+from absa.model.categories import CATEGORY
+from absa.model.category_predictor import CategoryPrediction, CategoryPredictor
+from absa.model.predictor import AspectInput, AspectPrediction, Predictor
 from absa.model.runtime import Runtime
 
-__all__ = ["AspectPrediction", "Classifier", "load"]
+__all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
 
 
 class Classifier:
-    """Aspect-level sentiment with one loaded model. Thread-safe."""
+    """Aspect-level sentiment with one loaded model (of aspect terms, or of aspect
+    categories: ``categories`` lists them). Thread-safe."""
 
-    def __init__(self, predictor: Predictor) -> None:
+    def __init__(self, predictor: Predictor | CategoryPredictor) -> None:
         self.predictor = predictor
+
+    @property
+    def categories(self) -> list[str] | None:
+        """A category model's categories; None for a model of aspect terms."""
+        p = self.predictor
+        return list(p.categories) if isinstance(p, CategoryPredictor) else None
 
     @property
     def labels(self) -> list[str]:
@@ -42,14 +55,38 @@ class Classifier:
         return f"Classifier({self.predictor.model_id}, {self.predictor.runtime.model_dir})"
 
     def __call__(
-        self, text: str, aspects: Sequence[AspectInput], *, explain: bool = False
-    ) -> list[AspectPrediction]:
+        self,
+        text: str,
+        aspects: Sequence[AspectInput] | None = None,
+        *,
+        categories: Sequence[str] | None = None,
+        explain: bool = False,
+    ) -> list[Any]:
         """One result per aspect occurrence: a term found twice gives two results, each with
-        its own span; pin one with ``{"term", "start", "end"}``. ``explain`` adds the
-        attention over the words. Bad input raises ``absa.errors.InputError``."""
-        if isinstance(aspects, str):
-            aspects = [aspects]
-        return self.predictor(text, aspects, explain=explain)
+        its own span; pin one with ``{"term", "start", "end"}``. A category model takes
+        ``categories`` instead and answers one ``CategoryPrediction`` per category.
+        ``explain`` adds the attention over the words. Bad input raises
+        ``absa.errors.InputError``."""
+        asked = self._asked(aspects, categories)
+        return self.predictor(text, asked, explain=explain)  # type: ignore[arg-type]
+
+    def _asked(self, aspects: Any, categories: Any, where: str = "") -> Sequence[Any]:
+        """What a call asks for, checked against the kind of model loaded."""
+        if (aspects is None) == (categories is None):
+            raise InputError(f"{where}give either aspects or categories, not both")
+        is_category = isinstance(self.predictor, CategoryPredictor)
+        if is_category and aspects is not None:
+            raise InputError(f"{where}this is an aspect-category model: ask with categories")
+        if not is_category and categories is not None:
+            raise InputError(
+                f"{where}this is an aspect-term model: ask with aspects, or load a category model"
+            )
+        asked = aspects if aspects is not None else categories
+        if isinstance(asked, str):
+            asked = [asked]
+        if not isinstance(asked, Sequence):
+            raise InputError(f"{where}aspects or categories must be a list")
+        return asked
 
     def batch(
         self,
@@ -57,15 +94,16 @@ class Classifier:
         *,
         batch_size: int = 64,
         explain: bool = False,
-    ) -> list[list[AspectPrediction]]:
-        """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs. Items are
+    ) -> list[list[Any]]:
+        """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs (a
+        category model: ``{"text", "categories"}`` or ``(text, categories)``). Items are
         encoded, then run ``batch_size`` aspects per onnxruntime call; the answer keeps the
         order of ``items``. A bad item raises ``InputError`` naming its index."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         prepared = [self._prepare(i, item, explain) for i, item in enumerate(items)]
-        answers: list[list[AspectPrediction]] = []
-        chunk: list[Prepared] = []
+        answers: list[list[Any]] = []
+        chunk: list[Any] = []
         size = 0
         for p in prepared:
             if chunk and size + len(p.items) > batch_size:
@@ -77,28 +115,34 @@ class Classifier:
             answers.extend(self.predictor.predict_many(chunk))
         return answers
 
-    def _prepare(self, i: int, item: Any, explain: bool) -> Prepared:
+    def _prepare(self, i: int, item: Any, explain: bool) -> Any:
         where = f"items[{i}]: "
         if isinstance(item, Mapping):
-            text, aspects = item.get("text"), item.get("aspects")
+            text, aspects, categories = (
+                item.get("text"),
+                item.get("aspects"),
+                item.get("categories"),
+            )
         elif isinstance(item, tuple) and len(item) == 2:
-            text, aspects = item
+            text, asked = item  # the aspects, or for a category model the categories
+            aspects, categories = (None, asked) if self.categories is not None else (asked, None)
         else:
-            raise InputError(f"{where}an item is {{'text', 'aspects'}} or (text, aspects)")
+            raise InputError(
+                f"{where}an item is {{'text', 'aspects' | 'categories'}} or (text, aspects)"
+            )
         if not isinstance(text, str):
             raise InputError(f"{where}text must be a string")
-        if isinstance(aspects, str):
-            aspects = [aspects]
-        if not isinstance(aspects, Sequence):
-            raise InputError(f"{where}aspects must be a list")
-        return self.predictor.preprocess(text, aspects, explain, where)
+        return self.predictor.preprocess(
+            text, self._asked(aspects, categories, where), explain, where
+        )
 
 
 def load(model: str | Path | None = None, *, device: str = "auto", threads: int = 0) -> Classifier:
     """A classifier for ``model``: an artifact directory, or a registry directory (its
     current version). Without one: what the settings point at (``ABSA_REGISTRY``'s current
     version, ``ABSA_MODEL_DIR``), else the model shipped in the package. The artifact is
-    verified (checksum, recorded parity) as the service does at start-up."""
+    verified (checksum, recorded parity) as the service does at start-up. A category
+    model's artifact (``task: category``) gives a classifier of aspect categories."""
     from absa.model.registry import Registry
 
     if model is None:
@@ -109,5 +153,7 @@ def load(model: str | Path | None = None, *, device: str = "auto", threads: int 
         path = Path(model)
         if Registry.looks_like(path):
             path = Registry(path).current_path()
-    runtime = Runtime.load(path, device=device, threads=threads)
+    runtime = Runtime.load(path, device=device, threads=threads, task=None)
+    if runtime.task == CATEGORY:
+        return Classifier(CategoryPredictor(runtime))
     return Classifier(Predictor(runtime))

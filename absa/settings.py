@@ -17,6 +17,11 @@ class Settings(BaseSettings):
         None, description="artifact directory (default: the shipped model)"
     )
     registry: Path | None = Field(None, description="serve the registry's current version instead")
+    category_model: Path | None = Field(
+        None,
+        description="an aspect-category artifact served next to the term model: /v1/predict "
+        "with categories instead of aspects (default: none, categories refused)",
+    )
     reload_interval_s: float = Field(
         0.0, ge=0.0, description="poll the registry; 0 = only on /admin/reload"
     )

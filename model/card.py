@@ -30,13 +30,33 @@ INTENDED_USE = (
 )
 
 
-def limits(max_len: int | None = 128, domains: str | None = None) -> list[str]:
-    """The limits every model of this project shares (a list of Markdown bullet texts)."""
+CATEGORY_USE = (
+    "Classify the sentiment (negative / neutral / positive) a short English review sentence "
+    "expresses towards an aspect category the caller names from the model's list (e.g. "
+    "'food' or 'service' in 'The fries were soggy but the staff was lovely'), whether or not "
+    "the sentence names the aspect; with the attention over the words as a hint of what the "
+    "answer rests on. Meant for aggregate analysis of many reviews, not for decisions about "
+    "a person."
+)
+
+
+def limits(
+    max_len: int | None = 128, domains: str | None = None, category: bool = False
+) -> list[str]:
+    """The limits every model of this project shares (a list of Markdown bullet texts);
+    ``category``: those of an aspect-category model."""
     trained_on = domains or "the domains of its training data"
+    finds = (
+        "It does not find which categories a sentence talks about: the caller names them, "
+        "from the model's list; a category the sentence does not mention still gets a label."
+        if category
+        else "It does not find aspects: the caller names them (a term, or a term pinned to its "
+        "span). A term that occurs several times gets one answer per occurrence."
+    )
+    window = "the start of the text" if category else "the aspect"
     return [
-        "It does not find aspects: the caller names them (a term, or a term pinned to its "
-        "span). A term that occurs several times gets one answer per occurrence.",
-        f"Text is read in a window of {max_len or 128} tokens around the aspect; words "
+        finds,
+        f"Text is read in a window of {max_len or 128} tokens from {window}; words "
         "outside it are not seen.",
         "Words it never saw in training are out of vocabulary: they all read as one unknown word.",
         f"Accuracy holds on text like {trained_on}; on other domains (legal, medical, "
@@ -111,15 +131,23 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
     encoder = (
         "GloVe word vectors" if cfg.get("encoder", "embedding") == "embedding" else cfg["encoder"]
     )
+    category = metadata.get("task") == "category"
+    what = (
+        "An aspect-category sentiment model of the absa project: given a sentence and one of "
+        "its categories below, it answers"
+        if category
+        else "An aspect-level sentiment model of the absa project: given a sentence and an "
+        "aspect in it, it answers"
+    )
+    cats = metadata.get("categories") or []
     lines = [
         f"# {name} {version}",
         "",
-        "An aspect-level sentiment model of the absa project: given a sentence and an aspect "
-        "in it, it answers one of the labels below with probabilities, and the attention "
-        "over the words.",
+        f"{what} one of the labels below with probabilities, and the attention over the words.",
         "",
         f"- **Language**: {LANGUAGE}",
         f"- **Labels**: {', '.join(labels)}.",
+        *([f"- **Categories** (v_a: a learned vector each): {', '.join(cats)}."] if cats else []),
         f"- **Network**: preset `{metadata.get('preset')}`: "
         f"{'bidirectional ' if cfg.get('bidirectional') else ''}{str(cfg.get('cell', '?')).upper()}"
         f" (hidden {cfg.get('hidden_size', '?')}), {cfg.get('attention', '?')} aspect attention, "
@@ -130,11 +158,11 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         "",
         "## Intended use",
         "",
-        INTENDED_USE,
+        CATEGORY_USE if category else INTENDED_USE,
         "",
         "## Limits",
         "",
-        *[f"- {x}" for x in limits(max_len)],
+        *[f"- {x}" for x in limits(max_len, category=category)],
         "",
         "## Training data",
         "",

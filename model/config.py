@@ -13,6 +13,7 @@ Cell = Literal["lstm", "gru"]
 Attention = Literal["none", "additive", "scaled_dot", "bilinear", "dot"]
 Encoder = Literal["embedding", "transformer"]
 Summary = Literal["last", "aspect", "both"]
+AspectSource = Literal["terms", "category"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class ModelConfig:
     cell: Cell = "lstm"
     bidirectional: bool = False
     hidden_size: int = 300  # per direction
+    # v_a: the mean of the aspect term's word vectors ("terms"), or a learned embedding of
+    # one of ``categories`` ("category": the model takes a category id instead of a span)
+    aspect_source: AspectSource = "terms"
+    categories: tuple[str, ...] = ()
     # aspect: AE = aspect_in_input, AT = attention != "none", ATAE = both
     aspect_in_input: bool = True
     attention: Attention = "additive"
@@ -55,6 +60,24 @@ class ModelConfig:
             raise ValueError("the recurrent output size must divide by self_attention_heads")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
+        self._check_aspect_source()
+
+    def _check_aspect_source(self) -> None:
+        if self.aspect_source == "terms":
+            if self.categories:
+                raise ValueError("categories are for aspect_source='category' only")
+            return
+        if self.aspect_source != "category":
+            raise ValueError(f"aspect_source must be terms or category, not {self.aspect_source!r}")
+        if not self.categories or len(set(self.categories)) != len(self.categories):
+            raise ValueError("aspect_source='category' needs a list of distinct categories")
+        if self.summary != "last" or self.position_weighting:
+            # both need the aspect's span in the text, which a category does not have
+            raise ValueError("a category model needs summary='last' and no position_weighting")
+
+    @property
+    def is_category(self) -> bool:
+        return self.aspect_source == "category"
 
     @property
     def rnn_dim(self) -> int:
@@ -63,6 +86,7 @@ class ModelConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["labels"] = list(self.labels)
+        d["categories"] = list(self.categories)
         return d
 
     @classmethod
@@ -72,8 +96,9 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown model config keys: {sorted(unknown)}")
         d = dict(d)
-        if "labels" in d:
-            d["labels"] = tuple(d["labels"])
+        for key in ("labels", "categories"):
+            if key in d:
+                d[key] = tuple(d[key])
         return cls(**d)
 
     def save(self, path: Path) -> None:

@@ -34,9 +34,10 @@ from absa.errors import ParityError
 from absa.model import calibration
 from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_checksums, write_metadata
 from absa.model.card import write_card
+from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet, ExportWrapper
-from absa.model.runtime import INPUT_NAMES, Runtime
+from absa.model.runtime import Runtime
 from absa.model.text import Encoded, Pipeline, Token, collate
 
 __all__ = ["OPSET", "PARITY_ATOL", "LabelledSpan", "ParityError", "export"]
@@ -48,14 +49,11 @@ QUANTIZATIONS = (None, "int8")
 
 
 class LabelledSpan(Protocol):
-    """A dev example: ``text[start:end]`` is the aspect, ``label`` its gold label."""
+    """A dev example: ``text[start:end]`` is the aspect (a category model's examples give a
+    ``category`` instead), ``label`` its gold label."""
 
     @property
     def text(self) -> str: ...
-    @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
     @property
     def label(self) -> str: ...
 
@@ -80,7 +78,7 @@ def export(
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
     net = net.eval()
-    items = [pipeline.encode(e.text, e.start, e.end) for e in dev]
+    items = [encode_example(pipeline, e, model_config.categories) for e in dev]
     labels = list(model_config.labels)
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
@@ -93,14 +91,16 @@ def export(
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
         metadata = {
             "kind": KIND,
+            "task": CATEGORY if model_config.is_category else TERMS,
             "name": name,
             "version": version or datetime.now(UTC).strftime("%Y%m%d%H%M%S"),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "labels": labels,
+            **({"categories": list(model_config.categories)} if model_config.is_category else {}),
             "model_config": model_config.to_dict(),
             **provenance,
             "calibration": calib,
-            "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(INPUT_NAMES)},
+            "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(net.input_names)},
         }
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
@@ -121,15 +121,15 @@ def export(
     return metadata
 
 
-def _export_onnx(
-    net: torch.nn.Module, path: Path, self_attention: bool, temperature: float = 1.0
-) -> None:
+def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: float = 1.0) -> None:
     wrapper = ExportWrapper(net, temperature).eval()
     net.eval()  # export what serves: no dropout
-    dummy = collate([_dummy_item(5), _dummy_item(3)], pad_id=0)
-    args = tuple(torch.from_numpy(dummy[k]) for k in INPUT_NAMES)
+    names = net.input_names  # the third: aspect_mask (B, T) or category_ids (B,)
+    category = 0 if net.cfg.is_category else None
+    dummy = collate([_dummy_item(5, category), _dummy_item(3, category)], pad_id=0)
+    args = tuple(torch.from_numpy(dummy[k]) for k in names)
     outputs = ["probs", "attention"] + (["self_attention"] if self_attention else [])
-    axes = {k: {0: "batch", 1: "tokens"} for k in INPUT_NAMES}
+    axes = {k: {0: "batch"} if k == "category_ids" else {0: "batch", 1: "tokens"} for k in names}
     axes.update({"probs": {0: "batch"}, "attention": {0: "batch", 1: "tokens"}})
     if self_attention:
         axes["self_attention"] = {0: "batch", 2: "tokens", 3: "tokens_k"}
@@ -141,7 +141,7 @@ def _export_onnx(
             wrapper,
             args,
             str(path),
-            input_names=list(INPUT_NAMES),
+            input_names=list(names),
             output_names=outputs,
             dynamic_axes=axes,
             opset_version=OPSET,
@@ -150,8 +150,8 @@ def _export_onnx(
     net.eval()
 
 
-def _dummy_item(n: int) -> Encoded:
-    return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n)
+def _dummy_item(n: int, category: int | None) -> Encoded:
+    return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n, category)
 
 
 def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True) -> dict:
@@ -192,7 +192,7 @@ def _torch_logits(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: in
 
 def _ort_probs(directory: Path, items: Sequence[Encoded], batch: int) -> np.ndarray:
     """onnxruntime's probabilities on the artifact being built (its parity not yet recorded)."""
-    rt = Runtime.load(directory, device="cpu", require_parity=False)
+    rt = Runtime.load(directory, device="cpu", require_parity=False, task=None)
     return np.concatenate(
         [
             np.stack([o.probs for o in rt.run_batch(items[s : s + batch])])

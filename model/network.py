@@ -3,7 +3,9 @@
 One configurable network; every piece is chosen by ``ModelConfig``:
 
 - word vectors: an embedding table (GloVe) or a pretrained transformer encoder;
-- aspect vector v_a: the mean of the aspect tokens' vectors;
+- aspect vector v_a: the mean of the aspect tokens' vectors, or (``aspect_source=
+  "category"``, Wang et al.'s own task) a learned embedding of the aspect category, fed as
+  ``category_ids`` instead of ``aspect_mask``;
 - AE: v_a concatenated to every word input of the LSTM/GRU. For the GRU this puts
   v_a in the reset gate, the update gate and the candidate (each sees
   [h_{t-1}; x_t; v_a]);
@@ -226,7 +228,8 @@ class SelfAttention(nn.Module):
 
 
 class ABSANet(nn.Module):
-    """forward(input_ids, attention_mask, aspect_mask) -> (logits, attention, self_attention)."""
+    """forward(input_ids, attention_mask, aspect_mask | category_ids) -> (logits, attention,
+    self_attention). ``input_names`` are the graph inputs in the order the export uses."""
 
     def __init__(
         self,
@@ -243,6 +246,10 @@ class ABSANet(nn.Module):
             if encoder_path is None:
                 raise ValueError("a transformer encoder needs encoder_path")
             self.encoder = TransformerEncoder(cfg, encoder_path, pretrained_encoder)
+        # v_a of an aspect category: a learned vector per category, in the word vectors' space
+        self.category = (
+            nn.Embedding(len(cfg.categories), cfg.embed_dim) if cfg.is_category else None
+        )
         in_dim = cfg.embed_dim * (2 if cfg.aspect_in_input else 1)
         self.drop = nn.Dropout(cfg.dropout)
         self.rnn = MaskedRNN(cfg, in_dim)
@@ -254,20 +261,35 @@ class ABSANet(nn.Module):
             self.w_x = nn.Linear(d, d, bias=False)
         self.classifier = nn.Linear(d, len(cfg.labels))
 
+    @property
+    def input_names(self) -> tuple[str, str, str]:
+        aspect = "category_ids" if self.category is not None else "aspect_mask"
+        return ("input_ids", "attention_mask", aspect)
+
     def forward(
         self,
         input_ids: torch.Tensor,  # (B, T) int64
         attention_mask: torch.Tensor,  # (B, T) 1 = token, 0 = padding
-        aspect_mask: torch.Tensor,  # (B, T) 1 = aspect token
+        aspect_mask: torch.Tensor | None = None,  # (B, T) 1 = aspect token (term models)
         features: torch.Tensor | None = None,  # (B, T, E) cached encoder output (frozen encoder)
+        category_ids: torch.Tensor | None = None,  # (B,) int64 (category models)
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         cfg = self.cfg
         mask = attention_mask > 0
         b, t = input_ids.shape
         x = self.encoder(input_ids, attention_mask) if features is None else features  # (B, T, E)
-        am = (aspect_mask * attention_mask).to(x.dtype)  # (B, T)
-        n_asp = am.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
-        v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
+        if self.category is not None:
+            if category_ids is None:
+                raise ValueError("a category model needs category_ids")
+            am = torch.zeros_like(attention_mask, dtype=x.dtype)  # no span in the text
+            n_asp = torch.ones(b, 1, dtype=x.dtype, device=x.device)
+            v_a = self.category(category_ids).to(x.dtype)  # (B, E)
+        else:
+            if aspect_mask is None:
+                raise ValueError("an aspect-term model needs aspect_mask")
+            am = (aspect_mask * attention_mask).to(x.dtype)  # (B, T)
+            n_asp = am.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
+            v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
         inp = torch.cat([x, v_a.unsqueeze(1).expand(b, t, -1)], -1) if cfg.aspect_in_input else x
         h, h_n = self.rnn(self.drop(inp), mask)  # (B, T, D), (B, D)
         if cfg.summary != "last":  # the states over the aspect span (alone, or with the end)
@@ -278,8 +300,9 @@ class ABSANet(nn.Module):
         if cfg.positional:
             steps = torch.arange(t, device=x.device, dtype=x.dtype)
             h = h + sinusoid(steps, h.size(-1)).unsqueeze(0) * mask.unsqueeze(-1).to(h.dtype)
-            p_a = (am * steps.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # the aspect's position
-            v_a = v_a + sinusoid(p_a, v_a.size(-1))
+            if self.category is None:  # a category has no position in the text
+                p_a = (am * steps.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # the aspect's position
+                v_a = v_a + sinusoid(p_a, v_a.size(-1))
         self_w = None
         if self.self_attn is not None:
             h, self_w = self.self_attn(h, mask)
@@ -295,7 +318,9 @@ class ABSANet(nn.Module):
 
 class ExportWrapper(nn.Module):
     """What goes into ONNX: probabilities and attention, named and in a fixed order. The
-    probabilities are ``softmax(logits / temperature)`` (temperature scaling; 1: none)."""
+    inputs are positional here and keyed by ``net.input_names`` (a term model's third input
+    is ``aspect_mask``, a category model's ``category_ids``). The probabilities are
+    ``softmax(logits / temperature)`` (temperature scaling; 1: none)."""
 
     def __init__(self, net: ABSANet, temperature: float = 1.0) -> None:
         super().__init__()
@@ -303,8 +328,9 @@ class ExportWrapper(nn.Module):
         self.temperature = float(temperature)
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, aspect_mask: torch.Tensor
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, aspect: torch.Tensor
     ) -> tuple[torch.Tensor, ...]:
-        logits, alpha, self_w = self.net(input_ids, attention_mask, aspect_mask)
+        named = dict(zip(self.net.input_names, (input_ids, attention_mask, aspect), strict=True))
+        logits, alpha, self_w = self.net(**named)
         probs = torch.softmax(logits / self.temperature, dim=-1)  # (B, C)
         return (probs, alpha) if self_w is None else (probs, alpha, self_w)

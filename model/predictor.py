@@ -71,14 +71,23 @@ class AspectPrediction:
             "score": self.score,
             "scores": dict(self.scores),
         }  # by hand: dataclasses.asdict deep-copies, a cost on every request
-        if self.attention is not None:
-            out["attention"] = [
-                {"token": w.token, "start": w.start, "end": w.end, "weight": w.weight, "oov": w.oov}
-                for w in self.attention
-            ]
-        if self.self_attention is not None:
-            out["self_attention"] = [list(head) for head in self.self_attention]
-        return out
+        return add_explained(out, self.attention, self.self_attention)
+
+
+def add_explained(
+    out: dict[str, Any],
+    attention: list[WordWeight] | None,
+    self_attention: list[list[float]] | None,
+) -> dict[str, Any]:
+    """``out`` with the explain-only fields added where present."""
+    if attention is not None:
+        out["attention"] = [
+            {"token": w.token, "start": w.start, "end": w.end, "weight": w.weight, "oov": w.oov}
+            for w in attention
+        ]
+    if self_attention is not None:
+        out["self_attention"] = [list(head) for head in self_attention]
+    return out
 
 
 @dataclass(frozen=True)
@@ -107,8 +116,10 @@ def _pinned_fields(aspect: Any) -> tuple[str, int, int] | None:
     )
 
 
-class Predictor:
-    """A runtime and the limits to apply; thread-safe (it holds no per-call state)."""
+class RuntimeModel:
+    """A runtime and the limits to apply; thread-safe (it holds no per-call state). The
+    base of ``Predictor`` (aspect terms) and ``CategoryPredictor`` (aspect categories): each
+    adds ``preprocess`` (-> an object with ``items``) and ``postprocess``."""
 
     def __init__(self, runtime: Runtime, limits: Limits | None = None) -> None:
         self.runtime = runtime
@@ -123,18 +134,35 @@ class Predictor:
     def model_id(self) -> str:
         return f"{self.metadata.get('name')}:{self.metadata.get('version')}"
 
+    def forward(self, items: Sequence[Encoded]) -> list[Output]:
+        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call)."""
+        return self.runtime.run(items)
+
+    def postprocess(self, prepared: Any, outputs: Sequence[Output]) -> list:
+        raise NotImplementedError
+
+    def predict_many(self, prepared: Sequence[Any]) -> list[list]:
+        """Several prepared requests in one forward pass (the runtime batches them)."""
+        outputs = self.forward([it for p in prepared for it in p.items])
+        answers, k = [], 0
+        for p in prepared:
+            answers.append(self.postprocess(p, outputs[k : k + len(p.items)]))
+            k += len(p.items)
+        return answers
+
+    def warmup(self) -> None:
+        self.runtime.warmup()
+
+
+class Predictor(RuntimeModel):
+    """Aspect terms: a runtime of a term model and the limits to apply; thread-safe."""
+
     # ------------------------------------------------------------------ preprocess
 
     def resolve(self, text: str, aspects: Sequence[AspectInput], where: str = "") -> list[Span]:
         """Every aspect's span(s): a term found several times gives each occurrence."""
         lim = self.limits
-        if not text.strip():
-            raise InputError(f"{where}text is empty")
-        if lim.max_text_chars is not None and len(text) > lim.max_text_chars:
-            raise LimitError(
-                f"{where}text has {len(text)} characters; the limit is {lim.max_text_chars}"
-            )
-        check_unicode(text, "the text", where)
+        check_text(text, lim, where)
         if not aspects:
             raise InputError(
                 f"{where}aspects is empty: name at least one aspect term (aspect extraction "
@@ -177,12 +205,6 @@ class Predictor:
         spans = self.resolve(text, aspects, where)
         return Prepared(text, spans, self.encode(text, spans, where), explain)
 
-    # ------------------------------------------------------------------ forward
-
-    def forward(self, items: Sequence[Encoded]) -> list[Output]:
-        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call)."""
-        return self.runtime.run(items)
-
     # ------------------------------------------------------------------ postprocess
 
     def postprocess(self, prepared: Prepared, outputs: Sequence[Output]) -> list[AspectPrediction]:
@@ -192,25 +214,7 @@ class Predictor:
         ]
 
     def _prediction(self, span: Span, out: Output, explain: bool) -> AspectPrediction:
-        scores = {lab: round(float(p), 6) for lab, p in zip(self.labels, out.probs, strict=True)}
-        best = int(np.argmax(out.probs))
-        attention = self_attention = None
-        if explain:
-            merged = words(out)
-            attention = [WordWeight(t.text, t.start, t.end, round(w, 6), u) for t, w, u in merged]
-            if out.self_attention is not None:
-                self_attention = _aspect_rows(out)
-        label = self.labels[best]
-        return AspectPrediction(
-            span.term,
-            span.start,
-            span.end,
-            label,
-            scores[label],
-            scores,
-            attention,
-            self_attention,
-        )
+        return AspectPrediction(span.term, span.start, span.end, *scored(self.labels, out, explain))
 
     # ------------------------------------------------------------------ all three
 
@@ -220,17 +224,34 @@ class Predictor:
         prepared = self.preprocess(text, aspects, explain)
         return self.postprocess(prepared, self.forward(prepared.items))
 
-    def predict_many(self, prepared: Sequence[Prepared]) -> list[list[AspectPrediction]]:
-        """Several prepared requests in one forward pass (the runtime batches them)."""
-        outputs = self.forward([it for p in prepared for it in p.items])
-        answers, k = [], 0
-        for p in prepared:
-            answers.append(self.postprocess(p, outputs[k : k + len(p.items)]))
-            k += len(p.items)
-        return answers
 
-    def warmup(self) -> None:
-        self.runtime.warmup()
+def check_text(text: str, limits: Limits, where: str = "") -> None:
+    """InputError for an empty text or one with lone surrogates, LimitError past the limit."""
+    if not text.strip():
+        raise InputError(f"{where}text is empty")
+    if limits.max_text_chars is not None and len(text) > limits.max_text_chars:
+        raise LimitError(
+            f"{where}text has {len(text)} characters; the limit is {limits.max_text_chars}"
+        )
+    check_unicode(text, "the text", where)
+
+
+#: label, score, scores, attention, self-attention: what every kind of prediction answers
+Scored = tuple[str, float, dict[str, float], list[WordWeight] | None, list[list[float]] | None]
+
+
+def scored(labels: Sequence[str], out: Output, explain: bool) -> Scored:
+    """The winning label, its probability, every label's, and with ``explain`` the attention
+    per word (and the self-attention rows of the aspect's words, for models that have it)."""
+    scores = {lab: round(float(p), 6) for lab, p in zip(labels, out.probs, strict=True)}
+    label = labels[int(np.argmax(out.probs))]
+    attention = self_attention = None
+    if explain:
+        merged = words(out)
+        attention = [WordWeight(t.text, t.start, t.end, round(w, 6), u) for t, w, u in merged]
+        if out.self_attention is not None:
+            self_attention = _aspect_rows(out)
+    return label, scores[label], scores, attention, self_attention
 
 
 def _aspect_rows(out: Output) -> list[list[float]]:

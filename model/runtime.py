@@ -16,11 +16,13 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
+from absa.model.categories import TERMS, check_task, encode_category, task_of
 from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
 
-INPUT_NAMES = ("input_ids", "attention_mask", "aspect_mask")
+INPUT_NAMES = ("input_ids", "attention_mask", "aspect_mask")  # a term model's (a category
+# model's third input is category_ids: ABSANet.input_names)
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "artifacts" / "default"
 
 
@@ -66,7 +68,11 @@ class Runtime:
         self.pipeline = pipeline
         self.session = session
         self.labels: list[str] = list(metadata["labels"])
+        self.task = task_of(metadata)
+        self.categories: list[str] = list(metadata.get("categories") or [])
         self.max_batch = max_batch
+        # fed by name from what the graph declares, never by position
+        self.input_names = [i.name for i in session.get_inputs()]
         self.output_names = [o.name for o in session.get_outputs()]
         self.providers = session.get_providers()
 
@@ -78,12 +84,17 @@ class Runtime:
         threads: int = 0,
         max_batch: int = 64,
         require_parity: bool = True,
+        task: str | None = TERMS,
     ) -> Runtime:
         """Verify the artifact, then open an onnxruntime session on it. ``threads`` 0 leaves
-        onnxruntime's default; ``require_parity`` is off only for export's own check."""
+        onnxruntime's default; ``require_parity`` is off only for export's own check;
+        ``task`` is the model kind the caller serves ("terms" or "category"; None: either),
+        so a category model is never served as a term model nor the other way round."""
         import onnxruntime as ort
 
         art = artifact.load(model_dir, require_parity=require_parity)
+        if task is not None:
+            check_task(art.metadata, task, model_dir)
         providers = choose_providers(device, ort.get_available_providers())
         opts = ort.SessionOptions()
         if threads > 0:
@@ -118,10 +129,16 @@ class Runtime:
     def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded:
         return self.pipeline.encode_span(tok, start, end)
 
+    def encode_category(self, text: str, category: int) -> Encoded:
+        return encode_category(self.pipeline, text, category)
+
     def run_batch(self, items: Sequence[Encoded]) -> list[Output]:
         """One session call on one padded batch."""
-        feeds = collate(items, self.pipeline.pad_id)
-        outs = self.session.run(None, feeds)
+        batch = collate(items, self.pipeline.pad_id)
+        missing = [k for k in self.input_names if k not in batch]
+        if missing:
+            raise ValueError(f"the {self.task} model needs {missing}; the items do not give it")
+        outs = self.session.run(None, {k: batch[k] for k in self.input_names})
         named = dict(zip(self.output_names, outs, strict=True))
         probs, attn, selfw = named["probs"], named["attention"], named.get("self_attention")
         unk = self.pipeline.unk_id
@@ -148,7 +165,10 @@ class Runtime:
         return np.stack([o.probs for o in outs]) if outs else np.zeros((0, len(self.labels)))
 
     def warmup(self) -> None:
-        self.run([self.encode("The food was great .", 4, 8)] * 2)
+        if self.task == TERMS:
+            self.run([self.encode("The food was great .", 4, 8)] * 2)
+        else:
+            self.run([self.encode_category("The food was great .", 0)] * 2)
 
 
 def words(output: Output) -> list[tuple[Token, float, bool]]:

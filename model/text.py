@@ -8,7 +8,8 @@ Two pipelines share one interface:
   loaded with the light ``tokenizers`` package.
 
 Both yield ``Encoded`` items that ``collate`` pads into the three model inputs
-``input_ids``, ``attention_mask`` and ``aspect_mask`` (all int64, shape (B, T)).
+``input_ids``, ``attention_mask`` and ``aspect_mask`` (all int64, shape (B, T)), plus
+``category_ids`` (int64, (B,)) for items of an aspect-category model.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Encoded:
     ids: list[int]
     aspect_mask: list[int]
     tokens: list[Token]  # the tokens the ids stand for (special tokens have empty spans)
+    category: int | None = None  # the aspect category's id (category models; no span then)
 
 
 @dataclass(frozen=True)
@@ -209,9 +211,13 @@ def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
 
 
 def collate(items: Sequence[Encoded], pad_id: int = 0) -> dict[str, np.ndarray]:
-    """Right-pad a batch into the model inputs, each int64 of shape (B, T)."""
+    """Right-pad a batch into the model inputs, each int64 of shape (B, T); items with a
+    category also give ``category_ids`` (B,). A batch mixes no terms with categories."""
     if not items:
         raise ValueError("empty batch")
+    with_category = sum(e.category is not None for e in items)
+    if with_category not in (0, len(items)):
+        raise ValueError("a batch mixes aspect-term items with aspect-category items")
     t = max(len(e.ids) for e in items)
     ids = np.full((len(items), t), pad_id, dtype=np.int64)
     attn = np.zeros((len(items), t), dtype=np.int64)
@@ -221,4 +227,7 @@ def collate(items: Sequence[Encoded], pad_id: int = 0) -> dict[str, np.ndarray]:
         ids[i, :n] = e.ids
         attn[i, :n] = 1
         asp[i, :n] = e.aspect_mask
-    return {"input_ids": ids, "attention_mask": attn, "aspect_mask": asp}
+    out = {"input_ids": ids, "attention_mask": attn, "aspect_mask": asp}
+    if with_category:
+        out["category_ids"] = np.array([e.category for e in items], dtype=np.int64)
+    return out

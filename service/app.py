@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from absa.service import docs, errors
 from absa.service.engine import BatchEngine
 from absa.service.metrics import Metrics
-from absa.service.reloader import Reloader, load_predictor
+from absa.service.reloader import Reloader, load_category_predictor, load_predictor
 from absa.service.routes import admin, ops, predict
 from absa.settings import Settings
 
@@ -166,6 +166,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         meta = predictor.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
+        if settings.category_model is not None:
+            app.state.category_model = load_category_predictor(settings, settings.category_model)
+            log.info("categories: serving %s", settings.category_model)
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
         app.state.ready = True
@@ -190,6 +193,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.ready = False
+    app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
     app.include_router(predict.router)
     app.include_router(ops.router)
     app.mount("/static", StaticFiles(directory=ops.STATIC), name="static")

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from absa.errors import ShuttingDown
+from absa.model.category_predictor import CategoryPredictor
 from absa.service.engine import BatchEngine
 from absa.service.metrics import Metrics
 from absa.settings import Settings
@@ -31,6 +32,12 @@ async def get_engine(request: Request) -> BatchEngine:
     return engine
 
 
+async def get_category_model(request: Request) -> CategoryPredictor | None:
+    """The aspect-category model (``ABSA_CATEGORY_MODEL``), or None where none is served."""
+    return getattr(request.app.state, "category_model", None)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 EngineDep = Annotated[BatchEngine, Depends(get_engine)]
+CategoryModelDep = Annotated[CategoryPredictor | None, Depends(get_category_model)]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from absa.errors import LimitError, Overloaded, ShuttingDown
-from absa.model.predictor import Predictor
+from absa.model.predictor import Predictor, RuntimeModel
 from absa.model.runtime import Output
 from absa.model.text import Encoded
 from absa.service.metrics import Metrics
@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 @dataclass
 class _Job:
-    model: Predictor
+    model: RuntimeModel  # the term model, or the category model (ABSA_CATEGORY_MODEL)
     items: list[Encoded]
     future: asyncio.Future = field(repr=False)
     taken: int = 0  # items handed to the model so far (a job runs in slices)
@@ -135,7 +135,7 @@ class BatchEngine:
             self.metrics.rejected.inc(n)
             raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")
 
-    async def submit(self, model: Predictor, items: list[Encoded]) -> list[Output]:
+    async def submit(self, model: RuntimeModel, items: list[Encoded]) -> list[Output]:
         if not items:
             self.admit(0)  # still refused while shutting down
             return []

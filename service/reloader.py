@@ -27,6 +27,8 @@ import uuid
 from pathlib import Path
 
 from absa.errors import ArtifactError, RegistryError
+from absa.model.categories import CATEGORY
+from absa.model.category_predictor import CategoryPredictor
 from absa.model.predictor import Limits, Predictor
 from absa.model.registry import atomic_write_json
 from absa.model.runtime import Runtime
@@ -40,13 +42,27 @@ SYNC_INTERVAL_S = 0.25
 
 
 def load_predictor(settings: Settings, path: Path) -> Predictor:
-    """Open, verify (absa.model.artifact.load) and warm the artifact at ``path``."""
+    """Open, verify (absa.model.artifact.load) and warm the artifact at ``path``: an
+    aspect-term model (a category model is refused, with the reason)."""
     s = settings
     runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size)
-    limits = Limits(max_text_chars=s.max_text_chars, max_aspects=s.max_aspects)
-    predictor = Predictor(runtime, limits)
+    predictor = Predictor(runtime, _limits(s))
     predictor.warmup()
     return predictor
+
+
+def load_category_predictor(settings: Settings, path: Path) -> CategoryPredictor:
+    """The aspect-category model (``ABSA_CATEGORY_MODEL``), verified and warmed the same way;
+    an aspect-term model is refused. Loaded once at start-up (no hot reload)."""
+    s = settings
+    runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size, task=CATEGORY)
+    predictor = CategoryPredictor(runtime, _limits(s))
+    predictor.warmup()
+    return predictor
+
+
+def _limits(s: Settings) -> Limits:
+    return Limits(max_text_chars=s.max_text_chars, max_aspects=s.max_aspects)
 
 
 class Reloader:

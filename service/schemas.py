@@ -30,6 +30,7 @@ from pydantic import (
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    model_validator,
 )
 
 #: the longest aspect term accepted (characters); a longer one is refused before any work
@@ -41,6 +42,9 @@ class Strict(BaseModel):
 
 
 Term = Annotated[StrictStr, Field(min_length=1, max_length=MAX_TERM_CHARS)]
+
+
+Category = Annotated[StrictStr, Field(min_length=1, max_length=MAX_TERM_CHARS)]
 
 
 class AspectSpan(Strict):
@@ -55,17 +59,37 @@ class PredictRequest(Strict):
         description="the sentence or review",
         examples=["The fries were soggy but the burger was great"],
     )
-    aspects: list[Term | AspectSpan] = Field(
+    aspects: list[Term | AspectSpan] | None = Field(
+        None,
         min_length=1,
         description=(
             "aspect terms: a string is looked up in the text (case-insensitive, whole words "
-            "first) and EVERY occurrence gets a result with its own span; an object pins one span"
+            "first) and EVERY occurrence gets a result with its own span; an object pins one "
+            "span. Give aspects or categories, not both"
         ),
         examples=[["burger", "fries"]],
+    )
+    categories: list[Category] | None = Field(
+        None,
+        min_length=1,
+        description="aspect categories (one of the category model's, see /v1/model): one "
+        "result per category; needs a category model (ABSA_CATEGORY_MODEL)",
+        examples=[["food", "service"]],
     )
     explain: StrictBool = Field(
         False, description="also return the attention weights over the words"
     )
+
+    @model_validator(mode="after")
+    def _aspects_or_categories(self) -> PredictRequest:
+        if (self.aspects is None) == (self.categories is None):
+            raise ValueError("give either aspects (terms in the text) or categories, not both")
+        return self
+
+    @property
+    def n_aspects(self) -> int:
+        """Items the request asks the model for (before repeated terms are expanded)."""
+        return len(self.aspects or self.categories or ())
 
 
 class ValidationIssue(BaseModel):
@@ -130,9 +154,19 @@ class AspectResult(BaseModel):
     )
 
 
+class CategoryResult(BaseModel):
+    category: str
+    label: str
+    score: float = Field(description="the winning label's probability")
+    scores: dict[str, float] = Field(description="every label's probability")
+    attention: list[TokenWeight] | None = Field(None, description="with explain: weight per word")
+
+
 class PredictResponse(BaseModel):
     model: str
-    results: list[AspectResult]
+    results: list[AspectResult] | list[CategoryResult] = Field(
+        description="one per aspect occurrence, or (a request with categories) per category"
+    )
 
 
 class ItemError(ErrorResponse):
@@ -183,3 +217,6 @@ class ModelInfo(BaseModel):
         None, description="temperature scaling and its ECE; absent for an uncalibrated model"
     )
     providers: list[str]
+    categories: list[str] | None = Field(
+        None, description="the category model's categories (ABSA_CATEGORY_MODEL), if any"
+    )

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ARTIFACT_EXAMPLES, ASPECTS, WORDS, synthetic_examples, tiny_preset
+from tests.helpers import (
+    ARTIFACT_EXAMPLES,
+    ASPECTS,
+    CATEGORY_TERMS,
+    OPINION,
+    WORDS,
+    category_examples,
+    synthetic_examples,
+    tiny_preset,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,6 +42,7 @@ def small_glove(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     words, matrix = load_glove()
     wanted = {"the", "was", "but", *ASPECTS, *(w for ws in WORDS.values() for w in ws)}
+    wanted |= {*OPINION.values(), *(t for ts in CATEGORY_TERMS.values() for t in ts)}
     index = {w: i for i, w in enumerate(words)}
     missing = wanted - set(index)
     assert not missing, f"the packaged GloVe lacks {missing}"
@@ -111,4 +121,28 @@ def artifact_v2(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
     out = tmp_path_factory.mktemp("service-artifacts") / "v2"
     export_run(trained_run, out, version="v2")
+    return out
+
+
+@pytest.fixture(scope="session")
+def category_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    """atae-lstm with a learned category embedding, trained on the synthetic category set
+    (dev = train). Do not modify it."""
+    from absa.training.categories import category_preset
+    from absa.training.category_readers import categories_of
+    from absa.training.train import fit
+
+    examples = category_examples()
+    preset = category_preset(tiny_preset("atae-lstm", small_glove), categories_of(examples))
+    run_dir = tmp_path_factory.mktemp("category-runs") / "run"
+    fit(examples, examples, preset, run_dir, progress=False, preset_name="atae-lstm")
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def category_artifact(category_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from absa.training.exporting import export_run
+
+    out = tmp_path_factory.mktemp("category-artifacts") / "c1"
+    export_run(category_run, out, name="categories", version="c1")
     return out

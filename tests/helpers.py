@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from absa.training.presets import Preset, get_preset
-from absa.training.records import Example
+from absa.training.records import CategoryExample, Example
 
 ASPECTS = ("food", "service", "pizza", "staff", "wine", "music", "decor", "price", "menu", "view")
 WORDS = {
@@ -105,3 +105,29 @@ def artifact_examples() -> list[Example]:
 
 
 ARTIFACT_EXAMPLES = artifact_examples()  # what the session's artifacts were trained on
+
+
+# aspect categories: each named by none of its words, so only a category embedding that
+# learns which words belong to it can fit the set
+CATEGORY_TERMS = {"food": ("pizza", "wine"), "service": ("staff", "waiter"), "ambience": ("music",)}
+
+
+def category_examples() -> list[CategoryExample]:
+    """ "the {t} was {w} but the {o} was {w'}" over terms of two different categories, asked
+    about both categories (their labels differ): 16 sentences, 32 examples."""
+    out: list[CategoryExample] = []
+    pairs = [
+        (ca, ta, cb, tb)
+        for ca, cb in itertools.permutations(CATEGORY_TERMS, 2)
+        for ta in CATEGORY_TERMS[ca]
+        for tb in CATEGORY_TERMS[cb]
+    ]
+    for i, (ca, ta, cb, tb) in enumerate(pairs):
+        label = LABEL_CYCLE[i % 3]
+        other = {"positive": "negative", "negative": "positive"}.get(
+            label, ("positive", "negative")[i % 2]
+        )
+        text = f"the {ta} was {OPINION[label]} but the {tb} was {OPINION[other]}"
+        out.append(CategoryExample(text, ca, label, f"synthetic:{i}.0"))
+        out.append(CategoryExample(text, cb, other, f"synthetic:{i}.1"))
+    return out

@@ -4,6 +4,7 @@ Evaluating an artifact imports no torch."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from absa.model import artifact
 from absa.model.calibration import ECE_BINS, expected_calibration_error
 from absa.training import rundir
 from absa.training.metrics import classification_report
-from absa.training.records import Example
+from absa.training.records import Labelled
 
 
 def model_kind(model_dir: Path) -> str:
@@ -29,22 +30,35 @@ def model_kind(model_dir: Path) -> str:
     )
 
 
-def predict_examples(model_dir: Path, examples: Sequence[Example]) -> tuple[np.ndarray, list[str]]:
+def model_task(model_dir: Path) -> str:
+    """What a run or artifact classifies: "terms" or "category"."""
+    from absa.model.categories import task_of
+
+    if model_kind(model_dir) == "run":
+        cfg = json.loads((Path(model_dir) / rundir.MODEL_CONFIG).read_text())
+        return "category" if cfg.get("aspect_source") == "category" else "terms"
+    return task_of(artifact.read_metadata(model_dir))
+
+
+def predict_examples(model_dir: Path, examples: Sequence[Labelled]) -> tuple[np.ndarray, list[str]]:
     """Class probabilities (N, C) for the examples, and the label names."""
     if model_kind(model_dir) == "run":
         from absa.training.inference import encode_all, predict_probs
 
         run = rundir.load_run(model_dir)
-        probs = predict_probs(run.net, encode_all(run.pipeline, examples), run.pipeline.pad_id)
+        encoded = encode_all(run.pipeline, examples, run.model_config.categories)
+        probs = predict_probs(run.net, encoded, run.pipeline.pad_id)
         return probs, list(run.model_config.labels)
+    from absa.model.categories import encode_example
     from absa.model.runtime import Runtime
 
-    rt = Runtime.load(model_dir)
-    probs = rt.predict_proba([(e.text, e.start, e.end) for e in examples])
+    rt = Runtime.load(model_dir, task=model_task(model_dir))
+    outs = rt.run([encode_example(rt.pipeline, e, rt.categories) for e in examples])
+    probs = np.stack([o.probs for o in outs]) if outs else np.zeros((0, len(rt.labels)))
     return probs, list(rt.labels)
 
 
-def evaluate(model_dir: Path, examples: Sequence[Example]) -> dict:
+def evaluate(model_dir: Path, examples: Sequence[Labelled]) -> dict:
     """Accuracy, macro-F1, per-class scores, the confusion matrix and the expected
     calibration error (``ece``, 15 bins, of the probabilities as served) of a run or
     artifact. A run's probabilities are its network's: a temperature comes with export."""

@@ -9,19 +9,23 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from absa.model.categories import encode_example
 from absa.model.network import ABSANet
 from absa.model.text import Encoded, TextError, WordPiecePipeline, WordPipeline, collate
-from absa.training.records import DataError, Example
+from absa.training.records import CategoryExample, DataError, Example
 
 
 def encode_all(
-    pipeline: WordPipeline | WordPiecePipeline, examples: Sequence[Example]
+    pipeline: WordPipeline | WordPiecePipeline,
+    examples: Sequence[Example | CategoryExample],
+    categories: Sequence[str] = (),
 ) -> list[Encoded]:
-    """Every example encoded; a span the pipeline cannot encode is a DataError naming its source."""
+    """Every example encoded (a category example by its id in ``categories``); one the
+    pipeline cannot encode is a DataError naming its source."""
     out = []
     for e in examples:
         try:
-            out.append(pipeline.encode(e.text, e.start, e.end))
+            out.append(encode_example(pipeline, e, categories))
         except TextError as err:
             raise DataError(f"{e.source}: {err}") from None
     return out

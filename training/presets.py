@@ -160,8 +160,9 @@ def _override(obj: _Config, overrides: dict, what: str, source: str) -> _Config:
     bad = sorted(set(overrides) - known)
     if bad:
         raise ValueError(f"{source}: unknown {what} keys {bad}; known: {sorted(known)}")
-    if "labels" in overrides:
-        overrides = {**overrides, "labels": tuple(overrides["labels"])}
+    for key in ("labels", "categories"):
+        if key in overrides:
+            overrides = {**overrides, key: tuple(overrides[key])}
     return replace(obj, **overrides)
 
 

@@ -28,7 +28,7 @@ import io
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -293,6 +293,10 @@ def _as_offset(value: Any) -> int:
     raise ValueError
 
 
+#: turns one JSONL object into an example (or a drop, or a bad record) in the sink
+RecordHandler = Callable[[dict[str, Any], "_Sink", str, str], None]
+
+
 def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) -> None:
     """One JSONL object or CSV row (both as dicts) -> an example, a drop, or a bad record."""
     text = _pick(record, _TEXT_KEYS)
@@ -345,7 +349,9 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     sink.add(text, start, end, label, source, where)
 
 
-def _read_jsonl(text: str, sink: _Sink) -> None:
+def _read_jsonl(text: str, sink: _Sink, add: RecordHandler | None = None) -> None:
+    """Each line's object handed to ``add`` (default: an aspect-term record)."""
+    add = add or _add_record
     path = sink.path
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -359,7 +365,7 @@ def _read_jsonl(text: str, sink: _Sink) -> None:
         if not isinstance(record, dict):
             sink.bad(where, where, f"expected a JSON object, got {type(record).__name__}")
             continue
-        _add_record(record, sink, where, where)
+        add(record, sink, where, where)
 
 
 def _read_csv(text: str, sink: _Sink) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from absa.errors import DataError
 from absa.model.text import LABELS
 
-__all__ = ["DataError", "Example", "Invalid", "ReadResult"]
+__all__ = ["CategoryExample", "DataError", "Example", "Invalid", "Labelled", "ReadResult"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,25 @@ class Example:
 
 
 @dataclass(frozen=True)
+class CategoryExample:
+    """One labelled aspect category of a sentence (e.g. ``food``, ``LAPTOP#PRICE``): the
+    category need not be named in the text (implicit aspects)."""
+
+    text: str
+    category: str
+    label: str  # one of model.text.LABELS
+    source: str = ""  # "path:line" or "path:sentence id"
+
+    @property
+    def label_id(self) -> int:
+        return LABELS.index(self.label)
+
+
+#: a labelled example of either task: the training loop takes both
+Labelled = Example | CategoryExample
+
+
+@dataclass(frozen=True)
 class Invalid:
     source: str
     reason: str
@@ -37,5 +56,5 @@ class Invalid:
 
 @dataclass
 class ReadResult:
-    examples: list[Example] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)  # CategoryExample: category readers
     skipped: list[Invalid] = field(default_factory=list)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from absa.model.config import ModelConfig
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 from absa.training.presets import TrainConfig
-from absa.training.records import Example
+from absa.training.records import CategoryExample, Example, Labelled
 
 if TYPE_CHECKING:
     from absa.model.network import ABSANet
@@ -75,7 +75,7 @@ def write_run(
     model_config: ModelConfig,
     train_config: TrainConfig,
     pipeline: WordPipeline | WordPiecePipeline,
-    dev: Sequence[Example],
+    dev: Sequence[Labelled],
     history: list[dict],
     metrics: dict,
     info: dict,
@@ -101,16 +101,14 @@ def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> dict:
     return metrics
 
 
-def _write_examples(path: Path, examples: Sequence[Example]) -> None:
+def _write_examples(path: Path, examples: Sequence[Labelled]) -> None:
     with Path(path).open("w", encoding="utf-8") as f:
         for e in examples:
-            row = {
-                "text": e.text,
-                "aspect": e.term,
-                "start": e.start,
-                "end": e.end,
-                "label": e.label,
-            }
+            if isinstance(e, CategoryExample):
+                row: dict = {"text": e.text, "category": e.category, "label": e.label}
+            else:
+                row = {"text": e.text, "aspect": e.term, "start": e.start, "end": e.end}
+                row["label"] = e.label
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
@@ -138,17 +136,19 @@ def read_metrics(run_dir: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def read_dev_examples(run_dir: Path) -> list[Example]:
-    """The run's dev examples, in the order training saw them."""
+def read_dev_examples(run_dir: Path) -> list[Labelled]:
+    """The run's dev examples (aspect terms or categories), in the order training saw them."""
     path = Path(run_dir) / DEV
-    out = []
+    out: list[Labelled] = []
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if line.strip():
                 row = json.loads(line)
-                out.append(
-                    Example(row["text"], row["start"], row["end"], row["label"], f"{path}:{lineno}")
-                )
+                src = f"{path}:{lineno}"
+                if "category" in row:
+                    out.append(CategoryExample(row["text"], row["category"], row["label"], src))
+                else:
+                    out.append(Example(row["text"], row["start"], row["end"], row["label"], src))
     return out
 
 

@@ -41,7 +41,7 @@ from absa.training.inference import batches, cache_features, encode_all, predict
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version, environment
-from absa.training.records import DataError, Example
+from absa.training.records import DataError, Labelled
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,8 @@ class RunResult:
 
 
 def fit(
-    train: Sequence[Example],
-    dev: Sequence[Example] | None,
+    train: Sequence[Labelled],
+    dev: Sequence[Labelled] | None,
     preset: Preset,
     run_dir: Path,
     data_info: dict | None = None,
@@ -128,8 +128,8 @@ def seed_everything(seed: int) -> None:
 class Data:
     """The examples training uses, and how they came to be."""
 
-    train: list[Example]
-    dev: list[Example]
+    train: list[Labelled]
+    dev: list[Labelled]
     dev_source: str  # "file", or how dev was held out of train
     label_counts: dict[str, int]  # of train as given: before the split and augmentation
     augmented: int  # rule-made examples added to train
@@ -137,10 +137,12 @@ class Data:
 
 
 def prepare_data(
-    train: Sequence[Example], dev: Sequence[Example] | None, preset: Preset, device: torch.device
+    train: Sequence[Labelled], dev: Sequence[Labelled] | None, preset: Preset, device: torch.device
 ) -> Data:
     """Hold out dev when none is given, augment train, score train with the teacher."""
     tcfg = preset.train
+    if preset.model.is_category and (tcfg.augment > 0 or tcfg.teacher):
+        raise ValueError("augment and teacher are for aspect-term models, not categories")
     counts = {lab: 0 for lab in preset.model.labels}
     for e in train:
         counts[e.label] += 1
@@ -161,18 +163,18 @@ def prepare_data(
     return Data(list(train), list(dev), dev_source, counts, augmented, soft)
 
 
-def split_dev(examples: Sequence[Example], fraction: float, seed: int) -> tuple[list, list]:
+def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple[list, list]:
     """Hold out about ``fraction`` of train as dev, by whole sentences, fixed by ``seed``:
     examples of one sentence stay on one side, so dev never shares text with train."""
-    by_text: dict[str, list[Example]] = {}
+    by_text: dict[str, list[Labelled]] = {}
     for e in examples:
         by_text.setdefault(e.text, []).append(e)
     groups = list(by_text.values())
     rng = random.Random(seed)
     rng.shuffle(groups)
     target = max(1, round(len(examples) * fraction))
-    dev: list[Example] = []
-    train: list[Example] = []
+    dev: list[Labelled] = []
+    train: list[Labelled] = []
     for g in groups:
         (dev if len(dev) < target else train).extend(g)
     if not train:
@@ -184,7 +186,7 @@ def split_dev(examples: Sequence[Example], fraction: float, seed: int) -> tuple[
 
 
 def build_network(
-    preset: Preset, train: Sequence[Example], run_dir: Path, device: torch.device
+    preset: Preset, train: Sequence[Labelled], run_dir: Path, device: torch.device
 ) -> tuple[ModelConfig, Pipeline, ABSANet]:
     """The model config completed from the data, the text pipeline and the network."""
     mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, preset.train, train, run_dir)
@@ -195,7 +197,7 @@ def build_network(
 
 
 def build_pipeline(
-    mcfg: ModelConfig, tcfg: TrainConfig, train: Sequence[Example], run_dir: Path
+    mcfg: ModelConfig, tcfg: TrainConfig, train: Sequence[Labelled], run_dir: Path
 ) -> tuple[ModelConfig, Pipeline, torch.Tensor | None, Path | None]:
     """A transformer's WordPiece pipeline (its config kept with the run), or a vocabulary of
     the training words plus GloVe's most frequent, with its embedding matrix."""
@@ -230,7 +232,8 @@ class Inputs:
 
 
 def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device) -> Inputs:
-    enc_train, enc_dev = encode_all(pipe, data.train), encode_all(pipe, data.dev)
+    cats = net.cfg.categories
+    enc_train, enc_dev = encode_all(pipe, data.train, cats), encode_all(pipe, data.dev, cats)
     cache_train = cache_dev = None
     if net.cfg.encoder == "transformer" and net.cfg.freeze_embeddings:
         t0 = time.time()
@@ -409,7 +412,7 @@ def save_run(
     mcfg: ModelConfig,
     tcfg: TrainConfig,
     pipe: Pipeline,
-    dev: Sequence[Example],
+    dev: Sequence[Labelled],
     history: list[dict],
     best: EarlyStopping,
     info: dict,

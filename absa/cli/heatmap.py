@@ -24,6 +24,7 @@ def render(text: str, results: list[dict], color: bool) -> str:
             pos = w["end"]
         parts.append(text[pos:])
         scores = " ".join(f"{k}={v:.2f}" for k, v in r["scores"].items())
-        lines.append(f"{r['term']!r} [{r['start']}:{r['end']}] -> {r['label']} ({scores})")
+        what = f"{r['term']!r} [{r['start']}:{r['end']}]" if "term" in r else r["category"]
+        lines.append(f"{what} -> {r['label']} ({scores})")
         lines.append("  " + "".join(parts))
     return "\n".join(lines)

@@ -24,6 +24,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     flags = {
         "model_dir": args.model,
         "registry": args.registry,
+        "category_model": args.category_model,
         "host": args.host,
         "port": args.port,
         "workers": args.workers,
@@ -33,7 +34,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "threads": args.threads,
     }
     given = {k: v for k, v in flags.items() if v is not None}
-    servable(Settings(**given).model_path())  # a wrong --model: one line, before uvicorn
+    settings = Settings(**given)
+    servable(settings.model_path())  # a wrong --model: one line, before uvicorn
+    if settings.category_model is not None:
+        servable(settings.category_model)
     for key, value in flags.items():  # workers re-read settings from the environment
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)
@@ -86,6 +90,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from absa.settings import Settings
 
     device = args.device or Settings().device
+    if args.category:
+        return _predict_categories(args, device)
     predictor = Predictor(Runtime.load(servable(model_dir(args.model)), device=device))
     if args.input:
         if not args.output:
@@ -100,11 +106,31 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not args.text or not args.aspect:
         raise CLIError("give --text and at least one --aspect, or --input and --output")
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
+    return _print(args, predictor.model_id, results)
+
+
+def _predict_categories(args: argparse.Namespace, device: str) -> int:
+    """``--category``: the sentiment towards aspect categories, with a category model."""
+    from absa.model.categories import CATEGORY
+    from absa.model.category_predictor import CategoryPredictor
+    from absa.model.runtime import Runtime
+
+    if args.aspect or args.input:
+        raise CLIError("--category goes with --text only (not with --aspect or --input)")
+    if not args.text:
+        raise CLIError("--category needs --text")
+    path = servable(model_dir(args.model))
+    predictor = CategoryPredictor(Runtime.load(path, device=device, task=CATEGORY))
+    results = [r.to_dict() for r in predictor(args.text, args.category, explain=args.explain)]
+    return _print(args, predictor.model_id, results)
+
+
+def _print(args: argparse.Namespace, model_id: str, results: list[dict]) -> int:
     if args.explain:
         from absa.cli.heatmap import render
 
         sys.stderr.write(render(args.text, results, color=sys.stderr.isatty()) + "\n")
-    sys.stdout.write(json.dumps({"model": predictor.model_id, "results": results}) + "\n")
+    sys.stdout.write(json.dumps({"model": model_id, "results": results}) + "\n")
     return 0
 
 
@@ -145,6 +171,12 @@ def register(sub: Any) -> None:
         "--registry",
         help=setting_help("registry", "serve the registry's current version and follow it", "none"),
     )
+    s.add_argument(
+        "--category-model",
+        help=setting_help(
+            "category_model", "an aspect-category artifact to serve beside the model", "none"
+        ),
+    )
     s.add_argument("--host", help=setting_help("host", "address to listen on"))
     s.add_argument("--port", type=int, help=setting_help("port", "port to listen on"))
     s.add_argument("--workers", type=int, help=setting_help("workers"))
@@ -167,6 +199,12 @@ def register(sub: Any) -> None:
         "--aspect",
         action="append",
         help="an aspect term in --text; repeat for more (default: none)",
+    )
+    q.add_argument(
+        "--category",
+        action="append",
+        help="an aspect category (with a category model, e.g. food); repeat for more "
+        "(default: none)",
     )
     q.add_argument(
         "--input",

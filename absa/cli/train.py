@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("absa")
 
 
-def _read(paths: Sequence[str], skip_invalid: bool) -> ReadResult:
+def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:
+    from absa.training.category_readers import read_many_categories
     from absa.training.readers import read_many
 
-    res = read_many(paths, skip_invalid=skip_invalid)
+    reader = read_many_categories if task == "category" else read_many
+    res = reader(paths, skip_invalid=skip_invalid)
     if res.skipped:
         log.warning("skipped %d invalid records", len(res.skipped))
         for bad in res.skipped[:20]:
@@ -59,8 +61,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     }
     if over:
         preset = replace(preset, train=replace(preset.train, **over))
-    train = _read(args.train, args.skip_invalid)
-    dev = _read(args.dev, args.skip_invalid).examples if args.dev else None
+    task = args.task
+    train = _read(args.train, args.skip_invalid, task)
+    dev = _read(args.dev, args.skip_invalid, task).examples if args.dev else None
+    if task == "category":
+        from absa.training.categories import category_preset
+        from absa.training.category_readers import categories_of
+
+        preset = category_preset(preset, categories_of(train.examples))
     info = {
         "train": _data_info(args.train),
         "dev": _data_info(args.dev or []),
@@ -85,7 +93,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     reports: dict[str, dict] = {}
     for path in args.eval or []:
-        reports[path] = evaluate(result.run_dir, _read([path], args.skip_invalid).examples)
+        reports[path] = evaluate(result.run_dir, _read([path], args.skip_invalid, task).examples)
         log.info("%s\n%s", path, format_report(reports[path]))
     add_eval(result.run_dir, reports)
     dev_rep = result.dev
@@ -101,7 +109,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from absa.training.metrics import format_report
 
     model = model_dir(args.model)
-    examples = _read(args.data, args.skip_invalid).examples
+    from absa.training.evaluate import model_task
+
+    examples = _read(args.data, args.skip_invalid, model_task(model)).examples
     rep = evaluate(model, examples)
     rep["model"] = str(model)
     rep["data"] = list(args.data)
@@ -171,6 +181,14 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "--dev", nargs="+", help="dev files (default: a seeded 10%% of the training data)"
+    )
+    t.add_argument(
+        "--task",
+        choices=["terms", "category"],
+        default="terms",
+        help="terms: sentiment towards aspect terms in the text; category: towards aspect "
+        "categories (SemEval XML aspectCategories, or JSONL text/category/label), v_a a "
+        "learned vector per category (default: terms)",
     )
     g = t.add_mutually_exclusive_group()
     g.add_argument("--preset", help="a named preset, see `absa presets` (default: fast)")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from absa.service.deps import EngineDep, MetricsDep
+from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep
 from absa.service.schemas import ModelInfo
 
 router = APIRouter(tags=["operations"])
@@ -38,8 +38,9 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 @router.get("/v1/model", response_model=ModelInfo)
-async def model_info(engine: EngineDep) -> ModelInfo:
-    """The model being served: name, version, labels, metrics, calibration, creation time."""
+async def model_info(engine: EngineDep, category: CategoryModelDep) -> ModelInfo:
+    """The model being served: name, version, labels, metrics, calibration, creation time (and
+    the categories of the category model, where one is served)."""
     rt = engine.model.runtime
     meta = rt.metadata
     return ModelInfo(
@@ -51,6 +52,7 @@ async def model_info(engine: EngineDep) -> ModelInfo:
         metrics=public_metrics(meta.get("metrics") or {}),
         calibration=meta.get("calibration"),
         providers=rt.providers,
+        categories=None if category is None else category.categories,
     )
 
 

@@ -10,6 +10,7 @@ is serialized here, once (no response-model round trip).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,8 +18,9 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from absa.errors import InputError, LimitError
-from absa.model.predictor import Predictor, Prepared
-from absa.service.deps import EngineDep, MetricsDep, SettingsDep
+from absa.model.category_predictor import CategoryPredictor
+from absa.model.predictor import RuntimeModel
+from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_body, status_of, validation_body
 from absa.service.metrics import Metrics
 from absa.service.schemas import (
@@ -59,19 +61,34 @@ def _dumps(body: dict) -> bytes:
 
 
 def _heavy(reqs: list[PredictRequest]) -> bool:
-    return any(r.explain for r in reqs) or sum(len(r.aspects) for r in reqs) > HEAVY_ASPECTS
+    return any(r.explain for r in reqs) or sum(r.n_aspects for r in reqs) > HEAVY_ASPECTS
 
 
-def _count(predictor: Predictor, results: list[dict], metrics: Metrics) -> None:
+def _model(
+    req: PredictRequest, terms: RuntimeModel, category: CategoryPredictor | None
+) -> RuntimeModel:
+    """The model that answers ``req``: ``terms``, or for categories the category model
+    (InputError where the service has none)."""
+    if req.categories is None:
+        return terms
+    if category is None:
+        raise InputError(
+            "this service has no aspect-category model: ask with aspects, or start it "
+            "with ABSA_CATEGORY_MODEL=DIR"
+        )
+    return category
+
+
+def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
         metrics.aspects.labels(r["label"]).inc()
 
 
-def _explained(prepared: Prepared, budget: int, where: str = "") -> int:
+def _explained(prepared: Any, budget: int, where: str = "") -> int:
     """What is left of the explain budget after ``prepared``; LimitError past it."""
     if not prepared.explain:
         return budget
-    budget -= len(prepared.spans)
+    budget -= len(prepared.items)
     if budget < 0:
         raise LimitError(
             f"{where}too many aspects with explain in one request (the limit is the "
@@ -80,27 +97,34 @@ def _explained(prepared: Prepared, budget: int, where: str = "") -> int:
     return budget
 
 
-def _results(predictor: Predictor, prepared: Prepared, outputs: list) -> list[dict]:
+def _results(predictor: RuntimeModel, prepared: Any, outputs: list) -> list[dict]:
     out = []
     for p in predictor.postprocess(prepared, outputs):
         d = p.to_dict()
         d.setdefault("attention", None)  # the documented shape: present, null without explain
-        d.setdefault("self_attention", None)
+        if "term" in d:
+            d.setdefault("self_attention", None)
         out.append(d)
     return out
 
 
 @router.post("/predict", response_model=PredictResponse, responses=ERRORS)
 async def predict(
-    req: PredictRequest, engine: EngineDep, settings: SettingsDep, metrics: MetricsDep
+    req: PredictRequest,
+    engine: EngineDep,
+    category: CategoryModelDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
 ) -> Response:
-    """Sentiment of each aspect in the text, with probabilities (and attention with explain)."""
-    predictor = engine.model  # one model for the whole request, even across a hot reload
-    engine.admit(len(req.aspects))  # before any work: an overloaded server refuses at once
+    """Sentiment of each aspect in the text (or of each category, with ``categories``), with
+    probabilities (and attention with explain)."""
+    # one model for the whole request, even across a hot reload
+    predictor: Any = _model(req, engine.model, category)
+    engine.admit(req.n_aspects)  # before any work: an overloaded server refuses at once
     heavy = _heavy([req])
 
-    def prepare() -> Prepared:
-        p = predictor.preprocess(req.text, req.aspects, req.explain)
+    def prepare() -> Any:
+        p = predictor.preprocess(req.text, req.aspects or req.categories, req.explain)
         _explained(p, settings.max_explain_aspects)
         return p
 
@@ -112,24 +136,29 @@ async def predict(
         return results, _dumps({"model": predictor.model_id, "results": results})
 
     results, body = await engine.offload(answer) if heavy else answer()
-    _count(predictor, results, metrics)
+    _count(results, metrics)
     return JSONBytes(body)
 
 
 @router.post("/predict/batch", response_model=BatchResponse, responses=ERRORS)
 async def predict_batch(
-    req: BatchRequest, engine: EngineDep, settings: SettingsDep, metrics: MetricsDep
+    req: BatchRequest,
+    engine: EngineDep,
+    category: CategoryModelDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
 ) -> Response:
     """Several texts at once; the answer keeps the order of ``items``. An item that cannot be
-    answered gets ``{"error": {"status", "detail"}}`` in its place; the others are answered."""
+    answered gets ``{"error": {"status", "detail"}}`` in its place; the others are answered.
+    Items with ``categories`` go to the category model, the others to the term model."""
     if len(req.items) > settings.max_items:
         raise LimitError(f"{len(req.items)} items; the limit is {settings.max_items}")
-    predictor = engine.model
+    terms = engine.model
     valid = [it for it in req.items if isinstance(it, PredictRequest)]
-    engine.admit(sum(len(it.aspects) for it in valid))
+    engine.admit(sum(it.n_aspects for it in valid))
 
-    def prepare() -> list[Prepared | dict]:
-        out: list[Prepared | dict] = []
+    def prepare() -> list[tuple[RuntimeModel, Any] | dict]:
+        out: list[tuple[RuntimeModel, Any] | dict] = []
         budget = settings.max_explain_aspects
         for i, it in enumerate(req.items):
             if isinstance(it, InvalidItem):
@@ -137,34 +166,39 @@ async def predict_batch(
                 continue
             where = f"items[{i}]: "
             try:
-                p = predictor.preprocess(it.text, it.aspects, it.explain, where)
+                model: Any = _model(it, terms, category)
+                p = model.preprocess(it.text, it.aspects or it.categories, it.explain, where)
                 budget = _explained(p, budget, where)
             except InputError as e:
                 out.append({"error": {"status": status_of(e), **error_body(str(e))}})
                 continue
-            out.append(p)
+            out.append((model, p))
         return out
 
     heavy = _heavy(valid)
     prepared = await engine.offload(prepare) if heavy else prepare()
-    ok = [p for p in prepared if isinstance(p, Prepared)]
-    outputs = await engine.submit(predictor, [e for p in ok for e in p.items])
+    models = list(dict.fromkeys(e[0] for e in prepared if isinstance(e, tuple)))
+    jobs = [
+        [it for e in prepared if isinstance(e, tuple) and e[0] is m for it in e[1].items]
+        for m in models
+    ]
+    done = await asyncio.gather(*(engine.submit(m, j) for m, j in zip(models, jobs, strict=True)))
+    outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
     def answer() -> tuple[list[dict], bytes]:
         entries: list[dict[str, Any]] = []
         every: list[dict] = []
-        k = 0
-        for p in prepared:
-            if not isinstance(p, Prepared):
-                entries.append(p)
+        for e in prepared:
+            if not isinstance(e, tuple):
+                entries.append(e)
                 continue
-            n = len(p.items)
-            results = _results(predictor, p, outputs[k : k + n])
-            k += n
+            model, p = e
+            out = outputs[id(model)]
+            results = _results(model, p, [next(out) for _ in p.items])
             every += results
-            entries.append({"model": predictor.model_id, "results": results})
-        return every, _dumps({"model": predictor.model_id, "items": entries})
+            entries.append({"model": model.model_id, "results": results})
+        return every, _dumps({"model": terms.model_id, "items": entries})
 
     results, body = await engine.offload(answer) if heavy else answer()
-    _count(predictor, results, metrics)
+    _count(results, metrics)
     return JSONBytes(body)

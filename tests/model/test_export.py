@@ -121,7 +121,7 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
     assert meta["model_config"] == loaded.model_config.to_dict()
     # the provenance goes in as given, between the model's config and the graph
     assert list(meta) == [
-        *("kind", "name", "version", "created", "labels", "model_config"),
+        *("kind", "task", "name", "version", "created", "labels", "model_config"),
         *PROVENANCE,
         *("calibration", "onnx", "files", "parity"),
     ]

@@ -41,7 +41,7 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert meta["source_run"] == str(tiny_run)
     assert meta["model_config"] == run.model_config.to_dict()
     assert list(meta) == [
-        *("kind", "name", "version", "created", "labels", "model_config"),
+        *("kind", "task", "name", "version", "created", "labels", "model_config"),
         *("preset", "train", "train_config", "metrics", "code_version", "source_run"),
         *(
             "calibration",

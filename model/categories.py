@@ -1,0 +1,84 @@
+"""Aspect categories (Wang et al.'s own task): a model that takes a category id, not a span.
+
+A category model's artifact records ``task: "category"`` and its ``categories`` in
+metadata.json; a term model's records ``task: "terms"`` (older artifacts record none and
+are term models). ``check_task`` keeps each kind of model on its own path: a category model
+is never served as a term model, nor the other way round. No torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from absa.errors import ArtifactError, InputError
+from absa.model.text import Encoded, Pipeline, TextError
+
+#: the shipped restaurant category model (benchmarks/category_model.py builds it)
+SHIPPED_CATEGORY_MODEL = Path(__file__).resolve().parent / "artifacts" / "category"
+
+TERMS = "terms"
+CATEGORY = "category"
+TASKS = (TERMS, CATEGORY)
+
+
+class Categorised(Protocol):
+    """A labelled aspect-category example."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+
+
+def task_of(metadata: Mapping[str, object]) -> str:
+    """The task an artifact's metadata records (none recorded: an aspect-term model)."""
+    task = metadata.get("task", TERMS)
+    if task not in TASKS:
+        raise ArtifactError(f"unknown model task {task!r}; this code knows {', '.join(TASKS)}")
+    return str(task)
+
+
+def check_task(metadata: Mapping[str, object], expected: str, where: object) -> None:
+    """ArtifactError unless the artifact is a model for ``expected`` (terms or category)."""
+    task = task_of(metadata)
+    if task != expected:
+        what = {TERMS: "an aspect-term model", CATEGORY: "an aspect-category model"}
+        raise ArtifactError(
+            f"{where}: is {what[task]} (task {task!r}), but {what[expected]} is needed here"
+            + (" (serve it with ABSA_CATEGORY_MODEL)" if task == CATEGORY else "")
+        )
+
+
+def category_ids(categories: Sequence[str], wanted: Sequence[object], where: str = "") -> list[int]:
+    """The ids of the ``wanted`` categories; InputError naming the known ones otherwise."""
+    index = {c: i for i, c in enumerate(categories)}
+    out = []
+    for i, name in enumerate(wanted):
+        if not isinstance(name, str) or name not in index:
+            raise InputError(
+                f"{where}categories[{i}]: unknown category {name!r}; known: {', '.join(categories)}"
+            )
+        out.append(index[name])
+    return out
+
+
+def encode_category(pipeline: Pipeline, text: str, category: int) -> Encoded:
+    """A category model's item: the whole text (its first ``max_len`` tokens) and the id."""
+    if not text.strip():
+        raise TextError("text is empty")
+    enc = pipeline.encode(text, 0, len(text))  # a span over all of it: the window starts at 0
+    return replace(enc, aspect_mask=[0] * len(enc.ids), category=category)
+
+
+def encode_example(pipeline: Pipeline, example: object, categories: Sequence[str]) -> Encoded:
+    """A labelled example of either task encoded: a category example (``category``) by its
+    id in ``categories``, an aspect-term one (``text[start:end]``) by its span."""
+    category = getattr(example, "category", None)
+    if category is None:
+        return pipeline.encode(example.text, example.start, example.end)  # type: ignore[attr-defined]
+    if category not in categories:
+        raise TextError(f"category {category!r} is not one of the model's: {', '.join(categories)}")
+    return encode_category(pipeline, example.text, categories.index(category))  # type: ignore[attr-defined]

@@ -1,0 +1,86 @@
+"""``absa train --task category`` and the category paths of evaluate, export and predict,
+in-process on the synthetic category set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.model import artifact
+from tests.cli.test_train import tiny_config
+from tests.helpers import category_examples
+
+
+def write_categories(path: Path) -> Path:
+    rows = [{"text": e.text, "category": e.category, "label": e.label} for e in category_examples()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def last_json(capsys: pytest.CaptureFixture[str]) -> dict:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_train_evaluate_export_predict(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_categories(tmp_path / "train.categories.jsonl")
+    cfg = tiny_config(tmp_path / "cfg.json", small_glove)
+    run, art = tmp_path / "run", tmp_path / "art"
+    args = ["train", "--task", "category", "--train", str(data), "--dev", str(data)]
+    assert main([*args, "--config", str(cfg), "--out", str(run), "--quiet"]) == 0
+    config = json.loads((run / "model_config.json").read_text())
+    assert config["aspect_source"] == "category"
+    assert config["categories"] == ["ambience", "food", "service"]
+    dev = [json.loads(x) for x in (run / "dev.jsonl").read_text().splitlines()]
+    assert set(dev[0]) == {"text", "category", "label"}
+
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(run), "--data", str(data), "--json"]) == 0
+    from_run = last_json(capsys)
+    assert main(["export", "--run", str(run), "--out", str(art)]) == 0
+    assert artifact.load(art).metadata["task"] == "category"
+    assert main(["evaluate", "--model", str(art), "--data", str(data), "--json"]) == 0
+    from_art = last_json(capsys)
+    assert from_art["n"] == from_run["n"] == 32
+    assert from_art["accuracy"] == from_run["accuracy"]  # torch and onnxruntime agree
+
+    text = category_examples()[0].text
+    assert main(["predict", "--model", str(art), "--text", text, "--category", "food"]) == 0
+    (res,) = last_json(capsys)["results"]
+    assert res["category"] == "food" and res["label"] in ("negative", "neutral", "positive")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--category", "drinks"], "unknown category 'drinks'; known: ambience, food, service"),
+        (["--category", "food", "--aspect", "pizza"], "--category goes with --text only"),
+    ],
+)
+def test_predict_errors(
+    category_artifact: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["predict", "--model", str(category_artifact), "--text", "the pizza", *extra])
+    assert code != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_each_kind_of_model_refuses_the_other_request(
+    category_artifact: Path, artifact: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            ["predict", "--model", str(category_artifact), "--text", "the food", "--aspect", "food"]
+        )
+        != 0
+    )
+    assert "aspect-category model" in capsys.readouterr().err
+    assert (
+        main(["predict", "--model", str(artifact), "--text", "the food", "--category", "food"]) != 0
+    )
+    assert "is an aspect-term model" in capsys.readouterr().err

@@ -1,0 +1,43 @@
+"""The Python API with a category model: ``load`` picks the kind from the artifact,
+``clf(text, categories=[...])`` and ``clf.batch`` answer per category, and each kind of model
+refuses the other kind of question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from absa import load
+from absa.api import CategoryPrediction
+from absa.errors import InputError
+from tests.helpers import category_examples
+
+EXAMPLES = category_examples()
+
+
+def test_call_and_batch(category_artifact: Path) -> None:
+    clf = load(category_artifact, device="cpu")
+    assert clf.categories == ["ambience", "food", "service"]
+    a, b = EXAMPLES[0], EXAMPLES[1]
+    got = clf(a.text, categories=[a.category, b.category])
+    assert all(isinstance(p, CategoryPrediction) for p in got)
+    assert [(p.category, p.label) for p in got] == [(a.category, a.label), (b.category, b.label)]
+    batch = clf.batch([{"text": a.text, "categories": [a.category]}, (b.text, [b.category])])
+    assert [[p.label for p in ps] for ps in batch] == [[a.label], [b.label]]
+    assert clf(a.text, categories=a.category)[0].category == a.category  # one name alone
+
+
+def test_each_kind_refuses_the_other_question(category_artifact: Path, artifact: Path) -> None:
+    cats, terms = load(category_artifact, device="cpu"), load(artifact, device="cpu")
+    assert terms.categories is None
+    with pytest.raises(InputError, match="aspect-category model: ask with categories"):
+        cats("the food was great", ["food"])
+    with pytest.raises(InputError, match="aspect-term model"):
+        terms("the food was great", categories=["food"])
+    with pytest.raises(InputError, match="not both"):
+        cats("the food was great", ["food"], categories=["food"])
+    with pytest.raises(InputError, match=r"items\[0\]: give either"):
+        cats.batch([{"text": "the food was great"}])
+    with pytest.raises(InputError, match=r"items\[0\]: categories\[0\]: unknown category 'x'"):
+        cats.batch([("the food was great", ["x"])])

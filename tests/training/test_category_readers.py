@@ -1,0 +1,139 @@
+"""Readers of labelled aspect categories (training/category_readers.py): SemEval-2014 XML
+and JSONL, bad records named by file and line, ``conflict`` dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.training.category_readers import categories_of, read_categories, read_many_categories
+from absa.training.records import CategoryExample, DataError
+from tests.helpers import data_dir
+
+XML = """<?xml version="1.0" encoding="UTF-8"?>
+<sentences>
+    <sentence id="1">
+        <text>The pizza was great but the staff was rude.</text>
+        <aspectTerms><aspectTerm term="pizza" polarity="positive" from="4" to="9"/></aspectTerms>
+        <aspectCategories>
+            <aspectCategory category="food" polarity="positive"/>
+            <aspectCategory category="service" polarity="negative"/>
+        </aspectCategories>
+    </sentence>
+    <sentence id="2">
+        <text>We went there on a Sunday.</text>
+        <aspectCategories>
+            <aspectCategory category="anecdotes/miscellaneous" polarity="neutral"/>
+            <aspectCategory category="price" polarity="conflict"/>
+        </aspectCategories>
+    </sentence>
+    <sentence id="3"><text>No categories here.</text></sentence>
+</sentences>
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_xml(tmp_path: Path) -> None:
+    res = read_categories(write(tmp_path / "r.xml", XML))
+    path = str(tmp_path / "r.xml")
+    assert res.examples == [
+        CategoryExample(
+            "The pizza was great but the staff was rude.", "food", "positive", f"{path}:1"
+        ),
+        CategoryExample(
+            "The pizza was great but the staff was rude.", "service", "negative", f"{path}:1"
+        ),
+        CategoryExample(
+            "We went there on a Sunday.", "anecdotes/miscellaneous", "neutral", f"{path}:2"
+        ),
+    ]  # conflict dropped, the sentence without categories skipped
+    assert categories_of(res.examples) == ["anecdotes/miscellaneous", "food", "service"]
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (
+            'category="food" polarity="great"',
+            r"r\.xml: sentence 1 \(line 7\): unknown label 'great'",
+        ),
+        ('polarity="positive"', r"sentence 1 \(line 7\): missing or empty 'category'"),
+        ('category="food"', r"sentence 1 \(line 7\): category 'food' has no label"),
+    ],
+)
+def test_xml_bad_record(tmp_path: Path, bad: str, match: str) -> None:
+    text = XML.replace('category="food" polarity="positive"', bad)
+    with pytest.raises(DataError, match=match):
+        read_categories(write(tmp_path / "r.xml", text))
+    skipped = read_categories(write(tmp_path / "r.xml", text), skip_invalid=True)
+    assert len(skipped.examples) == 2 and len(skipped.skipped) == 1
+
+
+def test_malformed_xml_names_the_line(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"r\.xml:3: malformed XML"):
+        read_categories(write(tmp_path / "r.xml", "<sentences>\n<sentence>\n</sentences>"))
+
+
+def test_jsonl(tmp_path: Path) -> None:
+    rows = [
+        {"text": "the screen is great", "category": "DISPLAY#QUALITY", "label": "positive"},
+        {"text": "it died after a week", "category": "LAPTOP#QUALITY", "polarity": "-1"},
+    ]
+    path = write(tmp_path / "c.categories.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    res = read_categories(path)
+    assert [(e.category, e.label) for e in res.examples] == [
+        ("DISPLAY#QUALITY", "positive"),
+        ("LAPTOP#QUALITY", "negative"),
+    ]
+    assert res.examples[1].source == f"{path}:2"
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ('{"text": "x", "label": "positive"}', r"c\.jsonl:2: missing or empty 'category'"),
+        (
+            '{"text": "", "category": "A", "label": "positive"}',
+            r"c\.jsonl:2: missing or empty text",
+        ),
+        ('{"text": "x", "category": "A"', r"c\.jsonl:2: bad JSON"),
+        ('["x"]', r"c\.jsonl:2: expected a JSON object"),
+    ],
+)
+def test_jsonl_bad_line(tmp_path: Path, line: str, match: str) -> None:
+    good = '{"text": "ok", "category": "A", "label": "neutral"}'
+    with pytest.raises(DataError, match=match):
+        read_categories(write(tmp_path / "c.jsonl", f"{good}\n{line}\n"))
+
+
+def test_many_files_and_no_files(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.xml", XML)
+    assert len(read_many_categories([a, a]).examples) == 6
+    with pytest.raises(ValueError, match="no category files"):
+        read_many_categories([])
+    with pytest.raises(DataError, match="no such file"):
+        read_categories(tmp_path / "missing.xml")
+
+
+@pytest.mark.skipif(not (data_dir() / "semeval14").is_dir(), reason="benchmark data absent")
+def test_the_restaurant_categories() -> None:
+    """Wang et al.'s Table 1 (train): 2179 positive, 839 negative, 500 neutral."""
+    res = read_categories(data_dir() / "semeval14" / "xml" / "Restaurants_Train_v2.xml")
+    counts = {
+        lab: sum(e.label == lab for e in res.examples)
+        for lab in ("positive", "negative", "neutral")
+    }
+    assert counts == {"positive": 2179, "negative": 839, "neutral": 500}
+    assert categories_of(res.examples) == [
+        "ambience",
+        "anecdotes/miscellaneous",
+        "food",
+        "price",
+        "service",
+    ]
