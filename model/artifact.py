@@ -28,6 +28,7 @@ from absa.errors import ArtifactError
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 
 KIND = "absa-artifact"
+EXTRACTOR_KIND = "absa-extractor"  # an aspect term tagger (absa.model.extractor)
 METADATA = "metadata.json"
 ONNX = "model.onnx"
 PARITY_ATOL = 1e-4  # max |p_torch - p_onnxruntime| an export may show on its dev set
@@ -59,8 +60,9 @@ def write_metadata(directory: Path, metadata: dict) -> None:
         raise
 
 
-def read_metadata(directory: Path) -> dict:
-    """metadata.json of an artifact, checked to be one: ArtifactError otherwise."""
+def read_metadata(directory: Path, kind: str = KIND) -> dict:
+    """metadata.json of an artifact of ``kind``, checked to be one: ArtifactError otherwise
+    (a sentiment model is never loaded as an extractor, nor the other way round)."""
     path = Path(directory) / METADATA
     if not path.is_file():
         raise ArtifactError(f"{directory}: not a model artifact (no {METADATA})")
@@ -68,9 +70,9 @@ def read_metadata(directory: Path) -> dict:
         metadata = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ArtifactError(f"{path}: {e}") from None
-    if not isinstance(metadata, dict) or metadata.get("kind") != KIND:
-        kind = metadata.get("kind") if isinstance(metadata, dict) else None
-        raise ArtifactError(f"{path}: kind {kind!r} is not {KIND!r}")
+    if not isinstance(metadata, dict) or metadata.get("kind") != kind:
+        found = metadata.get("kind") if isinstance(metadata, dict) else None
+        raise ArtifactError(f"{path}: kind {found!r} is not {kind!r}")
     return metadata
 
 
@@ -195,13 +197,13 @@ class Artifact:
         return list(self.metadata["labels"])
 
 
-def load(directory: Path | str, require_parity: bool = True) -> Artifact:
+def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -> Artifact:
     """Open and verify an artifact: kind, every file the metadata and the pipeline name
     inside the directory, the sha256 of every file (``files``) and of the model file, and
     (unless ``require_parity`` is off, as during export before the check has run) a passed
     parity record. The same checks at start-up, on hot reload and in the CLI."""
     directory = Path(directory)
-    metadata = read_metadata(directory)
+    metadata = read_metadata(directory, kind)
     onnx_meta = metadata.get("onnx")
     if not isinstance(onnx_meta, dict):
         raise ArtifactError(f"{directory / METADATA}: no 'onnx' entry")

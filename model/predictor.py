@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -22,9 +22,15 @@ from absa.model.aspects import Span, check_unicode, occurrences, pinned, shown
 from absa.model.runtime import Output, Runtime, word_weights, words
 from absa.model.text import Encoded, TextError
 
+if TYPE_CHECKING:
+    from absa.model.extractor import Extractor
+
 #: an aspect as callers give it: a term looked up in the text (every occurrence), or a span
 #: pinned by the caller (a ``Span`` or any object / mapping with term, start, end)
 AspectInput = str | Span | Mapping[str, Any] | Any
+#: what to classify: the aspects as given, or None / "auto": the ones the extractor finds
+Aspects = Sequence[AspectInput] | Literal["auto"] | None
+AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class AspectPrediction:
     scores: dict[str, float]  # every label's probability
     attention: list[WordWeight] | None = None  # with explain: weight per word
     self_attention: list[list[float]] | None = None  # with explain, per head
+    extracted: float | None = None  # found by the extractor: its confidence in the span
 
     @property
     def span(self) -> tuple[int, int]:
@@ -78,6 +85,8 @@ class AspectPrediction:
             ]
         if self.self_attention is not None:
             out["self_attention"] = [list(head) for head in self.self_attention]
+        if self.extracted is not None:
+            out["extracted"] = {"confidence": self.extracted}
         return out
 
 
@@ -110,10 +119,13 @@ def _pinned_fields(aspect: Any) -> tuple[str, int, int] | None:
 class Predictor:
     """A runtime and the limits to apply; thread-safe (it holds no per-call state)."""
 
-    def __init__(self, runtime: Runtime, limits: Limits | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, limits: Limits | None = None, extractor: Extractor | None = None
+    ) -> None:
         self.runtime = runtime
         self.limits = limits or Limits()
         self.labels: list[str] = list(runtime.labels)
+        self.extractor = extractor
 
     @property
     def metadata(self) -> dict:
@@ -125,8 +137,9 @@ class Predictor:
 
     # ------------------------------------------------------------------ preprocess
 
-    def resolve(self, text: str, aspects: Sequence[AspectInput], where: str = "") -> list[Span]:
-        """Every aspect's span(s): a term found several times gives each occurrence."""
+    def resolve(self, text: str, aspects: Aspects, where: str = "") -> list[Span]:
+        """Every aspect's span(s): a term found several times gives each occurrence; no
+        aspects (None or "auto"): the spans the extractor finds."""
         lim = self.limits
         if not text.strip():
             raise InputError(f"{where}text is empty")
@@ -135,10 +148,12 @@ class Predictor:
                 f"{where}text has {len(text)} characters; the limit is {lim.max_text_chars}"
             )
         check_unicode(text, "the text", where)
+        if aspects is None or (isinstance(aspects, str) and aspects == AUTO):
+            return self.extract(text, where)
         if not aspects:
             raise InputError(
-                f"{where}aspects is empty: name at least one aspect term (aspect extraction "
-                "is not supported yet)"
+                f"{where}aspects is empty: name at least one aspect term, or leave aspects "
+                "out to have them extracted"
             )
         spans: list[Span] = []
         for i, aspect in enumerate(aspects):
@@ -159,6 +174,22 @@ class Predictor:
                 )
         return spans
 
+    def extract(self, text: str, where: str = "") -> list[Span]:
+        """The aspect spans the extractor finds (none is a valid answer)."""
+        if self.extractor is None:
+            raise InputError(
+                f"{where}no aspects given and no aspect extractor is configured (setting "
+                "ABSA_EXTRACTOR): name at least one aspect term"
+            )
+        found = self.extractor.extract([text])[0]
+        lim = self.limits
+        if lim.max_aspects is not None and len(found) > lim.max_aspects:
+            raise LimitError(
+                f"{where}the extractor found {len(found)} aspects; the limit is "
+                f"{lim.max_aspects}: name the aspects instead"
+            )
+        return [Span(text[f.start : f.end], f.start, f.end, round(f.confidence, 6)) for f in found]
+
     def encode(self, text: str, spans: Sequence[Span], where: str = "") -> list[Encoded]:
         out = []
         for sp in spans:
@@ -171,7 +202,7 @@ class Predictor:
         return out
 
     def preprocess(
-        self, text: str, aspects: Sequence[AspectInput], explain: bool = False, where: str = ""
+        self, text: str, aspects: Aspects, explain: bool = False, where: str = ""
     ) -> Prepared:
         spans = self.resolve(text, aspects, where)
         return Prepared(text, spans, self.encode(text, spans, where), explain)
@@ -209,12 +240,13 @@ class Predictor:
             scores,
             attention,
             self_attention,
+            span.confidence,
         )
 
     # ------------------------------------------------------------------ all three
 
     def __call__(
-        self, text: str, aspects: Sequence[AspectInput], explain: bool = False
+        self, text: str, aspects: Aspects, explain: bool = False
     ) -> list[AspectPrediction]:
         prepared = self.preprocess(text, aspects, explain)
         return self.postprocess(prepared, self.forward(prepared.items))
@@ -230,6 +262,8 @@ class Predictor:
 
     def warmup(self) -> None:
         self.runtime.warmup()
+        if self.extractor is not None:
+            self.extractor.warmup()
 
 
 def _aspect_rows(out: Output) -> list[list[float]]:

@@ -44,7 +44,13 @@ def load_predictor(settings: Settings, path: Path) -> Predictor:
     s = settings
     runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size)
     limits = Limits(max_text_chars=s.max_text_chars, max_aspects=s.max_aspects)
-    predictor = Predictor(runtime, limits)
+    extractor_dir = s.extractor_path()
+    extractor = None
+    if extractor_dir is not None:
+        from absa.model.extractor import Extractor
+
+        extractor = Extractor.load(extractor_dir, s.device, s.threads)
+    predictor = Predictor(runtime, limits, extractor)
     predictor.warmup()
     return predictor
 

@@ -18,7 +18,7 @@ overload (503) or a shutdown still fails the whole request.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -55,13 +55,17 @@ class PredictRequest(Strict):
         description="the sentence or review",
         examples=["The fries were soggy but the burger was great"],
     )
-    aspects: list[Term | AspectSpan] = Field(
-        min_length=1,
-        description=(
-            "aspect terms: a string is looked up in the text (case-insensitive, whole words "
-            "first) and EVERY occurrence gets a result with its own span; an object pins one span"
-        ),
-        examples=[["burger", "fries"]],
+    aspects: Annotated[list[Term | AspectSpan], Field(min_length=1)] | Literal["auto"] | None = (
+        Field(
+            None,
+            description=(
+                "aspect terms: a string is looked up in the text (case-insensitive, whole words "
+                "first) and EVERY occurrence gets a result with its own span; an object pins "
+                'one span. Left out (or "auto"): the service\'s aspect extractor finds them '
+                "(refused with 422 where the service has none)"
+            ),
+            examples=[["burger", "fries"]],
+        )
     )
     explain: StrictBool = Field(
         False, description="also return the attention weights over the words"
@@ -115,6 +119,13 @@ class TokenWeight(BaseModel):
     oov: bool = Field(False, description="the model's vocabulary does not know the word")
 
 
+class Extracted(BaseModel):
+    confidence: float = Field(
+        description="the extractor's probability of exactly this span (its words' B/I tag "
+        "probabilities, times the next word's probability of not continuing it)"
+    )
+
+
 class AspectResult(BaseModel):
     term: str
     start: int
@@ -127,6 +138,9 @@ class AspectResult(BaseModel):
         None,
         description="with explain, for models with self-attention: per head, the weight the "
         "aspect's words give to each word",
+    )
+    extracted: Extracted | None = Field(
+        None, description="present on an aspect the extractor found (the request named none)"
     )
 
 

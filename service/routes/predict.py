@@ -58,8 +58,13 @@ def _dumps(body: dict) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _n_aspects(req: PredictRequest) -> int:
+    """The aspects a request names (one for a request whose aspects are to be extracted)."""
+    return len(req.aspects) if isinstance(req.aspects, list) else 1
+
+
 def _heavy(reqs: list[PredictRequest]) -> bool:
-    return any(r.explain for r in reqs) or sum(len(r.aspects) for r in reqs) > HEAVY_ASPECTS
+    return any(r.explain for r in reqs) or sum(map(_n_aspects, reqs)) > HEAVY_ASPECTS
 
 
 def _count(predictor: Predictor, results: list[dict], metrics: Metrics) -> None:
@@ -96,7 +101,7 @@ async def predict(
 ) -> Response:
     """Sentiment of each aspect in the text, with probabilities (and attention with explain)."""
     predictor = engine.model  # one model for the whole request, even across a hot reload
-    engine.admit(len(req.aspects))  # before any work: an overloaded server refuses at once
+    engine.admit(_n_aspects(req))  # before any work: an overloaded server refuses at once
     heavy = _heavy([req])
 
     def prepare() -> Prepared:
@@ -126,7 +131,7 @@ async def predict_batch(
         raise LimitError(f"{len(req.items)} items; the limit is {settings.max_items}")
     predictor = engine.model
     valid = [it for it in req.items if isinstance(it, PredictRequest)]
-    engine.admit(sum(len(it.aspects) for it in valid))
+    engine.admit(sum(map(_n_aspects, valid)))
 
     def prepare() -> list[Prepared | dict]:
         out: list[Prepared | dict] = []
