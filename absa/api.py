@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from absa.errors import InputError
-from absa.model.predictor import AspectInput, AspectPrediction, Predictor, Prepared
+from absa.model.predictor import AspectInput, AspectPrediction, Aspects, Predictor, Prepared
 from absa.model.runtime import Runtime
 
 __all__ = ["AspectPrediction", "Classifier", "load"]
@@ -42,11 +42,13 @@ class Classifier:
         return f"Classifier({self.predictor.model_id}, {self.predictor.runtime.model_dir})"
 
     def __call__(
-        self, text: str, aspects: Sequence[AspectInput], *, explain: bool = False
+        self, text: str, aspects: Aspects = None, *, explain: bool = False
     ) -> list[AspectPrediction]:
         """One result per aspect occurrence: a term found twice gives two results, each with
-        its own span; pin one with ``{"term", "start", "end"}``. ``explain`` adds the
-        attention over the words. Bad input raises ``absa.errors.InputError``."""
+        its own span; pin one with ``{"term", "start", "end"}``. Without aspects (None), the
+        extractor given to ``load`` finds them; their results carry ``extracted`` (the
+        extractor's confidence). ``explain`` adds the attention over the words. Bad input
+        raises ``absa.errors.InputError``."""
         if isinstance(aspects, str):
             aspects = [aspects]
         return self.predictor(text, aspects, explain=explain)
@@ -89,25 +91,39 @@ class Classifier:
             raise InputError(f"{where}text must be a string")
         if isinstance(aspects, str):
             aspects = [aspects]
-        if not isinstance(aspects, Sequence):
-            raise InputError(f"{where}aspects must be a list")
+        if aspects is not None and not isinstance(aspects, Sequence):
+            raise InputError(f"{where}aspects must be a list (or None: extracted)")
         return self.predictor.preprocess(text, aspects, explain, where)
 
 
-def load(model: str | Path | None = None, *, device: str = "auto", threads: int = 0) -> Classifier:
+def load(
+    model: str | Path | None = None,
+    *,
+    extractor: str | Path | None = None,
+    device: str = "auto",
+    threads: int = 0,
+) -> Classifier:
     """A classifier for ``model``: an artifact directory, or a registry directory (its
     current version). Without one: what the settings point at (``ABSA_REGISTRY``'s current
     version, ``ABSA_MODEL_DIR``), else the model shipped in the package. The artifact is
-    verified (checksum, recorded parity) as the service does at start-up."""
+    verified (checksum, recorded parity) as the service does at start-up. ``extractor``: an
+    extractor artifact ("shipped": the packaged one; default: ``ABSA_EXTRACTOR``, else none)
+    that finds the aspects of a call without any."""
     from absa.model.registry import Registry
+    from absa.settings import Settings
 
+    settings = Settings() if extractor is None else Settings(extractor=extractor)
+    ext_dir = settings.extractor_path()
+    ext = None
+    if ext_dir is not None:
+        from absa.model.extractor import Extractor
+
+        ext = Extractor.load(ext_dir, device=device, threads=threads)
     if model is None:
-        from absa.settings import Settings
-
-        path = Settings().model_path()
+        path = settings.model_path()
     else:
         path = Path(model)
         if Registry.looks_like(path):
             path = Registry(path).current_path()
     runtime = Runtime.load(path, device=device, threads=threads)
-    return Classifier(Predictor(runtime))
+    return Classifier(Predictor(runtime, extractor=ext))

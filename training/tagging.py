@@ -139,6 +139,7 @@ class TagRun:
     dev: dict
     best_epoch: int
     history: list[dict]
+    dev_sentences: list[Sentence]
 
 
 def fit_tagger(
@@ -185,11 +186,7 @@ def fit_tagger(
             break
     net.load_state_dict(best[3])
     net.eval()
-    return TagRun(net, text, cfg, tcfg, best[2], best[1], history)
-
-
-def history_json(history: list[dict]) -> str:
-    return json.dumps(history, indent=1)
+    return TagRun(net, text, cfg, tcfg, best[2], best[1], history, list(dev))
 
 
 def write_sentences(path: Path, sentences: Sequence[Sentence]) -> None:

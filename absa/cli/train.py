@@ -38,6 +38,10 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.task == "extract":
+        from absa.cli.extract import cmd_train_extract
+
+        return cmd_train_extract(args)
     from dataclasses import replace
 
     from absa.training.evaluate import evaluate
@@ -97,10 +101,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from absa.cli.extract import cmd_evaluate_extract, is_extraction_model
     from absa.training.evaluate import evaluate
     from absa.training.metrics import format_report
 
     model = model_dir(args.model)
+    if is_extraction_model(model):
+        return cmd_evaluate_extract(args, model)
     examples = _read(args.data, args.skip_invalid).examples
     rep = evaluate(model, examples)
     rep["model"] = str(model)
@@ -113,7 +120,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from absa.cli.extract import cmd_export_extract, is_extraction_model
     from absa.training.exporting import export_run
+
+    if is_extraction_model(Path(args.run)):
+        return cmd_export_extract(args)
 
     meta = export_run(
         Path(args.run), Path(args.out), quantize=args.quantize, name=args.name, version=args.version
@@ -173,6 +184,22 @@ def register(sub: Any) -> None:
     )
     t.add_argument("--out", required=True, help="the run directory to write (required)")
     t.add_argument(
+        "--task",
+        choices=["sentiment", "extract"],
+        default="sentiment",
+        help="sentiment: the aspect sentiment classifier; extract: the aspect term tagger "
+        "(every aspect term of the training sentences, conflict ones too; --config takes "
+        "{model: TaggerConfig, train: TagTrainConfig}) (default: sentiment)",
+    )
+    t.add_argument(
+        "--heldout-empty",
+        type=int,
+        default=200,
+        help="--task extract without --dev: aspect-free training sentences kept out of "
+        "training and dev, for a precision check (written to heldout_empty.jsonl) "
+        "(default: 200)",
+    )
+    t.add_argument(
         "--eval",
         nargs="+",
         help="files to evaluate the final model on, never used to select (default: none)",
@@ -200,7 +227,11 @@ def register(sub: Any) -> None:
     )
     t.set_defaults(func=cmd_train)
 
-    e = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class scores, confusion matrix")
+    e = sub.add_parser(
+        "evaluate",
+        help="accuracy, macro-F1, per-class scores, confusion matrix; for an extractor: "
+        "exact-span precision / recall / F1",
+    )
     e.add_argument("--model", help=f"a run directory or an exported artifact ({MODEL_DEFAULT})")
     e.add_argument("--data", nargs="+", required=True, help="labelled files, any format (required)")
     e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
