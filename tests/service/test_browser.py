@@ -219,3 +219,41 @@ def test_the_page_has_a_favicon(page, page_url: str) -> None:  # type: ignore[no
     assert href
     res = page.request.get(page_url + href)
     assert res.status == 200 and res.headers["content-type"].startswith("image/")
+
+
+@pytest.fixture(scope="module")
+def auto_url(artifact: Path, extractor_artifact: Path):  # type: ignore[no-untyped-def]
+    with serve(make_settings(artifact, extractor=extractor_artifact)) as url:
+        yield url
+
+
+def test_no_aspects_shows_the_aspects_found(offline_page, auto_url: str) -> None:  # type: ignore[no-untyped-def]
+    page = offline_page
+    page.goto(auto_url + "/")
+    page.fill("#text", "the wine list was great but the food was awful")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    titles = page.locator(".result h2").all_inner_texts()
+    assert ["wine list" in titles[0], "food" in titles[1]] == [True, True]
+    badges = page.locator(".result .extracted").all_inner_texts()
+    assert len(badges) == 2 and all("confidence" in b for b in badges)
+    heat = page.locator(".result").first.locator(".heat").first
+    assert heat.locator("span.aspect").all_inner_texts() == ["wine", "list"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-page-extracted.png"), full_page=True)
+
+
+def test_no_aspects_found_is_said(offline_page, auto_url: str) -> None:  # type: ignore[no-untyped-def]
+    page = offline_page
+    page.goto(auto_url + "/")
+    page.fill("#text", "we went there on friday")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "No aspects found" in page.inner_text("#error")
+
+
+def test_no_aspects_without_an_extractor_says_why(page) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#text", "the food was great")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "no aspect extractor is configured" in page.inner_text("#error")

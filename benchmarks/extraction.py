@@ -1,0 +1,200 @@
+"""Aspect term extraction: train taggers, measure exact-span F1, precision on held-out
+aspect-free sentences, end-to-end (extract then classify) F1 and onnxruntime latency.
+
+Each (setup, seed) trains with ``absa train --task extract`` (test sentences dropped from
+training with --exclude; dev: a seeded 10% of train, MAMS: val.xml; never the test),
+exports with ``absa export`` (parity-checked) and writes one JSON file under
+benchmarks/results/extraction/; a setup whose file exists is skipped (resumable).
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/extraction.py --setups rest14 lap14 mams
+    python benchmarks/extraction.py --setups rest14+mams --seeds 1 2
+
+End to end (rest14 / lap14 test): the extractor's spans are classified by the shipped
+sentiment model (model/artifacts/default); a triple counts when span and label both match
+the gold (test files hold only non-conflict aspects). Latency: one sentence per
+onnxruntime call over the test sentences, ``--threads`` intra-op threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from absa.cli import main as absa  # noqa: E402
+from absa.cli.extract import HELDOUT_EMPTY, evaluate_extraction  # noqa: E402
+from absa.model.spans import span_scores  # noqa: E402
+from absa.training.provenance import code_version  # noqa: E402
+from absa.training.sentences import read_sentences  # noqa: E402
+from benchmarks.datasets import PROJECT_MACHINE, data_dir  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "extraction"
+log = logging.getLogger("benchmarks.extraction")
+
+TESTS = {
+    "rest14": "semeval14/Restaurants_Test_Gold.xml.seg",
+    "lap14": "semeval14/Laptops_Test_Gold.xml.seg",
+    "mams": "mams/test.xml",
+}
+
+
+@dataclass(frozen=True)
+class Setup:
+    train: tuple[str, ...]
+    dev: str | None
+    tests: tuple[str, ...]
+
+
+SETUPS = {
+    "rest14": Setup(("semeval14/xml/Restaurants_Train_v2.xml",), None, ("rest14",)),
+    "lap14": Setup(("semeval14/xml/Laptops_Train_v2.xml",), None, ("lap14",)),
+    "mams": Setup(("mams/train.xml",), "mams/val.xml", ("mams",)),
+    "rest14+mams": Setup(
+        ("semeval14/xml/Restaurants_Train_v2.xml", "mams/train.xml"), None, ("rest14", "mams")
+    ),
+    "lap14+acos": Setup(
+        ("semeval14/xml/Laptops_Train_v2.xml", "acos-laptop/train.jsonl"), None, ("lap14",)
+    ),
+    "union": Setup(
+        (
+            "semeval14/xml/Restaurants_Train_v2.xml",
+            "semeval14/xml/Laptops_Train_v2.xml",
+            "mams/train.xml",
+            "acos-laptop/train.jsonl",
+        ),
+        None,
+        ("rest14", "lap14", "mams"),
+    ),
+}
+
+
+def end_to_end(extractor: Path, test: Path) -> dict:
+    """Triples (start, end, label): extracted spans classified by the shipped model."""
+    from absa.model.extractor import Extractor
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime
+
+    runtime = Runtime.load(DEFAULT_MODEL_DIR, device="cpu")
+    predictor = Predictor(runtime, extractor=Extractor.load(extractor, device="cpu"))
+    sentences = read_sentences(test)
+    gold = [{(s.start, s.end, s.label) for s in sent.spans} for sent in sentences]
+    pred = [{(p.start, p.end, p.label) for p in predictor(s.text, None)} for s in sentences]
+    return span_scores(gold, pred)
+
+
+def latency(extractor: Path, texts: list[str], threads: int) -> dict:
+    from absa.model.extractor import Extractor
+
+    ext = Extractor.load(extractor, device="cpu", threads=threads)
+    for t in texts[:50]:
+        ext.extract([t])
+    ms = []
+    for t in texts:
+        t0 = time.perf_counter()
+        ext.extract([t])
+        ms.append((time.perf_counter() - t0) * 1000)
+    ms.sort()
+    t0 = time.perf_counter()
+    ext.extract(texts)
+    batched = (time.perf_counter() - t0) * 1000 / len(texts)
+    return {
+        "threads": threads,
+        "sentences": len(texts),
+        "batch1_mean_ms": statistics.fmean(ms),
+        "batch1_p50_ms": ms[len(ms) // 2],
+        "batch1_p99_ms": ms[int(len(ms) * 0.99)],
+        "batched_ms_per_sentence": batched,
+    }
+
+
+def run_one(name: str, seed: int, config: Path | None, threads: int, keep: Path) -> dict:
+    setup = SETUPS[name]
+    d = data_dir()
+    run, art = keep / f"{name}__s{seed}", keep / f"{name}__s{seed}.artifact"
+    for p in (run, art):
+        shutil.rmtree(p, ignore_errors=True)
+    args = ["train", "--task", "extract", "--train", *(str(d / f) for f in setup.train)]
+    args += ["--dev", str(d / setup.dev)] if setup.dev else []
+    args += ["--exclude", *(str(d / f) for f in TESTS.values()), "--seed", str(seed)]
+    args += ["--threads", "1", "--out", str(run), "--quiet"]
+    args += ["--config", str(config)] if config else []
+    t0 = time.perf_counter()
+    if absa(args) != 0:
+        raise RuntimeError(f"training {name} failed")
+    train_s = time.perf_counter() - t0
+    if absa(["export", "--run", str(run), "--out", str(art), "--version", f"{name}-s{seed}"]):
+        raise RuntimeError(f"export {name} failed")
+    info = json.loads((run / "run.json").read_text())
+    metrics = json.loads((run / "metrics.json").read_text())
+    result: dict = {
+        "setup": name,
+        "seed": seed,
+        "config": json.loads(config.read_text()) if config else {},
+        "train_files": list(setup.train),
+        "sentences": info["sentences"],
+        "excluded_overlap": info.get("excluded_overlap"),
+        "best_epoch": info["best_epoch"],
+        "dev": metrics["dev"],
+        "train_seconds": train_s,
+        "test": {t: evaluate_extraction(art, [str(d / TESTS[t])]) for t in setup.tests},
+        "code_version": code_version(),
+        "machine": PROJECT_MACHINE,
+    }
+    empty = run / HELDOUT_EMPTY
+    if empty.is_file():
+        rep = evaluate_extraction(art, [str(empty)])
+        result["heldout_empty"] = {
+            "sentences": rep["sentences"],
+            "false_positives": rep["predicted"],
+            "sentences_with_none_found": _none_found(art, empty),
+        }
+    result["end_to_end"] = {
+        t: end_to_end(art, d / TESTS[t]) for t in setup.tests if t in ("rest14", "lap14")
+    }
+    texts = [s.text for t in setup.tests for s in read_sentences(d / TESTS[t])]
+    result["latency"] = latency(art, texts, threads)
+    result["artifact_bytes"] = sum(f.stat().st_size for f in art.iterdir())
+    return result
+
+
+def _none_found(art: Path, path: Path) -> int:
+    from absa.model.extractor import Extractor
+
+    texts = [json.loads(line)["text"] for line in path.read_text().splitlines() if line]
+    return sum(not spans for spans in Extractor.load(art, device="cpu").extract(texts))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--setups", nargs="+", default=["rest14", "lap14", "mams"], choices=SETUPS)
+    p.add_argument("--seeds", nargs="+", type=int, default=[1])
+    p.add_argument("--config", type=Path, help="{model: TaggerConfig, train: TagTrainConfig}")
+    p.add_argument("--tag", default="", help="suffix of the result files (a config's name)")
+    p.add_argument("--threads", type=int, default=2, help="onnxruntime threads for latency")
+    p.add_argument("--keep", type=Path, default=Path("runs/bench-extract"))
+    args = p.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    OUT.mkdir(parents=True, exist_ok=True)
+    args.keep.mkdir(parents=True, exist_ok=True)
+    for name in args.setups:
+        for seed in args.seeds:
+            out = OUT / f"{name}{args.tag}__s{seed}.json"
+            if out.exists():
+                log.info("%s exists, skipped", out)
+                continue
+            res = run_one(name, seed, args.config, args.threads, args.keep)
+            out.write_text(json.dumps(res, indent=1) + "\n")
+            log.info("%s: %s", out.name, {t: round(r["f1"], 2) for t, r in res["test"].items()})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
