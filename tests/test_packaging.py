@@ -15,11 +15,15 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDS_TORCH = {
     "absa.model.network",
     "absa.model.export",
+    "absa.model.tagger",
+    "absa.model.tagger_export",
 }
 NEEDS_TORCH_PREFIX = ("absa.training.",)
 TORCH_FREE_TRAINING = {  # training modules the service or the CLI reach without torch
     "absa.training.records",
     "absa.training.metrics",
+    "absa.training.sentences",
+    "absa.training.tagging_run",
 }
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from absa.model.tagger import TaggerConfig
+from absa.model.tagger_config import TaggerConfig
 from absa.model.tagtext import TagText
 from absa.training.provenance import code_version
 

@@ -50,7 +50,7 @@ def _config(path: str | None) -> tuple[dict, dict]:
 def cmd_train_extract(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from absa.model.tagger import TaggerConfig
+    from absa.model.tagger_config import TaggerConfig
     from absa.training.provenance import file_info
     from absa.training.sentences import drop_sentences, read_sentences, split
     from absa.training.tagging import TagTrainConfig, fit_tagger, write_sentences

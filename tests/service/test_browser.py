@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,9 @@ def page_url(artifact: Path):  # type: ignore[no-untyped-def]
         yield url
 
 
-@pytest.fixture()
-def offline_page(page_url: str):  # type: ignore[no-untyped-def]
-    """A page with no internet: every request that is not to the service fails."""
+@contextmanager
+def _offline_page(service_url: str):  # type: ignore[no-untyped-def]
+    """A page with no internet: every request that is not to ``service_url`` fails."""
     sync_playwright = _playwright()
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -50,7 +51,7 @@ def offline_page(page_url: str):  # type: ignore[no-untyped-def]
         outside: list[str] = []
 
         def only_the_service(route) -> None:  # type: ignore[no-untyped-def]
-            if route.request.url.startswith(page_url):
+            if route.request.url.startswith(service_url):
                 route.continue_()
             else:
                 outside.append(route.request.url)
@@ -60,6 +61,12 @@ def offline_page(page_url: str):  # type: ignore[no-untyped-def]
         pg.outside = outside  # type: ignore[attr-defined]
         yield pg
         browser.close()
+
+
+@pytest.fixture()
+def offline_page(page_url: str):  # type: ignore[no-untyped-def]
+    with _offline_page(page_url) as pg:
+        yield pg
 
 
 @pytest.fixture()
@@ -227,9 +234,16 @@ def auto_url(artifact: Path, extractor_artifact: Path):  # type: ignore[no-untyp
         yield url
 
 
-def test_no_aspects_shows_the_aspects_found(offline_page, auto_url: str) -> None:  # type: ignore[no-untyped-def]
-    page = offline_page
-    page.goto(auto_url + "/")
+@pytest.fixture()
+def auto_page(auto_url: str):  # type: ignore[no-untyped-def]
+    """The page of a service with an aspect extractor."""
+    with _offline_page(auto_url) as pg:
+        pg.goto(auto_url + "/")
+        yield pg
+
+
+def test_no_aspects_shows_the_aspects_found(auto_page) -> None:  # type: ignore[no-untyped-def]
+    page = auto_page
     page.fill("#text", "the wine list was great but the food was awful")
     page.click("#analyse")
     page.wait_for_selector(".result")
@@ -243,9 +257,8 @@ def test_no_aspects_shows_the_aspects_found(offline_page, auto_url: str) -> None
     page.screenshot(path=str(ARTIFACTS / "web-page-extracted.png"), full_page=True)
 
 
-def test_no_aspects_found_is_said(offline_page, auto_url: str) -> None:  # type: ignore[no-untyped-def]
-    page = offline_page
-    page.goto(auto_url + "/")
+def test_no_aspects_found_is_said(auto_page) -> None:  # type: ignore[no-untyped-def]
+    page = auto_page
     page.fill("#text", "we went there on friday")
     page.click("#analyse")
     page.wait_for_selector("#error:not([hidden])")
