@@ -172,6 +172,47 @@ def _none_found(art: Path, path: Path) -> int:
     return sum(not spans for spans in Extractor.load(art, device="cpu").extract(texts))
 
 
+def _prf(rep: dict) -> str:
+    return f"{rep['precision']:.1f} / {rep['recall']:.1f} / **{rep['f1']:.2f}**"
+
+
+def report() -> str:
+    """The Markdown tables of docs/benchmarks.md from the result files."""
+    rows = [json.loads(f.read_text()) for f in sorted(OUT.glob("*.json"))]
+    out = [
+        "| setup (trained on) | seed | Rest14 P / R / F1 | Lap14 P / R / F1 | MAMS P / R / F1 "
+        "| dev F1 | held-out aspect-free: none found / false spans | epochs (best) | train s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = []
+        for t in ("rest14", "lap14", "mams"):
+            rep = r["test"].get(t)
+            cells.append(f"{_prf(rep)}" if rep else "–")
+        he = r.get("heldout_empty")
+        held = f"{he['sentences_with_none_found']}/{he['sentences']} / {he['false_positives']}"
+        out.append(
+            f"| {r['setup']} | {r['seed']} | {' | '.join(cells)} | {r['dev']['f1']:.2f} | "
+            f"{held if he else '–'} | {r['best_epoch']} | {r['train_seconds']:.0f} |"
+        )
+    out += [
+        "",
+        "| setup | end to end Rest14 P / R / F1 | end to end Lap14 P / R / F1 | batch-1 p50 / "
+        "p99 ms | batched ms/sentence | artifact MB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        e2e = [r["end_to_end"].get(t) for t in ("rest14", "lap14")]
+        cells = [_prf(e) if e else "–" for e in e2e]
+        lat = r["latency"]
+        out.append(
+            f"| {r['setup']} s{r['seed']} | {' | '.join(cells)} | {lat['batch1_p50_ms']:.2f} / "
+            f"{lat['batch1_p99_ms']:.2f} | {lat['batched_ms_per_sentence']:.3f} | "
+            f"{r['artifact_bytes'] / 1e6:.1f} |"
+        )
+    return "\n".join(out)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--setups", nargs="+", default=["rest14", "lap14", "mams"], choices=SETUPS)
@@ -180,7 +221,11 @@ def main() -> int:
     p.add_argument("--tag", default="", help="suffix of the result files (a config's name)")
     p.add_argument("--threads", type=int, default=2, help="onnxruntime threads for latency")
     p.add_argument("--keep", type=Path, default=Path("runs/bench-extract"))
+    p.add_argument("--report", action="store_true", help="print the tables of the results")
     args = p.parse_args()
+    if args.report:
+        sys.stdout.write(report() + "\n")
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     OUT.mkdir(parents=True, exist_ok=True)
     args.keep.mkdir(parents=True, exist_ok=True)
