@@ -63,6 +63,26 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
                 f"| {name} | {_fmt(rep.get('precision'))} | {_fmt(rep.get('recall'))} "
                 f"| {_fmt(rep.get('f1'))} |"
             )
+    bench = metadata.get("benchmark") or {}
+    held, e2e, lat = bench.get("heldout_empty"), bench.get("end_to_end") or {}, bench.get("latency")
+    if held:
+        lines += [
+            "",
+            f"Held-out aspect-free training sentences: nothing found in "
+            f"{held['sentences_with_none_found']} of {held['sentences']}, "
+            f"{held['false_positives']} spans found in all.",
+        ]
+    for name, rep in e2e.items():
+        lines.append(
+            f"End to end on {name} test (extracted, then classified by the shipped sentiment "
+            f"model; a triple counts when span and label are right): P {_fmt(rep['precision'])}"
+            f" / R {_fmt(rep['recall'])} / F1 {_fmt(rep['f1'])}."
+        )
+    if lat:
+        lines.append(
+            f"Latency (onnxruntime, {lat['threads']} threads, one sentence per call): p50 "
+            f"{_fmt(lat['batch1_p50_ms'])} ms, p99 {_fmt(lat['batch1_p99_ms'])} ms."
+        )
     lines += [
         "",
         f"Parity: onnxruntime vs torch on {parity.get('n', '?')} dev windows, max |diff| "
