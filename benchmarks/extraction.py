@@ -115,10 +115,12 @@ def latency(extractor: Path, texts: list[str], threads: int) -> dict:
     }
 
 
-def run_one(name: str, seed: int, config: Path | None, threads: int, keep: Path) -> dict:
+def run_one(
+    name: str, seed: int, config: Path | None, threads: int, keep: Path, tag: str = ""
+) -> dict:
     setup = SETUPS[name]
     d = data_dir()
-    run, art = keep / f"{name}__s{seed}", keep / f"{name}__s{seed}.artifact"
+    run, art = keep / f"{name}{tag}__s{seed}", keep / f"{name}{tag}__s{seed}.artifact"
     for p in (run, art):
         shutil.rmtree(p, ignore_errors=True)
     args = ["train", "--task", "extract", "--train", *(str(d / f) for f in setup.train)]
@@ -135,7 +137,7 @@ def run_one(name: str, seed: int, config: Path | None, threads: int, keep: Path)
     info = json.loads((run / "run.json").read_text())
     metrics = json.loads((run / "metrics.json").read_text())
     result: dict = {
-        "setup": name,
+        "setup": name + tag,
         "seed": seed,
         "config": json.loads(config.read_text()) if config else {},
         "train_files": list(setup.train),
@@ -235,7 +237,7 @@ def main() -> int:
             if out.exists():
                 log.info("%s exists, skipped", out)
                 continue
-            res = run_one(name, seed, args.config, args.threads, args.keep)
+            res = run_one(name, seed, args.config, args.threads, args.keep, args.tag)
             out.write_text(json.dumps(res, indent=1) + "\n")
             log.info("%s: %s", out.name, {t: round(r["f1"], 2) for t, r in res["test"].items()})
     return 0

@@ -20,8 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import ArtifactError
@@ -83,6 +87,48 @@ def amend_metadata(directory: Path, **fields: object) -> dict:
     metadata.update(fields)
     write_metadata(directory, metadata)
     return metadata
+
+
+def new_metadata(
+    kind: str,
+    name: str,
+    version: str | None,
+    labels: Sequence[str],
+    model_config: dict,
+    provenance: Mapping[str, object],
+    onnx: dict,
+) -> dict:
+    """The metadata an export starts from (``version`` defaults to a UTC timestamp)."""
+    now = datetime.now(UTC)
+    return {
+        "kind": kind,
+        "name": name,
+        "version": version or now.strftime("%Y%m%d%H%M%S"),
+        "created": now.isoformat(timespec="seconds"),
+        "labels": list(labels),
+        "model_config": model_config,
+        **provenance,
+        "onnx": {"file": ONNX, "sha256": "", **onnx},
+    }
+
+
+@contextmanager
+def staged(out_dir: Path) -> Iterator[Path]:
+    """A temporary directory beside ``out_dir`` to build an artifact in; renamed to
+    ``out_dir`` (atomic on one file system: no half artifact is ever visible) when the block
+    ends without error, removed otherwise. An existing ``out_dir`` is never replaced."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
+    try:
+        yield tmp
+        if out_dir.exists():
+            raise FileExistsError(f"{out_dir} exists; export into a new directory")
+        tmp.rename(out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def record_onnx(metadata: dict, directory: Path) -> None:

@@ -14,11 +14,8 @@ the fp32 graph is measured on the same dev set and recorded in the metadata.
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -26,7 +23,15 @@ import numpy as np
 import torch
 
 from absa.errors import ParityError
-from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_checksums, write_metadata
+from absa.model.artifact import (
+    KIND,
+    ONNX,
+    PARITY_ATOL,
+    new_metadata,
+    record_checksums,
+    staged,
+    write_metadata,
+)
 from absa.model.card import write_card
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet, ExportWrapper
@@ -76,22 +81,12 @@ def export(
     items = [pipeline.encode(e.text, e.start, e.end) for e in dev]
     labels = list(model_config.labels)
     y = np.array([labels.index(e.label) for e in dev])
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
-    try:
+    with staged(out_dir) as tmp:
         pipeline.save(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads))
-        metadata = {
-            "kind": KIND,
-            "name": name,
-            "version": version or datetime.now(UTC).strftime("%Y%m%d%H%M%S"),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "labels": labels,
-            "model_config": model_config.to_dict(),
-            **provenance,
-            "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(INPUT_NAMES)},
-        }
+        onnx = {"opset": OPSET, "inputs": list(INPUT_NAMES)}
+        cfg = model_config.to_dict()
+        metadata = new_metadata(KIND, name, version, labels, cfg, provenance, onnx)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         ref = _torch_probs(net, items, pipeline.pad_id, batch)
@@ -102,12 +97,6 @@ def export(
         write_card(tmp, metadata)  # README.md, hashed with the other files
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
-        if out_dir.exists():
-            raise FileExistsError(f"{out_dir} exists; export into a new directory")
-        tmp.rename(out_dir)  # atomic on one file system: no half artifact is ever visible
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return metadata
 
 

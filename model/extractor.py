@@ -17,7 +17,7 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
-from absa.model.runtime import choose_providers
+from absa.model.runtime import open_session
 from absa.model.spans import FoundSpan, decode
 from absa.model.tagtext import TagText, Window
 
@@ -46,8 +46,6 @@ class Extractor:
         threads: int = 0,
         require_parity: bool = True,
     ) -> Extractor:
-        import onnxruntime as ort
-
         art = artifact.load(model_dir, require_parity=require_parity, kind=artifact.EXTRACTOR_KIND)
         try:
             text = TagText.load(art.directory)
@@ -59,13 +57,10 @@ class Extractor:
                 f"{art.directory}: the model reads {n_chars} characters but the artifact "
                 f"lists {len(text.chars or [])}"
             )
-        opts = ort.SessionOptions()
-        if threads > 0:
-            opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        providers = choose_providers(device, ort.get_available_providers())
-        session = ort.InferenceSession(str(art.onnx_path), sess_options=opts, providers=providers)
-        log.info("loaded extractor %s on %s", art.metadata.get("version"), providers[0])
+        session = open_session(art.onnx_path, device, threads)
+        log.info(
+            "loaded extractor %s on %s", art.metadata.get("version"), session.get_providers()[0]
+        )
         return cls(art.directory, art.metadata, text, session)
 
     def probs(self, windows: Sequence[Window]) -> list[np.ndarray]:

@@ -9,11 +9,8 @@ more than ``PARITY_ATOL`` or any dev sentence decodes to other spans.
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +21,9 @@ from absa.model.artifact import (
     EXTRACTOR_KIND,
     ONNX,
     PARITY_ATOL,
+    new_metadata,
     record_checksums,
+    staged,
     write_metadata,
 )
 from absa.model.export import OPSET
@@ -55,22 +54,11 @@ def export_tagger(
     windows = [w for t in dev_texts for w in text.encode(t)]
     if not windows:
         raise ValueError("the parity check needs dev sentences")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
-    tmp.chmod(0o755)
-    try:
+    with staged(out_dir) as tmp:
         text.save(tmp)
-        inputs = _export_onnx(net, text, tmp / ONNX)
-        metadata = {
-            "kind": EXTRACTOR_KIND,
-            "name": name,
-            "version": version or datetime.now(UTC).strftime("%Y%m%d%H%M%S"),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "labels": list(cfg.tags),
-            "model_config": cfg.to_dict(),
-            **provenance,
-            "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": inputs},
-        }
+        onnx = {"opset": OPSET, "inputs": _export_onnx(net, text, tmp / ONNX)}
+        kind, tags = EXTRACTOR_KIND, list(cfg.tags)
+        metadata = new_metadata(kind, name, version, tags, cfg.to_dict(), provenance, onnx)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         ref = _torch_probs(net, text, windows, batch)
@@ -80,12 +68,6 @@ def export_tagger(
         write_extractor_card(tmp, metadata)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
-        if out_dir.exists():
-            raise FileExistsError(f"{out_dir} exists; export into a new directory")
-        tmp.rename(out_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return metadata
 
 
