@@ -172,3 +172,6 @@ class ModelInfo(BaseModel):
     preset: str | None
     metrics: dict
     providers: list[str]
+    extractor: str | None = Field(
+        None, description="name:version of the aspect extractor; null: requests must name aspects"
+    )

@@ -50,6 +50,7 @@ async def model_info(engine: EngineDep) -> ModelInfo:
         preset=meta.get("preset"),
         metrics=public_metrics(meta.get("metrics") or {}),
         providers=rt.providers,
+        extractor=None if engine.model.extractor is None else engine.model.extractor.model_id,
     )
 
 

@@ -205,5 +205,11 @@ document.querySelectorAll(".example").forEach((b) => {
     analyse();
   };
 });
-fetch("/v1/model").then((r) => r.json()).then((m) => { $("model").textContent = `${m.name} ${m.version}`; })
+fetch("/v1/model").then((r) => r.json()).then((m) => {
+  $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
+  if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
+    document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";
+    $("aspects").placeholder = "burger, fries";
+  }
+})
   .catch(() => { $("model").textContent = "unavailable"; });

@@ -253,6 +253,8 @@ def test_no_aspects_shows_the_aspects_found(auto_page) -> None:  # type: ignore[
     assert len(badges) == 2 and all("confidence" in b for b in badges)
     heat = page.locator(".result").first.locator(".heat").first
     assert heat.locator("span.aspect").all_inner_texts() == ["wine", "list"]
+    assert "extractor absa-extractor:x1" in page.inner_text("#model")
+    assert "empty: found in the text" in page.inner_text("label[for=aspects]")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "web-page-extracted.png"), full_page=True)
 
@@ -266,6 +268,8 @@ def test_no_aspects_found_is_said(auto_page) -> None:  # type: ignore[no-untyped
 
 
 def test_no_aspects_without_an_extractor_says_why(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function("!document.getElementById('model').textContent.includes('…')")
+    assert "empty" not in page.inner_text("label[for=aspects]")
     page.fill("#text", "the food was great")
     page.click("#analyse")
     page.wait_for_selector("#error:not([hidden])")

@@ -90,3 +90,8 @@ def test_a_sentiment_model_is_refused_as_the_extractor(artifact: Path) -> None:
     with pytest.raises(ArtifactError, match="is not 'absa-extractor'"):
         with TestClient(create_app(make_settings(artifact, extractor=artifact))):
             pass
+
+
+def test_model_info_names_the_extractor(auto_client: TestClient, client: TestClient) -> None:
+    assert auto_client.get("/v1/model").json()["extractor"] == "absa-extractor:x1"
+    assert client.get("/v1/model").json()["extractor"] is None
