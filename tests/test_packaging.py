@@ -83,6 +83,8 @@ def test_the_wheel_installs_only_absa(tmp_path: Path) -> None:
         "absa/model/artifacts/default/model.onnx",
         "absa/model/artifacts/default/metadata.json",
         "absa/model/artifacts/default/vocab.json",
+        "absa/model/artifacts/extractor/model.onnx",
+        "absa/model/artifacts/extractor/chars.json",
         "absa/service/static/index.html",
         "absa/training/lexicon.json",
         "absa/cli/__init__.py",

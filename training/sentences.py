@@ -2,6 +2,8 @@
 
 - XML (SemEval-2014, MAMS): every ``<sentence>``, the ones without aspect terms too (they
   teach the tagger when to find nothing); ``conflict`` terms are aspects like any other.
+- JSONL of sentences, ``{"text", "spans": [[start, end, label], ...]}`` (what runs write:
+  dev.jsonl, heldout_empty.jsonl): read as they are, aspect-free sentences included.
 - 3-line and JSONL/CSV (the SemEval test files, ACOS): the per-aspect records of
   ``absa.training.readers`` grouped by sentence text (a sentence's aspects are the records
   that share its text). These files hold only sentences with at least one labelled aspect.
@@ -11,6 +13,7 @@ Every span keeps its polarity label (``conflict`` included) for end-to-end evalu
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Iterable, Sequence
@@ -47,7 +50,42 @@ def read_sentences(paths: Iterable[str | Path] | str | Path) -> list[Sentence]:
         paths = [paths]
     out: list[Sentence] = []
     for path in paths:
-        out.extend(_read_xml(str(path)) if detect_format(path) == "xml" else _grouped(str(path)))
+        fmt = detect_format(path)
+        if fmt == "xml":
+            out.extend(_read_xml(str(path)))
+        elif fmt == "jsonl" and _is_sentence_jsonl(Path(path)):
+            out.extend(_read_sentence_jsonl(Path(path)))
+        else:
+            out.extend(_grouped(str(path)))
+    return out
+
+
+def _is_sentence_jsonl(path: Path) -> bool:
+    with path.open(encoding="utf-8") as f:
+        first = f.readline()
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and "spans" in record
+
+
+def _read_sentence_jsonl(path: Path) -> list[Sentence]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                spans = tuple(GoldSpan(int(a), int(b), str(lab)) for a, b, lab in rec["spans"])
+                text = rec["text"]
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                raise DataError(f"{path}:{lineno}: not a sentence record ({e})") from None
+            outside = [s for s in spans if not 0 <= s.start < s.end <= len(str(text))]
+            if not isinstance(text, str) or outside:
+                raise DataError(f"{path}:{lineno}: a span is outside the text")
+            out.append(Sentence(text, spans, f"{path}:{lineno}"))
     return out
 
 

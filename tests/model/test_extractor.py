@@ -113,3 +113,17 @@ def test_a_changed_character_list_is_refused(extractor_artifact: Path, tmp_path:
     (copy / "chars.json").write_text('["<pad>", "<unk>", "a"]', encoding="utf-8")
     with pytest.raises(ArtifactError, match="chars.json: sha256"):
         Extractor.load(copy, device="cpu")
+
+
+def test_the_shipped_extractor_finds_aspects_and_stays_small() -> None:
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    if not DEFAULT_EXTRACTOR_DIR.is_dir():
+        pytest.skip("no shipped extractor in this checkout")
+    ext = Extractor.load(DEFAULT_EXTRACTOR_DIR, device="cpu")
+    text = "The fries were soggy but the burger was great."
+    assert {text[f.start : f.end] for f in ext.extract([text])[0]} == {"fries", "burger"}
+    size = sum(f.stat().st_size for f in DEFAULT_EXTRACTOR_DIR.iterdir())
+    shipped = size + sum(f.stat().st_size for f in DEFAULT_MODEL_DIR.iterdir())
+    assert size < 8_000_000 and shipped < 25_000_000

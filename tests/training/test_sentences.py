@@ -83,3 +83,20 @@ def test_semeval_test_files_rebuild_the_sentences() -> None:
     assert all(s.spans for s in rest)
     train = read_sentences(data_dir() / "semeval14" / "xml" / "Restaurants_Train_v2.xml")
     assert len(train) == 3041 and sum(not s.spans for s in train) == 1020
+
+
+def test_sentence_jsonl_written_by_a_run_reads_back(tmp_path: Path) -> None:
+    from absa.training.tagging import write_sentences
+
+    sentences = [
+        Sentence("the food was great", (GoldSpan(4, 8, "positive"),)),
+        Sentence("we went there", ()),
+    ]
+    path = tmp_path / "dev.jsonl"
+    write_sentences(path, sentences)
+    assert [(s.text, s.spans) for s in read_sentences(path)] == [
+        (s.text, s.spans) for s in sentences
+    ]
+    path.write_text('{"text": "abc", "spans": [[1, 9, "positive"]]}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"dev.jsonl:1: a span is outside the text"):
+        read_sentences(path)
