@@ -6,7 +6,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from absa.model.card import CARD, LANGUAGE
+from absa.model.card import CARD
+
+LANGUAGE = (
+    "English only: English word vectors and tokenizer, trained on English restaurant and "
+    "laptop reviews."
+)
+
+SOURCES = (
+    "Data: SemEval-2014 Task 4 (Pontiki et al. 2014), MAMS (Jiang et al., EMNLP 2019), "
+    "ACOS laptop (Cai et al., ACL 2021), as redistributed for research; sentences of every "
+    "reported test set are dropped from training."
+)
 
 INTENDED_USE = (
     "Find the aspect terms (the things an opinion is about: 'burger', 'battery life') in a "
@@ -51,6 +62,15 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
         "## Language",
         "",
         LANGUAGE,
+        "",
+        "## Training data",
+        "",
+        *[
+            f"- `{f.get('path')}` (sha256 {str(f.get('sha256', ''))[:12]}...)"
+            for f in ((metadata.get("train") or {}).get("data") or {}).get("train", [])
+        ],
+        "",
+        SOURCES,
         "",
         "## Metrics (exact-span precision / recall / F1, %)",
         "",
