@@ -26,14 +26,21 @@ def test_bio_tags_round_trip_to_the_same_spans() -> None:
     assert {(s, e) for _, _, s, e in spans_of(tags, tokens)} == spans
 
 
-def test_viterbi_never_starts_a_span_with_i() -> None:
+def test_viterbi_keeps_spans_well_formed_and_apart() -> None:
     rng = np.random.default_rng(0)
     for _ in range(200):
         probs = rng.dirichlet(np.ones(3), size=int(rng.integers(1, 9)))
         path = viterbi(probs)
         assert len(path) == len(probs)
         for prev, tag in zip([O, *path], path, strict=False):
-            assert not (tag == I and prev == O), path
+            assert not (tag == I and prev == O), path  # a span starts with B
+            assert not (tag == B and prev != O), path  # two spans never touch
+
+
+def test_two_touching_spans_are_decoded_as_one_or_apart() -> None:
+    tokens = tokenize("live entertainment")
+    probs = np.array([[0.1, 0.8, 0.1], [0.1, 0.5, 0.4]])  # per word: B, then B (or I)
+    assert [(f.start, f.end) for f in decode(probs, tokens)] == [(0, 18)]
 
 
 def test_decode_confidence_is_the_span_probability() -> None:
