@@ -46,6 +46,7 @@ class TagTrainConfig:
     glove_top_k: int = 20000  # GloVe words kept beyond the training words
     max_len: int = 128  # words per window (longer texts are tagged window by window)
     chars: bool = True  # a character CNN beside the word vectors
+    word_dropout: float = 0.0  # share of training words read as <unk> (the characters stay)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -117,6 +118,9 @@ def train_epoch(
     total, n = 0.0, 0
     for idx in batches([len(w.ids) for w in data.windows], tcfg.batch_size, rng):
         feeds = _tensors(text, [data.windows[i] for i in idx])
+        if tcfg.word_dropout > 0:
+            drop = torch.rand(feeds["input_ids"].shape) < tcfg.word_dropout
+            feeds["input_ids"] = feeds["input_ids"].masked_fill(drop, text.words.unk_id)
         y = torch.zeros_like(feeds["input_ids"])
         for row, i in enumerate(idx):
             y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
