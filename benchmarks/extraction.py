@@ -146,7 +146,8 @@ def run_one(
         "sentences": info["sentences"],
         "excluded_overlap": info.get("excluded_overlap"),
         "best_epoch": info["best_epoch"],
-        "dev": metrics["dev"],
+        "dev_at_training": metrics["dev"],  # the decoder of the training code's version
+        "dev": evaluate_extraction(art, [str(run / "dev.jsonl")]),
         "train_seconds": train_s,  # the epochs' own time (evaluation on dev included)
         "epochs_run": len(history),
         "test": {t: evaluate_extraction(art, [str(d / TESTS[t])]) for t in setup.tests},
