@@ -50,7 +50,7 @@ def main() -> int:
     export_tag_run(args.keep / name, args.out, name="absa-extractor", version=args.version)
     meta = read_metadata(args.out, EXTRACTOR_KIND)
     tests = {f"{t} test": rep for t, rep in results["test"].items()}
-    meta["metrics"] = {"dev": meta["metrics"]["dev"], **tests}
+    meta["metrics"] = {"dev": results["dev"], **tests}  # all with the current decoder
     meta["benchmark"] = {k: results[k] for k in ("heldout_empty", "end_to_end", "latency")}
     meta["reproduce"] = REPRODUCE.format(setup=args.setup, seed=args.seed)
     meta["source_run"] = str(args.keep / name)

@@ -196,10 +196,14 @@ def report() -> str:
             rep = r["test"].get(t)
             cells.append(f"{_prf(rep)}" if rep else "–")
         he = r.get("heldout_empty")
-        held = f"{he['sentences_with_none_found']}/{he['sentences']} / {he['false_positives']}"
+        held = (
+            f"{he['sentences_with_none_found']}/{he['sentences']} / {he['false_positives']}"
+            if he
+            else "–"
+        )
         out.append(
             f"| {r['setup']} | {r['seed']} | {' | '.join(cells)} | {r['dev']['f1']:.2f} | "
-            f"{held if he else '–'} | {r['best_epoch']} | {r['train_seconds']:.0f} |"
+            f"{held} | {r['best_epoch']} | {r['train_seconds']:.0f} |"
         )
     out += [
         "",
