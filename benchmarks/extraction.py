@@ -182,6 +182,25 @@ def _prf(rep: dict) -> str:
     return f"{rep['precision']:.1f} / {rep['recall']:.1f} / **{rep['f1']:.2f}**"
 
 
+def error_kinds(extractor: Path, test: Path) -> dict[str, int]:
+    """Wrong predicted spans that overlap a gold span (boundary) or none (spurious); gold
+    spans missed with an overlapping prediction (boundary) or without (missed)."""
+    from absa.model.extractor import Extractor
+
+    sentences = read_sentences(test)
+    found = Extractor.load(extractor, device="cpu").extract([s.text for s in sentences])
+    kinds = dict.fromkeys(("fp_boundary", "fp_spurious", "fn_boundary", "fn_missed"), 0)
+    for sent, spans in zip(sentences, found, strict=True):
+        gold, pred = sent.span_set, {(f.start, f.end) for f in spans}
+        for side, wrong, other in (("fp", pred - gold, gold), ("fn", gold - pred, pred)):
+            for a in wrong:
+                near = any(a[0] < b[1] and b[0] < a[1] for b in other)
+                kinds[
+                    f"{side}_{'boundary' if near else ('spurious' if side == 'fp' else 'missed')}"
+                ] += 1
+    return kinds
+
+
 def report() -> str:
     """The Markdown tables of docs/benchmarks.md from the result files."""
     rows = [json.loads(f.read_text()) for f in sorted(OUT.glob("*.json"))]
@@ -232,9 +251,14 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2, help="onnxruntime threads for latency")
     p.add_argument("--keep", type=Path, default=Path("runs/bench-extract"))
     p.add_argument("--report", action="store_true", help="print the tables of the results")
+    p.add_argument("--errors", type=Path, help="an extractor artifact: its error kinds per test")
     args = p.parse_args()
     if args.report:
         sys.stdout.write(report() + "\n")
+        return 0
+    if args.errors:
+        for t, f in TESTS.items():
+            sys.stdout.write(f"{t}: {error_kinds(args.errors, data_dir() / f)}\n")
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     OUT.mkdir(parents=True, exist_ok=True)
