@@ -23,7 +23,7 @@ from typing import Any
 from absa.errors import InputError
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPrediction, CategoryPredictor
-from absa.model.predictor import AspectInput, AspectPrediction, Predictor
+from absa.model.predictor import AspectInput, AspectPrediction, Aspects, Predictor
 from absa.model.runtime import Runtime
 
 __all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
@@ -57,35 +57,39 @@ class Classifier:
     def __call__(
         self,
         text: str,
-        aspects: Sequence[AspectInput] | None = None,
+        aspects: Aspects = None,
         *,
         categories: Sequence[str] | None = None,
         explain: bool = False,
     ) -> list[Any]:
         """One result per aspect occurrence: a term found twice gives two results, each with
-        its own span; pin one with ``{"term", "start", "end"}``. A category model takes
-        ``categories`` instead and answers one ``CategoryPrediction`` per category.
-        ``explain`` adds the attention over the words. Bad input raises
-        ``absa.errors.InputError``."""
+        its own span; pin one with ``{"term", "start", "end"}``. Without aspects (None), the
+        extractor given to ``load`` finds them; their results carry ``extracted`` (the
+        extractor's confidence). A category model takes ``categories`` instead and answers
+        one ``CategoryPrediction`` per category. ``explain`` adds the attention over the
+        words. Bad input raises ``absa.errors.InputError``."""
         asked = self._asked(aspects, categories)
         return self.predictor(text, asked, explain=explain)  # type: ignore[arg-type]
 
-    def _asked(self, aspects: Any, categories: Any, where: str = "") -> Sequence[Any]:
-        """What a call asks for, checked against the kind of model loaded."""
-        if (aspects is None) == (categories is None):
+    def _asked(self, aspects: Any, categories: Any, where: str = "") -> Sequence[Any] | None:
+        """What a call asks for, checked against the kind of model loaded (None: aspects to
+        be extracted)."""
+        if aspects is not None and categories is not None:
             raise InputError(f"{where}give either aspects or categories, not both")
         is_category = isinstance(self.predictor, CategoryPredictor)
-        if is_category and aspects is not None:
+        if is_category and (aspects is not None or categories is None):
             raise InputError(f"{where}this is an aspect-category model: ask with categories")
         if not is_category and categories is not None:
             raise InputError(
                 f"{where}this is an aspect-term model: ask with aspects, or load a category model"
             )
-        asked = aspects if aspects is not None else categories
+        asked = categories if is_category else aspects
+        if asked is None:
+            return None
         if isinstance(asked, str):
             asked = [asked]
         if not isinstance(asked, Sequence):
-            raise InputError(f"{where}aspects or categories must be a list")
+            raise InputError(f"{where}aspects or categories must be a list (or None: extracted)")
         return asked
 
     def batch(
@@ -137,18 +141,32 @@ class Classifier:
         )
 
 
-def load(model: str | Path | None = None, *, device: str = "auto", threads: int = 0) -> Classifier:
+def load(
+    model: str | Path | None = None,
+    *,
+    extractor: str | Path | None = None,
+    device: str = "auto",
+    threads: int = 0,
+) -> Classifier:
     """A classifier for ``model``: an artifact directory, or a registry directory (its
     current version). Without one: what the settings point at (``ABSA_REGISTRY``'s current
     version, ``ABSA_MODEL_DIR``), else the model shipped in the package. The artifact is
     verified (checksum, recorded parity) as the service does at start-up. A category
-    model's artifact (``task: category``) gives a classifier of aspect categories."""
+    model's artifact (``task: category``) gives a classifier of aspect categories.
+    ``extractor``: an extractor artifact ("shipped": the packaged one; default:
+    ``ABSA_EXTRACTOR``, else none) that finds the aspects of a call without any."""
     from absa.model.registry import Registry
+    from absa.settings import Settings
 
+    settings = Settings() if extractor is None else Settings(extractor=extractor)
+    ext_dir = settings.extractor_path()
+    ext = None
+    if ext_dir is not None:
+        from absa.model.extractor import Extractor
+
+        ext = Extractor.load(ext_dir, device=device, threads=threads)
     if model is None:
-        from absa.settings import Settings
-
-        path = Settings().model_path()
+        path = settings.model_path()
     else:
         path = Path(model)
         if Registry.looks_like(path):
@@ -156,4 +174,4 @@ def load(model: str | Path | None = None, *, device: str = "auto", threads: int 
     runtime = Runtime.load(path, device=device, threads=threads, task=None)
     if runtime.task == CATEGORY:
         return Classifier(CategoryPredictor(runtime))
-    return Classifier(Predictor(runtime))
+    return Classifier(Predictor(runtime, extractor=ext))

@@ -22,6 +22,12 @@ class Settings(BaseSettings):
         description="an aspect-category artifact served next to the term model: /v1/predict "
         "with categories instead of aspects (default: none, categories refused)",
     )
+    extractor: Path | Literal["shipped"] | None = Field(
+        None,
+        validation_alias=AliasChoices("extractor", "ABSA_EXTRACTOR", "ABSA_EXTRACTOR_DIR"),
+        description="an aspect extractor artifact (or 'shipped': the one in the package): "
+        "requests without aspects get theirs extracted; unset: such requests are refused",
+    )
     reload_interval_s: float = Field(
         0.0, ge=0.0, description="poll the registry; 0 = only on /admin/reload"
     )
@@ -81,6 +87,14 @@ class Settings(BaseSettings):
         description="recorded as the code version of training runs where the source tree "
         "travels without .git (git's commit wins where there is one)",
     )
+
+    def extractor_path(self) -> Path | None:
+        """The extractor artifact to load, or None (no extraction)."""
+        if self.extractor == "shipped":
+            from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+
+            return DEFAULT_EXTRACTOR_DIR
+        return self.extractor
 
     def model_path(self) -> Path:
         """The artifact to serve now: the registry's current version if it has one, else

@@ -20,14 +20,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import ArtifactError
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 
 KIND = "absa-artifact"
+EXTRACTOR_KIND = "absa-extractor"  # an aspect term tagger (absa.model.extractor)
 METADATA = "metadata.json"
 ONNX = "model.onnx"
 PARITY_ATOL = 1e-4  # max |p_torch - p_onnxruntime| an export may show on its dev set
@@ -59,8 +64,9 @@ def write_metadata(directory: Path, metadata: dict) -> None:
         raise
 
 
-def read_metadata(directory: Path) -> dict:
-    """metadata.json of an artifact, checked to be one: ArtifactError otherwise."""
+def read_metadata(directory: Path, kind: str = KIND) -> dict:
+    """metadata.json of an artifact of ``kind``, checked to be one: ArtifactError otherwise
+    (a sentiment model is never loaded as an extractor, nor the other way round)."""
     path = Path(directory) / METADATA
     if not path.is_file():
         raise ArtifactError(f"{directory}: not a model artifact (no {METADATA})")
@@ -68,9 +74,9 @@ def read_metadata(directory: Path) -> dict:
         metadata = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ArtifactError(f"{path}: {e}") from None
-    if not isinstance(metadata, dict) or metadata.get("kind") != KIND:
-        kind = metadata.get("kind") if isinstance(metadata, dict) else None
-        raise ArtifactError(f"{path}: kind {kind!r} is not {KIND!r}")
+    if not isinstance(metadata, dict) or metadata.get("kind") != kind:
+        found = metadata.get("kind") if isinstance(metadata, dict) else None
+        raise ArtifactError(f"{path}: kind {found!r} is not {kind!r}")
     return metadata
 
 
@@ -81,6 +87,60 @@ def amend_metadata(directory: Path, **fields: object) -> dict:
     metadata.update(fields)
     write_metadata(directory, metadata)
     return metadata
+
+
+def new_metadata(
+    kind: str,
+    name: str,
+    version: str | None,
+    labels: Sequence[str],
+    model_config: dict,
+    provenance: Mapping[str, object],
+    onnx: dict,
+    *,
+    task: str | None = None,
+    categories: Sequence[str] | None = None,
+    calibration: dict | None = None,
+) -> dict:
+    """The metadata an export starts from (``version`` defaults to a UTC timestamp); the
+    optional parts only where given: ``task`` (what the model answers: aspect terms or
+    categories), ``categories`` (a category model's), ``calibration`` (its temperature)."""
+    now = datetime.now(UTC)
+    meta: dict = {"kind": kind}
+    if task is not None:
+        meta["task"] = task
+    meta.update(
+        name=name,
+        version=version or now.strftime("%Y%m%d%H%M%S"),
+        created=now.isoformat(timespec="seconds"),
+        labels=list(labels),
+    )
+    if categories is not None:
+        meta["categories"] = list(categories)
+    meta.update(model_config=model_config, **provenance)
+    if calibration is not None:
+        meta["calibration"] = calibration
+    meta["onnx"] = {"file": ONNX, "sha256": "", **onnx}
+    return meta
+
+
+@contextmanager
+def staged(out_dir: Path) -> Iterator[Path]:
+    """A temporary directory beside ``out_dir`` to build an artifact in; renamed to
+    ``out_dir`` (atomic on one file system: no half artifact is ever visible) when the block
+    ends without error, removed otherwise. An existing ``out_dir`` is never replaced."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
+    try:
+        yield tmp
+        if out_dir.exists():
+            raise FileExistsError(f"{out_dir} exists; export into a new directory")
+        tmp.rename(out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def record_onnx(metadata: dict, directory: Path) -> None:
@@ -195,13 +255,13 @@ class Artifact:
         return list(self.metadata["labels"])
 
 
-def load(directory: Path | str, require_parity: bool = True) -> Artifact:
+def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -> Artifact:
     """Open and verify an artifact: kind, every file the metadata and the pipeline name
     inside the directory, the sha256 of every file (``files``) and of the model file, and
     (unless ``require_parity`` is off, as during export before the check has run) a passed
     parity record. The same checks at start-up, on hot reload and in the CLI."""
     directory = Path(directory)
-    metadata = read_metadata(directory)
+    metadata = read_metadata(directory, kind)
     onnx_meta = metadata.get("onnx")
     if not isinstance(onnx_meta, dict):
         raise ArtifactError(f"{directory / METADATA}: no 'onnx' entry")

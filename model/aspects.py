@@ -36,11 +36,12 @@ def check_unicode(s: str, what: str, where: str = "") -> None:
 
 @dataclass(frozen=True)
 class Span:
-    """``text[start:end] == term``."""
+    """``text[start:end] == term``; ``confidence`` is set on a span the extractor found."""
 
     term: str
     start: int
     end: int
+    confidence: float | None = None
 
 
 def find_all(text: str, term: str) -> list[tuple[int, int]]:

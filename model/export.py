@@ -19,11 +19,8 @@ and the dev ECE / NLL before and after. Off, T is 1 (the probabilities of the ne
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -32,7 +29,15 @@ import torch
 
 from absa.errors import ParityError
 from absa.model import calibration
-from absa.model.artifact import KIND, ONNX, PARITY_ATOL, record_checksums, write_metadata
+from absa.model.artifact import (
+    KIND,
+    ONNX,
+    PARITY_ATOL,
+    new_metadata,
+    record_checksums,
+    staged,
+    write_metadata,
+)
 from absa.model.card import write_card
 from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
@@ -83,25 +88,23 @@ def export(
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
     calib = _calibrate(logits, y, fit=calibrate)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
-    try:
+    with staged(out_dir) as tmp:
         pipeline.save(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
-        metadata = {
-            "kind": KIND,
-            "task": CATEGORY if model_config.is_category else TERMS,
-            "name": name,
-            "version": version or datetime.now(UTC).strftime("%Y%m%d%H%M%S"),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "labels": labels,
-            **({"categories": list(model_config.categories)} if model_config.is_category else {}),
-            "model_config": model_config.to_dict(),
-            **provenance,
-            "calibration": calib,
-            "onnx": {"file": ONNX, "sha256": "", "opset": OPSET, "inputs": list(net.input_names)},
-        }
+        onnx = {"opset": OPSET, "inputs": list(net.input_names)}
+        cfg = model_config.to_dict()
+        metadata = new_metadata(
+            KIND,
+            name,
+            version,
+            labels,
+            cfg,
+            provenance,
+            onnx,
+            task=CATEGORY if model_config.is_category else TERMS,
+            categories=model_config.categories if model_config.is_category else None,
+            calibration=calib,
+        )
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         ref = calibration.softmax(logits, calib["temperature"])  # torch's, with T applied
@@ -112,12 +115,6 @@ def export(
         write_card(tmp, metadata)  # README.md, hashed with the other files
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
-        if out_dir.exists():
-            raise FileExistsError(f"{out_dir} exists; export into a new directory")
-        tmp.rename(out_dir)  # atomic on one file system: no half artifact is ever visible
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return metadata
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -22,9 +22,15 @@ from absa.model.aspects import Span, check_unicode, occurrences, pinned, shown
 from absa.model.runtime import Output, Runtime, word_weights, words
 from absa.model.text import Encoded, TextError
 
+if TYPE_CHECKING:
+    from absa.model.extractor import Extractor
+
 #: an aspect as callers give it: a term looked up in the text (every occurrence), or a span
 #: pinned by the caller (a ``Span`` or any object / mapping with term, start, end)
 AspectInput = str | Span | Mapping[str, Any] | Any
+#: what to classify: the aspects as given, or None / "auto": the ones the extractor finds
+Aspects = Sequence[AspectInput] | Literal["auto"] | None
+AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class AspectPrediction:
     scores: dict[str, float]  # every label's probability
     attention: list[WordWeight] | None = None  # with explain: weight per word
     self_attention: list[list[float]] | None = None  # with explain, per head
+    extracted: float | None = None  # found by the extractor: its confidence in the span
 
     @property
     def span(self) -> tuple[int, int]:
@@ -71,7 +78,10 @@ class AspectPrediction:
             "score": self.score,
             "scores": dict(self.scores),
         }  # by hand: dataclasses.asdict deep-copies, a cost on every request
-        return add_explained(out, self.attention, self.self_attention)
+        out = add_explained(out, self.attention, self.self_attention)
+        if self.extracted is not None:
+            out["extracted"] = {"confidence": self.extracted}
+        return out
 
 
 def add_explained(
@@ -121,10 +131,13 @@ class RuntimeModel:
     base of ``Predictor`` (aspect terms) and ``CategoryPredictor`` (aspect categories): each
     adds ``preprocess`` (-> an object with ``items``) and ``postprocess``."""
 
-    def __init__(self, runtime: Runtime, limits: Limits | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, limits: Limits | None = None, extractor: Extractor | None = None
+    ) -> None:
         self.runtime = runtime
         self.limits = limits or Limits()
         self.labels: list[str] = list(runtime.labels)
+        self.extractor = extractor
 
     @property
     def metadata(self) -> dict:
@@ -159,14 +172,17 @@ class Predictor(RuntimeModel):
 
     # ------------------------------------------------------------------ preprocess
 
-    def resolve(self, text: str, aspects: Sequence[AspectInput], where: str = "") -> list[Span]:
-        """Every aspect's span(s): a term found several times gives each occurrence."""
+    def resolve(self, text: str, aspects: Aspects, where: str = "") -> list[Span]:
+        """Every aspect's span(s): a term found several times gives each occurrence; no
+        aspects (None or "auto"): the spans the extractor finds."""
         lim = self.limits
         check_text(text, lim, where)
+        if aspects is None or (isinstance(aspects, str) and aspects == AUTO):
+            return self.extract(text, where)
         if not aspects:
             raise InputError(
-                f"{where}aspects is empty: name at least one aspect term (aspect extraction "
-                "is not supported yet)"
+                f"{where}aspects is empty: name at least one aspect term, or leave aspects "
+                "out to have them extracted"
             )
         spans: list[Span] = []
         for i, aspect in enumerate(aspects):
@@ -187,6 +203,22 @@ class Predictor(RuntimeModel):
                 )
         return spans
 
+    def extract(self, text: str, where: str = "") -> list[Span]:
+        """The aspect spans the extractor finds (none is a valid answer)."""
+        if self.extractor is None:
+            raise InputError(
+                f"{where}no aspects given and no aspect extractor is configured (setting "
+                "ABSA_EXTRACTOR): name at least one aspect term"
+            )
+        found = self.extractor.extract([text])[0]
+        lim = self.limits
+        if lim.max_aspects is not None and len(found) > lim.max_aspects:
+            raise LimitError(
+                f"{where}the extractor found {len(found)} aspects; the limit is "
+                f"{lim.max_aspects}: name the aspects instead"
+            )
+        return [Span(text[f.start : f.end], f.start, f.end, round(f.confidence, 6)) for f in found]
+
     def encode(self, text: str, spans: Sequence[Span], where: str = "") -> list[Encoded]:
         out = []
         tok = self.runtime.tokenized(text)  # once per text, however many aspects
@@ -200,7 +232,7 @@ class Predictor(RuntimeModel):
         return out
 
     def preprocess(
-        self, text: str, aspects: Sequence[AspectInput], explain: bool = False, where: str = ""
+        self, text: str, aspects: Aspects, explain: bool = False, where: str = ""
     ) -> Prepared:
         spans = self.resolve(text, aspects, where)
         return Prepared(text, spans, self.encode(text, spans, where), explain)
@@ -214,15 +246,31 @@ class Predictor(RuntimeModel):
         ]
 
     def _prediction(self, span: Span, out: Output, explain: bool) -> AspectPrediction:
-        return AspectPrediction(span.term, span.start, span.end, *scored(self.labels, out, explain))
+        label, score, scores, attention, self_attention = scored(self.labels, out, explain)
+        return AspectPrediction(
+            span.term,
+            span.start,
+            span.end,
+            label,
+            score,
+            scores,
+            attention,
+            self_attention,
+            span.confidence,
+        )
 
     # ------------------------------------------------------------------ all three
 
     def __call__(
-        self, text: str, aspects: Sequence[AspectInput], explain: bool = False
+        self, text: str, aspects: Aspects, explain: bool = False
     ) -> list[AspectPrediction]:
         prepared = self.preprocess(text, aspects, explain)
         return self.postprocess(prepared, self.forward(prepared.items))
+
+    def warmup(self) -> None:
+        self.runtime.warmup()
+        if self.extractor is not None:
+            self.extractor.warmup()
 
 
 def check_text(text: str, limits: Limits, where: str = "") -> None:

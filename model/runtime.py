@@ -42,6 +42,27 @@ def choose_providers(device: str, available: Sequence[str]) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
+def open_session(onnx_path: Path, device: str, threads: int):  # -> ort.InferenceSession
+    """An onnxruntime session on ``device`` (auto|cpu|cuda), ``threads`` intra-op threads
+    (0: onnxruntime's default); a CUDA request that cannot run on CUDA is an error."""
+    import onnxruntime as ort
+
+    providers = choose_providers(device, ort.get_available_providers())
+    opts = ort.SessionOptions()
+    if threads > 0:
+        opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=providers)
+    if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
+        # onnxruntime-gpu lists CUDA even where it cannot start it, then falls back silently
+        raise ArtifactError(
+            f"device cuda asked for, but the session runs on {session.get_providers()}: "
+            "no usable GPU (driver, CUDA or cuDNN missing?)"
+        )
+    return session
+
+
 @dataclass(frozen=True)
 class Output:
     """The runtime's answer for one (text, aspect span)."""
@@ -90,24 +111,10 @@ class Runtime:
         onnxruntime's default; ``require_parity`` is off only for export's own check;
         ``task`` is the model kind the caller serves ("terms" or "category"; None: either),
         so a category model is never served as a term model nor the other way round."""
-        import onnxruntime as ort
-
         art = artifact.load(model_dir, require_parity=require_parity)
         if task is not None:
             check_task(art.metadata, task, model_dir)
-        providers = choose_providers(device, ort.get_available_providers())
-        opts = ort.SessionOptions()
-        if threads > 0:
-            opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(art.onnx_path), sess_options=opts, providers=providers)
-        if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
-            # onnxruntime-gpu lists CUDA even where it cannot start it, then falls back silently
-            raise ArtifactError(
-                f"device cuda asked for, but the session runs on {session.get_providers()}: "
-                "no usable GPU (driver, CUDA or cuDNN missing?)"
-            )
+        session = open_session(art.onnx_path, device, threads)
         log.info(
             "loaded %s (%s) on %s (device=%s, threads=%s)",
             art.metadata.get("name"),

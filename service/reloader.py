@@ -46,7 +46,13 @@ def load_predictor(settings: Settings, path: Path) -> Predictor:
     aspect-term model (a category model is refused, with the reason)."""
     s = settings
     runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size)
-    predictor = Predictor(runtime, _limits(s))
+    extractor_dir = s.extractor_path()
+    extractor = None
+    if extractor_dir is not None:
+        from absa.model.extractor import Extractor
+
+        extractor = Extractor.load(extractor_dir, s.device, s.threads)
+    predictor = Predictor(runtime, _limits(s), extractor)
     predictor.warmup()
     return predictor
 

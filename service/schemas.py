@@ -18,7 +18,7 @@ overload (503) or a shutdown still fails the whole request.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -59,15 +59,18 @@ class PredictRequest(Strict):
         description="the sentence or review",
         examples=["The fries were soggy but the burger was great"],
     )
-    aspects: list[Term | AspectSpan] | None = Field(
-        None,
-        min_length=1,
-        description=(
-            "aspect terms: a string is looked up in the text (case-insensitive, whole words "
-            "first) and EVERY occurrence gets a result with its own span; an object pins one "
-            "span. Give aspects or categories, not both"
-        ),
-        examples=[["burger", "fries"]],
+    aspects: Annotated[list[Term | AspectSpan], Field(min_length=1)] | Literal["auto"] | None = (
+        Field(
+            None,
+            description=(
+                "aspect terms: a string is looked up in the text (case-insensitive, whole words "
+                "first) and EVERY occurrence gets a result with its own span; an object pins "
+                'one span. Left out (or "auto"), with no categories: the service\'s aspect '
+                "extractor finds them (refused with 422 where the service has none). Give "
+                "aspects or categories, not both"
+            ),
+            examples=[["burger", "fries"]],
+        )
     )
     categories: list[Category] | None = Field(
         None,
@@ -82,14 +85,16 @@ class PredictRequest(Strict):
 
     @model_validator(mode="after")
     def _aspects_or_categories(self) -> PredictRequest:
-        if (self.aspects is None) == (self.categories is None):
+        if self.aspects is not None and self.categories is not None:
             raise ValueError("give either aspects (terms in the text) or categories, not both")
         return self
 
     @property
     def n_aspects(self) -> int:
-        """Items the request asks the model for (before repeated terms are expanded)."""
-        return len(self.aspects or self.categories or ())
+        """Items the request asks the model for (before repeated terms are expanded; one for
+        a request whose aspects are to be extracted)."""
+        asked = self.categories if self.categories is not None else self.aspects
+        return len(asked) if isinstance(asked, list) else 1
 
 
 class ValidationIssue(BaseModel):
@@ -139,6 +144,13 @@ class TokenWeight(BaseModel):
     oov: bool = Field(False, description="the model's vocabulary does not know the word")
 
 
+class Extracted(BaseModel):
+    confidence: float = Field(
+        description="the extractor's probability of exactly this span (its words' B/I tag "
+        "probabilities, times the next word's probability of not continuing it)"
+    )
+
+
 class AspectResult(BaseModel):
     term: str
     start: int
@@ -151,6 +163,9 @@ class AspectResult(BaseModel):
         None,
         description="with explain, for models with self-attention: per head, the weight the "
         "aspect's words give to each word",
+    )
+    extracted: Extracted | None = Field(
+        None, description="present on an aspect the extractor found (the request named none)"
     )
 
 
@@ -219,4 +234,7 @@ class ModelInfo(BaseModel):
     providers: list[str]
     categories: list[str] | None = Field(
         None, description="the category model's categories (ABSA_CATEGORY_MODEL), if any"
+    )
+    extractor: str | None = Field(
+        None, description="name:version of the aspect extractor; null: requests must name aspects"
     )

@@ -140,9 +140,38 @@ def category_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) ->
 
 
 @pytest.fixture(scope="session")
+def tagger_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    """A tiny aspect tagger (BiLSTM + character CNN) trained on the artifact sentences and
+    a few aspect-free ones (dev = train), as a run directory. Do not modify it."""
+    from absa.model.tagger import TaggerConfig
+    from absa.training.tagging import TagTrainConfig, fit_tagger
+    from absa.training.tagging_run import write_tag_run
+    from tests.helpers import extraction_sentences
+
+    sentences = extraction_sentences()
+    cfg = TaggerConfig(hidden_size=16, char_dim=8, char_filters=8, dropout=0.0)
+    tcfg = TagTrainConfig(
+        epochs=30, patience=100, batch_size=8, lr=0.02, glove=str(small_glove), glove_top_k=0
+    )
+    run = fit_tagger(sentences, sentences, cfg, tcfg)
+    run_dir = tmp_path_factory.mktemp("tagger-runs") / "run"
+    write_tag_run(run_dir, run, [s.text for s in sentences], {"seed": tcfg.seed})
+    return run_dir
+
+
+@pytest.fixture(scope="session")
 def category_artifact(category_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from absa.training.exporting import export_run
 
     out = tmp_path_factory.mktemp("category-artifacts") / "c1"
     export_run(category_run, out, name="categories", version="c1")
+    return out
+
+
+@pytest.fixture(scope="session")
+def extractor_artifact(tagger_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from absa.training.tagging_run import export_tag_run
+
+    out = tmp_path_factory.mktemp("extractor-artifacts") / "x1"
+    export_tag_run(tagger_run, out, version="x1")
     return out

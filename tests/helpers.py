@@ -131,3 +131,18 @@ def category_examples() -> list[CategoryExample]:
         out.append(CategoryExample(text, ca, label, f"synthetic:{i}.0"))
         out.append(CategoryExample(text, cb, other, f"synthetic:{i}.1"))
     return out
+
+
+#: aspect-free sentences for the extractor fixtures (the tagger must learn to find nothing)
+EMPTY_SENTENCES = ("we went there on friday", "it was a long day", "the night was great")
+
+
+def extraction_sentences() -> list:
+    """ARTIFACT_EXAMPLES grouped by sentence (both aspects of each), plus EMPTY_SENTENCES."""
+    from absa.training.sentences import GoldSpan, Sentence
+
+    spans: dict[str, list] = {}
+    for e in ARTIFACT_EXAMPLES:
+        spans.setdefault(e.text, []).append(GoldSpan(e.start, e.end, e.label))
+    out = [Sentence(t, tuple(s), "synthetic") for t, s in spans.items()]
+    return out + [Sentence(t, (), "synthetic") for t in EMPTY_SENTENCES]

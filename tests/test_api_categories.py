@@ -37,7 +37,7 @@ def test_each_kind_refuses_the_other_question(category_artifact: Path, artifact:
         terms("the food was great", categories=["food"])
     with pytest.raises(InputError, match="not both"):
         cats("the food was great", ["food"], categories=["food"])
-    with pytest.raises(InputError, match=r"items\[0\]: give either"):
+    with pytest.raises(InputError, match=r"items\[0\]: this is an aspect-category model"):
         cats.batch([{"text": "the food was great"}])
     with pytest.raises(InputError, match=r"items\[0\]: categories\[0\]: unknown category 'x'"):
         cats.batch([("the food was great", ["x"])])

@@ -16,11 +16,15 @@ NEEDS_TORCH = {
     "absa.model.network",
     "absa.model.export",
     "absa.model.recalibrate",  # onnx and the temperature fit: the train extra
+    "absa.model.tagger",
+    "absa.model.tagger_export",
 }
 NEEDS_TORCH_PREFIX = ("absa.training.",)
 TORCH_FREE_TRAINING = {  # training modules the service or the CLI reach without torch
     "absa.training.records",
     "absa.training.metrics",
+    "absa.training.sentences",
+    "absa.training.tagging_run",
 }
 
 
@@ -80,6 +84,8 @@ def test_the_wheel_installs_only_absa(tmp_path: Path) -> None:
         "absa/model/artifacts/default/model.onnx",
         "absa/model/artifacts/default/metadata.json",
         "absa/model/artifacts/default/vocab.json",
+        "absa/model/artifacts/extractor/model.onnx",
+        "absa/model/artifacts/extractor/chars.json",
         "absa/service/static/index.html",
         "absa/training/lexicon.json",
         "absa/cli/__init__.py",

@@ -25,6 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "model_dir": args.model,
         "registry": args.registry,
         "category_model": args.category_model,
+        "extractor": args.extractor,
         "host": args.host,
         "port": args.port,
         "workers": args.workers,
@@ -89,10 +90,25 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from absa.model.runtime import Runtime
     from absa.settings import Settings
 
-    device = args.device or Settings().device
+    settings = Settings()
+    device = args.device or settings.device
     if args.category:
         return _predict_categories(args, device)
-    predictor = Predictor(Runtime.load(servable(model_dir(args.model)), device=device))
+    extractor = None
+    if args.extractor:
+        settings = Settings(extractor=args.extractor)
+    ext_dir = settings.extractor_path()
+    if args.text and not args.aspect:
+        if ext_dir is None:
+            raise CLIError(
+                "give at least one --aspect, or --extractor DIR (or ABSA_EXTRACTOR) to have "
+                "the aspects of --text extracted"
+            )
+        from absa.model.extractor import Extractor
+
+        extractor = Extractor.load(ext_dir, device=device)
+    runtime = Runtime.load(servable(model_dir(args.model)), device=device)
+    predictor = Predictor(runtime, extractor=extractor)
     if args.input:
         if not args.output:
             raise CLIError("--input needs --output")
@@ -103,8 +119,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"{stats.rows} rows: {stats.scored} scored, {len(stats.bad)} bad -> {args.output}\n"
         )
         return 0 if not stats.bad else 1
-    if not args.text or not args.aspect:
-        raise CLIError("give --text and at least one --aspect, or --input and --output")
+    if not args.text:
+        raise CLIError("give --text (with --aspect, or extracted), or --input and --output")
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
     return _print(args, predictor.model_id, results)
 
@@ -177,6 +193,15 @@ def register(sub: Any) -> None:
             "category_model", "an aspect-category artifact to serve beside the model", "none"
         ),
     )
+    s.add_argument(
+        "--extractor",
+        help=setting_help(
+            "extractor",
+            "an aspect extractor artifact ('shipped': the packaged one): requests without "
+            "aspects get them extracted",
+            "none: such requests are refused",
+        ),
+    )
     s.add_argument("--host", help=setting_help("host", "address to listen on"))
     s.add_argument("--port", type=int, help=setting_help("port", "port to listen on"))
     s.add_argument("--workers", type=int, help=setting_help("workers"))
@@ -198,7 +223,16 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--aspect",
         action="append",
-        help="an aspect term in --text; repeat for more (default: none)",
+        help="an aspect term in --text; repeat for more (default: none: extracted, see "
+        "--extractor)",
+    )
+    q.add_argument(
+        "--extractor",
+        help=setting_help(
+            "extractor",
+            "an extractor artifact ('shipped': the packaged one) that finds the aspects of "
+            "--text when no --aspect is given",
+        ),
     )
     q.add_argument(
         "--category",

@@ -40,6 +40,10 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.task == "extract":
+        from absa.cli.extract import cmd_train_extract
+
+        return cmd_train_extract(args)
     from dataclasses import replace
 
     from absa.training.evaluate import evaluate
@@ -105,10 +109,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from absa.cli.extract import cmd_evaluate_extract, is_extraction_model
     from absa.training.evaluate import evaluate
     from absa.training.metrics import format_report
 
     model = model_dir(args.model)
+    if is_extraction_model(model):
+        return cmd_evaluate_extract(args, model)
     from absa.training.evaluate import model_task
 
     examples = _read(args.data, args.skip_invalid, model_task(model)).examples
@@ -123,7 +130,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from absa.cli.extract import cmd_export_extract, is_extraction_model
     from absa.training.exporting import export_run
+
+    if is_extraction_model(Path(args.run)):
+        return cmd_export_extract(args)
 
     meta = export_run(
         Path(args.run),
@@ -184,11 +195,13 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "--task",
-        choices=["terms", "category"],
+        choices=["terms", "category", "extract"],
         default="terms",
         help="terms: sentiment towards aspect terms in the text; category: towards aspect "
         "categories (SemEval XML aspectCategories, or JSONL text/category/label), v_a a "
-        "learned vector per category (default: terms)",
+        "learned vector per category; extract: the aspect term tagger (every aspect term of "
+        "the training sentences, conflict ones too; --config takes {model: TaggerConfig, "
+        "train: TagTrainConfig}) (default: terms)",
     )
     g = t.add_mutually_exclusive_group()
     g.add_argument("--preset", help="a named preset, see `absa presets` (default: fast)")
@@ -197,6 +210,14 @@ def register(sub: Any) -> None:
         help="a JSON/TOML config {preset, model: {...}, train: {...}} (default: none)",
     )
     t.add_argument("--out", required=True, help="the run directory to write (required)")
+    t.add_argument(
+        "--heldout-empty",
+        type=int,
+        default=200,
+        help="--task extract without --dev: aspect-free training sentences kept out of "
+        "training and dev, for a precision check (written to heldout_empty.jsonl) "
+        "(default: 200)",
+    )
     t.add_argument(
         "--eval",
         nargs="+",
@@ -225,7 +246,11 @@ def register(sub: Any) -> None:
     )
     t.set_defaults(func=cmd_train)
 
-    e = sub.add_parser("evaluate", help="accuracy, macro-F1, per-class scores, confusion matrix")
+    e = sub.add_parser(
+        "evaluate",
+        help="accuracy, macro-F1, per-class scores, confusion matrix; for an extractor: "
+        "exact-span precision / recall / F1",
+    )
     e.add_argument("--model", help=f"a run directory or an exported artifact ({MODEL_DEFAULT})")
     e.add_argument("--data", nargs="+", required=True, help="labelled files, any format (required)")
     e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")

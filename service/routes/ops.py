@@ -53,6 +53,7 @@ async def model_info(engine: EngineDep, category: CategoryModelDep) -> ModelInfo
         calibration=meta.get("calibration"),
         providers=rt.providers,
         categories=None if category is None else category.categories,
+        extractor=None if engine.model.extractor is None else engine.model.extractor.model_id,
     )
 
 

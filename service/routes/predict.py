@@ -79,6 +79,11 @@ def _model(
     return category
 
 
+def _asked(req: PredictRequest) -> Any:
+    """The categories, or the aspects (None or "auto": to be extracted)."""
+    return req.categories if req.categories is not None else req.aspects
+
+
 def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
         metrics.aspects.labels(r["label"]).inc()
@@ -124,7 +129,7 @@ async def predict(
     heavy = _heavy([req])
 
     def prepare() -> Any:
-        p = predictor.preprocess(req.text, req.aspects or req.categories, req.explain)
+        p = predictor.preprocess(req.text, _asked(req), req.explain)
         _explained(p, settings.max_explain_aspects)
         return p
 
@@ -167,7 +172,7 @@ async def predict_batch(
             where = f"items[{i}]: "
             try:
                 model: Any = _model(it, terms, category)
-                p = model.preprocess(it.text, it.aspects or it.categories, it.explain, where)
+                p = model.preprocess(it.text, _asked(it), it.explain, where)
                 budget = _explained(p, budget, where)
             except InputError as e:
                 out.append({"error": {"status": status_of(e), **error_body(str(e))}})

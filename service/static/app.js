@@ -67,6 +67,25 @@ function truncated(text, weights) {
   return /\w/.test(before) || /\w/.test(after);
 }
 
+function extractedBadge(confidence) {
+  const found = document.createElement("div");
+  found.className = "extracted";
+  found.textContent = `found by the aspect extractor · confidence ${(confidence * 100).toFixed(0)}%`;
+  found.title = "confidence: the extractor's probability of exactly this span";
+  return found;
+}
+
+async function post(body) {
+  const res = await fetch("/v1/predict", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  let answer = null;
+  try { answer = await res.json(); } catch (_) { /* not JSON */ }
+  return res.ok ? { results: answer.results } : { error: describeError(res.status, answer) };
+}
+
 function renderResult(text, r, occurrence) {
   const card = document.createElement("article");
   card.className = "result";
@@ -84,6 +103,7 @@ function renderResult(text, r, occurrence) {
   lab.textContent = r.label;
   h.appendChild(lab);
   card.appendChild(h);
+  if (r.extracted) card.appendChild(extractedBadge(r.extracted.confidence));
   const bars = document.createElement("div");
   bars.className = "bars";
   for (const [name, p] of Object.entries(r.scores)) {
@@ -125,22 +145,18 @@ async function analyse() {
   const typed = $("aspects").value.split(",").map((s) => s.trim()).filter(Boolean);
   const aspects = [...typed, ...picked.filter((a) => text.slice(a.start, a.end) === a.term)];
   if (!text.trim()) { showError("Type a sentence first."); return; }
-  if (!aspects.length) { showError("Name at least one aspect, or select one in the sentence."); return; }
   const button = $("analyse");
   button.disabled = true;
   $("status").textContent = "Analysing…";
   try {
-    // one request per aspect: an aspect that is not in the text does not hide the others
-    const answers = await Promise.all(aspects.map(async (aspect) => {
-      const res = await fetch("/v1/predict", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ text, aspects: [aspect], explain: true }),
-      });
-      let body = null;
-      try { body = await res.json(); } catch (_) { /* not JSON */ }
-      return res.ok ? { results: body.results } : { error: describeError(res.status, body) };
-    }));
+    // no aspects named: the service finds them (where it has an extractor); else one request
+    // per aspect, so an aspect that is not in the text does not hide the others
+    const answers = aspects.length
+      ? await Promise.all(aspects.map((aspect) => post({ text, aspects: [aspect], explain: true })))
+      : [await post({ text, explain: true })];
+    if (!aspects.length && answers[0].results && !answers[0].results.length) {
+      answers[0].error = "No aspects found in this sentence: name one, or select it in the text.";
+    }
     const errors = answers.filter((a) => a.error).map((a) => a.error);
     const results = answers.flatMap((a) => a.results || []);
     // a term found several times: tell its occurrences apart by number and position
@@ -189,5 +205,11 @@ document.querySelectorAll(".example").forEach((b) => {
     analyse();
   };
 });
-fetch("/v1/model").then((r) => r.json()).then((m) => { $("model").textContent = `${m.name} ${m.version}`; })
+fetch("/v1/model").then((r) => r.json()).then((m) => {
+  $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
+  if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
+    document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";
+    $("aspects").placeholder = "burger, fries";
+  }
+})
   .catch(() => { $("model").textContent = "unavailable"; });

@@ -375,7 +375,8 @@ def test_schema_states_what_is_refused(client: TestClient) -> None:
     assert req["text"]["minLength"] == 1
     for key in ("aspects", "categories"):  # optional: one or the other
         (listed,) = [x for x in req[key]["anyOf"] if x.get("type") == "array"]
-        assert listed["minItems"] == 1
+        assert listed["minItems"] == 1  # a list is never empty; aspects left out: extracted
+    assert {"const": "auto", "type": "string"} in req["aspects"]["anyOf"]
     assert schemas["BatchRequest"]["properties"]["items"]["minItems"] == 1
     span = schemas["AspectSpan"]["properties"]
     assert span["term"]["maxLength"] == MAX_TERM_CHARS

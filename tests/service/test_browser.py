@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,9 @@ def page_url(artifact: Path):  # type: ignore[no-untyped-def]
         yield url
 
 
-@pytest.fixture()
-def offline_page(page_url: str):  # type: ignore[no-untyped-def]
-    """A page with no internet: every request that is not to the service fails."""
+@contextmanager
+def _offline_page(service_url: str):  # type: ignore[no-untyped-def]
+    """A page with no internet: every request that is not to ``service_url`` fails."""
     sync_playwright = _playwright()
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -50,7 +51,7 @@ def offline_page(page_url: str):  # type: ignore[no-untyped-def]
         outside: list[str] = []
 
         def only_the_service(route) -> None:  # type: ignore[no-untyped-def]
-            if route.request.url.startswith(page_url):
+            if route.request.url.startswith(service_url):
                 route.continue_()
             else:
                 outside.append(route.request.url)
@@ -60,6 +61,12 @@ def offline_page(page_url: str):  # type: ignore[no-untyped-def]
         pg.outside = outside  # type: ignore[attr-defined]
         yield pg
         browser.close()
+
+
+@pytest.fixture()
+def offline_page(page_url: str):  # type: ignore[no-untyped-def]
+    with _offline_page(page_url) as pg:
+        yield pg
 
 
 @pytest.fixture()
@@ -219,3 +226,51 @@ def test_the_page_has_a_favicon(page, page_url: str) -> None:  # type: ignore[no
     assert href
     res = page.request.get(page_url + href)
     assert res.status == 200 and res.headers["content-type"].startswith("image/")
+
+
+@pytest.fixture(scope="module")
+def auto_url(artifact: Path, extractor_artifact: Path):  # type: ignore[no-untyped-def]
+    with serve(make_settings(artifact, extractor=extractor_artifact)) as url:
+        yield url
+
+
+@pytest.fixture()
+def auto_page(auto_url: str):  # type: ignore[no-untyped-def]
+    """The page of a service with an aspect extractor."""
+    with _offline_page(auto_url) as pg:
+        pg.goto(auto_url + "/")
+        yield pg
+
+
+def test_no_aspects_shows_the_aspects_found(auto_page) -> None:  # type: ignore[no-untyped-def]
+    page = auto_page
+    page.fill("#text", "the wine list was great but the food was awful")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    titles = page.locator(".result h2").all_inner_texts()
+    assert ["wine list" in titles[0], "food" in titles[1]] == [True, True]
+    badges = page.locator(".result .extracted").all_inner_texts()
+    assert len(badges) == 2 and all("confidence" in b for b in badges)
+    heat = page.locator(".result").first.locator(".heat").first
+    assert heat.locator("span.aspect").all_inner_texts() == ["wine", "list"]
+    assert "extractor absa-extractor:x1" in page.inner_text("#model")
+    assert "empty: found in the text" in page.inner_text("label[for=aspects]")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-page-extracted.png"), full_page=True)
+
+
+def test_no_aspects_found_is_said(auto_page) -> None:  # type: ignore[no-untyped-def]
+    page = auto_page
+    page.fill("#text", "we went there on friday")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "No aspects found" in page.inner_text("#error")
+
+
+def test_no_aspects_without_an_extractor_says_why(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function("!document.getElementById('model').textContent.includes('…')")
+    assert "empty" not in page.inner_text("label[for=aspects]")
+    page.fill("#text", "the food was great")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "no aspect extractor is configured" in page.inner_text("#error")

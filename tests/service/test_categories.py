@@ -67,7 +67,7 @@ def test_terms_still_go_to_the_term_model(both: TestClient) -> None:
             422,
             "give either aspects (terms in the text) or categories, not both",
         ),
-        ({"text": TEXT}, 422, "give either aspects"),
+        ({"text": TEXT}, 422, "no aspect extractor is configured"),  # neither: extraction
         ({"text": TEXT, "categories": []}, 422, "categories"),
         ({"text": TEXT, "categories": [3]}, 422, "categories"),
         ({"text": TEXT, "categories": ["food"] * 5}, 413, "too many categories"),

@@ -1,0 +1,154 @@
+"""The extraction side of train / evaluate / export: ``absa train --task extract`` and
+``absa evaluate`` / ``absa export`` on a tagger run or an extractor artifact."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from absa.cli.common import CLIError
+
+log = logging.getLogger("absa")
+
+HELDOUT_EMPTY = "heldout_empty.jsonl"
+
+
+def is_extraction_model(path: Path) -> bool:
+    """A tagger run directory or an extractor artifact (not a sentiment model)."""
+    from absa.model import artifact
+    from absa.training.tagging_run import is_tag_run
+
+    meta = Path(path) / artifact.METADATA
+    if meta.is_file():
+        try:
+            return json.loads(meta.read_text(encoding="utf-8")).get("kind") == (
+                artifact.EXTRACTOR_KIND
+            )
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            return False
+    return is_tag_run(Path(path))
+
+
+def _config(path: str | None) -> tuple[dict, dict]:
+    if path is None:
+        return {}, {}
+    import tomllib
+
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    unknown = set(data) - {"model", "train"}
+    if unknown:
+        raise CLIError(f"{path}: unknown keys {sorted(unknown)} (expected model, train)")
+    return data.get("model", {}), data.get("train", {})
+
+
+def cmd_train_extract(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from absa.model.tagger_config import TaggerConfig
+    from absa.training.provenance import file_info
+    from absa.training.sentences import drop_sentences, read_sentences, split
+    from absa.training.tagging import TagTrainConfig, fit_tagger, write_sentences
+    from absa.training.tagging_run import add_eval, write_tag_run
+
+    if args.preset:
+        raise CLIError("--preset names a sentiment preset; with --task extract use --config")
+    if Path(args.out).exists():
+        raise CLIError(f"{args.out} exists; train into a new directory")
+    model_over, train_over = _config(args.config)
+    cfg = TaggerConfig.from_dict(model_over)
+    tcfg = TagTrainConfig.from_dict(train_over)
+    over = {k: v for k, v in (("seed", args.seed), ("epochs", args.epochs)) if v is not None}
+    if args.threads is not None:
+        over["threads"] = args.threads
+    tcfg = replace(tcfg, **over)
+    sentences = read_sentences(args.train)
+    info: dict = {"seed": tcfg.seed, "data": {"train": file_info(args.train)}}
+    if args.exclude:
+        sentences, dropped = drop_sentences(sentences, read_sentences(args.exclude))
+        info["data"]["exclude"] = file_info(args.exclude)
+        info["excluded_overlap"] = dropped
+        log.info("dropped %d training sentences that occur in --exclude files", dropped)
+    if args.dev:
+        train, dev, empty = sentences, read_sentences(args.dev), []
+        info["data"]["dev"] = file_info(args.dev)
+        info["split"] = {"dev": "file"}
+    else:
+        parts = split(sentences, 0.1, args.heldout_empty, tcfg.seed)
+        train, dev, empty = parts.train, parts.dev, parts.empty_heldout
+        info["split"] = {"dev": f"seeded 10% of train (seed {tcfg.seed})",
+                         "heldout_empty": len(empty)}  # fmt: skip
+    info["sentences"] = {"train": len(train), "dev": len(dev), "heldout_empty": len(empty)}
+    info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    run = fit_tagger(train, dev, cfg, tcfg)
+    write_tag_run(Path(args.out), run, [s.text for s in dev], info)
+    if empty:
+        write_sentences(Path(args.out) / HELDOUT_EMPTY, empty)
+    reports = {p: evaluate_extraction(Path(args.out), [p]) for p in args.eval or []}
+    if reports:
+        add_eval(Path(args.out), reports)
+    for p, rep in reports.items():
+        log.info("%s: %s", p, _line(rep))
+    sys.stdout.write(
+        f"run written to {args.out}: best epoch {run.best_epoch}, dev {_line(run.dev)}\n"
+    )
+    return 0
+
+
+def _line(rep: dict) -> str:
+    return (
+        f"span P {rep['precision']:.2f} R {rep['recall']:.2f} F1 {rep['f1']:.2f} "
+        f"({rep['true_positives']} of {rep['gold']} gold, {rep['predicted']} predicted, "
+        f"{rep['sentences']} sentences)"
+    )
+
+
+def predict_spans(model: Path, texts: Sequence[str]) -> list[set[tuple[int, int]]]:
+    """The spans a tagger run (torch) or an extractor artifact (onnxruntime) finds."""
+    from absa.training.tagging_run import is_tag_run
+
+    if is_tag_run(model):
+        from absa.training.tagging import predict_spans as run_spans
+        from absa.training.tagging_run import load_tag_run
+
+        run = load_tag_run(model)
+        return run_spans(run.net, run.text, texts)
+    from absa.model.extractor import Extractor
+
+    found = Extractor.load(model).extract(texts)
+    return [{(f.start, f.end) for f in spans} for spans in found]
+
+
+def evaluate_extraction(model: Path, paths: Sequence[str]) -> dict:
+    """Exact-span precision / recall / F1 of ``model`` on the sentences of ``paths``."""
+    from absa.model.spans import span_scores
+    from absa.training.sentences import read_sentences
+
+    sentences = read_sentences(paths)
+    pred = predict_spans(model, [s.text for s in sentences])
+    return span_scores([s.span_set for s in sentences], pred)
+
+
+def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
+    rep = evaluate_extraction(model, args.data)
+    rep.update(model=str(model), data=list(args.data))
+    out = json.dumps(rep) if args.json else _line(rep)
+    sys.stdout.write(out + "\n")
+    return 0
+
+
+def cmd_export_extract(args: argparse.Namespace) -> int:
+    from absa.training.tagging_run import export_tag_run
+
+    meta = export_tag_run(Path(args.run), Path(args.out), name=args.name, version=args.version)
+    par = meta["parity"]
+    sys.stdout.write(
+        f"extractor written to {args.out}: parity on {par['n']} dev windows, max |diff| "
+        f"{par['max_abs_diff']:.1e}, {par['prediction_mismatches']} decoded differently\n"
+    )
+    return 0

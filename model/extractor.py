@@ -1,0 +1,92 @@
+"""Run an exported aspect term tagger with onnxruntime: text -> aspect spans. No torch.
+
+``Extractor.load`` opens an artifact of kind ``absa-extractor`` through
+``absa.model.artifact.load`` (the same checks as a sentiment model: every file hashed,
+recorded parity; a sentiment artifact is refused, and the sentiment runtime refuses this
+one), then ``extract`` tags texts in batches and decodes each window with
+``absa.model.spans.decode`` (BIO-constrained Viterbi; the confidence is defined there).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from absa.errors import ArtifactError
+from absa.model import artifact
+from absa.model.runtime import open_session
+from absa.model.spans import FoundSpan, decode
+from absa.model.tagtext import TagText, Window
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXTRACTOR_DIR = Path(__file__).resolve().parent / "artifacts" / "extractor"
+
+
+class Extractor:
+    def __init__(self, model_dir: Path, metadata: dict, text: TagText, session) -> None:
+        self.model_dir = model_dir
+        self.metadata = metadata
+        self.text = text
+        self.session = session
+        self.input_names = [i.name for i in session.get_inputs()]
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.metadata.get('name')}:{self.metadata.get('version')}"
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: Path | str,
+        device: str = "auto",
+        threads: int = 0,
+        require_parity: bool = True,
+    ) -> Extractor:
+        art = artifact.load(model_dir, require_parity=require_parity, kind=artifact.EXTRACTOR_KIND)
+        try:
+            text = TagText.load(art.directory)
+        except (OSError, ValueError) as e:
+            raise ArtifactError(f"{art.directory}: tagger text pipeline: {e}") from None
+        n_chars = int(art.metadata.get("model_config", {}).get("char_vocab_size", 0))
+        if n_chars != len(text.chars or []):
+            raise ArtifactError(
+                f"{art.directory}: the model reads {n_chars} characters but the artifact "
+                f"lists {len(text.chars or [])}"
+            )
+        session = open_session(art.onnx_path, device, threads)
+        log.info(
+            "loaded extractor %s on %s", art.metadata.get("version"), session.get_providers()[0]
+        )
+        return cls(art.directory, art.metadata, text, session)
+
+    def probs(self, windows: Sequence[Window]) -> list[np.ndarray]:
+        """Per-word tag probabilities (T_i, K) for each window: one session call."""
+        feeds = self.text.feeds(windows)
+        (probs,) = self.session.run(None, {k: feeds[k] for k in self.input_names})
+        return [probs[i, : len(w.ids)] for i, w in enumerate(windows)]
+
+    def extract(self, texts: Sequence[str], max_batch: int = 64) -> list[list[FoundSpan]]:
+        """The aspect spans found in each text, in text order."""
+        windows = [self.text.encode(t) for t in texts]
+        flat = [w for ws in windows for w in ws]
+        order = sorted(range(len(flat)), key=lambda i: len(flat[i].ids))
+        probs: list[np.ndarray | None] = [None] * len(flat)
+        for s in range(0, len(order), max_batch):
+            idx = order[s : s + max_batch]
+            for i, p in zip(idx, self.probs([flat[i] for i in idx]), strict=True):
+                probs[i] = p
+        out, k = [], 0
+        for ws in windows:
+            found: list[FoundSpan] = []
+            for w in ws:
+                found.extend(decode(probs[k], w.tokens))  # type: ignore[arg-type]
+                k += 1
+            out.append(found)
+        return out
+
+    def warmup(self) -> None:
+        self.extract(["The food was great ."])

@@ -1,0 +1,123 @@
+"""The model card (README.md) of an extractor artifact, made from its metadata. No torch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from absa.model.card import CARD
+
+LANGUAGE = (
+    "English only: English word vectors and tokenizer, trained on English restaurant and "
+    "laptop reviews."
+)
+
+SOURCES = (
+    "Data: SemEval-2014 Task 4 (Pontiki et al. 2014), MAMS (Jiang et al., EMNLP 2019), "
+    "ACOS laptop (Cai et al., ACL 2021), as redistributed for research; sentences of every "
+    "reported test set are dropped from training."
+)
+
+INTENDED_USE = (
+    "Find the aspect terms (the things an opinion is about: 'burger', 'battery life') in a "
+    "sentence of a short English review, so that each can be classified by a sentiment model. "
+    "Meant for aggregate analysis of many reviews, not for decisions about a person."
+)
+
+LIMITS = [
+    "It finds explicit terms only: an opinion about something the text never names "
+    "('too expensive' about the price) yields no aspect.",
+    "What counts as an aspect follows the SemEval-2014 / MAMS / ACOS annotation of "
+    "restaurant and laptop reviews; other domains get fewer and worse spans: measure them "
+    "(`absa evaluate`).",
+    "Confidence is the probability, under the per-word tag probabilities, that the tagger "
+    "marks exactly this span (its B/I tag probabilities times the next word's not-I "
+    "probability); it is not calibrated against held-out data.",
+    "Text longer than the window is tagged window by window; a term cut by a window's "
+    "edge comes out as two pieces.",
+]
+
+
+def _fmt(x: Any) -> str:
+    return f"{float(x):.2f}" if isinstance(x, int | float) else "?"
+
+
+def render_extractor(metadata: Mapping[str, Any]) -> str:
+    cfg = metadata.get("model_config") or {}
+    metrics = metadata.get("metrics") or {}
+    parity = metadata.get("parity") or {}
+    chars = "+ a character CNN " if cfg.get("char_vocab_size") else ""
+    lines = [
+        f"# {metadata.get('name', 'absa-extractor')} {metadata.get('version', '?')}",
+        "",
+        f"Aspect term extractor: a BiLSTM ({cfg.get('hidden_size')} per direction, "
+        f"{cfg.get('layers', 1)} layer(s)) over GloVe word vectors {chars}tagging words "
+        "B / I / O, decoded by BIO-constrained Viterbi; served with onnxruntime.",
+        "",
+        "## Intended use",
+        "",
+        INTENDED_USE,
+        "",
+        "## Language",
+        "",
+        LANGUAGE,
+        "",
+        "## Training data",
+        "",
+        *[
+            f"- `{f.get('path')}` (sha256 {str(f.get('sha256', ''))[:12]}...)"
+            for f in ((metadata.get("train") or {}).get("data") or {}).get("train", [])
+        ],
+        "",
+        SOURCES,
+        "",
+        "## Metrics (exact-span precision / recall / F1, %)",
+        "",
+        "| set | P | R | F1 |",
+        "|---|---|---|---|",
+    ]
+    for name, rep in metrics.items():
+        if isinstance(rep, Mapping) and "f1" in rep:
+            lines.append(
+                f"| {name} | {_fmt(rep.get('precision'))} | {_fmt(rep.get('recall'))} "
+                f"| {_fmt(rep.get('f1'))} |"
+            )
+    bench = metadata.get("benchmark") or {}
+    held, e2e, lat = bench.get("heldout_empty"), bench.get("end_to_end") or {}, bench.get("latency")
+    if held:
+        lines += [
+            "",
+            f"Held-out aspect-free training sentences: nothing found in "
+            f"{held['sentences_with_none_found']} of {held['sentences']}, "
+            f"{held['false_positives']} spans found in all.",
+        ]
+    for name, rep in e2e.items():
+        lines.append(
+            f"End to end on {name} test (extracted, then classified by the shipped sentiment "
+            f"model; a triple counts when span and label are right): P {_fmt(rep['precision'])}"
+            f" / R {_fmt(rep['recall'])} / F1 {_fmt(rep['f1'])}."
+        )
+    if lat:
+        lines.append(
+            f"Latency (onnxruntime, {lat['threads']} threads, one sentence per call): p50 "
+            f"{_fmt(lat['batch1_p50_ms'])} ms, p99 {_fmt(lat['batch1_p99_ms'])} ms."
+        )
+    lines += [
+        "",
+        f"Parity: onnxruntime vs torch on {parity.get('n', '?')} dev windows, max |diff| "
+        f"{parity.get('max_abs_diff', '?')}, {parity.get('prediction_mismatches', '?')} "
+        "decoded differently.",
+        "",
+        "## Limits",
+        "",
+        *[f"- {x}" for x in LIMITS],
+        "",
+    ]
+    if metadata.get("reproduce"):
+        lines += ["## Reproduce", "", "```bash", str(metadata["reproduce"]), "```", ""]
+    return "\n".join(lines)
+
+
+def write_extractor_card(directory: Path, metadata: Mapping[str, Any]) -> None:
+    (Path(directory) / CARD).write_text(render_extractor(metadata), encoding="utf-8")

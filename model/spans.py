@@ -1,0 +1,126 @@
+"""BIO tags <-> character spans, and the tagger's decoder. numpy only (serving uses it).
+
+Tags are ``O`` (outside), ``B`` (first word of an aspect term), ``I`` (a later word).
+``decode`` picks the most probable tag sequence under the BIO rule (``I`` only after ``B``
+or ``I``) and one more: two aspect terms never touch (``B`` only after ``O``: in the
+training data fewer than 0.1% of spans start right after another, and the rule adds
+0.2-0.4 F1 on dev and every test set; docs/benchmarks.md), by Viterbi over the per-word
+log-probabilities, then turns each ``B I*`` run into the character span from its first
+word's start to its last word's end.
+
+Confidence of an extracted span: the product of its words' probabilities of the tags chosen
+(``B`` for the first, ``I`` for the others), times the probability that the word after it
+is not ``I`` (the span does not go on). It is the chance, under the per-word
+probabilities, that the tagger marks exactly this span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from absa.model.text import Token
+
+TAGS: tuple[str, ...] = ("O", "B", "I")
+O, B, I = 0, 1, 2  # noqa: E741 (the tag's own name)
+
+# allowed[prev, next]: I only after B or I, B only after O; a sentence may not start with I
+_ALLOWED = np.array([[1, 1, 0], [1, 0, 1], [1, 0, 1]], dtype=bool)
+_START = np.array([1, 1, 0], dtype=bool)
+
+
+@dataclass(frozen=True)
+class FoundSpan:
+    start: int
+    end: int
+    confidence: float
+
+
+def bio_tags(tokens: Sequence[Token], spans: Iterable[tuple[int, int]]) -> list[int]:
+    """Tag ids per token: a token overlapping a span is B (its first token) or I. A span that
+    overlaps an earlier one, or covers no token, is left out."""
+    tags = [O] * len(tokens)
+    for start, end in sorted(spans):
+        inside = [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
+        if not inside or any(tags[i] != O for i in inside):
+            continue
+        tags[inside[0]] = B
+        for i in inside[1:]:
+            tags[i] = I
+    return tags
+
+
+def spans_of(tags: Sequence[int], tokens: Sequence[Token]) -> list[tuple[int, int, int, int]]:
+    """(first token, last token + 1, char start, char end) of every ``B I*`` run."""
+    out = []
+    i, n = 0, len(tags)
+    while i < n:
+        if tags[i] == B:
+            j = i + 1
+            while j < n and tags[j] == I:
+                j += 1
+            out.append((i, j, tokens[i].start, tokens[j - 1].end))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def viterbi(probs: np.ndarray) -> list[int]:
+    """The most probable BIO-valid tag sequence for per-word tag probabilities (T, K)."""
+    logp = np.log(np.clip(probs, 1e-12, 1.0))
+    t_len = len(logp)
+    if t_len == 0:
+        return []
+    neg = np.float64(-1e9)
+    trans = np.where(_ALLOWED, 0.0, neg)
+    score = np.where(_START, logp[0], neg)
+    back = np.zeros((t_len, len(TAGS)), dtype=np.int64)
+    for t in range(1, t_len):
+        cand = score[:, None] + trans  # (prev, next)
+        back[t] = cand.argmax(0)
+        score = cand.max(0) + logp[t]
+    path = [int(score.argmax())]
+    for t in range(t_len - 1, 0, -1):
+        path.append(int(back[t, path[-1]]))
+    return path[::-1]
+
+
+def decode(probs: np.ndarray, tokens: Sequence[Token]) -> list[FoundSpan]:
+    """The aspect spans in one sentence from its per-word tag probabilities (T, K)."""
+    tags = viterbi(probs)
+    out = []
+    for i, j, start, end in spans_of(tags, tokens):
+        conf = float(probs[i, B]) * float(np.prod(probs[i + 1 : j, I]))
+        if j < len(tags):
+            conf *= 1.0 - float(probs[j, I])
+        out.append(FoundSpan(start, end, conf))
+    return out
+
+
+def span_scores(
+    gold: Sequence[Iterable[tuple[int, int]]], pred: Sequence[Iterable[tuple[int, int]]]
+) -> dict[str, float | int]:
+    """Exact-match span precision, recall and F1 (in %) over sentences, with the counts."""
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted")
+    tp = n_gold = n_pred = 0
+    for g, p in zip(gold, pred, strict=True):
+        g, p = set(g), set(p)
+        tp += len(g & p)
+        n_gold += len(g)
+        n_pred += len(p)
+    prec = 100.0 * tp / n_pred if n_pred else 0.0
+    rec = 100.0 * tp / n_gold if n_gold else 0.0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    return {
+        "precision": prec,
+        "recall": rec,
+        "f1": f1,
+        "true_positives": tp,
+        "gold": n_gold,
+        "predicted": n_pred,
+        "sentences": len(gold),
+    }

@@ -1,0 +1,116 @@
+"""The extraction commands in-process: ``absa train --task extract`` on SemEval-style XML
+(aspect-free sentences and conflict terms included), ``absa evaluate`` with span scores on
+a run and on its artifact, ``absa export``, ``absa predict`` without aspects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import pytest
+
+from absa.cli import main
+from tests.helpers import extraction_sentences
+
+
+def write_xml(path: Path, sentences: list, polarity: str = "positive") -> Path:
+    rows = ["<sentences>"]
+    for i, s in enumerate(sentences):
+        terms = "".join(
+            f"<aspectTerm term={quoteattr(s.text[sp.start : sp.end])} polarity="
+            f'"{polarity if j else "conflict"}" from="{sp.start}" to="{sp.end}"/>'
+            for j, sp in enumerate(s.spans)
+        )
+        rows.append(
+            f'<sentence id="{i}"><text>{s.text}</text><aspectTerms>{terms}</aspectTerms></sentence>'
+        )
+    path.write_text("\n".join(rows + ["</sentences>"]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def extract_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    tmp = tmp_path_factory.mktemp("extract-cli")
+    xml = write_xml(tmp / "train.xml", extraction_sentences())
+    cfg = tmp / "cfg.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "model": {"hidden_size": 16, "char_dim": 8, "char_filters": 8, "dropout": 0.0},
+                "train": {
+                    "glove": str(small_glove),
+                    "glove_top_k": 0,
+                    "lr": 0.02,
+                    "epochs": 30,
+                    "patience": 100,
+                    "batch_size": 8,
+                },
+            }
+        )  # fmt: skip
+    )
+    run = tmp / "run"
+    code = main(["train", "--task", "extract", "--train", str(xml), "--dev", str(xml),
+                 "--config", str(cfg), "--out", str(run), "--eval", str(xml)])  # fmt: skip
+    assert code == 0
+    return run
+
+
+def test_train_writes_a_tagger_run_with_span_scores(extract_run: Path) -> None:
+    info = json.loads((extract_run / "run.json").read_text())
+    assert info["kind"] == "absa-tagger-run"
+    metrics = json.loads((extract_run / "metrics.json").read_text())
+    assert metrics["dev"]["f1"] == pytest.approx(100.0)  # conflict terms are aspects too
+    (ev,) = metrics["eval"].values()
+    assert ev["gold"] == sum(len(s.spans) for s in extraction_sentences())
+
+
+def test_evaluate_run_and_artifact_alike(
+    extract_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xml = write_xml(tmp_path / "test.xml", extraction_sentences())
+    out = tmp_path / "artifact"
+    assert main(["export", "--run", str(extract_run), "--out", str(out)]) == 0
+    assert "extractor written to" in capsys.readouterr().out
+    reports = []
+    for model in (extract_run, out):
+        assert main(["evaluate", "--model", str(model), "--data", str(xml), "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    keys = ("precision", "recall", "f1", "true_positives", "gold", "predicted")
+    assert [reports[0][k] for k in keys] == [reports[1][k] for k in keys]
+    assert reports[0]["f1"] == pytest.approx(100.0)
+
+
+def test_predict_without_aspects_uses_the_extractor(
+    extractor_artifact: Path, artifact: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = "the wine list was great but the food was awful"
+    code = main(["predict", "--model", str(artifact), "--extractor", str(extractor_artifact),
+                 "--text", text])  # fmt: skip
+    assert code == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert [(r["term"], "confidence" in r["extracted"]) for r in results] == [
+        ("wine list", True),
+        ("food", True),
+    ]
+
+
+def test_predict_without_aspects_or_extractor_is_one_line(
+    artifact: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ABSA_EXTRACTOR", raising=False)
+    assert main(["predict", "--model", str(artifact), "--text", "the food was great"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--extractor" in err
+
+
+def test_python_api_extracts_when_no_aspects_are_given(
+    extractor_artifact: Path, artifact: Path
+) -> None:
+    from absa import load
+
+    clf = load(artifact, extractor=extractor_artifact, device="cpu")
+    got = clf("the wine list was great but the food was awful")
+    assert [(p.term, p.start, p.end) for p in got] == [("wine list", 4, 13), ("food", 32, 36)]
+    assert all(p.extracted is not None and p.to_dict()["extracted"] for p in got)
+    assert clf("the food was great", ["food"])[0].extracted is None

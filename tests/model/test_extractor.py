@@ -1,0 +1,136 @@
+"""The aspect extractor: BIO decoding, span scores, the exported tagger under onnxruntime,
+and the artifact kind that keeps taggers and sentiment models apart."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absa.errors import ArtifactError
+from absa.model.spans import B, I, O, decode, span_scores, spans_of, viterbi
+from absa.model.text import tokenize
+from tests.helpers import EMPTY_SENTENCES, extraction_sentences
+
+
+def test_bio_tags_round_trip_to_the_same_spans() -> None:
+    from absa.model.spans import bio_tags
+
+    text = "the wine list and the pizza were fine"
+    tokens = tokenize(text)
+    spans = {(4, 13), (22, 27)}
+    tags = bio_tags(tokens, spans)
+    assert tags == [O, B, I, O, O, B, O, O]
+    assert {(s, e) for _, _, s, e in spans_of(tags, tokens)} == spans
+
+
+def test_viterbi_keeps_spans_well_formed_and_apart() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        probs = rng.dirichlet(np.ones(3), size=int(rng.integers(1, 9)))
+        path = viterbi(probs)
+        assert len(path) == len(probs)
+        for prev, tag in zip([O, *path], path, strict=False):
+            assert not (tag == I and prev == O), path  # a span starts with B
+            assert not (tag == B and prev != O), path  # two spans never touch
+
+
+def test_two_touching_spans_are_decoded_as_one_or_apart() -> None:
+    tokens = tokenize("live entertainment")
+    probs = np.array([[0.1, 0.8, 0.1], [0.1, 0.5, 0.4]])  # per word: B, then B (or I)
+    assert [(f.start, f.end) for f in decode(probs, tokens)] == [(0, 18)]
+
+
+def test_decode_confidence_is_the_span_probability() -> None:
+    text = "the wine list was fine"
+    tokens = tokenize(text)
+    probs = np.array(
+        [[0.9, 0.05, 0.05], [0.1, 0.8, 0.1], [0.2, 0.1, 0.7], [0.6, 0.1, 0.3], [0.9, 0.05, 0.05]]
+    )
+    (found,) = decode(probs, tokens)
+    assert (text[found.start : found.end], found.confidence) == (
+        "wine list",
+        pytest.approx(0.8 * 0.7 * (1 - 0.3)),
+    )
+
+
+def test_span_scores_count_exact_matches_only() -> None:
+    rep = span_scores([{(0, 4), (10, 15)}, set()], [{(0, 4), (10, 14)}, {(1, 2)}])
+    assert (rep["true_positives"], rep["gold"], rep["predicted"]) == (1, 2, 3)
+    assert rep["precision"] == pytest.approx(100 / 3)
+    assert rep["recall"] == pytest.approx(50.0)
+    assert rep["f1"] == pytest.approx(40.0)
+
+
+def test_extractor_finds_the_trained_aspects_and_nothing_else(extractor_artifact: Path) -> None:
+    from absa.model.extractor import Extractor
+
+    ext = Extractor.load(extractor_artifact, device="cpu")
+    sentences = extraction_sentences()
+    found = ext.extract([s.text for s in sentences])
+    assert [{(f.start, f.end) for f in spans} for spans in found] == [s.span_set for s in sentences]
+    assert all(0.0 < f.confidence <= 1.0 for spans in found for f in spans)
+    assert ext.extract(list(EMPTY_SENTENCES)) == [[], [], []]
+
+
+def test_batches_and_windows_do_not_change_the_answer(extractor_artifact: Path) -> None:
+    from absa.model.extractor import Extractor
+
+    ext = Extractor.load(extractor_artifact, device="cpu")
+    texts = [s.text for s in extraction_sentences()]
+    alone = [ext.extract([t])[0] for t in texts]
+    assert ext.extract(texts, max_batch=7) == alone  # padding to other lengths changes nothing
+    long = " . ".join(texts[:20])  # more words than a window holds: tagged window by window
+    assert len(tokenize(long)) > ext.text.max_len
+    spans = ext.extract([long])[0]
+    assert len(spans) >= 30  # both aspects of most of the 20 sentences, past the first window
+    assert max(f.start for f in spans) > tokenize(long)[ext.text.max_len].start
+
+
+def test_export_records_parity_and_a_kind_of_its_own(extractor_artifact: Path) -> None:
+    from absa.model import artifact
+
+    meta = artifact.read_metadata(extractor_artifact, artifact.EXTRACTOR_KIND)
+    assert meta["parity"]["prediction_mismatches"] == 0
+    assert meta["parity"]["max_abs_diff"] <= artifact.PARITY_ATOL
+    assert meta["labels"] == ["O", "B", "I"]
+    assert "chars.json" in meta["files"]
+    assert (extractor_artifact / "README.md").read_text().startswith("# absa-extractor x1")
+
+
+def test_a_sentiment_model_and_a_tagger_are_never_swapped(
+    extractor_artifact: Path, artifact: Path
+) -> None:
+    from absa.model.extractor import Extractor
+    from absa.model.runtime import Runtime
+
+    with pytest.raises(ArtifactError, match="kind 'absa-extractor' is not 'absa-artifact'"):
+        Runtime.load(extractor_artifact, device="cpu")
+    with pytest.raises(ArtifactError, match="kind 'absa-artifact' is not 'absa-extractor'"):
+        Extractor.load(artifact, device="cpu")
+
+
+def test_a_changed_character_list_is_refused(extractor_artifact: Path, tmp_path: Path) -> None:
+    from absa.model.extractor import Extractor
+
+    copy = tmp_path / "x"
+    shutil.copytree(extractor_artifact, copy)
+    (copy / "chars.json").write_text('["<pad>", "<unk>", "a"]', encoding="utf-8")
+    with pytest.raises(ArtifactError, match="chars.json: sha256"):
+        Extractor.load(copy, device="cpu")
+
+
+def test_the_shipped_extractor_finds_aspects_and_stays_small() -> None:
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    if not DEFAULT_EXTRACTOR_DIR.is_dir():
+        pytest.skip("no shipped extractor in this checkout")
+    ext = Extractor.load(DEFAULT_EXTRACTOR_DIR, device="cpu")
+    text = "The fries were soggy but the burger was great."
+    assert {text[f.start : f.end] for f in ext.extract([text])[0]} == {"fries", "burger"}
+    size = sum(f.stat().st_size for f in DEFAULT_EXTRACTOR_DIR.iterdir())
+    shipped = size + sum(f.stat().st_size for f in DEFAULT_MODEL_DIR.iterdir())
+    assert size < 8_000_000 and shipped < 25_000_000

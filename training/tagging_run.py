@@ -1,0 +1,125 @@
+"""A tagger's run directory (``absa train --task extract``): writing, reading, exporting.
+
+    weights.safetensors      the best epoch's weights
+    tagger_config.json       the network's shape (TaggerConfig)
+    train_config.json        the TagTrainConfig
+    pipeline.json, vocab.json, chars.json   the tagger's text pipeline
+    dev.jsonl                the dev sentences (selection, and the export's parity check)
+    history.json             per-epoch loss and dev span scores
+    metrics.json             {"dev": best epoch's span scores, "eval": {file: scores}?}
+    run.json                 kind "absa-tagger-run", seed, data, split, timing. Written last.
+
+Importing this module imports no torch; loading and exporting a run do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from absa.model.tagger_config import TaggerConfig
+from absa.model.tagtext import TagText
+from absa.training.provenance import code_version
+
+if TYPE_CHECKING:
+    from absa.model.tagger import Tagger
+    from absa.training.tagging import TagRun
+
+TAG_RUN_KIND = "absa-tagger-run"
+RUN_INFO = "run.json"
+WEIGHTS = "weights.safetensors"
+
+
+def is_tag_run(directory: Path) -> bool:
+    path = Path(directory) / RUN_INFO
+    if not path.is_file():
+        return False
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("kind") == TAG_RUN_KIND
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return False
+
+
+def _dump(path: Path, obj: object) -> None:
+    path.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def write_tag_run(run_dir: Path, run: TagRun, dev_texts: list[str], info: Mapping) -> None:
+    from safetensors.torch import save_file
+
+    from absa.training.tagging import write_sentences
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=False)
+    save_file({k: v.contiguous() for k, v in run.net.state_dict().items()}, run_dir / WEIGHTS)
+    run.config.save(run_dir / "tagger_config.json")
+    _dump(run_dir / "train_config.json", run.train_config.to_dict())
+    run.text.save(run_dir)
+    write_sentences(run_dir / "dev.jsonl", run.dev_sentences)
+    _dump(run_dir / "history.json", run.history)
+    _dump(run_dir / "metrics.json", {"dev": run.dev})
+    _dump(
+        run_dir / RUN_INFO,
+        {"kind": TAG_RUN_KIND, "best_epoch": run.best_epoch, "code_version": code_version(),
+         **info},
+    )  # fmt: skip
+
+
+def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> None:
+    path = Path(run_dir) / "metrics.json"
+    metrics = json.loads(path.read_text(encoding="utf-8"))
+    metrics["eval"] = dict(reports)
+    _dump(path, metrics)
+
+
+@dataclass
+class LoadedTagRun:
+    net: Tagger
+    text: TagText
+    config: TaggerConfig
+    dev_texts: list[str]
+    info: dict
+    metrics: dict
+
+
+def load_tag_run(run_dir: Path) -> LoadedTagRun:
+    from safetensors.torch import load_file
+
+    from absa.model.tagger import Tagger
+
+    run_dir = Path(run_dir)
+    if not is_tag_run(run_dir):
+        raise ValueError(f"{run_dir}: not a tagger run (no {RUN_INFO} of kind {TAG_RUN_KIND})")
+    cfg = TaggerConfig.load(run_dir / "tagger_config.json")
+    net = Tagger(cfg)
+    net.load_state_dict(load_file(run_dir / WEIGHTS), strict=True)
+    net.eval()
+    with (run_dir / "dev.jsonl").open(encoding="utf-8") as f:
+        dev = [json.loads(line)["text"] for line in f if line.strip()]
+    info = json.loads((run_dir / RUN_INFO).read_text(encoding="utf-8"))
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    return LoadedTagRun(net, TagText.load(run_dir), cfg, dev, info, metrics)
+
+
+def export_tag_run(
+    run_dir: Path, out_dir: Path, name: str | None = None, version: str | None = None
+) -> dict:
+    from absa.model.tagger_export import export_tagger
+
+    run = load_tag_run(run_dir)
+    provenance = {
+        "task": "extract",
+        "train": {k: run.info.get(k) for k in ("seed", "data", "split")},
+        "metrics": {"dev": run.metrics["dev"], **run.metrics.get("eval", {})},
+        "code_version": run.info.get("code_version"),
+        "source_run": str(run_dir),
+    }
+    if run.info.get("reproduce"):
+        provenance["reproduce"] = run.info["reproduce"]
+    return export_tagger(
+        run.net, run.text, run.config, run.dev_texts, out_dir, provenance,
+        name=name or "absa-extractor", version=version,
+    )  # fmt: skip
