@@ -60,6 +60,13 @@ class Settings(BaseSettings):
         description="requests to /v1/* in progress per worker; beyond it: 503 + Retry-After "
         "at once (keeps latency bounded and the event loop free for /healthz)",
     )
+    shed_delay_s: float = Field(
+        0.5,
+        ge=0.0,
+        description="a request refused for overload (503) is answered after this pause, so "
+        "clients that ignore Retry-After cannot keep the event loop busy refusing them "
+        "(measured at 10x saturation: /healthz max 112-120 ms at 0.1 s, 34-42 ms at 0.5 s)",
+    )
     # request limits
     max_text_chars: int = Field(2000, ge=1)
     max_aspects: int = Field(32, ge=1, description="aspects (after expanding repeats) per item")

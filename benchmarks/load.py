@@ -3,13 +3,16 @@
 Starts `absa serve` on a free loopback port, finds the saturation throughput with wrk
 (Debian package `wrk`) at a few concurrencies (one-aspect requests to /v1/predict, and
 /v1/predict/batch with --batch-items one-aspect items), then offers far more load than
-saturates the server for a fixed time (--overload x the largest saturation concurrency,
-640 connections by default, the same in every run so runs compare; closed loop: wrk2's
-open loop is not packaged). `--phases` runs a subset. The server must shed the excess with 503 +
-Retry-After (ABSA_MAX_IN_FLIGHT requests in flight per worker, ABSA_MAX_QUEUE aspects
-queued) instead of growing latency and memory. During the overload a probe client sends,
-one at a time, a one-aspect request and GET /healthz over fresh connections, as a user and
-a liveness probe would: their latencies are what "accepted p99" and "/healthz" mean below.
+saturates the server for a fixed time (--overload x the saturating concurrency, the
+smallest within 5% of the best throughput, but never fewer than --min-overload connections,
+320 by default: 10x the c=32 at which the 2-worker server saturates in every quiet run, so
+that a saturation search that happens to stop at c=8 does not make the overload easy;
+closed loop: wrk2's open loop is not packaged). `--phases` runs a subset. The server must
+shed the excess with 503 + Retry-After (ABSA_MAX_IN_FLIGHT requests in flight per worker,
+ABSA_MAX_QUEUE aspects queued) instead of growing latency and memory. During the overload
+a probe client sends, one at a time, a one-aspect request and GET /healthz over fresh
+connections, as a user and a liveness probe would: their latencies are what "accepted
+p99" and "/healthz" mean below.
 The server's RSS is sampled every second. Every answer must be 200 or 503: any other 5xx
 fails the run (exit status 1).
 
@@ -94,6 +97,12 @@ end
 PHASES = ("saturation", "batch", "heavy", "overload")
 
 
+def saturating(steps: list[dict]) -> dict | None:
+    """The saturation step: the smallest concurrency within 5% of the best throughput."""
+    best = max((s["ok_per_s"] for s in steps), default=None)
+    return next((s for s in steps if best is not None and s["ok_per_s"] >= 0.95 * best), None)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -135,11 +144,12 @@ class RssSampler(threading.Thread):
         return self.samples
 
 
-class Prober(threading.Thread):
-    """One request at a time on a fresh connection: a one-aspect predict, then /healthz."""
+class Prober:
+    """Two clients, one request at a time each on a fresh connection: one sends one-aspect
+    predicts, the other GET /healthz every ``every`` seconds (apart, so a refused predict's
+    pause does not thin out the /healthz samples)."""
 
     def __init__(self, url: str, every: float = 0.05) -> None:
-        super().__init__(daemon=True)
         self.url, self.every = url, every
         self.stopped = threading.Event()
         self.health: list[float] = []
@@ -148,6 +158,14 @@ class Prober(threading.Thread):
         self.retry_after_missing = 0
         body = {"text": SENTENCES[0][0], "aspects": [SENTENCES[0][1]]}
         self.body = json.dumps(body).encode()
+        self.threads = [
+            threading.Thread(target=self._predicts, daemon=True),
+            threading.Thread(target=self._healthz, daemon=True),
+        ]
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
 
     def _timed(self, req: urllib.request.Request) -> tuple[int, float, dict]:
         t0 = time.perf_counter()
@@ -162,7 +180,7 @@ class Prober(threading.Thread):
             status, headers = 0, {}
         return status, time.perf_counter() - t0, headers
 
-    def run(self) -> None:
+    def _predicts(self) -> None:
         headers = {"Content-Type": "application/json"}
         while not self.stopped.is_set():
             req = urllib.request.Request(f"{self.url}/v1/predict", self.body, headers)
@@ -172,13 +190,18 @@ class Prober(threading.Thread):
                 self.accepted.append(secs)
             elif status == 503 and "retry-after" not in h:
                 self.retry_after_missing += 1
+            self.stopped.wait(self.every)
+
+    def _healthz(self) -> None:
+        while not self.stopped.is_set():
             status, secs, _ = self._timed(urllib.request.Request(f"{self.url}/healthz"))
             self.health.append(secs if status == 200 else float("inf"))
             self.stopped.wait(self.every)
 
     def stop(self) -> dict:
         self.stopped.set()
-        self.join()
+        for t in self.threads:
+            t.join()
 
         def pct(xs: list[float], q: float) -> float | None:
             if not xs:
@@ -312,9 +335,11 @@ def targets(steps: list[dict], batch: dict | None, over: dict | None, heavy: dic
     return out
 
 
-def overload(url: str, script: str, args: argparse.Namespace, server_pid: int) -> dict:
+def overload(
+    url: str, script: str, args: argparse.Namespace, server_pid: int, sat_conns: int
+) -> dict:
     """Far more connections than saturate the server; a probe measures what users see."""
-    conns = args.overload * max(args.concurrency)
+    conns = max(args.overload * sat_conns, args.min_overload)
     rejected0 = metric(url, "absa_rejected_total")
     shed0 = metric(url, "absa_shed_total")
     rss0 = rss_mb(server_pid)
@@ -343,8 +368,10 @@ def main() -> int:
     ap.add_argument("--step-seconds", type=int, default=5, help="each saturation step")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     ap.add_argument(
-        "--overload", type=int, default=10, help="x the largest --concurrency (connections)"
+        "--overload", type=int, default=10, help="x the saturating concurrency (connections)"
     )
+    ap.add_argument("--min-overload", type=int, default=320, help="overload connections, at least")
+    ap.add_argument("--heavy-seconds", type=int, default=15, help="each heavy-request phase")
     ap.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES))
     ap.add_argument("--max-queue", type=int, default=8192, help="ABSA_MAX_QUEUE of the server")
     ap.add_argument("--max-in-flight", type=int, default=64, help="ABSA_MAX_IN_FLIGHT")
@@ -388,10 +415,13 @@ def main() -> int:
                 b["aspects_per_s"] = round(b["ok_per_s"] * args.batch_items, 1)
                 print(f"batch of {args.batch_items}: {b}", flush=True)
             if "heavy" in args.phases:
-                hv = heavy(url, Path(tmp), args.step_seconds)
+                hv = heavy(url, Path(tmp), args.heavy_seconds)
                 print(f"heavy: {hv}", flush=True)
             if "overload" in args.phases:
-                over = overload(url, str(script), args, server.pid)
+                sat = saturating(steps)
+                over = overload(
+                    url, str(script), args, server.pid, sat["connections"] if sat else 0
+                )
                 print(f"overload c={over['connections']}: {over}", flush=True)
         finally:
             samples = sampler.stop()
@@ -399,8 +429,7 @@ def main() -> int:
             server.wait(timeout=60)
     rss = [mb for _, mb in samples]
     best = max((s["ok_per_s"] for s in steps), default=None)
-    # the smallest concurrency within 5% of the best throughput saturates the server
-    sat = next((s for s in steps if best is not None and s["ok_per_s"] >= 0.95 * best), None)
+    sat = saturating(steps)
     result = {
         "name": args.name,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",

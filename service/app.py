@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import time
@@ -78,10 +79,11 @@ class ApiGate:
     queue bound counts aspects waiting for the model, but under many connections the event
     loop saturates first; this cap keeps accepted requests' latency bounded."""
 
-    def __init__(self, app: ASGIApp, limit: int, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, limit: int, metrics: Metrics, shed_delay_s: float) -> None:
         self.app = app
         self.limit = limit
         self.metrics = metrics
+        self.shed_delay_s = shed_delay_s
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -91,13 +93,13 @@ class ApiGate:
             return await _reply(send, 415, "send the body as JSON (Content-Type: application/json)")
         if self.in_flight >= self.limit:
             self.metrics.shed.inc()
-            await errors.shed_pause()
+            await errors.shed_pause(self.shed_delay_s)
             return await _reply(send, 503, f"overloaded: {self.limit} requests in flight")
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
         if engine is not None and engine.full and scope["path"] in JSON_PATHS:
             # the queue is full: refuse before the body is read and parsed
             engine.metrics.rejected.inc()
-            await errors.shed_pause()
+            await errors.shed_pause(self.shed_delay_s)
             return await _reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
         self.in_flight += 1
         try:
@@ -172,6 +174,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
         app.state.ready = True
+        # what start-up built (model, vocabulary, app) lives as long as the worker: keep it out
+        # of the cyclic collector's full passes, whose pause would stall the event loop
+        gc.collect()
+        gc.freeze()
         log.info("ready: serving %s from %s", meta.get("name"), model_dir)
         try:
             yield
@@ -203,7 +209,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(Observe, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(ApiGate, limit=settings.max_in_flight, metrics=metrics)  # outermost
+    app.add_middleware(  # outermost
+        ApiGate, limit=settings.max_in_flight, metrics=metrics, shed_delay_s=settings.shed_delay_s
+    )
 
     errors.install(app)
     return app

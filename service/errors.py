@@ -33,12 +33,6 @@ from absa.model.aspects import SHOWN_CHARS
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = "1"
-#: a request refused for overload is answered after this pause (measured: at 10x saturation
-#: with closed-loop clients, 0.1 s doubles the accepted throughput and cuts /healthz p99 from
-#: 1.5 s to 0.18 s against 0; benchmarks/results/load/shed-*.json). A client that ignores
-#: Retry-After and asks again at once would otherwise keep the event loop busy refusing it; a
-#: sleeping task costs no CPU.
-SHED_DELAY_S = 0.1
 MAX_ISSUES = 20  # validation problems listed in one error body
 
 # most specific first: the first class an error is an instance of decides
@@ -109,16 +103,18 @@ def validation_body(exc: ValidationError, prefix: tuple[str | int, ...] = ()) ->
     return error_body(summary(found, len(errs)), found)
 
 
-async def shed_pause() -> None:
-    """Wait before answering an overload refusal (``SHED_DELAY_S``)."""
-    if SHED_DELAY_S:
-        await asyncio.sleep(SHED_DELAY_S)
+async def shed_pause(seconds: float) -> None:
+    """Wait before answering an overload refusal (the ``shed_delay_s`` setting): a client that
+    ignores Retry-After and asks again at once would otherwise keep the event loop busy
+    refusing it; a sleeping task costs no CPU."""
+    if seconds > 0:
+        await asyncio.sleep(seconds)
 
 
 async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AbsaError)
     if isinstance(exc, Overloaded):
-        await shed_pause()
+        await shed_pause(request.app.state.settings.shed_delay_s)
     return error_response(status_of(exc), domain_detail(exc))
 
 

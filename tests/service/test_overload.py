@@ -39,6 +39,7 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
                 await asyncio.sleep(0.005)
             t0 = time.perf_counter()
             second = await c.post("/v1/predict", json=BODY)
+            refused_after = time.perf_counter() - t0
             health = await c.get("/healthz")
             elapsed = time.perf_counter() - t0
             release.set()
@@ -49,6 +50,7 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
         assert second.headers["Retry-After"]
         assert "in flight" in second.json()["detail"]
         assert health.status_code == 200
+        assert 0.2 <= refused_after < 1.0  # refused after the shed pause, not at the end
         assert elapsed < 1.0
         assert third.status_code == 200  # the slot is free again
         assert "absa_shed_total 1.0" in metrics
@@ -64,7 +66,7 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
 
     app_module.create_app = capture
     try:
-        with serve(make_settings(artifact, max_in_flight=1)) as url:
+        with serve(make_settings(artifact, max_in_flight=1, shed_delay_s=0.2)) as url:
             asyncio.run(main(url, apps[0].state))
     finally:
         app_module.create_app = create
@@ -75,7 +77,7 @@ def test_full_queue_refuses_before_encoding(artifact: Path) -> None:
     """The capacity check comes before the work: a full queue means no encoding at all."""
     from absa.service.app import create_app
 
-    with TestClient(create_app(make_settings(artifact, max_queue=4))) as c:
+    with TestClient(create_app(make_settings(artifact, max_queue=4, shed_delay_s=0.2))) as c:
         engine = c.app.state.engine
         calls = []
         predictor = engine.model
@@ -83,13 +85,16 @@ def test_full_queue_refuses_before_encoding(artifact: Path) -> None:
         predictor.preprocess = lambda *a, **k: calls.append(a) or preprocess(*a, **k)
         engine._pending = 4  # the queue is full
         try:
+            t0 = time.perf_counter()
             r = c.post("/v1/predict", json=BODY)
+            refused_after = time.perf_counter() - t0
             b = c.post("/v1/predict/batch", json={"items": [BODY]})
             # refused before the body is even parsed
             junk = c.post("/v1/predict", content=b"{", headers={"content-type": "application/json"})
         finally:
             engine._pending = 0
         assert r.status_code == 503 and r.headers["Retry-After"]
+        assert refused_after >= 0.2  # after the shed pause
         assert b.status_code == 503
         assert junk.status_code == 503
         assert calls == []
