@@ -130,23 +130,23 @@ def run_one(preset_name: str, dataset: str, fold: int, seed: int, args: argparse
 
 
 def report() -> str:
-    """A Markdown table: per preset and dataset, the mean (and spread) over folds and seeds."""
-    rows: dict[tuple[str, str], list[dict]] = {}
+    """A Markdown table: per preset, dataset and seed, the mean (and spread) over folds."""
+    rows: dict[tuple[str, str, int], list[dict]] = {}
     for f in sorted(OUT.glob("*.json")):
         r = json.loads(f.read_text())
-        rows.setdefault((r["preset"] + r.get("tag", ""), r["dataset"]), []).append(r)
+        rows.setdefault((r["preset"] + r.get("tag", ""), r["dataset"], r["seed"]), []).append(r)
     out = [
-        "| preset | data | runs | accuracy | macro-F1 | per run (acc) | s/epoch |",
-        "|---|---|---|---|---|---|---|",
+        "| preset | data | seed | folds | accuracy | macro-F1 | per fold (acc) | s/epoch |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for (preset, dataset), rs in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    for (preset, dataset, seed), rs in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         acc = [r["test_accuracy"] * 100 for r in rs]
         f1 = [r["test_macro_f1"] * 100 for r in rs]
         sd = f" ± {statistics.stdev(acc):.2f}" if len(acc) > 1 else ""
         each = ", ".join(f"{a:.1f}" for a in acc)
         spe = statistics.mean(r["seconds_per_epoch"] for r in rs)
         out.append(
-            f"| {preset} | {dataset} | {len(rs)} | {statistics.mean(acc):.2f}{sd} | "
+            f"| {preset} | {dataset} | {seed} | {len(rs)} | {statistics.mean(acc):.2f}{sd} | "
             f"{statistics.mean(f1):.2f} | {each} | {spe:.1f} |"
         )
     return "\n".join(out)
