@@ -90,6 +90,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     ABSA_WORKERS=1 \
     ABSA_DEVICE=cuda \
     ABSA_THREADS=0 \
+    ABSA_EXTRACTOR=shipped \
     ABSA_LOG_LEVEL=info
 WORKDIR /home/absa
 USER 10001:10001
@@ -173,6 +174,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     ABSA_WORKERS=1 \
     ABSA_DEVICE=cpu \
     ABSA_THREADS=0 \
+    ABSA_EXTRACTOR=shipped \
     ABSA_LOG_LEVEL=info
 WORKDIR /home/absa
 USER 10001:10001
