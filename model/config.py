@@ -14,6 +14,8 @@ Attention = Literal["none", "additive", "scaled_dot", "bilinear", "dot"]
 Encoder = Literal["embedding", "transformer"]
 Summary = Literal["last", "aspect", "both"]
 AspectSource = Literal["terms", "category"]
+PositionalScale = Literal["fixed", "learned"]
+SelfAttentionResidual = Literal["postln", "gated"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,16 @@ class ModelConfig:
     attention: Attention = "additive"
     attention_dim: int = 100  # d_a for the projected attention forms
     positional: bool = False  # sinusoidal encodings: H' = H + P, v_a' = v_a + p_a (eq. 4)
+    # P has amplitude 1 while H is tanh-bounded: "learned" multiplies P (and p_a) by learned
+    # scalars that start at ``positional_init``, so positions cannot drown the states at the start
+    positional_scale: PositionalScale = "fixed"
+    positional_init: float = 0.1
     self_attention_heads: int = 0  # 0 = no self-attention layer (eq. 5)
+    # "postln": LayerNorm(H + SA(H)) (eq. 5); "gated": H + g * SA(LayerNorm(H)), pre-LN with a
+    # learned per-channel gate g that starts at 0, so the layer starts as the identity and the
+    # aspect's own states reach the aspect attention unmixed
+    self_attention_residual: SelfAttentionResidual = "postln"
+    self_attention_dropout: float = 0.0  # dropout on the self-attention weights
     position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
     # h_N in h* = tanh(W_p r + W_x h_N): the last state (Wang et al.), or the mean of the
     # states over the aspect's own span, which sees its left and right context but not
@@ -58,8 +69,17 @@ class ModelConfig:
             raise ValueError(f"unknown encoder {self.encoder!r}")
         if self.self_attention_heads and self.rnn_dim % self.self_attention_heads:
             raise ValueError("the recurrent output size must divide by self_attention_heads")
-        if not 0.0 <= self.dropout < 1.0:
+        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.self_attention_dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
+        if self.positional_scale not in ("fixed", "learned"):
+            raise ValueError(
+                f"positional_scale must be fixed or learned, not {self.positional_scale!r}"
+            )
+        if self.self_attention_residual not in ("postln", "gated"):
+            raise ValueError(
+                "self_attention_residual must be postln or gated, "
+                f"not {self.self_attention_residual!r}"
+            )
         self._check_aspect_source()
 
     def _check_aspect_source(self) -> None:

@@ -11,7 +11,9 @@ One configurable network; every piece is chosen by ``ModelConfig``:
   [h_{t-1}; x_t; v_a]);
 - aspect attention over the hidden states H (additive, scaled dot-product with
   sinusoidal positions, bilinear, dot);
-- an optional multi-head self-attention layer over H (residual + LayerNorm);
+- optional learned scales on the positional encodings (``positional_scale="learned"``);
+- an optional multi-head self-attention layer over H (residual + LayerNorm, or pre-LN with a
+  learned residual gate that starts closed), with optional dropout on its weights;
 - h* = tanh(W_p r + W_x h_N), then a linear layer to the label logits (h_N: the last
   state, or with ``summary="aspect"`` the mean state over the aspect span).
 
@@ -204,8 +206,33 @@ class AspectAttention(nn.Module):
         return r, alpha
 
 
+class PositionalEncoding(nn.Module):
+    """H' = H + s_h P and v_a' = v_a + s_a p_a (eq. 4): s fixed at 1, or learned scalars
+    starting at ``positional_init`` (``positional_scale="learned"``)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.scale_h: nn.Parameter | None = None
+        self.scale_a: nn.Parameter | None = None
+        if cfg.positional_scale == "learned":
+            self.scale_h = nn.Parameter(torch.tensor(cfg.positional_init))
+            self.scale_a = nn.Parameter(torch.tensor(cfg.positional_init))
+
+    def forward(
+        self, h: torch.Tensor, mask: torch.Tensor, v_a: torch.Tensor, p_a: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        steps = torch.arange(h.size(1), device=h.device, dtype=h.dtype)
+        p = sinusoid(steps, h.size(-1)).unsqueeze(0) * mask.unsqueeze(-1).to(h.dtype)  # (B, T, D)
+        h = h + (p if self.scale_h is None else self.scale_h * p)
+        if p_a is not None:  # a category has no position in the text
+            pa = sinusoid(p_a, v_a.size(-1))  # (B, E)
+            v_a = v_a + (pa if self.scale_a is None else self.scale_a * pa)
+        return h, v_a
+
+
 class SelfAttention(nn.Module):
-    """Multi-head softmax(QK^T/sqrt(d))V over the hidden states, residual + LayerNorm."""
+    """Multi-head softmax(QK^T/sqrt(d))V over the hidden states: LayerNorm(H + SA(H)), or
+    (``self_attention_residual="gated"``) H + g * SA(LayerNorm(H)) with g starting at 0."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -215,15 +242,21 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(d, d)
         self.norm = nn.LayerNorm(d)
         self.drop = nn.Dropout(cfg.dropout)
+        self.attn_drop = nn.Dropout(cfg.self_attention_dropout)
+        self.gate = nn.Parameter(torch.zeros(d)) if cfg.self_attention_residual == "gated" else None
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, d = h.shape
-        q, k, v = self.qkv(h).split(d, dim=-1)
+        x = h if self.gate is None else self.norm(h)  # pre-LN when gated
+        q, k, v = self.qkv(x).split(d, dim=-1)
         q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
         scores = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)  # (B, heads, T, T)
         weights = masked_softmax(scores, mask.view(b, 1, 1, t))
-        ctx = (weights @ v).transpose(1, 2).reshape(b, t, d)
-        out = self.norm(h + self.drop(self.out(ctx)))
+        ctx = (self.attn_drop(weights) @ v).transpose(1, 2).reshape(b, t, d)
+        if self.gate is None:
+            out = self.norm(h + self.drop(self.out(ctx)))
+        else:
+            out = h + self.gate * self.drop(self.out(ctx))
         return out * mask.unsqueeze(-1).to(out.dtype), weights
 
 
@@ -253,6 +286,7 @@ class ABSANet(nn.Module):
         in_dim = cfg.embed_dim * (2 if cfg.aspect_in_input else 1)
         self.drop = nn.Dropout(cfg.dropout)
         self.rnn = MaskedRNN(cfg, in_dim)
+        self.positions = PositionalEncoding(cfg) if cfg.positional else None
         self.self_attn = SelfAttention(cfg) if cfg.self_attention_heads else None
         self.attn = AspectAttention(cfg) if cfg.attention != "none" else None
         d = cfg.rnn_dim
@@ -297,12 +331,12 @@ class ABSANet(nn.Module):
             h_n = h_asp if cfg.summary == "aspect" else 0.5 * (h_n + h_asp)
         if cfg.position_weighting:
             h = h * proximity(am, mask).unsqueeze(-1)
-        if cfg.positional:
-            steps = torch.arange(t, device=x.device, dtype=x.dtype)
-            h = h + sinusoid(steps, h.size(-1)).unsqueeze(0) * mask.unsqueeze(-1).to(h.dtype)
-            if self.category is None:  # a category has no position in the text
-                p_a = (am * steps.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # the aspect's position
-                v_a = v_a + sinusoid(p_a, v_a.size(-1))
+        if self.positions is not None:
+            p_a = None  # the aspect's position; a category has none
+            if self.category is None:
+                steps = torch.arange(t, device=x.device, dtype=x.dtype)
+                p_a = (am * steps.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # (B,)
+            h, v_a = self.positions(h, mask, v_a, p_a)
         self_w = None
         if self.self_attn is not None:
             h, self_w = self.self_attn(h, mask)

@@ -120,6 +120,24 @@ PRESETS: dict[str, Preset] = {
         TrainConfig(),
         "product preset: the best GloVe model (BiLSTM, ATAE attention, proximity weighting)",
     ),
+    "card": Preset(
+        ModelConfig(
+            **_GLOVE,
+            bidirectional=True,
+            hidden_size=150,
+            aspect_in_input=True,
+            attention="scaled_dot",
+            positional=True,
+            positional_scale="learned",  # P starts at 0.1: tanh-bounded H is not drowned
+            self_attention_heads=1,
+            self_attention_residual="gated",  # pre-LN, the gate starts closed
+            position_weighting=True,
+            summary="aspect",
+        ),
+        TrainConfig(),
+        "the model card's network (v_a in the input, positions, scaled attention, self-attention)"
+        " with learned position scales, a gated pre-LN self-attention and fast's other choices",
+    ),
     "accurate": Preset(
         ModelConfig(
             encoder="transformer",

@@ -81,13 +81,23 @@ def art(loaded: LoadedRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
-    preset = tiny_preset("pos-scaled-selfattn", small_glove, self_attention_heads=2)
+def two_head_run(tmp: pytest.TempPathFactory, glove: Path, preset_name: str) -> Path:
+    """A 3-epoch run of a preset with two self-attention heads, on EXAMPLES."""
+    preset = tiny_preset(preset_name, glove, self_attention_heads=2)
     preset = replace(preset, train=replace(preset.train, epochs=3))
-    run_dir = tmp_path_factory.mktemp("runs") / "selfattn"
+    run_dir = tmp.mktemp("runs") / preset_name
     fit(EXAMPLES, EXAMPLES, preset, run_dir, progress=False)
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    return two_head_run(tmp_path_factory, small_glove, "pos-scaled-selfattn")
+
+
+@pytest.fixture(scope="module")
+def card_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    return two_head_run(tmp_path_factory, small_glove, "card")
 
 
 def leftovers(parent: Path) -> list[str]:
@@ -367,6 +377,32 @@ def test_self_attention_is_exported(selfattn_run: Path, tmp_path: Path) -> None:
         assert out.self_attention is not None and out.self_attention.shape == (2, n, n)
         np.testing.assert_allclose(out.self_attention, self_w[i, :, :n, :n].numpy(), atol=1e-5)
         np.testing.assert_allclose(out.self_attention.sum(-1), 1.0, atol=1e-5)
+
+
+def test_card_network_is_exported(card_run: Path, tmp_path: Path) -> None:
+    """Learned position scales and the gated pre-LN self-attention survive the export."""
+    run = load_run(card_run)
+    net = run.net
+    assert net.positions is not None and net.positions.scale_h is not None
+    assert net.self_attn is not None and net.self_attn.gate is not None
+    assert (
+        float(net.self_attn.gate.detach().abs().max()) > 1e-3
+    )  # trained: the gated path is in use
+    assert abs(net.positions.scale_h.item() - 0.1) > 1e-4
+    meta = export_loaded(run, tmp_path / "a")
+    assert meta["parity"]["prediction_mismatches"] == 0
+    rt = Runtime.load(tmp_path / "a", device="cpu", threads=1)
+    items = [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:3]]
+    items.append(rt.encode("the food was great", 4, 8))
+    feeds = collate(items, rt.pipeline.pad_id)
+    assert len({len(e.ids) for e in items}) > 1  # really padded
+    probs, attn, self_w = rt.session.run(["probs", "attention", "self_attention"], feeds)
+    with torch.no_grad():
+        logits, alpha, sw = net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+    t = rt.metadata["calibration"]["temperature"]
+    np.testing.assert_allclose(probs, torch.softmax(logits / t, -1).numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(attn, alpha.numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(self_w, sw.numpy(), atol=1e-5, rtol=0)
 
 
 # --------------------------------------------------------------------------- providers

@@ -45,6 +45,20 @@ def row(inputs: tuple[torch.Tensor, ...], i: int, n: int) -> tuple[torch.Tensor,
     return tuple(x[i : i + 1, :n] for x in inputs)
 
 
+# the card network's options (issue #11), each on the network it changes
+NEW_OPTIONS = {
+    "learned-positions": replace(PRESETS["pos-scaled"].model, positional_scale="learned"),
+    "gated-selfattn": replace(
+        PRESETS["pos-scaled-selfattn"].model, self_attention_residual="gated"
+    ),
+    "selfattn-weight-dropout": replace(
+        PRESETS["pos-scaled-selfattn"].model, self_attention_dropout=0.3
+    ),
+    "bi-gru-gated-selfattn2-learned-positions": replace(
+        PRESETS["card"].model, cell="gru", self_attention_heads=2
+    ),
+}
+
 VARIANTS = {
     **{name: PRESETS[name].model for name in GLOVE_PRESETS},
     "bi-lstm": replace(PRESETS["atae-lstm"].model, bidirectional=True),
@@ -61,6 +75,7 @@ VARIANTS = {
         PRESETS["ae-lstm"].model, cell="gru", bidirectional=True, summary="aspect"
     ),
     "bi-lstm-both-summary": replace(PRESETS["fast"].model, summary="both"),
+    **{f"option-{name}": cfg for name, cfg in NEW_OPTIONS.items()},
 }
 
 
@@ -325,6 +340,9 @@ def test_export_wrapper_returns_probabilities() -> None:
         {"dropout": 1.0},
         {"hidden_size": 5, "self_attention_heads": 2},
         {"summary": "first"},
+        {"positional_scale": "free"},
+        {"self_attention_residual": "preln"},
+        {"self_attention_dropout": 1.0},
     ],
 )
 def test_model_config_rejects(over: dict) -> None:
@@ -338,6 +356,70 @@ def test_model_config_round_trip(tmp_path: Path) -> None:
     assert ModelConfig.load(tmp_path / "c.json") == cfg
     with pytest.raises(ValueError, match="unknown model config keys"):
         ModelConfig.from_dict({**cfg.to_dict(), "layers": 2})
+
+
+# --------------------------------------------------------------------------- card options
+
+
+@pytest.mark.parametrize("name", [*NEW_OPTIONS, "card"])
+def test_new_option_overfits_a_small_set(name: str) -> None:
+    """Each option of the card's network can still fit 16 randomly labelled items."""
+    cfg = tiny(NEW_OPTIONS.get(name) or PRESETS["card"].model)
+    net = build(cfg).train()
+    lengths = [3 + i % 7 for i in range(16)]
+    inputs = batch(lengths, [(i % 3, i % 3 + 1) for i in range(16)], seed=4)
+    y = torch.randint(0, len(cfg.labels), (16,), generator=torch.Generator().manual_seed(5))
+    opt = torch.optim.Adam(net.parameters(), lr=0.02)
+    for _ in range(150):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(*inputs)[0], y).backward()
+        opt.step()
+    with torch.no_grad():
+        assert net.eval()(*inputs)[0].argmax(-1).tolist() == y.tolist()
+
+
+def test_learned_position_scales_start_small_and_learn() -> None:
+    cfg = tiny(NEW_OPTIONS["learned-positions"], positional_init=0.25)
+    net = build(cfg)
+    assert net.positions is not None and net.positions.scale_h is not None
+    ids, attn, asp = batch([5, 3], [(1, 2), (0, 1)])
+    h = torch.randn(2, 5, cfg.rnn_dim)
+    v_a = torch.randn(2, cfg.embed_dim)
+    out, _ = net.positions(h, attn.bool(), v_a, None)
+    p = sinusoid(torch.arange(5.0), cfg.rnn_dim) * attn.unsqueeze(-1)
+    torch.testing.assert_close(out, h + 0.25 * p)
+    net.train()
+    net(ids, attn, asp)[0].sum().backward()
+    assert net.positions.scale_h.grad is not None and net.positions.scale_h.grad != 0
+    assert net.positions.scale_a.grad is not None and net.positions.scale_a.grad != 0
+
+
+def test_gated_self_attention_starts_as_the_identity() -> None:
+    """With the gate closed, the aspect attention sees the recurrent states unmixed."""
+    cfg = tiny(NEW_OPTIONS["gated-selfattn"])
+    net = build(cfg)
+    assert net.self_attn is not None and net.self_attn.gate is not None
+    ids, attn, asp = batch([6, 4], [(1, 3), (0, 1)])
+    h = torch.randn(2, 6, cfg.rnn_dim) * attn.unsqueeze(-1)
+    out, _ = net.self_attn(h, attn.bool())
+    torch.testing.assert_close(out, h)
+    with torch.no_grad():
+        net.self_attn.gate.fill_(1.0)
+    out, _ = net.self_attn(h, attn.bool())
+    assert not torch.allclose(out, h)
+
+
+def test_self_attention_weight_dropout_only_in_training() -> None:
+    cfg = tiny(NEW_OPTIONS["selfattn-weight-dropout"])
+    net = build(cfg)
+    inputs = batch([7, 5], [(1, 3), (0, 1)])
+    with torch.no_grad():
+        torch.testing.assert_close(net(*inputs)[0], net(*inputs)[0])
+        net.train()
+        torch.manual_seed(0)
+        a = net(*inputs)[0]
+        torch.manual_seed(1)
+        assert not torch.allclose(a, net(*inputs)[0])
 
 
 # --------------------------------------------------------------------------- transformer
