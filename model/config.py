@@ -16,6 +16,7 @@ Summary = Literal["last", "aspect", "both"]
 AspectSource = Literal["terms", "category"]
 PositionalScale = Literal["fixed", "learned"]
 SelfAttentionResidual = Literal["postln", "gated"]
+SelfAttentionValue = Literal["projected", "states"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,13 @@ class ModelConfig:
     # aspect's own states reach the aspect attention unmixed
     self_attention_residual: SelfAttentionResidual = "postln"
     self_attention_dropout: float = 0.0  # dropout on the self-attention weights
+    # the size of the queries and keys (0: the recurrent output size D); a smaller one costs
+    # less: Q and K cost 2 * D * dim per token instead of 2 * D * D
+    self_attention_dim: int = 0
+    # V: "projected" = W_v x followed by an output projection (eq. 5), or "states" = the
+    # (layer-normed) states themselves, with neither projection: the layer then mixes the
+    # states it attends to, and costs 2 * D * dim per token instead of 4 * D * D
+    self_attention_value: SelfAttentionValue = "projected"
     position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
     # h_N in h* = tanh(W_p r + W_x h_N): the last state (Wang et al.), or the mean of the
     # states over the aspect's own span, which sees its left and right context but not
@@ -69,6 +77,15 @@ class ModelConfig:
             raise ValueError(f"unknown encoder {self.encoder!r}")
         if self.self_attention_heads and self.rnn_dim % self.self_attention_heads:
             raise ValueError("the recurrent output size must divide by self_attention_heads")
+        if self.self_attention_dim < 0 or (
+            self.self_attention_heads and self.self_attention_dim % self.self_attention_heads
+        ):
+            raise ValueError("self_attention_dim must be >= 0 and divide by self_attention_heads")
+        if self.self_attention_value not in ("projected", "states"):
+            raise ValueError(
+                "self_attention_value must be projected or states, "
+                f"not {self.self_attention_value!r}"
+            )
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.self_attention_dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
         if self.positional_scale not in ("fixed", "learned"):

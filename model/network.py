@@ -231,15 +231,19 @@ class PositionalEncoding(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """Multi-head softmax(QK^T/sqrt(d))V over the hidden states: LayerNorm(H + SA(H)), or
-    (``self_attention_residual="gated"``) H + g * SA(LayerNorm(H)) with g starting at 0."""
+    """Multi-head softmax(QK^T/sqrt(d_k))V over the hidden states: LayerNorm(H + SA(H)), or
+    (``self_attention_residual="gated"``) H + g * SA(LayerNorm(H)) with g starting at 0.
+    Q and K have ``self_attention_dim`` channels (D when 0); V is W_v x with an output
+    projection, or (``self_attention_value="states"``) the states x themselves."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         d = cfg.rnn_dim
         self.heads = cfg.self_attention_heads
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
+        self.dk = cfg.self_attention_dim or d
+        self.project_v = cfg.self_attention_value == "projected"
+        self.qkv = nn.Linear(d, 2 * self.dk + (d if self.project_v else 0))
+        self.out = nn.Linear(d, d) if self.project_v else None
         self.norm = nn.LayerNorm(d)
         self.drop = nn.Dropout(cfg.dropout)
         self.attn_drop = nn.Dropout(cfg.self_attention_dropout)
@@ -248,15 +252,20 @@ class SelfAttention(nn.Module):
     def forward(self, h: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, d = h.shape
         x = h if self.gate is None else self.norm(h)  # pre-LN when gated
-        q, k, v = self.qkv(x).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)  # (B, heads, T, T)
+        proj = self.qkv(x)
+        q, k = proj[..., : self.dk], proj[..., self.dk : 2 * self.dk]
+        v = proj[..., 2 * self.dk :] if self.project_v else x
+        q, k = (z.view(b, t, self.heads, self.dk // self.heads).transpose(1, 2) for z in (q, k))
+        v = v.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.dk // self.heads)  # (B, heads, T, T)
         weights = masked_softmax(scores, mask.view(b, 1, 1, t))
         ctx = (self.attn_drop(weights) @ v).transpose(1, 2).reshape(b, t, d)
+        if self.out is not None:
+            ctx = self.out(ctx)
         if self.gate is None:
-            out = self.norm(h + self.drop(self.out(ctx)))
+            out = self.norm(h + self.drop(ctx))
         else:
-            out = h + self.gate * self.drop(self.out(ctx))
+            out = h + self.gate * self.drop(ctx)
         return out * mask.unsqueeze(-1).to(out.dtype), weights
 
 

@@ -81,9 +81,11 @@ def art(loaded: LoadedRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def two_head_run(tmp: pytest.TempPathFactory, glove: Path, preset_name: str) -> Path:
+def two_head_run(
+    tmp: pytest.TempPathFactory, glove: Path, preset_name: str, **over: object
+) -> Path:
     """A 3-epoch run of a preset with two self-attention heads, on EXAMPLES."""
-    preset = tiny_preset(preset_name, glove, self_attention_heads=2)
+    preset = tiny_preset(preset_name, glove, self_attention_heads=2, **over)
     preset = replace(preset, train=replace(preset.train, epochs=3))
     run_dir = tmp.mktemp("runs") / preset_name
     fit(EXAMPLES, EXAMPLES, preset, run_dir, progress=False)
@@ -95,9 +97,14 @@ def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) ->
     return two_head_run(tmp_path_factory, small_glove, "pos-scaled-selfattn")
 
 
-@pytest.fixture(scope="module")
-def card_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
-    return two_head_run(tmp_path_factory, small_glove, "card")
+@pytest.fixture(scope="module", params=["card", "card-lite"])
+def card_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, small_glove: Path
+) -> Path:
+    """The card's network; "card-lite": small queries and keys, the states as values."""
+    lite = {"self_attention_dim": 8, "self_attention_value": "states"}
+    over = lite if request.param == "card-lite" else {}
+    return two_head_run(tmp_path_factory, small_glove, "card", **over)
 
 
 def leftovers(parent: Path) -> list[str]:

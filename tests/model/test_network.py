@@ -57,6 +57,16 @@ NEW_OPTIONS = {
     "bi-gru-gated-selfattn2-learned-positions": replace(
         PRESETS["card"].model, cell="gru", self_attention_heads=2
     ),
+    "selfattn-small-keys": replace(PRESETS["card"].model, self_attention_dim=4),
+    "selfattn-state-values2": replace(
+        PRESETS["card"].model,
+        self_attention_heads=2,
+        self_attention_dim=4,
+        self_attention_value="states",
+    ),
+    "postln-selfattn-state-values": replace(
+        PRESETS["pos-scaled-selfattn"].model, self_attention_value="states"
+    ),
 }
 
 VARIANTS = {
@@ -343,6 +353,9 @@ def test_export_wrapper_returns_probabilities() -> None:
         {"positional_scale": "free"},
         {"self_attention_residual": "preln"},
         {"self_attention_dropout": 1.0},
+        {"self_attention_heads": 2, "self_attention_dim": 3},
+        {"self_attention_dim": -1},
+        {"self_attention_value": "identity"},
     ],
 )
 def test_model_config_rejects(over: dict) -> None:
@@ -407,6 +420,33 @@ def test_gated_self_attention_starts_as_the_identity() -> None:
         net.self_attn.gate.fill_(1.0)
     out, _ = net.self_attn(h, attn.bool())
     assert not torch.allclose(out, h)
+
+
+def test_self_attention_sizes() -> None:
+    """The default layer keeps its parameters (older runs load); small keys and state values
+    shrink it to the Q and K projections."""
+    d = tiny(PRESETS["card"].model).rnn_dim
+    full = build(tiny(PRESETS["card"].model)).self_attn
+    assert full is not None and full.out is not None
+    assert full.qkv.weight.shape == (3 * d, d) and full.out.weight.shape == (d, d)
+    lite = build(tiny(NEW_OPTIONS["selfattn-state-values2"])).self_attn
+    assert lite is not None and lite.out is None and lite.qkv.weight.shape == (2 * 4, d)
+
+
+def test_state_values_mix_the_normed_states() -> None:
+    """With V = the states, each output is H + g * (attention-weighted LayerNorm(H))."""
+    cfg = tiny(NEW_OPTIONS["selfattn-state-values2"])
+    net = build(cfg)
+    sa = net.self_attn
+    assert sa is not None and sa.gate is not None
+    with torch.no_grad():
+        sa.gate.fill_(1.0)
+    _, attn, _ = batch([6, 4], [(1, 3), (0, 1)])
+    h = torch.randn(2, 6, cfg.rnn_dim) * attn.unsqueeze(-1)
+    out, w = sa(h, attn.bool())
+    x = sa.norm(h).view(2, 6, 2, cfg.rnn_dim // 2).transpose(1, 2)  # (B, heads, T, D/heads)
+    mixed = (w @ x).transpose(1, 2).reshape(2, 6, cfg.rnn_dim)
+    torch.testing.assert_close(out, (h + mixed) * attn.unsqueeze(-1))
 
 
 def test_self_attention_weight_dropout_only_in_training() -> None:
