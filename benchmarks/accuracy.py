@@ -51,6 +51,7 @@ def run_one(
     config: Path | None,
     keep: Path | None = None,
     teacher: str | None = None,
+    tag: str = "",
 ) -> dict:
     p = paths(dataset)
     preset = load_config(config, preset_name)
@@ -64,7 +65,7 @@ def run_one(
     test = read_examples(p["test"]).examples
     run_dir = Path(tempfile.mkdtemp(prefix=f"bench-{preset_name}-{dataset}-"))
     if keep is not None:
-        run_dir = keep / f"{preset_name}__{dataset}__s{seed}"
+        run_dir = keep / f"{preset_name}{tag}__{dataset}__s{seed}"  # the result file's name
         shutil.rmtree(run_dir, ignore_errors=True)
     try:
         t0 = time.time()
@@ -115,6 +116,7 @@ def _run_and_save(task: dict) -> str:
         task["config"],
         task["keep"],
         task["teacher"],
+        task["tag"],
     )
     r["tag"] = task["tag"]
     r["machine"] = task["machine"]
