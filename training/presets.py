@@ -37,6 +37,9 @@ class TrainConfig:
     augment: float = 0.0  # add this fraction of train as rule-made copies (training/augment.py)
     teacher: str = ""  # a run or artifact dir whose probabilities are soft targets (distill.py)
     distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
+    # an exponential moving average of the weights (decay per step; 0 = off) is what is
+    # evaluated on dev and saved: smoother than the last step's weights on small data sets
+    ema: float = 0.0
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1"):
@@ -49,6 +52,8 @@ class TrainConfig:
             raise ValueError("augment must be >= 0")
         if not 0.0 <= self.distill <= 1.0:
             raise ValueError("distill must be in [0, 1]")
+        if not 0.0 <= self.ema < 1.0:
+            raise ValueError("ema must be in [0, 1)")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from absa.model.config import ModelConfig
@@ -84,16 +85,18 @@ def fit(
     rng = random.Random(tcfg.seed)  # the batch order
     history: list[dict] = []
     best = EarlyStopping(tcfg.patience)
+    ema = make_ema(net, tcfg)
+    scored: ABSANet = ema.module if ema is not None else net  # type: ignore[assignment]
     for epoch in range(1, tcfg.epochs + 1):
         train_loss, seconds = train_epoch(
-            net, opt, sched, inputs, data.soft, pipe.pad_id, tcfg, rng, epoch, progress
+            net, opt, sched, inputs, data.soft, pipe.pad_id, tcfg, rng, epoch, progress, ema
         )
-        dev_report, dev_loss = evaluate_dev(net, inputs, pipe.pad_id, mcfg.labels)
+        dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
         # ties on the metric (common on small dev sets) go to the lower dev loss
         score = (dev_report[tcfg.select_on], -dev_loss)
         if best.update(epoch, score, dev_report):
-            rundir.save_weights(net, run_dir)
+            rundir.save_weights(scored, run_dir)
         elif best.exhausted:
             log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
             break
@@ -257,6 +260,13 @@ def make_optimizer(net: ABSANet, tcfg: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(groups, weight_decay=tcfg.weight_decay)
 
 
+def make_ema(net: ABSANet, tcfg: TrainConfig) -> AveragedModel | None:
+    """The weights' exponential moving average (torch's AveragedModel), when ``tcfg.ema``."""
+    if not tcfg.ema:
+        return None
+    return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(tcfg.ema), use_buffers=True)
+
+
 def make_schedule(
     opt: torch.optim.Optimizer, tcfg: TrainConfig, steps_per_epoch: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
@@ -288,6 +298,7 @@ def train_epoch(
     rng: random.Random,
     epoch: int,
     progress: bool,
+    ema: AveragedModel | None = None,
 ) -> tuple[float, float]:
     """One pass over train in shuffled batches of similar length: mean loss, seconds."""
     net.train()
@@ -312,6 +323,8 @@ def train_epoch(
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
         opt.step()
         sched.step()
+        if ema is not None:
+            ema.update_parameters(net)
         total_loss += loss.item() * len(b)
         seen += len(b)
         bar.set_postfix(loss=f"{total_loss / seen:.4f}")

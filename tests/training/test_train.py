@@ -70,6 +70,29 @@ def test_same_seed_same_history(small_glove: Path, tmp_path: Path) -> None:
     assert (tmp_path / "a" / DEV).read_bytes() == (tmp_path / "b" / DEV).read_bytes()
 
 
+def test_weight_average_is_what_is_evaluated_and_kept(small_glove: Path, tmp_path: Path) -> None:
+    """With ``ema`` the moving average is scored on dev and saved: the kept weights give
+    the dev report of their epoch, and they are not the plain run's."""
+    examples = synthetic_examples(12, seed=5, paired=True)
+    base = tiny_preset("card", small_glove)
+    runs = {}
+    for name, ema in (("plain", 0.0), ("ema", 0.9)):
+        preset = replace(base, train=replace(base.train, epochs=6, ema=ema))
+        runs[name] = fit(examples, examples, preset, tmp_path / name, progress=False)
+    for name, result in runs.items():
+        assert evaluate(tmp_path / name, examples)["accuracy"] == pytest.approx(
+            result.dev["accuracy"]
+        )
+    assert [h["dev_loss"] for h in runs["plain"].history] != [
+        h["dev_loss"] for h in runs["ema"].history
+    ]
+    assert (tmp_path / "plain" / WEIGHTS).read_bytes() != (tmp_path / "ema" / WEIGHTS).read_bytes()
+    # the training itself is the same: the average only watches it
+    assert [h["train_loss"] for h in runs["plain"].history] == [
+        h["train_loss"] for h in runs["ema"].history
+    ]
+
+
 # --------------------------------------------------------------------------- dev split
 
 
@@ -137,6 +160,8 @@ def test_train_config_rejects_bad_values() -> None:
         TrainConfig(dev_fraction=0.0)
     with pytest.raises(ValueError, match="distill"):
         TrainConfig(distill=1.5)
+    with pytest.raises(ValueError, match="ema"):
+        TrainConfig(ema=1.0)
     with pytest.raises(ValueError, match="device"):
         TrainConfig(device="tpu")
 
