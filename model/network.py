@@ -48,6 +48,12 @@ def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
         torch.arange(half, dtype=torch.float32, device=positions.device)
         * (-math.log(10000.0) / half)
     )
+    if torch.onnx.is_in_onnx_export():
+        # the same values in four graph nodes instead of ten (cos x = sin(x + pi/2), to
+        # float32 rounding): at batch 1 a served graph's time goes mostly to its node count
+        freq2 = freq.repeat_interleave(2)[:dim]
+        phase = torch.tensor([0.0, math.pi / 2], dtype=torch.float32).repeat(half)[:dim]
+        return torch.sin(positions.float().unsqueeze(-1) * freq2 + phase)
     angles = positions.float().unsqueeze(-1) * freq  # (..., half)
     enc = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)  # (..., 2*half)
     return enc[..., :dim]
@@ -255,11 +261,16 @@ class SelfAttention(nn.Module):
         proj = self.qkv(x)
         q, k = proj[..., : self.dk], proj[..., self.dk : 2 * self.dk]
         v = proj[..., 2 * self.dk :] if self.project_v else x
-        q, k = (z.view(b, t, self.heads, self.dk // self.heads).transpose(1, 2) for z in (q, k))
-        v = v.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.dk // self.heads)  # (B, heads, T, T)
-        weights = masked_softmax(scores, mask.view(b, 1, 1, t))
-        ctx = (self.attn_drop(weights) @ v).transpose(1, 2).reshape(b, t, d)
+        if self.heads == 1:  # the same product without the heads' reshapes (fewer graph nodes)
+            scores = (q @ k.transpose(-1, -2) / math.sqrt(self.dk)).unsqueeze(1)  # (B, 1, T, T)
+            weights = masked_softmax(scores, mask.view(b, 1, 1, t))
+            ctx = self.attn_drop(weights).squeeze(1) @ v  # (B, T, D)
+        else:
+            q, k = (z.view(b, t, self.heads, self.dk // self.heads).transpose(1, 2) for z in (q, k))
+            v = v.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.dk // self.heads)  # (B, h, T, T)
+            weights = masked_softmax(scores, mask.view(b, 1, 1, t))
+            ctx = (self.attn_drop(weights) @ v).transpose(1, 2).reshape(b, t, d)
         if self.out is not None:
             ctx = self.out(ctx)
         if self.gate is None:
