@@ -98,4 +98,4 @@ class CategoryPredictor(RuntimeModel):
         self, text: str, categories: Sequence[str], explain: bool = False
     ) -> list[CategoryPrediction]:
         prepared = self.preprocess(text, categories, explain)
-        return self.postprocess(prepared, self.forward(prepared.items))
+        return self.postprocess(prepared, self.forward(prepared.items, explain))

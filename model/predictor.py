@@ -147,16 +147,18 @@ class RuntimeModel:
     def model_id(self) -> str:
         return f"{self.metadata.get('name')}:{self.metadata.get('version')}"
 
-    def forward(self, items: Sequence[Encoded]) -> list[Output]:
-        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call)."""
-        return self.runtime.run(items)
+    def forward(self, items: Sequence[Encoded], explain: bool = False) -> list[Output]:
+        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call); the
+        self-attention maps only fetched when some answer explains itself."""
+        return self.runtime.run(items, self_attention=explain)
 
     def postprocess(self, prepared: Any, outputs: Sequence[Output]) -> list:
         raise NotImplementedError
 
     def predict_many(self, prepared: Sequence[Any]) -> list[list]:
         """Several prepared requests in one forward pass (the runtime batches them)."""
-        outputs = self.forward([it for p in prepared for it in p.items])
+        explain = any(p.explain for p in prepared)
+        outputs = self.forward([it for p in prepared for it in p.items], explain)
         answers, k = [], 0
         for p in prepared:
             answers.append(self.postprocess(p, outputs[k : k + len(p.items)]))
@@ -265,7 +267,7 @@ class Predictor(RuntimeModel):
         self, text: str, aspects: Aspects, explain: bool = False
     ) -> list[AspectPrediction]:
         prepared = self.preprocess(text, aspects, explain)
-        return self.postprocess(prepared, self.forward(prepared.items))
+        return self.postprocess(prepared, self.forward(prepared.items, explain))
 
     def warmup(self) -> None:
         self.runtime.warmup()

@@ -139,14 +139,16 @@ class Runtime:
     def encode_category(self, text: str, category: int) -> Encoded:
         return encode_category(self.pipeline, text, category)
 
-    def run_batch(self, items: Sequence[Encoded]) -> list[Output]:
-        """One session call on one padded batch."""
+    def run_batch(self, items: Sequence[Encoded], self_attention: bool = True) -> list[Output]:
+        """One session call on one padded batch. ``self_attention=False``: the self-attention
+        maps are not fetched (a model that has them answers a little faster without)."""
         batch = collate(items, self.pipeline.pad_id)
         missing = [k for k in self.input_names if k not in batch]
         if missing:
             raise ValueError(f"the {self.task} model needs {missing}; the items do not give it")
-        outs = self.session.run(None, {k: batch[k] for k in self.input_names})
-        named = dict(zip(self.output_names, outs, strict=True))
+        names = [n for n in self.output_names if self_attention or n != "self_attention"]
+        outs = self.session.run(names, {k: batch[k] for k in self.input_names})
+        named = dict(zip(names, outs, strict=True))
         probs, attn, selfw = named["probs"], named["attention"], named.get("self_attention")
         unk = self.pipeline.unk_id
         result = []
@@ -157,13 +159,14 @@ class Runtime:
             result.append(Output(probs[i], attn[i, :n], e.tokens, sw, tuple(e.aspect_mask), oov))
         return result
 
-    def run(self, items: Sequence[Encoded]) -> list[Output]:
+    def run(self, items: Sequence[Encoded], self_attention: bool = True) -> list[Output]:
         """Any number of items: bucketed by length into batches of at most ``max_batch``."""
         order = sorted(range(len(items)), key=lambda i: len(items[i].ids))
         out: list[Output | None] = [None] * len(items)
         for s in range(0, len(order), self.max_batch):
             idx = order[s : s + self.max_batch]
-            for i, o in zip(idx, self.run_batch([items[i] for i in idx]), strict=True):
+            batch = self.run_batch([items[i] for i in idx], self_attention)
+            for i, o in zip(idx, batch, strict=True):
                 out[i] = o
         return out  # type: ignore[return-value]
 

@@ -51,6 +51,7 @@ class _Job:
     model: RuntimeModel  # the term model, or the category model (ABSA_CATEGORY_MODEL)
     items: list[Encoded]
     future: asyncio.Future = field(repr=False)
+    explain: bool = False  # some answer explains itself (self-attention maps are fetched)
     taken: int = 0  # items handed to the model so far (a job runs in slices)
     results: list[Output] = field(default_factory=list, repr=False)
 
@@ -135,13 +136,15 @@ class BatchEngine:
             self.metrics.rejected.inc(n)
             raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")
 
-    async def submit(self, model: RuntimeModel, items: list[Encoded]) -> list[Output]:
+    async def submit(
+        self, model: RuntimeModel, items: list[Encoded], explain: bool = False
+    ) -> list[Output]:
         if not items:
             self.admit(0)  # still refused while shutting down
             return []
         self.admit(len(items))
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._queue.append(_Job(model, items, fut))
+        self._queue.append(_Job(model, items, fut, explain))
         self._pending += len(items)
         self.metrics.queue_depth.set(self._pending)
         self._wakeup.set()
@@ -208,9 +211,10 @@ class BatchEngine:
                 continue
             items = [it for job, a, b in slices for it in job.items[a:b]]
             model = slices[0][0].model
+            explain = any(job.explain for job, _, _ in slices)
             t0 = time.perf_counter()
             try:
-                outputs = await loop.run_in_executor(self._executor, model.forward, items)
+                outputs = await loop.run_in_executor(self._executor, model.forward, items, explain)
             except Exception as e:  # noqa: BLE001 - handed to every waiting request
                 log.exception("inference failed for a batch of %d", len(items))
                 for job, _, _ in slices:

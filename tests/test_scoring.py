@@ -157,7 +157,7 @@ def test_many_rows_are_scored_in_chunks(artifact: Path, tmp_path: Path) -> None:
     calls: list[int] = []
     rt = Predictor(Runtime.load(artifact, device="cpu", threads=1))
     real_run = rt.forward
-    rt.forward = lambda items: calls.append(len(items)) or real_run(items)  # type: ignore[method-assign]
+    rt.forward = lambda items, *a: calls.append(len(items)) or real_run(items, *a)  # type: ignore[method-assign]
     stats = score_file(rt, src, tmp_path / "big.out.jsonl", chunk=256, progress=False)
     assert stats.rows == stats.scored == n and not stats.bad
     assert max(calls) <= 256 and sum(calls) == n  # never more than a chunk in memory

@@ -134,7 +134,7 @@ async def predict(
         return p
 
     prepared = await engine.offload(prepare) if heavy else prepare()
-    outputs = await engine.submit(predictor, prepared.items)
+    outputs = await engine.submit(predictor, prepared.items, req.explain)
 
     def answer() -> tuple[list[dict], bytes]:
         results = _results(predictor, prepared, outputs)
@@ -187,7 +187,12 @@ async def predict_batch(
         [it for e in prepared if isinstance(e, tuple) and e[0] is m for it in e[1].items]
         for m in models
     ]
-    done = await asyncio.gather(*(engine.submit(m, j) for m, j in zip(models, jobs, strict=True)))
+    explains = [
+        any(isinstance(e, tuple) and e[0] is m and e[1].explain for e in prepared) for m in models
+    ]
+    done = await asyncio.gather(
+        *(engine.submit(m, j, x) for m, j, x in zip(models, jobs, explains, strict=True))
+    )
     outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
     def answer() -> tuple[list[dict], bytes]:

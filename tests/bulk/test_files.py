@@ -82,7 +82,7 @@ def test_rows_are_scored_a_chunk_at_a_time(artifact: Path, tmp_path: Path) -> No
     predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
     calls: list[int] = []
     real = predictor.forward
-    predictor.forward = lambda items: calls.append(len(items)) or real(items)  # type: ignore[method-assign]
+    predictor.forward = lambda items, *a: calls.append(len(items)) or real(items, *a)  # type: ignore[method-assign]
     stats = score_table_file(
         predictor, src, tmp_path / "big.out.parquet", chunk=256, progress=False
     )

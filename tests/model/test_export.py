@@ -24,6 +24,7 @@ from absa.model import artifact
 from absa.model.aspects import find_all
 from absa.model.calibration import expected_calibration_error, softmax
 from absa.model.card import calibration_lines
+from absa.model.predictor import Predictor
 from absa.model.runtime import ArtifactError, Runtime, choose_providers, word_weights
 from absa.model.text import collate
 from absa.training.rundir import LoadedRun, load_run
@@ -384,6 +385,24 @@ def test_self_attention_is_exported(selfattn_run: Path, tmp_path: Path) -> None:
         assert out.self_attention is not None and out.self_attention.shape == (2, n, n)
         np.testing.assert_allclose(out.self_attention, self_w[i, :, :n, :n].numpy(), atol=1e-5)
         np.testing.assert_allclose(out.self_attention.sum(-1), 1.0, atol=1e-5)
+
+
+def test_self_attention_is_fetched_only_when_explained(selfattn_run: Path, tmp_path: Path) -> None:
+    """Without explain the maps are not fetched; the probabilities do not change, and in a
+    batch that mixes both only the explained answer carries them."""
+    export_loaded(load_run(selfattn_run), tmp_path / "a")
+    rt = Runtime.load(tmp_path / "a", device="cpu", threads=1)
+    items = [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:4]]
+    full, bare = rt.run(items), rt.run(items, self_attention=False)
+    assert all(o.self_attention is None for o in bare)
+    np.testing.assert_array_equal([o.probs for o in full], [o.probs for o in bare])
+    p = Predictor(rt)
+    e = EXAMPLES[0]
+    asked = [p.preprocess(e.text, [e.term], explain=x) for x in (False, True)]
+    plain, explained = p.predict_many(asked)
+    assert plain[0].self_attention is None and plain[0].attention is None
+    assert explained[0].self_attention is not None and len(explained[0].self_attention) == 2
+    assert p(e.text, [e.term])[0].scores == plain[0].scores
 
 
 def test_card_network_is_exported(card_run: Path, tmp_path: Path) -> None:

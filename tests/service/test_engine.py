@@ -30,9 +30,9 @@ def record_runs(rt: Predictor, calls: list[tuple[str, int]]) -> None:
     run = rt.forward
     version = rt.metadata["version"]
 
-    def spy(items):  # type: ignore[no-untyped-def]
+    def spy(items, explain=False):  # type: ignore[no-untyped-def]
         calls.append((version, len(items)))
-        return run(items)
+        return run(items, explain)
 
     rt.forward = spy  # type: ignore[method-assign]
 

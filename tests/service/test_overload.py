@@ -27,10 +27,10 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
         predictor = app_state.engine.model
         forward = predictor.forward
 
-        def held(items):  # type: ignore[no-untyped-def]
+        def held(items, *args):  # type: ignore[no-untyped-def]
             entered.set()
             release.wait(10)
-            return forward(items)
+            return forward(items, *args)
 
         predictor.forward = held
         async with httpx.AsyncClient(base_url=url, timeout=30) as c:
