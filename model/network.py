@@ -49,10 +49,11 @@ def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
         * (-math.log(10000.0) / half)
     )
     if torch.onnx.is_in_onnx_export():
-        # the same values in four graph nodes instead of ten (cos x = sin(x + pi/2), to
-        # float32 rounding): at batch 1 a served graph's time goes mostly to its node count
-        freq2 = freq.repeat_interleave(2)[:dim]
-        phase = torch.tensor([0.0, math.pi / 2], dtype=torch.float32).repeat(half)[:dim]
+        # the same values in three graph nodes instead of a dozen (cos x = sin(x + pi/2), to
+        # float32 rounding; the frequencies a constant): at batch 1 a served graph's time goes
+        # mostly to its node count
+        freq2 = torch.tensor(freq.repeat_interleave(2)[:dim].tolist(), dtype=torch.float32)
+        phase = torch.tensor([0.0, math.pi / 2] * half, dtype=torch.float32)[:dim]
         return torch.sin(positions.float().unsqueeze(-1) * freq2 + phase)
     angles = positions.float().unsqueeze(-1) * freq  # (..., half)
     enc = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)  # (..., 2*half)
