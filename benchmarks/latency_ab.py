@@ -9,7 +9,7 @@ slow them all alike and the ratios stay meaningful even where the absolute numbe
 Per artifact: batch-1 p50 (median over the rounds of each round's p50) and batch-64
 aspects/s (median over the rounds), and both as a ratio to the first artifact; what a plain
 prediction fetches (no self-attention maps). Writes
-benchmarks/results/latency/ab-<name>.json.
+benchmarks/results/latency_ab/<name>.json.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from absa.model.runtime import Runtime  # noqa: E402
 from benchmarks.latency import _items  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "results" / "latency"
+OUT = ROOT / "benchmarks" / "results" / "latency_ab"
 
 
 class Timed:
@@ -103,7 +103,7 @@ def main() -> None:
         "command": " ".join(["python benchmarks/latency_ab.py", *sys.argv[1:]]),
     }
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"ab-{args.name}.json").write_text(json.dumps(result, indent=1))
+    (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
