@@ -40,6 +40,9 @@ class TrainConfig:
     # an exponential moving average of the weights (decay per step; 0 = off) is what is
     # evaluated on dev and saved: smoother than the last step's weights on small data sets
     ema: float = 0.0
+    # "balanced": each class's loss weighted by N / (classes x its count in train), so a
+    # rare class (Lap14's neutral) is not given up for the frequent ones; "none": unweighted
+    class_weights: str = "none"
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1"):
@@ -54,6 +57,8 @@ class TrainConfig:
             raise ValueError("distill must be in [0, 1]")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
+        if self.class_weights not in ("none", "balanced"):
+            raise ValueError(f"class_weights must be none or balanced, not {self.class_weights!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

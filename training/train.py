@@ -79,6 +79,8 @@ def fit(
     data = prepare_data(train, dev, preset, device)
     mcfg, pipe, net = build_network(preset, data.train, run_dir, device)
     inputs = encode_inputs(net, pipe, data, device)
+    if tcfg.class_weights == "balanced":
+        inputs = replace(inputs, class_weight=balanced_weights(inputs.y_train, len(mcfg.labels)))
     opt = make_optimizer(net, tcfg)
     steps_per_epoch = math.ceil(len(inputs.train) / tcfg.batch_size)
     sched = make_schedule(opt, tcfg, steps_per_epoch)
@@ -227,6 +229,7 @@ class Inputs:
     device: torch.device
     cache_train: list[torch.Tensor] | None = None
     cache_dev: list[torch.Tensor] | None = None
+    class_weight: torch.Tensor | None = None  # per class, for the training loss
 
     @property
     def lengths(self) -> list[int]:
@@ -246,6 +249,12 @@ def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device
     y_train = torch.tensor([e.label_id for e in data.train], device=device)
     y_dev = [e.label_id for e in data.dev]
     return Inputs(enc_train, enc_dev, y_train, y_dev, device, cache_train, cache_dev)
+
+
+def balanced_weights(y: torch.Tensor, classes: int) -> torch.Tensor:
+    """N / (classes x count) per class (a class absent from train gets weight 0)."""
+    counts = torch.bincount(y, minlength=classes).float()
+    return torch.where(counts > 0, len(y) / (classes * counts.clamp(min=1)), 0.0)
 
 
 def make_optimizer(net: ABSANet, tcfg: TrainConfig) -> torch.optim.Optimizer:
@@ -314,7 +323,12 @@ def train_epoch(
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
         logits, _, _ = net(**batch)
-        loss = F.cross_entropy(logits, inputs.y_train[b], label_smoothing=tcfg.label_smoothing)
+        loss = F.cross_entropy(
+            logits,
+            inputs.y_train[b],
+            weight=inputs.class_weight,
+            label_smoothing=tcfg.label_smoothing,
+        )
         if soft is not None:
             kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
             loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd

@@ -15,7 +15,14 @@ from absa.training.evaluate import evaluate
 from absa.training.presets import PRESETS, TrainConfig, get_preset
 from absa.training.records import DataError, Example
 from absa.training.rundir import DEV, WEIGHTS, read_dev_examples, read_info
-from absa.training.train import EarlyStopping, fit, make_schedule, resolve_device, split_dev
+from absa.training.train import (
+    EarlyStopping,
+    balanced_weights,
+    fit,
+    make_schedule,
+    resolve_device,
+    split_dev,
+)
 from tests.helpers import data_dir, synthetic_examples, tiny_preset
 
 DATA = data_dir()
@@ -93,6 +100,25 @@ def test_weight_average_is_what_is_evaluated_and_kept(small_glove: Path, tmp_pat
     ]
 
 
+def test_balanced_class_weights() -> None:
+    y = torch.tensor([0, 0, 0, 2, 2, 1])  # 3 / 1 / 2 of 6
+    torch.testing.assert_close(balanced_weights(y, 3), torch.tensor([2 / 3, 2.0, 1.0]))
+    absent = balanced_weights(torch.tensor([0, 2]), 3)  # no neutral in train
+    torch.testing.assert_close(absent, torch.tensor([2 / 3, 0.0, 2 / 3]))
+
+
+def test_balanced_class_weights_change_the_loss(small_glove: Path, tmp_path: Path) -> None:
+    examples = [e for e in synthetic_examples(12, seed=5) if e.label != "neutral"]
+    examples += [e for e in synthetic_examples(12, seed=6) if e.label == "neutral"][:2]
+    base = tiny_preset("fast", small_glove)
+    losses = []
+    for name in ("none", "balanced"):
+        preset = replace(base, train=replace(base.train, epochs=2, class_weights=name))
+        run = fit(examples, examples, preset, tmp_path / name, progress=False)
+        losses.append([h["train_loss"] for h in run.history])
+    assert losses[0] != losses[1]
+
+
 # --------------------------------------------------------------------------- dev split
 
 
@@ -162,6 +188,8 @@ def test_train_config_rejects_bad_values() -> None:
         TrainConfig(distill=1.5)
     with pytest.raises(ValueError, match="ema"):
         TrainConfig(ema=1.0)
+    with pytest.raises(ValueError, match="class_weights"):
+        TrainConfig(class_weights="inverse")
     with pytest.raises(ValueError, match="device"):
         TrainConfig(device="tpu")
 
