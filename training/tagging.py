@@ -16,19 +16,24 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from absa.model.piece_tagger import PieceTagger
+from absa.model.piecetext import PieceTagText
 from absa.model.spans import bio_tags, decode, span_scores
 from absa.model.tagger import Tagger, TaggerConfig
-from absa.model.tagtext import TagText, Window, build_chars
-from absa.model.text import WordPipeline
-from absa.training.embeddings import build_vocab, embedding_matrix, load_glove
+from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches
+from absa.training.presets import MINILM
 from absa.training.sentences import Sentence
+from absa.training.tagger_build import build
+
+Net = Tagger | PieceTagger
+Text = TagText | PieceTagText
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,12 @@ class TagTrainConfig:
     max_len: int = 128  # words per window (longer texts are tagged window by window)
     chars: bool = True  # a character CNN beside the word vectors
     word_dropout: float = 0.0  # share of training words read as <unk> (the characters stay)
+    # a transformer tagger (TaggerConfig.encoder = "transformer")
+    transformer: str = MINILM  # a package name or a local Hugging Face model directory
+    encoder_lr: float = 5e-5
+    warmup: float = 0.1  # share of all steps with a linear warm-up, then a linear decay
+    weight_decay: float = 0.01
+    max_pieces: int = 128  # word pieces per window, [CLS] and [SEP] included
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,7 +76,7 @@ class Encoded:
     tags: list[np.ndarray]
 
 
-def encode(text: TagText, sentences: Sequence[Sentence]) -> Encoded:
+def encode(text: Text, sentences: Sequence[Sentence]) -> Encoded:
     windows, tags = [], []
     for s in sentences:
         parts = text.encode(s.text)
@@ -76,11 +87,11 @@ def encode(text: TagText, sentences: Sequence[Sentence]) -> Encoded:
     return Encoded(windows, tags)
 
 
-def _tensors(text: TagText, windows: Sequence[Window]) -> dict[str, torch.Tensor]:
+def _tensors(text: Text, windows: Sequence[Window]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v) for k, v in text.feeds(windows).items()}
 
 
-def tag_probs(net: Tagger, text: TagText, windows: Sequence[Window], batch: int = 64) -> list:
+def tag_probs(net: Net, text: Text, windows: Sequence[Window], batch: int = 64) -> list:
     """Per-word tag probabilities (T_i, K) for each window, torch, eval mode."""
     net.eval()
     out: list[np.ndarray] = []
@@ -88,40 +99,43 @@ def tag_probs(net: Tagger, text: TagText, windows: Sequence[Window], batch: int 
         for s in range(0, len(windows), batch):
             part = windows[s : s + batch]
             probs = torch.softmax(net(**_tensors(text, part))[0], -1).numpy()
-            out.extend(probs[i, : len(w.ids)] for i, w in enumerate(part))
+            out.extend(probs[i, : len(w.tokens)] for i, w in enumerate(part))
     return out
 
 
-def predict_spans(net: Tagger, text: TagText, texts: Sequence[str]) -> list[set]:
+def predict_spans(net: Net, text: Text, texts: Sequence[str]) -> list[set]:
     """The (start, end) spans the network finds in each text (every window decoded)."""
     windows = [text.encode(t) for t in texts]
     flat = [w for ws in windows for w in ws]
     probs = iter(tag_probs(net, text, flat))
+    learned = net.transitions()
     out = []
     for ws in windows:
         found = set()
         for w in ws:
-            found |= {(f.start, f.end) for f in decode(next(probs), w.tokens)}
+            found |= {(f.start, f.end) for f in decode(next(probs), w.tokens, learned)}
         out.append(found)
     return out
 
 
 def train_epoch(
-    net: Tagger,
+    net: Net,
     opt: torch.optim.Optimizer,
-    text: TagText,
+    text: Text,
     data: Encoded,
     tcfg: TagTrainConfig,
     rng: random.Random,
+    sched: torch.optim.lr_scheduler.LambdaLR | None = None,
 ) -> float:
     net.train()
     total, n = 0.0, 0
-    for idx in batches([len(w.ids) for w in data.windows], tcfg.batch_size, rng):
+    t0 = time.perf_counter()
+    for step, idx in enumerate(batches([len(w.ids) for w in data.windows], tcfg.batch_size, rng)):
         feeds = _tensors(text, [data.windows[i] for i in idx])
-        if tcfg.word_dropout > 0:
+        if tcfg.word_dropout > 0 and isinstance(text, TagText):
             drop = torch.rand(feeds["input_ids"].shape) < tcfg.word_dropout
             feeds["input_ids"] = feeds["input_ids"].masked_fill(drop, text.words.unk_id)
-        y = torch.zeros_like(feeds["input_ids"])
+        y = torch.zeros((len(idx), max(len(data.tags[i]) for i in idx)), dtype=torch.int64)
         for row, i in enumerate(idx):
             y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
         _, loss = net(**feeds, tags=y)
@@ -130,15 +144,19 @@ def train_epoch(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
         opt.step()
+        if sched is not None:
+            sched.step()
         total += float(loss.detach()) * len(idx)
         n += len(idx)
+        if step % 100 == 99:
+            log.info("%d sentences, loss %.4f, %.0f s", n, total / n, time.perf_counter() - t0)
     return total / max(n, 1)
 
 
 @dataclass
 class TagRun:
-    net: Tagger
-    text: TagText
+    net: Net
+    text: Text
     config: TaggerConfig
     train_config: TagTrainConfig
     dev: dict
@@ -160,16 +178,9 @@ def fit_tagger(
     np.random.seed(tcfg.seed)
     torch.manual_seed(tcfg.seed)
     torch.set_num_threads(tcfg.threads)
-    glove_words, glove = load_glove(tcfg.glove)
-    vocab = build_vocab([s.text for s in train], glove_words, tcfg.glove_top_k)
-    vectors, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
-    chars = build_chars(s.text for s in train) if tcfg.chars else None
-    text = TagText(WordPipeline(vocab, max_len=tcfg.max_len), chars)
-    cfg = replace(
-        cfg, vocab_size=len(vocab), embed_dim=vectors.shape[1], char_vocab_size=len(chars or [])
-    )
-    net = Tagger(cfg, torch.from_numpy(vectors))
-    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=tcfg.lr)
+    steps = -(-len(train) // tcfg.batch_size)
+    built = build(train, cfg, tcfg, steps)
+    net, text, cfg = built.net, built.text, built.config
     data = encode(text, train)
     gold = [s.span_set for s in dev]
     rng = random.Random(tcfg.seed)
@@ -177,7 +188,7 @@ def fit_tagger(
     history = []
     for epoch in range(1, tcfg.epochs + 1):
         t0 = time.perf_counter()
-        loss = train_epoch(net, opt, text, data, tcfg, rng)
+        loss = train_epoch(net, built.opt, text, data, tcfg, rng, built.sched)
         rep = span_scores(gold, predict_spans(net, text, [s.text for s in dev]))
         history.append({"epoch": epoch, "train_loss": loss, "seconds": time.perf_counter() - t0})
         history[-1].update({f"dev_{k}": v for k, v in rep.items()})
