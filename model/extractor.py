@@ -85,24 +85,31 @@ class Extractor:
         (probs,) = self.session.run(None, {k: feeds[k] for k in self.input_names})
         return [probs[i, : len(w.tokens)] for i, w in enumerate(windows)]
 
-    def extract(self, texts: Sequence[str], max_batch: int = 64) -> list[list[FoundSpan]]:
-        """The aspect spans found in each text, in text order."""
+    def window_probs(
+        self, texts: Sequence[str], max_batch: int = 64
+    ) -> tuple[list[list[Window]], list[list[np.ndarray]]]:
+        """Each text's windows and their per-word tag probabilities, batched by length."""
         windows = [self.text.encode(t) for t in texts]
         flat = [w for ws in windows for w in ws]
         order = sorted(range(len(flat)), key=lambda i: len(flat[i].ids))
-        probs: list[np.ndarray | None] = [None] * len(flat)
+        probs: list[np.ndarray] = [np.empty(0)] * len(flat)
         for s in range(0, len(order), max_batch):
             idx = order[s : s + max_batch]
             for i, p in zip(idx, self.probs([flat[i] for i in idx]), strict=True):
                 probs[i] = p
         out, k = [], 0
         for ws in windows:
-            found: list[FoundSpan] = []
-            for w in ws:
-                found.extend(decode(probs[k], w.tokens, self.learned))  # type: ignore[arg-type]
-                k += 1
-            out.append(found)
-        return out
+            out.append(probs[k : k + len(ws)])
+            k += len(ws)
+        return windows, out
+
+    def extract(self, texts: Sequence[str], max_batch: int = 64) -> list[list[FoundSpan]]:
+        """The aspect spans found in each text, in text order."""
+        windows, probs = self.window_probs(texts, max_batch)
+        return [
+            [f for w, p in zip(ws, ps, strict=True) for f in decode(p, w.tokens, self.learned)]
+            for ws, ps in zip(windows, probs, strict=True)
+        ]
 
     def warmup(self) -> None:
         self.extract(["The food was great ."])

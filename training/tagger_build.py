@@ -29,6 +29,25 @@ if TYPE_CHECKING:
     from absa.training.tagging import TagTrainConfig
 
 
+# ``absa train --task extract --preset NAME``: (TaggerConfig, TagTrainConfig) overrides
+PRESETS: dict[str, tuple[dict, dict]] = {
+    "fast": ({}, {}),  # GloVe-50d + characters -> BiLSTM 100x2, softmax tags (shipped)
+    "crf": ({"crf": True}, {}),
+    "accurate": (  # all-MiniLM-L6-v2 fine-tuned, first piece per word -> linear
+        {"encoder": "transformer", "dropout": 0.1},
+        {
+            "epochs": 2,
+            "patience": 2,
+            "batch_size": 16,
+            "lr": 1e-3,
+            "encoder_lr": 1e-4,
+            "warmup": 0.1,
+            "max_pieces": 128,
+        },
+    ),  # fmt: skip
+}
+
+
 @dataclass
 class Built:
     net: Tagger | PieceTagger

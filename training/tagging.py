@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from absa.model.crf import tag_loss
 from absa.model.piece_tagger import PieceTagger
 from absa.model.piecetext import PieceTagText
 from absa.model.spans import bio_tags, decode, span_scores
@@ -30,6 +31,7 @@ from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches
 from absa.training.presets import MINILM
 from absa.training.sentences import Sentence
+from absa.training.tag_distill import kd_loss, teacher_word_probs
 from absa.training.tagger_build import build
 
 Net = Tagger | PieceTagger
@@ -58,6 +60,10 @@ class TagTrainConfig:
     warmup: float = 0.1  # share of all steps with a linear warm-up, then a linear decay
     weight_decay: float = 0.01
     max_pieces: int = 128  # word pieces per window, [CLS] and [SEP] included
+    # distillation (training/tag_distill.py): an extractor artifact's tag probabilities
+    teacher: str = ""
+    distill: float = 0.5  # weight of the teacher's term on labelled sentences
+    temperature: float = 2.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,17 +80,39 @@ class TagTrainConfig:
 class Encoded:
     windows: list[Window]  # the first window of each sentence
     tags: list[np.ndarray]
+    gold: list[bool]  # False: an unlabelled sentence (its tags are all O and unused)
+    soft: list[np.ndarray] | None = None  # a teacher's probabilities (T_i, K) per window
 
 
-def encode(text: Text, sentences: Sequence[Sentence]) -> Encoded:
-    windows, tags = [], []
-    for s in sentences:
-        parts = text.encode(s.text)
+def encode(
+    text: Text,
+    sentences: Sequence[Sentence],
+    unlabelled: Sequence[str] = (),
+    teacher: Path | None = None,
+) -> Encoded:
+    windows, tags, gold, texts = [], [], [], []
+    items = [(s.text, s.span_set, True) for s in sentences] + [
+        (t, set(), False) for t in unlabelled
+    ]
+    for t, spans, is_gold in items:
+        parts = text.encode(t)
         if not parts:
             continue
         windows.append(parts[0])
-        tags.append(np.array(bio_tags(parts[0].tokens, s.span_set), dtype=np.int64))
-    return Encoded(windows, tags)
+        tags.append(np.array(bio_tags(parts[0].tokens, spans), dtype=np.int64))
+        gold.append(is_gold)
+        texts.append(t)
+    if teacher is None:
+        if not all(gold):
+            raise ValueError("unlabelled sentences need a teacher")
+        return Encoded(windows, tags, gold)
+    t0 = time.perf_counter()
+    probs = teacher_word_probs(teacher, texts)
+    soft = [p[: len(w.tokens)] for p, w in zip(probs, windows, strict=True)]
+    log.info(
+        "teacher %s tagged %d sentences in %.0f s", teacher, len(texts), time.perf_counter() - t0
+    )
+    return Encoded(windows, tags, gold, soft)
 
 
 def _tensors(text: Text, windows: Sequence[Window]) -> dict[str, torch.Tensor]:
@@ -135,11 +163,7 @@ def train_epoch(
         if tcfg.word_dropout > 0 and isinstance(text, TagText):
             drop = torch.rand(feeds["input_ids"].shape) < tcfg.word_dropout
             feeds["input_ids"] = feeds["input_ids"].masked_fill(drop, text.words.unk_id)
-        y = torch.zeros((len(idx), max(len(data.tags[i]) for i in idx)), dtype=torch.int64)
-        for row, i in enumerate(idx):
-            y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
-        _, loss = net(**feeds, tags=y)
-        assert loss is not None
+        loss = batch_loss(net, feeds, data, idx, tcfg)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
@@ -151,6 +175,33 @@ def train_epoch(
         if step % 100 == 99:
             log.info("%d sentences, loss %.4f, %.0f s", n, total / n, time.perf_counter() - t0)
     return total / max(n, 1)
+
+
+def batch_loss(
+    net: Net,
+    feeds: dict[str, torch.Tensor],
+    data: Encoded,
+    idx: Sequence[int],
+    tcfg: TagTrainConfig,
+) -> torch.Tensor:
+    """The gold loss on the labelled rows; with a teacher, mixed with its KL term."""
+    y = torch.zeros((len(idx), max(len(data.tags[i]) for i in idx)), dtype=torch.int64)
+    words = torch.zeros_like(y)
+    for row, i in enumerate(idx):
+        y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
+        words[row, : len(data.tags[i])] = 1
+    logits, _ = net(**feeds)
+    rows = torch.tensor([data.gold[i] for i in idx])
+    loss = tag_loss(net.crf, logits[rows], y[rows], words[rows]) if rows.any() else logits.sum() * 0
+    if data.soft is None:
+        return loss
+    soft = torch.zeros(logits.shape)
+    for row, i in enumerate(idx):
+        soft[row, : len(data.soft[i])] = torch.from_numpy(data.soft[i])
+    kd = kd_loss(logits, soft, words, tcfg.temperature)
+    # labelled rows: (1 - a) gold + a KD; unlabelled rows: KD alone (weighted by their share)
+    share = float(rows.float().mean())
+    return share * (1 - tcfg.distill) * loss + (tcfg.distill * share + (1 - share)) * kd
 
 
 @dataclass
@@ -170,18 +221,20 @@ def fit_tagger(
     dev: Sequence[Sentence],
     cfg: TaggerConfig,
     tcfg: TagTrainConfig,
+    unlabelled: Sequence[str] = (),
 ) -> TagRun:
-    """Train on ``train``, select the epoch by exact-span F1 on ``dev``."""
+    """Train on ``train`` (and, with a teacher, ``unlabelled`` texts), select the epoch by
+    exact-span F1 on ``dev``."""
     if not train or not dev:
         raise ValueError("extraction training needs train and dev sentences")
     random.seed(tcfg.seed)
     np.random.seed(tcfg.seed)
     torch.manual_seed(tcfg.seed)
     torch.set_num_threads(tcfg.threads)
-    steps = -(-len(train) // tcfg.batch_size)
+    steps = -(-(len(train) + len(unlabelled)) // tcfg.batch_size)
     built = build(train, cfg, tcfg, steps)
     net, text, cfg = built.net, built.text, built.config
-    data = encode(text, train)
+    data = encode(text, train, unlabelled, Path(tcfg.teacher) if tcfg.teacher else None)
     gold = [s.span_set for s in dev]
     rng = random.Random(tcfg.seed)
     best: tuple[float, int, dict, dict] = (-1.0, 0, {}, {})
