@@ -1,10 +1,14 @@
 """Training the aspect term tagger: encode sentences as BIO word tags, train with early
 stopping on dev exact-span F1, write the run (``absa.training.tagging_run``).
 
-    encode          words -> ids (the shared WordPipeline), char spans -> BIO tags
-    train_epoch     one shuffled pass, batches of similar lengths
+    encode          words -> ids (word or piece pipeline), char spans -> BIO tags, and a
+                    teacher's tag probabilities (training/tag_distill.py) when distilling
+    train_epoch     one shuffled pass, batches of similar lengths (batch_loss: gold loss,
+                    cross-entropy or CRF, mixed with the teacher's KL term)
     predict_spans   decode dev sentences (torch) with the serving decoder
     fit_tagger      the loop; keeps the best epoch's weights
+
+The network, its text pipeline and optimiser come from ``absa.training.tagger_build``.
 
 Same seed and data, same run.
 """
