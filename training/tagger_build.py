@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -24,10 +23,7 @@ from absa.model.tagtext import TagText, build_chars
 from absa.model.text import WordPiecePipeline, WordPipeline
 from absa.training.embeddings import build_vocab, embedding_matrix, load_glove, resolve_transformer
 from absa.training.sentences import Sentence
-
-if TYPE_CHECKING:
-    from absa.training.tagging import TagTrainConfig
-
+from absa.training.tag_config import TagTrainConfig
 
 # ``absa train --task extract --preset NAME``: (TaggerConfig, TagTrainConfig) overrides
 PRESETS: dict[str, tuple[dict, dict]] = {
