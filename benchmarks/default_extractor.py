@@ -1,7 +1,9 @@
 """Make the shipped extractor (model/artifacts/extractor/) from a benchmark run.
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/extraction.py --setups union
-    python benchmarks/default_extractor.py   # exports runs/bench-extract/union__s1
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/extraction.py --setups union \
+        --config benchmarks/configs/extract-crf.json --tag=-crf
+    python benchmarks/default_extractor.py --setup union --tag=-crf \
+        --config benchmarks/configs/extract-crf.json   # exports runs/bench-extract/union-crf__s1
 
 The export is ``absa export`` (parity-checked); the test-set scores measured by
 benchmarks/extraction.py go into the metadata and the model card, with the command that
@@ -29,8 +31,8 @@ from absa.model.extractor_card import write_extractor_card  # noqa: E402
 from absa.training.tagging_run import export_tag_run  # noqa: E402
 
 REPRODUCE = (
-    "OMP_NUM_THREADS=1 python benchmarks/extraction.py --setups {setup} --seeds {seed}\n"
-    "python benchmarks/default_extractor.py --setup {setup} --seed {seed}"
+    "OMP_NUM_THREADS=1 python benchmarks/extraction.py --setups {setup} --seeds {seed}{opts}\n"
+    "python benchmarks/default_extractor.py --setup {setup} --seed {seed}{opts}"
 )
 
 
@@ -38,11 +40,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--setup", default="union")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--config", help="the benchmark run's --config (recorded in the command)")
+    p.add_argument("--tag", default="", help="the benchmark run's --tag (a config's name)")
     p.add_argument("--version", default="1.0.0")
     p.add_argument("--keep", type=Path, default=Path("runs/bench-extract"))
     p.add_argument("--out", type=Path, default=DEFAULT_EXTRACTOR_DIR)
     args = p.parse_args()
-    name = f"{args.setup}__s{args.seed}"
+    name = f"{args.setup}{args.tag}__s{args.seed}"
     results = json.loads(
         (Path(__file__).parent / "results" / "extraction" / f"{name}.json").read_text()
     )
@@ -52,7 +56,10 @@ def main() -> int:
     tests = {f"{t} test": rep for t, rep in results["test"].items()}
     meta["metrics"] = {"dev": results["dev"], **tests}  # all with the current decoder
     meta["benchmark"] = {k: results[k] for k in ("heldout_empty", "end_to_end", "latency")}
-    meta["reproduce"] = REPRODUCE.format(setup=args.setup, seed=args.seed)
+    opts = (f" --config {args.config}" if args.config else "") + (
+        f" --tag={args.tag}" if args.tag else ""
+    )
+    meta["reproduce"] = REPRODUCE.format(setup=args.setup, seed=args.seed, opts=opts)
     meta["source_run"] = str(args.keep / name)
     write_extractor_card(args.out, meta)
     record_checksums(meta, args.out)

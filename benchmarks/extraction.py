@@ -51,6 +51,22 @@ class Setup:
     train: tuple[str, ...]
     dev: str | None
     tests: tuple[str, ...]
+    unlabelled: tuple[str, ...] = ()  # sentence texts for a teacher to tag (--unlabelled)
+
+
+UNION = (
+    "semeval14/xml/Restaurants_Train_v2.xml",
+    "semeval14/xml/Laptops_Train_v2.xml",
+    "mams/train.xml",
+    "acos-laptop/train.jsonl",
+)
+# in-domain sentences without a test set here: restaurants (SemEval-15) and products
+# (television, T-shirt reviews); Yelp's texts are whole reviews, left out
+EXTRA = (
+    "semeval15/restaurant_train.raw",
+    "television/Television_Train.xml.seg",
+    "tshirt/Menstshirt_Train.xml.seg",
+)
 
 
 SETUPS = {
@@ -63,16 +79,8 @@ SETUPS = {
     "lap14+acos": Setup(
         ("semeval14/xml/Laptops_Train_v2.xml", "acos-laptop/train.jsonl"), None, ("lap14",)
     ),
-    "union": Setup(
-        (
-            "semeval14/xml/Restaurants_Train_v2.xml",
-            "semeval14/xml/Laptops_Train_v2.xml",
-            "mams/train.xml",
-            "acos-laptop/train.jsonl",
-        ),
-        None,
-        ("rest14", "lap14", "mams"),
-    ),
+    "union": Setup(UNION, None, ("rest14", "lap14", "mams")),
+    "union+extra": Setup(UNION, None, ("rest14", "lap14", "mams"), EXTRA),
 }
 
 
@@ -128,6 +136,7 @@ def run_one(
     args += ["--exclude", *(str(d / f) for f in TESTS.values()), "--seed", str(seed)]
     args += ["--threads", "1", "--out", str(run), "--quiet"]
     args += ["--config", str(config)] if config else []
+    args += ["--unlabelled", *(str(d / f) for f in setup.unlabelled)] if setup.unlabelled else []
     if not reuse:
         shutil.rmtree(run, ignore_errors=True)
         if absa(args) != 0:

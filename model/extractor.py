@@ -4,7 +4,8 @@
 ``absa.model.artifact.load`` (the same checks as a sentiment model: every file hashed,
 recorded parity; a sentiment artifact is refused, and the sentiment runtime refuses this
 one), then ``extract`` tags texts in batches and decodes each window with
-``absa.model.spans.decode`` (BIO-constrained Viterbi; the confidence is defined there).
+``absa.model.spans.decode`` (BIO-constrained Viterbi, with a CRF tagger's learned
+transitions from ``transitions.json``; the confidence is defined there).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
+from absa.model.piecetext import PieceTagText
 from absa.model.runtime import open_session
-from absa.model.spans import FoundSpan, decode
-from absa.model.tagtext import TagText, Window
+from absa.model.spans import FoundSpan, Transitions, decode
+from absa.model.tagtext import TagText, Window, load_tag_text
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +29,16 @@ DEFAULT_EXTRACTOR_DIR = Path(__file__).resolve().parent / "artifacts" / "extract
 
 
 class Extractor:
-    def __init__(self, model_dir: Path, metadata: dict, text: TagText, session) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        metadata: dict,
+        text: TagText | PieceTagText,
+        session,
+        learned: Transitions | None = None,
+    ) -> None:
         self.model_dir = model_dir
+        self.learned = learned  # a CRF tagger's transition scores
         self.metadata = metadata
         self.text = text
         self.session = session
@@ -48,7 +58,7 @@ class Extractor:
     ) -> Extractor:
         art = artifact.load(model_dir, require_parity=require_parity, kind=artifact.EXTRACTOR_KIND)
         try:
-            text = TagText.load(art.directory)
+            text = load_tag_text(art.directory)
         except (OSError, ValueError) as e:
             raise ArtifactError(f"{art.directory}: tagger text pipeline: {e}") from None
         n_chars = int(art.metadata.get("model_config", {}).get("char_vocab_size", 0))
@@ -57,36 +67,49 @@ class Extractor:
                 f"{art.directory}: the model reads {n_chars} characters but the artifact "
                 f"lists {len(text.chars or [])}"
             )
+        learned = None
+        if art.metadata.get("model_config", {}).get("crf"):
+            try:
+                learned = Transitions.load(art.directory)
+            except (OSError, ValueError, KeyError) as e:
+                raise ArtifactError(f"{art.directory}: CRF transitions: {e}") from None
         session = open_session(art.onnx_path, device, threads)
         log.info(
             "loaded extractor %s on %s", art.metadata.get("version"), session.get_providers()[0]
         )
-        return cls(art.directory, art.metadata, text, session)
+        return cls(art.directory, art.metadata, text, session, learned)
 
     def probs(self, windows: Sequence[Window]) -> list[np.ndarray]:
         """Per-word tag probabilities (T_i, K) for each window: one session call."""
         feeds = self.text.feeds(windows)
         (probs,) = self.session.run(None, {k: feeds[k] for k in self.input_names})
-        return [probs[i, : len(w.ids)] for i, w in enumerate(windows)]
+        return [probs[i, : len(w.tokens)] for i, w in enumerate(windows)]
 
-    def extract(self, texts: Sequence[str], max_batch: int = 64) -> list[list[FoundSpan]]:
-        """The aspect spans found in each text, in text order."""
+    def window_probs(
+        self, texts: Sequence[str], max_batch: int = 64
+    ) -> tuple[list[list[Window]], list[list[np.ndarray]]]:
+        """Each text's windows and their per-word tag probabilities, batched by length."""
         windows = [self.text.encode(t) for t in texts]
         flat = [w for ws in windows for w in ws]
         order = sorted(range(len(flat)), key=lambda i: len(flat[i].ids))
-        probs: list[np.ndarray | None] = [None] * len(flat)
+        probs: list[np.ndarray] = [np.empty(0)] * len(flat)
         for s in range(0, len(order), max_batch):
             idx = order[s : s + max_batch]
             for i, p in zip(idx, self.probs([flat[i] for i in idx]), strict=True):
                 probs[i] = p
         out, k = [], 0
         for ws in windows:
-            found: list[FoundSpan] = []
-            for w in ws:
-                found.extend(decode(probs[k], w.tokens))  # type: ignore[arg-type]
-                k += 1
-            out.append(found)
-        return out
+            out.append(probs[k : k + len(ws)])
+            k += len(ws)
+        return windows, out
+
+    def extract(self, texts: Sequence[str], max_batch: int = 64) -> list[list[FoundSpan]]:
+        """The aspect spans found in each text, in text order."""
+        windows, probs = self.window_probs(texts, max_batch)
+        return [
+            [f for w, p in zip(ws, ps, strict=True) for f in decode(p, w.tokens, self.learned)]
+            for ws, ps in zip(windows, probs, strict=True)
+        ]
 
     def warmup(self) -> None:
         self.extract(["The food was great ."])

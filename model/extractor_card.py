@@ -43,17 +43,33 @@ def _fmt(x: Any) -> str:
     return f"{float(x):.2f}" if isinstance(x, int | float) else "?"
 
 
+def _network(cfg: Mapping[str, Any]) -> str:
+    if cfg.get("encoder") == "transformer":
+        net = (
+            f"a pretrained transformer encoder (hidden size {cfg.get('embed_dim')}) fine-tuned "
+            "on word pieces, each word read at its first piece, a linear layer"
+        )
+    else:
+        chars = "+ a character CNN " if cfg.get("char_vocab_size") else ""
+        net = (
+            f"a BiLSTM ({cfg.get('hidden_size')} per direction, {cfg.get('layers', 1)} "
+            f"layer(s)) over GloVe word vectors {chars}"
+        )
+    crf = " with a CRF's learned transition scores" if cfg.get("crf") else ""
+    return (
+        f"Aspect term extractor: {net.rstrip()} tagging words B / I / O, decoded by "
+        f"BIO-constrained Viterbi{crf}; served with onnxruntime."
+    )
+
+
 def render_extractor(metadata: Mapping[str, Any]) -> str:
     cfg = metadata.get("model_config") or {}
     metrics = metadata.get("metrics") or {}
     parity = metadata.get("parity") or {}
-    chars = "+ a character CNN " if cfg.get("char_vocab_size") else ""
     lines = [
         f"# {metadata.get('name', 'absa-extractor')} {metadata.get('version', '?')}",
         "",
-        f"Aspect term extractor: a BiLSTM ({cfg.get('hidden_size')} per direction, "
-        f"{cfg.get('layers', 1)} layer(s)) over GloVe word vectors {chars}tagging words "
-        "B / I / O, decoded by BIO-constrained Viterbi; served with onnxruntime.",
+        _network(cfg),
         "",
         "## Intended use",
         "",

@@ -8,6 +8,13 @@ training data fewer than 0.1% of spans start right after another, and the rule a
 log-probabilities, then turns each ``B I*`` run into the character span from its first
 word's start to its last word's end.
 
+A tagger trained with a linear-chain CRF (``absa.model.crf``) also has learned
+``Transitions``: a start score per tag and a score per tag pair, added to the path's
+log-probabilities in the same Viterbi (the rules above still apply). The per-word
+probabilities stay the softmax of the network's emissions: the log-softmax differs from the
+emissions by one constant per word, which every path pays alike, so the best path is the
+CRF's own.
+
 Confidence of an extracted span: the product of its words' probabilities of the tags chosen
 (``B`` for the first, ``I`` for the others), times the probability that the word after it
 is not ``I`` (the span does not go on). It is the chance, under the per-word
@@ -16,8 +23,10 @@ probabilities, that the tagger marks exactly this span.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +38,34 @@ O, B, I = 0, 1, 2  # noqa: E741 (the tag's own name)
 # allowed[prev, next]: I only after B or I, B only after O; a sentence may not start with I
 _ALLOWED = np.array([[1, 1, 0], [1, 0, 1], [1, 0, 1]], dtype=bool)
 _START = np.array([1, 1, 0], dtype=bool)
+TRANSITIONS_FILE = "transitions.json"
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """A CRF's learned scores: ``start`` (K,) for the first tag, ``pairs`` (K, K) [prev, next]."""
+
+    start: np.ndarray
+    pairs: np.ndarray
+
+    def __post_init__(self) -> None:
+        k = len(TAGS)
+        if self.start.shape != (k,) or self.pairs.shape != (k, k):
+            raise ValueError(f"transitions must be ({k},) and ({k}, {k})")
+        if not (np.isfinite(self.start).all() and np.isfinite(self.pairs).all()):
+            raise ValueError("transitions must be finite")
+
+    def save(self, directory: Path) -> None:
+        spec = {"tags": list(TAGS), "start": self.start.tolist(), "pairs": self.pairs.tolist()}
+        (Path(directory) / TRANSITIONS_FILE).write_text(json.dumps(spec), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> Transitions:
+        spec = json.loads((Path(directory) / TRANSITIONS_FILE).read_text(encoding="utf-8"))
+        if spec.get("tags") != list(TAGS):
+            raise ValueError(f"{TRANSITIONS_FILE}: tags must be {list(TAGS)}")
+        start = np.asarray(spec["start"], dtype=np.float64)
+        return cls(start, np.asarray(spec["pairs"], dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -68,15 +105,17 @@ def spans_of(tags: Sequence[int], tokens: Sequence[Token]) -> list[tuple[int, in
     return out
 
 
-def viterbi(probs: np.ndarray) -> list[int]:
-    """The most probable BIO-valid tag sequence for per-word tag probabilities (T, K)."""
+def viterbi(probs: np.ndarray, learned: Transitions | None = None) -> list[int]:
+    """The most probable BIO-valid tag sequence for per-word tag probabilities (T, K),
+    with a CRF's ``learned`` transition scores added when given."""
     logp = np.log(np.clip(probs, 1e-12, 1.0))
     t_len = len(logp)
     if t_len == 0:
         return []
     neg = np.float64(-1e9)
-    trans = np.where(_ALLOWED, 0.0, neg)
-    score = np.where(_START, logp[0], neg)
+    pairs, start = (learned.pairs, learned.start) if learned else (0.0, 0.0)
+    trans = np.where(_ALLOWED, pairs, neg)
+    score = np.where(_START, logp[0] + start, neg)
     back = np.zeros((t_len, len(TAGS)), dtype=np.int64)
     for t in range(1, t_len):
         cand = score[:, None] + trans  # (prev, next)
@@ -88,9 +127,11 @@ def viterbi(probs: np.ndarray) -> list[int]:
     return path[::-1]
 
 
-def decode(probs: np.ndarray, tokens: Sequence[Token]) -> list[FoundSpan]:
+def decode(
+    probs: np.ndarray, tokens: Sequence[Token], learned: Transitions | None = None
+) -> list[FoundSpan]:
     """The aspect spans in one sentence from its per-word tag probabilities (T, K)."""
-    tags = viterbi(probs)
+    tags = viterbi(probs, learned)
     out = []
     for i, j, start, end in spans_of(tags, tokens):
         conf = float(probs[i, B]) * float(np.prod(probs[i + 1 : j, I]))

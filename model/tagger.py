@@ -6,17 +6,19 @@ direction on each sequence reversed within its own length, so a right-padded bat
 sentence exactly the tags it gets alone and the ONNX graph keeps dynamic batch and length.
 
 ``forward`` returns the tag logits (B, T, K); with ``tags`` it also returns the token-level
-cross-entropy over the real (unpadded) tokens. Decoding (BIO-constrained Viterbi over the
+cross-entropy over the real (unpadded) tokens, or with ``crf`` the CRF's negative
+log-likelihood (``absa.model.crf``). Decoding (BIO-constrained Viterbi over the
 tag log-probabilities) lives in ``absa.model.spans``, shared with serving.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from absa.model.crf import CRF, tag_loss
 from absa.model.network import MaskedRNN, WordEncoder
+from absa.model.spans import Transitions
 from absa.model.tagger_config import TaggerConfig
 
 __all__ = ["CharCNN", "Tagger", "TaggerConfig", "TaggerExport"]
@@ -52,6 +54,7 @@ class Tagger(nn.Module):
         dims = [d_in] + [2 * cfg.hidden_size] * (cfg.layers - 1)
         self.rnns = nn.ModuleList(MaskedRNN(cfg.rnn_config(d), d) for d in dims)
         self.drop = nn.Dropout(cfg.dropout)
+        self.crf = CRF() if cfg.crf else None
         self.out = nn.Linear(2 * cfg.hidden_size, len(cfg.tags))
 
     def forward(
@@ -71,25 +74,22 @@ class Tagger(nn.Module):
             x, _ = rnn(x, attention_mask)  # (B, T, 2H), zero on padding
             x = self.drop(x)
         logits = self.out(x)  # (B, T, K)
-        loss = None
-        if tags is not None:
-            keep = attention_mask.bool()
-            loss = F.cross_entropy(logits[keep], tags[keep])
+        loss = tag_loss(self.crf, logits, tags, attention_mask) if tags is not None else None
         return logits, loss
+
+    def transitions(self) -> Transitions | None:
+        return self.crf.transitions() if self.crf is not None else None  # for decoding
 
 
 class TaggerExport(nn.Module):
-    """What the ONNX graph computes: the tag probabilities (B, T, K)."""
+    """What the ONNX graph computes: the tag probabilities (B, T, K), from the inputs
+    ``names`` (in this order) of a word tagger or a transformer tagger."""
 
-    def __init__(self, net: Tagger) -> None:
+    def __init__(self, net: nn.Module, names: list[str]) -> None:
         super().__init__()
         self.net = net
+        self.names = list(names)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        char_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        logits, _ = self.net(input_ids, attention_mask, char_ids)
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        logits, _ = self.net(**dict(zip(self.names, inputs, strict=True)))
         return torch.softmax(logits, dim=-1)

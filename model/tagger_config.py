@@ -13,6 +13,7 @@ from absa.model.spans import TAGS
 
 @dataclass(frozen=True)
 class TaggerConfig:
+    encoder: str = "embedding"  # word table + BiLSTM, or "transformer" (word pieces, linear head)
     vocab_size: int = 2  # embedding rows (set from the vocabulary at training time)
     embed_dim: int = 50  # E
     freeze_embeddings: bool = False
@@ -22,9 +23,12 @@ class TaggerConfig:
     hidden_size: int = 100  # H per direction
     layers: int = 1  # stacked BiLSTM layers
     dropout: float = 0.5  # on the word vectors and on the BiLSTM output
+    crf: bool = False  # a linear-chain CRF loss; its learned transitions decode at serve time
     tags: tuple[str, ...] = TAGS
 
     def __post_init__(self) -> None:
+        if self.encoder not in ("embedding", "transformer"):
+            raise ValueError(f"encoder must be embedding or transformer, not {self.encoder!r}")
         if tuple(self.tags) != TAGS:
             raise ValueError(f"tags must be {TAGS}, not {self.tags}")
         if self.layers < 1:

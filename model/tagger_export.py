@@ -29,17 +29,21 @@ from absa.model.artifact import (
 from absa.model.export import OPSET
 from absa.model.extractor import Extractor
 from absa.model.extractor_card import write_extractor_card
-from absa.model.spans import decode
+from absa.model.piece_tagger import PieceTagger
+from absa.model.piecetext import PieceTagText
+from absa.model.spans import Transitions, decode
 from absa.model.tagger import Tagger, TaggerConfig, TaggerExport
 from absa.model.tagtext import TagText, Window
-from absa.model.text import Token
 
 log = logging.getLogger(__name__)
 
+Net = Tagger | PieceTagger
+Text = TagText | PieceTagText
+
 
 def export_tagger(
-    net: Tagger,
-    text: TagText,
+    net: Net,
+    text: Text,
     cfg: TaggerConfig,
     dev_texts: Sequence[str],
     out_dir: Path,
@@ -54,8 +58,11 @@ def export_tagger(
     windows = [w for t in dev_texts for w in text.encode(t)]
     if not windows:
         raise ValueError("the parity check needs dev sentences")
+    learned = net.transitions()
     with staged(out_dir) as tmp:
         text.save(tmp)
+        if learned is not None:
+            learned.save(tmp)
         onnx = {"opset": OPSET, "inputs": _export_onnx(net, text, tmp / ONNX)}
         kind, tags = EXTRACTOR_KIND, list(cfg.tags)
         metadata = new_metadata(kind, name, version, tags, cfg.to_dict(), provenance, onnx)
@@ -64,21 +71,26 @@ def export_tagger(
         ref = _torch_probs(net, text, windows, batch)
         ext = Extractor.load(tmp, device="cpu", require_parity=False)
         got = [p for s in range(0, len(windows), batch) for p in ext.probs(windows[s : s + batch])]
-        metadata["parity"] = _check_parity(ref, got, windows)
+        metadata["parity"] = _check_parity(ref, got, windows, learned)
         write_extractor_card(tmp, metadata)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
     return metadata
 
 
-def _export_onnx(net: Tagger, text: TagText, path: Path) -> list[str]:
-    wrapper = TaggerExport(net).eval()
-    dummy = [
-        Window([Token("x", 0, 1)] * n, [2] * n, [[2, 3]] * n if text.chars else []) for n in (5, 3)
-    ]
+def _export_onnx(net: Net, text: Text, path: Path) -> list[str]:
+    dummy = [w for s in ("x y x y x", "x y x") for w in text.encode(s)]
     feeds = text.feeds(dummy)
     names = list(feeds)
-    axes = {k: {0: "batch", 1: "tokens"} for k in names}
+    wrapper = TaggerExport(net, names).eval()
+    pieces = isinstance(text, PieceTagText)
+    axes = {
+        k: {
+            0: "batch",
+            1: "pieces" if pieces and k in ("input_ids", "attention_mask") else "tokens",
+        }
+        for k in names
+    }
     if "char_ids" in axes:
         axes["char_ids"][2] = "chars"
     axes["probs"] = {0: "batch", 1: "tokens"}
@@ -99,29 +111,31 @@ def _export_onnx(net: Tagger, text: TagText, path: Path) -> list[str]:
     return names
 
 
-def _torch_probs(
-    net: Tagger, text: TagText, windows: Sequence[Window], batch: int
-) -> list[np.ndarray]:
+def _torch_probs(net: Net, text: Text, windows: Sequence[Window], batch: int) -> list[np.ndarray]:
     out = []
     with torch.no_grad():
         for s in range(0, len(windows), batch):
             part = windows[s : s + batch]
             feeds = {k: torch.from_numpy(v) for k, v in text.feeds(part).items()}
             probs = torch.softmax(net(**feeds)[0], -1).numpy()
-            out.extend(probs[i, : len(w.ids)] for i, w in enumerate(part))
+            out.extend(probs[i, : len(w.tokens)] for i, w in enumerate(part))
     return out
 
 
-def _spans(probs: np.ndarray, window: Window) -> list[tuple[int, int]]:
-    return [(f.start, f.end) for f in decode(probs, window.tokens)]
+def _spans(probs: np.ndarray, window: Window, learned: Transitions | None) -> list[tuple[int, int]]:
+    return [(f.start, f.end) for f in decode(probs, window.tokens, learned)]
 
 
 def _check_parity(
-    ref: Sequence[np.ndarray], got: Sequence[np.ndarray], windows: Sequence[Window]
+    ref: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    windows: Sequence[Window],
+    learned: Transitions | None = None,
 ) -> dict:
     diff = max(float(np.abs(r - g).max()) for r, g in zip(ref, got, strict=True))
     mismatches = sum(
-        _spans(r, w) != _spans(g, w) for r, g, w in zip(ref, got, windows, strict=True)
+        _spans(r, w, learned) != _spans(g, w, learned)
+        for r, g, w in zip(ref, got, windows, strict=True)
     )
     log.info("parity on %d dev windows: max |diff| %.2e, %d differ", len(ref), diff, mismatches)
     if diff > PARITY_ATOL or mismatches:

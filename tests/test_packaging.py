@@ -18,6 +18,8 @@ NEEDS_TORCH = {
     "absa.model.recalibrate",  # onnx and the temperature fit: the train extra
     "absa.model.tagger",
     "absa.model.tagger_export",
+    "absa.model.piece_tagger",
+    "absa.model.crf",
 }
 NEEDS_TORCH_PREFIX = ("absa.training.",)
 TORCH_FREE_TRAINING = {  # training modules the service or the CLI reach without torch

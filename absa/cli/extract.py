@@ -53,14 +53,17 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     from absa.model.tagger_config import TaggerConfig
     from absa.training.provenance import file_info
     from absa.training.sentences import drop_sentences, read_sentences, split
+    from absa.training.tagger_build import PRESETS
     from absa.training.tagging import TagTrainConfig, fit_tagger, write_sentences
     from absa.training.tagging_run import add_eval, write_tag_run
 
-    if args.preset:
-        raise CLIError("--preset names a sentiment preset; with --task extract use --config")
+    if args.preset and args.preset not in PRESETS:
+        raise CLIError(
+            f"--task extract: unknown preset {args.preset!r}; choose {', '.join(PRESETS)}"
+        )
     if Path(args.out).exists():
         raise CLIError(f"{args.out} exists; train into a new directory")
-    model_over, train_over = _config(args.config)
+    model_over, train_over = PRESETS[args.preset] if args.preset else _config(args.config)
     cfg = TaggerConfig.from_dict(model_over)
     tcfg = TagTrainConfig.from_dict(train_over)
     over = {k: v for k, v in (("seed", args.seed), ("epochs", args.epochs)) if v is not None}
@@ -83,9 +86,21 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         train, dev, empty = parts.train, parts.dev, parts.empty_heldout
         info["split"] = {"dev": f"seeded 10% of train (seed {tcfg.seed})",
                          "heldout_empty": len(empty)}  # fmt: skip
-    info["sentences"] = {"train": len(train), "dev": len(dev), "heldout_empty": len(empty)}
+    unlabelled = []
+    if args.unlabelled:
+        if not tcfg.teacher:
+            raise CLIError("--unlabelled needs a teacher (train.teacher in --config)")
+        extra = read_sentences(args.unlabelled)
+        known = [*train, *dev, *empty, *(read_sentences(args.exclude) if args.exclude else [])]
+        extra, dropped = drop_sentences(list({s.text: s for s in extra}.values()), known)
+        unlabelled = [s.text for s in extra]
+        info["data"]["unlabelled"] = file_info(args.unlabelled)
+        log.info("%d unlabelled sentences (%d dropped: in train, dev or --exclude)",
+                 len(unlabelled), dropped)  # fmt: skip
+    info["sentences"] = {"train": len(train), "dev": len(dev), "heldout_empty": len(empty),
+                         "unlabelled": len(unlabelled)}  # fmt: skip
     info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
-    run = fit_tagger(train, dev, cfg, tcfg)
+    run = fit_tagger(train, dev, cfg, tcfg, unlabelled)
     write_tag_run(Path(args.out), run, [s.text for s in dev], info)
     if empty:
         write_sentences(Path(args.out) / HELDOUT_EMPTY, empty)

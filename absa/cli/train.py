@@ -204,7 +204,10 @@ def register(sub: Any) -> None:
         "train: TagTrainConfig}) (default: terms)",
     )
     g = t.add_mutually_exclusive_group()
-    g.add_argument("--preset", help="a named preset, see `absa presets` (default: fast)")
+    g.add_argument(
+        "--preset",
+        help="a named preset, see `absa presets`; --task extract: fast or accurate (default: fast)",
+    )
     g.add_argument(
         "--config",
         help="a JSON/TOML config {preset, model: {...}, train: {...}} (default: none)",
@@ -227,6 +230,13 @@ def register(sub: Any) -> None:
         "--exclude",
         nargs="+",
         help="drop training sentences that occur in these files, e.g. test sets (default: none)",
+    )
+    t.add_argument(
+        "--unlabelled",
+        nargs="+",
+        help="--task extract with a teacher: files whose sentence texts (labels unused) the "
+        "teacher tags as extra soft targets; sentences in train, dev or --exclude are dropped "
+        "(default: none)",
     )
     t.add_argument("--seed", type=int, help="random seed (default: the preset's, 1)")
     t.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")

