@@ -1,4 +1,4 @@
-"""Aggregate benchmarks/results/ (accuracy, latency, bulk, transfer) into the tables of docs/benchmarks.md.
+"""Aggregate benchmarks/results/ (accuracy, latency, bulk, transfer) into docs/benchmarks.md.
 
     python benchmarks/report.py
 
