@@ -44,7 +44,7 @@ def more_data(runs: dict[str, list[dict]]) -> str:
         f"| training data | aspects | dev | {head} | s/epoch | seeds |",
         "|---|---|---|" + "---|" * len(TESTS) + "---|---|",
     ]
-    for setup in ("union", "union-new"):
+    for setup in ["union", "union-new", *(f"lodo-{d}" for d in NEW)]:
         rs = runs.get(setup, [])
         if not rs:
             continue
