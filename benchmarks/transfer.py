@@ -17,9 +17,10 @@ is scored on the four test sets, each new set's held-out part and whole pool, an
 negation / contrast slice (benchmarks/robustness/negation.jsonl).
 
     python benchmarks/transfer.py --check              # the overlap counts only, no training
-    python benchmarks/transfer.py --setups union union-new --seeds 1
-    python benchmarks/transfer.py --setups lodo-semeval15 lodo-television lodo-tshirt \\
-        lodo-yelp lodo-acos-laptop --seeds 1
+    python benchmarks/transfer.py --epochs 10 --setups union union-new --seeds 1 2 3
+    python benchmarks/transfer.py --epochs 10 --setups lodo-semeval15 lodo-television \\
+        lodo-tshirt lodo-yelp lodo-acos-laptop --seeds 1
+    python benchmarks/report.py        # the tables in docs/benchmarks.md
 """
 
 from __future__ import annotations
