@@ -40,7 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.evaluate import evaluate, predict_examples  # noqa: E402
 from absa.training.presets import load_config  # noqa: E402
-from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import normalise_text, read_examples  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.rundir import read_info  # noqa: E402
@@ -144,7 +143,7 @@ def run_one(data: Data, setup: str, seed: int, args: argparse.Namespace) -> dict
         "holdout": {"fraction": HOLDOUT, "seed": HOLDOUT_SEED},
         "train_config": preset.train.to_dict(),
         "data_sha256": {n: sha256_file(p) for n, p in data.files.items()},
-        "code_version": code_version(),
+        "code_version": info["code_version"],  # of the code that started training
         "command": " ".join(["python benchmarks/transfer.py", *sys.argv[1:]]),
     }
 
