@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from absa.model.artifact import read_metadata  # noqa: E402
 from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
-from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
 
 commands: list[str] = []
 
@@ -70,6 +70,11 @@ def main() -> None:
     ap.add_argument("--config", type=Path, help="a train config instead of --preset")
     ap.add_argument("--teacher-run", type=Path, help="train (unless it exists) this teacher first")
     ap.add_argument("--teacher-preset", default="accurate")
+    ap.add_argument(
+        "--new-data",
+        action="store_true",
+        help="also train on the train-only sets (--train-more; benchmarks/datasets.py)",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--version", default="1.0.0")
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
@@ -93,6 +98,8 @@ def main() -> None:
         if execute:
             shutil.rmtree(out, ignore_errors=True)
         common = ["--exclude", *tests.values(), *choice, "--seed", str(args.seed)]
+        if args.new_data:
+            common += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
         rest = ["--threads", "1", "--quiet", "--out", str(out)]
         run([*absa, "train", "--train", *trains, *common, *rest], execute)
 
@@ -153,6 +160,8 @@ def invocation(args: argparse.Namespace) -> str:
     parts += ["--config", str(args.config)] if args.config else ["--preset", args.preset]
     if args.teacher_run:
         parts += ["--teacher-run", str(args.teacher_run)]
+    if args.new_data:
+        parts += ["--new-data"]
     parts += ["--run", str(args.run), "--seed", str(args.seed), "--version", args.version]
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 
@@ -175,6 +184,18 @@ def distillation(tr: dict, teacher: dict | None) -> str:
   The teacher is needed to train, never to serve; it takes about an hour on 2 CPU cores,
   minutes on a GPU (`absa train` uses one when torch sees it).{where}
 """
+
+
+def more_data(tr: dict) -> str:
+    """The card's words for the --train-more sets, if any."""
+    more = tr["data"].get("combined", [])[1:]
+    if not more:
+        return ""
+    kept = ", ".join(f"{Path(r['name']).name} {r['kept']}" for r in more)
+    return (
+        ", then the train-only sets SemEval-2015 restaurants, Television, T-shirt, Yelp and "
+        f"ACOS laptop, each less the sentences an earlier set already has (aspects kept: {kept})"
+    )
 
 
 def card(
@@ -215,6 +236,8 @@ def card(
     dev = meta["metrics"]["dev"]
     pipeline = json.loads((args.out / "pipeline.json").read_text())
     domains = "restaurant and laptop reviews, tweets and MAMS restaurant reviews (English)"
+    if more_data(tr):
+        domains = "restaurant, laptop, television and T-shirt reviews and tweets (English)"
     limits_md = "\n".join(f"- {x}" for x in limits(pipeline.get("max_len"), domains))
     calibration = "".join(f"{x}\n" for x in calibration_lines(meta))
     return f"""# absa-default {meta["version"]}
@@ -228,7 +251,7 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
   {"the aspect's own states" if cfg.get("summary") == "aspect" else "the last states"}; GloVe 6B 50d word vectors, tuned.
 - **Labels**: {", ".join(meta["labels"])}.
 - **Training data**: the union of the training sets of SemEval-2014 restaurants and laptops,
-  Twitter and MAMS ({tr["n_train"] + tr["n_dev"]} aspects), with every sentence that also occurs in one
+  Twitter and MAMS{more_data(tr)} ({tr["n_train"] + tr["n_dev"]} aspects), with every sentence that also occurs in one
   of the four test sets removed ({tr["data"].get("excluded_overlap", 0)} aspects dropped; MAMS and SemEval-2014 restaurants share
   sentences). Labels: {json.dumps(tr.get("label_counts"))}.
 - **Selection**: {tr["dev_split"]} ({tr["n_dev"]} aspects); best epoch by dev accuracy

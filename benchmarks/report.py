@@ -1,4 +1,4 @@
-"""Aggregate benchmarks/results/ (accuracy, latency, bulk) into the tables of docs/benchmarks.md.
+"""Aggregate benchmarks/results/ (accuracy, latency, bulk, transfer) into docs/benchmarks.md.
 
     python benchmarks/report.py
 
@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.datasets import PROJECT_MACHINE  # noqa: E402
+from benchmarks.transfer_table import tables as transfer_tables  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "benchmarks.md"
@@ -128,6 +129,7 @@ def main() -> None:
     doc = _replace(doc, START, END, table())
     doc = _replace(doc, "<!-- latency:start -->", "<!-- latency:end -->", latency_table())
     doc = _replace(doc, "<!-- bulk:start -->", "<!-- bulk:end -->", bulk_table())
+    doc = _replace(doc, "<!-- transfer:start -->", "<!-- transfer:end -->", transfer_tables())
     DOC.write_text(doc)
     print(table())
     print(latency_table())

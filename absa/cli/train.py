@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import MODEL_DEFAULT, model_dir
+from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir
 
 if TYPE_CHECKING:
     from absa.training.records import ReadResult
@@ -66,6 +66,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if over:
         preset = replace(preset, train=replace(preset.train, **over))
     task = args.task
+    if args.train_more and task != "terms":
+        raise CLIError("--train-more is for --task terms")
     train = _read(args.train, args.skip_invalid, task)
     dev = _read(args.dev, args.skip_invalid, task).examples if args.dev else None
     if task == "category":
@@ -79,7 +81,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         "skipped_invalid": len(train.skipped),
     }
     examples = train.examples
-    if args.exclude:
+    if args.train_more:
+        examples = _train_more(args, examples, info)
+    elif args.exclude:
         from absa.training.readers import drop_overlap
 
         examples, dropped = drop_overlap(examples, _read(args.exclude, True).examples)
@@ -106,6 +110,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
     )
     return 0
+
+
+def _train_more(args: argparse.Namespace, examples: list, info: dict) -> list:
+    """--train, then each --train-more file without the sentences an earlier file gave, all
+    without --exclude's sentences (training/union.py); what was dropped goes in run.json."""
+    from absa.training.union import combine
+
+    files = [("--train", examples)]
+    files += [(p, _read([p], args.skip_invalid).examples) for p in args.train_more]
+    tests = {p: _read([p], True).examples for p in args.exclude or []}
+    kept, reports = combine(files, tests, fresh=frozenset(args.train_more))
+    info["train_more"] = _data_info(args.train_more)
+    info["exclude"] = _data_info(args.exclude or [])
+    info["excluded_overlap"] = sum(r.test_overlap for r in reports)
+    info["combined"] = [r.to_dict() for r in reports]
+    return kept
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -237,6 +257,13 @@ def register(sub: Any) -> None:
         help="--task extract with a teacher: files whose sentence texts (labels unused) the "
         "teacher tags as extra soft targets; sentences in train, dev or --exclude are dropped "
         "(default: none)",
+    )
+    t.add_argument(
+        "--train-more",
+        nargs="+",
+        help="more training files, after --train; from these, a sentence an earlier file "
+        "already has is dropped (one annotation of a sentence, and no sentence on both sides "
+        "of the dev split) (default: none)",
     )
     t.add_argument("--seed", type=int, help="random seed (default: the preset's, 1)")
     t.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,35 @@ def test_train_excludes_sentences_of_other_files(
     info = read_info(out)
     assert info["data"]["excluded_overlap"] == 4 and info["n_train"] == len(EXAMPLES) - 4
     assert info["data"]["exclude"][0]["path"] == str(test)
+
+
+def test_train_more_takes_each_sentence_from_one_file(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:8])
+    test = write_jsonl(tmp_path / "test.jsonl", EXAMPLES[:2])  # one sentence, 2 aspects
+    # another set in Title Case with Negative/Positive: 2 sentences the first file has
+    # (4 aspects), then 2 sentences of its own (4 aspects)
+    cased = [replace(e, text=e.text.title(), label=e.label.title()) for e in EXAMPLES[4:12]]
+    more = write_3line(tmp_path / "more.raw", cased)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--train-more", str(more), "--config", str(cfg)]
+    assert main([*argv, "--exclude", str(test), "--out", str(out), "--quiet"]) == 0
+    info = read_info(out)
+    assert info["n_train"] + info["n_dev"] == 6 + 4
+    assert info["data"]["excluded_overlap"] == 2
+    first, second = info["data"]["combined"]
+    assert (first["name"], first["test_overlap"], first["kept"]) == ("--train", 2, 6)
+    assert (second["seen_before"], second["same_example"], second["kept"]) == (4, 4, 4)
+    assert info["data"]["train_more"][0]["path"] == str(more)
+
+
+def test_train_more_is_for_aspect_terms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    argv = ["train", "--train", str(train), "--train-more", str(train), "--task", "category"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) != 0
+    assert "absa train: error: --train-more is for --task terms" in capsys.readouterr().err
 
 
 def test_config_overrides_model_and_train_keys(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from absa.model.text import WordPipeline, tokenize
 from absa.training.readers import (
     FORMATS,
     detect_format,
@@ -684,6 +685,13 @@ def _data(rel: str) -> Path:
         ("mams/train.xml", 11186, None),
         ("mams/val.xml", 1332, None),
         ("mams/test.xml", 1336, None),
+        # the train-only sets (Negative/Neutral/Positive; ACOS as JSONL with offsets)
+        ("semeval15/restaurant_train.raw", 1201, (256, 36, 909)),
+        ("television/Television_Train.xml.seg", 3746, (919, 287, 2540)),
+        ("tshirt/Menstshirt_Train.xml.seg", 1871, (699, 50, 1122)),
+        ("yelp/yelp.train.txt", 808, (239, 54, 515)),
+        ("acos-laptop/train.jsonl", 2781, (1004, 173, 1604)),
+        ("acos-laptop/dev.jsonl", 299, (100, 20, 179)),
     ],
 )
 def test_real_data_counts(rel: str, total: int, counts: tuple[int, int, int] | None) -> None:
@@ -695,6 +703,20 @@ def test_real_data_counts(rel: str, total: int, counts: tuple[int, int, int] | N
     for ex in res.examples:
         assert 0 <= ex.start < ex.end <= len(ex.text)
         assert ex.term.strip()
+
+
+def test_real_yelp_multi_sentence_texts_keep_the_aspect_in_the_window() -> None:
+    # Yelp's texts are whole reviews (up to ~900 words): the aspect may sit far past the
+    # model's 128-token window, which must then move to it rather than cut it off.
+    examples = read_examples(_data("yelp/yelp.train.txt")).examples
+    long = [e for e in examples if len(tokenize(e.text)) > 128]
+    assert len(long) > 100
+    pipe = WordPipeline(["<pad>", "<unk>"], max_len=128)
+    for e in long:
+        enc = pipe.encode(e.text, e.start, e.end)
+        assert len(enc.ids) == 128
+        marked = [t for t, m in zip(enc.tokens, enc.aspect_mask, strict=True) if m]
+        assert marked and e.text[marked[0].start : marked[-1].end] == e.term
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,46 @@
+"""The transfer set: the shipped extractor's spans that no annotation covers, no test sentence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
+from absa.training.readers import normalise_text, read_examples
+from absa.training.transfer_set import candidates, write_jsonl
+
+
+def _extract(texts: list[str]) -> list[list[tuple[int, int, float]]]:
+    ext = Extractor.load(DEFAULT_EXTRACTOR_DIR, threads=1)
+    return [[(s.start, s.end, s.confidence) for s in f] for f in ext.extract(texts)]
+
+
+def test_unannotated_aspects_of_training_sentences(tmp_path: Path) -> None:
+    train = tmp_path / "train.seg"
+    train.write_text(
+        "The $T$ was great but the service was slow .\nfood\n1\n"
+        "The $T$ is bright and the battery life is short .\nscreen\n1\n"
+        "The $T$ was cold and the waiter was rude .\nsoup\n-1\n",
+        encoding="utf-8",
+    )
+    examples = read_examples(train).examples
+    banned = {normalise_text(examples[2].text)}  # as if the soup sentence were in a test set
+    found = candidates(examples, _extract, banned)
+    aspects = {c.aspect for c in found}
+    assert {"service", "battery life"} <= aspects
+    assert not aspects & {"food", "screen", "soup", "waiter"}  # annotated, or a test sentence
+    assert all(c.source.startswith(f"{train}:") for c in found)
+    out = tmp_path / "transfer.jsonl"
+    write_jsonl(out, found)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len(found)
+    assert all(r["text"][r["start"] : r["end"]] == r["aspect"] for r in rows)
+    # read back as unlabelled aspects, they point at the same spans
+    assert {r["aspect"] for r in rows} == aspects
+
+
+def test_confidence_threshold(tmp_path: Path) -> None:
+    train = tmp_path / "train.seg"
+    train.write_text("The $T$ was great but the service was slow .\nfood\n1\n", encoding="utf-8")
+    examples = read_examples(train).examples
+    assert candidates(examples, _extract, set(), min_confidence=1.01) == []
