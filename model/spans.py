@@ -15,10 +15,12 @@ probabilities stay the softmax of the network's emissions: the log-softmax diffe
 emissions by one constant per word, which every path pays alike, so the best path is the
 CRF's own.
 
-Confidence of an extracted span: the product of its words' probabilities of the tags chosen
-(``B`` for the first, ``I`` for the others), times the probability that the word after it
-is not ``I`` (the span does not go on). It is the chance, under the per-word
-probabilities, that the tagger marks exactly this span.
+Confidence of an extracted span: the chance that the tagger marks exactly this span (its
+first word ``B``, the others ``I``, the word after it not ``I``). Without a CRF the words'
+tags are independent, so that is the product of their probabilities. With a CRF the
+per-word softmax is not the model's distribution (the transitions carry part of the
+score), so the chance is summed over every BIO-valid tag sequence with the forward-backward
+algorithm under the same scores Viterbi maximises.
 """
 
 from __future__ import annotations
@@ -133,12 +135,53 @@ def decode(
     """The aspect spans in one sentence from its per-word tag probabilities (T, K)."""
     tags = viterbi(probs, learned)
     out = []
+    marginals = _SpanMarginals(probs, learned) if learned is not None else None
     for i, j, start, end in spans_of(tags, tokens):
-        conf = float(probs[i, B]) * float(np.prod(probs[i + 1 : j, I]))
-        if j < len(tags):
-            conf *= 1.0 - float(probs[j, I])
+        if marginals is not None:
+            conf = marginals.of(i, j)
+        else:
+            conf = float(probs[i, B]) * float(np.prod(probs[i + 1 : j, I]))
+            if j < len(tags):
+                conf *= 1.0 - float(probs[j, I])
         out.append(FoundSpan(start, end, conf))
     return out
+
+
+class _SpanMarginals:
+    """P(words i..j-1 tagged B I*, word j not I) under a CRF with the BIO rules: forward
+    scores alpha[t, k] (word t tagged k, its own score included) and backward scores
+    beta[t, k] (what follows word t tagged k), in log space."""
+
+    def __init__(self, probs: np.ndarray, learned: Transitions) -> None:
+        self.emit = np.log(np.clip(probs, 1e-12, 1.0))
+        n = len(self.emit)
+        self.trans = np.where(_ALLOWED, learned.pairs, -np.inf)
+        self.alpha = np.full((n, len(TAGS)), -np.inf)
+        self.beta = np.zeros((n, len(TAGS)))
+        self.alpha[0] = np.where(_START, self.emit[0] + learned.start, -np.inf)
+        for t in range(1, n):
+            self.alpha[t] = _lse(self.alpha[t - 1][:, None] + self.trans, 0) + self.emit[t]
+        for t in range(n - 2, -1, -1):
+            self.beta[t] = _lse(self.trans + (self.emit[t + 1] + self.beta[t + 1])[None, :], 1)
+        self.log_z = float(_lse(self.alpha[-1], 0))
+
+    def of(self, i: int, j: int) -> float:
+        score = self.alpha[i, B]
+        prev = B
+        for t in range(i + 1, j):
+            score += self.trans[prev, I] + self.emit[t, I]
+            prev = I
+        if j < len(self.emit):  # the next word is O or B (B is forbidden by the rules anyway)
+            nxt = [k for k in range(len(TAGS)) if k != I]
+            score += _lse(self.trans[prev, nxt] + self.emit[j, nxt] + self.beta[j, nxt], 0)
+        return float(np.exp(score - self.log_z))
+
+
+def _lse(x: np.ndarray, axis: int) -> np.ndarray:
+    """log(sum(exp(x))) along ``axis``, -inf where every term is."""
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
 
 
 def span_scores(

@@ -14,7 +14,8 @@ import torch
 
 from absa.errors import ArtifactError
 from absa.model.crf import CRF
-from absa.model.spans import TAGS, B, I, O, Transitions, viterbi
+from absa.model.spans import TAGS, B, I, O, Transitions, decode, viterbi
+from absa.model.text import Token
 from tests.helpers import extraction_sentences
 
 K = len(TAGS)
@@ -43,6 +44,40 @@ def test_viterbi_with_learned_transitions_is_the_brute_force_best_path() -> None
     # zero transitions decode exactly as the plain decoder
     probs = rng.dirichlet(np.ones(K), size=7)
     assert viterbi(probs, Transitions(np.zeros(K), np.zeros((K, K)))) == viterbi(probs)
+
+
+def test_crf_span_confidence_is_the_brute_force_marginal() -> None:
+    """A CRF span's confidence: the probability, over every decodable tag sequence, that
+    exactly this span is marked (B, then I's, then not I)."""
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(60):
+        n = int(rng.integers(1, 6))
+        probs = rng.dirichlet(np.ones(K), size=n)
+        learned = Transitions(rng.normal(0, 2, K), rng.normal(0, 2, (K, K)))
+        logp = np.log(probs)
+        paths = [p for p in itertools.product(range(K), repeat=n) if _decodable(p)]
+        weight = {
+            p: np.exp(
+                learned.start[p[0]]
+                + sum(logp[t, tag] for t, tag in enumerate(p))
+                + sum(learned.pairs[a, b] for a, b in itertools.pairwise(p))
+            )
+            for p in paths
+        }
+        z = sum(weight.values())
+        tokens = [Token(f"w{t}", 3 * t, 3 * t + 2) for t in range(n)]
+        for found in decode(probs, tokens, learned):
+            i, j = found.start // 3, (found.end - 2) // 3 + 1  # words i..j-1
+            exact = sum(
+                w
+                for p, w in weight.items()
+                if p[i] == B and all(p[t] == I for t in range(i + 1, j)) and (j == n or p[j] != I)
+            )
+            assert found.confidence == pytest.approx(exact / z, rel=1e-9)
+            assert 0.0 < found.confidence <= 1.0
+            checked += 1
+    assert checked > 20
 
 
 def test_the_crf_loss_is_the_exact_negative_log_likelihood() -> None:
