@@ -232,8 +232,9 @@ class Inputs:
 
 
 def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device) -> Inputs:
-    cats = net.cfg.categories
-    enc_train, enc_dev = encode_all(pipe, data.train, cats), encode_all(pipe, data.dev, cats)
+    cats, pair = net.cfg.categories, net.cfg.pair
+    enc_train = encode_all(pipe, data.train, cats, pair)
+    enc_dev = encode_all(pipe, data.dev, cats, pair)
     cache_train = cache_dev = None
     if net.cfg.encoder == "transformer" and net.cfg.freeze_embeddings:
         t0 = time.time()
