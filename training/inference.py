@@ -76,9 +76,7 @@ def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> lis
     out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
     for b in batches([len(e.ids) for e in encoded], 64, None):
         inputs = to_tensors([encoded[i] for i in b], pad_id, device=device_of(net))
-        x = net.encoder(
-            inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids")
-        )
+        x = net.encoder(inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"))
         for j, i in enumerate(b):
             out[i] = x[j, : len(encoded[i].ids)].half()
     return out

@@ -74,7 +74,9 @@ def test_padding_changes_nothing_and_only_the_text_is_attended(tiny_transformer:
         logits, alpha, _ = net(**inputs)
         for i, e in enumerate(items):
             n = len(e.ids)
-            alone = {k: v[i : i + 1, :n] if v.dim() == 2 else v[i : i + 1] for k, v in inputs.items()}
+            alone = {
+                k: v[i : i + 1, :n] if v.dim() == 2 else v[i : i + 1] for k, v in inputs.items()
+            }
             lo, al, _ = net(**alone)
             torch.testing.assert_close(logits[i : i + 1], lo, atol=1e-5, rtol=0)
             torch.testing.assert_close(alpha[i : i + 1, :n], al, atol=1e-5, rtol=0)
