@@ -89,10 +89,10 @@ def tiny_pair_preset(transformer: Path, **model: object) -> Preset:
     )
     tcfg = replace(
         base.train,
-        epochs=40,
+        epochs=60,
         batch_size=8,
-        lr=0.02,
-        encoder_lr=3e-3,
+        lr=0.01,
+        encoder_lr=3e-4,
         warmup=0.0,
         threads=1,
         transformer=str(transformer),
