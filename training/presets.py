@@ -37,6 +37,10 @@ class TrainConfig:
     augment: float = 0.0  # add this fraction of train as rule-made copies (training/augment.py)
     teacher: str = ""  # a run or artifact dir whose probabilities are soft targets (distill.py)
     distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
+    # category models: each category's v_a starts random ("random") or as the mean of its
+    # words' vectors in the encoder's table ("words": "anecdotes/miscellaneous" -> the mean
+    # of "anecdotes" and "miscellaneous"; training/categories.py)
+    category_init: str = "random"
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1"):
@@ -49,6 +53,8 @@ class TrainConfig:
             raise ValueError("augment must be >= 0")
         if not 0.0 <= self.distill <= 1.0:
             raise ValueError("distill must be in [0, 1]")
+        if self.category_init not in ("random", "words"):
+            raise ValueError(f"category_init must be random or words, not {self.category_init!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
