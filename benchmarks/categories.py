@@ -39,7 +39,6 @@ from absa.training.categories import category_preset  # noqa: E402
 from absa.training.category_readers import categories_of, read_categories  # noqa: E402
 from absa.training.evaluate import evaluate  # noqa: E402
 from absa.training.presets import PRESETS, load_config  # noqa: E402
-from absa.training.provenance import code_version  # noqa: E402
 from absa.training.records import CategoryExample  # noqa: E402
 from absa.training.rundir import read_info  # noqa: E402
 from absa.training.train import fit  # noqa: E402
@@ -124,7 +123,7 @@ def run_one(preset_name: str, dataset: str, fold: int, seed: int, args: argparse
         "dev_split": info["dev_split"],
         "model_config": preset.model.to_dict(),
         "train_config": preset.train.to_dict(),
-        "code_version": code_version(),
+        "code_version": info["code_version"],  # of the code that trained (run.json)
         "command": " ".join(["python benchmarks/categories.py", *sys.argv[1:]]),
     }
 

@@ -1,5 +1,8 @@
 """Aspect categories (Wang et al.'s own task): a model that takes a category id, not a span.
 
+A sentence-pair category model (``ModelConfig.category_pair``, Sun et al. 2019) reads
+``[CLS] text [SEP] category words [SEP]``: ``category_words`` turns a label into words.
+
 A category model's artifact records ``task: "category"`` and its ``categories`` in
 metadata.json; a term model's records ``task: "terms"`` (older artifacts record none and
 are term models). ``check_task`` keeps each kind of model on its own path: a category model
@@ -8,6 +11,7 @@ is never served as a term model, nor the other way round. No torch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -65,20 +69,38 @@ def category_ids(categories: Sequence[str], wanted: Sequence[object], where: str
     return out
 
 
-def encode_category(pipeline: Pipeline, text: str, category: int) -> Encoded:
-    """A category model's item: the whole text (its first ``max_len`` tokens) and the id."""
+def category_words(category: str) -> str:
+    """A category label as words: "anecdotes/miscellaneous" -> "anecdotes miscellaneous",
+    "LAPTOP#PRICE" -> "laptop price", "DESIGN_FEATURES" -> "design features"."""
+    return " ".join(re.split(r"[#/_\s]+", category.lower())).strip()
+
+
+def encode_category(
+    pipeline: Pipeline, text: str, category: int, words: str | None = None
+) -> Encoded:
+    """A category model's item: the whole text (its first ``max_len`` tokens) and the id;
+    with ``words`` (a sentence-pair model) the pair ``[CLS] text [SEP] words [SEP]``."""
     if not text.strip():
         raise TextError("text is empty")
+    if words is not None:
+        encode_pair = getattr(pipeline, "encode_pair", None)
+        if encode_pair is None:
+            raise ArtifactError("a sentence-pair category model needs a WordPiece pipeline")
+        return replace(encode_pair(text, words), category=category)
     enc = pipeline.encode(text, 0, len(text))  # a span over all of it: the window starts at 0
     return replace(enc, aspect_mask=[0] * len(enc.ids), category=category)
 
 
-def encode_example(pipeline: Pipeline, example: object, categories: Sequence[str]) -> Encoded:
+def encode_example(
+    pipeline: Pipeline, example: object, categories: Sequence[str], pair: bool = False
+) -> Encoded:
     """A labelled example of either task encoded: a category example (``category``) by its
-    id in ``categories``, an aspect-term one (``text[start:end]``) by its span."""
+    id in ``categories`` (and, ``pair``, its words after the text), an aspect-term one
+    (``text[start:end]``) by its span."""
     category = getattr(example, "category", None)
     if category is None:
         return pipeline.encode(example.text, example.start, example.end)  # type: ignore[attr-defined]
     if category not in categories:
         raise TextError(f"category {category!r} is not one of the model's: {', '.join(categories)}")
-    return encode_category(pipeline, example.text, categories.index(category))  # type: ignore[attr-defined]
+    words = category_words(category) if pair else None
+    return encode_category(pipeline, example.text, categories.index(category), words)  # type: ignore[attr-defined]

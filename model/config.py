@@ -35,6 +35,12 @@ class ModelConfig:
     # one of ``categories`` ("category": the model takes a category id instead of a span)
     aspect_source: AspectSource = "terms"
     categories: tuple[str, ...] = ()
+    # category models with a transformer encoder: the encoder reads the sentence pair
+    # "[CLS] text [SEP] category words [SEP]" (Sun et al. 2019; token_type_ids 0 / 1), the
+    # LSTM and the attention run over the text's segment only, and v_a is the learned vector
+    # plus the mean of the category words' encoder states. A term preset may carry it:
+    # it takes effect once the preset is made a category one (``pair``)
+    category_pair: bool = False
     # aspect: AE = aspect_in_input, AT = attention != "none", ATAE = both
     aspect_in_input: bool = True
     attention: Attention = "additive"
@@ -97,6 +103,8 @@ class ModelConfig:
                 "self_attention_residual must be postln or gated, "
                 f"not {self.self_attention_residual!r}"
             )
+        if self.category_pair and self.encoder != "transformer":
+            raise ValueError("category_pair needs encoder='transformer' (a WordPiece pair)")
         self._check_aspect_source()
 
     def _check_aspect_source(self) -> None:
@@ -115,6 +123,11 @@ class ModelConfig:
     @property
     def is_category(self) -> bool:
         return self.aspect_source == "category"
+
+    @property
+    def pair(self) -> bool:
+        """A sentence-pair category model (its graph also takes ``token_type_ids``)."""
+        return self.is_category and self.category_pair
 
     @property
     def rnn_dim(self) -> int:

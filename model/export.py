@@ -83,7 +83,7 @@ def export(
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
     net = net.eval()
-    items = [encode_example(pipeline, e, model_config.categories) for e in dev]
+    items = [encode_example(pipeline, e, model_config.categories, model_config.pair) for e in dev]
     labels = list(model_config.labels)
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
@@ -123,7 +123,8 @@ def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: fl
     net.eval()  # export what serves: no dropout
     names = net.input_names  # the third: aspect_mask (B, T) or category_ids (B,)
     category = 0 if net.cfg.is_category else None
-    dummy = collate([_dummy_item(5, category), _dummy_item(3, category)], pad_id=0)
+    pair = net.cfg.pair  # then a fourth: token_type_ids (B, T)
+    dummy = collate([_dummy_item(5, category, pair), _dummy_item(3, category, pair)], pad_id=0)
     args = tuple(torch.from_numpy(dummy[k]) for k in names)
     outputs = ["probs", "attention"] + (["self_attention"] if self_attention else [])
     axes = {k: {0: "batch"} if k == "category_ids" else {0: "batch", 1: "tokens"} for k in names}
@@ -147,8 +148,9 @@ def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: fl
     net.eval()
 
 
-def _dummy_item(n: int, category: int | None) -> Encoded:
-    return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n, category)
+def _dummy_item(n: int, category: int | None, pair: bool = False) -> Encoded:
+    types = [0] * (n - 1) + [1] if pair else None
+    return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n, category, types)
 
 
 def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True) -> dict:

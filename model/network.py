@@ -5,7 +5,10 @@ One configurable network; every piece is chosen by ``ModelConfig``:
 - word vectors: an embedding table (GloVe) or a pretrained transformer encoder;
 - aspect vector v_a: the mean of the aspect tokens' vectors, or (``aspect_source=
   "category"``, Wang et al.'s own task) a learned embedding of the aspect category, fed as
-  ``category_ids`` instead of ``aspect_mask``;
+  ``category_ids`` instead of ``aspect_mask``; a sentence-pair category model
+  (``category_pair``) feeds the encoder ``[CLS] text [SEP] category words [SEP]`` with
+  ``token_type_ids``, adds the category words' mean state to v_a, and runs everything after
+  the encoder over the text's segment only;
 - AE: v_a concatenated to every word input of the LSTM/GRU. For the GRU this puts
   v_a in the reset gate, the update gate and the candidate (each sees
   [h_{t-1}; x_t; v_a]);
@@ -86,7 +89,12 @@ class WordEncoder(nn.Module):
                 self.table.weight.copy_(vectors)
         self.table.weight.requires_grad_(not cfg.freeze_embeddings)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         return self.table(input_ids)  # (B, T, E)
 
 
@@ -115,8 +123,15 @@ class TransformerEncoder(nn.Module):
             self.model.eval()  # a frozen encoder never uses dropout
         return self
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        out = self.model(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        )
         return out.last_hidden_state  # (B, T, E)
 
 
@@ -282,8 +297,9 @@ class SelfAttention(nn.Module):
 
 
 class ABSANet(nn.Module):
-    """forward(input_ids, attention_mask, aspect_mask | category_ids) -> (logits, attention,
-    self_attention). ``input_names`` are the graph inputs in the order the export uses."""
+    """forward(input_ids, attention_mask, aspect_mask | category_ids [, token_type_ids]) ->
+    (logits, attention, self_attention). ``input_names`` are the graph inputs in the order
+    the export uses."""
 
     def __init__(
         self,
@@ -317,9 +333,10 @@ class ABSANet(nn.Module):
         self.classifier = nn.Linear(d, len(cfg.labels))
 
     @property
-    def input_names(self) -> tuple[str, str, str]:
+    def input_names(self) -> tuple[str, ...]:
         aspect = "category_ids" if self.category is not None else "aspect_mask"
-        return ("input_ids", "attention_mask", aspect)
+        pair = ("token_type_ids",) if self.cfg.pair else ()
+        return ("input_ids", "attention_mask", aspect, *pair)
 
     def forward(
         self,
@@ -328,17 +345,28 @@ class ABSANet(nn.Module):
         aspect_mask: torch.Tensor | None = None,  # (B, T) 1 = aspect token (term models)
         features: torch.Tensor | None = None,  # (B, T, E) cached encoder output (frozen encoder)
         category_ids: torch.Tensor | None = None,  # (B,) int64 (category models)
+        token_type_ids: torch.Tensor | None = None,  # (B, T) 0 text, 1 category words (pairs)
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         cfg = self.cfg
         mask = attention_mask > 0
         b, t = input_ids.shape
-        x = self.encoder(input_ids, attention_mask) if features is None else features  # (B, T, E)
+        if cfg.pair and token_type_ids is None:
+            raise ValueError("a sentence-pair category model needs token_type_ids")
+        if features is None:
+            x = self.encoder(input_ids, attention_mask, token_type_ids)  # (B, T, E)
+        else:
+            x = features
         if self.category is not None:
             if category_ids is None:
                 raise ValueError("a category model needs category_ids")
             am = torch.zeros_like(attention_mask, dtype=x.dtype)  # no span in the text
             n_asp = torch.ones(b, 1, dtype=x.dtype, device=x.device)
             v_a = self.category(category_ids).to(x.dtype)  # (B, E)
+            if cfg.pair and token_type_ids is not None:
+                words = (mask & (token_type_ids > 0)).to(x.dtype)  # (B, T) category words [SEP]
+                n_words = words.sum(1, keepdim=True).clamp(min=1.0)
+                v_a = v_a + (x * words.unsqueeze(-1)).sum(1) / n_words
+                mask = mask & (token_type_ids == 0)  # from here on: [CLS] text [SEP] only
         else:
             if aspect_mask is None:
                 raise ValueError("an aspect-term model needs aspect_mask")
@@ -374,7 +402,8 @@ class ABSANet(nn.Module):
 class ExportWrapper(nn.Module):
     """What goes into ONNX: probabilities and attention, named and in a fixed order. The
     inputs are positional here and keyed by ``net.input_names`` (a term model's third input
-    is ``aspect_mask``, a category model's ``category_ids``). The probabilities are
+    is ``aspect_mask``, a category model's ``category_ids``; a sentence-pair model's fourth
+    ``token_type_ids``). The probabilities are
     ``softmax(logits / temperature)`` (temperature scaling; 1: none)."""
 
     def __init__(self, net: ABSANet, temperature: float = 1.0) -> None:
@@ -382,10 +411,8 @@ class ExportWrapper(nn.Module):
         self.net = net
         self.temperature = float(temperature)
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, aspect: torch.Tensor
-    ) -> tuple[torch.Tensor, ...]:
-        named = dict(zip(self.net.input_names, (input_ids, attention_mask, aspect), strict=True))
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        named = dict(zip(self.net.input_names, inputs, strict=True))
         logits, alpha, self_w = self.net(**named)
         probs = torch.softmax(logits / self.temperature, dim=-1)  # (B, C)
         return (probs, alpha) if self_w is None else (probs, alpha, self_w)

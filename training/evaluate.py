@@ -46,14 +46,16 @@ def predict_examples(model_dir: Path, examples: Sequence[Labelled]) -> tuple[np.
         from absa.training.inference import encode_all, predict_probs
 
         run = rundir.load_run(model_dir)
-        encoded = encode_all(run.pipeline, examples, run.model_config.categories)
+        cfg = run.model_config
+        encoded = encode_all(run.pipeline, examples, cfg.categories, cfg.pair)
         probs = predict_probs(run.net, encoded, run.pipeline.pad_id)
         return probs, list(run.model_config.labels)
     from absa.model.categories import encode_example
     from absa.model.runtime import Runtime
 
     rt = Runtime.load(model_dir, task=model_task(model_dir))
-    outs = rt.run([encode_example(rt.pipeline, e, rt.categories) for e in examples])
+    pair = rt.category_pair
+    outs = rt.run([encode_example(rt.pipeline, e, rt.categories, pair) for e in examples])
     probs = np.stack([o.probs for o in outs]) if outs else np.zeros((0, len(rt.labels)))
     return probs, list(rt.labels)
 

@@ -19,13 +19,15 @@ def encode_all(
     pipeline: WordPipeline | WordPiecePipeline,
     examples: Sequence[Example | CategoryExample],
     categories: Sequence[str] = (),
+    pair: bool = False,
 ) -> list[Encoded]:
-    """Every example encoded (a category example by its id in ``categories``); one the
-    pipeline cannot encode is a DataError naming its source."""
+    """Every example encoded (a category example by its id in ``categories``, and with
+    ``pair`` its words after the text); one the pipeline cannot encode is a DataError
+    naming its source."""
     out = []
     for e in examples:
         try:
-            out.append(encode_example(pipeline, e, categories))
+            out.append(encode_example(pipeline, e, categories, pair))
         except TextError as err:
             raise DataError(f"{e.source}: {err}") from None
     return out
@@ -74,7 +76,7 @@ def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> lis
     out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
     for b in batches([len(e.ids) for e in encoded], 64, None):
         inputs = to_tensors([encoded[i] for i in b], pad_id, device=device_of(net))
-        x = net.encoder(inputs["input_ids"], inputs["attention_mask"])
+        x = net.encoder(inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"))
         for j, i in enumerate(b):
             out[i] = x[j, : len(encoded[i].ids)].half()
     return out

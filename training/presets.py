@@ -43,6 +43,10 @@ class TrainConfig:
     # "balanced": each class's loss weighted by N / (classes x its count in train), so a
     # rare class (Lap14's neutral) is not given up for the frequent ones; "none": unweighted
     class_weights: str = "none"
+    # category models: each category's v_a starts random ("random") or as the mean of its
+    # words' vectors in the encoder's table ("words": "anecdotes/miscellaneous" -> the mean
+    # of "anecdotes" and "miscellaneous"; training/categories.py)
+    category_init: str = "random"
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1"):
@@ -59,6 +63,8 @@ class TrainConfig:
             raise ValueError("ema must be in [0, 1)")
         if self.class_weights not in ("none", "balanced"):
             raise ValueError(f"class_weights must be none or balanced, not {self.class_weights!r}")
+        if self.category_init not in ("random", "words"):
+            raise ValueError(f"category_init must be random or words, not {self.category_init!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -31,11 +31,13 @@ import torch.nn.functional as F
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
+from absa.model.categories import category_words
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet
 from absa.model.text import Encoded, WordPiecePipeline, WordPipeline
 from absa.training import rundir
 from absa.training.augment import augment
+from absa.training.categories import init_from_words
 from absa.training.distill import teacher_info, teacher_targets
 from absa.training.embeddings import build_vocab, embedding_matrix, load_glove, resolve_transformer
 from absa.training.inference import batches, cache_features, encode_all, predict_probs, to_tensors
@@ -196,6 +198,8 @@ def build_network(
     """The model config completed from the data, the text pipeline and the network."""
     mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, preset.train, train, run_dir)
     net = ABSANet(mcfg, vectors=vectors, encoder_path=encoder_src, pretrained_encoder=True)
+    if mcfg.is_category and preset.train.category_init == "words":
+        init_from_words(net, pipe)
     net.to(device)
     log.info("training on %s", device)
     return mcfg, pipe, net
@@ -212,7 +216,10 @@ def build_pipeline(
         rundir.save_encoder_config(run_dir, src)
         return mcfg, pipe, None, src
     glove_words, glove = load_glove(tcfg.glove)
-    vocab = build_vocab((e.text for e in train), glove_words, tcfg.glove_top_k)
+    texts = [e.text for e in train]
+    if mcfg.is_category and tcfg.category_init == "words":  # their vectors start v_a
+        texts += [category_words(c) for c in mcfg.categories]
+    vocab = build_vocab(texts, glove_words, tcfg.glove_top_k)
     matrix, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
     mcfg = replace(mcfg, vocab_size=len(vocab), embed_dim=int(matrix.shape[1]))
     return mcfg, WordPipeline(vocab, max_len=tcfg.max_len), torch.from_numpy(matrix), None
@@ -238,8 +245,9 @@ class Inputs:
 
 
 def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device) -> Inputs:
-    cats = net.cfg.categories
-    enc_train, enc_dev = encode_all(pipe, data.train, cats), encode_all(pipe, data.dev, cats)
+    cats, pair = net.cfg.categories, net.cfg.pair
+    enc_train = encode_all(pipe, data.train, cats, pair)
+    enc_dev = encode_all(pipe, data.dev, cats, pair)
     cache_train = cache_dev = None
     if net.cfg.encoder == "transformer" and net.cfg.freeze_embeddings:
         t0 = time.time()

@@ -127,3 +127,23 @@ def test_a_term_model_cannot_be_the_category_model(artifact: Path) -> None:
         TestClient(create_app(settings)),
     ):
         pass
+
+
+def test_a_sentence_pair_category_model_over_http(
+    artifact: Path, pair_category_artifact: Path
+) -> None:
+    """The same API with a sentence-pair model: the service builds "[CLS] text [SEP]
+    category words [SEP]" itself; the attention covers the text's words only."""
+    from absa.service.app import create_app
+
+    settings = make_settings(artifact, category_model=pair_category_artifact)
+    with TestClient(create_app(settings)) as c:
+        for a, b in zip(EXAMPLES[::2], EXAMPLES[1::2], strict=True):
+            status, body = post(c, {"text": a.text, "categories": [a.category, b.category]})
+            assert status == 200, body
+            assert [r["label"] for r in body["results"]] == [a.label, b.label]
+        status, body = post(c, {"text": TEXT, "categories": ["food"], "explain": True})
+        assert status == 200 and body["model"] == "pair-categories:p1"
+        assert [w["token"] for w in body["results"][0]["attention"]] == TEXT.split()
+        status, body = post(c, {"text": TEXT, "categories": ["drinks"]})
+        assert status == 422 and "known: ambience, food, service" in body["detail"]
