@@ -31,9 +31,10 @@ LIMITS = [
     "What counts as an aspect follows the SemEval-2014 / MAMS / ACOS annotation of "
     "restaurant and laptop reviews; other domains get fewer and worse spans: measure them "
     "(`absa evaluate`).",
-    "Confidence is the probability, under the per-word tag probabilities, that the tagger "
-    "marks exactly this span (its B/I tag probabilities times the next word's not-I "
-    "probability); it is not calibrated against held-out data.",
+    "Confidence is the probability that the tagger marks exactly this span (B, then I's, "
+    "then a word that is not I): under the per-word tag probabilities, or with a CRF summed "
+    "over every allowed tag sequence (forward-backward); it is not calibrated against "
+    "held-out data.",
     "Text longer than the window is tagged window by window; a term cut by a window's "
     "edge comes out as two pieces.",
 ]
