@@ -35,7 +35,10 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
         predictor.forward = held
         async with httpx.AsyncClient(base_url=url, timeout=30) as c:
             first = asyncio.create_task(c.post("/v1/predict", json=BODY))
-            while not entered.is_set():
+            deadline = time.perf_counter() + 30
+            while not entered.is_set():  # the first request is in its forward pass
+                assert not first.done(), f"the first request ended early: {first.result()}"
+                assert time.perf_counter() < deadline, "the forward pass never started"
                 await asyncio.sleep(0.005)
             t0 = time.perf_counter()
             second = await c.post("/v1/predict", json=BODY)
