@@ -177,7 +177,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         for setup in args.setups:
-            dest = OUT / f"{setup}__s{seed}.json"
+            dest = OUT / f"{setup}.s{seed}.json"  # not "__": "television__" reads as the data set
             if dest.exists() and not args.force:
                 continue
             r = run_one(data, setup, seed, args)
