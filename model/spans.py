@@ -134,9 +134,10 @@ def decode(
 ) -> list[FoundSpan]:
     """The aspect spans in one sentence from its per-word tag probabilities (T, K)."""
     tags = viterbi(probs, learned)
+    found = spans_of(tags, tokens)
     out = []
-    marginals = _SpanMarginals(probs, learned) if learned is not None else None
-    for i, j, start, end in spans_of(tags, tokens):
+    marginals = _SpanMarginals(probs, learned) if learned is not None and found else None
+    for i, j, start, end in found:
         if marginals is not None:
             conf = marginals.of(i, j)
         else:
@@ -148,40 +149,36 @@ def decode(
 
 
 class _SpanMarginals:
-    """P(words i..j-1 tagged B I*, word j not I) under a CRF with the BIO rules: forward
-    scores alpha[t, k] (word t tagged k, its own score included) and backward scores
-    beta[t, k] (what follows word t tagged k), in log space."""
+    """P(words i..j-1 tagged B I*, word j not I) under a CRF with the BIO rules, by the
+    scaled forward-backward algorithm in probability space (the exp of the scores Viterbi
+    adds): alpha[t] and beta[t] normalised by c[t] at every word, so nothing overflows."""
 
     def __init__(self, probs: np.ndarray, learned: Transitions) -> None:
-        self.emit = np.log(np.clip(probs, 1e-12, 1.0))
+        self.emit = np.clip(probs, 1e-12, 1.0)
         n = len(self.emit)
-        self.trans = np.where(_ALLOWED, learned.pairs, -np.inf)
-        self.alpha = np.full((n, len(TAGS)), -np.inf)
-        self.beta = np.zeros((n, len(TAGS)))
-        self.alpha[0] = np.where(_START, self.emit[0] + learned.start, -np.inf)
-        for t in range(1, n):
-            self.alpha[t] = _lse(self.alpha[t - 1][:, None] + self.trans, 0) + self.emit[t]
+        self.trans = np.where(_ALLOWED, np.exp(learned.pairs), 0.0)
+        self.alpha = np.empty((n, len(TAGS)))
+        self.beta = np.ones((n, len(TAGS)))
+        self.c = np.empty(n)
+        a = np.where(_START, np.exp(learned.start), 0.0) * self.emit[0]
+        for t in range(n):
+            if t:
+                a = (self.alpha[t - 1] @ self.trans) * self.emit[t]
+            self.c[t] = a.sum()
+            self.alpha[t] = a / self.c[t]
         for t in range(n - 2, -1, -1):
-            self.beta[t] = _lse(self.trans + (self.emit[t + 1] + self.beta[t + 1])[None, :], 1)
-        self.log_z = float(_lse(self.alpha[-1], 0))
+            self.beta[t] = self.trans @ (self.emit[t + 1] * self.beta[t + 1]) / self.c[t + 1]
 
     def of(self, i: int, j: int) -> float:
-        score = self.alpha[i, B]
+        p = self.alpha[i, B]
         prev = B
         for t in range(i + 1, j):
-            score += self.trans[prev, I] + self.emit[t, I]
+            p *= self.trans[prev, I] * self.emit[t, I] / self.c[t]
             prev = I
         if j < len(self.emit):  # the next word is O or B (B is forbidden by the rules anyway)
             nxt = [k for k in range(len(TAGS)) if k != I]
-            score += _lse(self.trans[prev, nxt] + self.emit[j, nxt] + self.beta[j, nxt], 0)
-        return float(np.exp(score - self.log_z))
-
-
-def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    """log(sum(exp(x))) along ``axis``, -inf where every term is."""
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
+            p *= float(self.trans[prev, nxt] @ (self.emit[j, nxt] * self.beta[j, nxt])) / self.c[j]
+        return float(p)
 
 
 def span_scores(
