@@ -88,16 +88,16 @@ def _undecoded(value: Any, name: str = "") -> str | None:
     return None
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """``value`` writable as UTF-8: undecodable bytes become U+FFFD."""
     if isinstance(value, str):
         if not _UNDECODED.search(value):
             return value
         return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
+        return {clean(k): clean(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     return value
 
 
@@ -120,25 +120,29 @@ def _rows(
     return header, _csv_rows(reader)
 
 
+def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
+    """One JSONL line (read with errors="surrogateescape") as a row, and what is wrong with
+    it: (None, why) when it is not a JSON object, (row, why) when a value is not UTF-8."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        return None, _undecoded(line) or f"invalid JSON: {e.msg}"
+    if not isinstance(row, dict):
+        return None, "a row must be a JSON object"
+    return row, _undecoded(row) or ""
+
+
 def _jsonl_rows(
     f: IO[str], reserved: list[str]
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     for lineno, line in enumerate(f, 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield lineno, None, _undecoded(line) or f"invalid JSON: {e.msg}"
-            continue
-        if not isinstance(row, dict):
-            yield lineno, None, "a row must be a JSON object"
-            continue
-        clash = [c for c in row if c in reserved]
+        row, err = parse_line(line)
+        clash = [c for c in row or () if c in reserved]
         if clash:
-            yield lineno, row, f"field {clash[0]!r} is one the output adds; rename it"
-            continue
-        yield lineno, row, _undecoded(row) or ""
+            err = f"field {clash[0]!r} is one the output adds; rename it"
+        yield lineno, row, err
 
 
 def _csv_rows(reader: csv.DictReader) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
@@ -226,7 +230,7 @@ class _Writer:
         answer: AspectPrediction | None,
         error: str,
     ) -> None:
-        out = _clean(row)
+        out = clean(row)
         added: dict[str, Any] = {}
         if answer is not None and prep is not None:
             added = predicted(prep, answer, nested=self.fmt == "jsonl")

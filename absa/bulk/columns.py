@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
 from absa.model.predictor import Predictor
 from absa.scoring import ERROR, PREFIX, SCORE_, predicted, try_prepare
@@ -37,8 +38,10 @@ def output_schema(labels: Sequence[str]) -> pa.Schema:
 
 
 def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> None:
-    """InputError naming ``where`` when the table cannot be scored."""
-    missing = [c for c in ("text", "aspect") if c not in names]
+    """InputError naming ``where`` when the table cannot be scored. Rows read from JSONL
+    (``LINE_ERROR`` among the columns) may lack a field: each such row gets its error."""
+    needed = () if LINE_ERROR in names else ("text", "aspect")
+    missing = [c for c in needed if c not in names]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
     clash = [c for c in names if c in output_schema(labels).names]
@@ -48,13 +51,21 @@ def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> No
 
 def score_table(predictor: Predictor, table: pa.Table) -> pa.Table:
     """``table`` with the prediction columns appended, one output row per input row, in order.
-    A row that cannot be scored gets its ``error`` and nulls in the other columns."""
+    A row that cannot be scored (or a JSONL line that could not be read, ``LINE_ERROR``)
+    gets its ``error`` and nulls in the other columns."""
     import pyarrow as pa
 
     schema = output_schema(predictor.labels)
     check_columns(table.column_names, predictor.labels, "the table")
+    unreadable: list[str | None] = [None] * table.num_rows
+    if LINE_ERROR in table.column_names:
+        unreadable = table.column(LINE_ERROR).to_pylist()
+        table = table.drop_columns([LINE_ERROR])
     rows = table.select([c for c in READS if c in table.column_names]).to_pylist()
-    prepared = [try_prepare(predictor, row) for row in rows]
+    prepared = [
+        (None, why) if why else try_prepare(predictor, row)
+        for row, why in zip(rows, unreadable, strict=True)
+    ]
     answers = iter(predictor.predict_many([p.prepared for p, _ in prepared if p is not None]))
     columns: dict[str, list[Any]] = {name: [] for name in schema.names}
     for prep, err in prepared:

@@ -1,8 +1,9 @@
 """Single-process scoring where Parquet is the input or the output: rows are read in batches
 (a Parquet file row group by row group; CSV and JSONL block by block with pyarrow's streaming
 readers), scored by ``score_table`` and written as they come, so memory stays flat on any
-file size. A row that cannot be scored gets its ``error``; a file pyarrow cannot parse (a
-malformed JSON line) stops the run with one message naming the file."""
+file size. A row that cannot be scored gets its ``error``, a JSONL line that is not JSON
+too (``absa.bulk.jsonl``); a file pyarrow cannot parse (a CSV row with too many fields) stops
+the run with one message naming the file."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from typing import IO, Any
 
 import pyarrow as pa  # the parquet extra; the CLI names it when it is missing
 import pyarrow.csv as pa_csv
-import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, score_table
+from absa.bulk.jsonl import file_lines, jsonl_tables
 from absa.model.predictor import Predictor
 from absa.scoring import ERROR, ScoreStats
 
@@ -62,7 +63,9 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
             convert_options=csv_strings(str(src)),
         )
     elif suffix in (".jsonl", ".json"):
-        batches = pa_json.open_json(src)
+        with src.open("rb") as f:
+            yield from jsonl_tables(file_lines(f), str(src), chunk)
+        return
     else:
         raise ValueError(f"{src}: use a .parquet, .csv or .jsonl file")
     for batch in batches:
@@ -72,10 +75,14 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
 
 
 class TableWriter:
-    """Scored tables to one .parquet, .jsonl or .csv file, in order."""
+    """Scored tables to one .parquet, .jsonl or .csv file, in order. The tables may differ in
+    their columns (JSONL blocks: a field absent or all null in one): the file's columns are
+    those of the first row group (Parquet) or table (CSV); a later table gets nulls for the
+    ones it lacks, and a field that only appears later is an error naming ``source``."""
 
-    def __init__(self, path: Path, fmt: str) -> None:
+    def __init__(self, path: Path, fmt: str, source: str = "") -> None:
         self.path, self.fmt = path, fmt.lower().lstrip(".")
+        self.source = source or str(path)
         if self.fmt not in ("parquet", "jsonl", "json", "csv"):
             raise ValueError(f"{path}: write a .parquet, .jsonl or .csv file")
         self.parquet: pq.ParquetWriter | None = None
@@ -85,18 +92,15 @@ class TableWriter:
         self.schema: pa.Schema | None = None
 
     def write(self, table: pa.Table) -> None:
-        if self.schema is None:
-            self.schema = table.schema
-        elif table.schema != self.schema:  # a later block inferred another type
-            table = table.cast(self.schema)
         if self.fmt == "parquet":
             self.pending.append(table)
             if sum(t.num_rows for t in self.pending) >= ROW_GROUP:
                 self._flush()
         elif self.fmt == "csv":
             if self.csv is None:
+                self.schema = table.schema
                 self.csv = pa_csv.CSVWriter(str(self.path), self.schema)
-            self.csv.write_table(table)
+            self.csv.write_table(self._conform(table))
         else:
             if self.text is None:
                 self.text = self.path.open("w", encoding="utf-8")
@@ -106,11 +110,35 @@ class TableWriter:
     def _flush(self) -> None:
         if not self.pending:
             return
-        if self.parquet is None:
-            assert self.schema is not None
-            self.parquet = pq.ParquetWriter(self.path, self.schema)
-        self.parquet.write_table(pa.concat_tables(self.pending), row_group_size=ROW_GROUP)
+        table = pa.concat_tables(self.pending, promote_options="permissive")
         self.pending.clear()
+        if self.parquet is None:
+            self.schema = table.schema
+            self.parquet = pq.ParquetWriter(self.path, self.schema)
+        self.parquet.write_table(self._conform(table), row_group_size=ROW_GROUP)
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        """``table`` with the file's columns, in its order and types."""
+        assert self.schema is not None
+        if table.schema == self.schema:
+            return table
+        late = [n for n in table.column_names if n not in self.schema.names]
+        late = [n for n in late if table.column(n).null_count < table.num_rows]
+        if late:
+            raise ValueError(
+                f"{self.source}: field {late[0]!r} first appears after the first rows were "
+                "written; give every row the same fields (null where there is no value)"
+            )
+        columns = []
+        for f in self.schema:
+            if f.name not in table.column_names:
+                columns.append(pa.nulls(table.num_rows, f.type))
+                continue
+            try:
+                columns.append(table.column(f.name).cast(f.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise ValueError(f"{self.source}: field {f.name!r} changes type ({e})") from None
+        return pa.Table.from_arrays(columns, schema=self.schema)
 
     def close(self) -> None:
         self._flush()
@@ -129,7 +157,7 @@ def score_table_file(
     src, dst = Path(src), Path(dst)
     stats = ScoreStats()
     tmp = dst.with_name(dst.name + ".part")
-    writer = TableWriter(tmp, dst.suffix)
+    writer = TableWriter(tmp, dst.suffix, source=str(src))
     try:
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):

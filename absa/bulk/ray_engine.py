@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 OUTPUT_FORMATS = ("parquet", "jsonl")
+JSONL_BLOCK = 8192  # rows per block read from a JSONL file
 
 
 class Scorer:
@@ -134,7 +136,7 @@ def score_with_ray(
     job = _Job(files, fmt, output, model_dir, output_format, workers, num_gpus, batch_size)
     try:
         job.run(rows_per_file)
-    except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (a malformed JSON line)
+    except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (a ragged CSV row)
         raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
     seconds = time.perf_counter() - began
     rows, bad, files_out = _count(output, output_format)
@@ -202,13 +204,27 @@ def _read(files: list[str], fmt: str) -> Any:
 
     if fmt == "parquet":
         return ray.data.read_parquet(files)
-    if fmt == "jsonl":
-        return ray.data.read_json(files, lines=True)
+    if fmt == "jsonl":  # a bad line is a row with its error (absa.bulk.jsonl)
+        return ray.data.read_datasource(_jsonl_source(files))
     return ray.data.read_csv(
         files,
         convert_options=csv_strings(files[0]),  # the first file's columns, as strings
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
     )
+
+
+def _jsonl_source(files: list[str]) -> Any:
+    """A Ray datasource of JSONL files read by ``absa.bulk.jsonl``, one task per file, blocks
+    of ``JSONL_BLOCK`` rows."""
+    from ray.data.datasource import FileBasedDatasource
+
+    from absa.bulk.jsonl import file_lines, jsonl_tables
+
+    class JsonlSource(FileBasedDatasource):
+        def _read_stream(self, f: Any, path: str) -> Iterator[Any]:
+            yield from jsonl_tables(file_lines(f), path, JSONL_BLOCK)
+
+    return JsonlSource(files)
 
 
 def _import_before_threads() -> None:

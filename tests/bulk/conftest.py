@@ -84,3 +84,35 @@ def assert_same_predictions(got: list[dict[str, Any]], want: list[dict[str, Any]
 @pytest.fixture(scope="session")
 def rows() -> list[dict[str, Any]]:
     return bulk_rows(400)
+
+
+#: JSONL with one line of each kind that single-process scoring keeps as a row with its
+#: error (not JSON, not an object, a byte that is not UTF-8), a blank line it skips, rows
+#: whose fields differ, and good rows around them
+BAD_JSONL = (
+    b'{"id": 1, "text": "the food was great", "aspect": "food"}\n'
+    b"not json\n"
+    b"\n"
+    b"[1, 2]\n"
+    b'{"id": 4, "text": "the \xff wine was fine", "aspect": "wine"}\n'
+    b'{"id": 5, "text": "the service was slow", "aspect": "service", "note": {"k": 1}}\n'
+    b'{"text": "no id and no aspect"}\n'
+    b'{"id": 7, "text": "the pasta was cold", "aspect": "pasta"}'  # no newline at the end
+)
+
+
+def outcomes(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(id, text, error, label) of each scored row, sorted: what must match across engines."""
+    got = [(r.get("id"), r.get("text"), r.get("error"), r.get("pred_label")) for r in rows]
+    return sorted(got, key=repr)
+
+
+def single_process_file(artifact: Path, src: Path, tmp: Path) -> list[dict[str, Any]]:
+    """``src`` (JSONL) scored by ``absa.scoring.score_file`` into JSONL: the reference."""
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+    from absa.scoring import score_file
+
+    predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    score_file(predictor, src, tmp / "reference.out.jsonl", progress=False)
+    return read_jsonl(tmp / "reference.out.jsonl")

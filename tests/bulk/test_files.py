@@ -11,9 +11,12 @@ import pytest
 
 from absa.cli import main
 from tests.bulk.conftest import (
+    BAD_JSONL,
     assert_same_predictions,
+    outcomes,
     read_jsonl,
     single_process,
+    single_process_file,
     write_jsonl,
     write_parquet,
 )
@@ -67,6 +70,42 @@ def test_jsonl_and_csv_to_parquet(
     out = pq.read_table(tmp_path / "csv.parquet")
     assert out.column("id").to_pylist() == ["7", "8"]  # CSV values stay strings
     assert out.column("pred_label").null_count == 0
+
+
+def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path) -> None:
+    """JSONL to Parquet keeps every line as single-process JSONL scoring does, the bad ones
+    with the same error, where pyarrow's JSON reader would stop the file."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(BAD_JSONL)
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 1
+    got = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    want = single_process_file(artifact, src, tmp_path)
+    assert len(got) == len(want) == 7 and outcomes(got) == outcomes(want)
+    assert [r["id"] for r in got] == [1, None, None, 4, 5, None, 7]  # in order
+    assert got[1]["error"] == "invalid JSON: Expecting value" and got[4]["note"] == {"k": 1}
+    assert "not valid UTF-8" in got[3]["error"] and got[6]["pred_label"]
+
+
+def test_a_field_that_appears_after_the_first_row_group_is_refused(
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JSONL blocks may differ in their fields: one missing later gets nulls, one that only
+    appears after the Parquet schema was written is an error naming the input file."""
+    from absa.bulk import files
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+
+    monkeypatch.setattr(files, "ROW_GROUP", 2)
+    predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    row = {"text": "the food was great", "aspect": "food"}
+    src = write_jsonl(tmp_path / "in.jsonl", [{**row, "a": 1}, {**row, "a": 2}, row, row])
+    files.score_table_file(predictor, src, tmp_path / "ok.parquet", chunk=2, progress=False)
+    assert pq.read_table(tmp_path / "ok.parquet").column("a").to_pylist() == [1, 2, None, None]
+
+    src = write_jsonl(tmp_path / "late.jsonl", [row, row, {**row, "late": "x"}])
+    with pytest.raises(ValueError, match=f"{src}: field 'late' first appears after"):
+        files.score_table_file(predictor, src, tmp_path / "late.parquet", chunk=2, progress=False)
+    assert not (tmp_path / "late.parquet").exists()
 
 
 def test_rows_are_scored_a_chunk_at_a_time(artifact: Path, tmp_path: Path) -> None:

@@ -16,9 +16,12 @@ import pytest
 
 from absa.cli import main
 from tests.bulk.conftest import (
+    BAD_JSONL,
     assert_same_predictions,
+    outcomes,
     read_jsonl,
     single_process,
+    single_process_file,
     write_jsonl,
     write_parquet,
 )
@@ -72,6 +75,25 @@ def test_cli_reads_a_glob_of_jsonl_and_writes_jsonl(
     assert_same_predictions(got, single_process(artifact, rows[:80], tmp_path))
 
 
+def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path) -> None:
+    """Lines that are not JSON objects or not UTF-8 are rows with the error single-process
+    scoring gives them; the job goes on and the rows whose fields differ are all kept."""
+    from absa.bulk import score_with_ray
+
+    src = tmp_path / "in" / "a.jsonl"
+    src.parent.mkdir()
+    src.write_bytes(BAD_JSONL)
+    stats = score_with_ray(src.parent, tmp_path / "out", model=artifact, batch_size=3)
+    got = _parquet_parts(tmp_path / "out")
+    want = single_process_file(artifact, src, tmp_path)
+    assert stats.rows == len(got) == len(want) == 7 and stats.bad == 4
+    assert outcomes(got) == outcomes(want)
+    assert {r["error"] for r in got} >= {
+        "invalid JSON: Expecting value",
+        "a row must be a JSON object",
+    }
+
+
 def test_cli_reads_csv(artifact: Path, tmp_path: Path) -> None:
     """Every CSV column is read as a string, as single-process scoring reads CSV."""
     src = tmp_path / "in" / "rows.csv"
@@ -96,11 +118,13 @@ def test_cli_reads_csv(artifact: Path, tmp_path: Path) -> None:
         ),
         (lambda d: (d / "a.csv").write_text("sentence,aspect\nx,y\n"), "no column 'text'"),
         (
-            lambda d: (d / "a.jsonl").write_text('{"text": "a", "aspect": "a"}\nnot json\n'),
-            "a.jsonl: ",
+            lambda d: (d / "a.jsonl").write_text(
+                '{"text": "a", "id": 1}\n{"text": "b", "id": "x"}'
+            ),
+            "a.jsonl: field 'id' holds values of different types",
         ),
     ],
-    ids=["empty", "mixed", "columns", "malformed"],
+    ids=["empty", "mixed", "columns", "types"],
 )
 def test_bad_input_is_one_line(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, make: Any, message: str
