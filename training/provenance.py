@@ -3,6 +3,7 @@ artifact. No torch at import time."""
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from collections.abc import Iterable
@@ -55,5 +56,13 @@ def environment() -> dict[str, str]:
 
 
 def file_info(paths: Iterable[str | Path]) -> list[dict[str, str]]:
-    """``{"path", "sha256"}`` of each data file, as runs and reports record them."""
-    return [{"path": str(p), "sha256": sha256_file(Path(p))} for p in paths]
+    """``{"path", "sha256"}`` of each data file, as runs and reports record them. A file
+    beside the checkout (``../shared/data/...``) is named relative to it, not by this
+    machine's absolute path, so that records made from anywhere read the same."""
+    return [{"path": _portable(Path(p)), "sha256": sha256_file(Path(p))} for p in paths]
+
+
+def _portable(path: Path) -> str:
+    if path.is_absolute() and path.resolve().is_relative_to(ROOT.parent):
+        return os.path.relpath(path.resolve(), ROOT)
+    return str(path)

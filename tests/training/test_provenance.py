@@ -63,3 +63,16 @@ def test_file_info(tmp_path: Path) -> None:
         == [{"path": str(a), "sha256": hashlib.sha256(b"x\n").hexdigest()}] * 2
     )
     assert file_info([]) == []
+
+
+def test_file_info_names_a_file_beside_the_checkout_relative_to_it() -> None:
+    """../shared/data/... as the docs name it, not this machine's absolute path; read back
+    from the checkout's root it is the same file."""
+    from absa.training.provenance import ROOT
+
+    readme = (ROOT.parent / "shared" / "data" / "README.md").resolve()
+    if not readme.is_file():
+        pytest.skip("no ../shared/data beside this checkout")
+    (info,) = file_info([readme])
+    assert info["path"] == "../shared/data/README.md"
+    assert (ROOT / info["path"]).resolve() == readme
