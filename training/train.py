@@ -98,7 +98,11 @@ def fit(
         dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
         # ties on the metric (common on small dev sets) go to the lower dev loss
-        score = (dev_report[tcfg.select_on], -dev_loss)
+        score = (
+            (-dev_loss, dev_report["accuracy"])
+            if tcfg.select_on == "loss"
+            else (dev_report[tcfg.select_on], -dev_loss)
+        )
         if best.update(epoch, score, dev_report):
             rundir.save_weights(scored, run_dir)
         elif best.exhausted:
@@ -390,7 +394,7 @@ class EarlyStopping:
     """The best epoch so far by its score, and how many epochs have passed without a gain."""
 
     patience: int
-    score: tuple[float, float] = (-1.0, 0.0)  # below any real (metric, -loss)
+    score: tuple[float, float] = (-math.inf, -math.inf)  # below any real score
     epoch: int = 0
     dev: dict = field(default_factory=dict)  # the best epoch's dev report
     bad_epochs: int = 0

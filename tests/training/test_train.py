@@ -181,7 +181,7 @@ def test_fit_reports_bad_spans_with_their_source(small_glove: Path, tmp_path: Pa
 
 def test_train_config_rejects_bad_values() -> None:
     with pytest.raises(ValueError, match="select_on"):
-        TrainConfig(select_on="loss")
+        TrainConfig(select_on="nll")
     with pytest.raises(ValueError, match="dev_fraction"):
         TrainConfig(dev_fraction=0.0)
     with pytest.raises(ValueError, match="distill"):
@@ -217,6 +217,22 @@ def test_early_stopping_keeps_the_best_epoch_and_counts_the_rest() -> None:
     assert stop.exhausted
     assert (stop.epoch, stop.score, stop.dev) == (2, (0.5, -0.9), {"accuracy": 0.5, "n": 2})
     assert stop.update(5, (0.6, -2.0), {"accuracy": 0.6}) and stop.bad_epochs == 0
+
+
+def test_select_on_loss_keeps_the_epoch_of_the_lowest_dev_loss(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """Also when the first epoch's dev loss is above 1 (it is still a best)."""
+    examples = synthetic_examples(9, seed=3)
+    base = tiny_preset("atae-lstm", small_glove)
+    preset = replace(base, train=replace(base.train, epochs=5, select_on="loss", lr=0.1))
+    result = fit(examples, examples, preset, tmp_path, progress=False)
+    losses = [h["dev_loss"] for h in result.history]
+    assert losses[0] > 1.0
+    assert result.best_epoch == 1 + losses.index(min(losses))
+    assert evaluate(tmp_path, examples)["accuracy"] == pytest.approx(result.dev["accuracy"])
+    stop = EarlyStopping(patience=1)
+    assert stop.update(1, (-1.7, 0.3), {}) and not stop.update(2, (-1.9, 0.9), {})
 
 
 def _factors(tcfg: TrainConfig, steps_per_epoch: int) -> list[float]:
