@@ -16,21 +16,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.datasets import PROJECT_MACHINE  # noqa: E402
+from benchmarks.fmt import mean_sd  # noqa: E402
 from benchmarks.transfer_table import tables as transfer_tables  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parent / "docs" / "benchmarks.md"
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
 DATASETS = ["rest14", "lap14", "twitter", "mams"]
-
-
-def _ms(values: list[float]) -> str:
-    if not values:
-        return "–"
-    mean = statistics.mean(values) * 100
-    if len(values) == 1:
-        return f"{mean:.2f}"
-    return f"{mean:.2f} ± {statistics.stdev(values) * 100:.2f}"
 
 
 def table() -> str:
@@ -53,7 +45,7 @@ def table() -> str:
             rs = runs.get((p, d), [])
             if rs:
                 seeds.add(len(rs))
-            cells += [_ms([r["test_accuracy"] for r in rs]), _ms([r["test_macro_f1"] for r in rs])]
+            cells += [mean_sd([r[f"test_{m}"] for r in rs]) for m in ("accuracy", "macro_f1")]
         spe = [  # speed on the project's own 2-core machine only
             r["seconds_per_epoch"]
             for r in runs.get((p, "rest14"), [])

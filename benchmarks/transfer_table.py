@@ -8,6 +8,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.fmt import mean_sd
+
 HERE = Path(__file__).resolve().parent
 TESTS = ["rest14", "lap14", "twitter", "mams"]
 NEW = ["semeval15", "television", "tshirt", "yelp", "acos-laptop"]
@@ -23,19 +25,10 @@ def _load(folder: Path) -> dict[str, list[dict]]:
     return runs
 
 
-def _ms(values: list[float]) -> str:
-    if not values:
-        return "–"
-    mean = statistics.mean(values) * 100
-    if len(values) == 1:
-        return f"{mean:.1f}"
-    return f"{mean:.1f} ± {statistics.stdev(values) * 100:.1f}"
-
-
 def _score(runs: list[dict], name: str) -> str:
     acc = [r["results"][name]["accuracy"] for r in runs]
     f1 = [r["results"][name]["macro_f1"] for r in runs]
-    return f"{_ms(acc)} / {_ms(f1)}" if runs else "–"
+    return f"{mean_sd(acc, 1)} / {mean_sd(f1, 1)}" if runs else "–"
 
 
 def more_data(runs: dict[str, list[dict]]) -> str:
@@ -48,7 +41,7 @@ def more_data(runs: dict[str, list[dict]]) -> str:
         rs = runs.get(setup, [])
         if not rs:
             continue
-        dev = f"{_ms([r['dev_accuracy'] for r in rs])} / {_ms([r['dev_macro_f1'] for r in rs])}"
+        dev = " / ".join(mean_sd([r[f"dev_{m}"] for r in rs], 1) for m in ("accuracy", "macro_f1"))
         cells = " | ".join(_score(rs, t) for t in TESTS)
         spe = statistics.mean(r["seconds_per_epoch"] for r in rs)
         rows.append(f"| {setup} | {rs[0]['n_train']} | {dev} | {cells} | {spe:.0f} | {len(rs)} |")
@@ -83,9 +76,9 @@ def negation(runs: dict[str, list[dict]]) -> str:
     ]
     for setup, rs in sorted(runs.items(), key=lambda kv: (kv[0].startswith("lodo"), kv[0])):
         n = rs[0]["negation"]["n"]
-        cells = [_ms([r["negation"]["by_kind"][k]["accuracy"] for r in rs]) for k in KINDS]
+        cells = [mean_sd([r["negation"]["by_kind"][k]["accuracy"] for r in rs], 1) for k in KINDS]
         rows.append(
-            f"| {setup} | {_ms([r['negation']['accuracy'] for r in rs])} ({n}) | "
+            f"| {setup} | {mean_sd([r['negation']['accuracy'] for r in rs], 1)} ({n}) | "
             + " | ".join(cells)
             + " |"
         )
