@@ -45,6 +45,10 @@ class ModelConfig:
     aspect_in_input: bool = True
     attention: Attention = "additive"
     attention_dim: int = 100  # d_a for the projected attention forms
+    # scaled_dot / dot: the query W_v v_a + b (affine) instead of W_v v_a, so that
+    # (W_h h_t)^T b scores a word whatever the aspect: the salience the additive form's
+    # w^T tanh(W_h h_t + ...) has and a purely bilinear score lacks
+    attention_query_bias: bool = False
     positional: bool = False  # sinusoidal encodings: H' = H + P, v_a' = v_a + p_a (eq. 4)
     # P has amplitude 1 while H is tanh-bounded: "learned" multiplies P (and p_a) by learned
     # scalars that start at ``positional_init``, so positions cannot drown the states at the start

@@ -205,7 +205,7 @@ class AspectAttention(nn.Module):
             self.w = nn.Linear(d + e, 1, bias=False)
         elif self.kind in ("scaled_dot", "dot"):
             self.w_h = nn.Linear(d, da, bias=False)
-            self.w_v = nn.Linear(e, da, bias=False)
+            self.w_v = nn.Linear(e, da, bias=cfg.attention_query_bias)
             self.scale = 1.0 / math.sqrt(da) if self.kind == "scaled_dot" else 1.0
         elif self.kind == "bilinear":
             self.w_b = nn.Linear(e, d, bias=False)

@@ -67,6 +67,10 @@ NEW_OPTIONS = {
     "postln-selfattn-state-values": replace(
         PRESETS["pos-scaled-selfattn"].model, self_attention_value="states"
     ),
+    "query-bias": replace(PRESETS["card"].model, attention_query_bias=True),
+    "dot-query-bias": replace(
+        PRESETS["atae-lstm"].model, attention="dot", attention_query_bias=True
+    ),
 }
 
 VARIANTS = {
@@ -492,3 +496,16 @@ def test_transformer_encoder_shapes_and_padding_invariance() -> None:
             torch.testing.assert_close(logits[i : i + 1], lo, atol=1e-5, rtol=0)
             torch.testing.assert_close(alpha[i : i + 1, :n], al, atol=1e-5, rtol=0)
             assert torch.all(alpha[i, n:] == 0.0)
+
+
+def test_query_bias_scores_a_word_whatever_the_aspect() -> None:
+    """With the affine query a zero v_a still gives a non-uniform attention (the salience
+    term); without it a zero query attends uniformly."""
+    for bias, uniform in ((False, True), (True, False)):
+        cfg = tiny(replace(PRESETS["card"].model, attention_query_bias=bias, positional=False))
+        attn = build(cfg).attn
+        assert attn is not None
+        torch.manual_seed(0)
+        h = torch.randn(1, 5, cfg.rnn_dim)
+        _, alpha = attn(h, torch.zeros(1, cfg.embed_dim), torch.ones(1, 5, dtype=torch.bool))
+        assert torch.allclose(alpha, torch.full_like(alpha, 0.2)) is uniform
