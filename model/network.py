@@ -129,9 +129,9 @@ class TransformerEncoder(nn.Module):
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        out = self.model(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        )
+        extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        # MPNet takes no token types: passed only when there are some (sentence pairs)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
         return out.last_hidden_state  # (B, T, E)
 
 

@@ -167,12 +167,19 @@ class WordPiecePipeline:
         self.tok.no_padding()
         self.tok.no_truncation()
         self.max_len = max_len
-        self.cls_id = self.tok.token_to_id("[CLS]")
-        self.sep_id = self.tok.token_to_id("[SEP]")
-        pad = self.tok.token_to_id("[PAD]")
+        # BERT's names, else RoBERTa's (MPNet: <s> text </s>, <pad>, <unk>)
+        self.cls_id = self._special("[CLS]", "<s>")
+        self.sep_id = self._special("[SEP]", "</s>")
+        if self.cls_id is None or self.sep_id is None:
+            raise ValueError(f"{tokenizer_file}: no [CLS]/[SEP] (or <s>/</s>) token")
+        pad = self._special("[PAD]", "<pad>")
         self.pad_id = 0 if pad is None else pad
-        unk = self.tok.token_to_id("[UNK]")
+        unk = self._special("[UNK]", "<unk>")
         self.unk_id = -1 if unk is None else unk  # -1: never an id, nothing marked unknown
+
+    def _special(self, *names: str) -> int | None:
+        ids = [self.tok.token_to_id(n) for n in names]
+        return next((i for i in ids if i is not None), None)
 
     def __len__(self) -> int:
         return self.tok.get_vocab_size()

@@ -3,6 +3,7 @@ and transformer encoders (the packaged MiniLM, or a local Hugging Face model dir
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -104,3 +105,8 @@ def resolve_transformer(name: str) -> Path:
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{name}: not a Hugging Face model directory (no config.json)")
     return path
+
+
+def encoder_width(path: Path) -> int:
+    """The hidden size of the transformer in ``path`` (its config.json)."""
+    return int(json.loads((path / "config.json").read_text())["hidden_size"])

@@ -39,7 +39,13 @@ from absa.training import rundir
 from absa.training.augment import augment
 from absa.training.categories import init_from_words
 from absa.training.distill import teacher_info, teacher_targets
-from absa.training.embeddings import build_vocab, embedding_matrix, load_glove, resolve_transformer
+from absa.training.embeddings import (
+    build_vocab,
+    embedding_matrix,
+    encoder_width,
+    load_glove,
+    resolve_transformer,
+)
 from absa.training.inference import batches, cache_features, encode_all, predict_probs, to_tensors
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
@@ -218,7 +224,8 @@ def build_pipeline(
         src = resolve_transformer(tcfg.transformer)
         pipe = WordPiecePipeline(src / "tokenizer.json", max_len=tcfg.max_len)
         rundir.save_encoder_config(run_dir, src)
-        return mcfg, pipe, None, src
+        # E is the encoder's width (384 for MiniLM, 768 for MPNet), whatever the preset says
+        return replace(mcfg, embed_dim=encoder_width(src)), pipe, None, src
     glove_words, glove = load_glove(tcfg.glove)
     texts = [e.text for e in train]
     if mcfg.is_category and tcfg.category_init == "words":  # their vectors start v_a
