@@ -15,6 +15,7 @@ Encoder = Literal["embedding", "transformer"]
 Summary = Literal["last", "aspect", "both"]
 AspectSource = Literal["terms", "category"]
 PositionalScale = Literal["fixed", "learned"]
+PositionalOrigin = Literal["start", "aspect"]
 SelfAttentionResidual = Literal["postln", "gated"]
 SelfAttentionValue = Literal["projected", "states"]
 
@@ -54,6 +55,11 @@ class ModelConfig:
     # scalars that start at ``positional_init``, so positions cannot drown the states at the start
     positional_scale: PositionalScale = "fixed"
     positional_init: float = 0.1
+    # where position 0 is: the first token ("start": P_t of the absolute index t, p_a of the
+    # aspect's mean index), or the aspect ("aspect": P of the signed distance to the aspect
+    # span, 0 inside it, so p_a = P(0)): the same encoding wherever the aspect sits in the
+    # sentence. Category models have no span and always count from the start
+    positional_origin: PositionalOrigin = "start"
     self_attention_heads: int = 0  # 0 = no self-attention layer (eq. 5)
     # "postln": LayerNorm(H + SA(H)) (eq. 5); "gated": H + g * SA(LayerNorm(H)), pre-LN with a
     # learned per-channel gate g that starts at 0, so the layer starts as the identity and the
@@ -98,6 +104,10 @@ class ModelConfig:
             )
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.self_attention_dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
+        if self.positional_origin not in ("start", "aspect"):
+            raise ValueError(
+                f"positional_origin must be start or aspect, not {self.positional_origin!r}"
+            )
         if self.positional_scale not in ("fixed", "learned"):
             raise ValueError(
                 f"positional_scale must be fixed or learned, not {self.positional_scale!r}"

@@ -63,14 +63,27 @@ def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
     return enc[..., :dim]
 
 
-def proximity(aspect: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(B, T) weights 1 - d_t / n: d_t the distance of token t from the aspect span (0
-    inside it), n the item's length; 0 on padding."""
+def _span_ends(aspect: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(1, T) token indices and the (B, 1) first and last index of each item's aspect span."""
     b, t = aspect.shape
     steps = torch.arange(t, device=aspect.device, dtype=aspect.dtype).unsqueeze(0)  # (1, T)
     far = 1e4 * (1.0 - aspect)
     first = (steps + far).min(1, keepdim=True).values  # (B, 1)
     last = (steps - far).max(1, keepdim=True).values
+    return steps, first, last
+
+
+def relative_positions(aspect: torch.Tensor) -> torch.Tensor:
+    """(B, T) signed distance of token t from the aspect span: negative before it, 0 inside,
+    positive after."""
+    steps, first, last = _span_ends(aspect)
+    return (steps - first).clamp(max=0) + (steps - last).clamp(min=0)
+
+
+def proximity(aspect: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) weights 1 - d_t / n: d_t the distance of token t from the aspect span (0
+    inside it), n the item's length; 0 on padding."""
+    steps, first, last = _span_ends(aspect)
     dist = (first - steps).clamp(min=0) + (steps - last).clamp(min=0)
     n = mask.to(aspect.dtype).sum(1, keepdim=True)
     return (1.0 - dist / n) * mask.to(aspect.dtype)
@@ -241,10 +254,17 @@ class PositionalEncoding(nn.Module):
             self.scale_a = nn.Parameter(torch.tensor(cfg.positional_init))
 
     def forward(
-        self, h: torch.Tensor, mask: torch.Tensor, v_a: torch.Tensor, p_a: torch.Tensor | None
+        self,
+        h: torch.Tensor,
+        mask: torch.Tensor,
+        v_a: torch.Tensor,
+        p_a: torch.Tensor | None,
+        steps: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        steps = torch.arange(h.size(1), device=h.device, dtype=h.dtype)
-        p = sinusoid(steps, h.size(-1)).unsqueeze(0) * mask.unsqueeze(-1).to(h.dtype)  # (B, T, D)
+        """``steps``: (B, T) positions of the tokens (default: 0..T-1 for every item)."""
+        if steps is None:
+            steps = torch.arange(h.size(1), device=h.device, dtype=h.dtype).unsqueeze(0)
+        p = sinusoid(steps, h.size(-1)) * mask.unsqueeze(-1).to(h.dtype)  # (B, T, D)
         h = h + (p if self.scale_h is None else self.scale_h * p)
         if p_a is not None:  # a category has no position in the text
             pa = sinusoid(p_a, v_a.size(-1))  # (B, E)
@@ -381,11 +401,16 @@ class ABSANet(nn.Module):
         if cfg.position_weighting:
             h = h * proximity(am, mask).unsqueeze(-1)
         if self.positions is not None:
-            p_a = None  # the aspect's position; a category has none
-            if self.category is None:
-                steps = torch.arange(t, device=x.device, dtype=x.dtype)
-                p_a = (am * steps.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # (B,)
-            h, v_a = self.positions(h, mask, v_a, p_a)
+            p_a, steps = None, None  # the aspect's position; a category has none
+            if self.category is not None:
+                pass
+            elif cfg.positional_origin == "aspect":
+                steps = relative_positions(am)  # (B, T), 0 on the aspect
+                p_a = torch.zeros(b, device=x.device, dtype=x.dtype)
+            else:
+                index = torch.arange(t, device=x.device, dtype=x.dtype)
+                p_a = (am * index.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # (B,)
+            h, v_a = self.positions(h, mask, v_a, p_a, steps)
         self_w = None
         if self.self_attn is not None:
             h, self_w = self.self_attn(h, mask)

@@ -98,13 +98,15 @@ def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) ->
     return two_head_run(tmp_path_factory, small_glove, "pos-scaled-selfattn")
 
 
-@pytest.fixture(scope="module", params=["card", "card-lite"])
+@pytest.fixture(scope="module", params=["card", "card-lite", "card-lite-relative"])
 def card_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, small_glove: Path
 ) -> Path:
-    """The card's network; "card-lite": small queries and keys, the states as values."""
+    """The card's network; "card-lite": small queries and keys, the states as values;
+    "-relative": positions counted from the aspect, an affine attention query."""
     lite = {"self_attention_dim": 8, "self_attention_value": "states"}
-    over = lite if request.param == "card-lite" else {}
+    relative = {**lite, "positional_origin": "aspect", "attention_query_bias": True}
+    over = {"card": {}, "card-lite": lite, "card-lite-relative": relative}[request.param]
     return two_head_run(tmp_path_factory, small_glove, "card", **over)
 
 

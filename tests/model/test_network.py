@@ -68,6 +68,10 @@ NEW_OPTIONS = {
         PRESETS["pos-scaled-selfattn"].model, self_attention_value="states"
     ),
     "query-bias": replace(PRESETS["card"].model, attention_query_bias=True),
+    "aspect-relative-positions": replace(PRESETS["card"].model, positional_origin="aspect"),
+    "aspect-relative-fixed-positions": replace(
+        PRESETS["pos-scaled"].model, positional_origin="aspect"
+    ),
     "dot-query-bias": replace(
         PRESETS["atae-lstm"].model, attention="dot", attention_query_bias=True
     ),
@@ -509,3 +513,31 @@ def test_query_bias_scores_a_word_whatever_the_aspect() -> None:
         h = torch.randn(1, 5, cfg.rnn_dim)
         _, alpha = attn(h, torch.zeros(1, cfg.embed_dim), torch.ones(1, 5, dtype=torch.bool))
         assert torch.allclose(alpha, torch.full_like(alpha, 0.2)) is uniform
+
+
+def test_relative_positions_count_from_the_aspect_span() -> None:
+    from absa.model.network import relative_positions
+
+    aspect = torch.tensor([[0, 0, 1, 1, 0, 0], [1, 0, 0, 0, 0, 0]], dtype=torch.float32)
+    assert relative_positions(aspect).tolist() == [[-2, -1, 0, 0, 1, 2], [0, 1, 2, 3, 4, 5]]
+
+
+def test_aspect_origin_encodes_a_word_by_its_distance_to_the_aspect() -> None:
+    """Shifting a sentence right (two words before it) moves the absolute encodings and
+    leaves the aspect-relative ones where they were."""
+    from absa.model.network import PositionalEncoding
+
+    for origin, same in (("start", False), ("aspect", True)):
+        cfg = tiny(replace(PRESETS["pos-scaled"].model, positional_origin=origin))
+        enc = PositionalEncoding(cfg)
+        d, e = cfg.rnn_dim, cfg.embed_dim
+        h, v_a, mask = torch.zeros(2, 6, d), torch.zeros(2, e), torch.ones(2, 6, dtype=torch.bool)
+        am = torch.tensor([[0, 1, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0]], dtype=torch.float32)
+        if origin == "aspect":
+            from absa.model.network import relative_positions
+
+            steps, p_a = relative_positions(am), torch.zeros(2)
+        else:
+            steps, p_a = None, (am * torch.arange(6.0)).sum(1)
+        out, _ = enc(h, mask, v_a, p_a, steps)
+        assert torch.allclose(out[0, :4], out[1, 2:]) is same  # the same words, 2 later
