@@ -118,8 +118,8 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         from transformers import AutoConfig, AutoModel
 
-        if pretrained:
-            self.model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        if pretrained:  # float32 whatever the files hold (float16 shards: encoder_shards.py)
+            self.model = AutoModel.from_pretrained(str(path), local_files_only=True).float()
         else:  # weights come from the run's state dict
             self.model = AutoModel.from_config(AutoConfig.from_pretrained(str(path)))
         self.frozen = cfg.freeze_embeddings

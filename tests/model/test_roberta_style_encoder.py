@@ -1,6 +1,7 @@
 """A transformer whose tokenizer names its specials the RoBERTa way (<s> text </s>, <pad>,
 <unk>) and whose model takes no token types: MPNet, as all-mpnet-base-v2 is (the teacher
-candidate of issue #11). A one-layer MPNet with random weights stands in for it: it trains
+candidate of issue #11). A one-layer MPNet with random weights, saved in float16 as
+benchmarks/encoder_shards.py ships a large one, stands in for it: it trains (in float32)
 under the `accurate` head with E read from its config, and exports with the parity gate."""
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def tiny_mpnet(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pad_token_id=tok["model"]["vocab"]["<pad>"],
     )
     torch.manual_seed(0)
-    MPNetModel(cfg).save_pretrained(str(out))
+    MPNetModel(cfg).half().save_pretrained(str(out))  # float16, as encoder_shards.py writes
     shutil.copy(src / "vocab.txt", out / "vocab.txt")
     return out
 
