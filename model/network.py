@@ -118,10 +118,11 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         from transformers import AutoConfig, AutoModel
 
-        if pretrained:  # float32 whatever the files hold (float16 shards: encoder_shards.py)
-            self.model = AutoModel.from_pretrained(str(path), local_files_only=True).float()
+        if pretrained:
+            self.model = AutoModel.from_pretrained(str(path), local_files_only=True)
         else:  # weights come from the run's state dict
             self.model = AutoModel.from_config(AutoConfig.from_pretrained(str(path)))
+        self.model.float()  # whatever the files say (float16 shards: encoder_shards.py)
         self.frozen = cfg.freeze_embeddings
         if self.frozen:
             self.model.requires_grad_(False)
