@@ -45,6 +45,11 @@ class TrainConfig:
     # "balanced": each class's loss weighted by N / (classes x its count in train), so a
     # rare class (Lap14's neutral) is not given up for the frequent ones; "none": unweighted
     class_weights: str = "none"
+    # terms on the aspect attention (training/attention_reg.py): the doubly-stochastic
+    # penalty over the aspects of one sentence (its batches keep them together) and the
+    # mean attention entropy (positive: sharper), each times its weight; 0 = off
+    attention_coverage: float = 0.0
+    attention_entropy: float = 0.0
     # category models: each category's v_a starts random ("random") or as the mean of its
     # words' vectors in the encoder's table ("words": "anecdotes/miscellaneous" -> the mean
     # of "anecdotes" and "miscellaneous"; training/categories.py)
@@ -63,6 +68,8 @@ class TrainConfig:
             raise ValueError("distill must be in [0, 1]")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
+        if self.attention_coverage < 0:
+            raise ValueError("attention_coverage must be >= 0")
         if self.class_weights not in ("none", "balanced"):
             raise ValueError(f"class_weights must be none or balanced, not {self.class_weights!r}")
         if self.category_init not in ("random", "words"):

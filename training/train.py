@@ -36,6 +36,12 @@ from absa.model.config import ModelConfig
 from absa.model.network import ABSANet
 from absa.model.text import Encoded, WordPiecePipeline, WordPipeline
 from absa.training import rundir
+from absa.training.attention_reg import (
+    attention_entropy,
+    coverage_penalty,
+    grouped_batches,
+    sentence_groups,
+)
 from absa.training.augment import augment
 from absa.training.categories import init_from_words
 from absa.training.distill import teacher_info, teacher_targets
@@ -332,8 +338,13 @@ def train_epoch(
     net.train()
     t0 = time.time()
     total_loss, seen = 0.0, 0
+    groups = torch.tensor(sentence_groups(inputs.train))
+    if tcfg.attention_coverage > 0:  # the aspects of one sentence in one batch
+        order = grouped_batches(inputs.lengths, groups.tolist(), tcfg.batch_size, rng)
+    else:
+        order = batches(inputs.lengths, tcfg.batch_size, rng)
     bar = tqdm(
-        batches(inputs.lengths, tcfg.batch_size, rng),
+        order,
         desc=f"epoch {epoch}",
         disable=None if progress else True,  # None: no bar where stderr is not a terminal (logs)
         leave=False,
@@ -341,7 +352,7 @@ def train_epoch(
     for b in bar:
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
-        logits, _, _ = net(**batch)
+        logits, alpha, _ = net(**batch)
         loss = F.cross_entropy(
             logits,
             inputs.y_train[b],
@@ -351,6 +362,11 @@ def train_epoch(
         if soft is not None:
             kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
             loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
+        mask = batch["attention_mask"]
+        if tcfg.attention_coverage > 0:
+            loss = loss + tcfg.attention_coverage * coverage_penalty(alpha, mask, groups[b])
+        if tcfg.attention_entropy != 0:
+            loss = loss + tcfg.attention_entropy * attention_entropy(alpha, mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
