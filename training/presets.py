@@ -182,7 +182,7 @@ PRESETS: dict[str, Preset] = {
         ),
         TrainConfig(),
         "the model card's network with GRU cells and a light self-attention: ahead of fast on"
-        " all four test sets (3 seeds) at 1.05x its batch-1 latency (docs/benchmarks.md)",
+        " all four test sets (3 seeds) at 1.04x its batch-1 latency (docs/benchmarks.md)",
     ),
     "accurate": Preset(
         ModelConfig(
