@@ -105,7 +105,7 @@ def predict_labels(model_dir: Path, examples: list[Example]) -> list[str]:
 
 
 def run_one(data: Data, setup: str, seed: int, args: argparse.Namespace) -> dict:
-    preset = load_config(None, "fast")  # default-kd.json without its teacher
+    preset = load_config(None, args.preset)  # fast: default-kd.json without its teacher
     over = {"seed": seed, "threads": 1} | ({"epochs": args.epochs} if args.epochs else {})
     preset = replace(preset, train=replace(preset.train, **over))
     train, reports = data.training(setup)
@@ -115,7 +115,7 @@ def run_one(data: Data, setup: str, seed: int, args: argparse.Namespace) -> dict
         shutil.rmtree(run_dir, ignore_errors=True)
     try:
         t0 = time.time()
-        res = fit(train, None, preset, run_dir, progress=False, preset_name="fast")
+        res = fit(train, None, preset, run_dir, progress=False, preset_name=args.preset)
         train_seconds = round(time.time() - t0, 1)
         result = scores(run_dir, data.eval_sets())
         negation = negation_slice(run_dir, predict_labels)
@@ -126,6 +126,7 @@ def run_one(data: Data, setup: str, seed: int, args: argparse.Namespace) -> dict
     negation.pop("wrong")
     return {
         "setup": setup,
+        "preset": args.preset,
         "seed": seed,
         "n_train": len(train),
         "combine": reports,
@@ -163,6 +164,9 @@ def main() -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[1])
     ap.add_argument("--epochs", type=int, help="cap on the preset's epochs (early stopping stays)")
     ap.add_argument(
+        "--preset", default="fast", help="the network trained (default: fast, the shipped one)"
+    )
+    ap.add_argument(
         "--machine", default=PROJECT_MACHINE, help="where this runs, and what shared it"
     )
     ap.add_argument("--keep-runs", type=Path, help="keep the run directories here")
@@ -177,7 +181,8 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         for setup in args.setups:
-            dest = OUT / f"{setup}.s{seed}.json"  # not "__": "television__" reads as the data set
+            name = setup if args.preset == "fast" else f"{setup}.{args.preset}"
+            dest = OUT / f"{name}.s{seed}.json"  # not "__": "television__" reads as the data set
             if dest.exists() and not args.force:
                 continue
             r = run_one(data, setup, seed, args)

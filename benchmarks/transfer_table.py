@@ -21,7 +21,8 @@ def _load(folder: Path) -> dict[str, list[dict]]:
     runs: dict[str, list[dict]] = defaultdict(list)
     for f in sorted(folder.glob("*.json")):
         r = json.loads(f.read_text())
-        runs[r["setup"]].append(r)
+        preset = r.get("preset", "fast")  # the files before --preset are all fast's
+        runs[r["setup"] if preset == "fast" else f"{r['setup']} ({preset})"].append(r)
     return runs
 
 
@@ -37,7 +38,8 @@ def more_data(runs: dict[str, list[dict]]) -> str:
         f"| training data | aspects | dev | {head} | s/epoch | seeds |",
         "|---|---|---|" + "---|" * len(TESTS) + "---|---|",
     ]
-    for setup in ["union", "union-new", *(f"lodo-{d}" for d in NEW)]:
+    named = ["union", "union-new", *(f"lodo-{d}" for d in NEW)]
+    for setup in named + sorted(k for k in runs if k not in named):  # other presets last
         rs = runs.get(setup, [])
         if not rs:
             continue
