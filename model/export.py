@@ -226,15 +226,9 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
-def _quantize(
-    tmp: Path,
-    metadata: dict,
-    items: Sequence[Encoded],
-    y: np.ndarray,
-    fp32_probs: np.ndarray,
-    batch: int,
-) -> dict:
-    """Replace model.onnx by its int8 dynamic quantisation; what that changes on dev."""
+def quantize_graph(tmp: Path, metadata: dict) -> int:
+    """Replace a staged artifact's model.onnx by onnxruntime's int8 dynamic quantisation of
+    it and record the new checksums; the fp32 graph's size in bytes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = tmp / ONNX
@@ -244,6 +238,19 @@ def _quantize(
     q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
     record_checksums(metadata, tmp)
     write_metadata(tmp, metadata)
+    return size_fp32
+
+
+def _quantize(
+    tmp: Path,
+    metadata: dict,
+    items: Sequence[Encoded],
+    y: np.ndarray,
+    fp32_probs: np.ndarray,
+    batch: int,
+) -> dict:
+    """Replace model.onnx by its int8 dynamic quantisation; what that changes on dev."""
+    size_fp32 = quantize_graph(tmp, metadata)
     got = _ort_probs(tmp, items, batch)
     acc32 = float((fp32_probs.argmax(1) == y).mean())
     acc8 = float((got.argmax(1) == y).mean())
@@ -255,7 +262,7 @@ def _quantize(
         "changed_predictions": int((got.argmax(1) != fp32_probs.argmax(1)).sum()),
         "max_abs_prob_diff": float(np.abs(got - fp32_probs).max()),
         "bytes_fp32": size_fp32,
-        "bytes_int8": fp32.stat().st_size,
+        "bytes_int8": (tmp / ONNX).stat().st_size,
     }
     log.info(
         "int8: dev accuracy %.4f -> %.4f, %d predictions change",

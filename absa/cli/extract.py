@@ -179,10 +179,19 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
 def cmd_export_extract(args: argparse.Namespace) -> int:
     from absa.training.tagging_run import export_tag_run
 
-    meta = export_tag_run(Path(args.run), Path(args.out), name=args.name, version=args.version)
+    meta = export_tag_run(
+        Path(args.run), Path(args.out), name=args.name, version=args.version,
+        quantize=args.quantize,
+    )  # fmt: skip
     par = meta["parity"]
-    sys.stdout.write(
+    msg = (
         f"extractor written to {args.out}: parity on {par['n']} dev windows, max |diff| "
-        f"{par['max_abs_diff']:.1e}, {par['prediction_mismatches']} decoded differently\n"
+        f"{par['max_abs_diff']:.1e}, {par['prediction_mismatches']} decoded differently"
     )
+    if q := meta.get("quantization"):
+        msg += (
+            f"; int8: {q['windows_decoded_differently']} of {q['dev_windows']} dev windows "
+            f"decode differently, {q['bytes_int8'] / 1e6:.1f} MB"
+        )
+    sys.stdout.write(msg + "\n")
     return 0

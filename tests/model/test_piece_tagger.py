@@ -134,3 +134,41 @@ def test_the_crf_transitions_train_at_their_own_rate(tiny_bert: Path) -> None:
     own = rates(1e-2)
     assert set(own) == {1e-3, 1e-4, 1e-2} and not own[1e-2]  # the CRF alone at 1e-2
     assert set(rates(0.0)) == {1e-3, 1e-4}  # 0: the CRF at the head's rate
+
+
+def test_an_int8_extractor_records_what_quantisation_changes(
+    piece_crf_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from absa.cli import main
+    from absa.model import artifact
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import export_tag_run
+
+    fp32, int8 = tmp_path / "fp32", tmp_path / "int8"
+    export_tag_run(piece_crf_run, fp32, version="f")
+    assert (
+        main(["export", "--run", str(piece_crf_run), "--out", str(int8), "--quantize", "int8"]) == 0
+    )
+    assert "int8:" in capsys.readouterr().out
+    meta = json.loads((int8 / "metadata.json").read_text())
+    q = meta["quantization"]
+    assert q["type"] == "int8-dynamic" and q["bytes_int8"] < q["bytes_fp32"]
+    assert meta["onnx"]["sha256"] == artifact.sha256_file(int8 / "model.onnx")
+    assert not (int8 / "model.int8.onnx").exists()
+    assert "Quantised (int8-dynamic" in (int8 / "README.md").read_text()
+    assert "Quantised" not in (fp32 / "README.md").read_text()
+    texts = [s.text for s in extraction_sentences()]
+    a, b = Extractor.load(fp32, device="cpu"), Extractor.load(int8, device="cpu")
+    assert (int8 / "model.onnx").stat().st_size == q["bytes_int8"]
+    windows = [w for t in texts for w in a.text.encode(t)]  # the dev windows of the export
+    assert q["dev_windows"] == len(windows)
+    pa, pb = a.probs(windows), b.probs(windows)
+    diff = max(float(abs(x - y).max()) for x, y in zip(pa, pb, strict=True))
+    assert q["max_abs_prob_diff"] == pytest.approx(diff, abs=1e-6)
+    spans = [({(f.start, f.end) for f in e.extract([t])[0]}) for e in (a, b) for t in texts]
+    changed = sum(x != y for x, y in zip(spans[: len(texts)], spans[len(texts) :], strict=True))
+    assert q["windows_decoded_differently"] == changed  # one window per short text
+    with pytest.raises(ValueError, match="quantize must be int8"):
+        export_tag_run(piece_crf_run, tmp_path / "x", quantize="int4")
