@@ -8,6 +8,11 @@ benchmarks/results/extraction/; a setup whose file exists is skipped (resumable)
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/extraction.py --setups rest14 lap14 mams
     python benchmarks/extraction.py --setups rest14+mams --seeds 1 2
+    python benchmarks/extraction.py --setups union --config C --tag=-c --quantize int8
+
+``--quantize int8`` exports the trained run int8 (``absa export --quantize int8``) and
+measures it as another setup (``<setup><tag>-int8``); ``--from-partial`` measures a killed
+run's best epoch so far.
 
 End to end (rest14 / lap14 test): the extractor's spans are classified by the shipped
 sentiment model (model/artifacts/default); a triple counts when span and label both match
@@ -131,12 +136,16 @@ def run_one(
     keep: Path,
     tag: str = "",
     partial: bool = False,
+    quantize: str | None = None,
 ) -> dict:
+    """Train (or reuse the run of) one setup and seed, export and measure; ``quantize``:
+    the same run exported int8, its result named ``<setup><tag>-int8``."""
     from benchmarks.extraction_dev import dev_by_source
 
     setup = SETUPS[name]
     d = data_dir()
-    run, art = keep / f"{name}{tag}__s{seed}", keep / f"{name}{tag}__s{seed}.artifact"
+    q = f"-{quantize}" if quantize else ""
+    run, art = keep / f"{name}{tag}__s{seed}", keep / f"{name}{tag}{q}__s{seed}.artifact"
     shutil.rmtree(art, ignore_errors=True)
     if partial and not (run / "run.json").is_file():  # a killed run: its best epoch so far
         run = Path(f"{run}{PARTIAL}")
@@ -155,12 +164,13 @@ def run_one(
             raise RuntimeError(f"training {name} failed")
     history = json.loads((run / "history.json").read_text())
     train_s = sum(h["seconds"] for h in history)
-    if absa(["export", "--run", str(run), "--out", str(art), "--version", f"{name}-s{seed}"]):
+    export = ["export", "--run", str(run), "--out", str(art), "--version", f"{name}-s{seed}"]
+    if absa(export + (["--quantize", quantize] if quantize else [])):
         raise RuntimeError(f"export {name} failed")
     info = json.loads((run / "run.json").read_text())
     metrics = json.loads((run / "metrics.json").read_text())
     result: dict = {
-        "setup": name + tag,
+        "setup": name + tag + q,
         "seed": seed,
         "config": json.loads(config.read_text()) if config else {},
         "train_files": list(setup.train),
@@ -191,6 +201,8 @@ def run_one(
     texts = [s.text for t in setup.tests for s in read_sentences(d / TESTS[t])]
     result["latency"] = latency(art, texts, threads)
     result["artifact_bytes"] = sum(f.stat().st_size for f in art.iterdir())
+    if quantize:
+        result["quantization"] = json.loads((art / "metadata.json").read_text())["quantization"]
     return result
 
 
@@ -292,6 +304,8 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2, help="onnxruntime threads for latency")
     p.add_argument("--keep", type=Path, default=Path("runs/bench-extract"))
     p.add_argument("--report", action="store_true", help="print the tables of the results")
+    p.add_argument("--quantize", choices=["int8"],
+                   help="export the trained runs int8: results <setup><tag>-int8")  # fmt: skip
     p.add_argument("--from-partial", action="store_true",
                    help="evaluate a killed run's best epoch so far (<run>.partial)")  # fmt: skip
     p.add_argument("--errors", type=Path, help="an extractor artifact: its error kinds per test")
@@ -308,13 +322,15 @@ def main() -> int:
     args.keep.mkdir(parents=True, exist_ok=True)
     for name in args.setups:
         for seed in args.seeds:
-            out = OUT / f"{name}{args.tag}__s{seed}.json"
+            q = f"-{args.quantize}" if args.quantize else ""
+            out = OUT / f"{name}{args.tag}{q}__s{seed}.json"
             if out.exists():
                 log.info("%s exists, skipped", out)
                 continue
             res = run_one(
-                name, seed, args.config, args.threads, args.keep, args.tag, args.from_partial
-            )
+                name, seed, args.config, args.threads, args.keep, args.tag, args.from_partial,
+                args.quantize,
+            )  # fmt: skip
             out.write_text(json.dumps(res, indent=1) + "\n")
             log.info("%s: %s", out.name, {t: round(r["f1"], 2) for t, r in res["test"].items()})
     return 0
