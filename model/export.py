@@ -226,14 +226,15 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
-def quantize_graph(tmp: Path, metadata: dict) -> int:
+def quantize_graph(tmp: Path, metadata: dict, per_channel: bool = False) -> int:
     """Replace a staged artifact's model.onnx by onnxruntime's int8 dynamic quantisation of
-    it and record the new checksums; the fp32 graph's size in bytes."""
+    it (``per_channel``: a weight scale per output channel, not per tensor) and record the
+    new checksums; the fp32 graph's size in bytes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = tmp / ONNX
     q = tmp / "model.int8.onnx"
-    quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8, per_channel=per_channel)
     size_fp32 = fp32.stat().st_size
     q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
     record_checksums(metadata, tmp)

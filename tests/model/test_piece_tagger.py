@@ -154,7 +154,7 @@ def test_an_int8_extractor_records_what_quantisation_changes(
     assert "int8:" in capsys.readouterr().out
     meta = json.loads((int8 / "metadata.json").read_text())
     q = meta["quantization"]
-    assert q["type"] == "int8-dynamic" and q["bytes_int8"] < q["bytes_fp32"]
+    assert q["type"] == "int8-dynamic" and q["per_channel"] and q["bytes_int8"] < q["bytes_fp32"]
     assert meta["onnx"]["sha256"] == artifact.sha256_file(int8 / "model.onnx")
     assert not (int8 / "model.int8.onnx").exists()
     assert "Quantised (int8-dynamic" in (int8 / "README.md").read_text()
