@@ -30,14 +30,15 @@ from absa.training.tag_config import TagTrainConfig
 PRESETS: dict[str, tuple[dict, dict]] = {
     "fast": ({}, {}),  # GloVe-50d + characters -> BiLSTM 100x2, softmax tags (shipped)
     "crf": ({"crf": True}, {}),
-    "accurate": (  # all-MiniLM-L6-v2 fine-tuned, first piece per word -> linear
-        {"encoder": "transformer", "dropout": 0.1},
+    "accurate": (  # all-MiniLM-L6-v2 fine-tuned, first piece per word -> linear -> CRF
+        {"encoder": "transformer", "dropout": 0.1, "crf": True},
         {
-            "epochs": 2,
-            "patience": 2,
+            "epochs": 3,
+            "patience": 3,
             "batch_size": 16,
             "lr": 1e-3,
             "encoder_lr": 1e-4,
+            "crf_lr": 1e-2,
             "warmup": 0.1,
             "max_pieces": 128,
         },
