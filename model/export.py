@@ -34,6 +34,7 @@ from absa.model.artifact import (
     ONNX,
     PARITY_ATOL,
     new_metadata,
+    quantize_graph,
     record_checksums,
     staged,
     write_metadata,
@@ -224,22 +225,6 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
         "dev_accuracy_torch": float((ref.argmax(1) == y).mean()),
         "dev_accuracy_onnx": float((got.argmax(1) == y).mean()),
     }
-
-
-def quantize_graph(tmp: Path, metadata: dict, per_channel: bool = False) -> int:
-    """Replace a staged artifact's model.onnx by onnxruntime's int8 dynamic quantisation of
-    it (``per_channel``: a weight scale per output channel, not per tensor) and record the
-    new checksums; the fp32 graph's size in bytes."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    fp32 = tmp / ONNX
-    q = tmp / "model.int8.onnx"
-    quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8, per_channel=per_channel)
-    size_fp32 = fp32.stat().st_size
-    q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
-    record_checksums(metadata, tmp)
-    write_metadata(tmp, metadata)
-    return size_fp32
 
 
 def _quantize(

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from absa.model.artifact import ONNX
-from absa.model.export import quantize_graph
+from absa.model.artifact import ONNX, quantize_graph
 from absa.model.extractor import Extractor
 from absa.model.spans import Transitions, decode
 from absa.model.tagtext import Window
