@@ -8,6 +8,11 @@ benchmarks/results/extraction/; a setup whose file exists is skipped (resumable)
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/extraction.py --setups rest14 lap14 mams
     python benchmarks/extraction.py --setups rest14+mams --seeds 1 2
+    python benchmarks/extraction.py --setups union --config C --tag=-c --quantize int8
+
+``--quantize int8`` exports the trained run int8 (``absa export --quantize int8``) and
+measures it as another setup (``<setup><tag>-int8``); ``--from-partial`` measures a killed
+run's best epoch so far.
 
 End to end (rest14 / lap14 test): the extractor's spans are classified by the shipped
 sentiment model (model/artifacts/default); a triple counts when span and label both match
@@ -30,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.cli import main as absa  # noqa: E402
-from absa.cli.extract import HELDOUT_EMPTY, evaluate_extraction  # noqa: E402
+from absa.cli.extract import HELDOUT_EMPTY, PARTIAL, evaluate_extraction  # noqa: E402
 from absa.model.spans import span_scores  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.sentences import read_sentences  # noqa: E402
@@ -124,12 +129,28 @@ def latency(extractor: Path, texts: list[str], threads: int) -> dict:
 
 
 def run_one(
-    name: str, seed: int, config: Path | None, threads: int, keep: Path, tag: str = ""
+    name: str,
+    seed: int,
+    config: Path | None,
+    threads: int,
+    keep: Path,
+    tag: str = "",
+    partial: bool = False,
+    quantize: str | None = None,
 ) -> dict:
+    """Train (or reuse the run of) one setup and seed, export and measure; ``quantize``:
+    the same run exported int8, its result named ``<setup><tag>-int8``."""
+    from benchmarks.extraction_dev import dev_by_source
+
     setup = SETUPS[name]
     d = data_dir()
-    run, art = keep / f"{name}{tag}__s{seed}", keep / f"{name}{tag}__s{seed}.artifact"
+    q = f"-{quantize}" if quantize else ""
+    run, art = keep / f"{name}{tag}__s{seed}", keep / f"{name}{tag}{q}__s{seed}.artifact"
     shutil.rmtree(art, ignore_errors=True)
+    if partial and not (run / "run.json").is_file():  # a killed run: its best epoch so far
+        run = Path(f"{run}{PARTIAL}")
+        if not (run / "run.json").is_file():
+            raise RuntimeError(f"{run}: no partial run")
     reuse = (run / "run.json").is_file()  # a complete run of an interrupted benchmark
     args = ["train", "--task", "extract", "--train", *(str(d / f) for f in setup.train)]
     args += ["--dev", str(d / setup.dev)] if setup.dev else []
@@ -143,12 +164,13 @@ def run_one(
             raise RuntimeError(f"training {name} failed")
     history = json.loads((run / "history.json").read_text())
     train_s = sum(h["seconds"] for h in history)
-    if absa(["export", "--run", str(run), "--out", str(art), "--version", f"{name}-s{seed}"]):
+    export = ["export", "--run", str(run), "--out", str(art), "--version", f"{name}-s{seed}"]
+    if absa(export + (["--quantize", quantize] if quantize else [])):
         raise RuntimeError(f"export {name} failed")
     info = json.loads((run / "run.json").read_text())
     metrics = json.loads((run / "metrics.json").read_text())
     result: dict = {
-        "setup": name + tag,
+        "setup": name + tag + q,
         "seed": seed,
         "config": json.loads(config.read_text()) if config else {},
         "train_files": list(setup.train),
@@ -157,6 +179,8 @@ def run_one(
         "best_epoch": info["best_epoch"],
         "dev_at_training": metrics["dev"],  # the decoder of the training code's version
         "dev": evaluate_extraction(art, [str(run / "dev.jsonl")]),
+        "dev_by_source": dev_by_source(art, read_sentences(run / "dev.jsonl")),
+        "partial": info.get("partial"),  # {"epochs_done"} when a killed run was evaluated
         "train_seconds": train_s,  # the epochs' own time (evaluation on dev included)
         "epochs_run": len(history),
         "test": {t: evaluate_extraction(art, [str(d / TESTS[t])]) for t in setup.tests},
@@ -177,6 +201,8 @@ def run_one(
     texts = [s.text for t in setup.tests for s in read_sentences(d / TESTS[t])]
     result["latency"] = latency(art, texts, threads)
     result["artifact_bytes"] = sum(f.stat().st_size for f in art.iterdir())
+    if quantize:
+        result["quantization"] = json.loads((art / "metadata.json").read_text())["quantization"]
     return result
 
 
@@ -248,7 +274,25 @@ def report() -> str:
             f"{lat['batch1_p99_ms']:.2f} | {lat['batched_ms_per_sentence']:.3f} | "
             f"{r['artifact_bytes'] / 1e6:.1f} |"
         )
-    return "\n".join(out)
+    return "\n".join(out + ["", *dev_table(rows)])
+
+
+def dev_table(rows: list[dict]) -> list[str]:
+    """Dev F1 per source (runs that record it): the Rest14 / Lap14 / MAMS / ACOS parts of the
+    dev split, their mean without ACOS, and the pooled F1."""
+    cols = ("rest14", "lap14", "mams", "acos")
+    out = [
+        "| setup | seed | dev Rest14 | dev Lap14 | dev MAMS | dev ACOS | mean (no ACOS) | pooled |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        src = r.get("dev_by_source")
+        if not src or len(src) < 3:
+            continue
+        cells = [f"{src[c]['f1']:.2f}" if c in src else "–" for c in cols]
+        out.append(f"| {r['setup']} | {r['seed']} | {' | '.join(cells)} | "
+                   f"**{src['mean']:.2f}** | {r['dev']['f1']:.2f} |")  # fmt: skip
+    return out
 
 
 def main() -> int:
@@ -260,6 +304,10 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2, help="onnxruntime threads for latency")
     p.add_argument("--keep", type=Path, default=Path("runs/bench-extract"))
     p.add_argument("--report", action="store_true", help="print the tables of the results")
+    p.add_argument("--quantize", choices=["int8"],
+                   help="export the trained runs int8: results <setup><tag>-int8")  # fmt: skip
+    p.add_argument("--from-partial", action="store_true",
+                   help="evaluate a killed run's best epoch so far (<run>.partial)")  # fmt: skip
     p.add_argument("--errors", type=Path, help="an extractor artifact: its error kinds per test")
     args = p.parse_args()
     if args.report:
@@ -274,11 +322,15 @@ def main() -> int:
     args.keep.mkdir(parents=True, exist_ok=True)
     for name in args.setups:
         for seed in args.seeds:
-            out = OUT / f"{name}{args.tag}__s{seed}.json"
+            q = f"-{args.quantize}" if args.quantize else ""
+            out = OUT / f"{name}{args.tag}{q}__s{seed}.json"
             if out.exists():
                 log.info("%s exists, skipped", out)
                 continue
-            res = run_one(name, seed, args.config, args.threads, args.keep, args.tag)
+            res = run_one(
+                name, seed, args.config, args.threads, args.keep, args.tag, args.from_partial,
+                args.quantize,
+            )  # fmt: skip
             out.write_text(json.dumps(res, indent=1) + "\n")
             log.info("%s: %s", out.name, {t: round(r["f1"], 2) for t, r in res["test"].items()})
     return 0

@@ -8,7 +8,8 @@ slow them all alike and the ratios stay meaningful even where the absolute numbe
 
 Per artifact: batch-1 p50 (median over the rounds of each round's p50) and batch-64
 aspects/s (median over the rounds), and both as a ratio to the first artifact; what a plain
-prediction fetches (no self-attention maps). Writes
+prediction fetches (no self-attention maps). ``--extract``: extractor artifacts, one
+sentence per call and all sentences in batches of 64 (sentences/s). Writes
 benchmarks/results/latency_ab/<name>.json.
 """
 
@@ -19,43 +20,62 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from absa.model.extractor import Extractor  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
+from absa.training.sentences import read_sentences  # noqa: E402
 from benchmarks.latency import _items  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "latency_ab"
 
 
 class Timed:
-    """One artifact's runtime and its encoded items."""
+    """One artifact's calls: ``one(i)`` serves the i-th item alone, ``every()`` serves every
+    item in batches of 64 and returns how many."""
 
-    def __init__(self, path: Path, items: list[tuple[str, int, int]], threads: int) -> None:
-        self.rt = Runtime.load(path, device="cpu", threads=threads)
-        self.enc = [self.rt.encode(*it) for it in items]
-        by_len = sorted(self.enc, key=lambda e: len(e.ids))
-        self.batches = [by_len[s : s + 64] for s in range(0, len(by_len), 64)]
+    def __init__(self, one: Callable[[int], object], every: Callable[[], int]) -> None:
+        self.one, self.every = one, every
         self.p50: list[float] = []
         self.thr: list[float] = []
-        for e in self.enc[:50]:  # warm up
-            self.rt.run_batch([e], self_attention=False)
+        for i in range(50):  # warm up
+            one(i)
+
+    @classmethod
+    def sentiment(cls, path: Path, items: list[tuple[str, int, int]], threads: int) -> Timed:
+        rt = Runtime.load(path, device="cpu", threads=threads)
+        enc = [rt.encode(*it) for it in items]
+        by_len = sorted(enc, key=lambda e: len(e.ids))
+        batches = [by_len[s : s + 64] for s in range(0, len(by_len), 64)]
+
+        def every() -> int:
+            for b in batches:
+                rt.run_batch(b, self_attention=False)
+            return len(enc)
+
+        return cls(lambda i: rt.run_batch([enc[i % len(enc)]], self_attention=False), every)
+
+    @classmethod
+    def extractor(cls, path: Path, texts: list[str], threads: int) -> Timed:
+        ext = Extractor.load(path, device="cpu", threads=threads)
+        return cls(lambda i: ext.extract([texts[i % len(texts)]]),
+                   lambda: len(ext.extract(texts, max_batch=64)))  # fmt: skip
 
     def burst(self, seconds: float) -> None:
         lat, i, end = [], 0, time.perf_counter() + seconds / 2
         while time.perf_counter() < end:
             t0 = time.perf_counter()
-            self.rt.run_batch([self.enc[i % len(self.enc)]], self_attention=False)
+            self.one(i)
             lat.append(time.perf_counter() - t0)
             i += 1
         self.p50.append(statistics.median(lat) * 1000)
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds / 2:
-            for b in self.batches:
-                self.rt.run_batch(b, self_attention=False)
-                n += len(b)
+            n += self.every()
         self.thr.append(n / (time.perf_counter() - t0))
 
 
@@ -67,12 +87,21 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=2.0, help="per artifact per round")
+    ap.add_argument("--extract", action="store_true",
+                    help="extractor artifacts, timed on the data's sentence texts")  # fmt: skip
     args = ap.parse_args()
-    items = _items(args.data, 2000)
     timed = {}
+    if args.extract:
+        texts = [s.text for s in read_sentences(args.data)]
+    else:
+        items = _items(args.data, 2000)
     for spec in args.artifact:
         name, _, path = spec.partition("=")
-        timed[name] = Timed(Path(path), items, args.threads)
+        if args.extract:
+            timed[name] = Timed.extractor(Path(path), texts, args.threads)
+        else:
+            timed[name] = Timed.sentiment(Path(path), items, args.threads)
+    unit = "sentences" if args.extract else "aspects"
     for _ in range(args.rounds):
         for t in timed.values():
             t.burst(args.seconds)
@@ -83,7 +112,7 @@ def main() -> None:
         p50, thr = statistics.median(t.p50), statistics.median(t.thr)
         rows[name] = {
             "batch1_p50_ms": round(p50, 4),
-            "batch64_aspects_per_s": round(thr, 1),
+            f"batch64_{unit}_per_s": round(thr, 1),
             "batch1_ratio": round(p50 / p50_0, 3),
             "batch64_ratio": round(thr_0 / thr, 3),  # > 1: slower than the first
             "rounds_p50_ms": [round(x, 4) for x in t.p50],

@@ -34,6 +34,7 @@ from absa.model.artifact import (
     ONNX,
     PARITY_ATOL,
     new_metadata,
+    quantize_graph,
     record_checksums,
     staged,
     write_metadata,
@@ -235,15 +236,7 @@ def _quantize(
     batch: int,
 ) -> dict:
     """Replace model.onnx by its int8 dynamic quantisation; what that changes on dev."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    fp32 = tmp / ONNX
-    q = tmp / "model.int8.onnx"
-    quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8)
-    size_fp32 = fp32.stat().st_size
-    q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
-    record_checksums(metadata, tmp)
-    write_metadata(tmp, metadata)
+    size_fp32 = quantize_graph(tmp, metadata)
     got = _ort_probs(tmp, items, batch)
     acc32 = float((fp32_probs.argmax(1) == y).mean())
     acc8 = float((got.argmax(1) == y).mean())
@@ -255,7 +248,7 @@ def _quantize(
         "changed_predictions": int((got.argmax(1) != fp32_probs.argmax(1)).sum()),
         "max_abs_prob_diff": float(np.abs(got - fp32_probs).max()),
         "bytes_fp32": size_fp32,
-        "bytes_int8": fp32.stat().st_size,
+        "bytes_int8": (tmp / ONNX).stat().st_size,
     }
     log.info(
         "int8: dev accuracy %.4f -> %.4f, %d predictions change",

@@ -125,6 +125,7 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
         f"Parity: onnxruntime vs torch on {parity.get('n', '?')} dev windows, max |diff| "
         f"{parity.get('max_abs_diff', '?')}, {parity.get('prediction_mismatches', '?')} "
         "decoded differently.",
+        *_quantization(metadata.get("quantization")),
         "",
         "## Limits",
         "",
@@ -134,6 +135,18 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
     if metadata.get("reproduce"):
         lines += ["## Reproduce", "", "```bash", str(metadata["reproduce"]), "```", ""]
     return "\n".join(lines)
+
+
+def _quantization(q: Mapping[str, Any] | None) -> list[str]:
+    if not q:
+        return []
+    return [
+        "",
+        f"Quantised ({q['type']}, after the parity check): {q['windows_decoded_differently']} "
+        f"of {q['dev_windows']} dev windows decode differently from the fp32 graph "
+        f"({q['spans_only_fp32']} spans lost, {q['spans_only_int8']} new), "
+        f"{q['bytes_fp32'] / 1e6:.1f} -> {q['bytes_int8'] / 1e6:.1f} MB.",
+    ]
 
 
 def write_extractor_card(directory: Path, metadata: Mapping[str, Any]) -> None:

@@ -3,7 +3,8 @@
 The same contract as ``absa.model.export`` for sentiment models: named inputs, dynamic
 batch and length, opset 17, then onnxruntime against torch on the dev sentences in padded
 batches. It fails (and writes nothing at ``out_dir``) when any tag probability differs by
-more than ``PARITY_ATOL`` or any dev sentence decodes to other spans.
+more than ``PARITY_ATOL`` or any dev sentence decodes to other spans. An int8 artifact is
+the checked fp32 graph quantised afterwards (its change on dev is recorded, not gated).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from absa.model.artifact import (
     staged,
     write_metadata,
 )
-from absa.model.export import OPSET
+from absa.model.export import OPSET, QUANTIZATIONS
 from absa.model.extractor import Extractor
 from absa.model.extractor_card import write_extractor_card
 from absa.model.piece_tagger import PieceTagger
@@ -51,8 +52,12 @@ def export_tagger(
     name: str = "absa-extractor",
     version: str | None = None,
     batch: int = 32,
+    quantize: str | None = None,
 ) -> dict:
-    """Write the extractor artifact directory and return its metadata."""
+    """Write the extractor artifact directory and return its metadata; ``quantize="int8"``:
+    the parity-checked graph quantised (``absa.model.tagger_quantize``)."""
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
     out_dir = Path(out_dir)
     net = net.eval()
     windows = [w for t in dev_texts for w in text.encode(t)]
@@ -72,6 +77,10 @@ def export_tagger(
         ext = Extractor.load(tmp, device="cpu", require_parity=False)
         got = [p for s in range(0, len(windows), batch) for p in ext.probs(windows[s : s + batch])]
         metadata["parity"] = _check_parity(ref, got, windows, learned)
+        if quantize == "int8":
+            from absa.model.tagger_quantize import quantize_tagger
+
+            metadata["quantization"] = quantize_tagger(tmp, metadata, windows, got, learned, batch)
         write_extractor_card(tmp, metadata)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)

@@ -9,6 +9,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from absa.training.presets import Preset, get_preset
 from absa.training.records import CategoryExample, Example
@@ -176,3 +177,25 @@ def extraction_sentences() -> list:
         spans.setdefault(e.text, []).append(GoldSpan(e.start, e.end, e.label))
     out = [Sentence(t, tuple(s), "synthetic") for t, s in spans.items()]
     return out + [Sentence(t, (), "synthetic") for t in EMPTY_SENTENCES]
+
+
+def exported_with_transitions(run_dir: Path, out: Path) -> Any:
+    """Export a CRF tagger run to ``out`` and check that its learned transitions reach the
+    artifact unchanged and serve the training sentences' spans; the loaded ``Extractor``."""
+    import numpy as np
+
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import export_tag_run, load_tag_run
+
+    learned = load_tag_run(run_dir).net.transitions()
+    assert learned is not None and np.abs(learned.pairs).max() > 0.1  # it learned something
+    meta = export_tag_run(run_dir, out, version="crf")
+    assert meta["parity"]["prediction_mismatches"] == 0 and "transitions.json" in meta["files"]
+    ext = Extractor.load(out, device="cpu")
+    assert ext.learned is not None
+    np.testing.assert_allclose(ext.learned.pairs, learned.pairs)
+    np.testing.assert_allclose(ext.learned.start, learned.start)
+    sentences = extraction_sentences()
+    found = ext.extract([s.text for s in sentences])
+    assert [{(f.start, f.end) for f in spans} for spans in found] == [s.span_set for s in sentences]
+    return ext

@@ -85,7 +85,7 @@ def _read_sentence_jsonl(path: Path) -> list[Sentence]:
             outside = [s for s in spans if not 0 <= s.start < s.end <= len(str(text))]
             if not isinstance(text, str) or outside:
                 raise DataError(f"{path}:{lineno}: a span is outside the text")
-            out.append(Sentence(text, spans, f"{path}:{lineno}"))
+            out.append(Sentence(text, spans, str(rec.get("source") or f"{path}:{lineno}")))
     return out
 
 

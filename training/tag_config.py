@@ -6,12 +6,18 @@ from dataclasses import asdict, dataclass, fields
 
 from absa.training.presets import MINILM
 
+SELECT = ("pooled", "source_mean")
+
 
 @dataclass(frozen=True)
 class TagTrainConfig:
     seed: int = 1
     epochs: int = 40
     patience: int = 8  # epochs without a better dev F1 before stopping
+    # the epoch's dev criterion: "pooled" exact-span F1, or "source_mean", the mean of the
+    # per-source F1s (training/tag_select.py) over the sources no select_skip part names
+    select: str = "pooled"
+    select_skip: tuple[str, ...] = ()
     batch_size: int = 32
     lr: float = 2e-3
     clip: float = 5.0
@@ -24,6 +30,7 @@ class TagTrainConfig:
     # a transformer tagger (TaggerConfig.encoder = "transformer")
     transformer: str = MINILM  # a package name or a local Hugging Face model directory
     encoder_lr: float = 5e-5
+    crf_lr: float = 0.0  # a transformer tagger's CRF transitions (0: the head's lr)
     warmup: float = 0.1  # share of all steps with a linear warm-up, then a linear decay
     weight_decay: float = 0.01
     max_pieces: int = 128  # word pieces per window, [CLS] and [SEP] included
@@ -31,6 +38,13 @@ class TagTrainConfig:
     teacher: str = ""
     distill: float = 0.5  # weight of the teacher's term on labelled sentences
     temperature: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.select not in SELECT:
+            raise ValueError(f"select must be one of {SELECT}, not {self.select!r}")
+        if isinstance(self.select_skip, str):
+            raise ValueError("select_skip is a list of source name parts")
+        object.__setattr__(self, "select_skip", tuple(self.select_skip))  # a JSON list
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -4,7 +4,8 @@
   ones (+ characters) and the BiLSTM ``Tagger``, trained with Adam at a constant rate.
 - ``encoder="transformer"``: the encoder's word pieces (``PieceTagText``) and the
   ``PieceTagger`` starting from the pretrained encoder, trained with AdamW (the encoder at
-  ``encoder_lr``, the head at ``lr``), a linear warm-up then a linear decay to zero.
+  ``encoder_lr``, the head at ``lr``, a CRF's transitions at ``crf_lr``), a linear warm-up
+  then a linear decay to zero.
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ from absa.training.tag_config import TagTrainConfig
 PRESETS: dict[str, tuple[dict, dict]] = {
     "fast": ({}, {}),  # GloVe-50d + characters -> BiLSTM 100x2, softmax tags (shipped)
     "crf": ({"crf": True}, {}),
-    "accurate": (  # all-MiniLM-L6-v2 fine-tuned, first piece per word -> linear
-        {"encoder": "transformer", "dropout": 0.1},
+    "accurate": (  # all-MiniLM-L6-v2 fine-tuned, first piece per word -> linear -> CRF
+        {"encoder": "transformer", "dropout": 0.1, "crf": True},
         {
-            "epochs": 2,
-            "patience": 2,
+            "epochs": 3,
+            "patience": 3,
             "batch_size": 16,
             "lr": 1e-3,
             "encoder_lr": 1e-4,
+            "crf_lr": 1e-2,
             "warmup": 0.1,
             "max_pieces": 128,
         },
@@ -90,8 +92,12 @@ def _transformer(cfg: TaggerConfig, tcfg: TagTrainConfig, steps_per_epoch: int) 
     return Built(net, text, cfg, opt, torch.optim.lr_scheduler.LambdaLR(opt, factor))
 
 
-def _groups(net: nn.Module, encoder: nn.Module, tcfg: TagTrainConfig) -> list[dict]:
+def _groups(net: PieceTagger, encoder: nn.Module, tcfg: TagTrainConfig) -> list[dict]:
+    """The encoder at ``encoder_lr``, the CRF's transitions at ``crf_lr`` (else ``lr``), the
+    rest of the head at ``lr``."""
     enc = [p for p in encoder.parameters() if p.requires_grad]
-    enc_ids = {id(p) for p in enc}
-    head = [p for p in net.parameters() if p.requires_grad and id(p) not in enc_ids]
-    return [{"params": head, "lr": tcfg.lr}, {"params": enc, "lr": tcfg.encoder_lr}]
+    crf = list(net.crf.parameters()) if net.crf is not None else []
+    taken = {id(p) for p in enc + crf}
+    head = [p for p in net.parameters() if p.requires_grad and id(p) not in taken]
+    groups = [{"params": head, "lr": tcfg.lr}, {"params": enc, "lr": tcfg.encoder_lr}]
+    return groups + ([{"params": crf, "lr": tcfg.crf_lr or tcfg.lr}] if crf else [])

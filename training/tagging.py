@@ -6,7 +6,7 @@ stopping on dev exact-span F1, write the run (``absa.training.tagging_run``).
     train_epoch     one shuffled pass, batches of similar lengths (batch_loss: gold loss,
                     cross-entropy or CRF, mixed with the teacher's KL term)
     predict_spans   decode dev sentences (torch) with the serving decoder
-    fit_tagger      the loop; keeps the best epoch's weights
+    fit_tagger      the loop; keeps the best epoch's weights (by training/tag_select.py)
 
 The network, its text pipeline and optimiser come from ``absa.training.tagger_build``.
 
@@ -19,7 +19,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from absa.training.inference import batches
 from absa.training.sentences import Sentence
 from absa.training.tag_config import TagTrainConfig
 from absa.training.tag_distill import kd_loss, teacher_word_probs
+from absa.training.tag_select import by_source, criterion
 from absa.training.tagger_build import build
 
 Net = Tagger | PieceTagger
@@ -192,9 +193,11 @@ def fit_tagger(
     cfg: TaggerConfig,
     tcfg: TagTrainConfig,
     unlabelled: Sequence[str] = (),
+    on_best: Callable[[TagRun], None] | None = None,
 ) -> TagRun:
     """Train on ``train`` (and, with a teacher, ``unlabelled`` texts), select the epoch by
-    exact-span F1 on ``dev``."""
+    exact-span F1 on ``dev`` (``tcfg.select``: pooled or the mean over sources);
+    ``on_best`` sees the run as it stands after each epoch that is the best so far."""
     if not train or not dev:
         raise ValueError("extraction training needs train and dev sentences")
     random.seed(tcfg.seed)
@@ -208,18 +211,23 @@ def fit_tagger(
     gold = [s.span_set for s in dev]
     rng = random.Random(tcfg.seed)
     best: tuple[float, int, dict, dict] = (-1.0, 0, {}, {})
-    history = []
+    history: list[dict] = []
     for epoch in range(1, tcfg.epochs + 1):
         t0 = time.perf_counter()
         loss = train_epoch(net, built.opt, text, data, tcfg, rng, built.sched)
-        rep = span_scores(gold, predict_spans(net, text, [s.text for s in dev]))
+        pred = predict_spans(net, text, [s.text for s in dev])
+        rep, sources = span_scores(gold, pred), by_source(dev, pred)
+        score = criterion(rep, sources, tcfg)
         history.append({"epoch": epoch, "train_loss": loss, "seconds": time.perf_counter() - t0})
         history[-1].update({f"dev_{k}": v for k, v in rep.items()})
-        log.info("epoch %d loss %.4f dev P %.2f R %.2f F1 %.2f", epoch, loss,
-                 rep["precision"], rep["recall"], rep["f1"])  # fmt: skip
-        if rep["f1"] > best[0]:
+        history[-1].update(dev_by_source={k: r["f1"] for k, r in sources.items()}, dev_select=score)
+        log.info("epoch %d loss %.4f dev P %.2f R %.2f F1 %.2f, %s %.2f", epoch, loss,
+                 rep["precision"], rep["recall"], rep["f1"], tcfg.select, score)  # fmt: skip
+        if score > best[0]:
             state = {k: v.detach().clone() for k, v in net.state_dict().items()}
-            best = (rep["f1"], epoch, rep, state)
+            best = (score, epoch, {**rep, "select": score, "by_source": sources}, state)
+            if on_best is not None:  # the network holds the best weights now
+                on_best(TagRun(net, text, cfg, tcfg, best[2], epoch, list(history), list(dev)))
         elif epoch - best[1] >= tcfg.patience:
             break
     net.load_state_dict(best[3])
@@ -231,4 +239,5 @@ def write_sentences(path: Path, sentences: Sequence[Sentence]) -> None:
     with Path(path).open("w", encoding="utf-8") as f:
         for s in sentences:
             spans = [[sp.start, sp.end, sp.label] for sp in s.spans]
-            f.write(json.dumps({"text": s.text, "spans": spans}, ensure_ascii=False) + "\n")
+            rec = {"text": s.text, "spans": spans, "source": s.source}
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")

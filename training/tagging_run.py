@@ -115,7 +115,11 @@ def load_tag_run(run_dir: Path) -> LoadedTagRun:
 
 
 def export_tag_run(
-    run_dir: Path, out_dir: Path, name: str | None = None, version: str | None = None
+    run_dir: Path,
+    out_dir: Path,
+    name: str | None = None,
+    version: str | None = None,
+    quantize: str | None = None,
 ) -> dict:
     from absa.model.tagger_export import export_tagger
 
@@ -131,5 +135,5 @@ def export_tag_run(
         provenance["reproduce"] = run.info["reproduce"]
     return export_tagger(
         run.net, run.text, run.config, run.dev_texts, out_dir, provenance,
-        name=name or "absa-extractor", version=version,
+        name=name or "absa-extractor", version=version, quantize=quantize,
     )  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from absa.cli.common import CLIError
 log = logging.getLogger("absa")
 
 HELDOUT_EMPTY = "heldout_empty.jsonl"
+PARTIAL = ".partial"  # <out>.partial: the best epoch so far of a run still training
 
 
 def is_extraction_model(path: Path) -> bool:
@@ -54,7 +56,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     from absa.training.provenance import file_info
     from absa.training.sentences import drop_sentences, read_sentences, split
     from absa.training.tagger_build import PRESETS
-    from absa.training.tagging import TagTrainConfig, fit_tagger, write_sentences
+    from absa.training.tagging import TagRun, TagTrainConfig, fit_tagger, write_sentences
     from absa.training.tagging_run import add_eval, write_tag_run
 
     if args.preset and args.preset not in PRESETS:
@@ -100,10 +102,27 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     info["sentences"] = {"train": len(train), "dev": len(dev), "heldout_empty": len(empty),
                          "unlabelled": len(unlabelled)}  # fmt: skip
     info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
-    run = fit_tagger(train, dev, cfg, tcfg, unlabelled)
-    write_tag_run(Path(args.out), run, [s.text for s in dev], info)
-    if empty:
-        write_sentences(Path(args.out) / HELDOUT_EMPTY, empty)
+    out, partial = Path(args.out), Path(f"{args.out}{PARTIAL}")
+    dev_texts = [s.text for s in dev]
+
+    def write(where: Path, run: TagRun, extra: dict) -> None:
+        write_tag_run(where, run, dev_texts, {**info, **extra})
+        if empty:
+            write_sentences(where / HELDOUT_EMPTY, empty)
+
+    def keep_best(run: TagRun) -> None:  # a killed run leaves its best epoch so far
+        fresh, old = Path(f"{partial}.new"), Path(f"{partial}.old")
+        for d in (fresh, old):
+            shutil.rmtree(d, ignore_errors=True)
+        write(fresh, run, {"partial": {"epochs_done": len(run.history)}})
+        if partial.exists():
+            partial.rename(old)
+        fresh.rename(partial)
+        shutil.rmtree(old, ignore_errors=True)
+
+    run = fit_tagger(train, dev, cfg, tcfg, unlabelled, on_best=keep_best)
+    write(out, run, {})
+    shutil.rmtree(partial, ignore_errors=True)
     reports = {p: evaluate_extraction(Path(args.out), [p]) for p in args.eval or []}
     if reports:
         add_eval(Path(args.out), reports)
@@ -160,10 +179,19 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
 def cmd_export_extract(args: argparse.Namespace) -> int:
     from absa.training.tagging_run import export_tag_run
 
-    meta = export_tag_run(Path(args.run), Path(args.out), name=args.name, version=args.version)
+    meta = export_tag_run(
+        Path(args.run), Path(args.out), name=args.name, version=args.version,
+        quantize=args.quantize,
+    )  # fmt: skip
     par = meta["parity"]
-    sys.stdout.write(
+    msg = (
         f"extractor written to {args.out}: parity on {par['n']} dev windows, max |diff| "
-        f"{par['max_abs_diff']:.1e}, {par['prediction_mismatches']} decoded differently\n"
+        f"{par['max_abs_diff']:.1e}, {par['prediction_mismatches']} decoded differently"
     )
+    if q := meta.get("quantization"):
+        msg += (
+            f"; int8: {q['windows_decoded_differently']} of {q['dev_windows']} dev windows "
+            f"decode differently, {q['bytes_int8'] / 1e6:.1f} MB"
+        )
+    sys.stdout.write(msg + "\n")
     return 0

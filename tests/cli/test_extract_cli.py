@@ -59,7 +59,10 @@ def extract_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> 
 
 def test_train_writes_a_tagger_run_with_span_scores(extract_run: Path) -> None:
     info = json.loads((extract_run / "run.json").read_text())
-    assert info["kind"] == "absa-tagger-run"
+    assert info["kind"] == "absa-tagger-run" and "partial" not in info
+    assert not Path(f"{extract_run}.partial").exists()  # removed once the run is whole
+    dev = [json.loads(line) for line in (extract_run / "dev.jsonl").read_text().splitlines()]
+    assert dev[0]["source"].endswith("train.xml:0")  # the per-source dev scores need it
     metrics = json.loads((extract_run / "metrics.json").read_text())
     assert metrics["dev"]["f1"] == pytest.approx(100.0)  # conflict terms are aspects too
     (ev,) = metrics["eval"].values()
@@ -131,3 +134,46 @@ def test_extract_presets_are_checked_by_name(
     for model, train in PRESETS.values():  # every preset builds valid configs
         TaggerConfig.from_dict(model)
         TagTrainConfig.from_dict(train)
+
+
+def test_a_killed_run_leaves_its_best_epoch_so_far(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    cfg = tmp_path / "cfg.json"
+    train = {"glove": str(small_glove), "glove_top_k": 0, "lr": 0.02, "epochs": 100000,
+             "patience": 100000, "batch_size": 8}  # fmt: skip
+    model = {"hidden_size": 16, "char_dim": 8, "char_filters": 8, "dropout": 0.0}
+    cfg.write_text(json.dumps({"model": model, "train": train}))
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "absa.cli", "train", "--task", "extract", "--train", str(xml),
+           "--dev", str(xml), "--config", str(cfg), "--out", str(run)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    partial = Path(f"{run}.partial")
+
+    def best_f1() -> float:  # the partial run's best so far (it is swapped in whole)
+        try:
+            return json.loads((partial / "metrics.json").read_text())["dev"]["f1"]
+        except FileNotFoundError:
+            return -1.0
+
+    try:  # F1 100 cannot be beaten: the partial run stays as it is from then on
+        deadline = time.monotonic() + 120
+        while best_f1() < 100.0 and time.monotonic() < deadline:
+            assert proc.poll() is None, "training ended before it was killed"
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not run.exists()
+    info = json.loads((partial / "run.json").read_text())
+    assert info["partial"]["epochs_done"] == info["best_epoch"] >= 1
+    out = tmp_path / "artifact"
+    assert main(["export", "--run", str(partial), "--out", str(out)]) == 0  # parity-checked
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(out), "--data", str(xml), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["f1"] == pytest.approx(100.0)

@@ -16,7 +16,7 @@ from absa.errors import ArtifactError
 from absa.model.crf import CRF
 from absa.model.spans import TAGS, B, I, O, Transitions, decode, viterbi
 from absa.model.text import Token
-from tests.helpers import extraction_sentences
+from tests.helpers import exported_with_transitions, extraction_sentences
 
 K = len(TAGS)
 
@@ -125,22 +125,7 @@ def crf_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path
 
 
 def test_transitions_round_trip_through_export(crf_run: Path, tmp_path: Path) -> None:
-    from absa.model.extractor import Extractor
-    from absa.training.tagging_run import export_tag_run, load_tag_run
-
-    run = load_tag_run(crf_run)
-    learned = run.net.transitions()
-    assert learned is not None and np.abs(learned.pairs).max() > 0.1  # it learned something
-    out = tmp_path / "x"
-    meta = export_tag_run(crf_run, out, version="crf")
-    assert meta["parity"]["prediction_mismatches"] == 0 and "transitions.json" in meta["files"]
-    ext = Extractor.load(out, device="cpu")
-    assert ext.learned is not None
-    np.testing.assert_allclose(ext.learned.pairs, learned.pairs)
-    np.testing.assert_allclose(ext.learned.start, learned.start)
-    sentences = extraction_sentences()
-    found = ext.extract([s.text for s in sentences])
-    assert [{(f.start, f.end) for f in spans} for spans in found] == [s.span_set for s in sentences]
+    exported_with_transitions(crf_run, tmp_path / "x")
 
 
 def test_a_crf_extractor_without_its_transitions_is_refused(crf_run: Path, tmp_path: Path) -> None:

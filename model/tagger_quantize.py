@@ -1,0 +1,60 @@
+"""Int8 dynamic quantisation of an extractor's graph (``absa export --quantize int8`` on a
+tagger run): the parity gate checks the fp32 graph against torch first, then
+onnxruntime's ``quantize_dynamic`` replaces ``model.onnx`` (int8 weights with a scale per
+output channel: on the MiniLM tagger's dev set that lost 0.3 of the mean per-source F1 where
+one scale per tensor lost 1.2; MatMul / Gemm activations quantised per call). What that
+changes against the fp32 graph on the same dev windows is recorded in the metadata's
+``quantization``: windows decoded to other spans, spans found by only one of the two, the
+largest tag probability change, the sizes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from absa.model.artifact import ONNX, quantize_graph
+from absa.model.extractor import Extractor
+from absa.model.spans import Transitions, decode
+from absa.model.tagtext import Window
+
+log = logging.getLogger(__name__)
+
+
+def quantize_tagger(
+    tmp: Path,
+    metadata: dict,
+    windows: Sequence[Window],
+    fp32_probs: Sequence[np.ndarray],
+    learned: Transitions | None,
+    batch: int,
+) -> dict:
+    """Replace ``tmp``'s model.onnx by its int8 dynamic quantisation; the change on dev."""
+    size_fp32 = quantize_graph(tmp, metadata, per_channel=True)
+    ext = Extractor.load(tmp, device="cpu", require_parity=False)
+    got = [p for s in range(0, len(windows), batch) for p in ext.probs(windows[s : s + batch])]
+    changed = only_fp32 = only_int8 = 0
+    diff = 0.0
+    for a, b, w in zip(fp32_probs, got, windows, strict=True):
+        diff = max(diff, float(np.abs(a - b).max()))
+        sa = {(f.start, f.end) for f in decode(a, w.tokens, learned)}
+        sb = {(f.start, f.end) for f in decode(b, w.tokens, learned)}
+        changed += sa != sb
+        only_fp32 += len(sa - sb)
+        only_int8 += len(sb - sa)
+    info = {
+        "type": "int8-dynamic",
+        "per_channel": True,
+        "dev_windows": len(windows),
+        "windows_decoded_differently": changed,
+        "spans_only_fp32": only_fp32,
+        "spans_only_int8": only_int8,
+        "max_abs_prob_diff": diff,
+        "bytes_fp32": size_fp32,
+        "bytes_int8": (tmp / ONNX).stat().st_size,
+    }
+    log.info("int8: %d of %d dev windows decode differently", changed, len(windows))
+    return info
