@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.fmt import mean_sd
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
+
+from benchmarks.fmt import mean_sd  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TESTS = ["rest14", "lap14", "twitter", "mams"]
