@@ -48,6 +48,7 @@ def grouped_batches(
 def coverage_penalty(alpha: torch.Tensor, mask: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
     """Mean over the batch's sentences with two or more aspects of Σ_t (1 − Σ_i α_it)², over
     their words; 0 when there is none. alpha, mask: (B, T); groups: (B,) ids."""
+    groups = groups.to(alpha.device)
     _, inverse, counts = torch.unique(groups, return_inverse=True, return_counts=True)
     cover = torch.zeros(len(counts), alpha.size(1), dtype=alpha.dtype, device=alpha.device)
     cover = cover.index_add(0, inverse, alpha)  # (G, T) the words' total attention

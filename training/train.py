@@ -338,9 +338,10 @@ def train_epoch(
     net.train()
     t0 = time.time()
     total_loss, seen = 0.0, 0
-    groups = torch.tensor(sentence_groups(inputs.train))
+    sentences = None  # each item's sentence, for the coverage term
     if tcfg.attention_coverage > 0:  # the aspects of one sentence in one batch
-        order = grouped_batches(inputs.lengths, groups.tolist(), tcfg.batch_size, rng)
+        sentences = sentence_groups(inputs.train)
+        order = grouped_batches(inputs.lengths, sentences, tcfg.batch_size, rng)
     else:
         order = batches(inputs.lengths, tcfg.batch_size, rng)
     bar = tqdm(
@@ -363,8 +364,9 @@ def train_epoch(
             kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
             loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
         mask = batch["attention_mask"]
-        if tcfg.attention_coverage > 0:
-            loss = loss + tcfg.attention_coverage * coverage_penalty(alpha, mask, groups[b])
+        if sentences is not None:
+            group = torch.tensor([sentences[i] for i in b])
+            loss = loss + tcfg.attention_coverage * coverage_penalty(alpha, mask, group)
         if tcfg.attention_entropy != 0:
             loss = loss + tcfg.attention_entropy * attention_entropy(alpha, mask)
         opt.zero_grad(set_to_none=True)
