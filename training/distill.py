@@ -6,6 +6,10 @@ artifact: its probabilities as served, with the temperature export fitted), typi
 examples once, before training; the student then learns from
 ``(1 - distill) * CE(label) + distill * CE(teacher probabilities)``.
 
+A transfer set (``absa train --transfer``, ``training/transfer_set.py``) adds aspects that
+carry no label: the teacher's probabilities are their only target, CE(teacher probabilities)
+at full weight, and their label loss is masked out (``mixed_loss``).
+
 The teacher must not have been trained on the student's dev examples (train it with the
 same seed and dev split, or on a separate dev file), or early stopping stops being honest.
 """
@@ -17,11 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from absa.model import artifact
 from absa.training import rundir
 from absa.training.evaluate import model_kind, predict_examples
 from absa.training.records import DataError, Example
+from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +38,18 @@ def teacher_targets(
 ) -> np.ndarray:
     """The teacher's class probabilities (N, C), columns in the student's label order."""
     teacher = Path(teacher)
+    probs = _teacher_probs(teacher, examples, labels)
+    agree = float((probs.argmax(1) == np.array([labels.index(e.label) for e in examples])).mean())
+    log.info(
+        "teacher %s scored %d examples; agrees with %.1f%% of the labels",
+        teacher,
+        len(examples),
+        100 * agree,
+    )
+    return probs
+
+
+def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[str]) -> np.ndarray:
     try:
         probs, teacher_labels = predict_examples(teacher, examples)
     except FileNotFoundError as e:
@@ -40,15 +59,47 @@ def teacher_targets(
             f"teacher {teacher}: labels {list(teacher_labels)} differ from {list(labels)}"
         )
     order = [list(teacher_labels).index(lab) for lab in labels]
-    probs = probs[:, order].astype(np.float32)
-    agree = float((probs.argmax(1) == np.array([labels.index(e.label) for e in examples])).mean())
-    log.info(
-        "teacher %s scored %d examples; agrees with %.1f%% of the labels",
-        teacher,
-        len(examples),
-        100 * agree,
+    return probs[:, order].astype(np.float32)
+
+
+def label_transfer(
+    teacher: Path, found: Sequence[Candidate], labels: Sequence[str]
+) -> tuple[list[Example], np.ndarray]:
+    """The transfer set's aspects as examples labelled with the teacher's most probable class
+    (the label is never trained on: ``mixed_loss`` masks it), and the teacher's
+    probabilities (N, C) in the student's label order."""
+    placeholder = [
+        Example(c.text, c.start, c.end, labels[0], f"transfer:{c.source}") for c in found
+    ]
+    if not placeholder:
+        return [], np.zeros((0, len(labels)), np.float32)
+    probs = _teacher_probs(Path(teacher), placeholder, labels)
+    examples = [
+        Example(e.text, e.start, e.end, labels[int(k)], e.source)
+        for e, k in zip(placeholder, probs.argmax(1), strict=True)
+    ]
+    mix = {lab: sum(e.label == lab for e in examples) for lab in labels}
+    log.info("teacher %s labelled %d transfer aspect(s): %s", teacher, len(examples), mix)
+    return examples, probs
+
+
+def mixed_loss(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    soft: torch.Tensor,
+    gold: torch.Tensor,
+    distill: float,
+    weight: torch.Tensor | None = None,
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
+    """Mean over the batch of ``(1 - distill) * CE(label) + distill * CE(soft)`` for the items
+    with a gold label (``gold`` True) and ``CE(soft)`` alone for the others (a transfer set's
+    aspects: their ``y`` is not used). ``weight``: per-class weights of the label term."""
+    label = F.cross_entropy(
+        logits, y, weight=weight, label_smoothing=label_smoothing, reduction="none"
     )
-    return probs
+    kd = F.cross_entropy(logits, soft, reduction="none")
+    return torch.where(gold, (1.0 - distill) * label + distill * kd, kd).mean()
 
 
 def dev_leak(teacher: Path, dev: Sequence[Example]) -> int | None:

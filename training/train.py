@@ -3,6 +3,7 @@
 ``fit`` reads top to bottom as its steps:
 
     prepare_data     count labels, hold out dev, augment train, the teacher's soft targets
+                     (and its labels for a transfer set's unlabelled aspects)
     build_network    the text pipeline (GloVe vocabulary or WordPiece) and the network
     encode_inputs    both splits encoded (and a frozen encoder's features cached)
     train_epoch      one shuffled pass over train
@@ -44,7 +45,7 @@ from absa.training.attention_reg import (
 )
 from absa.training.augment import augment
 from absa.training.categories import init_from_words
-from absa.training.distill import teacher_info, teacher_targets
+from absa.training.distill import label_transfer, mixed_loss, teacher_info, teacher_targets
 from absa.training.embeddings import (
     build_vocab,
     embedding_matrix,
@@ -57,6 +58,7 @@ from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version, environment
 from absa.training.records import DataError, Labelled
+from absa.training.transfer_set import Candidate, drop_sentences
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +81,10 @@ def fit(
     data_info: dict | None = None,
     progress: bool = True,
     preset_name: str | None = None,
+    transfer: Sequence[Candidate] = (),
 ) -> RunResult:
-    """Train a network and write its run directory. Never reads test data."""
+    """Train a network and write its run directory. Never reads test data. ``transfer``:
+    unlabelled aspects for the teacher to label (soft targets only; needs a teacher)."""
     tcfg = preset.train
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -90,11 +94,12 @@ def fit(
     seed_everything(tcfg.seed)
     started = time.time()
 
-    data = prepare_data(train, dev, preset, device)
+    data = prepare_data(train, dev, preset, device, transfer)
     mcfg, pipe, net = build_network(preset, data.train, run_dir, device)
     inputs = encode_inputs(net, pipe, data, device)
     if tcfg.class_weights == "balanced":
-        inputs = replace(inputs, class_weight=balanced_weights(inputs.y_train, len(mcfg.labels)))
+        labelled = inputs.y_train if data.gold is None else inputs.y_train[data.gold]
+        inputs = replace(inputs, class_weight=balanced_weights(labelled, len(mcfg.labels)))
     opt = make_optimizer(net, tcfg)
     steps_per_epoch = math.ceil(len(inputs.train) / tcfg.batch_size)
     sched = make_schedule(opt, tcfg, steps_per_epoch)
@@ -105,7 +110,18 @@ def fit(
     scored: ABSANet = ema.module if ema is not None else net  # type: ignore[assignment]
     for epoch in range(1, tcfg.epochs + 1):
         train_loss, seconds = train_epoch(
-            net, opt, sched, inputs, data.soft, pipe.pad_id, tcfg, rng, epoch, progress, ema
+            net,
+            opt,
+            sched,
+            inputs,
+            data.soft,
+            pipe.pad_id,
+            tcfg,
+            rng,
+            epoch,
+            progress,
+            ema,
+            gold=data.gold,
         )
         dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
@@ -157,15 +173,26 @@ class Data:
     label_counts: dict[str, int]  # of train as given: before the split and augmentation
     augmented: int  # rule-made examples added to train
     soft: torch.Tensor | None  # the teacher's probabilities over train (never dev), (N, C)
+    # with a transfer set: which items of train have a gold label (its aspects, at the end of
+    # train, have the teacher's instead, never trained on), and what came of the set
+    gold: torch.Tensor | None = None
+    transfer: dict | None = None
 
 
 def prepare_data(
-    train: Sequence[Labelled], dev: Sequence[Labelled] | None, preset: Preset, device: torch.device
+    train: Sequence[Labelled],
+    dev: Sequence[Labelled] | None,
+    preset: Preset,
+    device: torch.device,
+    transfer: Sequence[Candidate] = (),
 ) -> Data:
-    """Hold out dev when none is given, augment train, score train with the teacher."""
+    """Hold out dev when none is given, augment train, score train with the teacher, and
+    append the transfer set's aspects (those not in a dev sentence) with the teacher's labels."""
     tcfg = preset.train
-    if preset.model.is_category and (tcfg.augment > 0 or tcfg.teacher):
-        raise ValueError("augment and teacher are for aspect-term models, not categories")
+    if preset.model.is_category and (tcfg.augment > 0 or tcfg.teacher or transfer):
+        raise ValueError("augment, teacher and transfer are for aspect-term models, not categories")
+    if transfer and not tcfg.teacher:
+        raise ValueError("a transfer set needs a teacher to label it (train.teacher)")
     counts = {lab: 0 for lab in preset.model.labels}
     for e in train:
         counts[e.label] += 1
@@ -183,7 +210,21 @@ def prepare_data(
     if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
         probs = teacher_targets(Path(tcfg.teacher), train, preset.model.labels)
         soft = torch.from_numpy(probs).to(device)
-    return Data(list(train), list(dev), dev_source, counts, augmented, soft)
+    gold, about = None, None
+    if transfer:  # never an aspect of a dev sentence: dev shares no text with train
+        kept = drop_sentences(transfer, (e.text for e in dev))
+        extra, probs = label_transfer(Path(tcfg.teacher), kept, preset.model.labels)
+        about = {
+            "given": len(transfer),
+            "used": len(extra),
+            "dropped_dev_sentences": len(transfer) - len(kept),
+            "teacher_labels": {lab: sum(e.label == lab for e in extra) for lab in counts},
+        }
+        gold = torch.tensor([True] * len(train) + [False] * len(extra), device=device)
+        train = [*train, *extra]
+        soft = torch.cat([soft, torch.from_numpy(probs).to(device)])  # type: ignore[list-item]
+        log.info("transfer set: %d aspect(s) added to train with the teacher's targets", len(extra))
+    return Data(list(train), list(dev), dev_source, counts, augmented, soft, gold, about)
 
 
 def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple[list, list]:
@@ -333,8 +374,10 @@ def train_epoch(
     epoch: int,
     progress: bool,
     ema: AveragedModel | None = None,
+    gold: torch.Tensor | None = None,
 ) -> tuple[float, float]:
-    """One pass over train in shuffled batches of similar length: mean loss, seconds."""
+    """One pass over train in shuffled batches of similar length: mean loss, seconds.
+    ``gold`` (with a transfer set): the items whose label is trained on (``mixed_loss``)."""
     net.train()
     t0 = time.time()
     total_loss, seen = 0.0, 0
@@ -354,13 +397,24 @@ def train_epoch(
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
         logits, alpha, _ = net(**batch)
-        loss = F.cross_entropy(
-            logits,
-            inputs.y_train[b],
-            weight=inputs.class_weight,
-            label_smoothing=tcfg.label_smoothing,
-        )
-        if soft is not None:
+        if gold is not None and soft is not None:
+            loss = mixed_loss(
+                logits,
+                inputs.y_train[b],
+                soft[b],
+                gold[b],
+                tcfg.distill,
+                inputs.class_weight,
+                tcfg.label_smoothing,
+            )
+        else:
+            loss = F.cross_entropy(
+                logits,
+                inputs.y_train[b],
+                weight=inputs.class_weight,
+                label_smoothing=tcfg.label_smoothing,
+            )
+        if soft is not None and gold is None:
             kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
             loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
         mask = batch["attention_mask"]
@@ -458,10 +512,11 @@ def run_info(
         "seed": tcfg.seed,
         "data": data_info or {},
         "label_counts": data.label_counts,
-        "n_train": len(data.train),
+        "n_train": len(data.train) - (data.transfer["used"] if data.transfer else 0),
         "n_dev": len(data.dev),
         "dev_split": data.dev_source,
         "augmented": data.augmented,
+        "transfer": data.transfer,
         "teacher": teacher_info(Path(tcfg.teacher), data.dev) if tcfg.teacher else None,
         "code_version": version,
         "environment": {**environment(), "device": str(device)},

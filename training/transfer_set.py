@@ -2,24 +2,24 @@
 
 An aspect term extractor tags every training sentence; a span that overlaps no annotated
 aspect of that sentence is a candidate, for a teacher to label (its probabilities become the
-student's only target for it). Sentences of any test set are never used: ``banned`` holds
-their ``normalise_text`` forms.
+student's only target for it: ``absa train --transfer``, ``training/distill.py``). Sentences
+of any test set are never used: ``banned`` holds their ``normalise_text`` forms.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from absa.training.readers import normalise_text
-from absa.training.records import Example
+from absa.training.records import DataError, Example
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Candidate", "candidates", "write_jsonl"]
+__all__ = ["Candidate", "candidates", "drop_sentences", "read_jsonl", "write_jsonl"]
 
 #: texts -> per text the found spans as (start, end, confidence)
 Extract = Callable[[list[str]], list[list[tuple[int, int, float]]]]
@@ -75,3 +75,46 @@ def write_jsonl(path: Path, found: Sequence[Candidate]) -> None:
     with path.open("w", encoding="utf-8") as f:
         for c in found:
             f.write(json.dumps({"aspect": c.aspect, **asdict(c)}, ensure_ascii=False) + "\n")
+
+
+def read_jsonl(paths: Sequence[str | Path]) -> list[Candidate]:
+    """Candidates from JSONL files as ``write_jsonl`` writes them (``text``, ``start``,
+    ``end``; ``aspect``, if given, must be ``text[start:end]``; ``confidence`` and ``source``
+    optional). A bad line is a DataError naming the file and line."""
+    out: list[Candidate] = []
+    for path in paths:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise DataError(f"{path}: cannot read the transfer set ({e})") from None
+        for n, line in enumerate(lines, 1):
+            if line.strip():
+                out.append(_candidate(line, f"{path}:{n}"))
+    return out
+
+
+def _candidate(line: str, where: str) -> Candidate:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: invalid JSON ({e.msg})") from None
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: a line must be a JSON object")
+    text, start, end = row.get("text"), row.get("start"), row.get("end")
+    if not isinstance(text, str) or not text.strip():
+        raise DataError(f"{where}: 'text' must be a non-empty string")
+    if not (type(start) is int and type(end) is int and 0 <= start < end <= len(text)):
+        raise DataError(f"{where}: 'start' and 'end' must be offsets of a span in the text")
+    aspect = row.get("aspect")
+    if aspect is not None and aspect != text[start:end]:
+        raise DataError(f"{where}: aspect {aspect!r} is not text[start:end] ({text[start:end]!r})")
+    conf = row.get("confidence", 1.0)
+    if not isinstance(conf, int | float) or isinstance(conf, bool):
+        raise DataError(f"{where}: 'confidence' must be a number")
+    return Candidate(text, start, end, float(conf), str(row.get("source") or where))
+
+
+def drop_sentences(found: Sequence[Candidate], texts: Iterable[str]) -> list[Candidate]:
+    """The candidates whose sentence (compared by ``normalise_text``) is not among ``texts``."""
+    banned = {normalise_text(t) for t in texts}
+    return [c for c in found if normalise_text(c.text) not in banned]

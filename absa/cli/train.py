@@ -68,6 +68,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     task = args.task
     if args.train_more and task != "terms":
         raise CLIError("--train-more is for --task terms")
+    if args.transfer and task != "terms":
+        raise CLIError("--transfer is for --task terms")
+    if args.transfer and not preset.train.teacher:
+        raise CLIError("--transfer needs a teacher to label it (train.teacher in --config)")
     train = _read(args.train, args.skip_invalid, task)
     dev = _read(args.dev, args.skip_invalid, task).examples if args.dev else None
     if task == "category":
@@ -90,6 +94,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         info["exclude"] = _data_info(args.exclude)
         info["excluded_overlap"] = dropped
         log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
+    transfer = _transfer(args, info) if args.transfer else []
     result = fit(
         examples,
         dev,
@@ -98,6 +103,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         data_info=info,
         progress=not args.quiet,
         preset_name=preset.name,
+        transfer=transfer,
     )
     reports: dict[str, dict] = {}
     for path in args.eval or []:
@@ -125,6 +131,22 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> list:
     info["exclude"] = _data_info(args.exclude or [])
     info["excluded_overlap"] = sum(r.test_overlap for r in reports)
     info["combined"] = [r.to_dict() for r in reports]
+    return kept
+
+
+def _transfer(args: argparse.Namespace, info: dict) -> list:
+    """--transfer's unlabelled aspects, less those of a sentence in an --exclude file."""
+    from absa.training.transfer_set import drop_sentences, read_jsonl
+
+    found = read_jsonl(args.transfer)
+    kept = drop_sentences(found, (e.text for e in _read(args.exclude or [], True).examples))
+    info["transfer"] = _data_info(args.transfer)
+    info["transfer_excluded"] = len(found) - len(kept)
+    log.info(
+        "transfer set: %d unlabelled aspect(s) (%d dropped: their sentence is in --exclude)",
+        len(kept),
+        len(found) - len(kept),
+    )
     return kept
 
 
@@ -257,6 +279,13 @@ def register(sub: Any) -> None:
         help="--task extract with a teacher: files whose sentence texts (labels unused) the "
         "teacher tags as extra soft targets; sentences in train, dev or --exclude are dropped "
         "(default: none)",
+    )
+    t.add_argument(
+        "--transfer",
+        nargs="+",
+        help="with a teacher: JSONL files of unlabelled aspects (text, start, end; e.g. from "
+        "benchmarks/transfer_set.py) that the teacher labels; its probabilities are their only "
+        "target; aspects of dev or --exclude sentences are dropped (default: none)",
     )
     t.add_argument(
         "--train-more",

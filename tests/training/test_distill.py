@@ -17,19 +17,6 @@ from absa.training.rundir import WEIGHTS, read_info
 from absa.training.train import fit
 from tests.helpers import synthetic_examples, tiny_preset
 
-FLIP = {"positive": "negative", "negative": "positive", "neutral": "neutral"}
-
-
-@pytest.fixture(scope="module")
-def liar(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
-    """A teacher trained on flipped labels: it calls positive what is negative."""
-    examples = synthetic_examples(12, seed=0)
-    flipped = [replace(e, label=FLIP[e.label]) for e in examples]
-    run_dir = tmp_path_factory.mktemp("teacher") / "liar"
-    fit(flipped, flipped, tiny_preset("atae-lstm", small_glove), run_dir, progress=False)
-    assert evaluate(run_dir, flipped)["accuracy"] >= 0.9
-    return run_dir
-
 
 def student(teacher: Path, distill: float, glove: Path, out: Path) -> float:
     """Accuracy on the true labels of a student trained on them with this teacher."""
