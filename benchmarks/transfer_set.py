@@ -1,11 +1,13 @@
 """Build the distillation transfer set: aspects the shipped extractor finds in the union+new
 training sentences that no annotator labelled (training/transfer_set.py); test sentences never.
 
-    python benchmarks/transfer_set.py [--min-confidence 0.5] [--out runs/transfer-set.jsonl]
+    python benchmarks/transfer_set.py [--min-confidence 0.5] [--out runs/transfer-set.jsonl] \
+        [--only rest14 lap14 twitter mams]
 
-Writes the candidates (derived from the data: kept under runs/, never committed) and their
-counts per training file to benchmarks/results/transfer_set/counts.json. Labelling them
-needs a teacher (`accurate`, trained on the same union+new); not done on this CPU session.
+Writes the candidates (derived from the data: kept under runs/, never committed; ``--only``:
+those of these training sets' sentences) and their counts per training file to
+benchmarks/results/transfer_set/counts.json. A teacher labels them when a student trains
+with them: ``absa train ... --config <teacher config> --transfer runs/transfer-set.jsonl``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min-confidence", type=float, default=0.5)
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "transfer-set.jsonl")
+    ap.add_argument("--only", nargs="+", help="write only the candidates of these training sets")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     tests = {n: read_examples(p).examples for n, p in test_files().items()}
@@ -45,7 +48,11 @@ def main() -> None:
         return [[(s.start, s.end, s.confidence) for s in f] for f in ext.extract(texts)]
 
     found = candidates(train, extract, banned, args.min_confidence)
-    write_jsonl(args.out, found)
+    if args.only:
+        keep = tuple(f"{path}:" for name, path in union_files(new=True) if name in args.only)
+        write_jsonl(args.out, [c for c in found if c.source.startswith(keep)])
+    else:
+        write_jsonl(args.out, found)
     by_file: dict[str, dict] = {}
     for name, path in union_files(new=True):
         mine = [c for c in found if c.source.startswith(f"{path}:")]
