@@ -2,7 +2,8 @@
 sentences excluded), export, evaluate on every test set, write the model card's numbers.
 
     python benchmarks/default_model.py [--preset fast | --config FILE] [--seed 1] \\
-        [--teacher-run runs/teacher-union] [--out model/artifacts/default]
+        [--teacher-run runs/teacher-union] [--transfer runs/transfer-set-union.jsonl] \\
+        [--out model/artifacts/default]
 
 It runs exactly these commands (printed first), so the card can quote them:
 
@@ -10,7 +11,8 @@ It runs exactly these commands (printed first), so the card can quote them:
         --threads 1 --out runs/teacher-union        (with --teacher-run, unless it exists)
     absa evaluate --model runs/teacher-union --data <test file> --json   (for each set)
     absa train --train <4 train files> --exclude <4 test files> --preset fast --seed 1 \\
-        --threads 1 --out runs/default          (--config FILE instead of --preset if given)
+        --threads 1 --out runs/default          (--config FILE instead of --preset if given;
+                                                 --transfer FILE: the teacher labels its aspects)
     absa export --run runs/default --out model/artifacts/default --name absa-default --version V
     absa evaluate --model model/artifacts/default --data <test file> --json   (for each set)
 
@@ -75,6 +77,11 @@ def main() -> None:
         action="store_true",
         help="also train on the train-only sets (--train-more; benchmarks/datasets.py)",
     )
+    ap.add_argument(
+        "--transfer",
+        type=Path,
+        help="a transfer set for the student (benchmarks/transfer_set.py; needs a teacher)",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--version", default="1.0.0")
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
@@ -109,6 +116,8 @@ def main() -> None:
         train(["--preset", args.teacher_preset], args.teacher_run, not exists)
         teacher = evaluate_all(absa, args.teacher_run, tests)
     choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
+    if args.transfer:
+        choice += ["--transfer", str(args.transfer)]
     train(choice, args.run, not args.skip_train)
     shutil.rmtree(args.out, ignore_errors=True)
     run(
@@ -162,6 +171,8 @@ def invocation(args: argparse.Namespace) -> str:
         parts += ["--teacher-run", str(args.teacher_run)]
     if args.new_data:
         parts += ["--new-data"]
+    if args.transfer:
+        parts += ["--transfer", str(args.transfer)]
     parts += ["--run", str(args.run), "--seed", str(args.seed), "--version", args.version]
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 
@@ -182,8 +193,20 @@ def distillation(tr: dict, teacher: dict | None) -> str:
   attention head) trained on the same data, seed and so dev split (dev sentences it may have
   seen: {t["dev_leak"]}). The teacher on the test sets (accuracy / macro-F1 %): {scores}.
   The teacher is needed to train, never to serve; it takes about an hour on 2 CPU cores,
-  minutes on a GPU (`absa train` uses one when torch sees it).{where}
+  minutes on a GPU (`absa train` uses one when torch sees it).{where}{transfer_words(tr)}
 """
+
+
+def transfer_words(tr: dict) -> str:
+    """The card's words for a transfer set, if one was used."""
+    about = tr.get("transfer")
+    if not about:
+        return ""
+    mix = ", ".join(f"{k} {v}" for k, v in about["teacher_labels"].items())
+    return f"""
+  Transfer set: {about["used"]} aspects that no annotator labelled (spans the shipped
+  extractor finds in the training sentences, `benchmarks/transfer_set.py`; none from a test
+  or dev sentence), with the teacher's probabilities as their only target (its labels: {mix})."""
 
 
 def more_data(tr: dict) -> str:

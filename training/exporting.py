@@ -12,6 +12,7 @@ from absa.training.rundir import LoadedRun, load_run, read_dev_examples
 TRAIN_KEYS = (
     *("seed", "data", "label_counts", "n_train", "n_dev", "dev_split"),
     "teacher",  # a distilled model's teacher: path, sha256, dev leak
+    "transfer",  # a transfer set's aspects the teacher labelled: given, used, its labels
 )
 
 
