@@ -221,6 +221,32 @@ def more_data(tr: dict) -> str:
     )
 
 
+def network_words(cfg: dict) -> str:
+    """The card's one-line description of the network, from its model config."""
+    attention = {
+        "additive": "additive attention over [H; v_a] (ATAE)",
+        "scaled_dot": "scaled dot-product aspect attention softmax((W_v v_a)^T (W_h H) / sqrt(d_a))",
+    }.get(cfg["attention"], f"{cfg['attention']} attention")
+    parts = [
+        f"{'bidirectional ' if cfg['bidirectional'] else ''}{cfg['cell'].upper()} "
+        f"(hidden {cfg['hidden_size']} per direction)",
+        "the aspect vector v_a in every word's input" if cfg["aspect_in_input"] else "",
+        "sinusoidal positions added to H and v_a"
+        + (" (learned scales)" if cfg.get("positional_scale") == "learned" else "")
+        if cfg.get("positional")
+        else "",
+        f"a {cfg['self_attention_heads']}-head self-attention layer over H"
+        + (" (gated residual)" if cfg.get("self_attention_residual") == "gated" else "")
+        if cfg.get("self_attention_heads")
+        else "",
+        attention,
+        f"proximity weighting = {cfg['position_weighting']}",
+        "h_N from "
+        + ("the aspect's own states" if cfg.get("summary") == "aspect" else "the last states"),
+    ]
+    return ", ".join(p for p in parts if p)
+
+
 def card(
     args: argparse.Namespace, results: dict, cmds: list[str], teacher: dict | None = None
 ) -> str:
@@ -268,10 +294,7 @@ def card(
 The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model` is given.
 
 - **Language**: {LANGUAGE}
-- **Network**: preset `{meta["preset"]}`: {"bidirectional " if cfg["bidirectional"] else ""}{cfg["cell"].upper()}
-  (hidden {cfg["hidden_size"]} per direction), aspect vector in the input and in additive
-  attention (ATAE), proximity weighting = {cfg["position_weighting"]}, h_N from
-  {"the aspect's own states" if cfg.get("summary") == "aspect" else "the last states"}; GloVe 6B 50d word vectors, tuned.
+- **Network**: preset `{meta["preset"]}`: {network_words(cfg)}; GloVe 6B 50d word vectors, tuned.
 - **Labels**: {", ".join(meta["labels"])}.
 - **Training data**: the union of the training sets of SemEval-2014 restaurants and laptops,
   Twitter and MAMS{more_data(tr)} ({tr["n_train"] + tr["n_dev"]} aspects), with every sentence that also occurs in one
