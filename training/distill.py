@@ -78,8 +78,6 @@ def label_transfer(
         Example(e.text, e.start, e.end, labels[int(k)], e.source)
         for e, k in zip(placeholder, probs.argmax(1), strict=True)
     ]
-    mix = {lab: sum(e.label == lab for e in examples) for lab in labels}
-    log.info("teacher %s labelled %d transfer aspect(s): %s", teacher, len(examples), mix)
     return examples, probs
 
 

@@ -28,9 +28,9 @@ import io
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
@@ -519,11 +519,19 @@ def normalise_text(text: str) -> str:
     return re.sub(r"\W+", "", text.lower())
 
 
-def drop_overlap(
-    examples: list[Example], reference: Iterable[Example]
-) -> tuple[list[Example], int]:
-    """The examples whose sentence does not occur in ``reference`` (e.g. test sets), and how
-    many were dropped. Public ABSA sets share sentences (MAMS and SemEval-2014 restaurants)."""
+class HasText(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+T = TypeVar("T", bound=HasText)
+
+
+def drop_overlap(examples: Sequence[T], reference: Iterable[HasText]) -> tuple[list[T], int]:
+    """The examples (anything with a sentence ``text``: examples, sentences, transfer-set
+    candidates) whose sentence does not occur in ``reference`` (e.g. test sets), and how many
+    were dropped, texts compared by ``normalise_text``. Public ABSA sets share sentences
+    (MAMS and SemEval-2014 restaurants)."""
     banned = {normalise_text(e.text) for e in reference}
     kept = [e for e in examples if normalise_text(e.text) not in banned]
     return kept, len(examples) - len(kept)

@@ -20,7 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from absa.training.readers import _parse_xml, _read_bytes, detect_format, normalise_text, read_many
+from absa.training.readers import (
+    _parse_xml,
+    _read_bytes,
+    detect_format,
+    drop_overlap,
+    read_many,
+)
 from absa.training.records import DataError
 
 log = logging.getLogger(__name__)
@@ -124,9 +130,7 @@ def drop_sentences(
 ) -> tuple[list[Sentence], int]:
     """The sentences whose text does not occur in ``reference`` (a test set), and how many
     were dropped (texts compared lower-cased without spaces or punctuation)."""
-    banned = {normalise_text(s.text) for s in reference}
-    kept = [s for s in sentences if normalise_text(s.text) not in banned]
-    return kept, len(sentences) - len(kept)
+    return drop_overlap(sentences, reference)
 
 
 @dataclass(frozen=True)

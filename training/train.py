@@ -57,8 +57,9 @@ from absa.training.inference import batches, cache_features, encode_all, predict
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version, environment
+from absa.training.readers import drop_overlap
 from absa.training.records import DataError, Labelled
-from absa.training.transfer_set import Candidate, drop_sentences
+from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
 
@@ -212,18 +213,18 @@ def prepare_data(
         soft = torch.from_numpy(probs).to(device)
     gold, about = None, None
     if transfer:  # never an aspect of a dev sentence: dev shares no text with train
-        kept = drop_sentences(transfer, (e.text for e in dev))
+        kept, dropped = drop_overlap(transfer, dev)
         extra, probs = label_transfer(Path(tcfg.teacher), kept, preset.model.labels)
         about = {
             "given": len(transfer),
             "used": len(extra),
-            "dropped_dev_sentences": len(transfer) - len(kept),
+            "dropped_dev_sentences": dropped,
             "teacher_labels": {lab: sum(e.label == lab for e in extra) for lab in counts},
         }
         gold = torch.tensor([True] * len(train) + [False] * len(extra), device=device)
         train = [*train, *extra]
         soft = torch.cat([soft, torch.from_numpy(probs).to(device)])  # type: ignore[list-item]
-        log.info("transfer set: %d aspect(s) added to train with the teacher's targets", len(extra))
+        log.info("transfer set added to train with the teacher's targets: %s", about)
     return Data(list(train), list(dev), dev_source, counts, augmented, soft, gold, about)
 
 
@@ -397,11 +398,11 @@ def train_epoch(
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
         logits, alpha, _ = net(**batch)
-        if gold is not None and soft is not None:
+        if gold is not None:  # a transfer set (which needs a teacher, so soft targets)
             loss = mixed_loss(
                 logits,
                 inputs.y_train[b],
-                soft[b],
+                soft[b],  # type: ignore[index]
                 gold[b],
                 tcfg.distill,
                 inputs.class_weight,
@@ -414,9 +415,9 @@ def train_epoch(
                 weight=inputs.class_weight,
                 label_smoothing=tcfg.label_smoothing,
             )
-        if soft is not None and gold is None:
-            kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
-            loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
+            if soft is not None:
+                kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
+                loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
         mask = batch["attention_mask"]
         if sentences is not None:
             group = torch.tensor([sentences[i] for i in b])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from absa.training.records import DataError, Example
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Candidate", "candidates", "drop_sentences", "read_jsonl", "write_jsonl"]
+__all__ = ["Candidate", "candidates", "read_jsonl", "write_jsonl"]
 
 #: texts -> per text the found spans as (start, end, confidence)
 Extract = Callable[[list[str]], list[list[tuple[int, int, float]]]]
@@ -112,9 +112,3 @@ def _candidate(line: str, where: str) -> Candidate:
     if not isinstance(conf, int | float) or isinstance(conf, bool):
         raise DataError(f"{where}: 'confidence' must be a number")
     return Candidate(text, start, end, float(conf), str(row.get("source") or where))
-
-
-def drop_sentences(found: Sequence[Candidate], texts: Iterable[str]) -> list[Candidate]:
-    """The candidates whose sentence (compared by ``normalise_text``) is not among ``texts``."""
-    banned = {normalise_text(t) for t in texts}
-    return [c for c in found if normalise_text(c.text) not in banned]

@@ -84,17 +84,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         "dev": _data_info(args.dev or []),
         "skipped_invalid": len(train.skipped),
     }
-    examples = train.examples
+    examples, excluded = train.examples, []
     if args.train_more:
-        examples = _train_more(args, examples, info)
+        examples, excluded = _train_more(args, examples, info)
     elif args.exclude:
         from absa.training.readers import drop_overlap
 
-        examples, dropped = drop_overlap(examples, _read(args.exclude, True).examples)
+        excluded = _read(args.exclude, True).examples
+        examples, dropped = drop_overlap(examples, excluded)
         info["exclude"] = _data_info(args.exclude)
         info["excluded_overlap"] = dropped
         log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
-    transfer = _transfer(args, info) if args.transfer else []
+    transfer = _transfer(args, info, excluded) if args.transfer else []
     result = fit(
         examples,
         dev,
@@ -118,9 +119,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_more(args: argparse.Namespace, examples: list, info: dict) -> list:
+def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[list, list]:
     """--train, then each --train-more file without the sentences an earlier file gave, all
-    without --exclude's sentences (training/union.py); what was dropped goes in run.json."""
+    without --exclude's sentences (training/union.py); what was dropped goes in run.json.
+    Returns the examples kept and --exclude's examples."""
     from absa.training.union import combine
 
     files = [("--train", examples)]
@@ -131,21 +133,22 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> list:
     info["exclude"] = _data_info(args.exclude or [])
     info["excluded_overlap"] = sum(r.test_overlap for r in reports)
     info["combined"] = [r.to_dict() for r in reports]
-    return kept
+    return kept, [e for ex in tests.values() for e in ex]
 
 
-def _transfer(args: argparse.Namespace, info: dict) -> list:
-    """--transfer's unlabelled aspects, less those of a sentence in an --exclude file."""
-    from absa.training.transfer_set import drop_sentences, read_jsonl
+def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
+    """--transfer's unlabelled aspects, less those of a sentence in ``excluded`` (--exclude's
+    examples)."""
+    from absa.training.readers import drop_overlap
+    from absa.training.transfer_set import read_jsonl
 
-    found = read_jsonl(args.transfer)
-    kept = drop_sentences(found, (e.text for e in _read(args.exclude or [], True).examples))
+    kept, dropped = drop_overlap(read_jsonl(args.transfer), excluded)
     info["transfer"] = _data_info(args.transfer)
-    info["transfer_excluded"] = len(found) - len(kept)
+    info["transfer_excluded"] = dropped
     log.info(
         "transfer set: %d unlabelled aspect(s) (%d dropped: their sentence is in --exclude)",
         len(kept),
-        len(found) - len(kept),
+        dropped,
     )
     return kept
 
