@@ -74,7 +74,9 @@ def rebuild_dev(meta: dict) -> list[Example]:
     examples = read_many(recorded_files(data["train"])).examples
     examples, dropped = drop_overlap(examples, read_many(recorded_files(data["exclude"])).examples)
     counts = {lab: sum(e.label == lab for e in examples) for lab in meta["labels"]}
-    rest, dev = split_dev(examples, meta["train_config"]["dev_fraction"], train["seed"])
+    tcfg = meta["train_config"]
+    seed = train["seed"] if tcfg.get("dev_seed") is None else tcfg["dev_seed"]
+    rest, dev = split_dev(examples, tcfg["dev_fraction"], seed)
     got = (dropped, counts, len(rest), len(dev))
     want = (data["excluded_overlap"], train["label_counts"], train["n_train"], train["n_dev"])
     if got != want:

@@ -30,6 +30,9 @@ class TrainConfig:
     select_on: str = "accuracy"
     dev_fraction: float = 0.1  # held out from train with the seed when no dev file is given
     seed: int = 1
+    # the seed of that held-out split when it should not follow ``seed``: students of other
+    # seeds keep the split of the teacher they learn from (distill.py: dev_leak stays 0)
+    dev_seed: int | None = None
     threads: int = 2
     device: str = "auto"  # auto (CUDA when torch sees a GPU) | cpu | cuda
     max_len: int = 128

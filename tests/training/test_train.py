@@ -172,6 +172,21 @@ def test_fit_without_dev_splits_train(small_glove: Path, tmp_path: Path) -> None
     ]
 
 
+def test_dev_seed_fixes_the_split_apart_from_the_seed(small_glove: Path, tmp_path: Path) -> None:
+    """A student of seed 3 keeps the seed-1 split of the teacher it learns from."""
+    examples = synthetic_examples(10, seed=4)
+    preset = tiny_preset("at-lstm", small_glove)
+    tcfg = replace(preset.train, epochs=1, dev_fraction=0.2, seed=3, dev_seed=1)
+    fit(examples, None, replace(preset, train=tcfg), tmp_path, progress=False)
+    _, dev_1 = split_dev(examples, 0.2, seed=1)
+    _, dev_3 = split_dev(examples, 0.2, seed=3)
+    assert {e.text for e in dev_1} != {e.text for e in dev_3}  # the two seeds' splits differ
+    saved = {e.text for e in read_dev_examples(tmp_path)}
+    assert saved == {e.text for e in dev_1}
+    info = read_info(tmp_path)
+    assert info["seed"] == 3 and "held out with seed 1" in info["dev_split"]
+
+
 def test_fit_reports_bad_spans_with_their_source(small_glove: Path, tmp_path: Path) -> None:
     bad = [Example("the food", 3, 4, "positive", "data.jsonl:7")]  # a whitespace span
     good = synthetic_examples(3)
