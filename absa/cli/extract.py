@@ -65,6 +65,8 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         )
     if Path(args.out).exists():
         raise CLIError(f"{args.out} exists; train into a new directory")
+    if args.dev_seed is not None:
+        raise CLIError("--dev-seed is for sentiment models (--task terms or category)")
     model_over, train_over = PRESETS[args.preset] if args.preset else _config(args.config)
     cfg = TaggerConfig.from_dict(model_over)
     tcfg = TagTrainConfig.from_dict(train_over)

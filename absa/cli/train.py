@@ -57,6 +57,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         k: v
         for k, v in (
             ("seed", args.seed),
+            ("dev_seed", args.dev_seed),
             ("epochs", args.epochs),
             ("threads", args.threads),
             ("device", args.device),
@@ -298,6 +299,12 @@ def register(sub: Any) -> None:
         "of the dev split) (default: none)",
     )
     t.add_argument("--seed", type=int, help="random seed (default: the preset's, 1)")
+    t.add_argument(
+        "--dev-seed",
+        type=int,
+        help="seed of the dev split held out of --train when no --dev is given, e.g. a "
+        "distilled student's other seeds keeping their teacher's split (default: --seed)",
+    )
     t.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
     t.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, 2)")
     t.add_argument(

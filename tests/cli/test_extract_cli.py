@@ -134,6 +134,11 @@ def test_extract_presets_are_checked_by_name(
     for model, train in PRESETS.values():  # every preset builds valid configs
         TaggerConfig.from_dict(model)
         TagTrainConfig.from_dict(train)
+    code = main(["train", "--task", "extract", "--train", str(xml), "--preset", "fast",
+                 "--dev-seed", "1", "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--dev-seed is for sentiment models" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_killed_run_leaves_its_best_epoch_so_far(

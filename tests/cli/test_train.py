@@ -111,6 +111,25 @@ def test_train_without_eval_records_none(
     assert "eval" not in read_metrics(out)
 
 
+def test_train_dev_seed_keeps_another_seeds_split(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
+    base = ["train", "--train", str(train), "--config", str(cfg), "--quiet"]
+    assert main([*base, "--seed", "1", "--out", str(tmp_path / "s1")]) == 0
+    assert main([*base, "--seed", "2", "--out", str(tmp_path / "s2")]) == 0
+    assert main([*base, "--seed", "2", "--dev-seed", "1", "--out", str(tmp_path / "d1")]) == 0
+    devs = {
+        name: json.loads((tmp_path / name / "train_config.json").read_text())["dev_seed"]
+        for name in ("s1", "s2", "d1")
+    }
+    assert devs == {"s1": None, "s2": None, "d1": 1}
+    dev_text = {n: (tmp_path / n / "dev.jsonl").read_text() for n in ("s1", "s2", "d1")}
+    assert dev_text["d1"] == dev_text["s1"] != dev_text["s2"]
+    assert read_info(tmp_path / "d1")["seed"] == 2
+
+
 def test_train_excludes_sentences_of_other_files(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
