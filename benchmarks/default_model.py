@@ -44,20 +44,25 @@ from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
 commands: list[str] = []
 
 
-def run(cmd: list[str], execute: bool = True) -> str:
+def run(cmd: list[str], execute: bool = True, record: list[str] = commands) -> str:
+    """Run ``cmd`` in the project root and return its stdout; its shown form (``absa ...``,
+    paths relative to the root) goes to ``record``, the module's list unless given."""
     shown = shlex.join(["absa", *cmd[3:]] if cmd[1:3] == ["-m", "absa.cli"] else cmd)
     shown = shown.replace(str(ROOT) + "/", "").replace(str(ROOT.parent) + "/", "../")
-    commands.append(shown)
+    record.append(shown)
     print("$ " + shown + ("" if execute else "   (reused: not run now)"), flush=True)
     if not execute:
         return ""
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
 
 
-def evaluate_all(absa: list[str], model: Path, tests: dict[str, str]) -> dict:
+def evaluate_all(
+    absa: list[str], model: Path, tests: dict[str, str], record: list[str] = commands
+) -> dict:
     results = {}
     for name, test in tests.items():
-        rep = json.loads(run([*absa, "evaluate", "--model", str(model), "--data", test, "--json"]))
+        cmd = [*absa, "evaluate", "--model", str(model), "--data", test, "--json"]
+        rep = json.loads(run(cmd, record=record))
         results[name] = {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "n": rep["n"]}
         print(
             f"{model.name} {name}: acc {rep['accuracy'] * 100:.2f} "

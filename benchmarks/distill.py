@@ -1,0 +1,145 @@
+"""Distilled union students of one teacher, several seeds: train, export, evaluate; resumable.
+
+    python benchmarks/distill.py --name union-fast-kd-transfer-mpnet \\
+        --config benchmarks/configs/default-kd-mpnet.json \\
+        --transfer runs/transfer-set-union.jsonl --seeds 1 2 3 [--threads 1] [--jobs 2]
+
+Each seed trains the student the way the shipped model is trained (the four training sets,
+their test sentences excluded; ``benchmarks/default_model.py``), exports it and evaluates the
+artifact on the four test sets; one JSON per (name, seed) in benchmarks/results/distill/,
+skipped when it exists. The teacher is the config's ``train.teacher``, trained beforehand on
+the same data with one seed (``default_model.py --teacher-run``): every student keeps that
+seed's dev split (``--dev-seed``, default the teacher's seed), so no student's dev sentence
+was in the teacher's training data (``teacher.dev_leak`` = 0 in each file, checked). The
+teacher's own test scores are measured once per teacher and kept beside the students'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from absa.model.artifact import sha256_file  # noqa: E402
+from absa.training import rundir  # noqa: E402
+from absa.training.presets import load_config  # noqa: E402
+from absa.training.provenance import code_version  # noqa: E402
+from benchmarks import default_model  # noqa: E402
+from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "distill"
+RUNS = ROOT / "runs" / "distill"
+ABSA = [sys.executable, "-m", "absa.cli"]
+
+
+def shown(path: Path) -> str:
+    """A path as the result files show it: relative to the project root when inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def tests() -> dict[str, str]:
+    return {d: str(paths(d)["test"]) for d in DATASETS}
+
+
+def teacher_scores(teacher: Path) -> dict:
+    """The teacher's test scores, measured once per teacher weights (a file per teacher)."""
+    sha = sha256_file(teacher / rundir.WEIGHTS)
+    path = OUT / f"teacher-{teacher.name}.json"
+    if path.exists() and json.loads(path.read_text())["sha256"] == sha:
+        return json.loads(path.read_text())
+    cmds: list[str] = []
+    scores = default_model.evaluate_all(ABSA, teacher, tests(), record=cmds)
+    info = rundir.read_info(teacher)
+    saved = {
+        "teacher": shown(teacher),
+        "sha256": sha,
+        "seed": info["seed"],
+        "n_train": info["n_train"],
+        "n_dev": info["n_dev"],
+        "dev": {k: rundir.read_metrics(teacher)["dev"][k] for k in ("accuracy", "macro_f1")},
+        "train_seconds": info.get("train_seconds"),
+        "test": scores,
+        "code_version": info.get("code_version"),
+        "commands": cmds,
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved, indent=1) + "\n")
+    return saved
+
+
+def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
+    """Train, export and evaluate one seed; write its result file."""
+    out = OUT / f"{args.name}.s{seed}.json"
+    run, art = RUNS / f"{args.name}.s{seed}", RUNS / f"{args.name}.s{seed}.artifact"
+    cmds: list[str] = []
+
+    def step(cmd: list[str]) -> str:
+        return default_model.run(cmd, record=cmds)
+
+    trains = [str(paths(d)["train"]) for d in DATASETS]
+    extra = ["--transfer", str(args.transfer)] if args.transfer else []
+    step(
+        [*ABSA, "train", "--train", *trains, "--exclude", *tests().values()]
+        + ["--config", str(args.config), *extra, "--seed", str(seed)]
+        + ["--dev-seed", str(args.dev_seed), "--threads", str(args.threads), "--quiet"]
+        + ["--out", str(run)]
+    )
+    step([*ABSA, "export", "--run", str(run), "--out", str(art), "--name", args.name])
+    scores = default_model.evaluate_all(ABSA, art, tests(), record=cmds)
+    info, metrics = rundir.read_info(run), rundir.read_metrics(run)
+    if info["teacher"]["dev_leak"] != 0:
+        raise SystemExit(f"{run}: {info['teacher']['dev_leak']} dev sentences the teacher saw")
+    result = {
+        "run": shown(run),
+        "seed": seed,
+        "dev_seed": args.dev_seed,
+        "preset": info["preset"],
+        "config": str(args.config),
+        "dev": {k: metrics["dev"][k] for k in ("accuracy", "macro_f1")},
+        "best_epoch": metrics["best_epoch"],
+        "test": scores,
+        "teacher": info["teacher"],
+        "teacher_test": teacher["test"],
+        "transfer": info.get("transfer"),
+        "data": info["data"],
+        "code_version": code_version(),
+        "environment": info["environment"],
+        "train_seconds": info["train_seconds"],
+        "commands": cmds,
+        "machine": args.machine,
+    }
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--name", required=True, help="the result files' stem")
+    ap.add_argument("--config", type=Path, required=True, help="a student config with a teacher")
+    ap.add_argument("--transfer", type=Path, help="a transfer set (benchmarks/transfer_set.py)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--dev-seed", type=int, help="default: the teacher run's seed")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per student")
+    ap.add_argument("--jobs", type=int, default=1, help="students trained at once")
+    ap.add_argument("--machine", default=f"the {PROJECT_MACHINE}")
+    args = ap.parse_args()
+    teacher_dir = Path(load_config(args.config, None).train.teacher)
+    if not rundir.is_run(teacher_dir):
+        raise SystemExit(f"{args.config}: teacher {teacher_dir} is not a training run")
+    if args.dev_seed is None:
+        args.dev_seed = rundir.read_info(teacher_dir)["seed"]
+    teacher = teacher_scores(teacher_dir)
+    todo = [s for s in args.seeds if not (OUT / f"{args.name}.s{s}.json").exists()]
+    RUNS.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each student is a subprocess
+        for path in pool.map(lambda s: student(args, s, teacher), todo):
+            print(f"wrote {shown(path)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""benchmarks/distill.py end to end on a tiny stand-in for the four data sets: the student of
+another seed keeps its teacher's dev split, the result file says so, and a rerun skips it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+import pytest
+
+from absa.cli import main as absa
+from absa.training.records import Example
+from absa.training.rundir import read_dev_examples
+from benchmarks import distill
+from benchmarks.datasets import DATASETS
+from tests.helpers import synthetic_examples
+
+
+def write_3line(path: Path, examples: list[Example]) -> None:
+    lines = []
+    for e in examples:
+        lines += [e.text[: e.start] + "$T$" + e.text[e.end :], e.term, e.label]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_xml(path: Path, examples: list[Example]) -> None:
+    by_text: dict[str, list[Example]] = {}
+    for e in examples:
+        by_text.setdefault(e.text, []).append(e)
+    rows = ["<sentences>"]
+    for i, (text, es) in enumerate(by_text.items()):
+        terms = "".join(
+            f"<aspectTerm term={quoteattr(e.term)} polarity={quoteattr(e.label)} "
+            f'from="{e.start}" to="{e.end}"/>'
+            for e in es
+        )
+        rows.append(f'<sentence id="{i}"><text>{escape(text)}</text><aspectTerms>{terms}'
+                    "</aspectTerms></sentence>")  # fmt: skip
+    path.write_text("\n".join([*rows, "</sentences>"]), encoding="utf-8")
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The four sets' files where benchmarks/datasets.py looks, each with its own sentences."""
+    root = tmp_path / "data"
+    for k, name in enumerate(DATASETS):
+        for split, seed, n in (("train", 10 + k, 10), ("test", 20 + k, 3)):
+            path = root / DATASETS[name][split]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            examples = synthetic_examples(n, seed=seed)
+            (write_xml if path.suffix == ".xml" else write_3line)(path, examples)
+    monkeypatch.setenv("ABSA_DATA_DIR", str(root))
+    monkeypatch.setattr(distill, "OUT", tmp_path / "results")
+    monkeypatch.setattr(distill, "RUNS", tmp_path / "runs")
+    return root
+
+
+def config(path: Path, glove: Path, **train: object) -> Path:
+    cfg = {
+        "preset": "atae-lstm",
+        "model": {"hidden_size": 8, "attention_dim": 8, "dropout": 0.0},
+        "train": {"glove": str(glove), "glove_top_k": 0, "threads": 1, "epochs": 1, **train},
+    }
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def test_students_keep_the_teachers_split_and_rerun_skips(
+    data: Path, small_glove: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    teacher = tmp_path / "teacher"
+    trains = [str(data / DATASETS[d]["train"]) for d in DATASETS]
+    tests = [str(data / DATASETS[d]["test"]) for d in DATASETS]
+    cmd = ["train", "--train", *trains, "--exclude", *tests, "--seed", "1", "--quiet"]
+    cmd += ["--config", str(config(tmp_path / "t.json", small_glove))]
+    assert absa([*cmd, "--out", str(teacher)]) == 0
+    student = config(tmp_path / "s.json", small_glove, teacher=str(teacher), distill=0.5)
+    argv = ["distill.py", "--name", "tiny", "--config", str(student), "--seeds", "2"]
+    monkeypatch.setattr(sys, "argv", argv)
+    distill.main()
+
+    result_path = tmp_path / "results" / "tiny.s2.json"
+    result = json.loads(result_path.read_text())
+    assert result["seed"] == 2 and result["dev_seed"] == 1  # the teacher's seed
+    assert result["teacher"]["dev_leak"] == 0
+    assert set(result["test"]) == set(DATASETS) == set(result["teacher_test"])
+    assert all(r["n"] == 6 for r in result["test"].values())  # 3 sentences, 2 aspects each
+    assert any("--seed 2 --dev-seed 1" in c for c in result["commands"])
+    dev = {e.text for e in read_dev_examples(tmp_path / "runs" / "tiny.s2")}
+    assert dev == {e.text for e in read_dev_examples(teacher)}
+    teacher_file = json.loads((tmp_path / "results" / "teacher-teacher.json").read_text())
+    assert teacher_file["test"] == result["teacher_test"] and teacher_file["seed"] == 1
+
+    before = result_path.stat().st_mtime_ns
+    distill.main()  # resumable: the seed's file exists, nothing is trained again
+    assert result_path.stat().st_mtime_ns == before
