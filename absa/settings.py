@@ -88,12 +88,24 @@ class Settings(BaseSettings):
         description="PROMETHEUS_MULTIPROC_DIR (prometheus_client reads it too): /metrics "
         "adds up every worker's files there",
     )
+    # training
+    teacher_cache: Path | Literal["off"] | None = Field(
+        None,
+        description="where distillation keeps a teacher's probabilities, by teacher and "
+        "examples, so students of other seeds or presets do not score them again (default: "
+        "~/.cache/absa/teacher; 'off': no cache)",
+    )
     # provenance
     code_version: str | None = Field(
         None,
         description="recorded as the code version of training runs where the source tree "
         "travels without .git (git's commit wins where there is one)",
     )
+
+    def teacher_cache_dir(self) -> Path | None:
+        if self.teacher_cache == "off":
+            return None
+        return self.teacher_cache or Path.home() / ".cache" / "absa" / "teacher"
 
     def extractor_path(self) -> Path | None:
         """The extractor artifact to load, or None (no extraction)."""

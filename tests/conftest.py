@@ -7,11 +7,16 @@ tests that use them (a test that changes a run copies it first).
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+# no test reads or writes the user's teacher cache (~/.cache/absa/teacher); the cache's own
+# test points it at its tmp_path; subprocesses the tests start inherit this
+os.environ["ABSA_TEACHER_CACHE"] = "off"
 
 from tests.helpers import (
     ARTIFACT_EXAMPLES,

@@ -16,7 +16,10 @@ same seed and dev split, or on a separate dev file), or early stopping stops bei
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,7 +54,7 @@ def teacher_targets(
 
 def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[str]) -> np.ndarray:
     try:
-        probs, teacher_labels = predict_examples(teacher, examples)
+        probs, teacher_labels = _cached_predict(teacher, examples)
     except FileNotFoundError as e:
         raise DataError(f"teacher {teacher}: {e}") from None
     if sorted(teacher_labels) != sorted(labels):
@@ -60,6 +63,49 @@ def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[
         )
     order = [list(teacher_labels).index(lab) for lab in labels]
     return probs[:, order].astype(np.float32)
+
+
+def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndarray, list[str]]:
+    """``predict_examples``, kept in the teacher cache (``ABSA_TEACHER_CACHE``) under a key
+    of the teacher's files and the examples' spans: scoring a large teacher is the slow part
+    of a student's run, and every student of one teacher asks it the same."""
+    from absa.settings import Settings
+
+    root = Settings().teacher_cache_dir()
+    if root is None:
+        return predict_examples(teacher, examples)
+    key = hashlib.sha256()
+    for f in sorted(p for p in teacher.rglob("*") if p.is_file() and p.name not in _RECORDS):
+        rel = f.relative_to(teacher).as_posix()
+        key.update(rel.encode() + b"\0" + artifact.sha256_file(f).encode() + b"\0")
+    spans = [[e.text, e.start, e.end] for e in examples]
+    key.update(json.dumps(spans, ensure_ascii=False).encode())
+    path = root / f"{key.hexdigest()}.npz"
+    if path.is_file():
+        try:
+            with np.load(path) as saved:
+                probs, labels = saved["probs"], [str(x) for x in saved["labels"]]
+            if probs.shape[0] == len(spans):
+                log.info(
+                    "teacher %s: %d examples' probabilities from %s", teacher, len(spans), path
+                )
+                return probs, labels
+        except (OSError, KeyError, ValueError) as e:
+            log.warning("teacher cache %s unreadable (%s): scoring again", path, e)
+    probs, labels = predict_examples(teacher, examples)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez(tmp, probs=probs, labels=np.array(labels))
+    os.replace(tmp, path)  # whole or absent: a run killed while writing leaves no half file
+    return probs, labels
+
+
+# a teacher directory's records of how it was made: every other file (weights, configs,
+# vocabulary, tokenizer; an artifact's metadata with its temperature) is in the cache key
+_RECORDS = frozenset(
+    {rundir.DEV, rundir.HISTORY, rundir.HISTORY_PLOT, rundir.METRICS, rundir.RUN_INFO,
+     rundir.TRAIN_CONFIG, "README.md", "eval.json"}
+)  # fmt: skip
 
 
 def label_transfer(

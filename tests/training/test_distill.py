@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -92,3 +93,37 @@ def test_teacher_errors_are_data_errors(liar: Path, tmp_path: Path) -> None:
         teacher_targets(tmp_path / "no-such-dir", examples, ("negative", "neutral", "positive"))
     with pytest.raises(DataError, match="labels"):
         teacher_targets(liar, examples, ("bad", "good"))
+
+
+def test_the_teacher_cache_is_read_by_teacher_and_examples(
+    liar: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", str(cache))
+    labels = ("negative", "neutral", "positive")
+    examples = synthetic_examples(5, seed=9)
+    first = teacher_targets(liar, examples, labels)
+    (saved,) = cache.glob("*.npz")
+    # the file is what a second student reads: planted probabilities come back
+    with np.load(saved) as z:
+        raw, names = z["probs"], [str(x) for x in z["labels"]]
+    np.savez(saved, probs=raw[:, ::-1].copy(), labels=np.array(names))
+    again = teacher_targets(liar, examples, labels)
+    order = [names.index(lab) for lab in labels]
+    np.testing.assert_allclose(again, raw[:, ::-1][:, order], atol=1e-6)
+    assert not np.allclose(again, first)
+    # a copy of the teacher elsewhere is the same teacher; other examples are another entry
+    shutil.copytree(liar, tmp_path / "moved")
+    np.testing.assert_allclose(teacher_targets(tmp_path / "moved", examples, labels), again)
+    teacher_targets(liar, examples[:3], labels)
+    # another teacher (the artifact, with its temperature) is another entry, and a torn
+    # entry is scored again rather than trusted
+    export_run(liar, tmp_path / "artifact")
+    teacher_targets(tmp_path / "artifact", examples, labels)
+    assert len(list(cache.glob("*.npz"))) == 3
+    saved.write_bytes(b"torn")
+    np.testing.assert_allclose(teacher_targets(liar, examples, labels), first, atol=1e-6)
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", "off")
+    shutil.rmtree(cache)
+    teacher_targets(liar, examples, labels)
+    assert not cache.exists()
