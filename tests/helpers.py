@@ -199,3 +199,23 @@ def exported_with_transitions(run_dir: Path, out: Path) -> Any:
     found = ext.extract([s.text for s in sentences])
     assert [{(f.start, f.end) for f in spans} for spans in found] == [s.span_set for s in sentences]
     return ext
+
+
+def tiny_config(path: Path, glove: Path, **train: object) -> Path:
+    """A tiny atae-lstm config file (two epochs, one thread, the small GloVe file)."""
+    cfg = {
+        "preset": "atae-lstm",
+        "model": {"hidden_size": 8, "attention_dim": 8, "dropout": 0.0},
+        "train": {"glove": str(glove), "glove_top_k": 0, "threads": 1, "epochs": 2, **train},
+    }
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def write_3line(path: Path, examples: Sequence[Example]) -> Path:
+    """The 3-line format: the sentence with $T$ for the aspect, the aspect, the label."""
+    lines = []
+    for e in examples:
+        lines += [e.text[: e.start] + "$T$" + e.text[e.end :], e.term, e.label]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -15,14 +15,7 @@ from absa.training.records import Example
 from absa.training.rundir import read_dev_examples
 from benchmarks import distill
 from benchmarks.datasets import DATASETS
-from tests.helpers import synthetic_examples
-
-
-def write_3line(path: Path, examples: list[Example]) -> None:
-    lines = []
-    for e in examples:
-        lines += [e.text[: e.start] + "$T$" + e.text[e.end :], e.term, e.label]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+from tests.helpers import synthetic_examples, tiny_config, write_3line
 
 
 def write_xml(path: Path, examples: list[Example]) -> None:
@@ -57,16 +50,6 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def config(path: Path, glove: Path, **train: object) -> Path:
-    cfg = {
-        "preset": "atae-lstm",
-        "model": {"hidden_size": 8, "attention_dim": 8, "dropout": 0.0},
-        "train": {"glove": str(glove), "glove_top_k": 0, "threads": 1, "epochs": 1, **train},
-    }
-    path.write_text(json.dumps(cfg))
-    return path
-
-
 def test_students_keep_the_teachers_split_and_rerun_skips(
     data: Path, small_glove: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -74,9 +57,11 @@ def test_students_keep_the_teachers_split_and_rerun_skips(
     trains = [str(data / DATASETS[d]["train"]) for d in DATASETS]
     tests = [str(data / DATASETS[d]["test"]) for d in DATASETS]
     cmd = ["train", "--train", *trains, "--exclude", *tests, "--seed", "1", "--quiet"]
-    cmd += ["--config", str(config(tmp_path / "t.json", small_glove))]
+    cmd += ["--config", str(tiny_config(tmp_path / "t.json", small_glove, epochs=1))]
     assert absa([*cmd, "--out", str(teacher)]) == 0
-    student = config(tmp_path / "s.json", small_glove, teacher=str(teacher), distill=0.5)
+    student = tiny_config(
+        tmp_path / "s.json", small_glove, epochs=1, teacher=str(teacher), distill=0.5
+    )
     argv = ["distill.py", "--name", "tiny", "--config", str(student), "--seeds", "2"]
     monkeypatch.setattr(sys, "argv", argv)
     distill.main()

@@ -14,27 +14,9 @@ from absa.cli import main
 from absa.model import artifact
 from absa.training.records import Example
 from absa.training.rundir import read_info, read_metrics
-from tests.helpers import synthetic_examples, write_jsonl
+from tests.helpers import synthetic_examples, tiny_config, write_3line, write_jsonl
 
 EXAMPLES = synthetic_examples(12, seed=0)  # the set the session's tiny_run was trained on
-
-
-def tiny_config(path: Path, glove: Path, **train: object) -> Path:
-    cfg = {
-        "preset": "atae-lstm",
-        "model": {"hidden_size": 8, "attention_dim": 8, "dropout": 0.0},
-        "train": {"glove": str(glove), "glove_top_k": 0, "threads": 1, "epochs": 2, **train},
-    }
-    path.write_text(json.dumps(cfg))
-    return path
-
-
-def write_3line(path: Path, examples: list[Example]) -> Path:
-    lines = []
-    for e in examples:
-        lines += [e.text[: e.start] + "$T$" + e.text[e.end :], e.term, e.label]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def write_csv(path: Path, examples: list[Example]) -> Path:
