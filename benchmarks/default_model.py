@@ -194,12 +194,28 @@ def distillation(tr: dict, teacher: dict | None) -> str:
     note = read_info(teacher_dir).get("note") if is_run(teacher_dir) else None
     where = f" This teacher: {note}." if note else ""
     return f"""- **Distillation**: besides the labels, it learned the probabilities of a teacher
-  (`{t["path"]}`, the `accurate` preset: all-MiniLM-L6-v2 fine-tuned under the same kind of
-  attention head) trained on the same data, seed and so dev split (dev sentences it may have
-  seen: {t["dev_leak"]}). The teacher on the test sets (accuracy / macro-F1 %): {scores}.
-  The teacher is needed to train, never to serve; it takes about an hour on 2 CPU cores,
-  minutes on a GPU (`absa train` uses one when torch sees it).{where}{transfer_words(tr)}
+  (`{t["path"]}`, {teacher_words(teacher_dir)}) trained on the same data with the dev split
+  the student holds out (dev sentences it may have seen: {t["dev_leak"]}). The teacher on
+  the test sets (accuracy / macro-F1 %): {scores}. The teacher is needed to train, never to
+  serve (`absa train` uses a GPU when torch sees one).{where}{transfer_words(tr)}
 """
+
+
+def teacher_words(teacher_dir: Path) -> str:
+    """What the teacher is, from its run: preset, encoder and how long it trained."""
+    if not is_run(teacher_dir):
+        return "an exported model"
+    info = read_info(teacher_dir)
+    took = f"{info['train_seconds'] / 3600:.1f} h to train on {info['environment']['device']}"
+    if not (teacher_dir / "encoder" / "config.json").is_file():  # no transformer
+        return f"the `{info['preset']}` preset; {took}"
+    encoder = json.loads((teacher_dir / "train_config.json").read_text())["transformer"]
+    arch = json.loads((teacher_dir / "encoder" / "config.json").read_text())
+    return (
+        f"the `{info['preset']}` preset: the encoder {encoder} ({arch['model_type']}, "
+        f"{arch['num_hidden_layers']} layers, {arch['hidden_size']} wide) fine-tuned under "
+        f"the same kind of attention head; {took}"
+    )
 
 
 def transfer_words(tr: dict) -> str:
