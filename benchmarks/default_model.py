@@ -53,7 +53,8 @@ def run(cmd: list[str], execute: bool = True, record: list[str] = commands) -> s
     print("$ " + shown + ("" if execute else "   (reused: not run now)"), flush=True)
     if not execute:
         return ""
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    # stderr (the logs) passes through, so a long step can be followed in the caller's log
+    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout
 
 
 def evaluate_all(
