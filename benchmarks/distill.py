@@ -3,6 +3,7 @@
     python benchmarks/distill.py --name union-fast-kd-transfer-mpnet \\
         --config benchmarks/configs/default-kd-mpnet.json \\
         --transfer runs/transfer-set-union.jsonl --seeds 1 2 3 [--threads 1] [--jobs 2]
+    python benchmarks/distill.py --report [NAME ...]     # the table of the result files
 
 Each seed trains the student the way the shipped model is trained (the four training sets,
 their test sentences excluded; ``benchmarks/default_model.py``), exports it and evaluates the
@@ -31,6 +32,7 @@ from absa.training.presets import load_config  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from benchmarks import default_model  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
+from benchmarks.fmt import mean_sd  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "distill"
 RUNS = ROOT / "runs" / "distill"
@@ -117,17 +119,54 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
     return out
 
 
+def report(names: list[str] | None = None) -> str:
+    """A markdown table of the result files: per student name, accuracy / macro-F1 on dev and
+    the four test sets, mean ± sd over its seeds (the seeds listed), teacher rows first."""
+    rows = [
+        "| model | seeds | dev | " + " | ".join(DATASETS) + " |",
+        "|---" * (3 + len(DATASETS)) + "|",
+    ]
+    for path in sorted(OUT.glob("teacher-*.json")):
+        t = json.loads(path.read_text())
+        cells = [_cell([t["dev"]])] + [_cell([t["test"][d]]) for d in DATASETS]
+        rows.append(f"| teacher `{t['teacher']}` | {t['seed']} | " + " | ".join(cells) + " |")
+    by_name: dict[str, list[dict]] = {}
+    for path in sorted(OUT.glob("*.s*.json")):
+        name = path.name.rsplit(".s", 1)[0]
+        if names is None or name in names:
+            by_name.setdefault(name, []).append(json.loads(path.read_text()))
+    for name, results in by_name.items():
+        seeds = ", ".join(str(r["seed"]) for r in results)
+        cells = [_cell([r["dev"] for r in results])]
+        cells += [_cell([r["test"][d] for r in results]) for d in DATASETS]
+        rows.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _cell(scores: list[dict]) -> str:
+    acc = mean_sd([s["accuracy"] for s in scores])
+    return f"{acc} / {mean_sd([s['macro_f1'] for s in scores])}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--name", required=True, help="the result files' stem")
-    ap.add_argument("--config", type=Path, required=True, help="a student config with a teacher")
+    ap.add_argument("--name", help="the result files' stem")
+    ap.add_argument("--config", type=Path, help="a student config with a teacher")
     ap.add_argument("--transfer", type=Path, help="a transfer set (benchmarks/transfer_set.py)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--dev-seed", type=int, help="default: the teacher run's seed")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per student")
     ap.add_argument("--jobs", type=int, default=1, help="students trained at once")
     ap.add_argument("--machine", default=f"the {PROJECT_MACHINE}")
+    ap.add_argument(
+        "--report", nargs="*", metavar="NAME", help="print the table of the results (these names)"
+    )
     args = ap.parse_args()
+    if args.report is not None:
+        print(report(args.report or None))
+        return
+    if not (args.name and args.config):
+        ap.error("--name and --config are needed to train students")
     teacher_dir = Path(load_config(args.config, None).train.teacher)
     if not rundir.is_run(teacher_dir):
         raise SystemExit(f"{args.config}: teacher {teacher_dir} is not a training run")

@@ -78,6 +78,11 @@ def test_students_keep_the_teachers_split_and_rerun_skips(
     teacher_file = json.loads((tmp_path / "results" / "teacher-teacher.json").read_text())
     assert teacher_file["test"] == result["teacher_test"] and teacher_file["seed"] == 1
 
+    table = distill.report().splitlines()
+    assert table[2].startswith("| teacher `") and "| 1 |" in table[2]
+    acc = result["test"]["mams"]["accuracy"] * 100
+    assert table[3].startswith("| tiny | 2 |") and f"{acc:.2f} / " in table[3]
+
     before = result_path.stat().st_mtime_ns
     distill.main()  # resumable: the seed's file exists, nothing is trained again
     assert result_path.stat().st_mtime_ns == before
