@@ -42,6 +42,7 @@ from absa.model.calibration import (  # noqa: E402
 from absa.model.card import calibration_lines  # noqa: E402
 from absa.model.recalibrate import logits, recalibrate, temperature_of  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
+from absa.training.presets import TrainConfig  # noqa: E402
 from absa.training.readers import drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train import split_dev  # noqa: E402
@@ -75,8 +76,10 @@ def rebuild_dev(meta: dict) -> list[Example]:
     examples, dropped = drop_overlap(examples, read_many(recorded_files(data["exclude"])).examples)
     counts = {lab: sum(e.label == lab for e in examples) for lab in meta["labels"]}
     tcfg = meta["train_config"]
-    seed = train["seed"] if tcfg.get("dev_seed") is None else tcfg["dev_seed"]
-    rest, dev = split_dev(examples, tcfg["dev_fraction"], seed)
+    split = TrainConfig(
+        seed=train["seed"], dev_seed=tcfg.get("dev_seed"), dev_fraction=tcfg["dev_fraction"]
+    )
+    rest, dev = split_dev(examples, split.dev_fraction, split.split_seed)
     got = (dropped, counts, len(rest), len(dev))
     want = (data["excluded_overlap"], train["label_counts"], train["n_train"], train["n_dev"])
     if got != want:

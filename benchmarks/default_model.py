@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from absa.model.artifact import read_metadata  # noqa: E402
 from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  # noqa: E402
+from absa.training import rundir  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
 
@@ -210,7 +211,7 @@ def teacher_words(teacher_dir: Path) -> str:
     took = f"{info['train_seconds'] / 3600:.1f} h to train on {info['environment']['device']}"
     if not (teacher_dir / "encoder" / "config.json").is_file():  # no transformer
         return f"the `{info['preset']}` preset; {took}"
-    encoder = json.loads((teacher_dir / "train_config.json").read_text())["transformer"]
+    encoder = json.loads((teacher_dir / rundir.TRAIN_CONFIG).read_text())["transformer"]
     arch = json.loads((teacher_dir / "encoder" / "config.json").read_text())
     return (
         f"the `{info['preset']}` preset: the encoder {encoder} ({arch['model_type']}, "

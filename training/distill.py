@@ -16,6 +16,7 @@ same seed and dev split, or on a separate dev file), or early stopping stops bei
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -77,7 +78,7 @@ def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndar
     key = hashlib.sha256()
     for f in sorted(p for p in teacher.rglob("*") if p.is_file() and p.name not in _RECORDS):
         rel = f.relative_to(teacher).as_posix()
-        key.update(rel.encode() + b"\0" + artifact.sha256_file(f).encode() + b"\0")
+        key.update(rel.encode() + b"\0" + _sha256(f).encode() + b"\0")
     spans = [[e.text, e.start, e.end] for e in examples]
     key.update(json.dumps(spans, ensure_ascii=False).encode())
     path = root / f"{key.hexdigest()}.npz"
@@ -98,6 +99,19 @@ def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndar
     np.savez(tmp, probs=probs, labels=np.array(labels))
     os.replace(tmp, path)  # whole or absent: a run killed while writing leaves no half file
     return probs, labels
+
+
+def _sha256(path: Path) -> str:
+    """A file's sha256, hashed once while the file is unchanged: a student reads its
+    teacher's weights (hundreds of MB for an mpnet teacher) for two cache keys and its run
+    record."""
+    st = path.stat()
+    return _sha256_of(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    return artifact.sha256_file(Path(path))
 
 
 # a teacher directory's records of how it was made: every other file (weights, configs,
@@ -176,7 +190,7 @@ def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
         weights, about = teacher / rundir.WEIGHTS, rundir.read_info(teacher)
     else:
         weights, about = teacher / artifact.ONNX, artifact.read_metadata(teacher)
-    info = {"path": str(teacher), "kind": kind, "sha256": artifact.sha256_file(weights)}
+    info = {"path": str(teacher), "kind": kind, "sha256": _sha256(weights)}
     info["code_version"] = about.get("code_version")
     info["dev_leak"] = dev_leak(teacher, dev)
     return info

@@ -78,6 +78,11 @@ class TrainConfig:
         if self.category_init not in ("random", "words"):
             raise ValueError(f"category_init must be random or words, not {self.category_init!r}")
 
+    @property
+    def split_seed(self) -> int:
+        """The seed of the dev split held out from train: ``dev_seed`` when set."""
+        return self.seed if self.dev_seed is None else self.dev_seed
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -63,6 +64,13 @@ def file_info(paths: Iterable[str | Path]) -> list[dict[str, str]]:
 
 
 def _portable(path: Path) -> str:
-    if path.is_absolute() and path.resolve().is_relative_to(ROOT.parent):
-        return os.path.relpath(path.resolve(), ROOT)
-    return str(path)
+    if not path.is_absolute():
+        return str(path)
+    real = path.resolve()
+    beside = real.is_relative_to(ROOT.parent)
+    # A checkout cloned into the temp dir has the temp dir as its parent; scratch files
+    # there are not "beside the checkout" and keep their absolute names.
+    scratch = real.is_relative_to(Path(tempfile.gettempdir()).resolve()) and not (
+        real.is_relative_to(ROOT) or real.is_relative_to(ROOT.parent / "shared")
+    )
+    return os.path.relpath(real, ROOT) if beside and not scratch else str(path)

@@ -199,9 +199,8 @@ def prepare_data(
         counts[e.label] += 1
     dev_source = "file"
     if not dev:
-        split_seed = tcfg.seed if tcfg.dev_seed is None else tcfg.dev_seed
-        train, dev = split_dev(train, tcfg.dev_fraction, split_seed)
-        dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {split_seed}"
+        train, dev = split_dev(train, tcfg.dev_fraction, tcfg.split_seed)
+        dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {tcfg.split_seed}"
     augmented = 0
     if tcfg.augment > 0:  # train only, after the split: dev never sees synthetic examples
         extra = augment(train, seed=tcfg.seed, rate=tcfg.augment)

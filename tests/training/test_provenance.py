@@ -76,3 +76,21 @@ def test_file_info_names_a_file_beside_the_checkout_relative_to_it() -> None:
     (info,) = file_info([readme])
     assert info["path"] == "../shared/data/README.md"
     assert (ROOT / info["path"]).resolve() == readme
+
+
+def test_file_info_in_a_checkout_cloned_into_the_temp_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone in the temp dir has the temp dir as its parent: its ../shared is still named
+    relative, other scratch files there keep their absolute names."""
+    from absa.training import provenance
+
+    monkeypatch.setattr(provenance, "ROOT", tmp_path / "checkout")
+    shared, scratch = tmp_path / "shared" / "d.txt", tmp_path / "scratch" / "d.txt"
+    for f in (shared, scratch):
+        f.parent.mkdir()
+        f.write_text("x")
+    assert [i["path"] for i in file_info([shared, scratch])] == [
+        "../shared/d.txt",
+        str(scratch),
+    ]
