@@ -47,6 +47,7 @@ from absa.training.augment import augment
 from absa.training.categories import init_from_words
 from absa.training.distill import label_transfer, mixed_loss, teacher_info, teacher_targets
 from absa.training.embeddings import (
+    PACKAGED_GLOVE,
     build_vocab,
     embedding_matrix,
     encoder_width,
@@ -56,7 +57,7 @@ from absa.training.embeddings import (
 from absa.training.inference import batches, cache_features, encode_all, predict_probs, to_tensors
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
-from absa.training.provenance import code_version, environment
+from absa.training.provenance import code_version, environment, file_info
 from absa.training.readers import drop_overlap
 from absa.training.records import DataError, Labelled
 from absa.training.transfer_set import Candidate
@@ -519,6 +520,12 @@ def run_info(
         "augmented": data.augmented,
         "transfer": data.transfer,
         "teacher": teacher_info(Path(tcfg.teacher), data.dev) if tcfg.teacher else None,
+        # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256
+        "vectors": (
+            file_info([tcfg.glove])[0]
+            if preset.model.encoder == "embedding" and tcfg.glove != PACKAGED_GLOVE
+            else None
+        ),
         "code_version": version,
         "environment": {**environment(), "device": str(device)},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

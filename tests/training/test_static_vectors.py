@@ -1,0 +1,73 @@
+"""Static word vectors distilled from a transformer: the word list, the pooling, PCA and the
+GloVe-format file a GloVe model then reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from absa.training import static_vectors as sv
+from absa.training.embeddings import load_glove
+
+
+def test_word_list_keeps_gloves_head_then_adds_the_texts_words() -> None:
+    glove = ["the", "food", "was", "good", "rare"]
+    words = sv.word_list(glove, ["The sushi was soggy , soggy !", "Great sushi"], top_k=3)
+    assert words[:3] == ["the", "food", "was"]  # what glove_top_k takes from the file's head
+    assert words[3:] == ["soggy", "sushi", "!", ",", "great"]  # most frequent first, then a-z
+    assert len(set(words)) == len(words)
+
+
+def test_encode_words_averages_each_words_own_pieces(tiny_transformer: Path) -> None:
+    model, tok = sv.load_encoder(tiny_transformer)
+    words = ["food", "unbelievably", "soggy", "a"]
+    batched = sv.encode_words(model, tok, words, batch_size=3)  # mixed lengths, padded
+    assert batched.shape == (4, 32) and np.isfinite(batched).all()
+    for i, w in enumerate(words):
+        enc = tok.encode(w)
+        with torch.no_grad():
+            hidden = model(input_ids=torch.tensor([enc.ids])).last_hidden_state[0]
+        own = [j for j, s in enumerate(enc.special_tokens_mask) if not s]
+        np.testing.assert_allclose(batched[i], hidden[own].mean(0).numpy(), atol=1e-5)
+    assert not np.allclose(batched[0], batched[2])
+
+
+def test_pca_keeps_the_directions_of_most_variance() -> None:
+    rng = np.random.default_rng(0)
+    signal = rng.normal(size=(200, 2)) * [10.0, 5.0]
+    matrix = signal @ rng.normal(size=(2, 8)) + rng.normal(scale=0.01, size=(200, 8))
+    reduced = sv.pca(matrix, 2)
+    assert reduced.shape == (200, 2) and reduced.dtype == np.float32
+    kept = reduced.var(0).sum() / (matrix - matrix.mean(0)).var(0).sum()
+    assert kept > 0.999
+    with pytest.raises(ValueError, match="dim"):
+        sv.pca(matrix, 9)
+
+
+def test_rescale_sets_the_spread() -> None:
+    m = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert sv.rescale(m, 0.4).std() == pytest.approx(0.4)
+
+
+def test_written_vectors_read_back_as_a_glove_file(tmp_path: Path) -> None:
+    words = ["food", "soggy", "é"]
+    matrix = np.array([[0.5, -1.25], [1e-3, 2.0], [3.0, -0.0625]], np.float32)
+    path = tmp_path / "v" / "vectors.txt"
+    sv.write_glove_text(path, words, matrix)
+    got_words, got = load_glove(str(path))
+    assert got_words == words
+    np.testing.assert_allclose(got, matrix, rtol=1e-4)
+    assert not list(path.parent.glob("*.tmp"))
+    with pytest.raises(ValueError, match="white space"):
+        sv.write_glove_text(tmp_path / "bad.txt", ["two words", "x", "y"], matrix)
+    with pytest.raises(ValueError, match="3 words but 2"):
+        sv.write_glove_text(tmp_path / "bad.txt", words, matrix[:2])
+    assert not (tmp_path / "bad.txt").exists()
+
+
+def test_load_encoder_refuses_what_is_not_an_encoder(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="neither a training run"):
+        sv.load_encoder(tmp_path)

