@@ -2,7 +2,8 @@
 sentences excluded), export, evaluate on every test set, write the model card's numbers.
 
     python benchmarks/default_model.py [--preset fast | --config FILE] [--seed 1] \\
-        [--teacher-run runs/teacher-union] [--transfer runs/transfer-set-union.jsonl] \\
+        [--teacher-run runs/teacher-union [--teacher-config FILE]] \\
+        [--transfer runs/transfer-set-union.jsonl] \\
         [--out model/artifacts/default]
 
 It runs exactly these commands (printed first), so the card can quote them:
@@ -79,6 +80,8 @@ def main() -> None:
     ap.add_argument("--config", type=Path, help="a train config instead of --preset")
     ap.add_argument("--teacher-run", type=Path, help="train (unless it exists) this teacher first")
     ap.add_argument("--teacher-preset", default="accurate")
+    ap.add_argument("--teacher-config", type=Path, help="a train config instead of the preset")
+    ap.add_argument("--teacher-threads", type=int, default=1)
     ap.add_argument(
         "--new-data",
         action="store_true",
@@ -93,7 +96,7 @@ def main() -> None:
     ap.add_argument("--version", default="1.0.0")
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
     ap.add_argument("--out", type=Path, default=ROOT / "model" / "artifacts" / "default")
-    ap.add_argument("--quantize", choices=["int8"])
+    ap.add_argument("--quantize", choices=["int8", "int8-embeddings"])
     ap.add_argument("--skip-train", action="store_true", help="reuse an existing --run")
     ap.add_argument("--card-only", action="store_true", help="rewrite README.md from eval.json")
     args = ap.parse_args()
@@ -108,19 +111,21 @@ def main() -> None:
     trains = [str(paths(d)["train"]) for d in DATASETS]
     tests = {d: str(paths(d)["test"]) for d in DATASETS}
 
-    def train(choice: list[str], out: Path, execute: bool) -> None:
+    def train(choice: list[str], out: Path, execute: bool, threads: int = 1) -> None:
         if execute:
             shutil.rmtree(out, ignore_errors=True)
         common = ["--exclude", *tests.values(), *choice, "--seed", str(args.seed)]
         if args.new_data:
             common += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
-        rest = ["--threads", "1", "--quiet", "--out", str(out)]
+        rest = ["--threads", str(threads), "--quiet", "--out", str(out)]
         run([*absa, "train", "--train", *trains, *common, *rest], execute)
 
     teacher = None
     if args.teacher_run:
         exists = is_run(args.teacher_run)
-        train(["--preset", args.teacher_preset], args.teacher_run, not exists)
+        how = ["--config", str(args.teacher_config)] if args.teacher_config else []
+        choice = how or ["--preset", args.teacher_preset]
+        train(choice, args.teacher_run, not exists, args.teacher_threads)
         teacher = evaluate_all(absa, args.teacher_run, tests)
     choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
     if args.transfer:
@@ -176,6 +181,10 @@ def invocation(args: argparse.Namespace) -> str:
     parts += ["--config", str(args.config)] if args.config else ["--preset", args.preset]
     if args.teacher_run:
         parts += ["--teacher-run", str(args.teacher_run)]
+    if args.teacher_config:
+        parts += ["--teacher-config", str(args.teacher_config)]
+    if args.teacher_threads != 1:
+        parts += ["--teacher-threads", str(args.teacher_threads)]
     if args.new_data:
         parts += ["--new-data"]
     if args.transfer:

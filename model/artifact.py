@@ -290,15 +290,24 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
     return Artifact(directory, metadata, onnx_path, pipeline)
 
 
-def quantize_graph(tmp: Path, metadata: dict, per_channel: bool = False) -> int:
+def quantize_graph(
+    tmp: Path, metadata: dict, per_channel: bool = False, op_types: list[str] | None = None
+) -> int:
     """Replace a staged artifact's model.onnx by onnxruntime's int8 dynamic quantisation of
-    it (``per_channel``: a weight scale per output channel, not per tensor) and record the
-    new checksums; the fp32 graph's size in bytes."""
+    it (``per_channel``: a weight scale per output channel, not per tensor; ``op_types``:
+    only these operators, e.g. ``["Gather"]`` for the embedding tables) and record the new
+    checksums; the fp32 graph's size in bytes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = tmp / ONNX
     q = tmp / "model.int8.onnx"
-    quantize_dynamic(str(fp32), str(q), weight_type=QuantType.QInt8, per_channel=per_channel)
+    quantize_dynamic(
+        str(fp32),
+        str(q),
+        weight_type=QuantType.QInt8,
+        per_channel=per_channel,
+        op_types_to_quantize=op_types,
+    )
     size_fp32 = fp32.stat().st_size
     q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
     record_checksums(metadata, tmp)

@@ -7,8 +7,11 @@ and checks are ``absa.model.artifact``'s.
 
 The export fails (and writes nothing at ``out_dir``) when onnxruntime and torch disagree
 on the dev set by more than ``PARITY_ATOL`` in any probability or in any prediction.
-``quantize="int8"`` adds onnxruntime dynamic quantisation; its accuracy change against
-the fp32 graph is measured on the same dev set and recorded in the metadata.
+``quantize="int8"`` adds onnxruntime dynamic quantisation; ``"int8-embeddings"`` quantises
+the word-vector table alone (weights only: a Gather of int8 rows and their scale, so an
+item's probabilities do not depend on the other items of its batch, as dynamic
+quantisation's activation scales make them); the accuracy change against the fp32 graph is
+measured on the same dev set and recorded in the metadata.
 
 ``calibrate`` (the default) fits a temperature T on the dev set's logits
 (``absa.model.calibration``), exports ``softmax(logits / T)`` as the graph's probabilities
@@ -51,7 +54,7 @@ __all__ = ["OPSET", "PARITY_ATOL", "LabelledSpan", "ParityError", "export"]
 log = logging.getLogger(__name__)
 
 OPSET = 17
-QUANTIZATIONS = (None, "int8")
+QUANTIZATIONS = (None, "int8", "int8-embeddings")
 
 
 class LabelledSpan(Protocol):
@@ -82,13 +85,17 @@ def export(
     ``version`` defaults to a UTC timestamp; ``calibrate`` fits a temperature on ``dev``."""
     out_dir = Path(out_dir)
     if quantize not in QUANTIZATIONS:
-        raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
+        raise ValueError(f"quantize must be int8, int8-embeddings or absent, not {quantize!r}")
     net = net.eval()
     items = [encode_example(pipeline, e, model_config.categories, model_config.pair) for e in dev]
     labels = list(model_config.labels)
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
     calib = _calibrate(logits, y, fit=calibrate)
+    train = provenance.get("train")
+    # what /v1/model says T was fitted on, e.g. "10% of train held out with seed 1"
+    split = train.get("dev_split") if isinstance(train, Mapping) else None
+    calib["fitted_on"] = str(split or "dev")
     with staged(out_dir) as tmp:
         pipeline.save(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
@@ -111,8 +118,8 @@ def export(
         ref = calibration.softmax(logits, calib["temperature"])  # torch's, with T applied
         got = _ort_probs(tmp, items, batch)
         metadata["parity"] = _check_parity(ref, got, y)
-        if quantize == "int8":
-            metadata["quantization"] = _quantize(tmp, metadata, items, y, got, batch)
+        if quantize:
+            metadata["quantization"] = _quantize(tmp, metadata, items, y, got, batch, quantize)
         write_card(tmp, metadata)  # README.md, hashed with the other files
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
@@ -234,14 +241,17 @@ def _quantize(
     y: np.ndarray,
     fp32_probs: np.ndarray,
     batch: int,
+    kind: str = "int8",
 ) -> dict:
-    """Replace model.onnx by its int8 dynamic quantisation; what that changes on dev."""
-    size_fp32 = quantize_graph(tmp, metadata)
+    """Replace model.onnx by its int8 quantisation (``kind``: every weight, dynamic; or the
+    word-vector table alone); what that changes on dev."""
+    tables = kind == "int8-embeddings"
+    size_fp32 = quantize_graph(tmp, metadata, op_types=["Gather"] if tables else None)
     got = _ort_probs(tmp, items, batch)
     acc32 = float((fp32_probs.argmax(1) == y).mean())
     acc8 = float((got.argmax(1) == y).mean())
     info = {
-        "type": "int8-dynamic",
+        "type": "int8-embeddings" if tables else "int8-dynamic",
         "dev_accuracy_fp32": acc32,
         "dev_accuracy_int8": acc8,
         "accuracy_change": acc8 - acc32,

@@ -13,6 +13,7 @@ TRAIN_KEYS = (
     *("seed", "data", "label_counts", "n_train", "n_dev", "dev_split"),
     "teacher",  # a distilled model's teacher: path, sha256, dev leak
     "transfer",  # a transfer set's aspects the teacher labelled: given, used, its labels
+    "vectors",  # a word-vector file given by path (absa vectors): its path and sha256
 )
 
 

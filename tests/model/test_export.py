@@ -234,6 +234,7 @@ def test_the_recorded_calibration_is_true_of_the_served_graph(art: Path) -> None
     rt = Runtime.load(art, device="cpu", threads=1)
     cal = rt.metadata["calibration"]
     assert (cal["method"], cal["bins"], cal["dev"]["n"]) == ("temperature", 15, len(DEV))
+    assert cal["fitted_on"] == "dev"  # no run's dev_split given (export_run passes it)
     probs = rt.predict_proba([(e.text, e.start, e.end) for e in DEV])
     y = np.array([rt.labels.index(e.label) for e in DEV])
     assert expected_calibration_error(probs, y) == pytest.approx(cal["dev"]["ece_after"], abs=1e-5)
@@ -369,6 +370,33 @@ def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     acc = float(np.mean([p == e.label for p, e in zip(predicted, EXAMPLES, strict=True)]))
     assert acc == pytest.approx(q["dev_accuracy_int8"])
     assert leftovers(tmp_path) == []
+
+
+def test_int8_embeddings_export_answers_each_item_as_if_alone(
+    loaded: LoadedRun, tmp_path: Path
+) -> None:
+    """Only the word-vector table is int8 (a weight-only Gather): the table shrinks and an
+    item's probabilities are the same whatever else is in its batch, which dynamic
+    quantisation (activation scales per batch) does not keep."""
+    import onnx
+
+    meta = export_loaded(loaded, tmp_path / "e", quantize="int8-embeddings")
+    q = meta["quantization"]
+    assert q["type"] == "int8-embeddings"  # (on a table this small, int8 saves no bytes)
+    graph = onnx.load(str(tmp_path / "e" / "model.onnx")).graph
+    ops = {n.op_type for n in graph.node}
+    assert "DequantizeLinear" in ops and not ops & {"DynamicQuantizeLinear", "MatMulInteger"}
+    eight_bit = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)  # onnxruntime picks
+    int8 = [i.dims for i in graph.initializer if i.data_type in eight_bit]
+    assert [loaded.model_config.vocab_size, loaded.model_config.embed_dim] in map(list, int8)
+    spans = [(e.text, e.start, e.end) for e in EXAMPLES]
+    rt = Runtime.load(tmp_path / "e", device="cpu", threads=1)
+    batched = rt.predict_proba(spans)
+    alone = np.stack([rt.predict_proba([s])[0] for s in spans])
+    np.testing.assert_allclose(batched, alone, atol=1e-6)
+    export_loaded(loaded, tmp_path / "f")  # the same run in fp32: near, not equal
+    fp32 = Runtime.load(tmp_path / "f", device="cpu", threads=1).predict_proba(spans)
+    assert 0 < np.abs(batched - fp32).max() < 0.05
 
 
 def test_self_attention_is_exported(selfattn_run: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from absa.model.calibration import softmax
 from absa.model.recalibrate import logits, recalibrate, temperature_of, with_temperature
 from absa.model.runtime import Runtime
 from absa.training.exporting import export_run
+from absa.training.rundir import read_info
 from tests.helpers import synthetic_examples
 
 DEV = synthetic_examples(12, seed=0)  # tiny_run's dev set
@@ -34,6 +35,13 @@ def exports(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     export_run(tiny_run, base / "raw", version="r1", calibrate=False)
     export_run(tiny_run, base / "calibrated", version="c1")
     return base / "raw", base / "calibrated"
+
+
+def test_export_says_what_the_temperature_was_fitted_on(
+    exports: tuple[Path, Path], tiny_run: Path
+) -> None:
+    meta = artifact.read_metadata(exports[1])
+    assert meta["calibration"]["fitted_on"] == read_info(tiny_run)["dev_split"] != "dev"
 
 
 def probs(model: Path, spans: list) -> np.ndarray:
