@@ -2,7 +2,7 @@
 training sentences that no annotator labelled (training/transfer_set.py); test sentences never.
 
     python benchmarks/transfer_set.py [--min-confidence 0.5] [--out runs/transfer-set.jsonl] \
-        [--only rest14 lap14 twitter mams]
+        [--only rest14 lap14 twitter mams] [--counts counts.json]
 
 Writes the candidates (derived from the data: kept under runs/, never committed; ``--only``:
 those of these training sets' sentences) and their counts per training file to
@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--min-confidence", type=float, default=0.5)
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "transfer-set.jsonl")
     ap.add_argument("--only", nargs="+", help="write only the candidates of these training sets")
+    ap.add_argument("--counts", default="counts.json", help="the counts' file name in " + str(OUT))
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     tests = {n: read_examples(p).examples for n, p in test_files().items()}
@@ -67,7 +68,7 @@ def main() -> None:
         "by_file": by_file,
         "command": " ".join(["python benchmarks/transfer_set.py", *sys.argv[1:]]),
     }
-    (OUT / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
+    (OUT / args.counts).write_text(json.dumps(counts, indent=1) + "\n")
     for name, c in by_file.items():
         print(f"{name}: {c['candidates']} candidates in {c['sentences']} sentences; {c['top'][:5]}")
 
