@@ -257,6 +257,8 @@ def _quantize(
         "accuracy_change": acc8 - acc32,
         "changed_predictions": int((got.argmax(1) != fp32_probs.argmax(1)).sum()),
         "max_abs_prob_diff": float(np.abs(got - fp32_probs).max()),
+        # the served graph's dev ECE (calibration.dev is the fp32 graph's, where T was fitted)
+        "dev_ece_int8": calibration.expected_calibration_error(got, y),
         "bytes_fp32": size_fp32,
         "bytes_int8": (tmp / ONNX).stat().st_size,
     }

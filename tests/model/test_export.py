@@ -369,6 +369,9 @@ def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     predicted = [rt.labels[i] for i in probs.argmax(1)]
     acc = float(np.mean([p == e.label for p, e in zip(predicted, EXAMPLES, strict=True)]))
     assert acc == pytest.approx(q["dev_accuracy_int8"])
+    y = np.array([rt.labels.index(e.label) for e in EXAMPLES])  # the dev set export used
+    # (dynamic int8: probabilities depend a little on how the items are batched)
+    assert q["dev_ece_int8"] == pytest.approx(expected_calibration_error(probs, y), abs=0.02)
     assert leftovers(tmp_path) == []
 
 
