@@ -17,10 +17,7 @@ same seed and dev split, or on a separate dev file), or early stopping stops bei
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +29,7 @@ from absa.model import artifact
 from absa.training import rundir
 from absa.training.evaluate import model_kind, predict_examples
 from absa.training.records import DataError, Example
+from absa.training.teacher_cache import cached_scores, file_sha256
 from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
@@ -67,59 +65,14 @@ def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[
 
 
 def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndarray, list[str]]:
-    """``predict_examples``, kept in the teacher cache (``ABSA_TEACHER_CACHE``) under a key
-    of the teacher's files and the examples' spans: scoring a large teacher is the slow part
-    of a student's run, and every student of one teacher asks it the same."""
+    """``predict_examples``, through the teacher cache (``ABSA_TEACHER_CACHE``,
+    ``training/teacher_cache.py``): every student of one teacher asks it much the same."""
     from absa.settings import Settings
 
     root = Settings().teacher_cache_dir()
     if root is None:
         return predict_examples(teacher, examples)
-    key = hashlib.sha256()
-    for f in sorted(p for p in teacher.rglob("*") if p.is_file() and p.name not in _RECORDS):
-        rel = f.relative_to(teacher).as_posix()
-        key.update(rel.encode() + b"\0" + _sha256(f).encode() + b"\0")
-    spans = [[e.text, e.start, e.end] for e in examples]
-    key.update(json.dumps(spans, ensure_ascii=False).encode())
-    path = root / f"{key.hexdigest()}.npz"
-    if path.is_file():
-        try:
-            with np.load(path) as saved:
-                probs, labels = saved["probs"], [str(x) for x in saved["labels"]]
-            if probs.shape[0] == len(spans):
-                log.info(
-                    "teacher %s: %d examples' probabilities from %s", teacher, len(spans), path
-                )
-                return probs, labels
-        except (OSError, KeyError, ValueError) as e:
-            log.warning("teacher cache %s unreadable (%s): scoring again", path, e)
-    probs, labels = predict_examples(teacher, examples)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, probs=probs, labels=np.array(labels))
-    os.replace(tmp, path)  # whole or absent: a run killed while writing leaves no half file
-    return probs, labels
-
-
-def _sha256(path: Path) -> str:
-    """A file's sha256, hashed once while the file is unchanged: a student reads its
-    teacher's weights (hundreds of MB for an mpnet teacher) for two cache keys and its run
-    record."""
-    st = path.stat()
-    return _sha256_of(str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=256)
-def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
-    return artifact.sha256_file(Path(path))
-
-
-# a teacher directory's records of how it was made: every other file (weights, configs,
-# vocabulary, tokenizer; an artifact's metadata with its temperature) is in the cache key
-_RECORDS = frozenset(
-    {rundir.DEV, rundir.HISTORY, rundir.HISTORY_PLOT, rundir.METRICS, rundir.RUN_INFO,
-     rundir.TRAIN_CONFIG, "README.md", "eval.json"}
-)  # fmt: skip
+    return cached_scores(root, teacher, examples, functools.partial(predict_examples, teacher))
 
 
 def label_transfer(
@@ -190,7 +143,7 @@ def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
         weights, about = teacher / rundir.WEIGHTS, rundir.read_info(teacher)
     else:
         weights, about = teacher / artifact.ONNX, artifact.read_metadata(teacher)
-    info = {"path": str(teacher), "kind": kind, "sha256": _sha256(weights)}
+    info = {"path": str(teacher), "kind": kind, "sha256": file_sha256(weights)}
     info["code_version"] = about.get("code_version")
     info["dev_leak"] = dev_leak(teacher, dev)
     return info

@@ -15,6 +15,7 @@ from absa.training.evaluate import evaluate, predict_examples
 from absa.training.exporting import export_run
 from absa.training.records import DataError, Example
 from absa.training.rundir import WEIGHTS, read_info
+from absa.training.teacher_cache import cached_scores
 from absa.training.train import fit
 from tests.helpers import synthetic_examples, tiny_preset
 
@@ -95,6 +96,10 @@ def test_teacher_errors_are_data_errors(liar: Path, tmp_path: Path) -> None:
         teacher_targets(liar, examples, ("bad", "good"))
 
 
+def _shards(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*/*.npz"))
+
+
 def test_the_teacher_cache_is_read_by_teacher_and_examples(
     liar: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,27 +108,61 @@ def test_the_teacher_cache_is_read_by_teacher_and_examples(
     labels = ("negative", "neutral", "positive")
     examples = synthetic_examples(5, seed=9)
     first = teacher_targets(liar, examples, labels)
-    (saved,) = cache.glob("*.npz")
-    # the file is what a second student reads: planted probabilities come back
+    (saved,) = _shards(cache)
+    # the shard is what a second student reads: planted probabilities come back
     with np.load(saved) as z:
-        raw, names = z["probs"], [str(x) for x in z["labels"]]
-    np.savez(saved, probs=raw[:, ::-1].copy(), labels=np.array(names))
+        spans, raw, names = z["spans"], z["probs"], [str(x) for x in z["labels"]]
+    np.savez(saved, spans=spans, probs=raw[:, ::-1].copy(), labels=np.array(names))
     again = teacher_targets(liar, examples, labels)
     order = [names.index(lab) for lab in labels]
     np.testing.assert_allclose(again, raw[:, ::-1][:, order], atol=1e-6)
     assert not np.allclose(again, first)
-    # a copy of the teacher elsewhere is the same teacher; other examples are another entry
+    # a copy of the teacher elsewhere is the same teacher; a subset, reordered, is read
+    # from the same shard, nothing scored
     shutil.copytree(liar, tmp_path / "moved")
     np.testing.assert_allclose(teacher_targets(tmp_path / "moved", examples, labels), again)
-    teacher_targets(liar, examples[:3], labels)
+    np.testing.assert_allclose(
+        teacher_targets(liar, examples[3:0:-1], labels), again[3:0:-1], atol=1e-6
+    )
+    assert _shards(cache) == [saved]
     # another teacher (the artifact, with its temperature) is another entry, and a torn
-    # entry is scored again rather than trusted
+    # shard is scored again rather than trusted
     export_run(liar, tmp_path / "artifact")
     teacher_targets(tmp_path / "artifact", examples, labels)
-    assert len(list(cache.glob("*.npz"))) == 3
+    assert len(list(cache.iterdir())) == 2
     saved.write_bytes(b"torn")
     np.testing.assert_allclose(teacher_targets(liar, examples, labels), first, atol=1e-6)
     monkeypatch.setenv("ABSA_TEACHER_CACHE", "off")
     shutil.rmtree(cache)
     teacher_targets(liar, examples, labels)
     assert not cache.exists()
+
+
+def test_the_teacher_cache_scores_only_new_examples_chunk_by_chunk(
+    liar: Path, tmp_path: Path
+) -> None:
+    examples = synthetic_examples(7, seed=3, paired=False)
+    asked: list[int] = []
+
+    def score(part: list[Example]) -> tuple[np.ndarray, list[str]]:
+        asked.append(len(part))
+        if len(asked) == 2:
+            raise KeyboardInterrupt  # a run killed while scoring its second chunk
+        return predict_examples(liar, part)
+
+    truth, names = predict_examples(liar, examples)
+    with pytest.raises(KeyboardInterrupt):
+        cached_scores(tmp_path, liar, examples, score, chunk=3)
+    assert asked == [3, 3] and len(_shards(tmp_path)) == 1  # the first chunk is kept
+    # the next run scores only the other four, and writes them as it goes
+    probs, got = cached_scores(tmp_path, liar, examples, score, chunk=3)
+    assert asked == [3, 3, 3, 1] and len(_shards(tmp_path)) == 3 and got == names
+    np.testing.assert_allclose(probs, truth, atol=1e-6)
+    # repeated and reordered examples come from the shards
+    asked.clear()
+    probs, _ = cached_scores(tmp_path, liar, examples[::-1] + examples[:2], score, chunk=3)
+    assert asked == []
+    np.testing.assert_allclose(probs, np.concatenate([truth[::-1], truth[:2]]), atol=1e-6)
+    more = synthetic_examples(9, seed=4, paired=False)[7:]
+    cached_scores(tmp_path, liar, examples + more, score, chunk=3)
+    assert asked == [len(more)] and len(_shards(tmp_path)) == 4
