@@ -1,0 +1,75 @@
+"""Tests for the word-substitution copies of the transfer set."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from absa.model.text import tokenize
+from absa.training.readers import normalise_text
+from absa.training.substitute import copies, nearest_words
+from absa.training.transfer_set import Candidate
+
+NEAR = {
+    "food": ["meal"],  # an aspect word: never replaced inside a span
+    "was": ["seemed"],
+    "great": ["superb", "awful"],
+    "but": ["though"],
+    "slow": ["sluggish"],
+    "the": ["a"],
+}
+TEXT = "The food was great but the service was slow ."
+
+
+def _aspects(text: str) -> list[Candidate]:
+    return [
+        Candidate(text, 4, 8, 0.9, "a.xml:1"),
+        Candidate(text, 27, 34, 1.0, "a.xml:2"),
+    ]
+
+
+def test_copies_keep_every_aspect_of_the_sentence_and_move_its_offsets() -> None:
+    made = copies(_aspects(TEXT), NEAR, set(), n=6, p=0.7, seed=1)
+    texts = {c.text for c in made}
+    assert len(texts) >= 3 and TEXT not in texts
+    for text in texts:
+        mine = [c for c in made if c.text == text]
+        assert [c.aspect for c in mine] == ["food", "service"]  # both, in each copy
+        assert all(c.confidence == 1.0 and c.source.startswith("subst") for c in mine)
+        # the words outside the spans are the sentence's or their neighbours
+        old, new = tokenize(TEXT), tokenize(text)
+        assert len(old) == len(new)
+        for a, b in zip(old, new, strict=True):
+            assert b.text == a.text or b.text.lower() in NEAR.get(a.text.lower(), [])
+    assert any(c.source == "subst0:a.xml:1" for c in made)
+
+
+def test_copies_are_deterministic_and_follow_the_seed() -> None:
+    one = copies(_aspects(TEXT), NEAR, set(), n=3, p=0.5, seed=1)
+    assert one == copies(_aspects(TEXT), NEAR, set(), n=3, p=0.5, seed=1)
+    assert one != copies(_aspects(TEXT), NEAR, set(), n=3, p=0.5, seed=2)
+
+
+def test_banned_sentences_and_sentences_with_nothing_to_replace_get_no_copy() -> None:
+    assert copies(_aspects(TEXT), NEAR, {normalise_text(TEXT)}, n=3, p=1.0) == []
+    plain = "Service : slow ."
+    assert copies([Candidate(plain, 0, 7, 1.0, "b:1")], {"service": ["staff"]}, set(), p=1.0) == []
+    # p = 1 replaces every word outside the spans that has a neighbour
+    (c, _) = copies(_aspects(TEXT), NEAR, set(), n=1, p=1.0)
+    assert c.text.startswith("A food seemed ")
+    assert c.text.endswith(" a service seemed sluggish .")
+
+
+def test_nearest_words_by_cosine_without_the_word_itself() -> None:
+    words = ["good", "great", "bad", "awful", "Paris", "2", "meh"]
+    vectors = np.array(
+        [[1, 0.1, 0], [1, 0.2, 0], [-1, 0, 0.1], [-1, 0, 0.2], [1, 0.15, 0], [1, 0.1, 0.01],
+         [0, 0, 1]],
+        dtype=np.float32,
+    )  # fmt: skip
+    near = nearest_words(words, vectors, k=2, min_cosine=0.5)
+    assert near["good"] == ["great"]  # "Paris" and "2" are no plain words: never offered
+    assert near["bad"] == ["awful"]
+    assert "meh" not in near and "Paris" not in near
+    assert nearest_words(words, vectors, k=2, vocab=2, min_cosine=0.5) == {
+        "good": ["great"], "great": ["good"]
+    }  # fmt: skip

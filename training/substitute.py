@@ -1,0 +1,122 @@
+"""Word-substitution copies of training sentences for the transfer set (after TinyBERT's
+data augmentation, Jiao et al. 2020, and Tang et al. 2019's distillation of BERT into a
+BiLSTM): a teacher labels the copies, and the student learns the teacher's answers on many
+more sentences than the annotators wrote.
+
+Each copy of a sentence replaces some of its words outside every aspect span (each word with
+probability ``p``) by one of the word's nearest neighbours in a word-vector table (cosine,
+the ``k`` nearest among the table's first ``vocab`` words); the aspects stay as they are, and
+every aspect of the sentence is asked about in every copy. Copies carry no label: the
+teacher's probabilities are their only target (``absa train --transfer``), so a
+substitution that turns "great" into "awful" is a new example, not a wrong one.
+Deterministic: a copy depends only on the seed, the sentence and its number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from absa.model.text import tokenize
+from absa.training.readers import normalise_text
+from absa.training.transfer_set import Candidate
+
+log = logging.getLogger(__name__)
+
+__all__ = ["copies", "nearest_words"]
+
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")  # lower-case words only: no names, numbers, marks
+
+
+def nearest_words(
+    words: Sequence[str], vectors: np.ndarray, k: int = 8, vocab: int = 20000,
+    min_cosine: float = 0.5, block: int = 2048,
+) -> dict[str, list[str]]:  # fmt: skip
+    """For each of the first ``vocab`` words that is a plain lower-case word, its ``k``
+    nearest other such words by cosine, those at ``min_cosine`` or above."""
+    keep = [i for i, w in enumerate(words[:vocab]) if _WORD.fullmatch(w)]
+    names = [words[i] for i in keep]
+    unit = vectors[keep].astype(np.float32)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-8)
+    out: dict[str, list[str]] = {}
+    for lo in range(0, len(keep), block):
+        sims = unit[lo : lo + block] @ unit.T
+        for r in range(sims.shape[0]):
+            sims[r, lo + r] = -1.0  # not the word itself
+        top = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        for r, row in enumerate(top):
+            near = [names[j] for j in row if sims[r, j] >= min_cosine]
+            if near:
+                out[names[lo + r]] = near
+    log.info("neighbours for %d of %d words", len(out), len(names))
+    return out
+
+
+def _rng(seed: int, text: str, n: int) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\0{n}\0{text}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _match_case(new: str, old: str) -> str:
+    return new.capitalize() if old[:1].isupper() and old[1:].islower() else new
+
+
+def _copy(
+    text: str, spans: Sequence[tuple[int, int]], near: Mapping[str, list[str]],
+    p: float, rng: random.Random,
+) -> tuple[str, list[tuple[int, int]]] | None:  # fmt: skip
+    """One copy of the text and where its spans went, or None if no word was replaced."""
+    edits: list[tuple[int, int, str]] = []
+    for tok in tokenize(text):
+        if any(tok.start < e and s < tok.end for s, e in spans):
+            continue
+        options = near.get(tok.text.lower())
+        if options and rng.random() < p:
+            edits.append((tok.start, tok.end, _match_case(rng.choice(options), tok.text)))
+    if not edits:
+        return None
+    pieces, last = [], 0
+    for s, e, new in edits:
+        pieces += [text[last:s], new]
+        last = e
+    pieces.append(text[last:])
+
+    def moved(x: int) -> int:  # an offset outside every edit, in the copy
+        return x + sum(len(new) - (e - s) for s, e, new in edits if e <= x)
+
+    return "".join(pieces), [(moved(s), moved(e)) for s, e in spans]
+
+
+def copies(
+    found: Sequence[Candidate], near: Mapping[str, list[str]], banned: set[str],
+    n: int = 2, p: float = 0.3, seed: int = 0,
+) -> list[Candidate]:  # fmt: skip
+    """``n`` substitution copies of each sentence of ``found`` (candidates or annotated aspects
+    as candidates), every aspect of the sentence in each: unlabelled candidates whose source
+    is ``subst<i>:<the aspect's source>``. Sentences whose ``normalise_text`` form is
+    ``banned`` (test and dev sentences) are not copied. A copy equal to the sentence or to an
+    earlier copy is not repeated, so a sentence with few replaceable words gets fewer."""
+    by_text: dict[str, list[Candidate]] = {}
+    for c in found:
+        if normalise_text(c.text) not in banned:
+            by_text.setdefault(c.text, []).append(c)
+    out: list[Candidate] = []
+    for text, group in by_text.items():
+        spans = [(c.start, c.end) for c in group]
+        seen = {text}
+        for i in range(n):
+            made = _copy(text, spans, near, p, _rng(seed, text, i))
+            if made is None or made[0] in seen:
+                continue
+            seen.add(made[0])
+            new_text, moved = made
+            for c, (s, e) in zip(group, moved, strict=True):
+                assert new_text[s:e] == c.aspect, (new_text, s, e, c.aspect)
+                out.append(Candidate(new_text, s, e, 1.0, f"subst{i}:{c.source}"))
+    log.info("%d substitution copies of %d sentences' aspects", len(out), len(by_text))
+    return out
