@@ -84,7 +84,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         return default_model.run(cmd, record=cmds)
 
     trains = [str(paths(d)["train"]) for d in DATASETS]
-    extra = ["--transfer", str(args.transfer)] if args.transfer else []
+    extra = ["--transfer", *map(str, args.transfer)] if args.transfer else []
     step(
         [*ABSA, "train", "--train", *trains, "--exclude", *tests().values()]
         + ["--config", str(args.config), *extra, "--seed", str(seed)]
@@ -152,7 +152,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--name", help="the result files' stem")
     ap.add_argument("--config", type=Path, help="a student config with a teacher")
-    ap.add_argument("--transfer", type=Path, help="a transfer set (benchmarks/transfer_set.py)")
+    ap.add_argument(
+        "--transfer", type=Path, nargs="+",
+        help="transfer sets (benchmarks/transfer_set.py, benchmarks/transfer_subst.py)",
+    )  # fmt: skip
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--dev-seed", type=int, help="default: the teacher run's seed")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per student")
