@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from absa.model.artifact import read_metadata  # noqa: E402
+from absa.model.artifact import read_metadata, sha256_file  # noqa: E402
 from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  # noqa: E402
 from absa.training import rundir  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE  # noqa: E402
@@ -45,6 +45,7 @@ from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
 
 commands: list[str] = []
+TEACHER_RESULTS = ROOT / "benchmarks" / "results" / "distill"
 
 
 def run(cmd: list[str], execute: bool = True, record: list[str] = commands) -> str:
@@ -75,6 +76,48 @@ def evaluate_all(
     return results
 
 
+def shown(path: Path) -> str:
+    """A path as the result files show it: relative to the project root when inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def teacher_scores(
+    absa: list[str], teacher: Path, tests: dict[str, str], out: Path = TEACHER_RESULTS
+) -> dict:
+    """A teacher run's test scores, measured once per teacher weights: kept in
+    ``out``/teacher-<run name>.json and read again while its weights' sha256 is the
+    recorded one (an mpnet teacher takes 8-10 minutes to evaluate on this CPU). Its
+    ``absa evaluate`` commands join the listed commands either way."""
+    sha = sha256_file(teacher / rundir.WEIGHTS)
+    path = out / f"teacher-{teacher.name}.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved["sha256"] == sha and set(saved["test"]) == set(tests):
+            print(f"{teacher}: test scores of these weights from {shown(path)}")
+            commands.extend(saved["commands"])
+            return saved
+    cmds: list[str] = []
+    scores = evaluate_all(absa, teacher, tests, record=cmds)
+    commands.extend(cmds)
+    info = rundir.read_info(teacher)
+    saved = {
+        "teacher": shown(teacher),
+        "sha256": sha,
+        "seed": info["seed"],
+        "n_train": info["n_train"],
+        "n_dev": info["n_dev"],
+        "dev": {k: rundir.read_metrics(teacher)["dev"][k] for k in ("accuracy", "macro_f1")},
+        "train_seconds": info.get("train_seconds"),
+        "test": scores,
+        "code_version": info.get("code_version"),
+        "commands": cmds,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved, indent=1) + "\n")
+    return saved
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="fast")
@@ -91,7 +134,9 @@ def main() -> None:
     ap.add_argument(
         "--transfer",
         type=Path,
-        help="a transfer set for the student (benchmarks/transfer_set.py; needs a teacher)",
+        nargs="+",
+        help="transfer sets for the student (benchmarks/transfer_set.py, transfer_subst.py; "
+        "needs a teacher)",
     )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--version", default="1.0.0")
@@ -130,10 +175,10 @@ def main() -> None:
             else ["--preset", args.teacher_preset]
         )
         train(how, args.teacher_run, not exists, args.teacher_threads)
-        teacher = evaluate_all(absa, args.teacher_run, tests)
+        teacher = teacher_scores(absa, args.teacher_run, tests)["test"]
     choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
     if args.transfer:
-        choice += ["--transfer", str(args.transfer)]
+        choice += ["--transfer", *map(str, args.transfer)]
     train(choice, args.run, not args.skip_train)
     shutil.rmtree(args.out, ignore_errors=True)
     run(
@@ -192,7 +237,7 @@ def invocation(args: argparse.Namespace) -> str:
     if args.new_data:
         parts += ["--new-data"]
     if args.transfer:
-        parts += ["--transfer", str(args.transfer)]
+        parts += ["--transfer", *map(str, args.transfer)]
     parts += ["--run", str(args.run), "--seed", str(args.seed), "--version", args.version]
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 

@@ -26,7 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training import rundir  # noqa: E402
 from absa.training.presets import load_config  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
@@ -50,28 +49,7 @@ def tests() -> dict[str, str]:
 
 def teacher_scores(teacher: Path) -> dict:
     """The teacher's test scores, measured once per teacher weights (a file per teacher)."""
-    sha = sha256_file(teacher / rundir.WEIGHTS)
-    path = OUT / f"teacher-{teacher.name}.json"
-    if path.exists() and json.loads(path.read_text())["sha256"] == sha:
-        return json.loads(path.read_text())
-    cmds: list[str] = []
-    scores = default_model.evaluate_all(ABSA, teacher, tests(), record=cmds)
-    info = rundir.read_info(teacher)
-    saved = {
-        "teacher": shown(teacher),
-        "sha256": sha,
-        "seed": info["seed"],
-        "n_train": info["n_train"],
-        "n_dev": info["n_dev"],
-        "dev": {k: rundir.read_metrics(teacher)["dev"][k] for k in ("accuracy", "macro_f1")},
-        "train_seconds": info.get("train_seconds"),
-        "test": scores,
-        "code_version": info.get("code_version"),
-        "commands": cmds,
-    }
-    OUT.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(saved, indent=1) + "\n")
-    return saved
+    return default_model.teacher_scores(ABSA, teacher, tests(), OUT)
 
 
 def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:

@@ -13,7 +13,7 @@ import pytest
 from absa.cli import main as absa
 from absa.training.records import Example
 from absa.training.rundir import read_dev_examples
-from benchmarks import distill
+from benchmarks import default_model, distill
 from benchmarks.datasets import DATASETS
 from tests.helpers import synthetic_examples, tiny_config, write_3line
 
@@ -77,6 +77,17 @@ def test_students_keep_the_teachers_split_and_rerun_skips(
     assert dev == {e.text for e in read_dev_examples(teacher)}
     teacher_file = json.loads((tmp_path / "results" / "teacher-teacher.json").read_text())
     assert teacher_file["test"] == result["teacher_test"] and teacher_file["seed"] == 1
+    # the teacher's scores are read back while its weights are the recorded ones, and
+    # measured again when they are not
+    recorded = tmp_path / "results" / "teacher-teacher.json"
+    planted = {**teacher_file, "test": {d: {"accuracy": 0.5} for d in DATASETS}}
+    recorded.write_text(json.dumps(planted))
+    tests_by_name = distill.tests()
+    again = default_model.teacher_scores(distill.ABSA, teacher, tests_by_name, recorded.parent)
+    assert again["test"] == planted["test"]
+    recorded.write_text(json.dumps({**planted, "sha256": "0" * 64}))
+    again = default_model.teacher_scores(distill.ABSA, teacher, tests_by_name, recorded.parent)
+    assert again["test"] == result["teacher_test"] and again["sha256"] == teacher_file["sha256"]
 
     table = distill.report().splitlines()
     assert table[2].startswith("| teacher `") and "| 1 |" in table[2]
