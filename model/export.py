@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 OPSET = 17
 QUANTIZATIONS = (None, "int8", "int8-embeddings")
+BATCH_CHECK = 200  # dev items served one at a time to measure how answers depend on the batch
 
 
 class LabelledSpan(Protocol):
@@ -208,6 +209,13 @@ def _ort_probs(directory: Path, items: Sequence[Encoded], batch: int) -> np.ndar
     )
 
 
+def _batch_dependence(directory: Path, items: Sequence[Encoded], batched: np.ndarray) -> float:
+    """How far the probabilities of ``items`` served one at a time are from the same items'
+    served in batches (``batched``, in order)."""
+    alone = _ort_probs(directory, items, 1)
+    return float(np.abs(alone - batched[: len(items)]).max()) if len(items) else 0.0
+
+
 def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
     """torch (``ref``) vs onnxruntime (``got``) on the dev set, in padded batches: the record
     for the metadata, or ParityError."""
@@ -261,7 +269,16 @@ def _quantize(
         "dev_ece_int8": calibration.expected_calibration_error(got, y),
         "bytes_fp32": size_fp32,
         "bytes_int8": (tmp / ONNX).stat().st_size,
+        # dynamic int8 scales each activation over the whole batch: an item's answer can
+        # depend on the items served beside it (the server batches concurrent requests)
+        "max_abs_batch_dependence": _batch_dependence(tmp, items[:BATCH_CHECK], got),
     }
+    if info["max_abs_batch_dependence"] > 1e-4:
+        log.warning(
+            "int8: an item's probabilities change by up to %.3f with the batch it is served "
+            "in (dynamic activation scales); int8-embeddings does not",
+            info["max_abs_batch_dependence"],
+        )
     log.info(
         "int8: dev accuracy %.4f -> %.4f, %d predictions change",
         acc32,

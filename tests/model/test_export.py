@@ -372,6 +372,11 @@ def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     y = np.array([rt.labels.index(e.label) for e in EXAMPLES])  # the dev set export used
     # (dynamic int8: probabilities depend a little on how the items are batched)
     assert q["dev_ece_int8"] == pytest.approx(expected_calibration_error(probs, y), abs=0.02)
+    # how much, export measured: the dev items alone against in one batch
+    encoded = [rt.encode(e.text, e.start, e.end) for e in EXAMPLES]
+    batched = np.stack([o.probs for o in rt.run_batch(encoded)])
+    alone = np.stack([rt.run_batch([x])[0].probs for x in encoded])
+    assert q["max_abs_batch_dependence"] == pytest.approx(np.abs(alone - batched).max(), abs=1e-6)
     assert leftovers(tmp_path) == []
 
 
@@ -397,6 +402,7 @@ def test_int8_embeddings_export_answers_each_item_as_if_alone(
     batched = rt.predict_proba(spans)
     alone = np.stack([rt.predict_proba([s])[0] for s in spans])
     np.testing.assert_allclose(batched, alone, atol=1e-6)
+    assert q["max_abs_batch_dependence"] < 1e-6  # what export measured says the same
     export_loaded(loaded, tmp_path / "f")  # the same run in fp32: near, not equal
     fp32 = Runtime.load(tmp_path / "f", device="cpu", threads=1).predict_proba(spans)
     assert 0 < np.abs(batched - fp32).max() < 0.05
