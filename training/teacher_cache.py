@@ -96,9 +96,9 @@ def _write_shard(entry: Path, spans: list[str], probs: np.ndarray, labels: list[
     text = "\n".join(spans).encode()  # JSON escapes newlines: one span per line
     name = hashlib.sha256(text).hexdigest()
     entry.mkdir(parents=True, exist_ok=True)
-    tmp = entry / f".{name}.{os.getpid()}.tmp.npz"
-    spans_utf8 = np.frombuffer(text, np.uint8)
-    np.savez(tmp, spans=spans_utf8, probs=probs, labels=np.array(labels))
+    tmp = entry / f".{name}.{os.getpid()}.part"  # not *.npz: a lookup never reads it
+    with tmp.open("wb") as f:
+        np.savez(f, spans=np.frombuffer(text, np.uint8), probs=probs, labels=np.array(labels))
     os.replace(tmp, entry / f"{name}.npz")  # whole or absent
 
 
