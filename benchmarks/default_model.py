@@ -298,15 +298,33 @@ def vector_words(train_config: dict) -> str:
 
 
 def transfer_words(tr: dict) -> str:
-    """The card's words for a transfer set, if one was used."""
+    """The card's words for the transfer sets, if any were used."""
     about = tr.get("transfer")
     if not about:
         return ""
     mix = ", ".join(f"{k} {v}" for k, v in about["teacher_labels"].items())
-    return f"""
-  Transfer set: {about["used"]} aspects that no annotator labelled (spans the shipped
-  extractor finds in the training sentences, `benchmarks/transfer_set.py`; none from a test
-  or dev sentence), with the teacher's probabilities as their only target (its labels: {mix})."""
+    copies = about.get("copies", 0)
+    found = about["used"] - copies
+    what = f"{found} spans the shipped extractor finds in training sentences"
+    what += " (`benchmarks/transfer_set.py`)"
+    if copies:
+        what += (
+            f" and {copies} in word-substitution copies of training sentences (words outside "
+            "the aspects replaced by their nearest neighbours in the word vectors, "
+            "`benchmarks/transfer_subst.py`)"
+        )
+    files = about.get("by_file")
+    where = (
+        "; by source file: "
+        + ", ".join(f"{Path(f).parent.name}/{Path(f).name} {n}" for f, n in files.items())
+        if files
+        else ""
+    )
+    return (
+        f"\n  Transfer set: {about['used']} aspects that no annotator labelled: {what}; none "
+        f"from a test or dev sentence{where}. The teacher's probabilities are their only "
+        f"target (its labels: {mix})."
+    )
 
 
 def more_data(tr: dict) -> str:

@@ -63,6 +63,11 @@ def file_info(paths: Iterable[str | Path]) -> list[dict[str, str]]:
     return [{"path": _portable(Path(p)), "sha256": sha256_file(Path(p))} for p in paths]
 
 
+def portable(path: str | Path) -> str:
+    """A path as records name it: beside the checkout, relative to it (see ``file_info``)."""
+    return _portable(Path(path))
+
+
 def _portable(path: Path) -> str:
     if not path.is_absolute():
         return str(path)

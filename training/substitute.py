@@ -28,9 +28,19 @@ from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["copies", "nearest_words"]
+__all__ = ["copies", "nearest_words", "source_file"]
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")  # lower-case words only: no names, numbers, marks
+_COPY = re.compile(r"subst\d+:")
+
+
+def source_file(source: str) -> tuple[str, bool]:
+    """A transfer candidate's source file (``path:line`` less the line) and whether the
+    candidate is a substitution copy (``subst<i>:path:line``)."""
+    copy = _COPY.match(source)
+    rest = source[copy.end() :] if copy else source
+    path, _, line = rest.rpartition(":")
+    return (path if path and line.isdigit() else rest), copy is not None
 
 
 def nearest_words(

@@ -21,6 +21,7 @@ import logging
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -57,9 +58,10 @@ from absa.training.embeddings import (
 from absa.training.inference import batches, cache_features, encode_all, predict_probs, to_tensors
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
-from absa.training.provenance import code_version, environment, file_info
+from absa.training.provenance import code_version, environment, file_info, portable
 from absa.training.readers import drop_overlap
 from absa.training.records import DataError, Labelled
+from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
@@ -221,12 +223,22 @@ def prepare_data(
             "used": len(extra),
             "dropped_dev_sentences": dropped,
             "teacher_labels": {lab: sum(e.label == lab for e in extra) for lab in counts},
+            **transfer_sources(kept),
         }
         gold = torch.tensor([True] * len(train) + [False] * len(extra), device=device)
         train = [*train, *extra]
         soft = torch.cat([soft, torch.from_numpy(probs).to(device)])  # type: ignore[list-item]
         log.info("transfer set added to train with the teacher's targets: %s", about)
     return Data(list(train), list(dev), dev_source, counts, augmented, soft, gold, about)
+
+
+def transfer_sources(kept: Sequence[Candidate]) -> dict:
+    """The used transfer aspects per source file, and how many are substitution copies."""
+    found = [source_file(c.source) for c in kept]
+    return {
+        "by_file": dict(Counter(portable(path) for path, _ in found).most_common()),
+        "copies": sum(copy for _, copy in found),
+    }
 
 
 def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple[list, list]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.default_model import vector_words
+from benchmarks.default_model import transfer_words, vector_words
 
 
 def test_vector_words_packaged_glove() -> None:
@@ -23,3 +23,16 @@ def test_vector_words_from_the_record_of_absa_vectors(tmp_path: Path) -> None:
         "150-d word vectors, tuned: GloVe 6B 50d beside 100 principal components of the "
         "encoder of `runs/teacher` run on each word alone (`absa vectors`, 7 words)"
     )
+
+
+def test_transfer_words_count_the_extractors_spans_and_the_copies() -> None:
+    about = {"used": 10, "teacher_labels": {"negative": 3, "positive": 7}}
+    assert transfer_words({}) == ""
+    plain = transfer_words({"transfer": about})
+    assert "10 aspects" in plain and "10 spans the shipped extractor finds" in plain
+    assert "copies" not in plain and "negative 3, positive 7" in plain
+    files = {"../shared/data/mams/train.xml": 6, "../shared/data/twitter/train.raw": 4}
+    mixed = transfer_words({"transfer": {**about, "copies": 4, "by_file": files}})
+    assert "6 spans the shipped extractor finds" in mixed
+    assert "4 in word-substitution copies" in mixed
+    assert "by source file: mams/train.xml 6, twitter/train.raw 4." in mixed

@@ -6,7 +6,7 @@ import numpy as np
 
 from absa.model.text import tokenize
 from absa.training.readers import normalise_text
-from absa.training.substitute import copies, nearest_words
+from absa.training.substitute import copies, nearest_words, source_file
 from absa.training.transfer_set import Candidate
 
 NEAR = {
@@ -73,3 +73,10 @@ def test_nearest_words_by_cosine_without_the_word_itself() -> None:
     assert nearest_words(words, vectors, k=2, vocab=2, min_cosine=0.5) == {
         "good": ["great"], "great": ["good"]
     }  # fmt: skip
+
+
+def test_source_file_of_candidates_and_copies() -> None:
+    assert source_file("/d/Restaurants_Train.xml.seg:19") == ("/d/Restaurants_Train.xml.seg", False)
+    assert source_file("subst3:/d/train.raw:7") == ("/d/train.raw", True)
+    assert source_file("no-line") == ("no-line", False)
+    assert source_file("C:/x/a.jsonl:4") == ("C:/x/a.jsonl", False)

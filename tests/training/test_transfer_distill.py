@@ -133,6 +133,10 @@ def test_transfer_aspects_of_dev_sentences_are_dropped(
     liar: Path, small_glove: Path, tmp_path: Path
 ) -> None:
     transfer = as_candidates(synthetic_examples(4, seed=0))  # 4 sentences, 2 aspects each
+    transfer = [  # as read from two files, the second one's copies of the first one's
+        replace(c, source=f"subst0:/data/b.xml:{i}" if i % 3 == 0 else f"/data/a.xml:{i}")
+        for i, c in enumerate(transfer)
+    ]
     dev = synthetic_examples(12, seed=7)[:2] + [synthetic_examples(4, seed=0)[0]]
     preset = tiny_preset("atae-lstm", small_glove)
     preset = replace(preset, train=replace(preset.train, teacher=str(liar), epochs=1))
@@ -141,6 +145,8 @@ def test_transfer_aspects_of_dev_sentences_are_dropped(
     )
     about = read_info(tmp_path)["transfer"]
     assert (about["given"], about["dropped_dev_sentences"], about["used"]) == (8, 2, 6)
+    # the used ones by file: candidates 2-7 (0 and 1 are the dev sentence's), 3 and 6 copies
+    assert about["by_file"] == {"/data/a.xml": 4, "/data/b.xml": 2} and about["copies"] == 2
 
 
 def test_a_transfer_set_needs_a_teacher(small_glove: Path, tmp_path: Path) -> None:
