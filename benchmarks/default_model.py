@@ -297,6 +297,25 @@ def vector_words(train_config: dict) -> str:
     )
 
 
+def transfer_sources(tr: dict, run: Path) -> dict:
+    """``run.json``'s ``transfer.by_file`` and ``transfer.copies`` for a run made before runs
+    recorded them: the recorded transfer files (sha256 checked) less the aspects of the run's
+    dev sentences, as training kept them (``training.train.transfer_sources``)."""
+    from absa.training.readers import drop_overlap
+    from absa.training.rundir import read_dev_examples
+    from absa.training.train import transfer_sources as sources
+    from absa.training.transfer_set import read_jsonl
+
+    files = [ROOT / f["path"] for f in tr["data"]["transfer"]]
+    for f, rec in zip(files, tr["data"]["transfer"], strict=True):
+        if sha256_file(f) != rec["sha256"]:
+            raise SystemExit(f"{f}: not the transfer set {run} was trained with")
+    kept, _ = drop_overlap(read_jsonl(files), read_dev_examples(run))
+    if len(kept) != tr["transfer"]["used"]:
+        raise SystemExit(f"{run}: {len(kept)} transfer aspects rebuilt, not the recorded used")
+    return sources(kept)
+
+
 def transfer_words(tr: dict) -> str:
     """The card's words for the transfer sets, if any were used."""
     about = tr.get("transfer")
@@ -370,6 +389,8 @@ def card(
 ) -> str:
     meta = read_metadata(args.out)
     cfg, tr = meta["model_config"], meta["train"]
+    if tr.get("transfer") and "by_file" not in tr["transfer"] and is_run(args.run):
+        tr["transfer"] = {**tr["transfer"], **transfer_sources(tr, args.run)}  # older runs
     size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
     rows = "\n".join(
         f"| {name} | {r['n']} | {r['accuracy'] * 100:.2f} | {r['macro_f1'] * 100:.2f} |"

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from benchmarks import default_model
 from benchmarks.default_model import transfer_words, vector_words
 
 
@@ -36,3 +39,29 @@ def test_transfer_words_count_the_extractors_spans_and_the_copies() -> None:
     assert "6 spans the shipped extractor finds" in mixed
     assert "4 in word-substitution copies" in mixed
     assert "by source file: mams/train.xml 6, twitter/train.raw 4." in mixed
+
+
+def test_transfer_sources_rebuilt_for_a_run_that_predates_them(tmp_path: Path) -> None:
+    from absa.model.artifact import sha256_file
+    from absa.training.transfer_set import Candidate, write_jsonl
+
+    text, dev_text = "the soup was cold", "the tea was hot"
+    found = tmp_path / "found.jsonl"
+    write_jsonl(found, [Candidate(text, 4, 8, 0.9, "/d/a.xml:3"),
+                        Candidate(dev_text, 4, 7, 0.9, "/d/a.xml:4")])  # fmt: skip
+    copies = tmp_path / "copies.jsonl"
+    write_jsonl(copies, [Candidate("the soup is cold", 4, 8, 1.0, "subst0:/d/b.raw:9")])
+    run = tmp_path / "run"
+    run.mkdir()
+    dev = {"text": dev_text, "aspect": "tea", "start": 4, "end": 7, "label": "positive"}
+    (run / "dev.jsonl").write_text(json.dumps(dev) + "\n")
+    files = [{"path": str(p), "sha256": sha256_file(p)} for p in (found, copies)]
+    tr = {"data": {"transfer": files}, "transfer": {"used": 2}}
+    got = default_model.transfer_sources(tr, run)
+    assert got == {"by_file": {"/d/a.xml": 1, "/d/b.raw": 1}, "copies": 1}
+    tr["transfer"]["used"] = 3  # not what the run recorded: refused, not guessed
+    with pytest.raises(SystemExit, match="rebuilt"):
+        default_model.transfer_sources(tr, run)
+    copies.write_text("")
+    with pytest.raises(SystemExit, match="not the transfer set"):
+        default_model.transfer_sources(tr, run)
