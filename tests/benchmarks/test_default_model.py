@@ -1,4 +1,4 @@
-"""The shipped model's card: the words it says about the word vectors."""
+"""The shipped model's card: what it says about the word vectors and the transfer set."""
 
 from __future__ import annotations
 
