@@ -139,6 +139,12 @@ def main() -> None:
         "needs a teacher)",
     )
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--dev-seed",
+        type=int,
+        help="the student's dev split seed: its teacher's seed (benchmarks/distill.py students "
+        "of other seeds keep the teacher's split); default: --seed",
+    )
     ap.add_argument("--version", default="1.0.0")
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
     ap.add_argument("--out", type=Path, default=ROOT / "model" / "artifacts" / "default")
@@ -157,10 +163,10 @@ def main() -> None:
     trains = [str(paths(d)["train"]) for d in DATASETS]
     tests = {d: str(paths(d)["test"]) for d in DATASETS}
 
-    def train(choice: list[str], out: Path, execute: bool, threads: int = 1) -> None:
+    def train(choice: list[str], out: Path, execute: bool, threads: int, seed: list[str]) -> None:
         if execute:
             shutil.rmtree(out, ignore_errors=True)
-        common = ["--exclude", *tests.values(), *choice, "--seed", str(args.seed)]
+        common = ["--exclude", *tests.values(), *choice, *seed]
         if args.new_data:
             common += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
         rest = ["--threads", str(threads), "--quiet", "--out", str(out)]
@@ -174,12 +180,16 @@ def main() -> None:
             if args.teacher_config
             else ["--preset", args.teacher_preset]
         )
-        train(how, args.teacher_run, not exists, args.teacher_threads)
+        # the teacher's seed is its students' dev split
+        seed = args.seed if args.dev_seed is None else args.dev_seed
+        train(how, args.teacher_run, not exists, args.teacher_threads, ["--seed", str(seed)])
         teacher = teacher_scores(absa, args.teacher_run, tests)["test"]
     choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
     if args.transfer:
         choice += ["--transfer", *map(str, args.transfer)]
-    train(choice, args.run, not args.skip_train)
+    seed = ["--seed", str(args.seed)]
+    seed += ["--dev-seed", str(args.dev_seed)] if args.dev_seed is not None else []
+    train(choice, args.run, not args.skip_train, 1, seed)
     shutil.rmtree(args.out, ignore_errors=True)
     run(
         [
@@ -239,6 +249,10 @@ def invocation(args: argparse.Namespace) -> str:
     if args.transfer:
         parts += ["--transfer", *map(str, args.transfer)]
     parts += ["--run", str(args.run), "--seed", str(args.seed), "--version", args.version]
+    if args.dev_seed is not None:
+        parts += ["--dev-seed", str(args.dev_seed)]
+    if args.quantize:
+        parts += ["--quantize", args.quantize]
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 
 
