@@ -28,7 +28,7 @@ from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import load_glove  # noqa: E402
 from absa.training.readers import normalise_text, read_examples  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
-from absa.training.substitute import copies, nearest_words  # noqa: E402
+from absa.training.substitute import copies, nearest_words, source_file  # noqa: E402
 from absa.training.transfer_set import Candidate, read_jsonl, write_jsonl  # noqa: E402
 from benchmarks.datasets import DATASETS, paths, test_files  # noqa: E402
 
@@ -75,7 +75,7 @@ def main() -> None:
         "dropped_test_or_dev": len(found) - len(keep),
         "copies": len(made),
         "copy_sentences": len({c.text for c in made}),
-        "by_source": dict(Counter(c.source.split(":", 1)[1].rsplit(":", 1)[0] for c in made)),
+        "by_source": dict(Counter(source_file(c.source)[0] for c in made)),
         "vectors": {"path": args.vectors, "sha256": sha256_file(Path(args.vectors))},
         "dev_of": str(args.dev_of),
         "out_sha256": sha256_file(args.out),

@@ -109,8 +109,9 @@ def copies(
     """``n`` substitution copies of each sentence of ``found`` (candidates or annotated aspects
     as candidates), every aspect of the sentence in each: unlabelled candidates whose source
     is ``subst<i>:<the aspect's source>``. Sentences whose ``normalise_text`` form is
-    ``banned`` (test and dev sentences) are not copied. A copy equal to the sentence or to an
-    earlier copy is not repeated, so a sentence with few replaceable words gets fewer."""
+    ``banned`` (test and dev sentences) are not copied, nor is a copy kept that turns into
+    one. A copy equal to the sentence or to an earlier copy is not repeated, so a sentence
+    with few replaceable words gets fewer."""
     by_text: dict[str, list[Candidate]] = {}
     for c in found:
         if normalise_text(c.text) not in banned:
@@ -121,7 +122,7 @@ def copies(
         seen = {text}
         for i in range(n):
             made = _copy(text, spans, near, p, _rng(seed, text, i))
-            if made is None or made[0] in seen:
+            if made is None or made[0] in seen or normalise_text(made[0]) in banned:
                 continue
             seen.add(made[0])
             new_text, moved = made

@@ -51,6 +51,9 @@ def test_copies_are_deterministic_and_follow_the_seed() -> None:
 
 def test_banned_sentences_and_sentences_with_nothing_to_replace_get_no_copy() -> None:
     assert copies(_aspects(TEXT), NEAR, {normalise_text(TEXT)}, n=3, p=1.0) == []
+    # nor is a copy kept that is a banned (test) sentence
+    (made, _) = copies(_aspects(TEXT), NEAR, set(), n=1, p=1.0)
+    assert copies(_aspects(TEXT), NEAR, {normalise_text(made.text)}, n=1, p=1.0) == []
     plain = "Service : slow ."
     assert copies([Candidate(plain, 0, 7, 1.0, "b:1")], {"service": ["staff"]}, set(), p=1.0) == []
     # p = 1 replaces every word outside the spans that has a neighbour
