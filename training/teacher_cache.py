@@ -130,5 +130,7 @@ def cached_scores(
         log.info("teacher %s: %d of %d scored", teacher, lo + len(part), len(missing))
     if labels is None:  # no examples, and an empty cache: the teacher names its labels
         return score(examples)
+    if not examples:
+        return np.zeros((0, len(labels)), np.float32), labels
     log.info("teacher %s: %d examples' probabilities from %s", teacher, len(examples), entry)
     return np.stack([known[s] for s in spans]).astype(np.float32), labels

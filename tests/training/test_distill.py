@@ -166,3 +166,5 @@ def test_the_teacher_cache_scores_only_new_examples_chunk_by_chunk(
     more = synthetic_examples(9, seed=4, paired=False)[7:]
     cached_scores(tmp_path, liar, examples + more, score, chunk=3)
     assert asked == [len(more)] and len(_shards(tmp_path)) == 4
+    probs, got = cached_scores(tmp_path, liar, [], score, chunk=3)  # nothing asked
+    assert probs.shape == (0, len(names)) and got == names and asked == [len(more)]
