@@ -212,8 +212,10 @@ def _ort_probs(directory: Path, items: Sequence[Encoded], batch: int) -> np.ndar
 def _batch_dependence(directory: Path, items: Sequence[Encoded], batched: np.ndarray) -> float:
     """How far the probabilities of ``items`` served one at a time are from the same items'
     served in batches (``batched``, in order)."""
+    if not items:
+        return 0.0
     alone = _ort_probs(directory, items, 1)
-    return float(np.abs(alone - batched[: len(items)]).max()) if len(items) else 0.0
+    return float(np.abs(alone - batched[: len(items)]).max())
 
 
 def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
