@@ -38,11 +38,6 @@ RUNS = ROOT / "runs" / "distill"
 ABSA = [sys.executable, "-m", "absa.cli"]
 
 
-def shown(path: Path) -> str:
-    """A path as the result files show it: relative to the project root when inside it."""
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
 def tests() -> dict[str, str]:
     return {d: str(paths(d)["test"]) for d in DATASETS}
 
@@ -75,7 +70,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
     if info["teacher"]["dev_leak"] != 0:
         raise SystemExit(f"{run}: {info['teacher']['dev_leak']} dev sentences the teacher saw")
     result = {
-        "run": shown(run),
+        "run": default_model.shown(run),
         "seed": seed,
         "dev_seed": args.dev_seed,
         "preset": info["preset"],
@@ -158,7 +153,7 @@ def main() -> None:
     RUNS.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each student is a subprocess
         for path in pool.map(lambda s: student(args, s, teacher), todo):
-            print(f"wrote {shown(path)}", flush=True)
+            print(f"wrote {default_model.shown(path)}", flush=True)
 
 
 if __name__ == "__main__":

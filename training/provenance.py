@@ -60,15 +60,12 @@ def file_info(paths: Iterable[str | Path]) -> list[dict[str, str]]:
     """``{"path", "sha256"}`` of each data file, as runs and reports record them. A file
     beside the checkout (``../shared/data/...``) is named relative to it, not by this
     machine's absolute path, so that records made from anywhere read the same."""
-    return [{"path": _portable(Path(p)), "sha256": sha256_file(Path(p))} for p in paths]
+    return [{"path": portable(p), "sha256": sha256_file(Path(p))} for p in paths]
 
 
 def portable(path: str | Path) -> str:
     """A path as records name it: beside the checkout, relative to it (see ``file_info``)."""
-    return _portable(Path(path))
-
-
-def _portable(path: Path) -> str:
+    path = Path(path)
     if not path.is_absolute():
         return str(path)
     real = path.resolve()
