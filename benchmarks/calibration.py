@@ -1,6 +1,7 @@
 """Expected calibration error (15 bins) of an artifact on every test set, without and with its
-temperature; optionally first re-issue an uncalibrated artifact with a temperature fitted on
-its training run's dev split, rebuilt from the data and seed its metadata records.
+temperature (and its top-label map, where it has one); optionally first re-issue an
+uncalibrated artifact with a temperature fitted on its training run's dev split, rebuilt
+from the data and seed its metadata records.
 
     python benchmarks/calibration.py --artifact model/artifacts/default --reissue 1.2.1
     python benchmarks/calibration.py --artifact model/artifacts/default   # measure only
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from absa.model import artifact  # noqa: E402
 from absa.model.calibration import (  # noqa: E402
+    apply_top_map,
     calibration_report,
     expected_calibration_error,
     softmax,
@@ -146,8 +148,10 @@ def measure(model: Path, name: str) -> dict:
     files = test_files(name)
     examples = read_many([str(f) for f in files]).examples
     z, t = logits(model, spans(examples)), temperature_of(meta)
-    served = Runtime.load(model, device="cpu", threads=1).predict_proba(spans(examples))
-    np.testing.assert_allclose(softmax(z, t), served, atol=1e-5)  # what we measure is served
+    rt = Runtime.load(model, device="cpu", threads=1)
+    served = rt.predict_proba(spans(examples))
+    ref = softmax(z, t) if rt.top_map is None else apply_top_map(softmax(z, t), *rt.top_map)
+    np.testing.assert_allclose(ref, served, atol=1e-5)  # what we measure is served
     y = np.array([meta["labels"].index(e.label) for e in examples])
     bins = meta["calibration"]["bins"]
     return {
@@ -158,7 +162,7 @@ def measure(model: Path, name: str) -> dict:
         "accuracy": float((served.argmax(1) == y).mean()),
         "mean_confidence": float(served.max(1).mean()),
         "bins": bins,
-        **calibration_report(z, y, t),
+        **calibration_report(z, y, t, served=None if rt.top_map is None else served),
         "ece_floor": ece_floor(served, bins),
         "ece_floor_method": "mean ECE over 200 label draws from the served probabilities, seed 0",
         "machine": f"{PROJECT_MACHINE} ({platform.machine()}), shared with other jobs",
@@ -169,7 +173,8 @@ def record(model: Path, results: dict[str, dict]) -> None:
     """The test-set numbers into the metadata (/v1/model shows them) and the card."""
     meta = artifact.read_metadata(model)
     keys = ("n", "ece_before", "ece_after", "nll_before", "nll_after", "ece_floor")
-    meta["calibration"]["test"] = {k: {f: r[f] for f in keys} for k, r in results.items()}
+    keys += ("ece_temperature", "nll_temperature")  # with a top-label map: T alone
+    meta["calibration"]["test"] = {k: {f: r[f] for f in keys if f in r} for k, r in results.items()}
     card = model / "README.md"
     if card.is_file():
         text = with_calibration(card.read_text(encoding="utf-8"), meta, model)
@@ -206,15 +211,18 @@ def with_calibration(text: str, meta: dict, model: Path) -> str:
 
 def table(results: dict[str, dict]) -> str:
     rows = [
-        "| test set | n | accuracy | mean conf. | T | ECE before | ECE after | ECE floor "
-        "| NLL before | NLL after |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| test set | n | accuracy | mean conf. | T | ECE before | ECE T only | ECE after "
+        "| ECE floor | NLL before | NLL T only | NLL after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
         pct = [r[k] * 100 for k in ("accuracy", "mean_confidence")]
-        pct2 = [r[k] * 100 for k in ("ece_before", "ece_after", "ece_floor")]
+        ece_t = r.get("ece_temperature", r["ece_after"]) * 100
+        nll_t = r.get("nll_temperature", r["nll_after"])
+        pct2 = [r["ece_before"] * 100, ece_t, r["ece_after"] * 100, r["ece_floor"] * 100]
         cells = [name, str(r["n"]), *(f"{x:.2f}" for x in pct), f"{r['temperature']:.3f}"]
-        cells += [*(f"{x:.2f}" for x in pct2), f"{r['nll_before']:.4f}", f"{r['nll_after']:.4f}"]
+        cells += [*(f"{x:.2f}" for x in pct2), f"{r['nll_before']:.4f}", f"{nll_t:.4f}"]
+        cells.append(f"{r['nll_after']:.4f}")
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 

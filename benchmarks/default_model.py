@@ -17,7 +17,8 @@ It runs exactly these commands (printed first), so the card can quote them:
     absa export --run runs/default --out model/artifacts/default --name absa-default --version V
     absa evaluate --model model/artifacts/default --data <test file> --json   (for each set)
 
-Export fits the temperature on the dev split; `python benchmarks/calibration.py` then measures
+Export fits the temperature on the dev split (and, with --top-map, the top-label map after
+it); `python benchmarks/calibration.py` then measures
 the expected calibration error on every test set and adds it to the metadata and this card.
 
 A teacher shares the student's data, seed and so dev split (the student's config names it
@@ -149,6 +150,9 @@ def main() -> None:
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "default")
     ap.add_argument("--out", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--quantize", choices=["int8", "int8-embeddings"])
+    ap.add_argument(
+        "--top-map", action="store_true", help="export with the top-label calibration map"
+    )
     ap.add_argument("--skip-train", action="store_true", help="reuse an existing --run")
     ap.add_argument("--card-only", action="store_true", help="rewrite README.md from eval.json")
     args = ap.parse_args()
@@ -205,6 +209,7 @@ def main() -> None:
             args.version,
         ]
         + (["--quantize", args.quantize] if args.quantize else [])
+        + (["--top-map"] if args.top_map else [])
     )
     results = evaluate_all(absa, args.out, tests)
     saved = {"results": results, "commands": commands, "teacher": teacher}
@@ -253,6 +258,8 @@ def invocation(args: argparse.Namespace) -> str:
         parts += ["--dev-seed", str(args.dev_seed)]
     if args.quantize:
         parts += ["--quantize", args.quantize]
+    if args.top_map:
+        parts += ["--top-map"]
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 
 

@@ -6,6 +6,16 @@ probabilities, T < 1 sharpens under-confident ones, and no prediction changes (t
 arg-max of z / T is the arg-max of z). Export fits T on the dev split and puts the
 division into the ONNX graph, so every way of serving the artifact applies it.
 
+A temperature cannot fix every shape: a student trained with label smoothing never claims
+more than 1 - 0.1 * (C - 1) / C of its top class, so its surest answers are under-confident
+while the next bin down is over-confident, and no single T moves both the right way. The
+top-label map (``fit_top_map``; Zadrozny & Elkan 2002, centred as in Oron & Flournoy 2017)
+is fitted after T on the same dev split: isotonic regression of "the top class is right" on
+the top probability, its blocks' centres as the knots of a non-decreasing piecewise-linear
+map. ``apply_top_map`` moves the top probability onto the map and shares the rest among the
+other classes in their old proportions, so no prediction changes. It runs on the graph's
+probabilities in the runtime (``absa.model.runtime``), numpy only.
+
 The metrics are numpy only (``absa evaluate`` on an artifact reports ECE without torch);
 ``fit_temperature`` runs torch's L-BFGS and imports torch when it is called (the training
 side, where export runs).
@@ -17,6 +27,9 @@ import numpy as np
 
 ECE_BINS = 15
 T_BOUNDS = (0.05, 20.0)  # a fitted temperature is clipped into this range
+TOP_MAX = 0.99  # the top-label map never claims more than this
+TOP_MAP_MIN_DEV = 500  # fewer dev items than this fit a map of too few, too noisy knots
+CROSS_FOLDS = 5  # the dev ECE of a map is measured out of fold (in sample it is ~0)
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -50,6 +63,73 @@ def expected_calibration_error(probs: np.ndarray, y: np.ndarray, bins: int = ECE
     return float(np.abs(gap).sum() / len(p))
 
 
+def prob_nll(probs: np.ndarray, y: np.ndarray) -> float:
+    """Mean negative log-likelihood of the gold labels ``y`` under the probabilities."""
+    p = np.asarray(probs, dtype=np.float64)
+    if len(p) == 0:
+        return 0.0
+    return float(-np.log(np.clip(p[np.arange(len(p)), np.asarray(y)], 1e-12, 1.0)).mean())
+
+
+def apply_top_map(probs: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Each row's top probability c becomes ``interp(c; xs, ys)`` (flat outside the knots),
+    the other classes share what is left in their old proportions. Where the map would let
+    the runner-up overtake, the top class keeps just enough to stay on top: the arg-max
+    never changes. Same shape and dtype as ``probs``."""
+    p = np.asarray(probs, dtype=np.float64)
+    if len(p) == 0:
+        return np.asarray(probs).copy()
+    rows = np.arange(len(p))
+    top = p.argmax(axis=1)
+    c = p[rows, top]
+    rest = p.copy()
+    rest[rows, top] = 0.0
+    second = rest.max(axis=1)
+    # the runner-up's new share second * (1 - q) / (1 - c) stays below q iff q >= floor
+    floor = second / np.maximum(1.0 - c + second, 1e-12)
+    q = np.maximum(np.interp(c, xs, ys), np.minimum(floor + 1e-6, 1.0))
+    out = rest * ((1.0 - q) / np.maximum(1.0 - c, 1e-12))[:, None]
+    out[rows, top] = q
+    return out.astype(np.asarray(probs).dtype, copy=False)
+
+
+def fit_top_map(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The knots (xs strictly increasing, ys non-decreasing in [1/C, TOP_MAX]) of the
+    top-label map fitted on ``probs`` (the probabilities after T) and gold ``y``: isotonic
+    regression (scikit-learn) of correctness on the top probability, one knot per block at
+    its items' mean top probability. Deterministic."""
+    from sklearn.isotonic import IsotonicRegression
+
+    p = np.asarray(probs, dtype=np.float64)
+    if len(p) == 0:
+        raise ValueError("no examples to fit a top-label map on")
+    c = p.max(axis=1)
+    right = (p.argmax(axis=1) == np.asarray(y)).astype(np.float64)
+    iso = IsotonicRegression(y_min=1.0 / p.shape[1], y_max=TOP_MAX, out_of_bounds="clip")
+    fitted = iso.fit(c, right).predict(c)
+    order = np.argsort(c, kind="stable")
+    cs, fs = c[order], fitted[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(fs) != 0) + 1])
+    ends = np.append(starts[1:], len(cs))
+    xs = np.array([cs[a:b].mean() for a, b in zip(starts, ends, strict=True)])
+    return xs, fs[starts]
+
+
+def out_of_fold_top_map(
+    probs: np.ndarray, y: np.ndarray, folds: int = CROSS_FOLDS, seed: int = 0
+) -> np.ndarray:
+    """``probs`` with a top-label map applied to each fold that was fitted on the others:
+    what the map does to data it has not seen, for an honest dev ECE."""
+    p = np.asarray(probs, dtype=np.float64)
+    fold = np.random.default_rng(seed).permutation(len(p)) % folds
+    out = p.copy()
+    for k in range(folds):
+        held = fold == k
+        if held.any() and (~held).any():
+            out[held] = apply_top_map(p[held], *fit_top_map(p[~held], np.asarray(y)[~held]))
+    return out
+
+
 def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> float:
     """The T minimising ``nll(logits, y, T)``: L-BFGS (strong Wolfe line search) on log T in
     float64, clipped into ``T_BOUNDS``. Deterministic: the same input gives the same T."""
@@ -75,13 +155,24 @@ def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> f
 
 
 def calibration_report(
-    logits: np.ndarray, y: np.ndarray, temperature: float, bins: int = ECE_BINS
+    logits: np.ndarray,
+    y: np.ndarray,
+    temperature: float,
+    bins: int = ECE_BINS,
+    served: np.ndarray | None = None,
 ) -> dict:
-    """ECE and NLL before (T = 1) and after (``temperature``) on one labelled set."""
-    return {
+    """ECE and NLL before (T = 1) and after (``temperature``) on one labelled set. With a
+    top-label map, ``served`` (the probabilities after T and the map) are scored as "after"
+    and the T-only numbers are kept as ``ece_temperature`` / ``nll_temperature``."""
+    rep = {
         "n": len(logits),
         "ece_before": expected_calibration_error(softmax(logits), y, bins),
         "ece_after": expected_calibration_error(softmax(logits, temperature), y, bins),
         "nll_before": nll(logits, y),
         "nll_after": nll(logits, y, temperature),
     }
+    if served is not None:
+        rep["ece_temperature"], rep["nll_temperature"] = rep["ece_after"], rep["nll_after"]
+        rep["ece_after"] = expected_calibration_error(served, y, bins)
+        rep["nll_after"] = prob_nll(served, y)
+    return rep

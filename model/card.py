@@ -97,23 +97,45 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
     if not cal.get("fitted", True):
         return [*head, "None: exported with `--no-calibrate` (temperature 1).", ""]
     sets = {"dev": cal.get("dev"), **(cal.get("test") or {})}
+    mapped = isinstance(cal.get("top_map"), Mapping)
     rows = [
         f"| {name} | {rep.get('n', '?')} | {_pct(rep.get('ece_before'))} | "
-        f"{_pct(rep.get('ece_after'))} | {_pct(rep['ece_floor']) if 'ece_floor' in rep else '-'} |"
+        + (f"{_pct(rep.get('ece_temperature'))} | " if mapped else "")
+        + f"{_pct(rep.get('ece_after'))} | "
+        + f"{_pct(rep['ece_floor']) if 'ece_floor' in rep else '-'} |"
         for name, rep in sets.items()
         if isinstance(rep, Mapping)
     ]
-    return [
-        *head,
+    text = (
         f"Temperature scaling: the probabilities are softmax(logits / T), T = "
         f"{float(cal.get('temperature', 1)):.3f}, fitted on the dev split (negative "
-        "log-likelihood); no prediction changes. Expected calibration error "
-        f"({cal.get('bins', '?')} equal-width confidence bins, %), without and with T; the "
-        "floor is what a perfectly calibrated model would show on as many items (the "
-        "estimator's noise), where measured:",
+        "log-likelihood); no prediction changes."
+    )
+    if mapped:
+        text += (
+            f" Then a top-label map ({len(cal['top_map'].get('x', []))} knots, fitted on the "
+            "same dev split: isotonic regression of whether the top class is right on its "
+            "probability) moves each answer's top probability to how often answers that sure "
+            "were right, the other classes keeping their proportions; no prediction changes. "
+            "Its dev ECE is measured out of fold."
+        )
+    text += (
+        f" Expected calibration error ({cal.get('bins', '?')} equal-width confidence bins, %), "
+        + (
+            "without calibration, with T alone and as served (T and the map)"
+            if mapped
+            else "without and with T"
+        )
+        + "; the floor is what a perfectly calibrated model would show on as many items "
+        "(the estimator's noise), where measured:"
+    )
+    head_row = "| data | n | ECE before | " + ("ECE T only | " if mapped else "")
+    return [
+        *head,
+        text,
         "",
-        "| data | n | ECE before | ECE after | floor |",
-        "|---|---|---|---|---|",
+        head_row + "ECE after | floor |",
+        "|---|---|---|---|---|" + ("---|" if mapped else ""),
         *rows,
         "",
     ]

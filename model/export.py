@@ -17,6 +17,9 @@ measured on the same dev set and recorded in the metadata.
 (``absa.model.calibration``), exports ``softmax(logits / T)`` as the graph's probabilities
 and checks parity against torch with T applied; the metadata's ``calibration`` records T
 and the dev ECE / NLL before and after. Off, T is 1 (the probabilities of the network).
+``top_map`` adds the top-label map after T (``absa.model.calibration.fit_top_map``), fitted
+on the same dev split, recorded as ``calibration.top_map`` and applied by the runtime; its
+dev ECE is measured out of fold.
 """
 
 from __future__ import annotations
@@ -80,19 +83,26 @@ def export(
     quantize: str | None = None,
     batch: int = 32,
     calibrate: bool = True,
+    top_map: bool = False,
 ) -> dict:
     """Write the artifact directory and return its metadata. ``provenance`` (preset, train,
     train_config, metrics, code_version, source_run, ...) goes into the metadata as given;
-    ``version`` defaults to a UTC timestamp; ``calibrate`` fits a temperature on ``dev``."""
+    ``version`` defaults to a UTC timestamp; ``calibrate`` fits a temperature on ``dev``,
+    ``top_map`` a top-label map after it (ValueError under ``TOP_MAP_MIN_DEV`` dev items)."""
     out_dir = Path(out_dir)
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be int8, int8-embeddings or absent, not {quantize!r}")
+    if top_map and (not calibrate or len(dev) < calibration.TOP_MAP_MIN_DEV):
+        raise ValueError(
+            f"a top-label map needs the temperature and at least {calibration.TOP_MAP_MIN_DEV} "
+            f"dev items; the dev split has {len(dev)}"
+        )
     net = net.eval()
     items = [encode_example(pipeline, e, model_config.categories, model_config.pair) for e in dev]
     labels = list(model_config.labels)
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
-    calib = _calibrate(logits, y, fit=calibrate)
+    calib = _calibrate(logits, y, fit=calibrate, top_map=top_map)
     train = provenance.get("train")
     # what /v1/model says T was fitted on, e.g. "10% of train held out with seed 1"
     split = train.get("dev_split") if isinstance(train, Mapping) else None
@@ -117,6 +127,8 @@ def export(
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         ref = calibration.softmax(logits, calib["temperature"])  # torch's, with T applied
+        if top_map:
+            ref = calibration.apply_top_map(ref, calib["top_map"]["x"], calib["top_map"]["y"])
         got = _ort_probs(tmp, items, batch)
         metadata["parity"] = _check_parity(ref, got, y)
         if quantize:
@@ -162,10 +174,17 @@ def _dummy_item(n: int, category: int | None, pair: bool = False) -> Encoded:
     return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n, category, types)
 
 
-def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True) -> dict:
-    """The metadata's ``calibration``: T fitted on dev (or 1), dev ECE / NLL before and after."""
+def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: bool = False) -> dict:
+    """The metadata's ``calibration``: T fitted on dev (or 1), with ``top_map`` the top-label
+    map after it; dev ECE / NLL before and after (the map's out of fold)."""
     t = calibration.fit_temperature(logits, y) if fit else 1.0
-    dev = calibration.calibration_report(logits, y, t)
+    knots = None
+    served = None
+    if top_map:
+        scaled = calibration.softmax(logits, t)
+        knots = calibration.fit_top_map(scaled, y)
+        served = calibration.out_of_fold_top_map(scaled, y)
+    dev = calibration.calibration_report(logits, y, t, served=served)
     log.info(
         "temperature %.4f%s: dev ECE (%d bins) %.4f -> %.4f, NLL %.4f -> %.4f",
         t,
@@ -176,7 +195,7 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True) -> dict:
         dev["nll_before"],
         dev["nll_after"],
     )
-    return {
+    out = {
         "method": "temperature",
         "temperature": t,
         "fitted": fit,
@@ -184,6 +203,23 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True) -> dict:
         "bins": calibration.ECE_BINS,
         "dev": dev,
     }
+    if knots is not None:
+        log.info(
+            "top-label map: %d knots; dev ECE %.4f -> %.4f (out of %d folds)",
+            len(knots[0]),
+            dev["ece_temperature"],
+            dev["ece_after"],
+            calibration.CROSS_FOLDS,
+        )
+        out["method"] = "temperature+top_map"
+        out["top_map"] = {
+            "x": knots[0].tolist(),
+            "y": knots[1].tolist(),
+            "fit": "isotonic regression of top-class correctness on the top probability "
+            "after T (scikit-learn), knots at block centres",
+            "dev_ece": f"out of {calibration.CROSS_FOLDS} folds, seed 0",
+        }
+    return out
 
 
 def _torch_logits(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: int) -> np.ndarray:

@@ -3,6 +3,8 @@
 ``Runtime.load`` opens the artifact through ``absa.model.artifact.load`` (kind, checksum,
 recorded parity: the same checks wherever a model is loaded), picks the execution provider
 from what onnxruntime offers (device auto|cpu|cuda), and runs batches bucketed by length.
+The graph's probabilities carry the temperature; an artifact whose metadata records a
+top-label map (``calibration.top_map``) has it applied here, to every batch.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
+from absa.model.calibration import apply_top_map
 from absa.model.categories import TERMS, category_words, check_task, encode_category, task_of
 from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
@@ -98,6 +101,7 @@ class Runtime:
         self.input_names = [i.name for i in session.get_inputs()]
         self.output_names = [o.name for o in session.get_outputs()]
         self.providers = session.get_providers()
+        self.top_map = top_map_of(metadata, model_dir)
 
     @classmethod
     def load(
@@ -153,6 +157,8 @@ class Runtime:
         outs = self.session.run(names, {k: batch[k] for k in self.input_names})
         named = dict(zip(names, outs, strict=True))
         probs, attn, selfw = named["probs"], named["attention"], named.get("self_attention")
+        if self.top_map is not None:
+            probs = apply_top_map(probs, *self.top_map)
         unk = self.pipeline.unk_id
         result = []
         for i, e in enumerate(items):
@@ -182,6 +188,26 @@ class Runtime:
             self.run([self.encode("The food was great .", 4, 8)] * 2)
         else:
             self.run([self.encode_category("The food was great .", 0)] * 2)
+
+
+def top_map_of(metadata: dict, model_dir: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    """The knots of the artifact's top-label map, checked; None when it has none."""
+    cal = metadata.get("calibration")
+    raw = cal.get("top_map") if isinstance(cal, dict) else None
+    if raw is None:
+        return None
+    try:
+        xs, ys = np.asarray(raw["x"], np.float64), np.asarray(raw["y"], np.float64)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ArtifactError(f"{model_dir}: calibration.top_map is not x and y lists: {e}") from e
+    ok = xs.ndim == 1 and xs.shape == ys.shape and len(xs) > 0
+    ok = ok and bool(np.all(np.diff(xs) > 0) and np.all(np.diff(ys) >= 0))
+    if not ok or not (np.all((ys >= 0) & (ys <= 1)) and np.all((xs >= 0) & (xs <= 1))):
+        raise ArtifactError(
+            f"{model_dir}: calibration.top_map must be knots in [0, 1], x strictly and y "
+            "never decreasing, of one length"
+        )
+    return xs, ys
 
 
 def words(output: Output) -> list[tuple[Token, float, bool]]:

@@ -201,18 +201,32 @@ class BatchResponse(BaseModel):
 
 class CalibrationSet(BaseModel):
     n: int
-    ece_before: float = Field(description="expected calibration error without the temperature")
-    ece_after: float = Field(description="expected calibration error with it (as served)")
+    ece_before: float = Field(description="expected calibration error without calibration")
+    ece_after: float = Field(description="expected calibration error as served")
     nll_before: float | None = None
     nll_after: float | None = None
+    ece_temperature: float | None = Field(
+        None, description="with a top-label map: the ECE of the temperature alone"
+    )
+    nll_temperature: float | None = None
     ece_floor: float | None = Field(
         None, description="the ECE a perfectly calibrated model would show on as many items"
     )
 
 
+class TopMap(BaseModel):
+    x: list[float] = Field(description="top probabilities after T (knots, increasing)")
+    y: list[float] = Field(description="what each becomes; linear in between, flat outside")
+
+
 class Calibration(BaseModel):
-    method: str = "temperature"
-    temperature: float = Field(description="the served probabilities are softmax(logits / T)")
+    method: str = Field("temperature", description="temperature, or temperature+top_map")
+    temperature: float = Field(description="the graph's probabilities are softmax(logits / T)")
+    top_map: TopMap | None = Field(
+        None,
+        description="a map of the top probability after T, fitted on dev (the other classes "
+        "keep their proportions; no prediction changes)",
+    )
     bins: int = Field(description="equal-width confidence bins of the ECE")
     fitted_on: str = Field("dev", description="the data T was fitted on")
     dev: CalibrationSet | None = Field(None, description="the dev split T was fitted on")

@@ -25,10 +25,12 @@ def export_run(
     version: str | None = None,
     batch: int = 32,
     calibrate: bool = True,
+    top_map: bool = False,
 ) -> dict:
     """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set,
-    with a temperature fitted on it unless ``calibrate`` is off); returns the artifact's
-    metadata. ``name`` defaults to the run's preset."""
+    with a temperature fitted on it unless ``calibrate`` is off, and with ``top_map`` a
+    top-label map after it); returns the artifact's metadata. ``name`` defaults to the
+    run's preset."""
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     return export(
@@ -43,6 +45,7 @@ def export_run(
         quantize=quantize,
         batch=batch,
         calibrate=calibrate,
+        top_map=top_map,
     )
 
 

@@ -189,6 +189,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         name=args.name,
         version=args.version,
         calibrate=not args.no_calibrate,
+        top_map=args.top_map,
     )
     par, cal = meta["parity"], meta["calibration"]
     msg = (
@@ -196,6 +197,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}; "
         f"temperature {cal['temperature']:.3f}, dev ECE ({cal['bins']} bins) "
         f"{cal['dev']['ece_before'] * 100:.2f} -> {cal['dev']['ece_after'] * 100:.2f}"
+        + (" (with the top-label map, out of fold)" if "top_map" in cal else "")
     )
     if "quantization" in meta:
         q = meta["quantization"]
@@ -357,6 +359,14 @@ def register(sub: Any) -> None:
         action="store_true",
         help="export the network's own probabilities (default: fit a temperature on the "
         "run's dev set and apply it in the graph)",
+    )
+    x.add_argument(
+        "--top-map",
+        action="store_true",
+        help="after the temperature, fit a top-label map on the dev set (isotonic, applied "
+        "by the runtime; no prediction changes): for a model whose surest answers a "
+        "temperature leaves under-confident. Needs at least 500 dev items (default: the "
+        "temperature alone)",
     )
     x.set_defaults(func=cmd_export)
 
