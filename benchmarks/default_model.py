@@ -43,6 +43,7 @@ from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  #
 from absa.training import rundir  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
+from benchmarks import prepared  # noqa: E402
 from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
 
 commands: list[str] = []
@@ -449,6 +450,15 @@ def card(
         domains = "restaurant, laptop, television and T-shirt reviews and tweets (English)"
     limits_md = "\n".join(f"- {x}" for x in limits(pipeline.get("max_len"), domains))
     calibration = "".join(f"{x}\n" for x in calibration_lines(meta))
+    prep = prepared.commands(tr, meta["train_config"])
+    made_first = (
+        "Made first, the inputs the training reads (word vectors, transfer sets; each "
+        "command rebuilt from the record it wrote):\n\n```bash\n"
+        + "\n".join(prep)
+        + "\n```\n\nThen:\n\n"
+        if prep
+        else ""
+    )
     return f"""# absa-default {meta["version"]}
 
 The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model` is given.
@@ -489,7 +499,7 @@ protocol of the tables in `docs/benchmarks.md`.
 
 ## Reproduce
 
-```bash
+{made_first}```bash
 {chr(10).join(cmds)}
 ```
 

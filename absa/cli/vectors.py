@@ -28,6 +28,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         top_k=args.top_k,
         extra={
             "data": file_info([*args.texts, *(args.sentences or ())]),
+            "sentences_files": list(args.sentences or ()),  # which of data came by --sentences
             "code_version": code_version(),
         },
     )

