@@ -219,3 +219,14 @@ def write_3line(path: Path, examples: Sequence[Example]) -> Path:
         lines += [e.text[: e.start] + "$T$" + e.text[e.end :], e.term, e.label]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def vectors_args(tmp: Path, encoder: Path, glove: Path) -> tuple[list[str], Path, Path]:
+    """``absa vectors`` arguments (all but --dim and --out) over the synthetic set as --texts
+    and a one-line transfer set as --sentences, GloVe's top 5 words; and those two files."""
+    train = write_jsonl(tmp / "train.jsonl", synthetic_examples(12, seed=0))
+    extra = tmp / "transfer.jsonl"
+    extra.write_text(json.dumps({"text": "the sushi was soggy"}) + "\n", encoding="utf-8")
+    args = ["vectors", "--encoder", str(encoder), "--texts", str(train)]
+    args += ["--sentences", str(extra), "--glove", str(glove), "--top-k", "5"]
+    return args, train, extra

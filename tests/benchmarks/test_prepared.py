@@ -12,18 +12,14 @@ import pytest
 from absa.cli import main
 from absa.model.artifact import sha256_file
 from benchmarks import prepared
-from tests.helpers import synthetic_examples, write_jsonl
+from tests.helpers import vectors_args
 
 
 def test_the_vectors_command_rebuilt_from_its_record_writes_the_same_file(
     tmp_path: Path, tiny_transformer: Path, small_glove: Path
 ) -> None:
-    train = write_jsonl(tmp_path / "train.jsonl", synthetic_examples(12, seed=0))
-    extra = tmp_path / "transfer.jsonl"
-    extra.write_text(json.dumps({"text": "the sushi was soggy"}) + "\n", encoding="utf-8")
+    args, _, extra = vectors_args(tmp_path, tiny_transformer, small_glove)
     out = tmp_path / "vectors.txt"
-    args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train)]
-    args += ["--sentences", str(extra), "--glove", str(small_glove), "--top-k", "5"]
     assert main([*args, "--dim", "6", "--out", str(out)]) == 0
     first = sha256_file(out)
     cmd = prepared.vectors_command(str(out))

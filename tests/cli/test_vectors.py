@@ -12,7 +12,7 @@ from absa.cli import main
 from absa.model.artifact import sha256_file
 from absa.training.embeddings import load_glove
 from absa.training.rundir import read_info
-from tests.helpers import synthetic_examples, tiny_config, write_jsonl
+from tests.helpers import synthetic_examples, tiny_config, vectors_args, write_jsonl
 
 EXAMPLES = synthetic_examples(12, seed=0)
 
@@ -20,12 +20,8 @@ EXAMPLES = synthetic_examples(12, seed=0)
 def test_vectors_then_train_on_them(
     tmp_path: Path, tiny_transformer: Path, small_glove: Path
 ) -> None:
-    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
-    extra = tmp_path / "transfer.jsonl"
-    extra.write_text(json.dumps({"text": "the sushi was soggy"}) + "\n", encoding="utf-8")
+    args, train, extra = vectors_args(tmp_path, tiny_transformer, small_glove)
     out = tmp_path / "vectors.txt"
-    args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train)]
-    args += ["--sentences", str(extra), "--glove", str(small_glove), "--top-k", "5"]
     assert main([*args, "--dim", "6", "--out", str(out)]) == 0
     words, matrix = load_glove(str(out))
     glove_words, glove = load_glove(str(small_glove))
