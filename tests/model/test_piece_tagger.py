@@ -170,5 +170,10 @@ def test_an_int8_extractor_records_what_quantisation_changes(
     spans = [({(f.start, f.end) for f in e.extract([t])[0]}) for e in (a, b) for t in texts]
     changed = sum(x != y for x, y in zip(spans[: len(texts)], spans[len(texts) :], strict=True))
     assert q["windows_decoded_differently"] == changed  # one window per short text
+    # served alone, a window's tag probabilities vs in its dev batch (activation scales)
+    batched = [p for s in range(0, len(windows), 32) for p in b.probs(windows[s : s + 32])]
+    alone = [b.probs([w])[0] for w in windows[:200]]
+    dep = max(float(abs(x - y).max()) for x, y in zip(alone, batched, strict=False))
+    assert q["max_abs_batch_dependence"] == pytest.approx(dep, abs=1e-6)
     with pytest.raises(ValueError, match="quantize must be int8"):
         export_tag_run(piece_crf_run, tmp_path / "x", quantize="int4")
