@@ -46,6 +46,9 @@ from absa.training.records import DataError, Example
 log = logging.getLogger(__name__)
 
 
+CALIBRATIONS = ("temperature", "top_map")
+
+
 @dataclass(frozen=True)
 class Gate:
     max_accuracy_drop: float = 0.005  # challenger acc >= champion acc - this, on every set
@@ -71,6 +74,8 @@ class RetrainConfig:
     # what the gate compares with while the registry has no champion: the model the service
     # serves meanwhile (None: ABSA_MODEL_DIR, else the shipped model)
     baseline: str | None = None
+    # "temperature", or "top_map": the top-label map after it (needs >= 500 dev items)
+    calibration: str = "temperature"
 
     @classmethod
     def load(cls, path: Path) -> RetrainConfig:
@@ -104,6 +109,11 @@ class RetrainConfig:
             raise ValueError(f"{path}: [data] names no training files (base, new)")
         if not cfg.eval:
             raise ValueError(f"{path}: [eval] names no evaluation sets")
+        if cfg.calibration not in CALIBRATIONS:
+            raise ValueError(
+                f"{path}: calibration must be one of {', '.join(CALIBRATIONS)}, "
+                f"not {cfg.calibration!r}"
+            )
         return cfg
 
 
@@ -190,7 +200,9 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         try:
             run_dir = train_challenger(cfg, data, report["data"], work / "run", progress)
             artifact_dir = work / "artifact"
-            report["parity"] = export_challenger(run_dir, artifact_dir, cfg.preset, version)
+            report["parity"] = export_challenger(
+                run_dir, artifact_dir, cfg.preset, version, cfg.calibration == "top_map"
+            )
             report["challenger_metrics"] = evaluate_on(artifact_dir, data.evals)
             report["champion_metrics"] = evaluate_on(compare_with, data.evals)
             report["gate"] = apply_gate(
@@ -339,6 +351,16 @@ def train_challenger(
     preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
     over = {"seed": cfg.seed} | ({"epochs": cfg.epochs} if cfg.epochs else {})
     preset = replace(preset, train=replace(preset.train, **over))
+    if cfg.calibration == "top_map":
+        from absa.model.calibration import TOP_MAP_MIN_DEV
+
+        n_dev = len(data.dev) or round(len(data.train) * preset.train.dev_fraction)
+        if n_dev < TOP_MAP_MIN_DEV:
+            raise DataError(
+                f'calibration = "top_map" needs at least {TOP_MAP_MIN_DEV} dev items; this '
+                f"job's dev split would hold about {n_dev} (give [data] dev, or use "
+                '"temperature")'
+            )
     info = {
         "train": data_report["base"]["files"] if cfg.base else [],
         "new": data_report.get("new", {}).get("files", []),
@@ -355,11 +377,15 @@ def train_challenger(
     return run_dir
 
 
-def export_challenger(run_dir: Path, artifact_dir: Path, name: str, version: str) -> dict:
-    """Export with the parity check (ParityError: nothing exported); returns the parity record."""
+def export_challenger(
+    run_dir: Path, artifact_dir: Path, name: str, version: str, top_map: bool = False
+) -> dict:
+    """Export with the parity check (ParityError: nothing exported), with the top-label map
+    if asked; returns the parity record."""
     from absa.training.exporting import export_run
 
-    return export_run(run_dir, artifact_dir, name=name, version=version)["parity"]
+    meta = export_run(run_dir, artifact_dir, name=name, version=version, top_map=top_map)
+    return meta["parity"]
 
 
 def evaluate_on(model_dir: Path, evals: dict[str, list[Example]]) -> dict[str, dict]:

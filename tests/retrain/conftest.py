@@ -54,8 +54,8 @@ def _toml_value(v: object) -> str:
 
 @pytest.fixture(scope="session")
 def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
-    """``make_config(path, registry, new=[...], base=[...], gate={...}, **top)`` writes a TOML
-    retraining config: base = the synthetic set, dev and eval = the same set."""
+    """``make_config(path, registry, new=[...], base=[...], dev=[...], gate={...}, **top)``
+    writes a TOML retraining config: base = the synthetic set, dev and eval = the same set."""
 
     def write(
         path: Path,
@@ -63,6 +63,7 @@ def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
         *,
         base: list[Path] | None = None,
         new: list[Path] | None = None,
+        dev: list[Path] | None = None,
         gate: dict | None = None,
         **top: object,
     ) -> Path:
@@ -77,7 +78,7 @@ def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
         lines += ["[data]", f"base = {_toml_value(base if base is not None else [train])}"]
         if new:
             lines.append(f"new = {_toml_value(new)}")
-        lines.append(f"dev = {_toml_value([train])}")
+        lines.append(f"dev = {_toml_value(dev if dev is not None else [train])}")
         lines += ["[eval]", f"synthetic = {_toml_value(train)}"]
         if gate:
             lines += ["[gate]", *(f"{k} = {_toml_value(v)}" for k, v in gate.items())]

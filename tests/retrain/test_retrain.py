@@ -21,7 +21,7 @@ from absa.model.registry import Registry, RegistryError
 from absa.model.runtime import DEFAULT_MODEL_DIR
 from absa.training.records import DataError
 from absa.training.retrain import RetrainConfig, retrain
-from tests.helpers import write_jsonl
+from tests.helpers import synthetic_examples, write_jsonl
 from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ROOT, ConfigWriter, LockHolder
 
 
@@ -152,6 +152,26 @@ def test_bad_data_fails_naming_file_and_line(
     assert state(registry) == before
     assert not (registry / "reports" / "v2.json").exists()
     assert work_entries(registry) == []
+
+
+def test_a_top_map_needs_a_dev_split_of_500(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """Refused before any training when the dev split is too small (the registry untouched);
+    with a dev file of 600 aspects the new version serves T and the map."""
+    before = state(registry)
+    cfg = make_config(tmp_path / "r.toml", registry, calibration="top_map")
+    with pytest.raises(DataError, match="needs at least 500 dev items; .* about 24"):
+        retrain(RetrainConfig.load(cfg), version="v2")
+    assert state(registry) == before and work_entries(registry) == []
+    bad = make_config(tmp_path / "b.toml", registry, calibration="isotonic")
+    with pytest.raises(ValueError, match="calibration must be one of temperature, top_map"):
+        RetrainConfig.load(bad)
+    dev = write_jsonl(tmp_path / "dev.jsonl", synthetic_examples(300, seed=5))
+    cfg = make_config(tmp_path / "d.toml", registry, calibration="top_map", dev=[dev])
+    retrain(RetrainConfig.load(cfg), version="v2")
+    cal = Registry(registry).metadata("v2")["calibration"]
+    assert cal["method"] == "temperature+top_map" and cal["dev"]["n"] == 600
 
 
 def test_skip_invalid_counts_skipped_rows(
