@@ -1,7 +1,11 @@
 """What else could calibrate an artifact, measured per test set (ECE, 15 bins): a temperature
 fitted on the test set itself (an oracle: the best any one temperature can do there, not
 deployable), and a temperature or vector scaling (a scale and a bias per class) fitted on
-the same domain's part of the dev split (deployable only if a request said its domain).
+the same domain's part of the dev split (deployable only if a request said its domain);
+and top-label maps after the global T (``absa export --top-map``): as shipped (isotonic,
+knots at block centres, all of dev) and its spread over fits on ``BOOT`` bootstrap
+resamples of dev (seed 0), the plain isotonic step function, the shipped kind with each
+source's dev part weighted equally, and one fitted on the domain's dev part.
 
     python benchmarks/calibration_options.py --artifact model/artifacts/default
 
@@ -26,7 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model import artifact  # noqa: E402
-from absa.model.calibration import expected_calibration_error, fit_temperature, softmax  # noqa: E402
+from absa.model.calibration import (  # noqa: E402
+    TOP_MAX,
+    apply_top_map,
+    expected_calibration_error,
+    fit_temperature,
+    fit_top_map,
+    softmax,
+)
 from absa.model.recalibrate import logits  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, spans  # noqa: E402
@@ -50,6 +61,41 @@ def fit_vector(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return w.detach().numpy(), b.detach().numpy()
 
 
+BOOT = 30  # bootstrap resamples of dev: how much the map's test ECE moves with its dev
+
+
+def top_maps(
+    p: np.ndarray, y: np.ndarray, dev_p: np.ndarray, dev_y: np.ndarray, doms: np.ndarray
+) -> dict:
+    """ECE of the test probabilities ``p`` (after T) under the top-label maps fitted on dev
+    (``doms``: each dev item's source, for the map that weighs the sources equally)."""
+    from sklearn.isotonic import IsotonicRegression
+
+    right = (dev_p.argmax(1) == dev_y).astype(float)
+    step = IsotonicRegression(y_min=1 / p.shape[1], y_max=TOP_MAX, out_of_bounds="clip")
+    step.fit(dev_p.max(1), right)
+    share = np.ones(len(dev_y))
+    for d in set(doms.tolist()):
+        share[doms == d] = len(doms) / (len(set(doms.tolist())) * (doms == d).sum())
+    rng = np.random.default_rng(0)
+    boot = []
+    for _ in range(BOOT):
+        i = rng.integers(0, len(dev_y), len(dev_y))
+        knots = fit_top_map(dev_p[i], dev_y[i])
+        boot.append(expected_calibration_error(apply_top_map(p, *knots), y))
+    return {
+        "ece_top_map": expected_calibration_error(apply_top_map(p, *fit_top_map(dev_p, dev_y)), y),
+        "ece_top_map_boot_mean": float(np.mean(boot)),
+        "ece_top_map_boot_sd": float(np.std(boot)),
+        "ece_top_map_step": expected_calibration_error(
+            apply_top_map(p, step.X_thresholds_, step.y_thresholds_), y
+        ),
+        "ece_top_map_balanced": expected_calibration_error(
+            apply_top_map(p, *fit_top_map(dev_p, dev_y, weights=share)), y
+        ),
+    }
+
+
 def domain_of(source: str) -> str | None:
     """The benchmark data set a training example came from (its source is path:line)."""
     file = source.rsplit(":", 1)[0]
@@ -66,6 +112,12 @@ def options(model: Path, name: str, dev_z: np.ndarray, dev_y: np.ndarray, dev_do
     t_domain = fit_temperature(dev_z[mine], dev_y[mine])
     w, b = fit_vector(dev_z[mine], dev_y[mine])
     vector = softmax(z * w + b)
+    t = meta["calibration"]["temperature"]
+    dev_p = softmax(dev_z, t)
+    maps = top_maps(softmax(z, t), y, dev_p, dev_y, np.array([str(d) for d in dev_dom]))
+    maps["ece_top_map_domain"] = expected_calibration_error(
+        apply_top_map(softmax(z, t), *fit_top_map(dev_p[mine], dev_y[mine])), y
+    )
     return {
         "artifact": f"{meta['name']}-{meta['version']}",
         "dataset": name,
@@ -81,6 +133,7 @@ def options(model: Path, name: str, dev_z: np.ndarray, dev_y: np.ndarray, dev_do
         "ece_domain_vector": expected_calibration_error(vector, y),
         "accuracy": float((z.argmax(1) == y).mean()),
         "accuracy_domain_vector": float((vector.argmax(1) == y).mean()),
+        **maps,
     }
 
 
@@ -96,13 +149,14 @@ def main() -> None:
     dev_y = np.array([meta["labels"].index(e.label) for e in dev])
     dev_dom = [domain_of(e.source) for e in dev]
     RESULTS.mkdir(parents=True, exist_ok=True)
+    maps: list[dict] = []
     print(
         "| test set | n | domain dev n | global T (dev) | oracle T (test) | domain T (dev) "
         "| domain vector scaling (dev), accuracy |\n|---|---|---|---|---|---|---|"
     )
     for name in DATASETS:
         out = RESULTS / f"options__{meta['name']}-{meta['version']}__{name}.json"
-        if not out.is_file():
+        if not out.is_file() or "ece_top_map_boot_sd" not in json.loads(out.read_text()):
             rep = options(args.artifact, name, dev_z, dev_y, dev_dom)
             out.write_text(json.dumps(rep, indent=1) + "\n")
         r = json.loads(out.read_text())
@@ -112,6 +166,22 @@ def main() -> None:
             f"{r['ece_domain_t'] * 100:.2f} (T {r['domain_t']:.2f}) | "
             f"{r['ece_domain_vector'] * 100:.2f}, {r['accuracy_domain_vector'] * 100:.2f} "
             f"(vs {r['accuracy'] * 100:.2f}) |"
+        )
+        maps.append(r)
+    print(
+        "\n| test set | global T | top map (shipped kind) | the same, bootstrap fits | step "
+        "function | sources weighted equally | domain's dev only |\n|---|---|---|---|---|---|---|"
+    )
+    for r in maps:
+        boot = f"{r['ece_top_map_boot_mean'] * 100:.2f} ± {r['ece_top_map_boot_sd'] * 100:.2f}"
+        cells = ["ece_global_t", "ece_top_map"]
+        rest = ["ece_top_map_step", "ece_top_map_balanced", "ece_top_map_domain"]
+        print(
+            f"| {r['dataset']} | "
+            + " | ".join([*(f"{r[k] * 100:.2f}" for k in cells), boot])
+            + " | "
+            + " | ".join(f"{r[k] * 100:.2f}" for k in rest)
+            + " |"
         )
 
 

@@ -93,11 +93,13 @@ def apply_top_map(probs: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarr
     return out.astype(np.asarray(probs).dtype, copy=False)
 
 
-def fit_top_map(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fit_top_map(
+    probs: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The knots (xs strictly increasing, ys non-decreasing in [1/C, TOP_MAX]) of the
     top-label map fitted on ``probs`` (the probabilities after T) and gold ``y``: isotonic
-    regression (scikit-learn) of correctness on the top probability, one knot per block at
-    its items' mean top probability. Deterministic."""
+    regression (scikit-learn; ``weights`` per item, optional) of correctness on the top
+    probability, one knot per block at its items' mean top probability. Deterministic."""
     from sklearn.isotonic import IsotonicRegression
 
     p = np.asarray(probs, dtype=np.float64)
@@ -106,7 +108,7 @@ def fit_top_map(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     c = p.max(axis=1)
     right = (p.argmax(axis=1) == np.asarray(y)).astype(np.float64)
     iso = IsotonicRegression(y_min=1.0 / p.shape[1], y_max=TOP_MAX, out_of_bounds="clip")
-    fitted = iso.fit(c, right).predict(c)
+    fitted = iso.fit(c, right, sample_weight=weights).predict(c)
     order = np.argsort(c, kind="stable")
     cs, fs = c[order], fitted[order]
     starts = np.concatenate([[0], np.flatnonzero(np.diff(fs) != 0) + 1])
