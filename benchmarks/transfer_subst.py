@@ -10,7 +10,9 @@ candidates of a transfer set, in sentences that are neither test nor dev sentenc
 of a dev sentence is made, so early stopping stays honest. The copies go to ``--out``
 (derived from the data: under runs/, never committed); train with both files:
 ``absa train ... --transfer runs/transfer-set.jsonl runs/transfer-subst.jsonl``. Counts and
-the command go to benchmarks/results/transfer_set/<out name>.json.
+the command go to benchmarks/results/transfer_set/<out name>.json. ``--only`` copies only the
+sentences of the named source files (path endings, e.g. ``Laptops_Train.xml.seg``): more
+copies of the domains where the student lags its teacher most.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ def main() -> None:
     ap.add_argument("--min-cosine", type=float, default=0.5)
     ap.add_argument("--skip-top", type=int, default=30, help="the most frequent words stay")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--only", nargs="+", help="copy only sentences from source files with these endings"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "transfer-subst.jsonl")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -60,6 +65,10 @@ def main() -> None:
         for e in read_examples(paths(name)["train"]).examples:
             found.append(Candidate(e.text, e.start, e.end, 1.0, e.source))
     found += read_jsonl(args.transfer)
+    if args.only:
+        found = [c for c in found if source_file(c.source)[0].endswith(tuple(args.only))]
+        if not found:
+            raise SystemExit(f"no aspect comes from a file ending in {' or '.join(args.only)}")
     keep = [c for c in found if normalise_text(c.text) not in banned | dev]  # for the counts
     words, vectors = load_glove(args.vectors)
     near = nearest_words(words, vectors, k=args.k, min_cosine=args.min_cosine)
@@ -78,6 +87,7 @@ def main() -> None:
         "by_source": dict(Counter(source_file(c.source)[0] for c in made)),
         "vectors": {"path": args.vectors, "sha256": sha256_file(Path(args.vectors))},
         "dev_of": str(args.dev_of),
+        "only": args.only,
         "out_sha256": sha256_file(args.out),
         "command": " ".join(["python benchmarks/transfer_subst.py", *sys.argv[1:]]),
     }
