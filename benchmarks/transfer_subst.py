@@ -30,7 +30,12 @@ from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import load_glove  # noqa: E402
 from absa.training.readers import normalise_text, read_examples  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
-from absa.training.substitute import copies, nearest_words, source_file  # noqa: E402
+from absa.training.substitute import (  # noqa: E402
+    copies,
+    from_sources,
+    nearest_words,
+    source_file,
+)
 from absa.training.transfer_set import Candidate, read_jsonl, write_jsonl  # noqa: E402
 from benchmarks.datasets import DATASETS, paths, test_files  # noqa: E402
 
@@ -66,7 +71,7 @@ def main() -> None:
             found.append(Candidate(e.text, e.start, e.end, 1.0, e.source))
     found += read_jsonl(args.transfer)
     if args.only:
-        found = [c for c in found if source_file(c.source)[0].endswith(tuple(args.only))]
+        found = from_sources(found, args.only)
         if not found:
             raise SystemExit(f"no aspect comes from a file ending in {' or '.join(args.only)}")
     keep = [c for c in found if normalise_text(c.text) not in banned | dev]  # for the counts

@@ -43,6 +43,11 @@ def source_file(source: str) -> tuple[str, bool]:
     return (path if path and line.isdigit() else rest), copy is not None
 
 
+def from_sources(found: Sequence[Candidate], endings: Sequence[str]) -> list[Candidate]:
+    """The candidates whose source file (``source_file``) ends with one of ``endings``."""
+    return [c for c in found if source_file(c.source)[0].endswith(tuple(endings))]
+
+
 def nearest_words(
     words: Sequence[str], vectors: np.ndarray, k: int = 8, vocab: int = 20000,
     min_cosine: float = 0.5, block: int = 2048,

@@ -6,7 +6,7 @@ import numpy as np
 
 from absa.model.text import tokenize
 from absa.training.readers import normalise_text
-from absa.training.substitute import copies, nearest_words, source_file
+from absa.training.substitute import copies, from_sources, nearest_words, source_file
 from absa.training.transfer_set import Candidate
 
 NEAR = {
@@ -83,3 +83,15 @@ def test_source_file_of_candidates_and_copies() -> None:
     assert source_file("subst3:/d/train.raw:7") == ("/d/train.raw", True)
     assert source_file("no-line") == ("no-line", False)
     assert source_file("C:/x/a.jsonl:4") == ("C:/x/a.jsonl", False)
+
+
+def test_from_sources_keeps_the_named_files_candidates() -> None:
+    found = [
+        Candidate("a b", 0, 1, 1.0, "/d/semeval14/Laptops_Train.xml.seg:3"),
+        Candidate("c d", 0, 1, 1.0, "/d/acos-laptop/train.jsonl:9"),
+        Candidate("e f", 0, 1, 1.0, "/d/mams/train.xml:2"),
+        Candidate("g h", 0, 1, 1.0, "subst1:/d/semeval14/Laptops_Train.xml.seg:4"),
+    ]
+    kept = from_sources(found, ["Laptops_Train.xml.seg", "acos-laptop/train.jsonl"])
+    assert [c.text for c in kept] == ["a b", "c d", "g h"]
+    assert from_sources(found, ["nothing.xml"]) == []
