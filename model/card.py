@@ -117,7 +117,8 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
             "same dev split: isotonic regression of whether the top class is right on its "
             "probability) moves each answer's top probability to how often answers that sure "
             "were right, the other classes keeping their proportions; no prediction changes. "
-            "Its dev ECE is measured out of fold."
+            "Its dev ECE is measured out of fold. model.onnx carries T; absa's runtime "
+            "applies the map (its knots: `calibration.top_map` in metadata.json)."
         )
     text += (
         f" Expected calibration error ({cal.get('bins', '?')} equal-width confidence bins, %), "
