@@ -113,19 +113,17 @@ def options(model: Path, name: str, dev_z: np.ndarray, dev_y: np.ndarray, dev_do
     w, b = fit_vector(dev_z[mine], dev_y[mine])
     vector = softmax(z * w + b)
     t = meta["calibration"]["temperature"]
-    dev_p = softmax(dev_z, t)
-    maps = top_maps(softmax(z, t), y, dev_p, dev_y, np.array([str(d) for d in dev_dom]))
+    dev_p, p = softmax(dev_z, t), softmax(z, t)
+    maps = top_maps(p, y, dev_p, dev_y, np.array([str(d) for d in dev_dom]))
     maps["ece_top_map_domain"] = expected_calibration_error(
-        apply_top_map(softmax(z, t), *fit_top_map(dev_p[mine], dev_y[mine])), y
+        apply_top_map(p, *fit_top_map(dev_p[mine], dev_y[mine])), y
     )
     return {
         "artifact": f"{meta['name']}-{meta['version']}",
         "dataset": name,
         "n": len(y),
         "n_domain_dev": int(mine.sum()),
-        "ece_global_t": expected_calibration_error(
-            softmax(z, meta["calibration"]["temperature"]), y
-        ),
+        "ece_global_t": expected_calibration_error(p, y),
         "oracle_t": t_oracle,
         "ece_oracle_t": expected_calibration_error(softmax(z, t_oracle), y),
         "domain_t": t_domain,

@@ -221,12 +221,17 @@ def write_3line(path: Path, examples: Sequence[Example]) -> Path:
     return path
 
 
-def vectors_args(tmp: Path, encoder: Path, glove: Path) -> tuple[list[str], Path, Path]:
-    """``absa vectors`` arguments (all but --dim and --out) over the synthetic set as --texts
-    and a one-line transfer set as --sentences, GloVe's top 5 words; and those two files."""
+def make_vectors(tmp: Path, encoder: Path, glove: Path) -> tuple[Path, Path, Path]:
+    """Run ``absa vectors`` (6 PCA dimensions, GloVe's top 5 words) over the synthetic set as
+    --texts and a one-line transfer set as --sentences; returns the vectors file and those
+    two files."""
+    from absa.cli import main
+
     train = write_jsonl(tmp / "train.jsonl", synthetic_examples(12, seed=0))
     extra = tmp / "transfer.jsonl"
     extra.write_text(json.dumps({"text": "the sushi was soggy"}) + "\n", encoding="utf-8")
+    out = tmp / "vectors.txt"
     args = ["vectors", "--encoder", str(encoder), "--texts", str(train)]
     args += ["--sentences", str(extra), "--glove", str(glove), "--top-k", "5"]
-    return args, train, extra
+    assert main([*args, "--dim", "6", "--out", str(out)]) == 0
+    return out, train, extra

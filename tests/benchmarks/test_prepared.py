@@ -12,15 +12,13 @@ import pytest
 from absa.cli import main
 from absa.model.artifact import sha256_file
 from benchmarks import prepared
-from tests.helpers import vectors_args
+from tests.helpers import make_vectors
 
 
 def test_the_vectors_command_rebuilt_from_its_record_writes_the_same_file(
     tmp_path: Path, tiny_transformer: Path, small_glove: Path
 ) -> None:
-    args, _, extra = vectors_args(tmp_path, tiny_transformer, small_glove)
-    out = tmp_path / "vectors.txt"
-    assert main([*args, "--dim", "6", "--out", str(out)]) == 0
+    out, _, extra = make_vectors(tmp_path, tiny_transformer, small_glove)
     first = sha256_file(out)
     cmd = prepared.vectors_command(str(out))
     assert cmd is not None

@@ -12,7 +12,7 @@ from absa.cli import main
 from absa.model.artifact import sha256_file
 from absa.training.embeddings import load_glove
 from absa.training.rundir import read_info
-from tests.helpers import synthetic_examples, tiny_config, vectors_args, write_jsonl
+from tests.helpers import make_vectors, synthetic_examples, tiny_config, write_jsonl
 
 EXAMPLES = synthetic_examples(12, seed=0)
 
@@ -20,9 +20,7 @@ EXAMPLES = synthetic_examples(12, seed=0)
 def test_vectors_then_train_on_them(
     tmp_path: Path, tiny_transformer: Path, small_glove: Path
 ) -> None:
-    args, train, extra = vectors_args(tmp_path, tiny_transformer, small_glove)
-    out = tmp_path / "vectors.txt"
-    assert main([*args, "--dim", "6", "--out", str(out)]) == 0
+    out, train, extra = make_vectors(tmp_path, tiny_transformer, small_glove)
     words, matrix = load_glove(str(out))
     glove_words, glove = load_glove(str(small_glove))
     assert words[:5] == glove_words[:5]  # GloVe's head first, then the texts' other words
