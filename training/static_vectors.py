@@ -7,6 +7,12 @@ or "superb") at no inference cost: the table is looked up like any other.
     absa vectors --encoder runs/teacher --texts train.xml ... --dim 100 --out vectors.txt
     absa train --config '{"model": {"embed_dim": 150}, "train": {"glove": "vectors.txt"}}' ...
 
+``--context``: a word's vector is instead the mean of its states in the sentences it occurs
+in (the texts given), with its alone-encoding counted as one more occurrence (words seen in
+no sentence keep that alone). Pooling over contexts gives better static vectors than
+encoding words out of context (Bommasani et al. 2020), and here it reads each word the way
+the fine-tuned teacher reads it in reviews.
+
 The file's record (``vectors.txt.json``: encoder, its weights' sha256, texts' sha256, sizes,
 code version) is written beside it.
 """
@@ -21,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from absa.model.text import tokenize
 from absa.training.embeddings import PACKAGED_GLOVE, load_glove, words_by_frequency
 
 log = logging.getLogger(__name__)
@@ -85,6 +92,60 @@ def encode_words(
     return out
 
 
+@torch.no_grad()
+def encode_in_context(
+    model: torch.nn.Module,
+    tokenizer: object,
+    texts: Sequence[str],
+    words: Sequence[str],
+    batch_size: int = 64,
+    max_pieces: int = 256,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(V, H) sums of each of ``words``' states over its occurrences in ``texts`` (a word's
+    state: its word pieces' last hidden states averaged, as in ``encode_words``) and (V,)
+    how many occurrences were summed. Words are the lower-cased tokens of ``tokenize``; a
+    text is read up to ``max_pieces`` word pieces (the words after that are not counted)."""
+    model.eval()
+    index = {w: i for i, w in enumerate(words)}
+    sums = np.zeros((len(words), model.config.hidden_size), np.float64)
+    counts = np.zeros(len(words), np.int64)
+    tokens = [[t.text for t in tokenize(text)] for text in texts]
+    kept = [t for t in tokens if t]
+    tokenizer.enable_truncation(max_length=max_pieces)  # type: ignore[attr-defined]
+    try:  # a long text keeps its [SEP]: its first words are read as in a shorter one
+        encs = tokenizer.encode_batch(kept, is_pretokenized=True)  # type: ignore[attr-defined]
+    finally:
+        tokenizer.no_truncation()  # type: ignore[attr-defined]
+    order = sorted(range(len(kept)), key=lambda i: len(encs[i].ids))
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(encs[i].ids) for i in idx)
+        ids = torch.zeros((len(idx), width), dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        for row, i in enumerate(idx):
+            ids[row, : len(encs[i].ids)] = torch.tensor(encs[i].ids)
+            mask[row, : len(encs[i].ids)] = 1
+        hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
+        for row, i in enumerate(idx):
+            pieces: dict[int, list[int]] = {}
+            for j, w in enumerate(encs[i].word_ids):
+                if w is not None and not encs[i].special_tokens_mask[j]:
+                    pieces.setdefault(w, []).append(j)
+            for w, js in pieces.items():
+                if (k := index.get(kept[i][w].lower())) is not None:
+                    sums[k] += hidden[row, js].mean(0)
+                    counts[k] += 1
+        if start // batch_size % 50 == 0:
+            log.info("encoded %d / %d sentences", start + len(idx), len(kept))
+    return sums.astype(np.float32), counts
+
+
+def pooled_vectors(alone: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each word's mean state over its contexts and its alone-encoding, the latter counted
+    as one occurrence (so a word seen in no context keeps it)."""
+    return ((sums + alone) / (counts + 1)[:, None]).astype(np.float32)
+
+
 def pca(matrix: np.ndarray, dim: int) -> np.ndarray:
     """The first ``dim`` principal components of the rows (centred), float32."""
     if not 0 < dim <= min(matrix.shape):
@@ -124,16 +185,26 @@ def build(
     glove: str | None = PACKAGED_GLOVE,
     top_k: int = 20000,
     extra: dict | None = None,
+    context: bool = False,
 ) -> dict:
     """The vectors file of ``encoder`` for GloVe's ``top_k`` most frequent words and every
     word of ``texts``: ``dim`` principal components of the encoder's word vectors, scaled to
     GloVe's spread and written after GloVe's own vector (zeros for a word GloVe lacks), or
     alone when ``glove`` is None. Returns the record written to ``out`` + ``.json`` (with
-    ``extra`` in it: the caller's provenance)."""
+    ``extra`` in it: the caller's provenance). ``context``: pool each word's states over its
+    occurrences in ``texts`` (``pooled_vectors``) instead of encoding it alone."""
     glove_words, glove_matrix = load_glove(glove or PACKAGED_GLOVE)
     words = [w for w in word_list(glove_words, texts, top_k) if not any(c.isspace() for c in w)]
     model, tokenizer = load_encoder(Path(encoder))
-    reduced = rescale(pca(encode_words(model, tokenizer, words), dim), float(glove_matrix.std()))
+    vectors = encode_words(model, tokenizer, words)
+    occurrences = 0
+    if context:
+        sums, counts = encode_in_context(model, tokenizer, texts, words)
+        vectors = pooled_vectors(vectors, sums, counts)
+        occurrences = int(counts.sum())
+        unseen = int((counts == 0).sum())
+        log.info("%d occurrences pooled; %d words seen in no text", occurrences, unseen)
+    reduced = rescale(pca(vectors, dim), float(glove_matrix.std()))
     if glove is not None:
         index = {w: i for i, w in enumerate(glove_words)}
         known = np.zeros((len(words), glove_matrix.shape[1]), np.float32)
@@ -148,6 +219,8 @@ def build(
         "glove": glove,
         "glove_top_k": top_k,
         "pca_dim": dim,
+        "context": context,
+        **({"occurrences": occurrences} if context else {}),
         "dim": int(reduced.shape[1]),
         "words": len(words),
         "texts": len(texts),

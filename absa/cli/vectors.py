@@ -26,6 +26,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         dim=args.dim,
         glove=None if args.no_glove else args.glove,
         top_k=args.top_k,
+        context=args.context,
         extra={
             "data": file_info([*args.texts, *(args.sentences or ())]),
             "sentences_files": list(args.sentences or ()),  # which of data came by --sentences
@@ -79,5 +80,12 @@ def register(sub: Any) -> None:
     )
     v.add_argument(
         "--top-k", type=int, default=20000, help="GloVe's most frequent words (default: 20000)"
+    )
+    v.add_argument(
+        "--context",
+        action="store_true",
+        help="a word's vector is its states pooled over the sentences of --texts and "
+        "--sentences it occurs in, with its alone-encoding as one more (default: the word "
+        "encoded alone)",
     )
     v.set_defaults(func=cmd_vectors)

@@ -71,3 +71,38 @@ def test_written_vectors_read_back_as_a_glove_file(tmp_path: Path) -> None:
 def test_load_encoder_refuses_what_is_not_an_encoder(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="neither a training run"):
         sv.load_encoder(tmp_path)
+
+
+def test_encode_in_context_sums_each_words_states_over_its_sentences(
+    tiny_transformer: Path,
+) -> None:
+    model, tok = sv.load_encoder(tiny_transformer)
+    texts = ["The sushi was unbelievably soggy", "Soggy fries .", "", "soggy"]
+    words = ["soggy", "sushi", "the", "unbelievably", "absent"]
+    sums, counts = sv.encode_in_context(model, tok, texts, words, batch_size=2)  # padded
+    assert counts.tolist() == [3, 1, 1, 1, 0]
+    assert not sums[4].any()
+
+    def state(text: str, word: int) -> np.ndarray:  # the sentence alone, no padding
+        enc = tok.encode([t.text for t in sv.tokenize(text)], is_pretokenized=True)
+        with torch.no_grad():
+            hidden = model(input_ids=torch.tensor([enc.ids])).last_hidden_state[0]
+        own = [j for j, w in enumerate(enc.word_ids) if w == word]
+        return hidden[own].mean(0).numpy()
+
+    soggy = state(texts[0], 4) + state(texts[1], 0) + state(texts[3], 0)
+    np.testing.assert_allclose(sums[0], soggy, atol=1e-4)
+    np.testing.assert_allclose(sums[3], state(texts[0], 3), atol=1e-4)  # several pieces
+    alone = sv.encode_words(model, tok, words)
+    pooled = sv.pooled_vectors(alone, sums, counts)
+    np.testing.assert_allclose(pooled[0], (soggy + alone[0]) / 4, atol=1e-4)
+    np.testing.assert_allclose(pooled[4], alone[4])  # seen nowhere: encoded alone
+    assert not np.allclose(pooled[1], alone[1])
+
+
+def test_encode_in_context_reads_a_long_text_up_to_max_pieces(tiny_transformer: Path) -> None:
+    model, tok = sv.load_encoder(tiny_transformer)
+    text = " ".join(["food"] * 30 + ["soggy"])
+    sums, counts = sv.encode_in_context(model, tok, [text], ["food", "soggy"], max_pieces=12)
+    assert counts.tolist() == [10, 0]  # [CLS], 10 words, [SEP]: the rest is not read
+    assert len(tok.encode(text).ids) == 34  # the tokenizer is given back untruncated
