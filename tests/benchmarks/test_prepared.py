@@ -15,15 +15,17 @@ from benchmarks import prepared
 from tests.helpers import make_vectors
 
 
+@pytest.mark.parametrize("more", [(), ("--context",)])
 def test_the_vectors_command_rebuilt_from_its_record_writes_the_same_file(
-    tmp_path: Path, tiny_transformer: Path, small_glove: Path
+    tmp_path: Path, tiny_transformer: Path, small_glove: Path, more: tuple[str, ...]
 ) -> None:
-    out, _, extra = make_vectors(tmp_path, tiny_transformer, small_glove)
+    out, _, extra = make_vectors(tmp_path, tiny_transformer, small_glove, *more)
     first = sha256_file(out)
     cmd = prepared.vectors_command(str(out))
     assert cmd is not None
     argv = shlex.split(cmd)
     assert argv[:2] == ["absa", "vectors"] and argv[argv.index("--sentences") + 1] == str(extra)
+    assert ("--context" in argv) == bool(more)
     out.unlink()
     assert main(argv[1:]) == 0
     assert sha256_file(out) == first

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from absa.cli import main
@@ -42,6 +43,22 @@ def test_vectors_then_train_on_them(
     info = read_info(run)
     assert info["vectors"] == {"path": str(out), "sha256": sha256_file(out)}
     assert json.loads((run / "model_config.json").read_text())["embed_dim"] == 56
+
+
+def test_context_vectors_pool_the_words_sentences(
+    tmp_path: Path, tiny_transformer: Path, small_glove: Path
+) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "ctx").mkdir()
+    plain, _, _ = make_vectors(tmp_path / "plain", tiny_transformer, small_glove)
+    pooled, _, _ = make_vectors(tmp_path / "ctx", tiny_transformer, small_glove, "--context")
+    words, a = load_glove(str(plain))
+    assert load_glove(str(pooled))[0] == words  # the same words, other vectors
+    b = load_glove(str(pooled))[1]
+    assert a[:, :50].tolist() == b[:, :50].tolist() and not np.allclose(a[:, 50:], b[:, 50:])
+    record = json.loads((tmp_path / "ctx" / "vectors.txt.json").read_text())
+    assert record["context"] is True and record["occurrences"] > len(EXAMPLES)
+    assert json.loads((tmp_path / "plain" / "vectors.txt.json").read_text())["context"] is False
 
 
 def test_vectors_names_the_bad_line_of_a_sentences_file(
