@@ -43,16 +43,23 @@ def word_list(glove_words: Sequence[str], texts: Iterable[str], top_k: int) -> l
 
 def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
     """The Hugging Face encoder and its fast tokenizer: a training run of a transformer
-    model (its fine-tuned encoder) or a Hugging Face model directory."""
+    model (its fine-tuned encoder: a sentiment run's or an aspect tagger run's) or a Hugging
+    Face model directory."""
     from tokenizers import Tokenizer
 
     from absa.training import rundir
+    from absa.training.tagging_run import is_tag_run, load_tag_run
 
-    if rundir.is_run(source):
-        run = rundir.load_run(source)
-        if run.model_config.encoder != "transformer":
+    if rundir.is_run(source):  # run.json: a sentiment run's or a tagger run's
+        if is_tag_run(source):
+            tag_run = load_tag_run(source)
+            encoder, net = tag_run.config.encoder, tag_run.net
+        else:
+            run = rundir.load_run(source)
+            encoder, net = run.model_config.encoder, run.net
+        if encoder != "transformer":
             raise ValueError(f"{source}: a run of a word-vector model has no encoder to distil")
-        model = run.net.encoder.model
+        model = net.encoder.model
     elif (source / "config.json").is_file() and (source / "tokenizer.json").is_file():
         from transformers import AutoModel
 

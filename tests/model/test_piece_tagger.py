@@ -177,3 +177,26 @@ def test_an_int8_extractor_records_what_quantisation_changes(
     assert q["max_abs_batch_dependence"] == pytest.approx(dep, abs=1e-6)
     with pytest.raises(ValueError, match="quantize must be int8"):
         export_tag_run(piece_crf_run, tmp_path / "x", quantize="int4")
+
+
+def test_a_transformer_tagger_run_gives_absa_vectors_its_fine_tuned_encoder(
+    piece_run: Path, tiny_bert: Path
+) -> None:
+    import torch
+    from transformers import BertModel
+
+    from absa.training import static_vectors as sv
+
+    model, tok = sv.load_encoder(piece_run)
+    pretrained = BertModel.from_pretrained(str(tiny_bert)).state_dict()
+    tuned = model.state_dict()
+    assert tuned.keys() == pretrained.keys()
+    assert any(not torch.equal(tuned[k], pretrained[k]) for k in tuned)  # not the start
+    assert sv.encode_words(model, tok, ["food", "soggy"]).shape == (2, 32)
+
+
+def test_absa_vectors_refuses_a_word_vector_tagger_run(tagger_run: Path) -> None:
+    from absa.training import static_vectors as sv
+
+    with pytest.raises(ValueError, match="no encoder to distil"):
+        sv.load_encoder(tagger_run)
