@@ -400,6 +400,9 @@ def network_words(cfg: dict) -> str:
         else "",
         attention,
         f"proximity weighting = {cfg['position_weighting']}",
+        "where the aspect is (inside it, proximity) in every word's input"
+        if cfg.get("aspect_features")
+        else "",
         "h_N from "
         + ("the aspect's own states" if cfg.get("summary") == "aspect" else "the last states"),
     ]

@@ -74,6 +74,10 @@ class ModelConfig:
     # states it attends to, and costs 2 * D * dim per token instead of 4 * D * D
     self_attention_value: SelfAttentionValue = "projected"
     position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
+    # two channels appended to each word's input: 1 inside the aspect span (else 0), and
+    # 1 - distance-to-aspect / length. Without them the recurrence does not know where the
+    # aspect is (v_a says what it is, not where), which a sentence naming several needs
+    aspect_features: bool = False
     # h_N in h* = tanh(W_p r + W_x h_N): the last state (Wang et al.), or the mean of the
     # states over the aspect's own span, which sees its left and right context but not
     # the sentence's overall mood (what a multi-aspect sentence needs); "both": their mean
@@ -130,9 +134,12 @@ class ModelConfig:
             raise ValueError(f"aspect_source must be terms or category, not {self.aspect_source!r}")
         if not self.categories or len(set(self.categories)) != len(self.categories):
             raise ValueError("aspect_source='category' needs a list of distinct categories")
-        if self.summary != "last" or self.position_weighting:
-            # both need the aspect's span in the text, which a category does not have
-            raise ValueError("a category model needs summary='last' and no position_weighting")
+        if self.summary != "last" or self.position_weighting or self.aspect_features:
+            # they need the aspect's span in the text, which a category does not have
+            raise ValueError(
+                "a category model needs summary='last', no position_weighting and no "
+                "aspect_features"
+            )
 
     @property
     def is_category(self) -> bool:

@@ -341,7 +341,7 @@ class ABSANet(nn.Module):
         self.category = (
             nn.Embedding(len(cfg.categories), cfg.embed_dim) if cfg.is_category else None
         )
-        in_dim = cfg.embed_dim * (2 if cfg.aspect_in_input else 1)
+        in_dim = cfg.embed_dim * (2 if cfg.aspect_in_input else 1) + 2 * cfg.aspect_features
         self.drop = nn.Dropout(cfg.dropout)
         self.rnn = MaskedRNN(cfg, in_dim)
         self.positions = PositionalEncoding(cfg) if cfg.positional else None
@@ -395,7 +395,10 @@ class ABSANet(nn.Module):
             n_asp = am.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
             v_a = (x * am.unsqueeze(-1)).sum(1) / n_asp  # (B, E) mean of the aspect's vectors
         inp = torch.cat([x, v_a.unsqueeze(1).expand(b, t, -1)], -1) if cfg.aspect_in_input else x
-        h, h_n = self.rnn(self.drop(inp), mask)  # (B, T, D), (B, D)
+        inp = self.drop(inp)
+        if cfg.aspect_features:  # where the aspect is, after the dropout: never dropped
+            inp = torch.cat([inp, am.unsqueeze(-1), proximity(am, mask).unsqueeze(-1)], -1)
+        h, h_n = self.rnn(inp, mask)  # (B, T, D), (B, D)
         if cfg.summary != "last":  # the states over the aspect span (alone, or with the end)
             h_asp = (h * am.unsqueeze(-1)).sum(1) / n_asp
             h_n = h_asp if cfg.summary == "aspect" else 0.5 * (h_n + h_asp)

@@ -27,12 +27,13 @@ log = logging.getLogger(__name__)
 def category_preset(preset: Preset, categories: Sequence[str]) -> Preset:
     """``preset`` with v_a learned per category (ids: positions in ``categories``)."""
     model = preset.model
-    if model.summary != "last" or model.position_weighting:
+    if model.summary != "last" or model.position_weighting or model.aspect_features:
         log.info(
             "categories have no span in the text: summary %r -> 'last', position_weighting "
-            "%s -> False",
+            "%s -> False, aspect_features %s -> False",
             model.summary,
             model.position_weighting,
+            model.aspect_features,
         )
     model = replace(
         model,
@@ -40,6 +41,7 @@ def category_preset(preset: Preset, categories: Sequence[str]) -> Preset:
         categories=tuple(categories),
         summary="last",
         position_weighting=False,
+        aspect_features=False,
     )
     return replace(preset, model=model)
 

@@ -77,8 +77,11 @@ def test_export_wrapper_feeds_the_category_by_name() -> None:
 
 
 def test_category_preset_drops_what_needs_a_span() -> None:
-    cfg = category_preset(PRESETS["fast"], CATS).model
+    fast = PRESETS["fast"]
+    fast = replace(fast, model=replace(fast.model, aspect_features=True))
+    cfg = category_preset(fast, CATS).model
     assert (cfg.summary, cfg.position_weighting, cfg.categories) == ("last", False, CATS)
+    assert not cfg.aspect_features
     assert cfg.bidirectional and cfg.aspect_source == "category"
 
 
@@ -89,6 +92,7 @@ def test_category_preset_drops_what_needs_a_span() -> None:
         {"aspect_source": "category", "categories": ("a", "a")},
         {"aspect_source": "category", "categories": ("a",), "summary": "aspect"},
         {"aspect_source": "category", "categories": ("a",), "position_weighting": True},
+        {"aspect_source": "category", "categories": ("a",), "aspect_features": True},
         {"categories": ("a",)},  # a term model with categories
         {"aspect_source": "sentence"},
     ],

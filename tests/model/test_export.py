@@ -529,3 +529,30 @@ def test_runtime_never_imports_torch(art: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok 1.0"
+
+
+def test_aspect_features_are_exported(
+    tmp_path_factory: pytest.TempPathFactory, small_glove: Path, tmp_path: Path
+) -> None:
+    """The inside-the-aspect and proximity channels are computed in the graph: onnxruntime
+    answers padded batches as torch does."""
+    preset = tiny_preset("fast", small_glove, aspect_features=True)
+    run_dir = tmp_path_factory.mktemp("runs") / "fast-aspect-features"
+    fit(EXAMPLES, EXAMPLES, replace(preset, train=replace(preset.train, epochs=2)), run_dir,
+        progress=False)  # fmt: skip
+    run = load_run(run_dir)
+    assert run.model_config.aspect_features
+    meta = export_loaded(run, tmp_path / "a")
+    assert meta["parity"]["prediction_mismatches"] == 0
+    rt = Runtime.load(tmp_path / "a", device="cpu", threads=1)
+    items = [rt.encode(e.text, e.start, e.end) for e in EXAMPLES[:4]]
+    items.append(rt.encode("the food was great", 4, 8))
+    items.append(rt.encode("great food but the service was so slow that we left", 6, 10))
+    feeds = collate(items, rt.pipeline.pad_id)
+    assert len({len(e.ids) for e in items}) > 1  # really padded
+    probs, attn = rt.session.run(["probs", "attention"], feeds)
+    with torch.no_grad():
+        logits, alpha, _ = run.net(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+    t = rt.metadata["calibration"]["temperature"]
+    np.testing.assert_allclose(probs, torch.softmax(logits / t, -1).numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(attn, alpha.numpy(), atol=1e-5, rtol=0)

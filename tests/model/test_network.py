@@ -75,6 +75,10 @@ NEW_OPTIONS = {
     "dot-query-bias": replace(
         PRESETS["atae-lstm"].model, attention="dot", attention_query_bias=True
     ),
+    "aspect-features": replace(PRESETS["fast"].model, aspect_features=True),
+    "aspect-features-gru-no-aspect-input": replace(
+        PRESETS["atae-gru"].model, aspect_features=True, aspect_in_input=False
+    ),
 }
 
 VARIANTS = {
