@@ -111,8 +111,10 @@ def encode_in_context(
     """(V, H) sums of each of ``words``' states over its occurrences in ``texts`` (a word's
     state: its word pieces' last hidden states averaged, as in ``encode_words``) and (V,)
     how many occurrences were summed. Words are the lower-cased tokens of ``tokenize``; a
-    text is read up to ``max_pieces`` word pieces (the words after that are not counted)."""
+    text is read up to ``max_pieces`` word pieces (the words after that are not counted).
+    A text given more than once (a sentence per aspect of it) is read once."""
     model.eval()
+    texts = list(dict.fromkeys(texts))
     index = {w: i for i, w in enumerate(words)}
     sums = np.zeros((len(words), model.config.hidden_size), np.float64)
     counts = np.zeros(len(words), np.int64)

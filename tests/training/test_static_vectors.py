@@ -77,10 +77,10 @@ def test_encode_in_context_sums_each_words_states_over_its_sentences(
     tiny_transformer: Path,
 ) -> None:
     model, tok = sv.load_encoder(tiny_transformer)
-    texts = ["The sushi was unbelievably soggy", "Soggy fries .", "", "soggy"]
+    texts = ["The sushi was unbelievably soggy", "Soggy fries .", "", "soggy", "soggy"]
     words = ["soggy", "sushi", "the", "unbelievably", "absent"]
     sums, counts = sv.encode_in_context(model, tok, texts, words, batch_size=2)  # padded
-    assert counts.tolist() == [3, 1, 1, 1, 0]
+    assert counts.tolist() == [3, 1, 1, 1, 0]  # "soggy" given twice is read once
     assert not sums[4].any()
 
     def state(text: str, word: int) -> np.ndarray:  # the sentence alone, no padding
