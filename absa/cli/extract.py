@@ -43,9 +43,9 @@ def _config(path: str | None) -> tuple[dict, dict]:
     p = Path(path)
     text = p.read_text(encoding="utf-8")
     data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
-    unknown = set(data) - {"model", "train"}
+    unknown = set(data) - {"model", "train", "about"}  # about: a note, as in a preset file
     if unknown:
-        raise CLIError(f"{path}: unknown keys {sorted(unknown)} (expected model, train)")
+        raise CLIError(f"{path}: unknown keys {sorted(unknown)} (expected model, train, about)")
     return data.get("model", {}), data.get("train", {})
 
 

@@ -139,6 +139,12 @@ def test_extract_presets_are_checked_by_name(
     err = capsys.readouterr().err.strip()
     assert code == 2 and "--dev-seed is for sentiment models" in err
     assert not (tmp_path / "run").exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"about": "a note is fine", "modle": {"crf": True}}))
+    code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(bad),
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "unknown keys ['modle']" in err and str(bad) in err
 
 
 def test_a_killed_run_leaves_its_best_epoch_so_far(
