@@ -33,6 +33,7 @@ def vectors_command(glove: str) -> str | None:
     texts = [f for f in files if f not in sentences]
     cmd = ["absa", "vectors", "--encoder", r["encoder"], "--texts", *texts]
     cmd += ["--sentences", *sentences] if sentences else []
+    cmd += ["--exclude", *(d["path"] for d in r["exclude"])] if r.get("exclude") else []
     cmd += ["--dim", str(r["pca_dim"])]
     cmd += ["--context"] if r.get("context") else []
     if not r["glove"]:

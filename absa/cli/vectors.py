@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from absa.cli.common import CLIError
 
+log = logging.getLogger(__name__)
+
 
 def cmd_vectors(args: argparse.Namespace) -> int:
     from absa.training.provenance import code_version, file_info
-    from absa.training.readers import read_many
+    from absa.training.readers import normalise_text, read_many
     from absa.training.static_vectors import build
 
     texts = [e.text for e in read_many(args.texts, skip_invalid=True).examples]
     for path in args.sentences or ():
         texts += _jsonl_texts(Path(path))
+    dropped = 0
+    if args.exclude:  # e.g. the test sets: their sentences lend no context to any vector
+        banned = {normalise_text(e.text) for e in read_many(args.exclude).examples}
+        kept = [t for t in texts if normalise_text(t) not in banned]
+        dropped, texts = len(texts) - len(kept), kept
+        log.info("dropped %d texts that occur in --exclude files", dropped)
     out = Path(args.out)
     build(
         Path(args.encoder),
@@ -30,6 +39,11 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         extra={
             "data": file_info([*args.texts, *(args.sentences or ())]),
             "sentences_files": list(args.sentences or ()),  # which of data came by --sentences
+            **(
+                {"exclude": file_info(args.exclude), "excluded_texts": dropped}
+                if args.exclude
+                else {}
+            ),
             "code_version": code_version(),
         },
     )
@@ -64,6 +78,12 @@ def register(sub: Any) -> None:
         "--sentences",
         nargs="+",
         help="JSONL files with a text per line, e.g. a transfer set (default: none)",
+    )
+    v.add_argument(
+        "--exclude",
+        nargs="+",
+        help="files whose sentences are left out of --texts and --sentences, e.g. the test "
+        "sets (default: none)",
     )
     v.add_argument("--out", required=True, help="the vectors file to write (GloVe text format)")
     v.add_argument("--dim", type=int, default=100, help="PCA dimensions kept (default: 100)")

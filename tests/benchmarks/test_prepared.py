@@ -12,20 +12,23 @@ import pytest
 from absa.cli import main
 from absa.model.artifact import sha256_file
 from benchmarks import prepared
-from tests.helpers import make_vectors
+from tests.helpers import make_vectors, synthetic_examples, write_jsonl
 
 
-@pytest.mark.parametrize("more", [(), ("--context",)])
+@pytest.mark.parametrize("more", [(), ("--context", "--exclude")])
 def test_the_vectors_command_rebuilt_from_its_record_writes_the_same_file(
     tmp_path: Path, tiny_transformer: Path, small_glove: Path, more: tuple[str, ...]
 ) -> None:
+    if "--exclude" in more:  # the first synthetic sentence is a test sentence
+        test = write_jsonl(tmp_path / "test.jsonl", synthetic_examples(1, seed=0))
+        more = (*more, str(test))
     out, _, extra = make_vectors(tmp_path, tiny_transformer, small_glove, *more)
     first = sha256_file(out)
     cmd = prepared.vectors_command(str(out))
     assert cmd is not None
     argv = shlex.split(cmd)
     assert argv[:2] == ["absa", "vectors"] and argv[argv.index("--sentences") + 1] == str(extra)
-    assert ("--context" in argv) == bool(more)
+    assert ("--context" in argv) == bool(more) == ("--exclude" in argv)
     out.unlink()
     assert main(argv[1:]) == 0
     assert sha256_file(out) == first

@@ -61,6 +61,20 @@ def test_context_vectors_pool_the_words_sentences(
     assert json.loads((tmp_path / "plain" / "vectors.txt.json").read_text())["context"] is False
 
 
+def test_vectors_leave_out_the_sentences_of_exclude_files(
+    tmp_path: Path, tiny_transformer: Path, small_glove: Path
+) -> None:
+    test = write_jsonl(tmp_path / "test.jsonl", EXAMPLES[:2])  # one sentence, asked twice
+    out, train, _ = make_vectors(
+        tmp_path, tiny_transformer, small_glove, "--context", "--exclude", str(test)
+    )
+    record = json.loads((tmp_path / "vectors.txt.json").read_text())
+    assert record["exclude"] == [{"path": str(test), "sha256": sha256_file(test)}]
+    asked = sum(e.text == EXAMPLES[0].text for e in EXAMPLES)
+    assert record["excluded_texts"] == asked > 0
+    assert record["texts"] == len(EXAMPLES) + 1 - asked  # + the transfer sentence
+
+
 def test_vectors_names_the_bad_line_of_a_sentences_file(
     tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
