@@ -221,6 +221,7 @@ def error_kinds(extractor: Path, test: Path) -> dict[str, int]:
     """Wrong predicted spans that overlap a gold span (boundary) or none (spurious); gold
     spans missed with an overlapping prediction (boundary) or without (missed)."""
     from absa.model.extractor import Extractor
+    from absa.model.spans import overlaps_any
 
     sentences = read_sentences(test)
     found = Extractor.load(extractor, device="cpu").extract([s.text for s in sentences])
@@ -229,7 +230,7 @@ def error_kinds(extractor: Path, test: Path) -> dict[str, int]:
         gold, pred = sent.span_set, {(f.start, f.end) for f in spans}
         for side, wrong, other in (("fp", pred - gold, gold), ("fn", gold - pred, pred)):
             for a in wrong:
-                near = any(a[0] < b[1] and b[0] < a[1] for b in other)
+                near = overlaps_any(a, other)
                 kinds[
                     f"{side}_{'boundary' if near else ('spurious' if side == 'fp' else 'missed')}"
                 ] += 1

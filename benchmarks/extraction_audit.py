@@ -42,7 +42,7 @@ JUDGEMENTS = {
 def spurious(artifact: Path, sentences: Sequence[Sentence]) -> tuple[list[dict], dict]:
     """The spurious spans of ``artifact`` on ``sentences`` (in their order) and its scores."""
     from absa.model.extractor import Extractor
-    from absa.model.spans import span_scores
+    from absa.model.spans import overlaps_any, span_scores
 
     found = Extractor.load(artifact, device="cpu", threads=1).extract([s.text for s in sentences])
     out = []
@@ -50,7 +50,7 @@ def spurious(artifact: Path, sentences: Sequence[Sentence]) -> tuple[list[dict],
         gold = sent.span_set
         for f in spans:
             a = (f.start, f.end)
-            if not any(a[0] < b[1] and b[0] < a[1] for b in gold):
+            if not overlaps_any(a, gold):
                 out.append(
                     {
                         "text": sent.text,
@@ -100,12 +100,12 @@ def main() -> int:
         return 0
     if args.artifact is None:
         ap.error("give an extractor artifact, or --judged FILE")
-    sentences = read_sentences([str(data_dir() / TESTS[args.test])])
-    spans, scores = spurious(args.artifact, sentences)
+    test = str(data_dir() / TESTS[args.test])
+    spans, scores = spurious(args.artifact, read_sentences([test]))
     meta = json.loads((args.artifact / "metadata.json").read_text())
     audit = {
         "artifact": f"{meta['name']}-{meta['version']}",
-        "test": file_info([str(data_dir() / TESTS[args.test])]),
+        "test": file_info([test]),
         "scores": scores,
         "spurious": len(spans),
         "sample_seed": args.seed,

@@ -181,6 +181,11 @@ class _SpanMarginals:
         return float(p)
 
 
+def overlaps_any(span: tuple[int, int], others: Iterable[tuple[int, int]]) -> bool:
+    """Whether the character span [start, end) shares a character with any of ``others``."""
+    return any(span[0] < o[1] and o[0] < span[1] for o in others)
+
+
 def span_scores(
     gold: Sequence[Iterable[tuple[int, int]]], pred: Sequence[Iterable[tuple[int, int]]]
 ) -> dict[str, float | int]:

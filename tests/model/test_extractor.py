@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from absa.errors import ArtifactError
-from absa.model.spans import B, I, O, decode, span_scores, spans_of, viterbi
+from absa.model.spans import B, I, O, decode, overlaps_any, span_scores, spans_of, viterbi
 from absa.model.text import tokenize
 from tests.helpers import EMPTY_SENTENCES, extraction_sentences
 
@@ -54,6 +54,13 @@ def test_decode_confidence_is_the_span_probability() -> None:
         "wine list",
         pytest.approx(0.8 * 0.7 * (1 - 0.3)),
     )
+
+
+def test_overlaps_any_needs_a_shared_character() -> None:
+    assert overlaps_any((4, 9), [(0, 2), (8, 12)])
+    assert overlaps_any((4, 9), [(5, 6)])  # inside
+    assert not overlaps_any((4, 9), [(0, 4), (9, 12)])  # touching ends share none
+    assert not overlaps_any((4, 9), [])
 
 
 def test_span_scores_count_exact_matches_only() -> None:
