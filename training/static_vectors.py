@@ -71,6 +71,20 @@ def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
     return model, tokenizer
 
 
+def _padded(rows: Sequence[Sequence[int]]) -> torch.Tensor:
+    """(B, longest) int64: the rows, right-padded with 0."""
+    out = torch.zeros((len(rows), max(len(r) for r in rows)), dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+    return out
+
+
+def _ids_and_mask(encodings: Sequence[object]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A padded batch of tokenizer encodings: input ids and attention mask."""
+    ids = [e.ids for e in encodings]  # type: ignore[attr-defined]
+    return _padded(ids), _padded([[1] * len(i) for i in ids])
+
+
 @torch.no_grad()
 def encode_words(
     model: torch.nn.Module, tokenizer: object, words: Sequence[str], batch_size: int = 512
@@ -82,15 +96,9 @@ def encode_words(
     out = np.zeros((len(words), model.config.hidden_size), np.float32)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        width = max(len(pieces[i].ids) for i in idx)
-        ids = torch.zeros((len(idx), width), dtype=torch.long)
-        mask = torch.zeros((len(idx), width), dtype=torch.long)
-        word = torch.zeros((len(idx), width))  # 1 on the word's own pieces
-        for row, i in enumerate(idx):
-            enc = pieces[i]
-            ids[row, : len(enc.ids)] = torch.tensor(enc.ids)
-            mask[row, : len(enc.ids)] = 1
-            word[row, : len(enc.ids)] = 1 - torch.tensor(enc.special_tokens_mask).float()
+        ids, mask = _ids_and_mask([pieces[i] for i in idx])
+        # 1 on the word's own pieces
+        word = _padded([[1 - s for s in pieces[i].special_tokens_mask] for i in idx]).float()
         hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
         pooled = (hidden * word[..., None]).sum(1) / word.sum(1, keepdim=True).clamp(min=1)
         out[idx] = pooled.numpy()
@@ -128,12 +136,7 @@ def encode_in_context(
     order = sorted(range(len(kept)), key=lambda i: len(encs[i].ids))
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        width = max(len(encs[i].ids) for i in idx)
-        ids = torch.zeros((len(idx), width), dtype=torch.long)
-        mask = torch.zeros((len(idx), width), dtype=torch.long)
-        for row, i in enumerate(idx):
-            ids[row, : len(encs[i].ids)] = torch.tensor(encs[i].ids)
-            mask[row, : len(encs[i].ids)] = 1
+        ids, mask = _ids_and_mask([encs[i] for i in idx])
         hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
         for row, i in enumerate(idx):
             pieces: dict[int, list[int]] = {}

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from absa.cli.common import CLIError
@@ -15,7 +16,7 @@ log = logging.getLogger(__name__)
 
 def cmd_vectors(args: argparse.Namespace) -> int:
     from absa.training.provenance import code_version, file_info
-    from absa.training.readers import normalise_text, read_many
+    from absa.training.readers import drop_overlap, read_many
     from absa.training.static_vectors import build
 
     texts = [e.text for e in read_many(args.texts, skip_invalid=True).examples]
@@ -23,9 +24,9 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         texts += _jsonl_texts(Path(path))
     dropped = 0
     if args.exclude:  # e.g. the test sets: their sentences lend no context to any vector
-        banned = {normalise_text(e.text) for e in read_many(args.exclude).examples}
-        kept = [t for t in texts if normalise_text(t) not in banned]
-        dropped, texts = len(texts) - len(kept), kept
+        lines = [SimpleNamespace(text=t) for t in texts]
+        kept, dropped = drop_overlap(lines, read_many(args.exclude).examples)
+        texts = [k.text for k in kept]
         log.info("dropped %d texts that occur in --exclude files", dropped)
     out = Path(args.out)
     build(
