@@ -102,15 +102,31 @@ def mixed_loss(
     distill: float,
     weight: torch.Tensor | None = None,
     label_smoothing: float = 0.0,
+    temperature: float = 1.0,
 ) -> torch.Tensor:
-    """Mean over the batch of ``(1 - distill) * CE(label) + distill * CE(soft)`` for the items
-    with a gold label (``gold`` True) and ``CE(soft)`` alone for the others (a transfer set's
-    aspects: their ``y`` is not used). ``weight``: per-class weights of the label term."""
+    """Mean over the batch of ``(1 - distill) * CE(label) + distill * KD`` for the items
+    with a gold label (``gold`` True) and ``KD`` alone for the others (a transfer set's
+    aspects: their ``y`` is not used), KD being ``kd_loss``. ``weight``: per-class weights
+    of the label term."""
     label = F.cross_entropy(
         logits, y, weight=weight, label_smoothing=label_smoothing, reduction="none"
     )
-    kd = F.cross_entropy(logits, soft, reduction="none")
+    kd = kd_loss(logits, soft, temperature, reduction="none")
     return torch.where(gold, (1.0 - distill) * label + distill * kd, kd).mean()
+
+
+def kd_loss(
+    logits: torch.Tensor, soft: torch.Tensor, temperature: float = 1.0, reduction: str = "mean"
+) -> torch.Tensor:
+    """Cross-entropy of the student's ``logits`` with the teacher's probabilities ``soft``,
+    both softened by ``temperature`` T (Hinton et al. 2015): the teacher's as
+    ``softmax(log p / T)``, since its probabilities are all that is kept of it, and the
+    term times T^2 so that its gradients keep their scale. T = 1 is the plain soft CE."""
+    if temperature == 1.0:
+        return F.cross_entropy(logits, soft, reduction=reduction)
+    target = torch.softmax(torch.log(soft.clamp_min(1e-8)) / temperature, dim=-1)
+    ce = F.cross_entropy(logits / temperature, target, reduction=reduction)
+    return ce * temperature**2
 
 
 def dev_leak(teacher: Path, dev: Sequence[Example]) -> int | None:

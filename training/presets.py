@@ -42,6 +42,9 @@ class TrainConfig:
     augment: float = 0.0  # add this fraction of train as rule-made copies (training/augment.py)
     teacher: str = ""  # a run or artifact dir whose probabilities are soft targets (distill.py)
     distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
+    # Hinton's temperature T on the teacher term: both distributions softened by T (the
+    # teacher's as p^(1/T), renormalised), the term scaled by T^2; 1 = the plain soft CE
+    distill_temperature: float = 1.0
     # an exponential moving average of the weights (decay per step; 0 = off) is what is
     # evaluated on dev and saved: smoother than the last step's weights on small data sets
     ema: float = 0.0
@@ -69,6 +72,8 @@ class TrainConfig:
             raise ValueError("augment must be >= 0")
         if not 0.0 <= self.distill <= 1.0:
             raise ValueError("distill must be in [0, 1]")
+        if self.distill_temperature <= 0:
+            raise ValueError("distill_temperature must be > 0")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
         if self.attention_coverage < 0:

@@ -46,7 +46,13 @@ from absa.training.attention_reg import (
 )
 from absa.training.augment import augment
 from absa.training.categories import init_from_words
-from absa.training.distill import label_transfer, mixed_loss, teacher_info, teacher_targets
+from absa.training.distill import (
+    kd_loss,
+    label_transfer,
+    mixed_loss,
+    teacher_info,
+    teacher_targets,
+)
 from absa.training.embeddings import (
     PACKAGED_GLOVE,
     build_vocab,
@@ -420,6 +426,7 @@ def train_epoch(
                 tcfg.distill,
                 inputs.class_weight,
                 tcfg.label_smoothing,
+                tcfg.distill_temperature,
             )
         else:
             loss = F.cross_entropy(
@@ -429,7 +436,7 @@ def train_epoch(
                 label_smoothing=tcfg.label_smoothing,
             )
             if soft is not None:
-                kd = F.cross_entropy(logits, soft[b])  # cross-entropy with soft targets
+                kd = kd_loss(logits, soft[b], tcfg.distill_temperature)
                 loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
         mask = batch["attention_mask"]
         if sentences is not None:

@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from absa.cli import main
-from absa.training.distill import mixed_loss
+from absa.training.distill import kd_loss, mixed_loss
 from absa.training.evaluate import predict_examples
+from absa.training.presets import TrainConfig
 from absa.training.records import DataError, Example
 from absa.training.rundir import read_info
 from absa.training.train import fit
@@ -59,6 +60,41 @@ def test_mixed_loss_with_every_label_is_the_usual_mix() -> None:
     )
     got = mixed_loss(logits, y, soft, torch.ones(5, dtype=torch.bool), 0.5, label_smoothing=0.1)
     assert float(got) == pytest.approx(float(usual), rel=1e-6)
+
+
+def test_kd_loss_at_temperature_one_is_the_soft_cross_entropy() -> None:
+    torch.manual_seed(2)
+    logits, soft = torch.randn(6, 3), torch.softmax(torch.randn(6, 3), -1)
+    assert float(kd_loss(logits, soft, 1.0)) == pytest.approx(float(F.cross_entropy(logits, soft)))
+
+
+def test_kd_loss_at_a_temperature_is_least_where_the_softened_student_is_the_teacher() -> None:
+    # the student's logits log p (any shift) match the teacher exactly: the gradient is 0,
+    # and at T = 3 the loss is T^2 times the entropy of the teacher softened by T
+    soft = torch.tensor([[0.9, 0.08, 0.02], [0.2, 0.5, 0.3]])
+    logits = (torch.log(soft) + 1.5).requires_grad_()
+    loss = kd_loss(logits, soft, 3.0)
+    loss.backward()
+    assert logits.grad is not None and float(logits.grad.abs().max()) < 1e-6
+    p3 = torch.softmax(torch.log(soft) / 3.0, -1)
+    entropy = -(p3 * torch.log(p3)).sum(-1).mean()
+    assert float(loss) == pytest.approx(9.0 * float(entropy), rel=1e-5)
+    # softening spreads the teacher's mass: its confident row gives the others more weight
+    assert float(p3[0, 2]) > 0.1 > float(soft[0, 2])
+
+
+def test_mixed_loss_passes_the_temperature_to_its_teacher_term() -> None:
+    torch.manual_seed(3)
+    logits, soft = torch.randn(4, 3), torch.softmax(torch.randn(4, 3), -1)
+    y, none = torch.tensor([0, 1, 2, 0]), torch.zeros(4, dtype=torch.bool)
+    got = mixed_loss(logits, y, soft, none, 0.5, temperature=2.0)
+    assert float(got) == pytest.approx(float(kd_loss(logits, soft, 2.0)), rel=1e-6)
+    assert float(got) != pytest.approx(float(mixed_loss(logits, y, soft, none, 0.5)))
+
+
+def test_a_temperature_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="distill_temperature"):
+        TrainConfig(distill_temperature=0.0)
 
 
 # --------------------------------------------------------------------------- the file
