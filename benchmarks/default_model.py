@@ -154,6 +154,12 @@ def main() -> None:
     ap.add_argument(
         "--top-map", action="store_true", help="export with the top-label calibration map"
     )
+    ap.add_argument(
+        "--expand-vocab",
+        type=Path,
+        help="export with vocabulary expansion from this vectors file (absa export --expand-vocab)",
+    )
+    ap.add_argument("--expand-top-k", type=int, help="with --expand-vocab: its first N words")
     ap.add_argument("--skip-train", action="store_true", help="reuse an existing --run")
     ap.add_argument("--card-only", action="store_true", help="rewrite README.md from eval.json")
     args = ap.parse_args()
@@ -211,12 +217,21 @@ def main() -> None:
         ]
         + (["--quantize", args.quantize] if args.quantize else [])
         + (["--top-map"] if args.top_map else [])
+        + expand_flags(args)
     )
     results = evaluate_all(absa, args.out, tests)
     saved = {"results": results, "commands": commands, "teacher": teacher}
     (args.out / "eval.json").write_text(json.dumps(saved, indent=1) + "\n")
     (args.out / "README.md").write_text(card(args, results, commands, teacher))
     rehash(args.out)
+
+
+def expand_flags(args: argparse.Namespace) -> list[str]:
+    """``absa export``'s vocabulary-expansion flags, as given."""
+    if args.expand_vocab is None:
+        return []
+    flags = ["--expand-vocab", str(args.expand_vocab)]
+    return flags + (["--expand-top-k", str(args.expand_top_k)] if args.expand_top_k else [])
 
 
 def rehash(out: Path) -> None:
@@ -261,6 +276,7 @@ def invocation(args: argparse.Namespace) -> str:
         parts += ["--quantize", args.quantize]
     if args.top_map:
         parts += ["--top-map"]
+    parts += expand_flags(args)
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 
 
@@ -451,7 +467,10 @@ def card(
     domains = "restaurant and laptop reviews, tweets and MAMS restaurant reviews (English)"
     if more_data(tr):
         domains = "restaurant, laptop, television and T-shirt reviews and tweets (English)"
-    limits_md = "\n".join(f"- {x}" for x in limits(pipeline.get("max_len"), domains))
+    expansion = meta.get("vocab_expansion")
+    limits_md = "\n".join(
+        f"- {x}" for x in limits(pipeline.get("max_len"), domains, expansion=expansion)
+    )
     calibration = "".join(f"{x}\n" for x in calibration_lines(meta))
     prep = prepared.commands(tr, meta["train_config"])
     made_first = (

@@ -41,10 +41,14 @@ CATEGORY_USE = (
 
 
 def limits(
-    max_len: int | None = 128, domains: str | None = None, category: bool = False
+    max_len: int | None = 128,
+    domains: str | None = None,
+    category: bool = False,
+    expansion: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The limits every model of this project shares (a list of Markdown bullet texts);
-    ``category``: those of an aspect-category model."""
+    ``category``: those of an aspect-category model; ``expansion``: the metadata's
+    ``vocab_expansion``, when words it never trained on were given rows."""
     trained_on = domains or "the domains of its training data"
     finds = (
         "It does not find which categories a sentence talks about: the caller names them, "
@@ -58,7 +62,7 @@ def limits(
         finds,
         f"Text is read in a window of {max_len or 128} tokens from {window}; words "
         "outside it are not seen.",
-        "Words it never saw in training are out of vocabulary: they all read as one unknown word.",
+        _vocabulary_limit(expansion),
         f"Accuracy holds on text like {trained_on}; on other domains (legal, medical, "
         "long documents, transcripts) expect it to be lower, and measure it "
         "(`absa evaluate`).",
@@ -69,6 +73,21 @@ def limits(
         "It inherits the biases of its training reviews and tweets; check it on your own "
         "data before relying on it.",
     ]
+
+
+def _vocabulary_limit(expansion: Mapping[str, Any] | None) -> str:
+    if not expansion:
+        return (
+            "Words it never saw in training are out of vocabulary: they all read as one "
+            "unknown word."
+        )
+    return (
+        f"Words it never saw in training read through vectors mapped into its tuned table "
+        f"({expansion.get('added', '?')} words added at export, a linear map fitted on the "
+        f"{expansion.get('fitted_on', '?')} trained ones, R² {expansion.get('r2', '?')}): "
+        "less surely than trained words. Words outside its vocabulary of "
+        f"{expansion.get('vocab_size', '?')} read as one unknown word."
+    )
 
 
 def _pct(x: Any) -> str:
@@ -185,7 +204,10 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         "",
         "## Limits",
         "",
-        *[f"- {x}" for x in limits(max_len, category=category)],
+        *[
+            f"- {x}"
+            for x in limits(max_len, category=category, expansion=metadata.get("vocab_expansion"))
+        ],
         "",
         "## Training data",
         "",

@@ -26,20 +26,28 @@ def export_run(
     batch: int = 32,
     calibrate: bool = True,
     top_map: bool = False,
+    expand_vocab: str | Path | None = None,
+    expand_top_k: int | None = None,
 ) -> dict:
     """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set,
     with a temperature fitted on it unless ``calibrate`` is off, and with ``top_map`` a
     top-label map after it); returns the artifact's metadata. ``name`` defaults to the
-    run's preset."""
+    run's preset. ``expand_vocab``: a GloVe-format file whose first ``expand_top_k`` words
+    the run lacks get rows mapped into its tuned table (``training/vocab_expansion.py``)."""
     run_dir = Path(run_dir)
     run = load_run(run_dir)
+    meta = provenance(run, run_dir)
+    if expand_vocab is not None:
+        from absa.training.vocab_expansion import expand_vocabulary
+
+        run, meta["vocab_expansion"] = expand_vocabulary(run, expand_vocab, expand_top_k)
     return export(
         run.net,
         run.pipeline,
         run.model_config,
         read_dev_examples(run_dir),
         Path(out_dir),
-        provenance(run, run_dir),
+        meta,
         name=name or run.info.get("preset") or "absa",
         version=version,
         quantize=quantize,

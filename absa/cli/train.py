@@ -179,7 +179,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from absa.cli.extract import cmd_export_extract, is_extraction_model
     from absa.training.exporting import export_run
 
+    if args.expand_top_k is not None and args.expand_vocab is None:
+        raise CLIError("--expand-top-k needs --expand-vocab")
     if is_extraction_model(Path(args.run)):
+        if args.expand_vocab is not None:
+            raise CLIError(f"{args.run}: --expand-vocab is for sentiment models, not extractors")
         return cmd_export_extract(args)
 
     meta = export_run(
@@ -190,6 +194,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         version=args.version,
         calibrate=not args.no_calibrate,
         top_map=args.top_map,
+        expand_vocab=args.expand_vocab,
+        expand_top_k=args.expand_top_k,
     )
     par, cal = meta["parity"], meta["calibration"]
     msg = (
@@ -367,6 +373,20 @@ def register(sub: Any) -> None:
         "by the runtime; no prediction changes): for a model whose surest answers a "
         "temperature leaves under-confident. Needs at least 500 dev items (default: the "
         "temperature alone)",
+    )
+    x.add_argument(
+        "--expand-vocab",
+        metavar="VECTORS",
+        help="a GloVe-format vectors file: its words the run lacks get rows in the tuned "
+        "table through a linear map fitted on the trained words, and so do words training "
+        "never saw (default: the run's vocabulary as it is)",
+    )
+    x.add_argument(
+        "--expand-top-k",
+        type=int,
+        metavar="N",
+        help="with --expand-vocab: only the file's first N words (GloVe files are in "
+        "frequency order; default: all)",
     )
     x.set_defaults(func=cmd_export)
 

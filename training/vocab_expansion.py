@@ -1,0 +1,138 @@
+"""Vocabulary expansion: words the student never trained on, given rows in its tuned table.
+
+A student's table holds the training words and GloVe's most frequent ones; any other word is
+<unk>. Its rows were tuned in training, so a word's raw vector is no longer in the space the
+network reads. After Kiros et al. (2015, skip-thought's vocabulary expansion), a linear map
+``tuned ≈ [v, 1] W`` is fitted by ridge regression over the rows training moved, from a
+larger set of vectors ``v`` (any GloVe-format file, e.g. ``absa vectors --top-k 100000``),
+and gives rows to the file's first ``top_k`` words the vocabulary lacks (GloVe files are in
+frequency order). Rows training never moved (GloVe words absent from the training text,
+only shrunk by the weight decay) are mapped the same way unless ``keep_untrained``.
+
+Which rows training moved is read off the run itself: its initial table is rebuilt exactly
+(``embedding_matrix`` with the run's vectors and seed) and a row counts as trained when it
+is no longer a positive multiple of its start (decoupled weight decay only scales a row).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from absa.model.artifact import sha256_file
+from absa.model.text import WordPipeline
+from absa.training.embeddings import embedding_matrix, load_glove
+from absa.training.rundir import LoadedRun
+
+log = logging.getLogger(__name__)
+
+# below this cosine with its start (in float64), a row was trained: decay alone leaves a
+# float32 row within about 1e-14 of 1; one Adam step of 1e-3 on a row moves it by ~1e-7
+MOVED_COS = 1.0 - 1e-9
+
+
+def trained_rows(tuned: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Indices (>= 2: not <pad>, <unk>) of the rows that are no longer a positive multiple
+    of their start."""
+    tuned, start = tuned.astype(np.float64), start.astype(np.float64)
+    dot = (tuned * start).sum(1)
+    norms = np.linalg.norm(tuned, axis=1) * np.linalg.norm(start, axis=1)
+    cos = np.where(norms > 0, dot / np.maximum(norms, 1e-12), 1.0)
+    moved = cos < MOVED_COS
+    moved[:2] = False
+    return np.flatnonzero(moved)
+
+
+def fit_map(x: np.ndarray, y: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
+    """Ridge regression ``y ≈ [x, 1] W``; returns W and the fit's R² on (x, y)."""
+    xb = np.hstack([x, np.ones((len(x), 1), x.dtype)]).astype(np.float64)
+    gram = xb.T @ xb + ridge * np.eye(xb.shape[1])
+    w = np.linalg.solve(gram, xb.T @ y.astype(np.float64))
+    resid = ((y - xb @ w) ** 2).sum()
+    total = ((y - y.mean(0)) ** 2).sum()
+    return w, float(1.0 - resid / total)
+
+
+def apply_map(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return (np.hstack([x, np.ones((len(x), 1), x.dtype)]) @ w).astype(np.float32)
+
+
+def expand_vocabulary(
+    run: LoadedRun,
+    source: str | Path,
+    top_k: int | None = None,
+    ridge: float = 1.0,
+    keep_untrained: bool = False,
+) -> tuple[LoadedRun, dict]:
+    """The run with rows added for ``source``'s first ``top_k`` words it lacks (all, when
+    None), mapped into its tuned table; and a report of what was done (for the metadata).
+    ValueError for a model without a word table of its own."""
+    if run.model_config.encoder != "embedding" or not isinstance(run.pipeline, WordPipeline):
+        raise ValueError("vocabulary expansion needs a word-table model (encoder 'embedding')")
+    table = run.net.encoder.table  # type: ignore[union-attr]
+    tuned = table.weight.detach().cpu().numpy()
+    vocab = run.pipeline.words
+    glove_words, glove = load_glove(run.train_config.glove)
+    start, _ = embedding_matrix(vocab, glove_words, glove, run.train_config.seed)
+    if start.shape != tuned.shape:
+        raise ValueError(
+            f"the run's table is {tuned.shape}, its vectors rebuild {start.shape}: "
+            "not the vectors it trained from"
+        )
+    words, vectors = load_glove(str(source))
+    index = {w: i for i, w in enumerate(words)}
+    moved = [r for r in trained_rows(tuned, start) if vocab[r] in index]
+    if not moved:
+        raise ValueError(f"{source}: none of the run's trained words has a vector there")
+    if len(moved) <= vectors.shape[1]:
+        log.warning(
+            "%d trained words for a %d-d map: underdetermined, the ridge term decides",
+            len(moved),
+            vectors.shape[1],
+        )
+    w, r2 = fit_map(vectors[[index[vocab[r]] for r in moved]], tuned[moved], ridge)
+    moved_set = set(moved)
+    rows = tuned.copy()
+    remapped = 0
+    if not keep_untrained:
+        idle = [r for r in range(2, len(vocab)) if r not in moved_set and vocab[r] in index]
+        if idle:
+            rows[idle] = apply_map(vectors[[index[vocab[r]] for r in idle]], w)
+        remapped = len(idle)
+    have = set(vocab)
+    new = [x for x in words[:top_k] if x not in have]
+    if new:
+        rows = np.vstack([rows, apply_map(vectors[[index[x] for x in new]], w)])
+    cfg = replace(run.model_config, vocab_size=len(rows))
+    grown = torch.nn.Embedding(len(rows), rows.shape[1], padding_idx=0)
+    with torch.no_grad():
+        grown.weight.copy_(torch.from_numpy(rows))
+    grown.weight.requires_grad_(False)
+    run.net.encoder.table = grown  # type: ignore[union-attr]
+    run.net.cfg = cfg
+    pipeline = WordPipeline([*vocab, *new], run.pipeline.max_len)
+    report = {
+        "source": str(source),
+        # a file by its hash; the packaged GloVe by its name (pinned by the lock file)
+        "source_sha256": sha256_file(Path(source)) if Path(source).is_file() else None,
+        "top_k": top_k,
+        "ridge": ridge,
+        "fitted_on": len(moved),
+        "r2": round(r2, 4),
+        "remapped_untrained": remapped,
+        "added": len(new),
+        "vocab_size": len(rows),
+    }
+    log.info(
+        "vocabulary expanded: %d words added, %d untrained rows remapped; the map fitted on "
+        "%d trained rows, R² %.3f",
+        len(new),
+        remapped,
+        len(moved),
+        r2,
+    )
+    return replace(run, net=run.net, pipeline=pipeline, model_config=cfg), report
