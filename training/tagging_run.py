@@ -120,10 +120,20 @@ def export_tag_run(
     name: str | None = None,
     version: str | None = None,
     quantize: str | None = None,
+    expand_vocab: str | Path | None = None,
+    expand_top_k: int | None = None,
 ) -> dict:
+    """The tagger run as an extractor artifact; ``expand_vocab``: vocabulary expansion
+    from that vectors file (``training/vocab_expansion.py``)."""
     from absa.model.tagger_export import export_tagger
 
     run = load_tag_run(run_dir)
+    expansion = None
+    if expand_vocab is not None:
+        from absa.training.vocab_expansion import expand_tag_run
+
+        train_config = json.loads((Path(run_dir) / "train_config.json").read_text())
+        run, expansion = expand_tag_run(run, train_config, expand_vocab, expand_top_k)
     provenance = {
         "task": "extract",
         "train": {k: run.info.get(k) for k in ("seed", "data", "split")},
@@ -133,6 +143,8 @@ def export_tag_run(
     }
     if run.info.get("reproduce"):
         provenance["reproduce"] = run.info["reproduce"]
+    if expansion is not None:
+        provenance["vocab_expansion"] = expansion
     return export_tagger(
         run.net, run.text, run.config, run.dev_texts, out_dir, provenance,
         name=name or "absa-extractor", version=version, quantize=quantize,

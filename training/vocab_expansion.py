@@ -1,6 +1,6 @@
-"""Vocabulary expansion: words the student never trained on, given rows in its tuned table.
+"""Vocabulary expansion: words a run never trained on, given rows in its tuned table.
 
-A student's table holds the training words and GloVe's most frequent ones; any other word is
+A word-table model's table (a sentiment student's, or a fast tagger's) holds the training words and GloVe's most frequent ones; any other word is
 <unk>. Its rows were tuned in training, so a word's raw vector is no longer in the space the
 network reads. After Kiros et al. (2015, skip-thought's vocabulary expansion), a linear map
 ``tuned ≈ [v, 1] W`` is fitted by ridge regression over the rows training moved, from a
@@ -17,8 +17,10 @@ is no longer a positive multiple of its start (decoupled weight decay only scale
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,6 +29,7 @@ from absa.model.artifact import sha256_file
 from absa.model.text import WordPipeline
 from absa.training.embeddings import embedding_matrix, load_glove
 from absa.training.rundir import LoadedRun
+from absa.training.tagging_run import LoadedTagRun
 
 log = logging.getLogger(__name__)
 
@@ -61,23 +64,21 @@ def apply_map(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (np.hstack([x, np.ones((len(x), 1), x.dtype)]) @ w).astype(np.float32)
 
 
-def expand_vocabulary(
-    run: LoadedRun,
+def expand_table(
+    tuned: np.ndarray,
+    vocab: list[str],
+    vectors_of_run: str,
+    seed: int,
     source: str | Path,
     top_k: int | None = None,
     ridge: float = 1.0,
     keep_untrained: bool = False,
-) -> tuple[LoadedRun, dict]:
-    """The run with rows added for ``source``'s first ``top_k`` words it lacks (all, when
-    None), mapped into its tuned table; and a report of what was done (for the metadata).
-    ValueError for a model without a word table of its own."""
-    if run.model_config.encoder != "embedding" or not isinstance(run.pipeline, WordPipeline):
-        raise ValueError("vocabulary expansion needs a word-table model (encoder 'embedding')")
-    table = run.net.encoder.table  # type: ignore[union-attr]
-    tuned = table.weight.detach().cpu().numpy()
-    vocab = run.pipeline.words
-    glove_words, glove = load_glove(run.train_config.glove)
-    start, _ = embedding_matrix(vocab, glove_words, glove, run.train_config.seed)
+) -> tuple[np.ndarray, list[str], dict]:
+    """The rows and vocabulary of ``tuned`` (a run's table over ``vocab``, started from the
+    vectors file ``vectors_of_run`` with ``seed``) expanded from ``source``; and a report of
+    what was done. ValueError when the table is not the one those vectors start."""
+    glove_words, glove = load_glove(vectors_of_run)
+    start, _ = embedding_matrix(vocab, glove_words, glove, seed)
     if start.shape != tuned.shape:
         raise ValueError(
             f"the run's table is {tuned.shape}, its vectors rebuild {start.shape}: "
@@ -107,14 +108,6 @@ def expand_vocabulary(
     new = [x for x in words[:top_k] if x not in have]
     if new:
         rows = np.vstack([rows, apply_map(vectors[[index[x] for x in new]], w)])
-    cfg = replace(run.model_config, vocab_size=len(rows))
-    grown = torch.nn.Embedding(len(rows), rows.shape[1], padding_idx=0)
-    with torch.no_grad():
-        grown.weight.copy_(torch.from_numpy(rows))
-    grown.weight.requires_grad_(False)
-    run.net.encoder.table = grown  # type: ignore[union-attr]
-    run.net.cfg = cfg
-    pipeline = WordPipeline([*vocab, *new], run.pipeline.max_len)
     report = {
         "source": str(source),
         # a file by its hash; the packaged GloVe by its name (pinned by the lock file)
@@ -135,4 +128,71 @@ def expand_vocabulary(
         len(moved),
         r2,
     )
-    return replace(run, net=run.net, pipeline=pipeline, model_config=cfg), report
+    return rows, [*vocab, *new], report
+
+
+def _frozen_table(rows: np.ndarray) -> torch.nn.Embedding:
+    table = torch.nn.Embedding(len(rows), rows.shape[1], padding_idx=0)
+    with torch.no_grad():
+        table.weight.copy_(torch.from_numpy(rows))
+    table.weight.requires_grad_(False)
+    return table
+
+
+def expand_vocabulary(
+    run: LoadedRun,
+    source: str | Path,
+    top_k: int | None = None,
+    ridge: float = 1.0,
+    keep_untrained: bool = False,
+) -> tuple[LoadedRun, dict]:
+    """The sentiment run with rows added for ``source``'s first ``top_k`` words it lacks
+    (all, when None), mapped into its tuned table; and the report (for the metadata).
+    ValueError for a model without a word table of its own."""
+    if run.model_config.encoder != "embedding" or not isinstance(run.pipeline, WordPipeline):
+        raise ValueError("vocabulary expansion needs a word-table model (encoder 'embedding')")
+    encoder = run.net.encoder
+    rows, vocab, report = expand_table(
+        encoder.table.weight.detach().cpu().numpy(),  # type: ignore[union-attr]
+        run.pipeline.words,
+        run.train_config.glove,
+        run.train_config.seed,
+        source,
+        top_k,
+        ridge,
+        keep_untrained,
+    )
+    encoder.table = _frozen_table(rows)  # type: ignore[union-attr]
+    cfg = replace(run.model_config, vocab_size=len(rows))
+    run.net.cfg = cfg
+    pipeline = WordPipeline(vocab, run.pipeline.max_len)
+    return replace(run, pipeline=pipeline, model_config=cfg), report
+
+
+def expand_tag_run(
+    run: LoadedTagRun,
+    train_config: Mapping[str, Any],
+    source: str | Path,
+    top_k: int | None = None,
+    ridge: float = 1.0,
+) -> tuple[LoadedTagRun, dict]:
+    """The same for a word-table tagger run (its ``train_config.json`` as ``train_config``)."""
+    from absa.model.tagger import Tagger
+    from absa.model.tagtext import TagText
+
+    if not isinstance(run.net, Tagger) or not isinstance(run.text, TagText):
+        raise ValueError("vocabulary expansion needs a word-table tagger, not a transformer one")
+    rows, vocab, report = expand_table(
+        run.net.words.table.weight.detach().cpu().numpy(),
+        run.text.words.words,
+        str(train_config["glove"]),
+        int(train_config["seed"]),
+        source,
+        top_k,
+        ridge,
+    )
+    run.net.words.table = _frozen_table(rows)
+    cfg = replace(run.config, vocab_size=len(rows))
+    run.net.cfg = cfg
+    text = TagText(WordPipeline(vocab, run.text.words.max_len), run.text.chars)
+    return replace(run, text=text, config=cfg), report

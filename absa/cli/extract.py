@@ -183,7 +183,8 @@ def cmd_export_extract(args: argparse.Namespace) -> int:
 
     meta = export_tag_run(
         Path(args.run), Path(args.out), name=args.name, version=args.version,
-        quantize=args.quantize,
+        quantize=args.quantize, expand_vocab=getattr(args, "expand_vocab", None),
+        expand_top_k=getattr(args, "expand_top_k", None),
     )  # fmt: skip
     par = meta["parity"]
     msg = (

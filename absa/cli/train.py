@@ -182,8 +182,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.expand_top_k is not None and args.expand_vocab is None:
         raise CLIError("--expand-top-k needs --expand-vocab")
     if is_extraction_model(Path(args.run)):
-        if args.expand_vocab is not None:
-            raise CLIError(f"{args.run}: --expand-vocab is for sentiment models, not extractors")
         return cmd_export_extract(args)
 
     meta = export_run(

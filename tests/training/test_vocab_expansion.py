@@ -172,3 +172,24 @@ def test_expand_top_k_alone_is_refused(
     )
     assert rc == 2 and "--expand-top-k needs --expand-vocab" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+# --------------------------------------------------------------------------- a tagger
+
+
+def test_a_tagger_run_is_expanded_the_same_way(tagger_run: Path, tmp_path: Path) -> None:
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import export_tag_run, load_tag_run
+
+    run = load_tag_run(tagger_run)
+    words = run.text.words.words[2:]
+    rows = run.net.words.table.weight.detach().numpy()[2:]
+    pizza = rows[words.index("pizza")]
+    source = write_vectors(tmp_path / "v.txt", [*words, "lasagna"], np.vstack([rows, pizza]))
+    out = tmp_path / "x"
+    meta = export_tag_run(tagger_run, out, version="x", expand_vocab=source)
+    assert meta["vocab_expansion"]["added"] == 1 and meta["vocab_expansion"]["r2"] > 0.95
+    assert json.loads((out / "vocab.json").read_text())[-1] == "lasagna"
+    text = "the lasagna was great but the service was awful"
+    found = Extractor.load(out, device="cpu").extract([text])[0]
+    assert [text[f.start : f.end] for f in found] == ["lasagna", "service"]
