@@ -472,7 +472,7 @@ def card(
         f"- {x}" for x in limits(pipeline.get("max_len"), domains, expansion=expansion)
     )
     calibration = "".join(f"{x}\n" for x in calibration_lines(meta))
-    prep = prepared.commands(tr, meta["train_config"])
+    prep = prepared.commands(tr, meta["train_config"], meta.get("vocab_expansion"))
     made_first = (
         "Made first, the inputs the training reads (word vectors, transfer sets; each "
         "command rebuilt from the record it wrote):\n\n```bash\n"

