@@ -1,13 +1,14 @@
 """Vocabulary expansion: words a run never trained on, given rows in its tuned table.
 
-A word-table model's table (a sentiment student's, or a fast tagger's) holds the training words and GloVe's most frequent ones; any other word is
-<unk>. Its rows were tuned in training, so a word's raw vector is no longer in the space the
-network reads. After Kiros et al. (2015, skip-thought's vocabulary expansion), a linear map
-``tuned ≈ [v, 1] W`` is fitted by ridge regression over the rows training moved, from a
-larger set of vectors ``v`` (any GloVe-format file, e.g. ``absa vectors --top-k 100000``),
-and gives rows to the file's first ``top_k`` words the vocabulary lacks (GloVe files are in
-frequency order). Rows training never moved (GloVe words absent from the training text,
-only shrunk by the weight decay) are mapped the same way unless ``keep_untrained``.
+A word-table model's table (a sentiment student's, or a fast tagger's) holds the training
+words and GloVe's most frequent ones; any other word is <unk>. Its rows were tuned in
+training, so a word's raw vector is no longer in the space the network reads. After Kiros
+et al. (2015, skip-thought's vocabulary expansion), a linear map ``tuned ≈ [v, 1] W`` is
+fitted by ridge regression over the rows training moved, from a larger set of vectors
+``v`` (any GloVe-format file, e.g. ``absa vectors --top-k 100000``), and gives rows to the
+file's first ``top_k`` words the vocabulary lacks (GloVe files are in frequency order).
+Rows training never moved (GloVe words absent from the training text, only shrunk by the
+weight decay) are mapped the same way unless ``keep_untrained``.
 
 Which rows training moved is read off the run itself: its initial table is rebuilt exactly
 (``embedding_matrix`` with the run's vectors and seed) and a row counts as trained when it
