@@ -11,8 +11,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from absa.training.presets import Preset, get_preset
 from absa.training.records import CategoryExample, Example
+
+# what the TorchScript ONNX exporter says of tracing and of LSTM batch sizes: a test
+# module that exports sets ``pytestmark = ONNX_EXPORT_WARNINGS``
+ONNX_EXPORT_WARNINGS = [
+    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
+    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
+]
 
 ASPECTS = ("food", "service", "pizza", "staff", "wine", "music", "decor", "price", "menu", "view")
 WORDS = {

@@ -29,7 +29,7 @@ from absa.model.runtime import ArtifactError, Runtime, choose_providers, word_we
 from absa.model.text import collate
 from absa.training.rundir import LoadedRun, load_run
 from absa.training.train import fit
-from tests.helpers import synthetic_examples, tiny_preset, write_jsonl
+from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples, tiny_preset, write_jsonl
 
 EXAMPLES = synthetic_examples(12, seed=0)  # tiny_run's training (and dev) set
 PROVENANCE = {"preset": "atae-lstm", "source_run": "somewhere"}
@@ -63,10 +63,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # the TorchScript exporter's notes on tracing and LSTM batch sizes; the tests below check
 # dynamic batch and length axes themselves
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
-    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
-]
+pytestmark = ONNX_EXPORT_WARNINGS
 
 
 @pytest.fixture(scope="module")

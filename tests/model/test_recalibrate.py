@@ -16,16 +16,13 @@ from absa.model.recalibrate import logits, recalibrate, temperature_of, with_tem
 from absa.model.runtime import Runtime
 from absa.training.exporting import export_run
 from absa.training.rundir import read_info
-from tests.helpers import synthetic_examples
+from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples
 
 DEV = synthetic_examples(12, seed=0)  # tiny_run's dev set
 SPANS = [(e.text, e.start, e.end) for e in DEV]
 UNSEEN = [(e.text, e.start, e.end) for e in synthetic_examples(6, seed=9)]
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
-    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
-]
+pytestmark = ONNX_EXPORT_WARNINGS
 
 
 @pytest.fixture(scope="module")

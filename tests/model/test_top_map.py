@@ -28,12 +28,9 @@ from absa.model.export import export
 from absa.model.runtime import Runtime
 from absa.model.text import collate
 from absa.training.rundir import load_run
-from tests.helpers import synthetic_examples
+from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
-    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
-]
+pytestmark = ONNX_EXPORT_WARNINGS
 
 
 def truth(c: np.ndarray) -> np.ndarray:

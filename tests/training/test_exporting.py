@@ -13,12 +13,9 @@ import pytest
 from absa.model import artifact
 from absa.training.exporting import TRAIN_KEYS, export_run
 from absa.training.rundir import load_run, read_dev_examples, read_info
+from tests.helpers import ONNX_EXPORT_WARNINGS
 
-# the TorchScript exporter's notes on tracing and LSTM batch sizes
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
-    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
-]
+pytestmark = ONNX_EXPORT_WARNINGS
 
 
 @pytest.fixture(scope="module")

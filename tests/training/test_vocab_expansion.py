@@ -22,12 +22,9 @@ from absa.training.vocab_expansion import (
     fit_map,
     trained_rows,
 )
-from tests.helpers import synthetic_examples, tiny_preset
+from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples, tiny_preset
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning"),
-    pytest.mark.filterwarnings("ignore:Exporting a model to ONNX with a batch_size:UserWarning"),
-]
+pytestmark = ONNX_EXPORT_WARNINGS
 
 GREAT = "the food was great but the service was awful"
 SUPERB = "the food was superb but the service was awful"  # "superb": never in training
