@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -130,10 +130,7 @@ def export_tag_run(
     run = load_tag_run(run_dir)
     expansion = None
     if expand_vocab is not None:
-        from absa.training.vocab_expansion import expand_tag_run
-
-        train_config = json.loads((Path(run_dir) / "train_config.json").read_text())
-        run, expansion = expand_tag_run(run, train_config, expand_vocab, expand_top_k)
+        run, expansion = _expanded(run, Path(run_dir), expand_vocab, expand_top_k)
     provenance = {
         "task": "extract",
         "train": {k: run.info.get(k) for k in ("seed", "data", "split")},
@@ -149,3 +146,30 @@ def export_tag_run(
         run.net, run.text, run.config, run.dev_texts, out_dir, provenance,
         name=name or "absa-extractor", version=version, quantize=quantize,
     )  # fmt: skip
+
+
+def _expanded(
+    run: LoadedTagRun, run_dir: Path, source: str | Path, top_k: int | None
+) -> tuple[LoadedTagRun, dict]:
+    """The tagger run with vocabulary expansion from ``source`` (a word-table tagger only;
+    ``training/vocab_expansion.py``), and its report."""
+    from absa.model.tagger import Tagger
+    from absa.model.text import WordPipeline
+    from absa.training.vocab_expansion import expand_table, frozen_table
+
+    if not isinstance(run.net, Tagger) or not isinstance(run.text, TagText):
+        raise ValueError("vocabulary expansion needs a word-table tagger, not a transformer one")
+    train_config = json.loads((run_dir / "train_config.json").read_text(encoding="utf-8"))
+    rows, vocab, report = expand_table(
+        run.net.words.table.weight.detach().cpu().numpy(),
+        run.text.words.words,
+        str(train_config["glove"]),
+        int(train_config["seed"]),
+        source,
+        top_k,
+    )
+    run.net.words.table = frozen_table(rows)
+    cfg = replace(run.config, vocab_size=len(rows))
+    run.net.cfg = cfg
+    text = TagText(WordPipeline(vocab, run.text.words.max_len), run.text.chars)
+    return replace(run, text=text, config=cfg), report

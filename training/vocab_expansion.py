@@ -18,10 +18,8 @@ is no longer a positive multiple of its start (decoupled weight decay only scale
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -30,7 +28,6 @@ from absa.model.artifact import sha256_file
 from absa.model.text import WordPipeline
 from absa.training.embeddings import embedding_matrix, load_glove
 from absa.training.rundir import LoadedRun
-from absa.training.tagging_run import LoadedTagRun
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +129,8 @@ def expand_table(
     return rows, [*vocab, *new], report
 
 
-def _frozen_table(rows: np.ndarray) -> torch.nn.Embedding:
+def frozen_table(rows: np.ndarray) -> torch.nn.Embedding:
+    """An embedding table holding ``rows`` (row 0 padding), not trained further."""
     table = torch.nn.Embedding(len(rows), rows.shape[1], padding_idx=0)
     with torch.no_grad():
         table.weight.copy_(torch.from_numpy(rows))
@@ -163,37 +161,8 @@ def expand_vocabulary(
         ridge,
         keep_untrained,
     )
-    encoder.table = _frozen_table(rows)  # type: ignore[union-attr]
+    encoder.table = frozen_table(rows)  # type: ignore[union-attr]
     cfg = replace(run.model_config, vocab_size=len(rows))
     run.net.cfg = cfg
     pipeline = WordPipeline(vocab, run.pipeline.max_len)
     return replace(run, pipeline=pipeline, model_config=cfg), report
-
-
-def expand_tag_run(
-    run: LoadedTagRun,
-    train_config: Mapping[str, Any],
-    source: str | Path,
-    top_k: int | None = None,
-    ridge: float = 1.0,
-) -> tuple[LoadedTagRun, dict]:
-    """The same for a word-table tagger run (its ``train_config.json`` as ``train_config``)."""
-    from absa.model.tagger import Tagger
-    from absa.model.tagtext import TagText
-
-    if not isinstance(run.net, Tagger) or not isinstance(run.text, TagText):
-        raise ValueError("vocabulary expansion needs a word-table tagger, not a transformer one")
-    rows, vocab, report = expand_table(
-        run.net.words.table.weight.detach().cpu().numpy(),
-        run.text.words.words,
-        str(train_config["glove"]),
-        int(train_config["seed"]),
-        source,
-        top_k,
-        ridge,
-    )
-    run.net.words.table = _frozen_table(rows)
-    cfg = replace(run.config, vocab_size=len(rows))
-    run.net.cfg = cfg
-    text = TagText(WordPipeline(vocab, run.text.words.max_len), run.text.chars)
-    return replace(run, text=text, config=cfg), report
