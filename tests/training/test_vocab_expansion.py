@@ -190,3 +190,14 @@ def test_a_tagger_run_is_expanded_the_same_way(tagger_run: Path, tmp_path: Path)
     text = "the lasagna was great but the service was awful"
     found = Extractor.load(out, device="cpu").extract([text])[0]
     assert [text[f.start : f.end] for f in found] == ["lasagna", "service"]
+
+
+def test_a_transformer_run_is_refused_and_nothing_is_written(
+    pair_category_run: Path, tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tuned_with_synonym(tiny_run, tmp_path / "v.txt")
+    out = tmp_path / "a"
+    rc = main(["export", "--run", str(pair_category_run), "--out", str(out), "--expand-vocab",
+               str(source)])  # fmt: skip
+    assert rc == 2 and "needs a word-table model" in capsys.readouterr().err
+    assert not out.exists()
