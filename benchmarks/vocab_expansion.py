@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from absa.model.text import WordPipeline, load_pipeline  # noqa: E402
 from absa.training.exporting import export_run  # noqa: E402
 from absa.training.provenance import code_version, file_info  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
+from absa.training.rundir import read_dev_examples  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 from benchmarks.ensemble import cell, scores  # noqa: E402
 
@@ -58,8 +58,6 @@ def measure(artifact: Path, dev: list) -> dict:
 
 
 def run_one(run: Path, vectors: Path, top_k: int | None) -> dict:
-    from absa.training.rundir import read_dev_examples
-
     dev = read_dev_examples(run)
     with tempfile.TemporaryDirectory() as tmp:
         plain, grown = Path(tmp) / "plain", Path(tmp) / "grown"
@@ -77,7 +75,6 @@ def run_one(run: Path, vectors: Path, top_k: int | None) -> dict:
             "plain": measure(plain, dev),
             "expanded": measure(grown, dev),
         }
-        shutil.rmtree(tmp, ignore_errors=True)
     return result
 
 
