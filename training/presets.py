@@ -45,6 +45,11 @@ class TrainConfig:
     # Hinton's temperature T on the teacher term: both distributions softened by T (the
     # teacher's as p^(1/T), renormalised), the term scaled by T^2; 1 = the plain soft CE
     distill_temperature: float = 1.0
+    # the hint term (training/state_distill.py): the student's recurrent states, through a
+    # linear map used only in training, regress onto the teacher's contextual word states
+    # (an `absa states` directory), the mean squared error times this weight; 0 = off
+    distill_states: float = 0.0
+    teacher_states: str = ""
     # an exponential moving average of the weights (decay per step; 0 = off) is what is
     # evaluated on dev and saved: smoother than the last step's weights on small data sets
     ema: float = 0.0
@@ -74,6 +79,10 @@ class TrainConfig:
             raise ValueError("distill must be in [0, 1]")
         if self.distill_temperature <= 0:
             raise ValueError("distill_temperature must be > 0")
+        if self.distill_states < 0:
+            raise ValueError("distill_states must be >= 0")
+        if self.distill_states > 0 and not self.teacher_states:
+            raise ValueError("distill_states needs teacher_states (an `absa states` directory)")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
         if self.attention_coverage < 0:

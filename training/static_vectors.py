@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +108,46 @@ def encode_words(
 
 
 @torch.no_grad()
+def sentence_states(
+    model: torch.nn.Module,
+    tokenizer: object,
+    texts: Sequence[str],
+    batch_size: int = 64,
+    max_pieces: int = 256,
+) -> Iterator[tuple[int, list[str], np.ndarray]]:
+    """For each of ``texts`` with a word (in order of length, not of ``texts``): its index,
+    its words (the tokens of ``tokenize``) and (n_words, H) their states, a word's state
+    being its word pieces' last hidden states averaged as in ``encode_words``. A text is read
+    up to ``max_pieces`` word pieces; the rows of the words after that are NaN."""
+    model.eval()
+    tokens = [[t.text for t in tokenize(text)] for text in texts]
+    kept = [i for i, t in enumerate(tokens) if t]
+    tokenizer.enable_truncation(max_length=max_pieces)  # type: ignore[attr-defined]
+    try:  # a long text keeps its [SEP]: its first words are read as in a shorter one
+        encs = tokenizer.encode_batch(  # type: ignore[attr-defined]
+            [tokens[i] for i in kept], is_pretokenized=True
+        )
+    finally:
+        tokenizer.no_truncation()  # type: ignore[attr-defined]
+    order = sorted(range(len(kept)), key=lambda k: len(encs[k].ids))
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        ids, mask = _ids_and_mask([encs[k] for k in idx])
+        hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
+        for row, k in enumerate(idx):
+            words = tokens[kept[k]]
+            pieces: dict[int, list[int]] = {}
+            for j, w in enumerate(encs[k].word_ids):
+                if w is not None and not encs[k].special_tokens_mask[j]:
+                    pieces.setdefault(w, []).append(j)
+            states = np.full((len(words), hidden.shape[-1]), np.nan, np.float32)
+            for w, js in pieces.items():
+                states[w] = hidden[row, js].mean(0)
+            yield kept[k], words, states
+        if start // batch_size % 50 == 0:
+            log.info("encoded %d / %d sentences", start + len(idx), len(kept))
+
+
 def encode_in_context(
     model: torch.nn.Module,
     tokenizer: object,
@@ -116,39 +156,20 @@ def encode_in_context(
     batch_size: int = 64,
     max_pieces: int = 256,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(V, H) sums of each of ``words``' states over its occurrences in ``texts`` (a word's
-    state: its word pieces' last hidden states averaged, as in ``encode_words``) and (V,)
-    how many occurrences were summed. Words are the lower-cased tokens of ``tokenize``; a
-    text is read up to ``max_pieces`` word pieces (the words after that are not counted).
-    A text given more than once (a sentence per aspect of it) is read once."""
-    model.eval()
-    texts = list(dict.fromkeys(texts))
+    """(V, H) sums of each of ``words``' states over its occurrences in ``texts``
+    (``sentence_states``) and (V,) how many occurrences were summed. Words are the
+    lower-cased tokens of ``tokenize``; a text is read up to ``max_pieces`` word pieces (the
+    words after that are not counted). A text given more than once (a sentence per aspect of
+    it) is read once."""
     index = {w: i for i, w in enumerate(words)}
     sums = np.zeros((len(words), model.config.hidden_size), np.float64)
     counts = np.zeros(len(words), np.int64)
-    tokens = [[t.text for t in tokenize(text)] for text in texts]
-    kept = [t for t in tokens if t]
-    tokenizer.enable_truncation(max_length=max_pieces)  # type: ignore[attr-defined]
-    try:  # a long text keeps its [SEP]: its first words are read as in a shorter one
-        encs = tokenizer.encode_batch(kept, is_pretokenized=True)  # type: ignore[attr-defined]
-    finally:
-        tokenizer.no_truncation()  # type: ignore[attr-defined]
-    order = sorted(range(len(kept)), key=lambda i: len(encs[i].ids))
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        ids, mask = _ids_and_mask([encs[i] for i in idx])
-        hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
-        for row, i in enumerate(idx):
-            pieces: dict[int, list[int]] = {}
-            for j, w in enumerate(encs[i].word_ids):
-                if w is not None and not encs[i].special_tokens_mask[j]:
-                    pieces.setdefault(w, []).append(j)
-            for w, js in pieces.items():
-                if (k := index.get(kept[i][w].lower())) is not None:
-                    sums[k] += hidden[row, js].mean(0)
-                    counts[k] += 1
-        if start // batch_size % 50 == 0:
-            log.info("encoded %d / %d sentences", start + len(idx), len(kept))
+    distinct = list(dict.fromkeys(texts))
+    for _, tokens, states in sentence_states(model, tokenizer, distinct, batch_size, max_pieces):
+        for w, state in zip(tokens, states, strict=True):
+            if (k := index.get(w.lower())) is not None and not np.isnan(state[0]):
+                sums[k] += state
+                counts[k] += 1
     return sums.astype(np.float32), counts
 
 
@@ -227,7 +248,7 @@ def build(
     write_glove_text(out, words, reduced)
     record = {
         "encoder": str(encoder),
-        "encoder_files": _weights_sha256(Path(encoder)),
+        "encoder_files": encoder_sha256(Path(encoder)),
         "glove": glove,
         "glove_top_k": top_k,
         "pca_dim": dim,
@@ -243,7 +264,7 @@ def build(
     return record
 
 
-def _weights_sha256(encoder: Path) -> dict[str, str]:
+def encoder_sha256(encoder: Path) -> dict[str, str]:
     from absa.model.artifact import sha256_file
 
     files = sorted(encoder.glob("*.safetensors")) or sorted(encoder.glob("*.bin"))

@@ -67,6 +67,7 @@ from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version, environment, file_info, portable
 from absa.training.readers import drop_overlap
 from absa.training.records import DataError, Labelled
+from absa.training.state_distill import StateHint
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
 
@@ -111,12 +112,15 @@ def fit(
         labelled = inputs.y_train if data.gold is None else inputs.y_train[data.gold]
         inputs = replace(inputs, class_weight=balanced_weights(labelled, len(mcfg.labels)))
     opt = make_optimizer(net, tcfg)
+    ema = make_ema(net, tcfg)  # before the hint's hook, which the average must not copy
+    hint = state_hint(net, preset, data, inputs)
+    if hint is not None:  # trained beside the network, never saved with it
+        opt.add_param_group({"params": list(hint.parameters()), "lr": tcfg.lr})
     steps_per_epoch = math.ceil(len(inputs.train) / tcfg.batch_size)
     sched = make_schedule(opt, tcfg, steps_per_epoch)
     rng = random.Random(tcfg.seed)  # the batch order
     history: list[dict] = []
     best = EarlyStopping(tcfg.patience)
-    ema = make_ema(net, tcfg)
     scored: ABSANet = ema.module if ema is not None else net  # type: ignore[assignment]
     for epoch in range(1, tcfg.epochs + 1):
         train_loss, seconds = train_epoch(
@@ -132,6 +136,7 @@ def fit(
             progress,
             ema,
             gold=data.gold,
+            hint=hint,
         )
         dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
@@ -147,7 +152,10 @@ def fit(
             log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
             break
 
+    if hint is not None:
+        hint.close()
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
+    info["teacher_states"] = hint.record if hint is not None else None
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best, info)
     return RunResult(run_dir, best.dev, best.epoch, history)
 
@@ -337,6 +345,17 @@ def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device
     return Inputs(enc_train, enc_dev, y_train, y_dev, device, cache_train, cache_dev)
 
 
+def state_hint(net: ABSANet, preset: Preset, data: Data, inputs: Inputs) -> StateHint | None:
+    """The hint term's map and targets when ``distill_states`` is on (word-vector term
+    models only: the teacher's states are per word)."""
+    tcfg = preset.train
+    if not tcfg.distill_states:
+        return None
+    if net.cfg.encoder != "embedding" or net.cfg.is_category:
+        raise ValueError("distill_states is for word-vector aspect-term models")
+    return StateHint(net, Path(tcfg.teacher_states), data.train, inputs.train)
+
+
 def balanced_weights(y: torch.Tensor, classes: int) -> torch.Tensor:
     """N / (classes x count) per class (a class absent from train gets weight 0)."""
     counts = torch.bincount(y, minlength=classes).float()
@@ -395,9 +414,11 @@ def train_epoch(
     progress: bool,
     ema: AveragedModel | None = None,
     gold: torch.Tensor | None = None,
+    hint: StateHint | None = None,
 ) -> tuple[float, float]:
     """One pass over train in shuffled batches of similar length: mean loss, seconds.
-    ``gold`` (with a transfer set): the items whose label is trained on (``mixed_loss``)."""
+    ``gold`` (with a transfer set): the items whose label is trained on (``mixed_loss``);
+    ``hint``: the teacher-states term (``distill_states``)."""
     net.train()
     t0 = time.time()
     total_loss, seen = 0.0, 0
@@ -444,6 +465,8 @@ def train_epoch(
             loss = loss + tcfg.attention_coverage * coverage_penalty(alpha, mask, group)
         if tcfg.attention_entropy != 0:
             loss = loss + tcfg.attention_entropy * attention_entropy(alpha, mask)
+        if hint is not None:
+            loss = loss + tcfg.distill_states * hint.loss(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)

@@ -15,40 +15,52 @@ log = logging.getLogger(__name__)
 
 
 def cmd_vectors(args: argparse.Namespace) -> int:
+    from absa.training.static_vectors import build
+
+    texts, extra = _texts(args)
+    build(
+        Path(args.encoder),
+        texts,
+        Path(args.out),
+        dim=args.dim,
+        glove=None if args.no_glove else args.glove,
+        top_k=args.top_k,
+        context=args.context,
+        extra=extra,
+    )
+    return 0
+
+
+def cmd_states(args: argparse.Namespace) -> int:
+    from absa.training.teacher_states import build
+
+    texts, extra = _texts(args)
+    build(Path(args.encoder), texts, Path(args.out), dim=args.dim, extra=extra)
+    return 0
+
+
+def _texts(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The sentences of --texts and --sentences, less those of --exclude, and their
+    provenance for the output's record."""
     from absa.training.provenance import code_version, file_info
     from absa.training.readers import drop_overlap, read_many
-    from absa.training.static_vectors import build
 
     texts = [e.text for e in read_many(args.texts, skip_invalid=True).examples]
     for path in args.sentences or ():
         texts += _jsonl_texts(Path(path))
     dropped = 0
-    if args.exclude:  # e.g. the test sets: their sentences lend no context to any vector
+    if args.exclude:  # e.g. the test sets: their sentences lend nothing
         lines = [SimpleNamespace(text=t) for t in texts]
         kept, dropped = drop_overlap(lines, read_many(args.exclude).examples)
         texts = [k.text for k in kept]
         log.info("dropped %d texts that occur in --exclude files", dropped)
-    out = Path(args.out)
-    build(
-        Path(args.encoder),
-        texts,
-        out,
-        dim=args.dim,
-        glove=None if args.no_glove else args.glove,
-        top_k=args.top_k,
-        context=args.context,
-        extra={
-            "data": file_info([*args.texts, *(args.sentences or ())]),
-            "sentences_files": list(args.sentences or ()),  # which of data came by --sentences
-            **(
-                {"exclude": file_info(args.exclude), "excluded_texts": dropped}
-                if args.exclude
-                else {}
-            ),
-            "code_version": code_version(),
-        },
-    )
-    return 0
+    extra = {
+        "data": file_info([*args.texts, *(args.sentences or ())]),
+        "sentences_files": list(args.sentences or ()),  # which of data came by --sentences
+        **({"exclude": file_info(args.exclude), "excluded_texts": dropped} if args.exclude else {}),
+        "code_version": code_version(),
+    }
+    return texts, extra
 
 
 def _jsonl_texts(path: Path) -> list[str]:
@@ -71,21 +83,7 @@ def register(sub: Any) -> None:
         help="distil a transformer (a training run's fine-tuned encoder, or a Hugging Face "
         "directory) into GloVe-format word vectors (needs absa[train])",
     )
-    v.add_argument("--encoder", required=True, help="a transformer training run or model dir")
-    v.add_argument(
-        "--texts", nargs="+", required=True, help="training files whose words get vectors"
-    )
-    v.add_argument(
-        "--sentences",
-        nargs="+",
-        help="JSONL files with a text per line, e.g. a transfer set (default: none)",
-    )
-    v.add_argument(
-        "--exclude",
-        nargs="+",
-        help="files whose sentences are left out of --texts and --sentences, e.g. the test "
-        "sets (default: none)",
-    )
+    _data_arguments(v)
     v.add_argument("--out", required=True, help="the vectors file to write (GloVe text format)")
     v.add_argument("--dim", type=int, default=100, help="PCA dimensions kept (default: 100)")
     v.add_argument(
@@ -110,3 +108,30 @@ def register(sub: Any) -> None:
         "encoded alone)",
     )
     v.set_defaults(func=cmd_vectors)
+    s = sub.add_parser(
+        "states",
+        help="a transformer's contextual word states over training sentences, PCA-reduced: "
+        "targets for a word-vector student (train.distill_states; needs absa[train])",
+    )
+    _data_arguments(s)
+    s.add_argument("--out", required=True, help="the states directory to write")
+    s.add_argument("--dim", type=int, default=64, help="PCA dimensions kept (default: 64)")
+    s.set_defaults(func=cmd_states)
+
+
+def _data_arguments(p: Any) -> None:
+    p.add_argument("--encoder", required=True, help="a transformer training run or model dir")
+    p.add_argument(
+        "--texts", nargs="+", required=True, help="training files whose sentences are read"
+    )
+    p.add_argument(
+        "--sentences",
+        nargs="+",
+        help="JSONL files with a text per line, e.g. a transfer set (default: none)",
+    )
+    p.add_argument(
+        "--exclude",
+        nargs="+",
+        help="files whose sentences are left out of --texts and --sentences, e.g. the test "
+        "sets (default: none)",
+    )

@@ -1,0 +1,181 @@
+"""A teacher's contextual word states as targets (`absa states`) and the hint term that
+trains a word-vector student's recurrent states on them (``distill_states``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from absa.cli import main
+from absa.model.text import tokenize
+from absa.training import rundir
+from absa.training import static_vectors as sv
+from absa.training import teacher_states as ts
+from absa.training.state_distill import StateHint
+from absa.training.train import fit
+from tests.helpers import synthetic_examples, tiny_preset, write_jsonl
+
+TEXTS = [
+    "the food was soggy but the service was great",
+    "great food",
+    "the food was soggy but the service was great",  # read once
+    "service , service and more service",
+]
+
+
+@pytest.fixture(scope="module")
+def states_dir(tmp_path_factory: pytest.TempPathFactory, tiny_transformer: Path) -> Path:
+    out = tmp_path_factory.mktemp("states") / "d4"
+    ts.build(tiny_transformer, TEXTS, out, dim=4, extra={"note": "test"})
+    return out
+
+
+def test_fit_pca_gives_a_mean_variance_of_one_and_the_share_kept() -> None:
+    rng = np.random.default_rng(0)
+    rows = (rng.normal(size=(500, 3)) * [6.0, 3.0, 1.0]) @ rng.normal(size=(3, 10))
+    mean, comps, scale, kept = ts.fit_pca(rows, 2)
+    projected = ((rows - mean) @ comps.T) * scale
+    assert comps.shape == (2, 10)
+    assert projected.var(0, ddof=1).mean() == pytest.approx(1.0, rel=1e-6)
+    assert 0.9 < kept < 1.0  # the third direction is left out
+    with pytest.raises(ValueError, match="dim"):
+        ts.fit_pca(rows, 11)
+
+
+def test_the_directory_holds_each_words_reduced_state_in_its_sentence(
+    states_dir: Path, tiny_transformer: Path
+) -> None:
+    states = ts.TeacherStates(states_dir)
+    assert states.dim == 4
+    assert states.record["sentences"] == 3 and states.record["note"] == "test"
+    assert states.record["words"] == 9 + 2 + 6 and states.record["words_unread"] == 0
+    pca = np.load(states_dir / ts.PCA)
+    model, tok = sv.load_encoder(tiny_transformer)
+    for i, words, full in sv.sentence_states(model, tok, TEXTS[:2]):
+        want = ((full - pca["mean"]) @ pca["components"].T) * pca["scale"]
+        got = states.rows(TEXTS[i], tokenize(TEXTS[i]))
+        assert got is not None and got.shape == (len(words), 4)
+        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)  # kept as float16
+    # the same word reads differently in another sentence: the states are in context
+    first = states.rows(TEXTS[0], tokenize(TEXTS[0]))
+    second = states.rows(TEXTS[1], tokenize(TEXTS[1]))
+    assert first is not None and second is not None
+    assert not np.allclose(first[1], second[1], atol=1e-3)  # "food" in both
+
+
+def test_a_window_of_words_gets_its_own_rows_and_unknown_text_none(states_dir: Path) -> None:
+    states = ts.TeacherStates(states_dir)
+    words = tokenize(TEXTS[0])
+    whole = states.rows(TEXTS[0], words)
+    assert whole is not None
+    np.testing.assert_array_equal(states.rows(TEXTS[0], words[3:6]), whole[3:6])
+    assert states.rows("a sentence it never read", tokenize("a sentence it never read")) is None
+    assert states.rows(TEXTS[1], []) is None
+
+
+def test_a_missing_directory_says_how_to_make_one(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="absa states"):
+        ts.TeacherStates(tmp_path)
+
+
+def test_cli_states_leaves_out_excluded_sentences_and_records_the_data(
+    tmp_path: Path, tiny_transformer: Path
+) -> None:
+    train = synthetic_examples(4, seed=1)
+    test = synthetic_examples(1, seed=1)  # its sentence is the first training sentence
+    files = write_jsonl(tmp_path / "train.jsonl", train), write_jsonl(tmp_path / "test.jsonl", test)
+    out = tmp_path / "states"
+    args = ["states", "--encoder", str(tiny_transformer), "--texts", str(files[0])]
+    rc = main([*args, "--exclude", str(files[1]), "--dim", "3", "--out", str(out)])
+    assert rc == 0
+    record = json.loads((out / ts.RECORD).read_text())
+    assert record["sentences"] == 3 and record["excluded_texts"] == 2
+    assert record["dim"] == 3 and record["data"][0]["sha256"]
+    index = json.loads((out / ts.INDEX).read_text())
+    assert test[0].text not in index and train[-1].text in index
+    assert not out.with_name("states.tmp").exists()
+
+
+# ------------------------------------------------------------------- the hint term
+
+
+def _student(glove: Path, states: Path, weight: float, epochs: int = 30) -> object:
+    base = tiny_preset("atae-lstm", glove)
+    return replace(
+        base,
+        train=replace(base.train, epochs=epochs, distill_states=weight, teacher_states=str(states)),
+    )
+
+
+@pytest.fixture(scope="module")
+def synthetic_states(tmp_path_factory: pytest.TempPathFactory, tiny_transformer: Path) -> Path:
+    out = tmp_path_factory.mktemp("states") / "synthetic"
+    ts.build(tiny_transformer, [e.text for e in synthetic_examples(12, seed=0)], out, dim=4)
+    return out
+
+
+def test_the_hint_loss_is_the_mse_over_the_words_the_teacher_read(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    from absa.training.inference import to_tensors
+    from absa.training.train import build_network
+
+    examples = synthetic_examples(12, seed=0)[:4]
+    preset = _student(small_glove, synthetic_states, 1.0)
+    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
+    encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
+    hint = StateHint(net, synthetic_states, examples, encoded)
+    assert all(t is not None for t in hint.targets)
+    hint.targets[1] = None  # an item without targets adds nothing
+    hint.targets[2] = hint.targets[2].copy()
+    hint.targets[2][0] = np.nan  # nor does a word the teacher did not read
+    net.eval()
+    net(**to_tensors(encoded, pipe.pad_id))
+    loss = hint.loss([0, 1, 2, 3])
+    h = hint._h
+    assert h is not None
+    errs = []
+    for row in (0, 2, 3):
+        target = torch.from_numpy(hint.targets[row])
+        read = ~torch.isnan(target[:, 0])
+        errs.append(hint.proj(h[row, : len(target)][read]) - target[read])
+    want = torch.cat(errs).pow(2).mean()
+    assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+    hint.close()
+    assert not net.rnn._forward_hooks  # the network is as it was built
+
+
+def test_a_student_trained_with_the_hint_fits_the_states_and_saves_no_map(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    examples = synthetic_examples(12, seed=0)
+    run = fit(examples, examples, _student(small_glove, synthetic_states, 1.0), tmp_path / "h")
+    assert run.dev["accuracy"] >= 0.9  # the task is still learnt
+    info = rundir.read_info(tmp_path / "h")
+    assert info["teacher_states"]["items_with_targets"] == info["teacher_states"]["items"]
+    assert info["teacher_states"]["path"] == str(synthetic_states)
+    plain = fit(examples, examples, _student(small_glove, synthetic_states, 0.0), tmp_path / "p")
+    assert plain.dev["accuracy"] >= 0.9
+    with_hint = rundir.load_run(tmp_path / "h").net.state_dict()
+    without = rundir.load_run(tmp_path / "p").net.state_dict()
+    assert with_hint.keys() == without.keys()  # the map is not saved with the network
+    assert rundir.read_info(tmp_path / "p")["teacher_states"] is None
+    assert not torch.equal(with_hint["rnn.fwd.weight_ih_l0"], without["rnn.fwd.weight_ih_l0"])
+
+
+def test_distill_states_needs_a_directory_and_a_word_vector_model(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    base = tiny_preset("atae-lstm", small_glove)
+    with pytest.raises(ValueError, match="teacher_states"):
+        replace(base.train, distill_states=1.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        replace(base.train, distill_states=-1.0, teacher_states=str(synthetic_states))
+    examples = synthetic_examples(4, seed=0)
+    with pytest.raises(FileNotFoundError, match="absa states"):
+        fit(examples, examples, _student(small_glove, tmp_path, 1.0, epochs=1), tmp_path / "r")

@@ -1,0 +1,144 @@
+"""A teacher encoder's contextual word states, kept as targets for a word-vector student.
+
+The student's BiLSTM learns the teacher's probabilities (``distill.py``) and, with
+``TrainConfig.distill_states``, also to predict, through a linear map used only in
+training, the teacher's state of each word in its sentence (FitNets' hint, Romero et al.
+2015; TinyBERT's hidden-state loss, Jiao et al. 2020). The probabilities say what the
+teacher concluded about one aspect; the states say how it read every word around it.
+
+    absa states --encoder runs/teacher --texts train.xml ... --sentences transfer.jsonl \\
+        --exclude test.xml ... --dim 64 --out runs/teacher-states
+
+A states directory holds ``states.npy`` (float16, one row per word of each distinct
+sentence: its word pieces' last states averaged, as ``static_vectors.sentence_states``
+reads them, reduced by PCA to ``dim`` and scaled to a mean variance of 1 per dimension;
+NaN rows for words past the encoder's length), ``index.json`` (each sentence's first row
+and word count), ``pca.npz`` (the mean, directions and scale that reduced them) and
+``record.json`` (encoder, its weights' sha256, data, PCA, code
+version). Written to a temporary directory and renamed into place: whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from absa.model.text import Token, tokenize
+
+log = logging.getLogger(__name__)
+
+STATES, INDEX, RECORD, PCA = "states.npy", "index.json", "record.json", "pca.npz"
+
+
+def fit_pca(rows: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The mean, the first ``dim`` principal directions (dim, H), the scale that gives the
+    projections a mean variance of 1 per dimension, and the share of variance kept."""
+    if not 0 < dim <= min(rows.shape):
+        raise ValueError(f"dim must be in 1..{min(rows.shape)}, not {dim}")
+    mean = rows.mean(0)
+    _, s, vt = np.linalg.svd(rows - mean, full_matrices=False)
+    var = s**2 / max(1, len(rows) - 1)
+    scale = 1.0 / float(np.sqrt(var[:dim].mean()))
+    return mean, vt[:dim], scale, float(var[:dim].sum() / var.sum())
+
+
+def build(
+    encoder: Path,
+    texts: Sequence[str],
+    out: Path,
+    dim: int = 64,
+    sample: int = 200_000,
+    seed: int = 0,
+    extra: dict | None = None,
+) -> dict:
+    """Encode each distinct text of ``texts`` with ``encoder`` (a transformer run's
+    fine-tuned encoder or a model directory) and write the states directory ``out``.
+    The PCA is fitted on ``sample`` word states drawn with ``seed``. Returns the record."""
+    from absa.training.static_vectors import encoder_sha256, load_encoder, sentence_states
+
+    out = Path(out)
+    model, tokenizer = load_encoder(Path(encoder))
+    distinct = list(dict.fromkeys(texts))
+    found: dict[int, np.ndarray] = {}
+    for i, _, states in sentence_states(model, tokenizer, distinct):
+        found[i] = states.astype(np.float16)
+    kept = [i for i in range(len(distinct)) if i in found]
+    full = np.concatenate([found[i] for i in kept])
+    valid = np.flatnonzero(~np.isnan(full[:, 0]))
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(valid, min(sample, len(valid)), replace=False))
+    mean, comps, scale, kept_var = fit_pca(full[pick].astype(np.float32), dim)
+    reduced = np.empty((len(full), dim), np.float16)
+    for lo in range(0, len(full), 65536):
+        chunk = full[lo : lo + 65536].astype(np.float32)
+        reduced[lo : lo + 65536] = ((chunk - mean) @ comps.T) * scale  # NaN rows stay NaN
+    offsets = np.cumsum([0] + [len(found[i]) for i in kept])
+    index = {distinct[i]: [int(offsets[k]), len(found[i])] for k, i in enumerate(kept)}
+    record = {
+        "encoder": str(encoder),
+        "encoder_files": encoder_sha256(Path(encoder)),
+        "dim": dim,
+        "hidden": int(full.shape[1]),
+        "pca_sample": int(len(pick)),
+        "pca_seed": seed,
+        "variance_kept": round(kept_var, 4),
+        "sentences": len(kept),
+        "words": int(len(full)),
+        "words_unread": int(len(full) - len(valid)),
+        **(extra or {}),
+    }
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    np.save(tmp / STATES, reduced)
+    (tmp / INDEX).write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
+    np.savez(tmp / PCA, mean=mean, components=comps, scale=np.float32(scale))
+    (tmp / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log.info(
+        "%s: %d sentences, %d words x %d (%.1f%% of the variance)",
+        out,
+        len(kept),
+        len(full),
+        dim,
+        100 * kept_var,
+    )
+    return record
+
+
+class TeacherStates:
+    """A states directory, read back: ``rows(text, tokens)`` gives the targets of a window
+    of a sentence's words."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        for name in (STATES, INDEX, RECORD):
+            if not (path / name).is_file():
+                raise FileNotFoundError(f"{path}: no {name} (make it with `absa states`)")
+        self.path = path
+        self.states = np.load(path / STATES, mmap_mode="r")
+        self.index: dict[str, list[int]] = json.loads((path / INDEX).read_text("utf-8"))
+        self.record: dict = json.loads((path / RECORD).read_text("utf-8"))
+        self.dim = int(self.states.shape[1])
+
+    def rows(self, text: str, tokens: Sequence[Token]) -> np.ndarray | None:
+        """(len(tokens), dim) float32 for ``tokens``, a window of ``text``'s words (an
+        encoded item's), NaN where the teacher did not read a word; None when the text is
+        not in the directory or its words are not those the teacher read."""
+        entry = self.index.get(text)
+        if entry is None or not tokens:
+            return None
+        offset, n = entry
+        words = tokenize(text)
+        if len(words) != n:
+            return None
+        first = next((i for i, w in enumerate(words) if w.start == tokens[0].start), None)
+        if first is None or first + len(tokens) > n:
+            return None
+        return np.asarray(self.states[offset + first : offset + first + len(tokens)], np.float32)
