@@ -54,10 +54,11 @@ def export_tagger(
     batch: int = 32,
     quantize: str | None = None,
 ) -> dict:
-    """Write the extractor artifact directory and return its metadata; ``quantize="int8"``:
-    the parity-checked graph quantised (``absa.model.tagger_quantize``)."""
+    """Write the extractor artifact directory and return its metadata; ``quantize`` ("int8"
+    or "int8-embeddings"): the parity-checked graph quantised
+    (``absa.model.tagger_quantize``)."""
     if quantize not in QUANTIZATIONS:
-        raise ValueError(f"quantize must be int8 or absent, not {quantize!r}")
+        raise ValueError(f"quantize must be int8, int8-embeddings or absent, not {quantize!r}")
     out_dir = Path(out_dir)
     net = net.eval()
     windows = [w for t in dev_texts for w in text.encode(t)]
@@ -77,10 +78,12 @@ def export_tagger(
         ext = Extractor.load(tmp, device="cpu", require_parity=False)
         got = [p for s in range(0, len(windows), batch) for p in ext.probs(windows[s : s + batch])]
         metadata["parity"] = _check_parity(ref, got, windows, learned)
-        if quantize == "int8":
+        if quantize is not None:
             from absa.model.tagger_quantize import quantize_tagger
 
-            metadata["quantization"] = quantize_tagger(tmp, metadata, windows, got, learned, batch)
+            metadata["quantization"] = quantize_tagger(
+                tmp, metadata, windows, got, learned, batch, quantize
+            )
         write_extractor_card(tmp, metadata)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)

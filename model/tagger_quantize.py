@@ -1,14 +1,15 @@
-"""Int8 dynamic quantisation of an extractor's graph (``absa export --quantize int8`` on a
-tagger run): the parity gate checks the fp32 graph against torch first, then
-onnxruntime's ``quantize_dynamic`` replaces ``model.onnx`` (int8 weights with a scale per
-output channel: on the MiniLM tagger's dev set that lost 0.3 of the mean per-source F1 where
-one scale per tensor lost 1.2; MatMul / Gemm activations quantised per call). What that
-changes against the fp32 graph on the same dev windows is recorded in the metadata's
-``quantization``: windows decoded to other spans, spans found by only one of the two, the
-largest tag probability change, the sizes; and, since dynamic activation scales are taken
-over a whole batch, how far a window's tag probabilities served alone are from the same
-window's served in its dev batch (``max_abs_batch_dependence``, the first ``BATCH_CHECK``
-windows; a warning above 1e-4).
+"""Int8 quantisation of an extractor's graph (``absa export --quantize int8`` on a tagger
+run; ``int8-embeddings``: the lookup tables alone, as for sentiment models): the parity
+gate checks the fp32 graph against torch first, then onnxruntime's ``quantize_dynamic``
+replaces ``model.onnx``. ``int8``: weights with a scale per output channel (on the MiniLM
+tagger's dev set that lost 0.3 of the mean per-source F1 where one scale per tensor lost
+1.2), MatMul / Gemm activations quantised per call. What that changes against the fp32
+graph on the same dev windows is recorded in the metadata's ``quantization``: windows
+decoded to other spans, spans found by only one of the two, the largest tag probability
+change, the sizes; and, since dynamic activation scales are taken over a whole batch, how
+far a window's tag probabilities served alone are from the same window's served in its dev
+batch (``max_abs_batch_dependence``, the first ``BATCH_CHECK`` windows; a warning above
+1e-4).
 """
 
 from __future__ import annotations
@@ -36,9 +37,15 @@ def quantize_tagger(
     fp32_probs: Sequence[np.ndarray],
     learned: Transitions | None,
     batch: int,
+    kind: str = "int8",
 ) -> dict:
-    """Replace ``tmp``'s model.onnx by its int8 dynamic quantisation; the change on dev."""
-    size_fp32 = quantize_graph(tmp, metadata, per_channel=True)
+    """Replace ``tmp``'s model.onnx by its int8 quantisation (``kind``: "int8", every
+    weight, dynamic, a scale per output channel; "int8-embeddings", the word-vector and
+    character tables alone, so no activation is quantised); the change on dev."""
+    tables = kind == "int8-embeddings"
+    size_fp32 = quantize_graph(
+        tmp, metadata, per_channel=not tables, op_types=["Gather"] if tables else None
+    )
     ext = Extractor.load(tmp, device="cpu", require_parity=False)
     got = [p for s in range(0, len(windows), batch) for p in ext.probs(windows[s : s + batch])]
     changed = only_fp32 = only_int8 = 0
@@ -51,8 +58,8 @@ def quantize_tagger(
         only_fp32 += len(sa - sb)
         only_int8 += len(sb - sa)
     info = {
-        "type": "int8-dynamic",
-        "per_channel": True,
+        "type": "int8-embeddings" if tables else "int8-dynamic",
+        "per_channel": not tables,
         "dev_windows": len(windows),
         "windows_decoded_differently": changed,
         "spans_only_fp32": only_fp32,

@@ -201,3 +201,40 @@ def test_a_transformer_run_is_refused_and_nothing_is_written(
                str(source)])  # fmt: skip
     assert rc == 2 and "needs a word-table model" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_an_expanded_tagger_can_keep_its_tables_in_int8(
+    tagger_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--quantize int8-embeddings on a tagger run: the lookup tables alone are int8 (no
+    activation is quantised, so no answer depends on its batch), with the expansion."""
+    from absa.model.extractor import Extractor
+    from absa.training.tagging_run import load_tag_run
+
+    run = load_tag_run(tagger_run)
+    words = run.text.words.words[2:]
+    rows = run.net.words.table.weight.detach().numpy()[2:]
+    source = write_vectors(tmp_path / "v.txt", words, rows)
+    fp32, int8 = tmp_path / "fp32", tmp_path / "int8"
+    base = ["export", "--run", str(tagger_run), "--expand-vocab", str(source)]
+    assert main([*base, "--out", str(fp32)]) == 0
+    assert main([*base, "--out", str(int8), "--quantize", "int8-embeddings"]) == 0
+    assert "int8:" in capsys.readouterr().out
+    q = json.loads((int8 / "metadata.json").read_text())["quantization"]
+    assert q["type"] == "int8-embeddings" and not q["per_channel"]
+    assert q["bytes_fp32"] == (fp32 / "model.onnx").stat().st_size
+    import onnx
+
+    graph = onnx.load(int8 / "model.onnx").graph
+    tables = [t for t in graph.initializer if t.data_type in (2, 3)]  # uint8 or int8
+    vocab = len(json.loads((int8 / "vocab.json").read_text()))
+    assert any(list(t.dims) == [vocab, rows.shape[1]] for t in tables)  # the word table, 8-bit
+    assert q["max_abs_batch_dependence"] < 1e-6  # no dynamic activation scales
+    assert q["windows_decoded_differently"] == 0
+    assert "Quantised (int8-embeddings" in (int8 / "README.md").read_text()
+    texts = ["the pizza was great but the service was awful"]
+    # loading checks the checksums recorded for the quantised graph
+    a, b = Extractor.load(fp32, device="cpu"), Extractor.load(int8, device="cpu")
+    assert [(f.start, f.end) for f in a.extract(texts)[0]] == [
+        (f.start, f.end) for f in b.extract(texts)[0]
+    ]
