@@ -139,11 +139,6 @@ def null_eces(probs: np.ndarray, bins: int, draws: int = 200, seed: int = 0) -> 
     )
 
 
-def ece_floor(probs: np.ndarray, bins: int, draws: int = 200, seed: int = 0) -> float:
-    """The mean of ``null_eces``: what a perfectly calibrated model shows on average."""
-    return float(null_eces(probs, bins, draws, seed).mean())
-
-
 def null_summary(probs: np.ndarray, bins: int, target: float = TARGET_ECE) -> dict:
     """The floor, the 95th percentile of ``null_eces`` (an ECE above it is miscalibration
     at p < 0.05) and the share of perfectly calibrated draws at or under ``target``."""

@@ -67,7 +67,7 @@ def build(
     found: dict[int, np.ndarray] = {}
     for i, _, states in sentence_states(model, tokenizer, distinct):
         found[i] = states.astype(np.float16)
-    kept = [i for i in range(len(distinct)) if i in found]
+    kept = sorted(found)  # the texts with a word, in their order
     full = np.concatenate([found[i] for i in kept])
     valid = np.flatnonzero(~np.isnan(full[:, 0]))
     rng = np.random.default_rng(seed)
