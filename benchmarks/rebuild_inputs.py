@@ -1,0 +1,171 @@
+"""Rebuild the inputs under runs/ that a shipped model's training and export read (its teacher
+run, transfer sets, word vectors, the teacher's word states), in a checkout where runs/ is
+gone: runs/ is never committed, and a new machine starts without it.
+
+    python benchmarks/rebuild_inputs.py [--artifact model/artifacts/default] [--dry-run]
+
+The commands are the artifact's own: the teacher's ``absa train`` from eval.json and the
+"Made first" block of its card (benchmarks/prepared.py wrote both), run in order: the
+teacher, then the card's order. Each output is checked against the sha256 the artifact's
+metadata records for it (the teacher by its weights). An output that is there with that
+sha256 (or with none recorded) is kept and its command skipped, so the script resumes where
+it stopped. A ``--dev-of RUN`` (the dev split no copy may come from) whose run is gone is
+read off the teacher, which holds out the same split (same training files, same seed): the
+sha256 check says whether the copies came out the same. The outcome of every step goes to
+runs/rebuild-<artifact>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from absa.model.artifact import sha256_file  # noqa: E402
+from absa.training import rundir  # noqa: E402
+from benchmarks.prepared import DEFAULT_TRANSFER  # noqa: E402
+
+log = logging.getLogger("rebuild_inputs")
+ROOT = Path(__file__).resolve().parents[1]
+MADE_FIRST = re.compile(r"^Made first.*?```bash\n(.*?)```", re.S | re.M)
+
+
+@dataclass
+class Step:
+    command: str
+    out: str
+    sha256: str | None  # what the artifact's metadata records for ``out``
+    outcome: str = "pending"  # kept | reproduced | differs | no record | failed
+    got: str | None = None
+    seconds: float = 0.0
+
+
+def _out(command: str) -> str:
+    parts = shlex.split(command)
+    return parts[parts.index("--out") + 1] if "--out" in parts else DEFAULT_TRANSFER
+
+
+def recorded(meta: dict) -> dict[str, str]:
+    """Output path -> sha256, as the metadata records them."""
+    tr = meta.get("train") or {}
+    out = {f["path"]: f["sha256"] for f in (tr.get("data") or {}).get("transfer") or []}
+    for key in ("teacher", "vectors"):
+        if (tr.get(key) or {}).get("sha256"):
+            out[tr[key]["path"]] = tr[key]["sha256"]
+    exp = meta.get("vocab_expansion") or {}
+    if exp.get("source_sha256"):
+        out[exp["source"]] = exp["source_sha256"]
+    return out
+
+
+def steps(artifact: Path) -> list[Step]:
+    """The commands that make the artifact's inputs under runs/, in the order they must run."""
+    meta = json.loads((artifact / "metadata.json").read_text())
+    evals = json.loads((artifact / "eval.json").read_text())
+    shas = recorded(meta)
+    teacher = ((meta.get("train") or {}).get("teacher") or {}).get("path")
+    cmds = [c for c in evals["commands"] if teacher and _is_train_of(c, teacher)]
+    card = MADE_FIRST.search((artifact / "README.md").read_text())
+    lines = card.group(1).splitlines() if card else []
+    cmds += [c for c in lines if c.strip() and not c.startswith("#")]
+    return [Step(c, _out(c), shas.get(_out(c))) for c in cmds]
+
+
+def _is_train_of(command: str, run: str) -> bool:
+    parts = shlex.split(command)
+    return parts[:2] == ["absa", "train"] and _out(command) == run
+
+
+def digest(path: Path) -> str | None:
+    """sha256 of a file, of a run's weights, or None when neither is there."""
+    if (path / rundir.WEIGHTS).is_file():
+        return sha256_file(path / rundir.WEIGHTS)
+    return sha256_file(path) if path.is_file() else None
+
+
+def with_dev_of(command: str, teacher: str | None) -> str:
+    """``command`` with a ``--dev-of`` run that is gone replaced by the teacher run."""
+    parts = shlex.split(command)
+    if "--dev-of" not in parts or teacher is None:
+        return command
+    i = parts.index("--dev-of") + 1
+    if not (ROOT / parts[i] / rundir.DEV).is_file():
+        log.info("%s is gone: the dev split is read off %s", parts[i], teacher)
+        parts[i] = teacher
+    return shlex.join(parts)
+
+
+def missing_encoder(command: str) -> str | None:
+    """The encoder directory an ``absa train --config`` names that is not there, if any:
+    benchmarks/encoder_shards.py makes the packaged ones (its docstring has the commands)."""
+    parts = shlex.split(command)
+    if parts[:2] != ["absa", "train"] or "--config" not in parts:
+        return None
+    config = json.loads((ROOT / parts[parts.index("--config") + 1]).read_text())
+    encoder = (config.get("train") or {}).get("transformer")
+    return encoder if encoder and not (ROOT / encoder / "config.json").is_file() else None
+
+
+def run_step(step: Step, teacher: str | None, dry_run: bool) -> None:
+    have = digest(ROOT / step.out)
+    if have is not None and step.sha256 in (None, have):
+        step.outcome, step.got = "kept", have
+        return
+    command = with_dev_of(step.command, teacher)
+    encoder = missing_encoder(command)
+    if encoder and not dry_run:
+        raise SystemExit(f"{encoder} is not there: make it first (benchmarks/encoder_shards.py)")
+    if dry_run:
+        step.outcome = "would run"
+        log.info("would run: %s", command)
+        return
+    log.info("running: %s", command)
+    start = time.perf_counter()
+    argv = shlex.split(command)
+    argv = [sys.executable, *argv[1:]] if argv[0] == "python" else argv
+    done = subprocess.run(argv, cwd=ROOT, check=False)
+    step.seconds = round(time.perf_counter() - start, 1)
+    step.got = digest(ROOT / step.out)
+    if done.returncode != 0 or step.got is None:
+        step.outcome = "failed"
+    elif step.sha256 is None:
+        step.outcome = "no record"
+    else:
+        step.outcome = "reproduced" if step.got == step.sha256 else "differs"
+    log.info("%s: %s (%.0f s)", step.out, step.outcome, step.seconds)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
+    ap.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    todo = steps(args.artifact)
+    teacher = next((s.out for s in todo if _is_train_of(s.command, s.out)), None)
+    for step in todo:
+        run_step(step, teacher, args.dry_run)
+        if step.outcome == "failed":
+            break
+    record = {"artifact": str(args.artifact), "steps": [asdict(s) for s in todo]}
+    if not args.dry_run:
+        out = ROOT / "runs" / f"rebuild-{args.artifact.resolve().name}.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(record, indent=1) + "\n")
+    for s in todo:
+        log.info("%-12s %s", s.outcome, s.out)
+    if any(s.outcome == "failed" for s in todo):
+        raise SystemExit(f"a step failed: {next(s.command for s in todo if s.outcome == 'failed')}")
+
+
+if __name__ == "__main__":
+    main()

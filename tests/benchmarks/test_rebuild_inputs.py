@@ -1,0 +1,90 @@
+"""benchmarks/rebuild_inputs.py: the shipped model's inputs under runs/, made again by the
+commands its card records, each checked against the sha256 its metadata records."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from absa.model.artifact import sha256_file
+from benchmarks import rebuild_inputs
+from benchmarks.rebuild_inputs import Step
+
+DEFAULT = rebuild_inputs.ROOT / "model" / "artifacts" / "default"
+
+
+def test_the_shipped_cards_steps_are_the_teacher_then_the_made_first_commands() -> None:
+    meta = json.loads((DEFAULT / "metadata.json").read_text())
+    todo = rebuild_inputs.steps(DEFAULT)
+    teacher = meta["train"]["teacher"]["path"]
+    assert shlex.split(todo[0].command)[:2] == ["absa", "train"] and todo[0].out == teacher
+    assert todo[0].sha256 == meta["train"]["teacher"]["sha256"]
+    outs = [s.out for s in todo]
+    # every input training and export read has a step, with the sha256 recorded for it
+    for f in meta["train"]["data"]["transfer"]:
+        assert todo[outs.index(f["path"])].sha256 == f["sha256"]
+    assert (
+        todo[outs.index(meta["train"]["vectors"]["path"])].sha256
+        == (meta["train"]["vectors"]["sha256"])
+    )
+    expansion = meta["vocab_expansion"]
+    assert todo[outs.index(expansion["source"])].sha256 == expansion["source_sha256"]
+    # the vectors are made before the copies that read them
+    assert outs.index(meta["train"]["vectors"]["path"]) < outs.index("runs/transfer-subst1.jsonl")
+
+
+def _writer(path: Path, text: str) -> str:
+    code = f"import pathlib; pathlib.Path({str(path)!r}).write_text({text!r})"
+    return shlex.join(["python", "-c", code, "--out", str(path)])
+
+
+def test_a_step_keeps_a_matching_file_and_checks_what_it_makes(tmp_path: Path) -> None:
+    there = tmp_path / "there.txt"
+    there.write_text("same")
+    kept = Step(_writer(there, "other"), str(there), sha256_file(there))
+    rebuild_inputs.run_step(kept, None, dry_run=False)
+    assert kept.outcome == "kept" and there.read_text() == "same"  # not run
+
+    made = tmp_path / "made.txt"
+    (tmp_path / "ref.txt").write_text("abc")
+    good = Step(_writer(made, "abc"), str(made), sha256_file(tmp_path / "ref.txt"))
+    rebuild_inputs.run_step(good, None, dry_run=False)
+    assert good.outcome == "reproduced" and made.read_text() == "abc"
+
+    stale = Step(_writer(there, "new"), str(there), "0" * 64)  # there, but not the recorded file
+    rebuild_inputs.run_step(stale, None, dry_run=False)
+    assert stale.outcome == "differs" and stale.got == sha256_file(there)
+
+    failing = Step(
+        shlex.join([sys.executable, "-c", "raise SystemExit(3)"]), str(tmp_path / "x"), None
+    )
+    rebuild_inputs.run_step(failing, None, dry_run=False)
+    assert failing.outcome == "failed"
+
+    dry = Step(_writer(tmp_path / "dry.txt", "x"), str(tmp_path / "dry.txt"), None)
+    rebuild_inputs.run_step(dry, None, dry_run=True)
+    assert dry.outcome == "would run" and not (tmp_path / "dry.txt").exists()
+
+
+def test_a_dev_of_run_that_is_gone_is_read_off_the_teacher(tmp_path: Path) -> None:
+    gone = "python benchmarks/transfer_subst.py --dev-of runs/no-such-run --out runs/x.jsonl"
+    swapped = shlex.split(rebuild_inputs.with_dev_of(gone, "runs/teacher"))
+    assert swapped[swapped.index("--dev-of") + 1] == "runs/teacher"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "dev.jsonl").write_text("{}\n")
+    there = f"python benchmarks/transfer_subst.py --dev-of {run} --out runs/x.jsonl"
+    assert rebuild_inputs.with_dev_of(there, "runs/teacher") == there
+
+
+def test_a_teacher_whose_encoder_is_not_there_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"train": {"transformer": str(tmp_path / "enc")}}))
+    cmd = f"absa train --train a --config {config} --out {tmp_path / 'run'}"
+    assert rebuild_inputs.missing_encoder(cmd) == str(tmp_path / "enc")
+    (tmp_path / "enc").mkdir()
+    (tmp_path / "enc" / "config.json").write_text("{}")
+    assert rebuild_inputs.missing_encoder(cmd) is None
+    assert rebuild_inputs.missing_encoder("absa vectors --out x") is None
