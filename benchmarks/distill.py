@@ -6,7 +6,8 @@
     python benchmarks/distill.py --report [NAME ...]     # the table of the result files
 
 Each seed trains the student the way the shipped model is trained (the four training sets,
-their test sentences excluded; ``benchmarks/default_model.py``), exports it and evaluates the
+their test sentences excluded; ``benchmarks/default_model.py``; ``--train-more``: the
+train-only sets' aspects too, dev still held out of the four sets), exports it and evaluates the
 artifact on the four test sets; one JSON per (name, seed) in benchmarks/results/distill/,
 skipped when it exists. The teacher is the config's ``train.teacher``, trained beforehand on
 the same data with one seed (``default_model.py --teacher-run``): every student keeps that
@@ -30,7 +31,7 @@ from absa.training import rundir  # noqa: E402
 from absa.training.presets import load_config  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from benchmarks import default_model  # noqa: E402
-from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
+from benchmarks.datasets import DATASETS, PROJECT_MACHINE, TRAIN_ONLY, paths  # noqa: E402
 from benchmarks.fmt import mean_sd  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "distill"
@@ -58,6 +59,9 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
 
     trains = [str(paths(d)["train"]) for d in DATASETS]
     extra = ["--transfer", *map(str, args.transfer)] if args.transfer else []
+    if args.train_more:  # dev stays the four sets' split, so dev compares with the others
+        extra += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
+        extra += ["--dev-from-train"]
     step(
         [*ABSA, "train", "--train", *trains, "--exclude", *tests().values()]
         + ["--config", str(args.config), *extra, "--seed", str(seed)]
@@ -129,6 +133,11 @@ def main() -> None:
         "--transfer", type=Path, nargs="+",
         help="transfer sets (benchmarks/transfer_set.py, benchmarks/transfer_subst.py)",
     )  # fmt: skip
+    ap.add_argument(
+        "--train-more",
+        action="store_true",
+        help="the train-only sets' aspects too (--train-more, dev held out of the four sets)",
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--dev-seed", type=int, help="default: the teacher run's seed")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per student")

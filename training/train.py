@@ -93,9 +93,11 @@ def fit(
     progress: bool = True,
     preset_name: str | None = None,
     transfer: Sequence[Candidate] = (),
+    dev_source: str = "file",
 ) -> RunResult:
     """Train a network and write its run directory. Never reads test data. ``transfer``:
-    unlabelled aspects for the teacher to label (soft targets only; needs a teacher)."""
+    unlabelled aspects for the teacher to label (soft targets only; needs a teacher).
+    ``dev_source``: where a given ``dev`` came from, for run.json."""
     tcfg = preset.train
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -105,7 +107,7 @@ def fit(
     seed_everything(tcfg.seed)
     started = time.time()
 
-    data = prepare_data(train, dev, preset, device, transfer)
+    data = prepare_data(train, dev, preset, device, transfer, dev_source)
     mcfg, pipe, net = build_network(preset, data.train, run_dir, device)
     inputs = encode_inputs(net, pipe, data, device)
     if tcfg.class_weights == "balanced":
@@ -203,6 +205,7 @@ def prepare_data(
     preset: Preset,
     device: torch.device,
     transfer: Sequence[Candidate] = (),
+    dev_source: str = "file",
 ) -> Data:
     """Hold out dev when none is given, augment train, score train with the teacher, and
     append the transfer set's aspects (those not in a dev sentence) with the teacher's labels."""
@@ -214,7 +217,6 @@ def prepare_data(
     counts = {lab: 0 for lab in preset.model.labels}
     for e in train:
         counts[e.label] += 1
-    dev_source = "file"
     if not dev:
         train, dev = split_dev(train, tcfg.dev_fraction, tcfg.split_seed)
         dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {tcfg.split_seed}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir
 
 if TYPE_CHECKING:
+    from absa.training.presets import TrainConfig
     from absa.training.records import ReadResult
 
 log = logging.getLogger("absa")
@@ -69,6 +70,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     task = args.task
     if args.train_more and task != "terms":
         raise CLIError("--train-more is for --task terms")
+    if args.dev_from_train and (args.dev or not args.train_more):
+        raise CLIError("--dev-from-train is for --train-more without --dev")
     if args.transfer and task != "terms":
         raise CLIError("--transfer is for --task terms")
     if args.transfer and not preset.train.teacher:
@@ -86,8 +89,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         "skipped_invalid": len(train.skipped),
     }
     examples, excluded = train.examples, []
+    dev_source = "file"
     if args.train_more:
         examples, excluded = _train_more(args, examples, info)
+        if args.dev_from_train:
+            examples, dev, dev_source = _dev_from_train(examples, info, preset.train)
     elif args.exclude:
         from absa.training.readers import drop_overlap
 
@@ -106,6 +112,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         preset_name=preset.name,
         transfer=transfer,
+        dev_source=dev_source,
     )
     reports: dict[str, dict] = {}
     for path in args.eval or []:
@@ -135,6 +142,19 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     info["excluded_overlap"] = sum(r.test_overlap for r in reports)
     info["combined"] = [r.to_dict() for r in reports]
     return kept, [e for ex in tests.values() for e in ex]
+
+
+def _dev_from_train(examples: list, info: dict, tcfg: TrainConfig) -> tuple[list, list, str]:
+    """The dev split held out of --train's examples alone (``examples`` starts with them, as
+    ``_train_more`` returns them): the split a run without --train-more holds out, so more
+    data leaves dev as it was. Returns train (the rest and every --train-more example), dev
+    and how dev was made."""
+    from absa.training.train import split_dev
+
+    n = info["combined"][0]["kept"]
+    train, dev = split_dev(examples[:n], tcfg.dev_fraction, tcfg.split_seed)
+    how = f"{tcfg.dev_fraction:.0%} of --train (not --train-more) held out with seed "
+    return [*train, *examples[n:]], dev, how + str(tcfg.split_seed)
 
 
 def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
@@ -303,6 +323,12 @@ def register(sub: Any) -> None:
         help="more training files, after --train; from these, a sentence an earlier file "
         "already has is dropped (one annotation of a sentence, and no sentence on both sides "
         "of the dev split) (default: none)",
+    )
+    t.add_argument(
+        "--dev-from-train",
+        action="store_true",
+        help="with --train-more and no --dev: hold the dev split out of --train's examples "
+        "alone, the same split a run without --train-more holds out (default: out of all)",
     )
     t.add_argument("--seed", type=int, help="random seed (default: the preset's, 1)")
     t.add_argument(

@@ -148,6 +148,33 @@ def test_train_more_takes_each_sentence_from_one_file(
     assert info["data"]["train_more"][0]["path"] == str(more)
 
 
+def test_dev_from_train_keeps_the_dev_split_of_a_run_without_the_more_files(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    union = synthetic_examples(40, seed=3)
+    train = write_jsonl(tmp_path / "train.jsonl", union[:30])
+    test = write_jsonl(tmp_path / "test.jsonl", union[:2])
+    more = write_jsonl(tmp_path / "more.jsonl", union[30:])
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, augment=0)
+    common = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]
+    assert main([*common, "--out", str(tmp_path / "plain"), "--quiet"]) == 0
+    argv = [*common, "--train-more", str(more), "--dev-from-train", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "more")]) == 0
+    plain, grown = read_info(tmp_path / "plain"), read_info(tmp_path / "more")
+    dev = (tmp_path / "plain" / "dev.jsonl").read_text()
+    assert dev and (tmp_path / "more" / "dev.jsonl").read_text() == dev
+    assert (
+        grown["n_dev"] == plain["n_dev"] and grown["n_train"] == plain["n_train"] + len(union) - 30
+    )
+    assert grown["dev_split"] == "10% of --train (not --train-more) held out with seed 1"
+    # without it, the dev split is drawn from every file
+    assert main([*argv[:-2], "--quiet", "--out", str(tmp_path / "all")]) == 0
+    assert read_info(tmp_path / "all")["dev_split"] == "10% of train held out with seed 1"
+    # it needs --train-more, and no --dev
+    assert main([*common, "--dev-from-train", "--out", str(tmp_path / "x")]) != 0
+    assert "--dev-from-train is for --train-more without --dev" in capsys.readouterr().err
+
+
 def test_train_more_is_for_aspect_terms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
     argv = ["train", "--train", str(train), "--train-more", str(train), "--task", "category"]
