@@ -2,16 +2,18 @@
 run, transfer sets, word vectors, the teacher's word states), in a checkout where runs/ is
 gone: runs/ is never committed, and a new machine starts without it.
 
-    python benchmarks/rebuild_inputs.py [--artifact model/artifacts/default] [--dry-run]
+    python benchmarks/rebuild_inputs.py [--artifact model/artifacts/default] [--dry-run] \
+        [--only OUT ...]
 
 The commands are the artifact's own: the teacher's ``absa train`` from eval.json and the
 "Made first" block of its card (benchmarks/prepared.py wrote both), run in order: the
 teacher, then the card's order. Each output is checked against the sha256 the artifact's
-metadata records for it (the teacher by its weights). An output that is there with that
-sha256 (or with none recorded) is kept and its command skipped, so the script resumes where
-it stopped. A ``--dev-of RUN`` (the dev split no copy may come from) whose run is gone is
-read off the teacher, which holds out the same split (same training files, same seed): the
-sha256 check says whether the copies came out the same. The outcome of every step goes to
+metadata records for it (the teacher by its weights). An output that is there is kept and
+its command skipped, so the script resumes where it stopped (one that differs from the
+record is reported as such: remove it to make it again). A ``--dev-of RUN`` (the dev split
+no copy may come from) whose run is gone is read off the teacher, which holds out the same
+split (same training files, same seed): the sha256 check says whether the copies came out
+the same. The outcome of every step goes to
 runs/rebuild-<artifact>.json.
 """
 
@@ -44,7 +46,7 @@ class Step:
     command: str
     out: str
     sha256: str | None  # what the artifact's metadata records for ``out``
-    outcome: str = "pending"  # kept | reproduced | differs | no record | failed
+    outcome: str = "pending"  # kept[, differs] | reproduced | differs | no record | failed
     got: str | None = None
     seconds: float = 0.0
 
@@ -117,8 +119,9 @@ def missing_encoder(command: str) -> str | None:
 
 def run_step(step: Step, teacher: str | None, dry_run: bool) -> None:
     have = digest(ROOT / step.out)
-    if have is not None and step.sha256 in (None, have):
-        step.outcome, step.got = "kept", have
+    if have is not None:  # never made again: the same command makes the same file
+        step.got = have
+        step.outcome = "kept" if step.sha256 in (None, have) else "kept, differs"
         return
     command = with_dev_of(step.command, teacher)
     encoder = missing_encoder(command)
@@ -148,11 +151,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    ap.add_argument("--only", nargs="+", metavar="OUT", help="make only these outputs")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     todo = steps(args.artifact)
     teacher = next((s.out for s in todo if _is_train_of(s.command, s.out)), None)
     for step in todo:
+        if args.only and step.out not in args.only:
+            step.outcome = "not asked"
+            continue
         run_step(step, teacher, args.dry_run)
         if step.outcome == "failed":
             break

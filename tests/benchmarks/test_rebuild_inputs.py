@@ -55,6 +55,9 @@ def test_a_step_keeps_a_matching_file_and_checks_what_it_makes(tmp_path: Path) -
 
     stale = Step(_writer(there, "new"), str(there), "0" * 64)  # there, but not the recorded file
     rebuild_inputs.run_step(stale, None, dry_run=False)
+    assert stale.outcome == "kept, differs" and there.read_text() == "same"
+    there.unlink()  # made again once it is gone, and found to differ from the record
+    rebuild_inputs.run_step(stale, None, dry_run=False)
     assert stale.outcome == "differs" and stale.got == sha256_file(there)
 
     failing = Step(
