@@ -88,9 +88,11 @@ def _is_train_of(command: str, run: str) -> bool:
 
 
 def digest(path: Path) -> str | None:
-    """sha256 of a file, of a run's weights, or None when neither is there."""
-    if (path / rundir.WEIGHTS).is_file():
-        return sha256_file(path / rundir.WEIGHTS)
+    """sha256 of a file, of a finished run's weights (run.json is written last), or None
+    when neither is there."""
+    if path.is_dir():
+        done = rundir.is_run(path) and (path / rundir.WEIGHTS).is_file()
+        return sha256_file(path / rundir.WEIGHTS) if done else None
     return sha256_file(path) if path.is_file() else None
 
 

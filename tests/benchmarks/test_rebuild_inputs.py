@@ -91,3 +91,12 @@ def test_a_teacher_whose_encoder_is_not_there_is_named(tmp_path: Path) -> None:
     (tmp_path / "enc" / "config.json").write_text("{}")
     assert rebuild_inputs.missing_encoder(cmd) is None
     assert rebuild_inputs.missing_encoder("absa vectors --out x") is None
+
+
+def test_a_run_counts_as_made_only_once_it_is_finished(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "weights.safetensors").write_bytes(b"best so far")
+    assert rebuild_inputs.digest(run) is None  # training stopped before run.json
+    (run / "run.json").write_text("{}")
+    assert rebuild_inputs.digest(run) == sha256_file(run / "weights.safetensors")
