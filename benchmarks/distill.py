@@ -106,7 +106,8 @@ def report(names: list[str] | None = None) -> str:
     for path in sorted(OUT.glob("teacher-*.json")):
         t = json.loads(path.read_text())
         cells = [_cell([t["dev"]])] + [_cell([t["test"][d]]) for d in DATASETS]
-        rows.append(f"| teacher `{t['teacher']}` | {t['seed']} | " + " | ".join(cells) + " |")
+        who = f"teacher `{t['teacher']}` (weights {t['sha256'][:8]})"
+        rows.append(f"| {who} | {t['seed']} | " + " | ".join(cells) + " |")
     by_name: dict[str, list[dict]] = {}
     for path in sorted(OUT.glob("*.s*.json")):
         name = path.name.rsplit(".s", 1)[0]
