@@ -50,6 +50,9 @@ class TrainConfig:
     # (an `absa states` directory), the mean squared error times this weight; 0 = off
     distill_states: float = 0.0
     teacher_states: str = ""
+    # items from source files whose path ends with one of these get no hint (their
+    # substitution copies and transfer candidates neither), e.g. ["Laptops_Train.xml.seg"]
+    distill_states_skip: tuple[str, ...] = ()
     # an exponential moving average of the weights (decay per step; 0 = off) is what is
     # evaluated on dev and saved: smoother than the last step's weights on small data sets
     ema: float = 0.0
@@ -83,6 +86,9 @@ class TrainConfig:
             raise ValueError("distill_states must be >= 0")
         if self.distill_states > 0 and not self.teacher_states:
             raise ValueError("distill_states needs teacher_states (an `absa states` directory)")
+        if isinstance(self.distill_states_skip, str):
+            raise ValueError("distill_states_skip is a list of file-name endings")
+        object.__setattr__(self, "distill_states_skip", tuple(self.distill_states_skip))
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
         if self.attention_coverage < 0:

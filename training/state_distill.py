@@ -21,9 +21,18 @@ from torch import nn
 from absa.model.network import ABSANet
 from absa.model.text import Encoded
 from absa.training.records import Labelled
+from absa.training.substitute import source_file
 from absa.training.teacher_states import TeacherStates
 
 log = logging.getLogger(__name__)
+
+
+def skipped(source: str, endings: Sequence[str]) -> bool:
+    """Whether a training item (``path:line``; a transfer item ``transfer:`` and its
+    candidate's source, a copy's ``subst<i>:path:line``) comes from a file ending so."""
+    if not endings:
+        return False
+    return source_file(source.removeprefix("transfer:"))[0].endswith(tuple(endings))
 
 
 class StateHint(nn.Module):
@@ -36,15 +45,18 @@ class StateHint(nn.Module):
         states_dir: Path,
         examples: Sequence[Labelled],
         encoded: Sequence[Encoded],
+        skip: Sequence[str] = (),
     ) -> None:
         super().__init__()
         states = TeacherStates(states_dir)
-        self.record = {"path": str(states_dir), **states.record}
+        self.record = {"path": str(states_dir), **states.record, "skip": list(skip)}
         self.proj = nn.Linear(net.cfg.rnn_dim, states.dim)
         self.targets: list[np.ndarray | None] = [
-            states.rows(e.text, enc.tokens) for e, enc in zip(examples, encoded, strict=True)
+            None if skipped(e.source, skip) else states.rows(e.text, enc.tokens)
+            for e, enc in zip(examples, encoded, strict=True)
         ]
         found = sum(t is not None for t in self.targets)
+        self.record["items_skipped"] = sum(skipped(e.source, skip) for e in examples)
         self.record["items_with_targets"] = found
         self.record["items"] = len(self.targets)
         log.info("teacher states for %d of %d training items (%s)", found, len(encoded), states_dir)

@@ -355,7 +355,9 @@ def state_hint(net: ABSANet, preset: Preset, data: Data, inputs: Inputs) -> Stat
         return None
     if net.cfg.encoder != "embedding" or net.cfg.is_category:
         raise ValueError("distill_states is for word-vector aspect-term models")
-    return StateHint(net, Path(tcfg.teacher_states), data.train, inputs.train)
+    return StateHint(
+        net, Path(tcfg.teacher_states), data.train, inputs.train, tcfg.distill_states_skip
+    )
 
 
 def balanced_weights(y: torch.Tensor, classes: int) -> torch.Tensor:

@@ -179,3 +179,36 @@ def test_distill_states_needs_a_directory_and_a_word_vector_model(
     examples = synthetic_examples(4, seed=0)
     with pytest.raises(FileNotFoundError, match="absa states"):
         fit(examples, examples, _student(small_glove, tmp_path, 1.0, epochs=1), tmp_path / "r")
+
+
+def test_items_of_skipped_files_get_no_hint(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    from absa.training.state_distill import skipped
+    from absa.training.train import build_network
+
+    assert skipped("data/Laptops_Train.xml.seg:12", ["Laptops_Train.xml.seg"])
+    assert skipped("transfer:subst2:data/Laptops_Train.xml.seg:7", ["Laptops_Train.xml.seg"])
+    assert skipped(
+        "transfer:data/acos-laptop/train.jsonl:3",
+        ["Laptops_Train.xml.seg", "acos-laptop/train.jsonl"],
+    )
+    assert not skipped("data/mams/train.xml:4", ["Laptops_Train.xml.seg"])
+    assert not skipped("data/Laptops_Train.xml.seg:12", [])
+    examples = synthetic_examples(12, seed=0)[:4]
+    examples = [
+        replace(e, source=f"{d}:{i}")
+        for i, (e, d) in enumerate(
+            zip(examples, ["a/lap.raw", "b/rest.raw", "a/lap.raw", "b/rest.raw"], strict=True)
+        )
+    ]
+    preset = _student(small_glove, synthetic_states, 1.0)
+    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
+    encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
+    hint = StateHint(net, synthetic_states, examples, encoded, skip=["lap.raw"])
+    assert [t is None for t in hint.targets] == [True, False, True, False]
+    assert hint.record["items_skipped"] == 2 and hint.record["skip"] == ["lap.raw"]
+    hint.close()
+    with pytest.raises(ValueError, match="list of file-name endings"):
+        replace(preset.train, distill_states_skip="lap.raw")
+    assert replace(preset.train, distill_states_skip=["x"]).distill_states_skip == ("x",)
