@@ -44,16 +44,36 @@ def _git(*args: str) -> str:
 
 
 def environment() -> dict[str, str]:
-    """Versions of what computes: Python, torch, numpy, the platform."""
+    """Versions of what computes: Python, torch, numpy, transformers (where installed), the
+    platform and the CPU (float results of one seed can differ between CPU models)."""
+    import importlib.metadata as md
+
     import numpy
     import torch
 
-    return {
+    env = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "platform": platform.platform(),
     }
+    try:
+        env["transformers"] = md.version("transformers")
+    except md.PackageNotFoundError:
+        pass
+    env["cpu"] = _cpu_model()
+    return env
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux), else what platform says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def file_info(paths: Iterable[str | Path]) -> list[dict[str, str]]:

@@ -52,7 +52,11 @@ def test_environment_names_the_versions() -> None:
 
     env = environment()
     assert env["torch"] == torch.__version__ and env["numpy"] == numpy.__version__
-    assert set(env) == {"python", "torch", "numpy", "platform"}
+    import transformers
+
+    assert env["transformers"] == transformers.__version__  # the dev install has it
+    assert set(env) == {"python", "torch", "numpy", "transformers", "platform", "cpu"}
+    assert env["cpu"]  # CPU models can round one seed's floats differently
 
 
 def test_file_info(tmp_path: Path) -> None:
