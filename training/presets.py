@@ -104,7 +104,8 @@ class TrainConfig:
         return self.seed if self.dev_seed is None else self.dev_seed
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As JSON holds it: tuple fields as lists, so a dict read back compares equal."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ class TagTrainConfig:
         object.__setattr__(self, "select_skip", tuple(self.select_skip))  # a JSON list
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As JSON holds it: tuple fields as lists, so a dict read back compares equal."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, d: dict) -> TagTrainConfig:
