@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.training.evaluate import evaluate  # noqa: E402
 from absa.training.readers import normalise_text, read_examples  # noqa: E402
-from absa.training.records import Example  # noqa: E402
+from absa.training.records import Labelled  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
@@ -37,15 +37,15 @@ def sources(files: dict[str, Path]) -> dict[str, str]:
     return out
 
 
-def by_source(dev: list[Example], files: dict[str, Path]) -> dict[str, list[Example]]:
+def by_source(dev: list[Labelled], files: dict[str, Path]) -> dict[str, list[Labelled]]:
     where = sources(files)
-    groups: dict[str, list[Example]] = defaultdict(list)
+    groups: dict[str, list[Labelled]] = defaultdict(list)
     for e in dev:
         groups[where.get(normalise_text(e.text), "other")].append(e)
     return dict(groups)
 
 
-def score(model: Path, dev: list[Example], files: dict[str, Path]) -> dict[str, dict]:
+def score(model: Path, dev: list[Labelled], files: dict[str, Path]) -> dict[str, dict]:
     """Per source: n, accuracy and macro-F1 (%), and the same over all of dev."""
     out = {}
     for name, examples in sorted(by_source(dev, files).items()):
@@ -67,7 +67,7 @@ def main() -> None:
     args = ap.parse_args()
     files = {d: paths(d)["train"] for d in DATASETS}
     dev = read_dev_examples(args.run or args.model)
-    scores = score(args.model, dev, files)  # type: ignore[arg-type]
+    scores = score(args.model, dev, files)
     for name, s in scores.items():
         sys.stdout.write(f"{name:10s} {s['n']:5d}  {s['accuracy']:6.2f} / {s['macro_f1']:6.2f}\n")
     if args.json:
