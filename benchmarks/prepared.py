@@ -68,7 +68,8 @@ def _labelled(path: str) -> bool:
         return "label" in json.loads(f.readline() or "{}")
 
 
-def _out_of(command: str) -> str:
+def out_of(command: str) -> str:
+    """The file a command writes: its ``--out``, else transfer_set.py's default."""
     parts = shlex.split(command)
     return parts[parts.index("--out") + 1] if "--out" in parts else DEFAULT_TRANSFER
 
@@ -81,7 +82,7 @@ def transfer_command(path: str, sha256: str) -> str | None:
         if r.get("out_sha256") == sha256:
             return r["command"]
     for r in records:
-        if "out_sha256" not in r and "command" in r and _out_of(r["command"]) == path:
+        if "out_sha256" not in r and "command" in r and out_of(r["command"]) == path:
             return r["command"]
     return None
 

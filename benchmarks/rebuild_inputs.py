@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training import rundir  # noqa: E402
-from benchmarks.prepared import DEFAULT_TRANSFER  # noqa: E402
+from benchmarks.prepared import out_of as _out  # noqa: E402
 
 log = logging.getLogger("rebuild_inputs")
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,11 +49,6 @@ class Step:
     outcome: str = "pending"  # kept[, differs] | reproduced | differs | no record | failed
     got: str | None = None
     seconds: float = 0.0
-
-
-def _out(command: str) -> str:
-    parts = shlex.split(command)
-    return parts[parts.index("--out") + 1] if "--out" in parts else DEFAULT_TRANSFER
 
 
 def recorded(meta: dict) -> dict[str, str]:

@@ -51,12 +51,13 @@ class StateHint(nn.Module):
         states = TeacherStates(states_dir)
         self.record = {"path": str(states_dir), **states.record, "skip": list(skip)}
         self.proj = nn.Linear(net.cfg.rnn_dim, states.dim)
+        left_out = [skipped(e.source, skip) for e in examples]
         self.targets: list[np.ndarray | None] = [
-            None if skipped(e.source, skip) else states.rows(e.text, enc.tokens)
-            for e, enc in zip(examples, encoded, strict=True)
+            None if out else states.rows(e.text, enc.tokens)
+            for e, enc, out in zip(examples, encoded, left_out, strict=True)
         ]
         found = sum(t is not None for t in self.targets)
-        self.record["items_skipped"] = sum(skipped(e.source, skip) for e in examples)
+        self.record["items_skipped"] = sum(left_out)
         self.record["items_with_targets"] = found
         self.record["items"] = len(self.targets)
         log.info("teacher states for %d of %d training items (%s)", found, len(encoded), states_dir)
