@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from absa.model import artifact
 from absa.training import rundir
 from absa.training.evaluate import model_kind, predict_examples
-from absa.training.records import DataError, Example
+from absa.training.records import TRANSFER, DataError, Example
 from absa.training.teacher_cache import cached_scores, file_sha256
 from absa.training.transfer_set import Candidate
 
@@ -81,9 +81,7 @@ def label_transfer(
     """The transfer set's aspects as examples labelled with the teacher's most probable class
     (the label is never trained on: ``mixed_loss`` masks it), and the teacher's
     probabilities (N, C) in the student's label order."""
-    placeholder = [
-        Example(c.text, c.start, c.end, labels[0], f"transfer:{c.source}") for c in found
-    ]
+    placeholder = [Example(c.text, c.start, c.end, labels[0], TRANSFER + c.source) for c in found]
     if not placeholder:
         return [], np.zeros((0, len(labels)), np.float32)
     probs = _teacher_probs(Path(teacher), placeholder, labels)

@@ -104,8 +104,13 @@ class TrainConfig:
         return self.seed if self.dev_seed is None else self.dev_seed
 
     def to_dict(self) -> dict:
-        """As JSON holds it: tuple fields as lists, so a dict read back compares equal."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        return json_dict(self)
+
+
+def json_dict(config: object) -> dict:
+    """A config dataclass as JSON holds it: tuple fields as lists, so a dict read back
+    compares equal."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
 
 
 @dataclass(frozen=True)

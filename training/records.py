@@ -7,7 +7,18 @@ from dataclasses import dataclass, field
 from absa.errors import DataError
 from absa.model.text import LABELS
 
-__all__ = ["CategoryExample", "DataError", "Example", "Invalid", "Labelled", "ReadResult"]
+__all__ = [
+    "TRANSFER",
+    "CategoryExample",
+    "DataError",
+    "Example",
+    "Invalid",
+    "Labelled",
+    "ReadResult",
+]
+
+# the source prefix of a transfer-set item: "transfer:" and its candidate's own source
+TRANSFER = "transfer:"
 
 
 @dataclass(frozen=True)

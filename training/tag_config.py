@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
-from absa.training.presets import MINILM
+from absa.training.presets import MINILM, json_dict
 
 SELECT = ("pooled", "source_mean")
 
@@ -47,8 +47,7 @@ class TagTrainConfig:
         object.__setattr__(self, "select_skip", tuple(self.select_skip))  # a JSON list
 
     def to_dict(self) -> dict:
-        """As JSON holds it: tuple fields as lists, so a dict read back compares equal."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        return json_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> TagTrainConfig:
