@@ -67,6 +67,7 @@ from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version, environment, file_info, portable
 from absa.training.readers import drop_overlap
 from absa.training.records import DataError, Labelled
+from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.state_distill import StateHint
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
@@ -142,13 +143,7 @@ def fit(
         )
         dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
-        # ties on the metric (common on small dev sets) go to the lower dev loss
-        score = (
-            (-dev_loss, dev_report["accuracy"])
-            if tcfg.select_on == "loss"
-            else (dev_report[tcfg.select_on], -dev_loss)
-        )
-        if best.update(epoch, score, dev_report):
+        if best.update(epoch, epoch_score(dev_report, dev_loss, tcfg.select_on), dev_report):
             rundir.save_weights(scored, run_dir)
         elif best.exhausted:
             log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
@@ -322,6 +317,7 @@ class Inputs:
     y_train: torch.Tensor  # on the training device
     y_dev: list[int]
     device: torch.device
+    dev_sources: list[str] = field(default_factory=list)  # each dev item's training file
     cache_train: list[torch.Tensor] | None = None
     cache_dev: list[torch.Tensor] | None = None
     class_weight: torch.Tensor | None = None  # per class, for the training loss
@@ -344,7 +340,16 @@ def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device
         log.info("cached frozen encoder features in %.1fs", time.time() - t0)
     y_train = torch.tensor([e.label_id for e in data.train], device=device)
     y_dev = [e.label_id for e in data.dev]
-    return Inputs(enc_train, enc_dev, y_train, y_dev, device, cache_train, cache_dev)
+    return Inputs(
+        enc_train,
+        enc_dev,
+        y_train,
+        y_dev,
+        device,
+        source_names(data.dev),
+        cache_train,
+        cache_dev,
+    )
 
 
 def state_hint(net: ABSANet, preset: Preset, data: Data, inputs: Inputs) -> StateHint | None:
@@ -487,10 +492,13 @@ def train_epoch(
 def evaluate_dev(
     net: ABSANet, inputs: Inputs, pad_id: int, labels: Sequence[str]
 ) -> tuple[dict, float]:
-    """The dev report (accuracy, macro-F1, ...) and the mean dev cross-entropy."""
+    """The dev report (accuracy, macro-F1, ..., the accuracy per source file and their mean)
+    and the mean dev cross-entropy."""
     probs = predict_probs(net, inputs.dev, pad_id, cache=inputs.cache_dev)
     y = inputs.y_dev
     report = classification_report(y, probs.argmax(1), labels)
+    report["by_source"] = by_source(y, probs.argmax(1), inputs.dev_sources)
+    report["source_mean"] = source_mean(report["by_source"])
     dev_loss = float(-np.log(probs[np.arange(len(y)), y] + 1e-12).mean())
     return report, dev_loss
 
@@ -498,12 +506,13 @@ def evaluate_dev(
 def epoch_row(epoch: int, train_loss: float, dev_loss: float, dev: dict, seconds: float) -> dict:
     """One line of history.json (and of the log)."""
     log.info(
-        "epoch %d loss %.4f dev loss %.4f acc %.4f f1 %.4f (%.1fs)",
+        "epoch %d loss %.4f dev loss %.4f acc %.4f f1 %.4f source mean %.4f (%.1fs)",
         epoch,
         train_loss,
         dev_loss,
         dev["accuracy"],
         dev["macro_f1"],
+        dev["source_mean"],
         seconds,
     )
     return {
@@ -512,8 +521,18 @@ def epoch_row(epoch: int, train_loss: float, dev_loss: float, dev: dict, seconds
         "dev_loss": dev_loss,
         "dev_accuracy": dev["accuracy"],
         "dev_macro_f1": dev["macro_f1"],
+        "dev_source_mean": dev["source_mean"],
+        "dev_by_source": dev["by_source"],
         "seconds": seconds,
     }
+
+
+def epoch_score(dev: dict, dev_loss: float, select_on: str) -> tuple[float, float]:
+    """What ranks the epochs (the higher, the better): the ``select_on`` metric of the dev
+    report; ties on it (common on small dev sets) go to the lower dev loss."""
+    if select_on == "loss":
+        return -dev_loss, dev["accuracy"]
+    return dev[select_on], -dev_loss
 
 
 @dataclass
