@@ -80,6 +80,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         "preset": info["preset"],
         "config": str(args.config),
         "dev": {k: metrics["dev"][k] for k in ("accuracy", "macro_f1")},
+        "dev_by_source": metrics["dev"].get("by_source"),  # runs since source_scores.py
         "best_epoch": metrics["best_epoch"],
         "test": scores,
         "teacher": info["teacher"],
