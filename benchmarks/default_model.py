@@ -134,6 +134,13 @@ def main() -> None:
         help="also train on the train-only sets (--train-more; benchmarks/datasets.py)",
     )
     ap.add_argument(
+        "--student-more",
+        action="store_true",
+        help="the student alone also trains on the train-only sets, its dev held out of the "
+        "four (--train-more --dev-from-train: the teacher's split; benchmarks/distill.py "
+        "--train-more)",
+    )
+    ap.add_argument(
         "--transfer",
         type=Path,
         nargs="+",
@@ -195,9 +202,7 @@ def main() -> None:
         seed = args.seed if args.dev_seed is None else args.dev_seed
         train(how, args.teacher_run, not exists, args.teacher_threads, ["--seed", str(seed)])
         teacher = teacher_scores(absa, args.teacher_run, tests)["test"]
-    choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
-    if args.transfer:
-        choice += ["--transfer", *map(str, args.transfer)]
+    choice = student_choice(args)
     seed = ["--seed", str(args.seed)]
     seed += ["--dev-seed", str(args.dev_seed)] if args.dev_seed is not None else []
     train(choice, args.run, not args.skip_train, 1, seed)
@@ -224,6 +229,19 @@ def main() -> None:
     (args.out / "eval.json").write_text(json.dumps(saved, indent=1) + "\n")
     (args.out / "README.md").write_text(card(args, results, commands, teacher))
     rehash(args.out)
+
+
+def student_choice(args: argparse.Namespace) -> list[str]:
+    """The student's ``absa train`` options beyond the union, the exclusions and the seed:
+    its config, transfer sets, and with ``--student-more`` (the teacher without them) the
+    train-only sets, its dev held out of the four sets alone, the teacher's split."""
+    choice = ["--config", str(args.config)] if args.config else ["--preset", args.preset]
+    if args.transfer:
+        choice += ["--transfer", *map(str, args.transfer)]
+    if args.student_more and not args.new_data:
+        choice += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
+        choice += ["--dev-from-train"]
+    return choice
 
 
 def expand_flags(args: argparse.Namespace) -> list[str]:
@@ -267,6 +285,8 @@ def invocation(args: argparse.Namespace) -> str:
         parts += ["--teacher-threads", str(args.teacher_threads)]
     if args.new_data:
         parts += ["--new-data"]
+    if args.student_more:
+        parts += ["--student-more"]
     if args.transfer:
         parts += ["--transfer", *map(str, args.transfer)]
     parts += ["--run", str(args.run), "--seed", str(args.seed), "--version", args.version]

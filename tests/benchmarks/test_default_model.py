@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from benchmarks import default_model
+from benchmarks.datasets import TRAIN_ONLY, paths
 from benchmarks.default_model import transfer_words, vector_words
 
 
@@ -65,3 +67,29 @@ def test_transfer_sources_rebuilt_for_a_run_that_predates_them(tmp_path: Path) -
     copies.write_text("")
     with pytest.raises(SystemExit, match="not the transfer set"):
         default_model.transfer_sources(tr, run)
+
+
+def _args(**kw: object) -> argparse.Namespace:
+    base = dict(
+        preset="fast", config=Path("c.json"), transfer=[Path("t.jsonl")], new_data=False,
+        student_more=False, teacher_run=None, teacher_config=None, teacher_threads=1,
+        run=Path("runs/s"), seed=2, version="9.9.9", dev_seed=1, quantize=None,
+        top_map=False, expand_vocab=None, expand_top_k=None,
+    )  # fmt: skip
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_student_more_adds_the_train_only_sets_to_the_student_alone() -> None:
+    """--student-more: the student trains on the train-only sets with dev held out of the
+    four sets (the teacher's split); without it, or with --new-data (which gives them to
+    teacher and student alike), the student's own options have none of it."""
+    plain = default_model.student_choice(_args())
+    assert plain == ["--config", "c.json", "--transfer", "t.jsonl"]
+    more = default_model.student_choice(_args(student_more=True))
+    assert more[:4] == plain and more[4] == "--train-more" and more[-1] == "--dev-from-train"
+    assert [Path(p).parent.name for p in more[5:-1]] == [
+        paths(d)["train"].parent.name for d in TRAIN_ONLY
+    ]
+    assert default_model.student_choice(_args(student_more=True, new_data=True)) == plain
+    assert "--student-more" in default_model.invocation(_args(student_more=True))
+    assert "--student-more" not in default_model.invocation(_args())
