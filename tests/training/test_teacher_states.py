@@ -104,8 +104,10 @@ def test_cli_states_leaves_out_excluded_sentences_and_records_the_data(
 # ------------------------------------------------------------------- the hint term
 
 
-def _student(glove: Path, states: Path, weight: float, epochs: int = 30) -> object:
-    base = tiny_preset("atae-lstm", glove)
+def _student(
+    glove: Path, states: Path, weight: float, epochs: int = 30, preset: str = "atae-lstm"
+) -> object:
+    base = tiny_preset(preset, glove)
     return replace(
         base,
         train=replace(base.train, epochs=epochs, distill_states=weight, teacher_states=str(states)),
@@ -150,16 +152,19 @@ def test_the_hint_loss_is_the_mse_over_the_words_the_teacher_read(
     assert not net.rnn._forward_hooks  # the network is as it was built
 
 
+@pytest.mark.parametrize("name", ["atae-lstm", "card-gru"])  # LSTM and GRU states
 def test_a_student_trained_with_the_hint_fits_the_states_and_saves_no_map(
-    small_glove: Path, synthetic_states: Path, tmp_path: Path
+    name: str, small_glove: Path, synthetic_states: Path, tmp_path: Path
 ) -> None:
     examples = synthetic_examples(12, seed=0)
-    run = fit(examples, examples, _student(small_glove, synthetic_states, 1.0), tmp_path / "h")
+    hinted = _student(small_glove, synthetic_states, 1.0, preset=name)
+    run = fit(examples, examples, hinted, tmp_path / "h")
     assert run.dev["accuracy"] >= 0.9  # the task is still learnt
     info = rundir.read_info(tmp_path / "h")
     assert info["teacher_states"]["items_with_targets"] == info["teacher_states"]["items"]
     assert info["teacher_states"]["path"] == str(synthetic_states)
-    plain = fit(examples, examples, _student(small_glove, synthetic_states, 0.0), tmp_path / "p")
+    unhinted = _student(small_glove, synthetic_states, 0.0, preset=name)
+    plain = fit(examples, examples, unhinted, tmp_path / "p")
     assert plain.dev["accuracy"] >= 0.9
     with_hint = rundir.load_run(tmp_path / "h").net.state_dict()
     without = rundir.load_run(tmp_path / "p").net.state_dict()
