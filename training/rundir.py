@@ -30,6 +30,7 @@ from absa.model.config import ModelConfig
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 from absa.training.presets import TrainConfig
 from absa.training.records import CategoryExample, Example, Labelled
+from absa.training.source_scores import portable_names
 
 if TYPE_CHECKING:
     from absa.model.network import ABSANet
@@ -133,7 +134,11 @@ def read_info(run_dir: Path) -> dict:
 def read_metrics(run_dir: Path) -> dict:
     """metrics.json, or {} where the run has none."""
     path = Path(run_dir) / METRICS
-    return json.loads(path.read_text()) if path.is_file() else {}
+    metrics = json.loads(path.read_text()) if path.is_file() else {}
+    dev = metrics.get("dev", {})
+    if "by_source" in dev:
+        dev["by_source"] = portable_names(dev["by_source"])
+    return metrics
 
 
 def read_dev_examples(run_dir: Path) -> list[Labelled]:

@@ -9,13 +9,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from absa.training.provenance import portable
 from absa.training.records import Labelled
 from absa.training.substitute import source_file
 
 
 def source_names(examples: Sequence[Labelled]) -> list[str]:
-    """Each example's source file (``path:line`` less the line; ``other`` with no source)."""
-    return [source_file(e.source)[0] or "other" for e in examples]
+    """Each example's source file (``path:line`` less the line, as records name paths:
+    ``portable``; ``other`` with no source)."""
+    files = [source_file(e.source)[0] for e in examples]
+    named = {f: portable(f) if f else "other" for f in set(files)}
+    return [named[f] for f in files]
+
+
+def portable_names(scores: dict[str, float]) -> dict[str, float]:
+    """Per-source scores keyed as records name paths (runs of ca3b96a keyed them by the
+    paths as read, absolute where the data was given so)."""
+    return {portable(k) if k != "other" else k: v for k, v in scores.items()}
 
 
 def by_source(gold: Sequence[int], pred: Sequence[int], names: Sequence[str]) -> dict[str, float]:

@@ -3,6 +3,7 @@ training file, each file weighed alike when the epoch is chosen."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 
 from absa.training.evaluate import evaluate
 from absa.training.presets import TrainConfig
+from absa.training.provenance import ROOT
 from absa.training.records import Example
+from absa.training.rundir import METRICS, read_metrics
 from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.train import epoch_score, fit
 from tests.helpers import synthetic_examples, tiny_preset
@@ -23,6 +26,18 @@ def test_source_names_drop_the_line_and_name_a_missing_source() -> None:
         Example("a b", 0, 1, "positive"),
     ]
     assert source_names(examples) == ["data/mams/train.xml", "data/Laptops_Train.xml.seg", "other"]
+    # a path given absolutely, beside the checkout, is named as records name it
+    beside = ROOT.parent / "shared" / "data" / "mams" / "train.xml"
+    absolute = Example("a b", 0, 1, "positive", f"{beside}:3")
+    assert source_names([absolute]) == ["../shared/data/mams/train.xml"]
+
+
+def test_read_metrics_names_older_runs_sources_as_records_do(tmp_path: Path) -> None:
+    beside = str(ROOT.parent / "shared" / "data" / "mams" / "train.xml")
+    dev = {"accuracy": 0.5, "by_source": {beside: 0.5, "other": 0.25}}
+    (tmp_path / METRICS).write_text(json.dumps({"dev": dev}))
+    by = read_metrics(tmp_path)["dev"]["by_source"]
+    assert by == {"../shared/data/mams/train.xml": 0.5, "other": 0.25}
 
 
 def test_by_source_and_their_mean_weigh_each_source_alike() -> None:
