@@ -300,7 +300,7 @@ def invocation(args: argparse.Namespace) -> str:
     return shlex.join(p.replace(str(ROOT) + "/", "") for p in parts)
 
 
-def distillation(tr: dict, teacher: dict | None) -> str:
+def distillation(tr: dict, teacher: dict | None, cfg: dict | None = None) -> str:
     t = tr.get("teacher")
     if not t:
         return ""
@@ -315,8 +315,29 @@ def distillation(tr: dict, teacher: dict | None) -> str:
   (`{t["path"]}`, {teacher_words(teacher_dir)}) trained on the same data with the dev split
   the student holds out (dev sentences it may have seen: {t["dev_leak"]}). The teacher on
   the test sets (accuracy / macro-F1 %): {scores}. The teacher is needed to train, never to
-  serve (`absa train` uses a GPU when torch sees one).{where}{transfer_words(tr)}
+  serve (`absa train` uses a GPU when torch sees one).{where}{transfer_words(tr)}{hint_words(tr, cfg or {})}
 """
+
+
+def hint_words(tr: dict, cfg: dict) -> str:
+    """The hint term (``TrainConfig.distill_states``), from the run's record of the states."""
+    st = tr.get("teacher_states")
+    if not st:
+        return ""
+    skip = st.get("skip") or []
+    left_out = (
+        f"; none on the {st['items_skipped']} items from files ending {', '.join(skip)} "
+        "(and their copies and candidates)"
+        if skip
+        else ""
+    )
+    return (
+        f" Its recurrent states also learned the teacher's: a linear map, used only in "
+        f"training and not exported, took each word's state to the teacher encoder's state "
+        f"of that word in its sentence ({st['dim']} principal components, `absa states`), "
+        f"the mean squared error times {cfg.get('distill_states')} added to the loss, on "
+        f"{st['items_with_targets']} of {st['items']} training items{left_out}."
+    )
 
 
 def teacher_words(teacher_dir: Path) -> str:
@@ -514,7 +535,7 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
   sentences). Labels: {json.dumps(tr.get("label_counts"))}.
 - **Selection**: {tr["dev_split"]} ({tr["n_dev"]} aspects); best epoch by dev accuracy
   {dev["accuracy"] * 100:.2f} (macro-F1 {dev["macro_f1"] * 100:.2f}). The test sets were never used to select.
-{distillation(tr, teacher)}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
+{distillation(tr, teacher, meta.get("train_config"))}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
   the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
   Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}).
 

@@ -14,6 +14,7 @@ TRAIN_KEYS = (
     "teacher",  # a distilled model's teacher: path, sha256, dev leak
     "transfer",  # a transfer set's aspects the teacher labelled: given, used, its labels
     "vectors",  # a word-vector file given by path (absa vectors): its path and sha256
+    "teacher_states",  # the hint's teacher word states (absa states): how they were made
 )
 
 

@@ -93,3 +93,13 @@ def test_student_more_adds_the_train_only_sets_to_the_student_alone() -> None:
     assert default_model.student_choice(_args(student_more=True, new_data=True)) == plain
     assert "--student-more" in default_model.invocation(_args(student_more=True))
     assert "--student-more" not in default_model.invocation(_args())
+
+
+def test_hint_words_say_what_the_hint_was_and_where_it_was_left_out() -> None:
+    assert default_model.hint_words({}, {}) == ""
+    st = {"dim": 64, "items": 10, "items_with_targets": 7, "items_skipped": 2, "skip": ["a.seg"]}
+    words = default_model.hint_words({"teacher_states": st}, {"distill_states": 0.5})
+    assert "64 principal components" in words and "times 0.5" in words
+    assert "on 7 of 10 training items; none on the 2 items from files ending a.seg" in words
+    plain = default_model.hint_words({"teacher_states": {**st, "skip": []}}, {"distill_states": 1})
+    assert plain.endswith("on 7 of 10 training items.")

@@ -16,6 +16,7 @@ from absa.model.text import tokenize
 from absa.training import rundir
 from absa.training import static_vectors as sv
 from absa.training import teacher_states as ts
+from absa.training.exporting import export_run
 from absa.training.state_distill import StateHint
 from absa.training.train import fit
 from tests.helpers import synthetic_examples, tiny_preset, write_jsonl
@@ -163,6 +164,9 @@ def test_a_student_trained_with_the_hint_fits_the_states_and_saves_no_map(
     info = rundir.read_info(tmp_path / "h")
     assert info["teacher_states"]["items_with_targets"] == info["teacher_states"]["items"]
     assert info["teacher_states"]["path"] == str(synthetic_states)
+    # the artifact records how the states were made (the card says what the hint was)
+    meta = export_run(tmp_path / "h", tmp_path / "art", calibrate=False)
+    assert meta["train"]["teacher_states"] == info["teacher_states"]
     unhinted = _student(small_glove, synthetic_states, 0.0, preset=name)
     plain = fit(examples, examples, unhinted, tmp_path / "p")
     assert plain.dev["accuracy"] >= 0.9
