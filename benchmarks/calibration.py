@@ -48,6 +48,7 @@ from absa.training.presets import TrainConfig  # noqa: E402
 from absa.training.readers import drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train import split_dev  # noqa: E402
+from absa.training.union import combine  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
 
 log = logging.getLogger("calibration")
@@ -75,14 +76,30 @@ def rebuild_dev(meta: dict) -> list[Example]:
     """The training run's dev split, rebuilt from the recorded data, seed and fraction, and
     checked against every count the metadata records."""
     train, data = meta["train"], meta["train"]["data"]
-    examples = read_many(recorded_files(data["train"])).examples
-    examples, dropped = drop_overlap(examples, read_many(recorded_files(data["exclude"])).examples)
-    counts = {lab: sum(e.label == lab for e in examples) for lab in meta["labels"]}
     tcfg = meta["train_config"]
     split = TrainConfig(
         seed=train["seed"], dev_seed=tcfg.get("dev_seed"), dev_fraction=tcfg["dev_fraction"]
     )
-    rest, dev = split_dev(examples, split.dev_fraction, split.split_seed)
+    examples = read_many(recorded_files(data["train"])).examples
+    excluded = read_many(recorded_files(data["exclude"])).examples
+    if data.get("train_more"):  # absa train --train-more (absa/cli/train.py _train_more)
+        more = [(f, read_many([f]).examples) for f in recorded_files(data["train_more"])]
+        examples, reports = combine(
+            [("--train", examples), *more], {"exclude": excluded}, frozenset(f for f, _ in more)
+        )
+        dropped = sum(r.test_overlap for r in reports)
+        if "(not --train-more)" in train["dev_split"]:  # --dev-from-train: --train's alone
+            n = reports[0].kept
+            rest, dev = split_dev(examples[:n], split.dev_fraction, split.split_seed)
+            rest += examples[n:]
+            given = rest  # what fit was given as train: dev was held out before
+        else:
+            given = examples
+            rest, dev = split_dev(examples, split.dev_fraction, split.split_seed)
+    else:
+        given, dropped = drop_overlap(examples, excluded)
+        rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
+    counts = {lab: sum(e.label == lab for e in given) for lab in meta["labels"]}
     got = (dropped, counts, len(rest), len(dev))
     want = (data["excluded_overlap"], train["label_counts"], train["n_train"], train["n_dev"])
     if got != want:

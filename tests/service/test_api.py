@@ -471,7 +471,8 @@ def test_model_info_of_the_shipped_model_shows_test_set_calibration() -> None:
     with TestClient(create_app(make_settings(DEFAULT_MODEL_DIR))) as c:
         cal = c.get("/v1/model").json()["calibration"]
     assert cal["temperature"] == meta["calibration"]["temperature"]
-    assert cal["fitted_on"].startswith("10% of train held out with seed 1")
+    assert cal["fitted_on"].startswith(meta["train"]["dev_split"])  # the run's own dev split
+    assert cal["fitted_on"].startswith("10% of") and "held out with seed 1" in cal["fitted_on"]
     assert set(cal["test"]) == {"rest14", "lap14", "twitter", "mams", "all"}
     shown = {k: v for k, v in cal["test"]["lap14"].items() if v is not None}
     assert shown == meta["calibration"]["test"]["lap14"]
