@@ -63,6 +63,11 @@ def union_files(new: bool = False, without: str | None = None) -> list[tuple[str
     return [(n, _train(n)) for n in names if n != without]
 
 
+def train_more_args() -> list[str]:
+    """``absa train --train-more`` with the train-only sets' training files, in order."""
+    return ["--train-more", *(str(_train(n)) for n in TRAIN_ONLY)]
+
+
 def _train(name: str) -> Path:
     train = paths(name)["train"]
     assert train is not None, f"{name} has no train file"

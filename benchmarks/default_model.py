@@ -44,7 +44,7 @@ from absa.training import rundir  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
 from benchmarks import prepared  # noqa: E402
-from benchmarks.datasets import DATASETS, TRAIN_ONLY, paths  # noqa: E402
+from benchmarks.datasets import DATASETS, paths, train_more_args  # noqa: E402
 
 commands: list[str] = []
 TEACHER_RESULTS = ROOT / "benchmarks" / "results" / "distill"
@@ -186,7 +186,7 @@ def main() -> None:
             shutil.rmtree(out, ignore_errors=True)
         common = ["--exclude", *tests.values(), *choice, *seed]
         if args.new_data:
-            common += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
+            common += train_more_args()
         rest = ["--threads", str(threads), "--quiet", "--out", str(out)]
         run([*absa, "train", "--train", *trains, *common, *rest], execute)
 
@@ -239,8 +239,7 @@ def student_choice(args: argparse.Namespace) -> list[str]:
     if args.transfer:
         choice += ["--transfer", *map(str, args.transfer)]
     if args.student_more and not args.new_data:
-        choice += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
-        choice += ["--dev-from-train"]
+        choice += [*train_more_args(), "--dev-from-train"]
     return choice
 
 

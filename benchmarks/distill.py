@@ -31,7 +31,7 @@ from absa.training import rundir  # noqa: E402
 from absa.training.presets import load_config  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from benchmarks import default_model  # noqa: E402
-from benchmarks.datasets import DATASETS, PROJECT_MACHINE, TRAIN_ONLY, paths  # noqa: E402
+from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths, train_more_args  # noqa: E402
 from benchmarks.fmt import mean_sd  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "distill"
@@ -60,8 +60,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
     trains = [str(paths(d)["train"]) for d in DATASETS]
     extra = ["--transfer", *map(str, args.transfer)] if args.transfer else []
     if args.train_more:  # dev stays the four sets' split, so dev compares with the others
-        extra += ["--train-more", *(str(paths(d)["train"]) for d in TRAIN_ONLY)]
-        extra += ["--dev-from-train"]
+        extra += [*train_more_args(), "--dev-from-train"]
     step(
         [*ABSA, "train", "--train", *trains, "--exclude", *tests().values()]
         + ["--config", str(args.config), *extra, "--seed", str(seed)]
