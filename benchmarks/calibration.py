@@ -47,7 +47,7 @@ from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.presets import TrainConfig  # noqa: E402
 from absa.training.readers import drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
-from absa.training.train import split_dev  # noqa: E402
+from absa.training.train import split_dev, split_dev_of_first  # noqa: E402
 from absa.training.union import combine  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
 
@@ -90,8 +90,7 @@ def rebuild_dev(meta: dict) -> list[Example]:
         dropped = sum(r.test_overlap for r in reports)
         if "(not --train-more)" in train["dev_split"]:  # --dev-from-train: --train's alone
             n = reports[0].kept
-            rest, dev = split_dev(examples[:n], split.dev_fraction, split.split_seed)
-            rest += examples[n:]
+            rest, dev = split_dev_of_first(examples, n, split.dev_fraction, split.split_seed)
             given = rest  # what fit was given as train: dev was held out before
         else:
             given = examples

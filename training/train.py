@@ -271,6 +271,16 @@ def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple
     return train, dev
 
 
+def split_dev_of_first(
+    examples: Sequence[Labelled], n: int, fraction: float, seed: int
+) -> tuple[list, list]:
+    """``split_dev`` of the first ``n`` examples alone (``absa train --dev-from-train``:
+    --train's, which ``union.combine`` keeps first): the rest of them and every later
+    example are train, so examples added after them leave dev as it was."""
+    train, dev = split_dev(examples[:n], fraction, seed)
+    return [*train, *examples[n:]], dev
+
+
 # --------------------------------------------------------------------------- the network
 
 
