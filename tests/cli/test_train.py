@@ -14,7 +14,7 @@ from absa.cli import main
 from absa.model import artifact
 from absa.training.records import Example
 from absa.training.rundir import read_info, read_metrics
-from tests.helpers import synthetic_examples, tiny_config, write_3line, write_jsonl
+from tests.helpers import data_dir, synthetic_examples, tiny_config, write_3line, write_jsonl
 
 EXAMPLES = synthetic_examples(12, seed=0)  # the set the session's tiny_run was trained on
 
@@ -146,6 +146,23 @@ def test_train_more_takes_each_sentence_from_one_file(
     assert (first["name"], first["test_overlap"], first["kept"]) == ("--train", 2, 6)
     assert (second["seen_before"], second["same_example"], second["kept"]) == (4, 4, 4)
     assert info["data"]["train_more"][0]["path"] == str(more)
+
+
+@pytest.mark.skipif(not (data_dir() / "semeval15").is_dir(), reason="benchmark data absent")
+def test_train_more_reports_name_files_as_run_json_does(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a file beside the checkout, given by its absolute path, is named relative to the
+    # checkout in every record of run.json, the per-file reports of the union included
+    more = (data_dir() / "semeval15" / "restaurant_train.raw").resolve()
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, augment=0)
+    argv = ["train", "--train", str(train), "--train-more", str(more), "--config", str(cfg)]
+    assert main([*argv, "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    info = read_info(tmp_path / "run")
+    named = info["data"]["train_more"][0]["path"]
+    assert not Path(named).is_absolute()
+    assert info["data"]["combined"][1]["name"] == named
 
 
 def test_dev_from_train_keeps_the_dev_split_of_a_run_without_the_more_files(
