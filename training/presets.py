@@ -54,6 +54,11 @@ class TrainConfig:
     # items from source files whose path ends with one of these get no hint (their
     # substitution copies and transfer candidates neither), e.g. ["Laptops_Train.xml.seg"]
     distill_states_skip: tuple[str, ...] = ()
+    # gold items from source files whose path ends with one of these are given
+    # ``oversample_times`` times per epoch (a domain the union holds little of), e.g.
+    # ["Laptops_Train.xml.seg", "acos-laptop/train.jsonl"]; dev is held out before
+    oversample: tuple[str, ...] = ()
+    oversample_times: int = 2
     # an exponential moving average of the weights (decay per step; 0 = off) is what is
     # evaluated on dev and saved: smoother than the last step's weights on small data sets
     ema: float = 0.0
@@ -90,6 +95,11 @@ class TrainConfig:
         if isinstance(self.distill_states_skip, str):
             raise ValueError("distill_states_skip is a list of file-name endings")
         object.__setattr__(self, "distill_states_skip", tuple(self.distill_states_skip))
+        if isinstance(self.oversample, str):
+            raise ValueError("oversample is a list of file-name endings")
+        object.__setattr__(self, "oversample", tuple(self.oversample))
+        if self.oversample_times < 1:
+            raise ValueError("oversample_times must be >= 1")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
         if self.attention_coverage < 0:

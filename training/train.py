@@ -71,6 +71,7 @@ from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.state_distill import StateHint
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
+from absa.training.union import oversample
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,7 @@ class Data:
     # train, have the teacher's instead, never trained on), and what came of the set
     gold: torch.Tensor | None = None
     transfer: dict | None = None
+    oversampled: int = 0  # copies of the ``oversample`` files' examples added to train
 
 
 def prepare_data(
@@ -220,6 +222,9 @@ def prepare_data(
         extra = augment(train, seed=tcfg.seed, rate=tcfg.augment)
         train, augmented = [*train, *extra], len(extra)
         log.info("augmented train with %d rule-made example(s)", augmented)
+    train, oversampled = oversample(train, tcfg.oversample, tcfg.oversample_times)
+    if oversampled:
+        log.info("oversampled %s: %d copies added", ", ".join(tcfg.oversample), oversampled)
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
     soft = None
     if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
@@ -240,7 +245,9 @@ def prepare_data(
         train = [*train, *extra]
         soft = torch.cat([soft, torch.from_numpy(probs).to(device)])  # type: ignore[list-item]
         log.info("transfer set added to train with the teacher's targets: %s", about)
-    return Data(list(train), list(dev), dev_source, counts, augmented, soft, gold, about)
+    return Data(
+        list(train), list(dev), dev_source, counts, augmented, soft, gold, about, oversampled
+    )
 
 
 def transfer_sources(kept: Sequence[Candidate]) -> dict:
@@ -589,10 +596,13 @@ def run_info(
         "seed": tcfg.seed,
         "data": data_info or {},
         "label_counts": data.label_counts,
-        "n_train": len(data.train) - (data.transfer["used"] if data.transfer else 0),
+        "n_train": len(data.train)
+        - data.oversampled
+        - (data.transfer["used"] if data.transfer else 0),
         "n_dev": len(data.dev),
         "dev_split": data.dev_source,
         "augmented": data.augmented,
+        "oversampled": data.oversampled,
         "transfer": data.transfer,
         "teacher": teacher_info(Path(tcfg.teacher), data.dev) if tcfg.teacher else None,
         # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256

@@ -25,11 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from absa.training.readers import normalise_text
-from absa.training.records import Example
+from absa.training.records import Example, Labelled
+from absa.training.substitute import source_file
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileReport", "combine"]
+__all__ = ["FileReport", "combine", "oversample"]
 
 
 @dataclass
@@ -106,3 +107,15 @@ def combine(
             rep.kept,
         )
     return out, reports
+
+
+def oversample(
+    examples: Sequence[Labelled], endings: Sequence[str], times: int
+) -> tuple[list[Labelled], int]:
+    """``examples`` with those from files whose path ends with one of ``endings`` given
+    ``times`` times in all (a domain the union holds little of weighs more in each epoch;
+    the copies follow the originals, whose order is kept). Returns them and the copies added."""
+    if not endings or times <= 1:
+        return list(examples), 0
+    chosen = [e for e in examples if source_file(e.source)[0].endswith(tuple(endings))]
+    return [*examples, *chosen * (times - 1)], len(chosen) * (times - 1)

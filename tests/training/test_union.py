@@ -1,14 +1,22 @@
-"""Combining training files: test sentences out (counted once), each sentence from one file."""
+"""Combining training files: test sentences out (counted once), each sentence from one file;
+oversampling a domain's files."""
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
+from absa.training.presets import TrainConfig
 from absa.training.readers import read_examples
-from absa.training.union import combine
+from absa.training.rundir import read_info
+from absa.training.train import fit, prepare_data
+from absa.training.union import combine, oversample
+from tests.helpers import synthetic_examples, tiny_preset
 
 
 def _read(tmp_path: Path, name: str, records: list[tuple[str, str, str]]) -> list:
@@ -90,3 +98,46 @@ def test_only_later_files_lose_a_shared_sentence(files: dict[str, list]) -> None
     assert new.kept == 5 and new.seen_before == 0
     assert (rest.seen_before, rest.same_example, rest.other_label, rest.kept) == (4, 2, 2, 0)
     assert len(kept) == 5
+
+
+def test_oversample_repeats_the_chosen_files_examples_after_the_rest(tmp_path: Path) -> None:
+    laptops = _read(tmp_path, "Laptops_Train.xml.seg", [("The $T$ is fast .", "cpu", "1")] * 2)
+    rest = _read(tmp_path, "rest.seg", [("Great $T$ .", "sushi", "1"), ("Bad $T$ .", "tea", "-1")])
+    examples = [rest[0], laptops[0], rest[1], laptops[1]]
+    out, added = oversample(examples, ["Laptops_Train.xml.seg"], 3)
+    assert added == 4 and out[:4] == examples
+    assert out[4:] == [laptops[0], laptops[1]] * 2
+    assert oversample(examples, ["Laptops_Train.xml.seg"], 1) == (examples, 0)
+    assert oversample(examples, [], 3) == (examples, 0)
+    assert oversample(examples, ["other.xml"], 3) == (examples, 0)
+
+
+def test_oversample_is_a_list_of_endings() -> None:
+    with pytest.raises(ValueError, match="list of file-name endings"):
+        TrainConfig(oversample="Laptops_Train.xml.seg")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="oversample_times"):
+        TrainConfig(oversample=("a.xml",), oversample_times=0)
+
+
+def test_training_oversamples_train_never_dev(small_glove: Path, tmp_path: Path) -> None:
+    train = [
+        replace(e, source=f"{'b.xml' if i % 3 else 'a.xml'}:{i}")
+        for i, e in enumerate(synthetic_examples(12, seed=0))
+    ]
+    dev = synthetic_examples(6, seed=5)
+    base = tiny_preset("atae-lstm", small_glove)
+    preset = replace(
+        base, train=replace(base.train, epochs=1, oversample=("a.xml",), oversample_times=3)
+    )
+    data = prepare_data(
+        train, [replace(e, source="a.xml:1") for e in dev], preset, torch.device("cpu")
+    )
+    chosen = [e.source for e in train if e.source.startswith("a.xml")]
+    assert len(chosen) == len(train) // 3 and data.oversampled == 2 * len(chosen)
+    assert len(data.train) == len(train) + 2 * len(chosen) and len(data.dev) == len(dev)
+    assert [e.source for e in data.train[len(train) :]] == chosen * 2
+    fit(train, dev, preset, tmp_path / "run", progress=False)
+    info = read_info(tmp_path / "run")
+    assert (info["oversampled"], info["n_train"]) == (2 * len(chosen), len(train))
+    saved = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert (saved["oversample"], saved["oversample_times"]) == (["a.xml"], 3)
