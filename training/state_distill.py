@@ -21,7 +21,7 @@ from torch import nn
 from absa.model.network import ABSANet
 from absa.model.text import Encoded
 from absa.training.records import TRANSFER, Labelled
-from absa.training.substitute import source_file
+from absa.training.substitute import comes_from
 from absa.training.teacher_states import TeacherStates
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def skipped(source: str, endings: Sequence[str]) -> bool:
     candidate's source, a copy's ``subst<i>:path:line``) comes from a file ending so."""
     if not endings:
         return False
-    return source_file(source.removeprefix(TRANSFER))[0].endswith(tuple(endings))
+    return comes_from(source.removeprefix(TRANSFER), endings)
 
 
 class StateHint(nn.Module):

@@ -43,9 +43,15 @@ def source_file(source: str) -> tuple[str, bool]:
     return (path if path and line.isdigit() else rest), copy is not None
 
 
+def comes_from(source: str, endings: Sequence[str]) -> bool:
+    """Whether a source (``path:line``, a copy's ``subst<i>:path:line``) names a file whose
+    path ends with one of ``endings``."""
+    return source_file(source)[0].endswith(tuple(endings))
+
+
 def from_sources(found: Sequence[Candidate], endings: Sequence[str]) -> list[Candidate]:
     """The candidates whose source file (``source_file``) ends with one of ``endings``."""
-    return [c for c in found if source_file(c.source)[0].endswith(tuple(endings))]
+    return [c for c in found if comes_from(c.source, endings)]
 
 
 def nearest_words(

@@ -1,4 +1,5 @@
-"""Several training files as one training set: test sentences out, each sentence from one file.
+"""Several training files as one training set: test sentences out, each sentence from one file
+(``combine``); a domain's files given more than once per epoch (``oversample``).
 
 Public ABSA sets share sentences: MAMS and SemEval-2014 restaurants, and SemEval-2015
 restaurants repeats 578 sentences of SemEval-2014 restaurants train (2 of its test, 9 of
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 from absa.training.readers import normalise_text
 from absa.training.records import Example, Labelled
-from absa.training.substitute import source_file
+from absa.training.substitute import comes_from
 
 log = logging.getLogger(__name__)
 
@@ -117,5 +118,5 @@ def oversample(
     the copies follow the originals, whose order is kept). Returns them and the copies added."""
     if not endings or times <= 1:
         return list(examples), 0
-    chosen = [e for e in examples if source_file(e.source)[0].endswith(tuple(endings))]
+    chosen = [e for e in examples if comes_from(e.source, endings)]
     return [*examples, *chosen * (times - 1)], len(chosen) * (times - 1)
