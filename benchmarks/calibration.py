@@ -48,7 +48,7 @@ from absa.training.presets import TrainConfig  # noqa: E402
 from absa.training.readers import drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train import split_dev, split_dev_of_first  # noqa: E402
-from absa.training.union import combine  # noqa: E402
+from absa.training.union import combine_more  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
 
 log = logging.getLogger("calibration")
@@ -84,9 +84,7 @@ def rebuild_dev(meta: dict) -> list[Example]:
     excluded = read_many(recorded_files(data["exclude"])).examples
     if data.get("train_more"):  # absa train --train-more (absa/cli/train.py _train_more)
         more = [(f, read_many([f]).examples) for f in recorded_files(data["train_more"])]
-        examples, reports = combine(
-            [("--train", examples), *more], {"exclude": excluded}, frozenset(f for f, _ in more)
-        )
+        examples, reports = combine_more(examples, more, {"exclude": excluded})
         dropped = sum(r.test_overlap for r in reports)
         if "(not --train-more)" in train["dev_split"]:  # --dev-from-train: --train's alone
             n = reports[0].kept

@@ -31,7 +31,7 @@ from absa.training.substitute import comes_from
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileReport", "combine", "oversample"]
+__all__ = ["FileReport", "combine", "combine_more", "oversample"]
 
 
 @dataclass
@@ -108,6 +108,17 @@ def combine(
             rep.kept,
         )
     return out, reports
+
+
+def combine_more(
+    train: Sequence[Example],
+    more: Sequence[tuple[str, Sequence[Example]]],
+    tests: Mapping[str, Sequence[Example]],
+) -> tuple[list[Example], list[FileReport]]:
+    """``absa train --train-more``'s union: --train's examples (reported as ``--train``), then
+    each of ``more`` (name, examples) without the sentences an earlier file gave, all without
+    ``tests``' sentences. The training run and whatever rebuilds its split both call this."""
+    return combine([("--train", train), *more], tests, fresh=frozenset(n for n, _ in more))
 
 
 def oversample(

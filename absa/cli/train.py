@@ -132,14 +132,12 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     without --exclude's sentences (training/union.py); what was dropped goes in run.json.
     Returns the examples kept and --exclude's examples."""
     from absa.training.provenance import portable
-    from absa.training.union import combine
+    from absa.training.union import combine_more
 
     # files named as run.json names them elsewhere (beside the checkout: relative)
-    files = [("--train", examples)]
-    files += [(portable(p), _read([p], args.skip_invalid).examples) for p in args.train_more]
+    more = [(portable(p), _read([p], args.skip_invalid).examples) for p in args.train_more]
     tests = {portable(p): _read([p], True).examples for p in args.exclude or []}
-    fresh = frozenset(portable(p) for p in args.train_more)
-    kept, reports = combine(files, tests, fresh=fresh)
+    kept, reports = combine_more(examples, more, tests)
     info["train_more"] = _data_info(args.train_more)
     info["exclude"] = _data_info(args.exclude or [])
     info["excluded_overlap"] = sum(r.test_overlap for r in reports)

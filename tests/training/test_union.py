@@ -15,7 +15,7 @@ from absa.training.presets import TrainConfig
 from absa.training.readers import read_examples
 from absa.training.rundir import read_info
 from absa.training.train import fit, prepare_data
-from absa.training.union import combine, oversample
+from absa.training.union import combine, combine_more, oversample
 from tests.helpers import synthetic_examples, tiny_preset
 
 
@@ -141,3 +141,11 @@ def test_training_oversamples_train_never_dev(small_glove: Path, tmp_path: Path)
     assert (info["oversampled"], info["n_train"]) == (2 * len(chosen), len(train))
     saved = json.loads((tmp_path / "run" / "train_config.json").read_text())
     assert (saved["oversample"], saved["oversample_times"]) == (["a.xml"], 3)
+
+
+def test_combine_more_is_train_then_fresh_files(files: dict[str, list]) -> None:
+    # absa train --train-more and the calibration's dev rebuild both make their union so
+    kept, (train, new) = combine_more(files["rest"], [("new", files["new"])], {"t": files["test"]})
+    assert train.name == "--train" and train.seen_before == 0
+    assert (new.seen_before, new.kept) == (3, 1)
+    assert [e.term for e in kept] == ["soup", "sushi", "sushi", "tv"]
