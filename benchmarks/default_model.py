@@ -330,6 +330,11 @@ def hint_words(tr: dict, cfg: dict) -> str:
         if skip
         else ""
     )
+    if st.get("apart"):
+        left_out += (
+            f"; the {st['items_apart']} items from files ending {', '.join(st['apart'])} "
+            "through a second map of their own"
+        )
     return (
         f" Its recurrent states also learned the teacher's: a linear map, used only in "
         f"training and not exported, took each word's state to the teacher encoder's state "

@@ -54,6 +54,10 @@ class TrainConfig:
     # items from source files whose path ends with one of these get no hint (their
     # substitution copies and transfer candidates neither), e.g. ["Laptops_Train.xml.seg"]
     distill_states_skip: tuple[str, ...] = ()
+    # items from source files whose path ends with one of these (copies and candidates
+    # too) regress through a map of their own instead of the shared one: one linear map
+    # for every domain pulled laptops the wrong way, e.g. ["Laptops_Train.xml.seg"]
+    distill_states_apart: tuple[str, ...] = ()
     # gold items from source files whose path ends with one of these are given
     # ``oversample_times`` times per epoch (a domain the union holds little of), e.g.
     # ["Laptops_Train.xml.seg", "acos-laptop/train.jsonl"]; dev is held out before
@@ -92,9 +96,10 @@ class TrainConfig:
             raise ValueError("distill_states must be >= 0")
         if self.distill_states > 0 and not self.teacher_states:
             raise ValueError("distill_states needs teacher_states (an `absa states` directory)")
-        if isinstance(self.distill_states_skip, str):
-            raise ValueError("distill_states_skip is a list of file-name endings")
-        object.__setattr__(self, "distill_states_skip", tuple(self.distill_states_skip))
+        for name in ("distill_states_skip", "distill_states_apart"):
+            if isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} is a list of file-name endings")
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         if isinstance(self.oversample, str):
             raise ValueError("oversample is a list of file-name endings")
         object.__setattr__(self, "oversample", tuple(self.oversample))

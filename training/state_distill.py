@@ -46,11 +46,18 @@ class StateHint(nn.Module):
         examples: Sequence[Labelled],
         encoded: Sequence[Encoded],
         skip: Sequence[str] = (),
+        apart: Sequence[str] = (),
     ) -> None:
         super().__init__()
         states = TeacherStates(states_dir)
         self.record = {"path": str(states_dir), **states.record, "skip": list(skip)}
         self.proj = nn.Linear(net.cfg.rnn_dim, states.dim)
+        # items of the ``apart`` files: a second map, theirs alone
+        self.apart = nn.Linear(net.cfg.rnn_dim, states.dim) if apart else None
+        self.own_map = [bool(apart) and skipped(e.source, apart) for e in examples]
+        if apart:
+            self.record["apart"] = list(apart)
+            self.record["items_apart"] = sum(self.own_map)
         left_out = [skipped(e.source, skip) for e in examples]
         self.targets: list[np.ndarray | None] = [
             None if out else states.rows(e.text, enc.tokens)
@@ -91,5 +98,10 @@ class StateHint(nn.Module):
         read = ~torch.isnan(target[..., 0])
         if not bool(read.any()):
             return h.sum() * 0.0
-        err = self.proj(h[read]) - target[read]
+        mapped = self.proj(h[read])
+        if self.apart is not None:
+            own = torch.tensor([self.own_map[i] for i in items], device=h.device)
+            own = own[:, None].expand(b, t)[read]
+            mapped = torch.where(own[:, None], self.apart(h[read]), mapped)
+        err = mapped - target[read]
         return err.pow(2).mean()

@@ -378,7 +378,12 @@ def state_hint(net: ABSANet, preset: Preset, data: Data, inputs: Inputs) -> Stat
     if net.cfg.encoder != "embedding" or net.cfg.is_category:
         raise ValueError("distill_states is for word-vector aspect-term models")
     return StateHint(
-        net, Path(tcfg.teacher_states), data.train, inputs.train, tcfg.distill_states_skip
+        net,
+        Path(tcfg.teacher_states),
+        data.train,
+        inputs.train,
+        tcfg.distill_states_skip,
+        tcfg.distill_states_apart,
     )
 
 

@@ -103,3 +103,7 @@ def test_hint_words_say_what_the_hint_was_and_where_it_was_left_out() -> None:
     assert "on 7 of 10 training items; none on the 2 items from files ending a.seg" in words
     plain = default_model.hint_words({"teacher_states": {**st, "skip": []}}, {"distill_states": 1})
     assert plain.endswith("on 7 of 10 training items.")
+    apart = {**st, "skip": [], "apart": ["lap.seg"], "items_apart": 3}
+    words = default_model.hint_words({"teacher_states": apart}, {"distill_states": 1})
+    own = "items; the 3 items from files ending lap.seg through a second map of their own."
+    assert words.endswith(own)

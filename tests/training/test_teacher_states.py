@@ -221,3 +221,45 @@ def test_items_of_skipped_files_get_no_hint(
     with pytest.raises(ValueError, match="list of file-name endings"):
         replace(preset.train, distill_states_skip="lap.raw")
     assert replace(preset.train, distill_states_skip=["x"]).distill_states_skip == ("x",)
+
+
+def test_items_of_apart_files_regress_through_their_own_map(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    from absa.training.inference import to_tensors
+    from absa.training.train import build_network
+
+    examples = [
+        replace(e, source=f"{d}:{i}")
+        for i, (e, d) in enumerate(
+            zip(synthetic_examples(12, seed=0)[:4], ["a/lap.raw", "b/rest.raw"] * 2, strict=True)
+        )
+    ]
+    preset = _student(small_glove, synthetic_states, 1.0)
+    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
+    encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
+    hint = StateHint(net, synthetic_states, examples, encoded, apart=["lap.raw"])
+    assert hint.own_map == [True, False, True, False] and hint.apart is not None
+    assert hint.record["items_apart"] == 2 and hint.record["apart"] == ["lap.raw"]
+    assert all(t is not None for t in hint.targets)  # apart is not skipped
+    net.eval()
+    net(**to_tensors(encoded, pipe.pad_id))
+    loss = hint.loss([0, 1, 2, 3])
+    h = hint._h
+    assert h is not None
+    errs = []
+    for row in range(4):
+        target = torch.from_numpy(hint.targets[row])
+        proj = hint.apart if row in (0, 2) else hint.proj
+        errs.append(proj(h[row, : len(target)]) - target)
+    assert loss.item() == pytest.approx(torch.cat(errs).pow(2).mean().item(), rel=1e-5)
+    # each map learns from its own items only
+    loss.backward()
+    assert hint.apart.weight.grad is not None and hint.proj.weight.grad is not None
+    hint.zero_grad()
+    net(**to_tensors(encoded[1:2], pipe.pad_id))
+    hint.loss([1]).backward()
+    assert hint.apart.weight.grad is None or not hint.apart.weight.grad.any()
+    hint.close()
+    with pytest.raises(ValueError, match="distill_states_apart is a list"):
+        replace(preset.train, distill_states_apart="lap.raw")
