@@ -4,12 +4,14 @@ trains a word-vector student's recurrent states on them (``distill_states``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from absa.cli import main
 from absa.model.text import tokenize
@@ -21,6 +23,7 @@ from absa.training.state_distill import StateHint
 from absa.training.train import fit
 from tests.helpers import synthetic_examples, tiny_preset, write_jsonl
 
+SOURCES = ["a/lap.raw", "b/rest.raw", "a/lap.raw", "b/rest.raw"]
 TEXTS = [
     "the food was soggy but the service was great",
     "great food",
@@ -122,35 +125,57 @@ def synthetic_states(tmp_path_factory: pytest.TempPathFactory, tiny_transformer:
     return out
 
 
-def test_the_hint_loss_is_the_mse_over_the_words_the_teacher_read(
-    small_glove: Path, synthetic_states: Path, tmp_path: Path
-) -> None:
+def _hint(
+    glove: Path, states: Path, tmp_path: Path, sources: list[str] | None = None, **kw: object
+) -> tuple[StateHint, nn.Module, Callable[[list[int]], None]]:
+    """A hint over four synthetic items (``sources``: their files, one each), its network and
+    a function that runs the network forward on the items of the given indices."""
     from absa.training.inference import to_tensors
     from absa.training.train import build_network
 
     examples = synthetic_examples(12, seed=0)[:4]
-    preset = _student(small_glove, synthetic_states, 1.0)
+    if sources:
+        named = enumerate(zip(examples, sources, strict=True))
+        examples = [replace(e, source=f"{d}:{i}") for i, (e, d) in named]
+    preset = _student(glove, states, 1.0)
     _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
     encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
-    hint = StateHint(net, synthetic_states, examples, encoded)
+    net.eval()
+    return (
+        StateHint(net, states, examples, encoded, **kw),
+        net,
+        lambda items: net(**to_tensors([encoded[i] for i in items], pipe.pad_id)),
+    )
+
+
+def _mse(hint: StateHint, rows: list[int], proj: Callable[[int], nn.Module]) -> float:
+    """The hint's loss, item by item: each row's states through ``proj(row)``."""
+    h = hint._h
+    assert h is not None
+    errs = []
+    for row in rows:
+        target = torch.from_numpy(hint.targets[row])
+        read = ~torch.isnan(target[:, 0])
+        errs.append(proj(row)(h[row, : len(target)][read]) - target[read])
+    return torch.cat(errs).pow(2).mean().item()
+
+
+def test_the_hint_loss_is_the_mse_over_the_words_the_teacher_read(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    hint, net, forward = _hint(small_glove, synthetic_states, tmp_path)
     assert all(t is not None for t in hint.targets)
     hint.targets[1] = None  # an item without targets adds nothing
     hint.targets[2] = hint.targets[2].copy()
     hint.targets[2][0] = np.nan  # nor does a word the teacher did not read
-    net.eval()
-    net(**to_tensors(encoded, pipe.pad_id))
+    forward([0, 1, 2, 3])
     loss = hint.loss([0, 1, 2, 3])
-    h = hint._h
-    assert h is not None
-    errs = []
-    for row in (0, 2, 3):
-        target = torch.from_numpy(hint.targets[row])
-        read = ~torch.isnan(target[:, 0])
-        errs.append(hint.proj(h[row, : len(target)][read]) - target[read])
-    want = torch.cat(errs).pow(2).mean()
-    assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+    want = _mse(hint, [0, 2, 3], lambda _: hint.proj)
+    assert loss.item() == pytest.approx(want, rel=1e-5)
     hint.close()
-    assert not net.rnn._forward_hooks  # the network is as it was built
+    assert (
+        not net.rnn._forward_hooks
+    )  # the network is as it was built
 
 
 @pytest.mark.parametrize("name", ["atae-lstm", "card-gru"])  # LSTM and GRU states
@@ -194,7 +219,6 @@ def test_items_of_skipped_files_get_no_hint(
     small_glove: Path, synthetic_states: Path, tmp_path: Path
 ) -> None:
     from absa.training.state_distill import skipped
-    from absa.training.train import build_network
 
     assert skipped("data/Laptops_Train.xml.seg:12", ["Laptops_Train.xml.seg"])
     assert skipped("transfer:subst2:data/Laptops_Train.xml.seg:7", ["Laptops_Train.xml.seg"])
@@ -204,62 +228,32 @@ def test_items_of_skipped_files_get_no_hint(
     )
     assert not skipped("data/mams/train.xml:4", ["Laptops_Train.xml.seg"])
     assert not skipped("data/Laptops_Train.xml.seg:12", [])
-    examples = synthetic_examples(12, seed=0)[:4]
-    examples = [
-        replace(e, source=f"{d}:{i}")
-        for i, (e, d) in enumerate(
-            zip(examples, ["a/lap.raw", "b/rest.raw", "a/lap.raw", "b/rest.raw"], strict=True)
-        )
-    ]
-    preset = _student(small_glove, synthetic_states, 1.0)
-    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
-    encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
-    hint = StateHint(net, synthetic_states, examples, encoded, skip=["lap.raw"])
+    hint, _, _ = _hint(small_glove, synthetic_states, tmp_path, SOURCES, skip=["lap.raw"])
     assert [t is None for t in hint.targets] == [True, False, True, False]
     assert hint.record["items_skipped"] == 2 and hint.record["skip"] == ["lap.raw"]
     hint.close()
     with pytest.raises(ValueError, match="list of file-name endings"):
-        replace(preset.train, distill_states_skip="lap.raw")
-    assert replace(preset.train, distill_states_skip=["x"]).distill_states_skip == ("x",)
+        replace(tiny_preset("atae-lstm", small_glove).train, distill_states_skip="lap.raw")
+    train = tiny_preset("atae-lstm", small_glove).train
+    assert replace(train, distill_states_skip=["x"]).distill_states_skip == ("x",)
 
 
 def test_items_of_apart_files_regress_through_their_own_map(
     small_glove: Path, synthetic_states: Path, tmp_path: Path
 ) -> None:
-    from absa.training.inference import to_tensors
-    from absa.training.train import build_network
-
-    examples = [
-        replace(e, source=f"{d}:{i}")
-        for i, (e, d) in enumerate(
-            zip(synthetic_examples(12, seed=0)[:4], ["a/lap.raw", "b/rest.raw"] * 2, strict=True)
-        )
-    ]
-    preset = _student(small_glove, synthetic_states, 1.0)
-    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
-    encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
-    hint = StateHint(net, synthetic_states, examples, encoded, apart=["lap.raw"])
+    hint, _, forward = _hint(small_glove, synthetic_states, tmp_path, SOURCES, apart=["lap.raw"])
     assert hint.own_map == [True, False, True, False] and hint.apart is not None
     assert hint.record["items_apart"] == 2 and hint.record["apart"] == ["lap.raw"]
     assert all(t is not None for t in hint.targets)  # apart is not skipped
-    net.eval()
-    net(**to_tensors(encoded, pipe.pad_id))
+    forward([0, 1, 2, 3])
     loss = hint.loss([0, 1, 2, 3])
-    h = hint._h
-    assert h is not None
-    errs = []
-    for row in range(4):
-        target = torch.from_numpy(hint.targets[row])
-        proj = hint.apart if row in (0, 2) else hint.proj
-        errs.append(proj(h[row, : len(target)]) - target)
-    assert loss.item() == pytest.approx(torch.cat(errs).pow(2).mean().item(), rel=1e-5)
+    maps = {0: hint.apart, 1: hint.proj, 2: hint.apart, 3: hint.proj}
+    assert loss.item() == pytest.approx(_mse(hint, [0, 1, 2, 3], maps.__getitem__), rel=1e-5)
     # each map learns from its own items only
-    loss.backward()
-    assert hint.apart.weight.grad is not None and hint.proj.weight.grad is not None
-    hint.zero_grad()
-    net(**to_tensors(encoded[1:2], pipe.pad_id))
+    forward([1])
     hint.loss([1]).backward()
+    assert hint.proj.weight.grad is not None and hint.proj.weight.grad.any()
     assert hint.apart.weight.grad is None or not hint.apart.weight.grad.any()
     hint.close()
     with pytest.raises(ValueError, match="distill_states_apart is a list"):
-        replace(preset.train, distill_states_apart="lap.raw")
+        replace(tiny_preset("atae-lstm", small_glove).train, distill_states_apart="lap.raw")
