@@ -173,9 +173,7 @@ def test_the_hint_loss_is_the_mse_over_the_words_the_teacher_read(
     want = _mse(hint, [0, 2, 3], lambda _: hint.proj)
     assert loss.item() == pytest.approx(want, rel=1e-5)
     hint.close()
-    assert (
-        not net.rnn._forward_hooks
-    )  # the network is as it was built
+    assert not net.rnn._forward_hooks  # the network is as it was built
 
 
 @pytest.mark.parametrize("name", ["atae-lstm", "card-gru"])  # LSTM and GRU states
