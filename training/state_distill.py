@@ -3,6 +3,10 @@ linear map used only in training, regress onto the teacher's contextual word sta
 (``teacher_states.py``). The map is not part of the network: nothing of it is saved or
 exported, and the served graph is the same as without the term.
 
+With ``distill_states_apart``, the items of the named files go through a second map of
+their own (a domain whose states one shared map would pull the wrong way); an item both
+skipped and apart is skipped.
+
 The states are read off the network's RNN by a forward hook, so the network's code and
 its ONNX graph do not change. The loss is the mean squared error over the words the
 teacher read (padding and words past its length left out), per dimension.
@@ -36,8 +40,9 @@ def skipped(source: str, endings: Sequence[str]) -> bool:
 
 
 class StateHint(nn.Module):
-    """The map from the student's states (D) to the teacher's (dim), each training item's
-    targets, and the states the last forward pass produced."""
+    """The map from the student's states (D) to the teacher's (dim) (and the ``apart``
+    files' own map), each training item's targets, and the states the last forward pass
+    produced."""
 
     def __init__(
         self,
