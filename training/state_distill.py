@@ -103,10 +103,14 @@ class StateHint(nn.Module):
         read = ~torch.isnan(target[..., 0])
         if not bool(read.any()):
             return h.sum() * 0.0
-        mapped = self.proj(h[read])
-        if self.apart is not None:
+        states = h[read]
+        if self.apart is None:
+            mapped = self.proj(states)
+        else:  # each word through its item's map, and through that one alone
             own = torch.tensor([self.own_map[i] for i in items], device=h.device)
             own = own[:, None].expand(b, t)[read]
-            mapped = torch.where(own[:, None], self.apart(h[read]), mapped)
+            mapped = states.new_empty(len(states), self.proj.out_features)
+            mapped[~own] = self.proj(states[~own])
+            mapped[own] = self.apart(states[own])
         err = mapped - target[read]
         return err.pow(2).mean()
