@@ -2,7 +2,11 @@
 (``ABSA_TEACHER_CACHE``, training/teacher_cache.py): resumable, 1,000 aspects per shard.
 
     ABSA_TEACHER_CACHE=runs/teacher-cache python benchmarks/teacher_score.py \\
-        --teacher runs/teacher-union-mpnet --transfer runs/transfer-subst1.jsonl --threads 2
+        --teacher runs/teacher-union-mpnet --transfer runs/transfer-subst1.jsonl --threads 2 \\
+        [--data <labelled training files>]
+
+``--data``: labelled files (any format ``absa train`` reads) whose aspects are scored too,
+as a student's soft targets: the training sets a student of this teacher will read.
 
 A student that trains with these files later finds every aspect's probabilities there, so
 scoring can run while the machine does other work, and a killed run loses one shard at most.
@@ -21,26 +25,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from absa.settings import Settings  # noqa: E402
-from absa.training.distill import label_transfer  # noqa: E402
+from absa.training.distill import label_transfer, teacher_targets  # noqa: E402
 from absa.training.evaluate import predict_examples  # noqa: E402
+from absa.training.readers import read_many  # noqa: E402
 from absa.training.transfer_set import read_jsonl  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--teacher", type=Path, required=True)
-    ap.add_argument("--transfer", nargs="+", required=True)
+    ap.add_argument("--transfer", nargs="+", default=[])
+    ap.add_argument("--data", nargs="+", default=[], help="labelled files to score too")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     if Settings().teacher_cache_dir() is None:
         logging.error("ABSA_TEACHER_CACHE is off: nothing would be kept")
         return 2
+    if not args.transfer and not args.data:
+        ap.error("nothing to score: give --transfer or --data")
     torch.set_num_threads(args.threads)
-    found = read_jsonl(args.transfer)
     _, labels = predict_examples(args.teacher, [])
-    examples, _ = label_transfer(args.teacher, found, labels)
-    logging.info("teacher labels: %s", dict(Counter(e.label for e in examples)))
+    if args.data:
+        labelled = read_many(args.data).examples
+        probs = teacher_targets(args.teacher, labelled, labels)
+        logging.info("%d labelled aspects scored, %d kept in the cache", len(labelled), len(probs))
+    if args.transfer:
+        examples, _ = label_transfer([args.teacher], read_jsonl(args.transfer), labels)
+        logging.info("teacher labels: %s", dict(Counter(e.label for e in examples)))
     return 0
 
 

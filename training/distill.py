@@ -51,6 +51,22 @@ def teacher_targets(
     return probs
 
 
+def ensemble_targets(
+    teachers: Sequence[Path], examples: Sequence[Example], labels: Sequence[str]
+) -> np.ndarray:
+    """The mean of the teachers' class probabilities (N, C), equal weights: one teacher's
+    own when there is one. Each teacher is scored (and cached) on its own."""
+    if not teachers:
+        raise ValueError("no teacher")
+    probs = np.mean([teacher_targets(t, examples, labels) for t in teachers], axis=0)
+    if len(teachers) > 1:
+        agree = probs.argmax(1) == np.array([labels.index(e.label) for e in examples])
+        log.info(
+            "%d teachers' mean agrees with %.1f%% of the labels", len(teachers), 100 * agree.mean()
+        )
+    return probs.astype(np.float32)
+
+
 def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[str]) -> np.ndarray:
     try:
         probs, teacher_labels = _cached_predict(teacher, examples)
@@ -76,15 +92,15 @@ def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndar
 
 
 def label_transfer(
-    teacher: Path, found: Sequence[Candidate], labels: Sequence[str]
+    teachers: Sequence[Path], found: Sequence[Candidate], labels: Sequence[str]
 ) -> tuple[list[Example], np.ndarray]:
-    """The transfer set's aspects as examples labelled with the teacher's most probable class
-    (the label is never trained on: ``mixed_loss`` masks it), and the teacher's
+    """The transfer set's aspects as examples labelled with the teachers' most probable class
+    (the label is never trained on: ``mixed_loss`` masks it), and the teachers' mean
     probabilities (N, C) in the student's label order."""
     placeholder = [Example(c.text, c.start, c.end, labels[0], TRANSFER + c.source) for c in found]
     if not placeholder:
         return [], np.zeros((0, len(labels)), np.float32)
-    probs = _teacher_probs(Path(teacher), placeholder, labels)
+    probs = np.mean([_teacher_probs(Path(t), placeholder, labels) for t in teachers], axis=0)
     examples = [
         Example(e.text, e.start, e.end, labels[int(k)], e.source)
         for e, k in zip(placeholder, probs.argmax(1), strict=True)
@@ -160,4 +176,15 @@ def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
     info = {"path": str(teacher), "kind": kind, "sha256": file_sha256(weights)}
     info["code_version"] = about.get("code_version")
     info["dev_leak"] = dev_leak(teacher, dev)
+    return info
+
+
+def teachers_info(teachers: Sequence[Path], dev: Sequence[Example]) -> dict:
+    """``teacher_info`` of the first teacher; with more, theirs under ``more`` and
+    ``dev_leak`` the most any of them may have seen (None only when none can tell)."""
+    info = teacher_info(teachers[0], dev)
+    if len(teachers) > 1:
+        info["more"] = [teacher_info(t, dev) for t in teachers[1:]]
+        leaks = [i["dev_leak"] for i in (info, *info["more"]) if i["dev_leak"] is not None]
+        info["dev_leak"] = max(leaks) if leaks else None
     return info

@@ -42,6 +42,9 @@ class TrainConfig:
     transformer: str = MINILM  # a package name or a local Hugging Face model directory
     augment: float = 0.0  # add this fraction of train as rule-made copies (training/augment.py)
     teacher: str = ""  # a run or artifact dir whose probabilities are soft targets (distill.py)
+    # more teachers (run or artifact dirs): the soft targets are the mean of their and
+    # ``teacher``'s probabilities, equal weights (an ensemble of teachers, e.g. two seeds)
+    teachers_more: tuple[str, ...] = ()
     distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
     # Hinton's temperature T on the teacher term: both distributions softened by T (the
     # teacher's as p^(1/T), renormalised), the term scaled by T^2; 1 = the plain soft CE
@@ -96,9 +99,12 @@ class TrainConfig:
             raise ValueError("distill_states must be >= 0")
         if self.distill_states > 0 and not self.teacher_states:
             raise ValueError("distill_states needs teacher_states (an `absa states` directory)")
-        for name in ("distill_states_skip", "distill_states_apart"):
+        if self.teachers_more and not self.teacher:
+            raise ValueError("teachers_more needs a teacher")
+        for name in ("distill_states_skip", "distill_states_apart", "teachers_more"):
             if isinstance(getattr(self, name), str):
-                raise ValueError(f"{name} is a list of file-name endings")
+                what = "run or artifact dirs" if name == "teachers_more" else "file-name endings"
+                raise ValueError(f"{name} is a list of {what}")
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if isinstance(self.oversample, str):
             raise ValueError("oversample is a list of file-name endings")

@@ -47,11 +47,11 @@ from absa.training.attention_reg import (
 from absa.training.augment import augment
 from absa.training.categories import init_from_words
 from absa.training.distill import (
+    ensemble_targets,
     kd_loss,
     label_transfer,
     mixed_loss,
-    teacher_info,
-    teacher_targets,
+    teachers_info,
 )
 from absa.training.embeddings import (
     PACKAGED_GLOVE,
@@ -228,12 +228,12 @@ def prepare_data(
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
     soft = None
     if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
-        probs = teacher_targets(Path(tcfg.teacher), train, preset.model.labels)
+        probs = ensemble_targets(teacher_dirs(tcfg), train, preset.model.labels)
         soft = torch.from_numpy(probs).to(device)
     gold, about = None, None
     if transfer:  # never an aspect of a dev sentence: dev shares no text with train
         kept, dropped = drop_overlap(transfer, dev)
-        extra, probs = label_transfer(Path(tcfg.teacher), kept, preset.model.labels)
+        extra, probs = label_transfer(teacher_dirs(tcfg), kept, preset.model.labels)
         about = {
             "given": len(transfer),
             "used": len(extra),
@@ -248,6 +248,12 @@ def prepare_data(
     return Data(
         list(train), list(dev), dev_source, counts, augmented, soft, gold, about, oversampled
     )
+
+
+def teacher_dirs(tcfg: TrainConfig) -> list[Path]:
+    """``teacher`` and ``teachers_more``: the teachers whose mean probabilities are the soft
+    targets."""
+    return [Path(t) for t in (tcfg.teacher, *tcfg.teachers_more)]
 
 
 def transfer_sources(kept: Sequence[Candidate]) -> dict:
@@ -609,7 +615,7 @@ def run_info(
         "augmented": data.augmented,
         "oversampled": data.oversampled,
         "transfer": data.transfer,
-        "teacher": teacher_info(Path(tcfg.teacher), data.dev) if tcfg.teacher else None,
+        "teacher": teachers_info(teacher_dirs(tcfg), data.dev) if tcfg.teacher else None,
         # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256
         "vectors": (
             file_info([tcfg.glove])[0]

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absa.training.distill import teacher_info, teacher_targets
+from absa.training.distill import ensemble_targets, teacher_info, teacher_targets
 from absa.training.evaluate import evaluate, predict_examples
 from absa.training.exporting import export_run
+from absa.training.presets import TrainConfig
 from absa.training.records import DataError, Example
 from absa.training.rundir import WEIGHTS, read_info
 from absa.training.teacher_cache import cached_scores
@@ -55,6 +56,47 @@ def test_a_teacher_that_trained_on_the_students_dev_is_reported(
     fit(examples, other_dev, preset, tmp_path, progress=False)
     info = read_info(tmp_path)
     assert info["teacher"]["dev_leak"] == len({e.text for e in other_dev})
+
+
+def test_teachers_are_averaged(liar: Path, tiny_run: Path) -> None:
+    examples = synthetic_examples(6, seed=3)
+    labels = ("negative", "neutral", "positive")
+    lies, truth = (
+        teacher_targets(liar, examples, labels),
+        teacher_targets(tiny_run, examples, labels),
+    )
+    assert not np.allclose(lies, truth, atol=0.1)  # two teachers that disagree
+    np.testing.assert_allclose(
+        ensemble_targets([liar, tiny_run], examples, labels), (lies + truth) / 2
+    )
+    np.testing.assert_allclose(ensemble_targets([liar], examples, labels), lies)
+    with pytest.raises(ValueError, match="no teacher"):
+        ensemble_targets([], examples, labels)
+
+
+def test_a_run_records_every_teacher(
+    liar: Path, tiny_run: Path, small_glove: Path, tmp_path: Path
+) -> None:
+    examples = synthetic_examples(12, seed=0)
+    preset = tiny_preset("atae-lstm", small_glove)
+    tcfg = replace(preset.train, teacher=str(liar), teachers_more=(str(tiny_run),), epochs=1)
+    fit(examples, examples, replace(preset, train=tcfg), tmp_path / "a", progress=False)
+    info = read_info(tmp_path / "a")["teacher"]
+    assert info["path"] == str(liar) and [t["path"] for t in info["more"]] == [str(tiny_run)]
+    assert info["more"][0]["sha256"] == teacher_info(tiny_run, examples)["sha256"]
+    assert info["dev_leak"] == 0
+    other_dev = synthetic_examples(4, seed=8)  # neither teacher held these out
+    fit(examples, other_dev, replace(preset, train=tcfg), tmp_path / "b", progress=False)
+    leak = len({e.text for e in other_dev})
+    assert read_info(tmp_path / "b")["teacher"]["dev_leak"] == leak
+
+
+def test_more_teachers_need_a_teacher_and_a_list() -> None:
+    with pytest.raises(ValueError, match="needs a teacher"):
+        TrainConfig(teachers_more=("runs/t2",))
+    with pytest.raises(ValueError, match="teachers_more is a list"):
+        TrainConfig(teacher="runs/t1", teachers_more="runs/t2")  # type: ignore[arg-type]
+    assert TrainConfig(teacher="t1", teachers_more=["t2"]).teachers_more == ("t2",)  # type: ignore[arg-type]
 
 
 def test_an_exported_teacher_gives_the_same_targets(liar: Path, tmp_path: Path) -> None:
