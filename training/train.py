@@ -23,7 +23,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from absa.model.categories import category_words
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet
 from absa.model.text import Encoded, WordPiecePipeline, WordPipeline
-from absa.training import rundir
+from absa.training import checkpoint, rundir
 from absa.training.attention_reg import (
     attention_entropy,
     coverage_penalty,
@@ -84,6 +84,7 @@ class RunResult:
     dev: dict
     best_epoch: int
     history: list[dict]
+    stopped: bool = False  # by ``stop_after``, before the last epoch: resume to finish
 
 
 def fit(
@@ -96,10 +97,14 @@ def fit(
     preset_name: str | None = None,
     transfer: Sequence[Candidate] = (),
     dev_source: str = "file",
+    resume: bool = False,
+    stop_after: float | None = None,
 ) -> RunResult:
     """Train a network and write its run directory. Never reads test data. ``transfer``:
     unlabelled aspects for the teacher to label (soft targets only; needs a teacher).
-    ``dev_source``: where a given ``dev`` came from, for run.json."""
+    ``dev_source``: where a given ``dev`` came from, for run.json. ``resume``: go on from
+    the run directory's checkpoint (training/checkpoint.py) when it has one; ``stop_after``
+    (seconds): end at the first epoch's end past it, the checkpoint kept (``stopped``)."""
     tcfg = preset.train
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -126,7 +131,17 @@ def fit(
     history: list[dict] = []
     best = EarlyStopping(tcfg.patience)
     scored: ABSANet = ema.module if ema is not None else net  # type: ignore[assignment]
-    for epoch in range(1, tcfg.epochs + 1):
+    parts = {"net": net, "opt": opt, "sched": sched, "ema": ema, "hint": hint}
+    key = checkpoint.fingerprint(tcfg.to_dict(), mcfg.to_dict(), [*data.train, *data.dev])
+    first, session = 1, time.time()
+    state = checkpoint.load(run_dir, key) if resume else None
+    if state is not None:
+        first, history, best = restore(state, parts, rng)
+        started -= state["seconds"]  # the run's seconds count every session's
+        log.info("resumed %s after epoch %d of %d", run_dir, first - 1, tcfg.epochs)
+    elif resume:
+        log.info("no checkpoint in %s: training from epoch 1", run_dir)
+    for epoch in range(first, tcfg.epochs + 1):
         train_loss, seconds = train_epoch(
             net,
             opt,
@@ -149,7 +164,15 @@ def fit(
         elif best.exhausted:
             log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
             break
+        if epoch < tcfg.epochs:
+            checkpoint.save(run_dir, snapshot(key, epoch, parts, rng, history, best, started))
+            if stop_after is not None and time.time() - session > stop_after:
+                log.info("stopped after epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
+                if hint is not None:
+                    hint.close()
+                return RunResult(run_dir, best.dev, best.epoch, history, stopped=True)
 
+    checkpoint.remove(run_dir)
     if hint is not None:
         hint.close()
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
@@ -409,6 +432,42 @@ def make_optimizer(net: ABSANet, tcfg: TrainConfig) -> torch.optim.Optimizer:
     if enc:
         groups.append({"params": enc, "lr": enc_lr})
     return torch.optim.AdamW(groups, weight_decay=tcfg.weight_decay)
+
+
+def snapshot(
+    key: str,
+    epoch: int,
+    parts: dict,
+    rng: random.Random,
+    history: list[dict],
+    best: EarlyStopping,
+    started: float,
+) -> dict:
+    """What ``checkpoint.save`` keeps after ``epoch``: every part's state (the ones in use),
+    the random generators', the history, the early-stopping record, the seconds so far."""
+    return {
+        "fingerprint": key,
+        "epoch": epoch,
+        "parts": {k: v.state_dict() for k, v in parts.items() if v is not None},
+        "rng": checkpoint.rng_state(rng),
+        "history": history,
+        "best": asdict(best),
+        "seconds": time.time() - started,
+    }
+
+
+def restore(state: dict, parts: dict, rng: random.Random) -> tuple[int, list[dict], EarlyStopping]:
+    """Load a ``snapshot`` into the parts and generators: the next epoch, history, record."""
+    for k, v in parts.items():
+        if v is not None:
+            v.load_state_dict(state["parts"][k])
+    checkpoint.set_rng_state(state["rng"], rng)
+    best = state["best"]
+    return (
+        state["epoch"] + 1,
+        state["history"],
+        EarlyStopping(**{**best, "score": tuple(best["score"])}),
+    )
 
 
 def make_ema(net: ABSANet, tcfg: TrainConfig) -> AveragedModel | None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from absa.training.records import ReadResult
 
 log = logging.getLogger("absa")
+STOPPED = 75  # EX_TEMPFAIL: the run stopped by --stop-after, to be resumed
 
 
 def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:
@@ -41,6 +42,8 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.task == "extract" and (args.resume or args.stop_after is not None):
+        raise CLIError("--resume and --stop-after are for --task terms and category")
     if args.task == "extract":
         from absa.cli.extract import cmd_train_extract
 
@@ -74,6 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError("--dev-from-train is for --train-more without --dev")
     if args.transfer and task != "terms":
         raise CLIError("--transfer is for --task terms")
+    if args.stop_after is not None and args.stop_after < 0:
+        raise CLIError("--stop-after is minutes, >= 0")
     if args.transfer and not preset.train.teacher:
         raise CLIError("--transfer needs a teacher to label it (train.teacher in --config)")
     train = _read(args.train, args.skip_invalid, task)
@@ -113,7 +118,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         preset_name=preset.name,
         transfer=transfer,
         dev_source=dev_source,
+        resume=args.resume,
+        stop_after=None if args.stop_after is None else args.stop_after * 60,
     )
+    if result.stopped:
+        sys.stdout.write(
+            f"stopped after epoch {len(result.history)} (--stop-after); the run in "
+            f"{result.run_dir} is not complete: the same command with --resume goes on\n"
+        )
+        return STOPPED
     reports: dict[str, dict] = {}
     for path in args.eval or []:
         reports[path] = evaluate(result.run_dir, _read([path], args.skip_invalid, task).examples)
@@ -339,6 +352,20 @@ def register(sub: Any) -> None:
         "distilled student's other seeds keeping their teacher's split (default: --seed)",
     )
     t.add_argument("--epochs", type=int, help="training epochs (default: the preset's)")
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the checkpoint --out holds (the run that stopped: same data, config "
+        "and command), with the numbers of a run never stopped; none: from epoch 1 "
+        "(default: off, a new run)",
+    )
+    t.add_argument(
+        "--stop-after",
+        type=float,
+        metavar="MINUTES",
+        help="end at the first epoch's end past MINUTES, keeping the checkpoint for "
+        "--resume (exit status 75); for runs longer than the machine is yours (default: none)",
+    )
     t.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, 2)")
     t.add_argument(
         "--device",

@@ -1,0 +1,98 @@
+"""Resumable training (training/checkpoint.py): a run stopped after any epoch and resumed
+ends where the run that never stopped ends; a checkpoint of another run is refused."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.training.checkpoint import CHECKPOINT, CheckpointError
+from absa.training.presets import Preset
+from absa.training.rundir import WEIGHTS
+from absa.training.train import fit
+from tests.helpers import synthetic_examples, tiny_config, tiny_preset, write_jsonl
+
+TRAIN, DEV = synthetic_examples(12, seed=0), synthetic_examples(4, seed=5)
+
+
+def preset(glove: Path, **train: object) -> Preset:
+    """Dropout, a warm-up schedule and a weight average: every state a resume must restore."""
+    p = tiny_preset("atae-lstm", glove, dropout=0.3)
+    return replace(p, train=replace(p.train, **{"epochs": 4, "warmup": 0.2, "ema": 0.9, **train}))
+
+
+def rows(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+def test_stopped_and_resumed_is_the_run_that_never_stopped(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    whole = fit(TRAIN, DEV, preset(small_glove), tmp_path / "whole", progress=False)
+    assert not whole.stopped and not (tmp_path / "whole" / CHECKPOINT).exists()
+    run = tmp_path / "parts"
+    first = fit(TRAIN, DEV, preset(small_glove), run, progress=False, stop_after=0)
+    assert first.stopped and len(first.history) == 1
+    assert (run / CHECKPOINT).is_file() and not (run / "run.json").exists()
+    second = fit(TRAIN, DEV, preset(small_glove), run, progress=False, resume=True, stop_after=0)
+    assert second.stopped and len(second.history) == 2
+    last = fit(TRAIN, DEV, preset(small_glove), run, progress=False, resume=True)
+    assert not last.stopped and not (run / CHECKPOINT).exists()
+    assert rows(last.history) == rows(whole.history)
+    assert (run / WEIGHTS).read_bytes() == (tmp_path / "whole" / WEIGHTS).read_bytes()
+    assert last.best_epoch == whole.best_epoch
+    info = json.loads((run / "run.json").read_text())
+    assert info["train_seconds"] >= sum(h["seconds"] for h in last.history)
+
+
+def test_without_resume_a_run_starts_again(small_glove: Path, tmp_path: Path) -> None:
+    fit(TRAIN, DEV, preset(small_glove), tmp_path / "a", progress=False, stop_after=0)
+    again = fit(TRAIN, DEV, preset(small_glove, epochs=1), tmp_path / "a", progress=False)
+    assert len(again.history) == 1 and not (tmp_path / "a" / CHECKPOINT).exists()
+    fresh = fit(TRAIN, DEV, preset(small_glove), tmp_path / "b", progress=False, resume=True)
+    assert len(fresh.history) == 4  # nothing to resume: from epoch 1
+
+
+def test_a_checkpoint_of_another_run_is_refused(small_glove: Path, tmp_path: Path) -> None:
+    fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, stop_after=0)
+    with pytest.raises(CheckpointError, match="another configuration or data"):
+        fit(TRAIN, DEV, preset(small_glove, lr=0.01), tmp_path, progress=False, resume=True)
+    with pytest.raises(CheckpointError, match="another configuration or data"):
+        fit(TRAIN[:-1], DEV, preset(small_glove), tmp_path, progress=False, resume=True)
+    # threads may differ: the machine that resumes is not the one that stopped
+    done = fit(TRAIN, DEV, preset(small_glove, threads=2), tmp_path, progress=False, resume=True)
+    assert len(done.history) == 4
+    fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, stop_after=0)
+    (tmp_path / CHECKPOINT).write_bytes(b"torn")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, resume=True)
+
+
+def test_the_cli_stops_with_75_and_resumes(
+    small_glove: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=2)
+    argv = [
+        "train",
+        "--train",
+        str(train),
+        "--config",
+        str(cfg),
+        "--out",
+        str(tmp_path / "r"),
+        "--quiet",
+    ]
+    assert main([*argv, "--stop-after", "0"]) == 75
+    assert "the same command with --resume goes on" in capsys.readouterr().out
+    assert main([*argv, "--resume"]) == 0
+    assert "run written to" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "r" / "history.json").read_text())) == 2
+    assert main([*argv, "--stop-after", "-1"]) == 2
+    assert "--stop-after is minutes" in capsys.readouterr().err
+    assert main([*argv, "--task", "extract", "--resume"]) == 2
+    assert "--resume and --stop-after are for" in capsys.readouterr().err

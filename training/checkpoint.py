@@ -1,0 +1,102 @@
+"""Resumable training: a run's whole state at the end of each epoch, and a time box.
+
+``fit`` writes ``<run>/checkpoint.pt`` after every epoch: the network's, the optimiser's,
+the schedule's, the weight average's and the hint map's state, every random generator the
+epochs draw from (the batch order, torch's: dropout; numpy's, Python's), the history, the
+early-stopping record and the seconds trained so far. It is removed when the run completes.
+``absa train --resume`` continues from it, with the numbers of a run that never stopped;
+``--stop-after MINUTES`` ends a run at the first epoch's end past that time and keeps the
+checkpoint (an mpnet teacher on two CPU threads trains for longer than a working session).
+
+A checkpoint belongs to one configuration and one data set: ``fingerprint`` (the train and
+model configs but for threads and device, and every train and dev item) is kept in it and a
+resume with anything else is refused rather than mixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT = "checkpoint.pt"
+# what may differ between the run that stopped and the one that resumes it
+FREE = ("threads", "device")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that does not belong to this run (another config or data), or is torn."""
+
+
+def fingerprint(train_config: dict, model_config: dict, items: Sequence[Any]) -> str:
+    """The sha256 of what a checkpoint must be resumed with: both configs (``FREE`` keys
+    aside) and every item (dataclasses: text, span or category, label, source), in order."""
+    key = hashlib.sha256()
+    tc = {k: v for k, v in train_config.items() if k not in FREE}
+    key.update(json.dumps([tc, model_config], sort_keys=True, default=str).encode())
+    for e in items:
+        key.update(json.dumps(astuple(e), default=str).encode() + b"\n")
+    return key.hexdigest()
+
+
+def rng_state(batch_order: random.Random) -> dict:
+    """Every random generator an epoch draws from."""
+    state = {
+        "batch_order": batch_order.getstate(),
+        "torch": torch.get_rng_state(),
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict, batch_order: random.Random) -> None:
+    batch_order.setstate(state["batch_order"])
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save(run_dir: Path, state: dict) -> None:
+    """Write the checkpoint atomically: a killed write leaves the previous one whole."""
+    path = Path(run_dir) / CHECKPOINT
+    part = path.with_suffix(".part")
+    torch.save(state, part)
+    os.replace(part, path)
+
+
+def load(run_dir: Path, expected: str) -> dict | None:
+    """The run's checkpoint, None when there is none; ``CheckpointError`` when it is torn
+    or was written for another configuration or data set (``fingerprint``)."""
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:  # a torn or foreign file: refused, never half-read
+        raise CheckpointError(f"{path}: not a readable checkpoint ({e})") from None
+    if state.get("fingerprint") != expected:
+        raise CheckpointError(
+            f"{path} was written by a run with another configuration or data set: start "
+            "it again without --resume, or in another --out directory"
+        )
+    return state
+
+
+def remove(run_dir: Path) -> None:
+    (Path(run_dir) / CHECKPOINT).unlink(missing_ok=True)
