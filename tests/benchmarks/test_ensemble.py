@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from benchmarks.ensemble import scores
+from absa.training.exporting import export_run
+from benchmarks.ensemble import members, row, scores
+from tests.helpers import synthetic_examples
 
 LABELS = ["negative", "neutral", "positive"]
 
@@ -19,3 +23,17 @@ def test_averaging_can_right_what_each_member_gets_wrong() -> None:
     mean = scores((a + b) / 2, gold, LABELS)  # [.05, .4, .55], [.5, .4, .1]
     assert mean["accuracy"] == 100.0
     assert mean["macro_f1"] == pytest.approx(200 / 3)  # neutral: no support, F1 0
+
+
+def test_runs_and_artifacts_are_members_alike(tiny_run: Path, tmp_path: Path) -> None:
+    """A training run (a teacher) and its export answer alike; the mean of the two is theirs."""
+    export_run(tiny_run, tmp_path / "art", calibrate=False)
+    models, labels = members([tmp_path / "art"], [tiny_run])
+    examples = synthetic_examples(6, seed=2)
+    art, run = (m(examples) for m in models)
+    np.testing.assert_allclose(art, run, atol=1e-4)
+    truth = [labels.index(e.label) for e in examples]
+    assert np.mean(run.argmax(1) == truth) >= 0.5  # columns in the labels' order
+    got = row(models, examples, labels)
+    assert got["mean"] == scores((art + run) / 2, [e.label for e in examples], labels)
+    assert len(got["members"]) == 2
