@@ -314,8 +314,32 @@ def distillation(tr: dict, teacher: dict | None, cfg: dict | None = None) -> str
   (`{t["path"]}`, {teacher_words(teacher_dir)}) trained on the same data with the dev split
   the student holds out (dev sentences it may have seen: {t["dev_leak"]}). The teacher on
   the test sets (accuracy / macro-F1 %): {scores}. The teacher is needed to train, never to
-  serve (`absa train` uses a GPU when torch sees one).{where}{transfer_words(tr)}{hint_words(tr, cfg or {})}
+  serve (`absa train` uses a GPU when torch sees one).{where}{more_teacher_words(t)}{transfer_words(tr)}{hint_words(tr, cfg or {})}
 """
+
+
+def more_teacher_words(t: dict) -> str:
+    """``train.teachers_more``: the other teachers whose probabilities were averaged in,
+    each with its test scores where ``teacher_scores`` has kept them."""
+    more = t.get("more") or []
+    if not more:
+        return ""
+    parts = []
+    for m in more:
+        kept = TEACHER_RESULTS / f"teacher-{Path(m['path']).name}.json"
+        scores = ""
+        if kept.is_file() and json.loads(kept.read_text()).get("sha256") == m["sha256"]:
+            test = json.loads(kept.read_text())["test"]
+            scores = "; on the test sets " + ", ".join(
+                f"{name} {r['accuracy'] * 100:.2f} / {r['macro_f1'] * 100:.2f}"
+                for name, r in test.items()
+            )
+        parts.append(f"`{m['path']}` ({teacher_words(ROOT / m['path'])}{scores})")
+    return (
+        f" Its soft targets were the mean, equal weights, of that teacher's probabilities "
+        f"and those of {len(more)} more: {'; '.join(parts)}; dev sentences any of them may "
+        f"have seen: {t['dev_leak']}."
+    )
 
 
 def hint_words(tr: dict, cfg: dict) -> str:

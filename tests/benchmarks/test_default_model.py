@@ -107,3 +107,20 @@ def test_hint_words_say_what_the_hint_was_and_where_it_was_left_out() -> None:
     words = default_model.hint_words({"teacher_states": apart}, {"distill_states": 1})
     own = "items; the 3 items from files ending lap.seg through a second map of their own."
     assert words.endswith(own)
+
+
+def test_more_teacher_words_name_each_teacher_and_its_kept_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert default_model.more_teacher_words({"path": "runs/t1", "dev_leak": 0}) == ""
+    monkeypatch.setattr(default_model, "TEACHER_RESULTS", tmp_path)
+    more = {"path": str(tmp_path / "t2"), "sha256": "ab" * 32, "dev_leak": 0}
+    t = {"path": "runs/t1", "dev_leak": 0, "more": [more]}
+    words = default_model.more_teacher_words(t)
+    assert f"`{tmp_path / 't2'}` (an exported model)" in words and "1 more" in words
+    assert "on the test sets" not in words  # no scores kept for it
+    kept = {"sha256": "ab" * 32, "test": {"lap14": {"accuracy": 0.8, "macro_f1": 0.75}}}
+    (tmp_path / "teacher-t2.json").write_text(json.dumps(kept))
+    assert "on the test sets lap14 80.00 / 75.00" in default_model.more_teacher_words(t)
+    (tmp_path / "teacher-t2.json").write_text(json.dumps({**kept, "sha256": "cd" * 32}))
+    assert "on the test sets" not in default_model.more_teacher_words(t)  # other weights
