@@ -4,7 +4,8 @@
     <root>/CURRENT               {"version": ..., "previous": [...]}: the champion
     <root>/history.jsonl         every promotion and rollback, appended
     <root>/.lock                 flock held by whoever changes the registry
-    <root>/.work/                scratch space of running jobs (never read as a version)
+    <root>/.work/                scratch space of running jobs (never read as a version);
+                                 .work/resumable: a killed job's training checkpoint
 
 A version appears by an atomic rename of a finished directory, and the pointer changes by
 writing a temporary file, fsync, rename, fsync of the directory: a process killed at any
@@ -39,6 +40,7 @@ __all__ = ["Registry", "RegistryError", "atomic_write_json"]
 log = logging.getLogger(__name__)
 
 POINTER = "CURRENT"
+RESUMABLE = "resumable"  # .work/resumable: a killed retraining's checkpoint, kept for the next
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # \Z: "$" allows a final newline
 
 
@@ -196,11 +198,19 @@ class Registry:
         self.init()
         return Path(tempfile.mkdtemp(prefix=prefix, dir=self.work_dir))
 
+    @property
+    def resumable_dir(self) -> Path:
+        """Scratch space a killed job's successor goes on from (its training checkpoint):
+        the one part of .work that ``clean_work`` keeps."""
+        return self.work_dir / RESUMABLE
+
     def clean_work(self) -> None:
-        """Remove what killed jobs left: .work and pointer temporaries (hold the lock)."""
+        """Remove what killed jobs left: .work (but ``resumable_dir``) and pointer
+        temporaries (hold the lock)."""
         if self.work_dir.is_dir():
             for d in self.work_dir.iterdir():
-                shutil.rmtree(d, ignore_errors=True)
+                if d.name != RESUMABLE:
+                    shutil.rmtree(d, ignore_errors=True)
         for tmp in self.root.glob(f".{POINTER}.*"):
             tmp.unlink(missing_ok=True)
 

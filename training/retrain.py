@@ -17,6 +17,10 @@ its report (and perhaps a ``.CURRENT.*`` temporary file); the next run of the jo
 the temporary file, promotes a version that passed its gate if its champion is still the
 current one (the killed job's last step), and writes the missing report (``recovered``).
 
+A job killed (or interrupted) while training leaves its checkpoint in the registry's
+``.work/resumable``; the next job goes on from it when its configuration and data are the
+same (the report says ``resumed_after_epoch``), with the numbers of a job never killed.
+
 The challenger is trained and exported (with the parity check) in the registry's scratch
 space, evaluated beside the current champion on the same fixed evaluation sets, added to
 the registry as a new immutable version, and promoted only if it passes the gate. Nothing
@@ -198,7 +202,9 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             report["drift"] = drift_report
         work = reg.new_work_dir()  # scratch space: nothing the service reads
         try:
-            run_dir = train_challenger(cfg, data, report["data"], work / "run", progress)
+            run_dir, resumed = train_challenger(cfg, data, report["data"], reg, progress)
+            if resumed:
+                report["resumed_after_epoch"] = resumed
             artifact_dir = work / "artifact"
             report["parity"] = export_challenger(
                 run_dir, artifact_dir, cfg.preset, version, cfg.calibration == "top_map"
@@ -213,8 +219,12 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             )
             report["promoted"] = register(reg, artifact_dir, version, champion, report)
             report["pruned"] = reg.prune(cfg.keep)
+        except Exception:  # failed, not killed or interrupted: nothing for the next job
+            shutil.rmtree(reg.resumable_dir, ignore_errors=True)
+            raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(reg.resumable_dir, ignore_errors=True)
         report["finished"] = _now()
         write_report(reg, report)
     return report
@@ -343,9 +353,14 @@ def check_drift(
 
 
 def train_challenger(
-    cfg: RetrainConfig, data: JobData, data_report: dict, run_dir: Path, progress: bool
-) -> Path:
-    """Train the configured preset (with the job's seed and epochs) into ``run_dir``."""
+    cfg: RetrainConfig, data: JobData, data_report: dict, reg: Registry, progress: bool
+) -> tuple[Path, int]:
+    """Train the configured preset (with the job's seed and epochs) in the registry's
+    ``resumable_dir``: the run, and the epoch a killed job's checkpoint had reached (0:
+    none). A job killed while training leaves its checkpoint there, and the next job goes
+    on from it when its configuration and data are the same (training/checkpoint.py);
+    otherwise that checkpoint is dropped and training starts again."""
+    from absa.training.checkpoint import CheckpointError
     from absa.training.train import fit
 
     preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
@@ -365,16 +380,18 @@ def train_challenger(
         "train": data_report["base"]["files"] if cfg.base else [],
         "new": data_report.get("new", {}).get("files", []),
     }
-    fit(
-        data.train,
-        data.dev,
-        preset,
-        run_dir,
-        data_info=info,
-        progress=progress,
-        preset_name=cfg.preset,
-    )
-    return run_dir
+    run_dir = reg.resumable_dir / "run"
+
+    def train() -> int:
+        res = fit(data.train, data.dev, preset, run_dir, info, progress, cfg.preset, resume=True)
+        return res.resumed_after
+
+    try:
+        return run_dir, train()
+    except CheckpointError as e:
+        log.warning("%s; training from epoch 1", e)
+        shutil.rmtree(reg.resumable_dir, ignore_errors=True)
+        return run_dir, train()
 
 
 def export_challenger(

@@ -85,6 +85,7 @@ class RunResult:
     best_epoch: int
     history: list[dict]
     stopped: bool = False  # by ``stop_after``, before the last epoch: resume to finish
+    resumed_after: int = 0  # the epoch the checkpoint it went on from had reached (0: none)
 
 
 def fit(
@@ -133,7 +134,7 @@ def fit(
     scored: ABSANet = ema.module if ema is not None else net  # type: ignore[assignment]
     parts = {"net": net, "opt": opt, "sched": sched, "ema": ema, "hint": hint}
     key = checkpoint.fingerprint(tcfg.to_dict(), mcfg.to_dict(), [*data.train, *data.dev])
-    first, session = 1, time.time()
+    first, session = 1, time.time()  # first: the first epoch this call trains
     state = checkpoint.load(run_dir, key) if resume else None
     if state is not None:
         first, history, best = restore(state, parts, rng)
@@ -170,7 +171,7 @@ def fit(
                 log.info("stopped after epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
                 if hint is not None:
                     hint.close()
-                return RunResult(run_dir, best.dev, best.epoch, history, stopped=True)
+                return RunResult(run_dir, best.dev, best.epoch, history, True, first - 1)
 
     checkpoint.remove(run_dir)
     if hint is not None:
@@ -178,7 +179,7 @@ def fit(
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
     info["teacher_states"] = hint.record if hint is not None else None
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best, info)
-    return RunResult(run_dir, best.dev, best.epoch, history)
+    return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)
 
 
 # --------------------------------------------------------------------------- set-up

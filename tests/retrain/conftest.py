@@ -42,6 +42,10 @@ def retrain_files(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -
 ConfigWriter = Callable[..., Path]
 
 
+class Killed(BaseException):
+    """What a SIGKILL looks like from inside: nothing after it runs."""
+
+
 def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

@@ -16,13 +16,9 @@ from absa.training import retrain as job
 from absa.training.records import DataError
 from absa.training.retrain import RetrainConfig, retrain
 from tests.helpers import write_jsonl
-from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ConfigWriter
+from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ConfigWriter, Killed
 
 ROTATE = {"negative": "neutral", "neutral": "positive", "positive": "negative"}
-
-
-class Killed(BaseException):
-    """What a SIGKILL looks like from inside: nothing after it runs."""
 
 
 def test_one_class_training_data_is_refused(make_config: ConfigWriter, tmp_path: Path) -> None:

@@ -235,7 +235,7 @@ def test_killed_job_leaves_the_registry_as_it_was(
     try:
         deadline = time.monotonic() + 60
         work = registry / ".work"
-        while not any(work.glob("job-*/run/*")):  # training has started writing its run
+        while not any(work.glob("resumable/run/*")):  # training has started writing its run
             assert job.poll() is None, (tmp_path / "job.log").read_text()
             assert time.monotonic() < deadline, "the job did not start training in 60 s"
             time.sleep(0.05)
@@ -254,9 +254,10 @@ def test_killed_job_leaves_the_registry_as_it_was(
     assert job.returncode == -signal.SIGKILL
     assert state(registry) == before  # pointer, versions, history untouched
     assert_whole_versions(registry)
-    assert work_entries(registry)  # the dead job's scratch space is still there ...
+    assert "resumable" in work_entries(registry)  # the dead job's scratch space is still there ...
 
-    report = retrain(second, version="v2")  # ... until the next job cleans it
+    # ... until the next job cleans it (its config differs: the checkpoint is not its own)
+    report = retrain(second, version="v2")
     assert work_entries(registry) == []
     assert Registry(registry).versions() == [FIRST_VERSION, "v2"]
     assert report["gate"]["passed"] == report["promoted"]

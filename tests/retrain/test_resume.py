@@ -1,0 +1,93 @@
+"""A retraining job killed while it trains leaves its checkpoint, and the next job with the
+same configuration and data goes on from it, to the numbers of a job never killed; a job
+with other data starts again; a job that fails (not killed) leaves nothing to go on from."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from absa.model.registry import Registry
+from absa.training import checkpoint
+from absa.training.retrain import RetrainConfig, retrain
+from tests.helpers import write_jsonl
+from tests.retrain.conftest import EXAMPLES, ConfigWriter, Killed
+
+
+def kill_after_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
+    save = checkpoint.save
+
+    def save_then_die(run_dir: Path, state: dict) -> None:
+        save(run_dir, state)
+        if state["epoch"] == epoch:
+            raise Killed(f"after epoch {epoch}")
+
+    monkeypatch.setattr(checkpoint, "save", save_then_die)
+
+
+def test_a_killed_job_is_resumed_to_the_same_numbers(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    twin = tmp_path / "twin"
+    shutil.copytree(registry, twin)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    kill_after_epoch(monkeypatch, 3)
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    reg = Registry(registry)
+    kept = reg.resumable_dir / "run" / checkpoint.CHECKPOINT
+    assert kept.is_file() and "v2" not in reg.versions()
+
+    report = retrain(cfg, version="v2")
+    assert report["resumed_after_epoch"] == 3
+    assert not reg.resumable_dir.exists()
+    never_killed = retrain(dataclasses.replace(cfg, registry=twin), version="v2")
+    assert "resumed_after_epoch" not in never_killed
+    assert report["challenger_metrics"] == never_killed["challenger_metrics"]
+    assert report["promoted"] == never_killed["promoted"]
+    hist = [
+        json.loads((r / "versions" / "v2" / "metadata.json").read_text()) for r in (registry, twin)
+    ]
+    assert hist[0]["metrics"] == hist[1]["metrics"]
+
+
+def test_a_killed_jobs_checkpoint_is_not_resumed_with_other_data(
+    registry: Path,
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    kill_after_epoch(monkeypatch, 2)
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    more = write_jsonl(tmp_path / "more.jsonl", EXAMPLES[:6])
+    other = RetrainConfig.load(make_config(tmp_path / "o.toml", registry, new=[more]))
+    assert (Registry(registry).resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    report = retrain(other, version="v3")
+    assert "resumed_after_epoch" not in report and report["finished"]
+    assert "another configuration or data set" in caplog.text
+    assert not Registry(registry).resumable_dir.exists()
+
+
+def test_a_failed_job_leaves_nothing_to_resume(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    save = checkpoint.save
+
+    def save_then_fail(run_dir: Path, state: dict) -> None:
+        save(run_dir, state)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint, "save", save_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        retrain(cfg, version="v2")
+    assert not Registry(registry).resumable_dir.exists()
