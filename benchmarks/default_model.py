@@ -22,7 +22,9 @@ it); `python benchmarks/calibration.py` then measures
 the expected calibration error on every test set and adds it to the metadata and this card.
 
 A teacher shares the student's data, seed and so dev split (the student's config names it
-in ``train.teacher``). ``--skip-train`` reuses existing runs but still lists their commands.
+in ``train.teacher``). A second teacher (``train.teachers_more``; ``--teacher-more-run``,
+``--teacher-more-config``, ``--teacher-more-seed``) trains on the train-only sets too, its
+dev the same split of the four sets (``--train-more --dev-from-train --dev-seed``). ``--skip-train`` reuses existing runs but still lists their commands.
 """
 
 from __future__ import annotations
@@ -129,6 +131,15 @@ def main() -> None:
     ap.add_argument("--teacher-config", type=Path, help="a train config instead of the preset")
     ap.add_argument("--teacher-threads", type=int, default=1)
     ap.add_argument(
+        "--teacher-more-run",
+        type=Path,
+        help="a second teacher (the student config's train.teachers_more), trained (unless it "
+        "exists) with --teacher-more-config on the train-only sets too (--train-more "
+        "--dev-from-train), seed --teacher-more-seed, the student's dev split",
+    )
+    ap.add_argument("--teacher-more-config", type=Path)
+    ap.add_argument("--teacher-more-seed", type=int, default=2)
+    ap.add_argument(
         "--new-data",
         action="store_true",
         help="also train on the train-only sets (--train-more; benchmarks/datasets.py)",
@@ -202,6 +213,15 @@ def main() -> None:
         seed = args.seed if args.dev_seed is None else args.dev_seed
         train(how, args.teacher_run, not exists, args.teacher_threads, ["--seed", str(seed)])
         teacher = teacher_scores(absa, args.teacher_run, tests)["test"]
+    if args.teacher_more_run:
+        if not args.teacher_more_config:
+            ap.error("--teacher-more-run needs --teacher-more-config")
+        exists = is_run(args.teacher_more_run)
+        how = ["--config", str(args.teacher_more_config), *train_more_args(), "--dev-from-train"]
+        split = args.seed if args.dev_seed is None else args.dev_seed
+        seeds = ["--seed", str(args.teacher_more_seed), "--dev-seed", str(split)]
+        train(how, args.teacher_more_run, not exists, args.teacher_threads, seeds)
+        teacher_scores(absa, args.teacher_more_run, tests)
     choice = student_choice(args)
     seed = ["--seed", str(args.seed)]
     seed += ["--dev-seed", str(args.dev_seed)] if args.dev_seed is not None else []
@@ -282,6 +302,10 @@ def invocation(args: argparse.Namespace) -> str:
         parts += ["--teacher-config", str(args.teacher_config)]
     if args.teacher_threads != 1:
         parts += ["--teacher-threads", str(args.teacher_threads)]
+    if args.teacher_more_run:
+        parts += ["--teacher-more-run", str(args.teacher_more_run)]
+        parts += ["--teacher-more-config", str(args.teacher_more_config)]
+        parts += ["--teacher-more-seed", str(args.teacher_more_seed)]
     if args.new_data:
         parts += ["--new-data"]
     if args.student_more:

@@ -58,6 +58,8 @@ def recorded(meta: dict) -> dict[str, str]:
     for key in ("teacher", "vectors"):
         if (tr.get(key) or {}).get("sha256"):
             out[tr[key]["path"]] = tr[key]["sha256"]
+    for more in (tr.get("teacher") or {}).get("more") or []:  # train.teachers_more
+        out[more["path"]] = more["sha256"]
     exp = meta.get("vocab_expansion") or {}
     if exp.get("source_sha256"):
         out[exp["source"]] = exp["source_sha256"]
@@ -69,8 +71,9 @@ def steps(artifact: Path) -> list[Step]:
     meta = json.loads((artifact / "metadata.json").read_text())
     evals = json.loads((artifact / "eval.json").read_text())
     shas = recorded(meta)
-    teacher = ((meta.get("train") or {}).get("teacher") or {}).get("path")
-    cmds = [c for c in evals["commands"] if teacher and _is_train_of(c, teacher)]
+    teacher = (meta.get("train") or {}).get("teacher") or {}
+    runs = [t["path"] for t in (teacher, *(teacher.get("more") or [])) if t.get("path")]
+    cmds = [c for c in evals["commands"] if any(_is_train_of(c, run) for run in runs)]
     card = MADE_FIRST.search((artifact / "README.md").read_text())
     lines = card.group(1).splitlines() if card else []
     cmds += [c for c in lines if c.strip() and not c.startswith("#")]

@@ -74,7 +74,8 @@ def _args(**kw: object) -> argparse.Namespace:
         preset="fast", config=Path("c.json"), transfer=[Path("t.jsonl")], new_data=False,
         student_more=False, teacher_run=None, teacher_config=None, teacher_threads=1,
         run=Path("runs/s"), seed=2, version="9.9.9", dev_seed=1, quantize=None,
-        top_map=False, expand_vocab=None, expand_top_k=None,
+        top_map=False, expand_vocab=None, expand_top_k=None, teacher_more_run=None,
+        teacher_more_config=None, teacher_more_seed=2,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
@@ -93,6 +94,11 @@ def test_student_more_adds_the_train_only_sets_to_the_student_alone() -> None:
     assert default_model.student_choice(_args(student_more=True, new_data=True)) == plain
     assert "--student-more" in default_model.invocation(_args(student_more=True))
     assert "--student-more" not in default_model.invocation(_args())
+    two = _args(teacher_more_run=Path("runs/t2"), teacher_more_config=Path("t2.json"))
+    assert "--teacher-more-run runs/t2 --teacher-more-config t2.json --teacher-more-seed 2" in (
+        default_model.invocation(two)
+    )
+    assert "--teacher-more" not in default_model.invocation(_args())
 
 
 def test_hint_words_say_what_the_hint_was_and_where_it_was_left_out() -> None:

@@ -100,3 +100,21 @@ def test_a_run_counts_as_made_only_once_it_is_finished(tmp_path: Path) -> None:
     assert rebuild_inputs.digest(run) is None  # training stopped before run.json
     (run / "run.json").write_text("{}")
     assert rebuild_inputs.digest(run) == sha256_file(run / "weights.safetensors")
+
+
+def test_every_teacher_of_a_student_is_a_step(tmp_path: Path) -> None:
+    """train.teachers_more: the second teacher's training is made again too, and checked."""
+    more = {"path": "runs/t2", "sha256": "b" * 64}
+    teacher = {"path": "runs/t1", "sha256": "a" * 64, "more": [more]}
+    (tmp_path / "metadata.json").write_text(json.dumps({"train": {"teacher": teacher}}))
+    commands = [
+        "absa train --train a.raw --seed 1 --out runs/t1",
+        "absa evaluate --model runs/t1 --data test.raw --json",
+        "absa train --train a.raw --train-more b.raw --dev-from-train --seed 2 --out runs/t2",
+        "absa train --train a.raw --config student.json --out runs/student",
+    ]
+    (tmp_path / "eval.json").write_text(json.dumps({"commands": commands}))
+    (tmp_path / "README.md").write_text("no Made first block\n")
+    todo = rebuild_inputs.steps(tmp_path)
+    assert [(s.out, s.sha256) for s in todo] == [("runs/t1", "a" * 64), ("runs/t2", "b" * 64)]
+    assert todo[1].command == commands[2]
