@@ -181,10 +181,11 @@ def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
 
 def teachers_info(teachers: Sequence[Path], dev: Sequence[Example]) -> dict:
     """``teacher_info`` of the first teacher; with more, theirs under ``more`` and
-    ``dev_leak`` the most any of them may have seen (None only when none can tell)."""
+    ``dev_leak`` the most any of them may have seen (None when one of them cannot tell:
+    an exported teacher)."""
     info = teacher_info(teachers[0], dev)
     if len(teachers) > 1:
         info["more"] = [teacher_info(t, dev) for t in teachers[1:]]
-        leaks = [i["dev_leak"] for i in (info, *info["more"]) if i["dev_leak"] is not None]
-        info["dev_leak"] = max(leaks) if leaks else None
+        leaks = [i["dev_leak"] for i in (info, *info["more"])]
+        info["dev_leak"] = None if None in leaks else max(leaks)
     return info

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absa.training.distill import ensemble_targets, teacher_info, teacher_targets
+from absa.training.distill import ensemble_targets, teacher_info, teacher_targets, teachers_info
 from absa.training.evaluate import evaluate, predict_examples
 from absa.training.exporting import export_run
 from absa.training.presets import TrainConfig
@@ -89,6 +89,8 @@ def test_a_run_records_every_teacher(
     fit(examples, other_dev, replace(preset, train=tcfg), tmp_path / "b", progress=False)
     leak = len({e.text for e in other_dev})
     assert read_info(tmp_path / "b")["teacher"]["dev_leak"] == leak
+    export_run(tiny_run, tmp_path / "art")  # an exported teacher cannot tell what it saw
+    assert teachers_info([liar, tmp_path / "art"], examples)["dev_leak"] is None
 
 
 def test_more_teachers_need_a_teacher_and_a_list() -> None:
