@@ -27,6 +27,7 @@ class TagTrainConfig:
     max_len: int = 128  # words per window (longer texts are tagged window by window)
     chars: bool = True  # a character CNN beside the word vectors
     word_dropout: float = 0.0  # share of training words read as <unk> (the characters stay)
+    aspect_free: float = 1.0  # share of the aspect-free training sentences trained on (seeded)
     # a transformer tagger (TaggerConfig.encoder = "transformer")
     transformer: str = MINILM  # a package name or a local Hugging Face model directory
     encoder_lr: float = 5e-5
@@ -45,6 +46,8 @@ class TagTrainConfig:
         if isinstance(self.select_skip, str):
             raise ValueError("select_skip is a list of source name parts")
         object.__setattr__(self, "select_skip", tuple(self.select_skip))  # a JSON list
+        if not 0.0 <= self.aspect_free <= 1.0:
+            raise ValueError(f"aspect_free must be in [0, 1], not {self.aspect_free}")
 
     def to_dict(self) -> dict:
         return json_dict(self)

@@ -54,7 +54,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
 
     from absa.model.tagger_config import TaggerConfig
     from absa.training.provenance import file_info
-    from absa.training.sentences import drop_sentences, read_sentences, split
+    from absa.training.sentences import drop_sentences, keep_aspect_free, read_sentences, split
     from absa.training.tagger_build import PRESETS
     from absa.training.tagging import TagRun, TagTrainConfig, fit_tagger, write_sentences
     from absa.training.tagging_run import add_eval, write_tag_run
@@ -101,8 +101,14 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         info["data"]["unlabelled"] = file_info(args.unlabelled)
         log.info("%d unlabelled sentences (%d dropped: in train, dev or --exclude)",
                  len(unlabelled), dropped)  # fmt: skip
+    # after --unlabelled: a sentence left out here is still known there
+    train, left_out = keep_aspect_free(train, tcfg.aspect_free, tcfg.seed)
+    if left_out:
+        log.info("%d aspect-free training sentences left out (aspect_free %.2f)",
+                 left_out, tcfg.aspect_free)  # fmt: skip
     info["sentences"] = {"train": len(train), "dev": len(dev), "heldout_empty": len(empty),
-                         "unlabelled": len(unlabelled)}  # fmt: skip
+                         "unlabelled": len(unlabelled),
+                         "aspect_free_left_out": left_out}  # fmt: skip
     info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
     out, partial = Path(args.out), Path(f"{args.out}{PARTIAL}")
     dev_texts = [s.text for s in dev]

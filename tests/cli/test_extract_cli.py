@@ -188,3 +188,27 @@ def test_a_killed_run_leaves_its_best_epoch_so_far(
     capsys.readouterr()
     assert main(["evaluate", "--model", str(out), "--data", str(xml), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["f1"] == pytest.approx(100.0)
+
+
+def test_aspect_free_share_is_recorded_and_checked(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.helpers import EMPTY_SENTENCES
+
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    train = {"glove": str(small_glove), "glove_top_k": 0, "epochs": 1, "aspect_free": 0.0}
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"model": {"hidden_size": 8, "char_filters": 4}, "train": train}))
+    run = tmp_path / "run"
+    code = main(["train", "--task", "extract", "--train", str(xml), "--dev", str(xml),
+                 "--config", str(cfg), "--out", str(run)])  # fmt: skip
+    assert code == 0
+    sentences = json.loads((run / "run.json").read_text())["sentences"]
+    assert sentences["aspect_free_left_out"] == len(EMPTY_SENTENCES) > 0
+    assert sentences["train"] == len(extraction_sentences()) - len(EMPTY_SENTENCES)
+    cfg.write_text(json.dumps({"train": {**train, "aspect_free": 1.5}}))
+    code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(cfg),
+                 "--out", str(tmp_path / "bad")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "aspect_free must be in [0, 1]" in err
+    assert not (tmp_path / "bad").exists()

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from absa.training.records import DataError
-from absa.training.sentences import GoldSpan, Sentence, drop_sentences, read_sentences, split
+from absa.training.sentences import (
+    GoldSpan,
+    Sentence,
+    drop_sentences,
+    keep_aspect_free,
+    read_sentences,
+    split,
+)
 from tests.helpers import data_dir
 
 XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -100,3 +107,18 @@ def test_sentence_jsonl_written_by_a_run_reads_back(tmp_path: Path) -> None:
     path.write_text('{"text": "abc", "spans": [[1, 9, "positive"]]}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"dev.jsonl:1: a span is outside the text"):
         read_sentences(path)
+
+
+def test_keep_aspect_free_keeps_every_aspect_and_a_seeded_share_of_the_rest() -> None:
+    sentences = [Sentence(f"s{i}", ()) for i in range(10)]
+    sentences += [Sentence(f"t{i}", (GoldSpan(0, 1, "positive"),)) for i in range(6)]
+    kept, dropped = keep_aspect_free(sentences, 0.3, seed=1)
+    assert dropped == 7 and len(kept) == 9
+    assert [s for s in kept if s.spans] == sentences[10:]  # every sentence with an aspect
+    assert kept == [s for s in sentences if s in kept]  # the order of the file
+    assert keep_aspect_free(sentences, 0.3, seed=1) == (kept, 7)  # seeded
+    assert keep_aspect_free(sentences, 0.3, seed=2)[0] != kept
+    assert keep_aspect_free(sentences, 1.0, seed=1) == (sentences, 0)
+    assert keep_aspect_free(sentences, 0.0, seed=1) == (sentences[10:], 10)
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        keep_aspect_free(sentences, 1.5, seed=1)
