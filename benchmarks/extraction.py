@@ -137,9 +137,11 @@ def run_one(
     tag: str = "",
     partial: bool = False,
     quantize: str | None = None,
+    unlabelled: tuple[Path, ...] = (),
 ) -> dict:
     """Train (or reuse the run of) one setup and seed, export and measure; ``quantize``:
-    the same run exported int8, its result named ``<setup><tag>-int8``."""
+    the same run exported int8, its result named ``<setup><tag>-int8``; ``unlabelled``:
+    more sentence files for the teacher to tag (e.g. benchmarks/tag_copies.py's)."""
     from benchmarks.extraction_dev import dev_by_source
 
     setup = SETUPS[name]
@@ -157,7 +159,8 @@ def run_one(
     args += ["--exclude", *(str(d / f) for f in TESTS.values()), "--seed", str(seed)]
     args += ["--threads", "1", "--out", str(run), "--quiet"]
     args += ["--config", str(config)] if config else []
-    args += ["--unlabelled", *(str(d / f) for f in setup.unlabelled)] if setup.unlabelled else []
+    more = [*(str(d / f) for f in setup.unlabelled), *(str(f.resolve()) for f in unlabelled)]
+    args += ["--unlabelled", *more] if more else []
     if not reuse:
         shutil.rmtree(run, ignore_errors=True)
         if absa(args) != 0:
@@ -174,6 +177,7 @@ def run_one(
         "seed": seed,
         "config": json.loads(config.read_text()) if config else {},
         "train_files": list(setup.train),
+        "unlabelled_files": [*setup.unlabelled, *(str(f) for f in unlabelled)],
         "sentences": info["sentences"],
         "excluded_overlap": info.get("excluded_overlap"),
         "best_epoch": info["best_epoch"],
@@ -311,6 +315,8 @@ def main() -> int:
     p.add_argument("--from-partial", action="store_true",
                    help="evaluate a killed run's best epoch so far (<run>.partial)")  # fmt: skip
     p.add_argument("--errors", type=Path, help="an extractor artifact: its error kinds per test")
+    p.add_argument("--unlabelled", nargs="+", type=Path, default=[],
+                   help="more sentence files for the config's teacher to tag")  # fmt: skip
     args = p.parse_args()
     if args.report:
         sys.stdout.write(report() + "\n")
@@ -331,7 +337,7 @@ def main() -> int:
                 continue
             res = run_one(
                 name, seed, args.config, args.threads, args.keep, args.tag, args.from_partial,
-                args.quantize,
+                args.quantize, tuple(args.unlabelled),
             )  # fmt: skip
             out.write_text(json.dumps(res, indent=1) + "\n")
             log.info("%s: %s", out.name, {t: round(r["f1"], 2) for t, r in res["test"].items()})

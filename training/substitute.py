@@ -28,7 +28,7 @@ from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["copies", "nearest_words", "source_file"]
+__all__ = ["copies", "nearest_words", "sentence_copies", "source_file"]
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")  # lower-case words only: no names, numbers, marks
 _COPY = re.compile(r"subst\d+:")
@@ -141,4 +141,29 @@ def copies(
                 assert new_text[s:e] == c.aspect, (new_text, s, e, c.aspect)
                 out.append(Candidate(new_text, s, e, 1.0, f"subst{i}:{c.source}"))
     log.info("%d substitution copies of %d sentences' aspects", len(out), len(by_text))
+    return out
+
+
+def sentence_copies(
+    texts: Sequence[str], near: Mapping[str, list[str]], banned: set[str],
+    n: int = 2, p: float = 0.3, seed: int = 0,
+) -> list[tuple[str, int]]:  # fmt: skip
+    """``n`` substitution copies of each text, any word replaceable (aspect words too: a
+    tagger's teacher labels the copy, and a neighbour of a term is often a term it never
+    saw): (copy, index of its text) pairs. Texts whose ``normalise_text`` form is ``banned``
+    are not copied, nor is a copy kept that turns into one; a copy equal to its text or to an
+    earlier copy is not repeated. Deterministic, as ``copies``."""
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for k, text in enumerate(texts):
+        if normalise_text(text) in banned or text in seen:
+            continue
+        seen.add(text)
+        for i in range(n):
+            made = _copy(text, (), near, p, _rng(seed, text, i))
+            if made is None or made[0] in seen or normalise_text(made[0]) in banned:
+                continue
+            seen.add(made[0])
+            out.append((made[0], k))
+    log.info("%d substitution copies of %d texts", len(out), len(texts))
     return out

@@ -6,7 +6,13 @@ import numpy as np
 
 from absa.model.text import tokenize
 from absa.training.readers import normalise_text
-from absa.training.substitute import copies, from_sources, nearest_words, source_file
+from absa.training.substitute import (
+    copies,
+    from_sources,
+    nearest_words,
+    sentence_copies,
+    source_file,
+)
 from absa.training.transfer_set import Candidate
 
 NEAR = {
@@ -95,3 +101,16 @@ def test_from_sources_keeps_the_named_files_candidates() -> None:
     kept = from_sources(found, ["Laptops_Train.xml.seg", "acos-laptop/train.jsonl"])
     assert [c.text for c in kept] == ["a b", "c d", "g h"]
     assert from_sources(found, ["nothing.xml"]) == []
+
+
+def test_sentence_copies_replace_any_word_and_skip_banned_and_repeated_texts() -> None:
+    texts = [TEXT, "nothing to swap here", TEXT, "the food was slow"]
+    made = sentence_copies(texts, NEAR, banned={normalise_text("the food was slow")}, n=4, p=1.0)
+    # p = 1: every word with a neighbour replaced, the aspect's too ("food" -> "meal")
+    both = {f"A meal seemed {w} though a service seemed sluggish ." for w in ("superb", "awful")}
+    assert made and {k for _, k in made} == {0} and {t for t, _ in made} <= both
+    made = sentence_copies(texts, NEAR, banned=set(), n=3, p=0.5, seed=1)
+    assert {k for _, k in made} <= {0, 3}  # the repeated text is copied once, the other never
+    assert len({t for t, _ in made}) == len(made) and all(t not in texts for t, _ in made)
+    assert made == sentence_copies(texts, NEAR, banned=set(), n=3, p=0.5, seed=1)  # seeded
+    assert made != sentence_copies(texts, NEAR, banned=set(), n=3, p=0.5, seed=2)
