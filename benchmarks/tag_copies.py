@@ -36,7 +36,7 @@ from benchmarks.extraction import OUT, TESTS, UNION, code_version, data_dir  # n
 log = logging.getLogger("tag_copies")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split-of", type=Path, required=True, help="a tagger run: its dev split")
     ap.add_argument("--train", nargs="+", default=list(UNION), help="files under the data dir")
@@ -48,7 +48,8 @@ def main() -> int:
     ap.add_argument("--skip-top", type=int, default=150,
                     help="GloVe's N most frequent words (function words) stay")  # fmt: skip
     ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
+    ap.add_argument("--record", type=Path, default=OUT, help="where the counts' JSON goes")
+    args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     d = data_dir()
     held = [args.split_of / "dev.jsonl", args.split_of / "heldout_empty.jsonl"]
@@ -79,11 +80,11 @@ def main() -> int:
         "sentences_read": len(sentences),
         "banned_texts": len(banned),
         "args": {k: str(v) for k, v in vars(args).items()},
-        "command": "python benchmarks/tag_copies.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/tag_copies.py " + " ".join(argv or sys.argv[1:]),
         "code_version": code_version(),
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"copies-{args.out.stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+    args.record.mkdir(parents=True, exist_ok=True)
+    (args.record / f"copies-{args.out.stem}.json").write_text(json.dumps(record, indent=1) + "\n")
     log.info("%d copies -> %s", len(made), args.out)
     return 0
 
