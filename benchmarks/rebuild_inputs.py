@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
-from absa.training import rundir  # noqa: E402
+from absa.training import rundir, teacher_states  # noqa: E402
 from benchmarks.prepared import out_of as _out  # noqa: E402
 
 log = logging.getLogger("rebuild_inputs")
@@ -86,11 +86,14 @@ def _is_train_of(command: str, run: str) -> bool:
 
 
 def digest(path: Path) -> str | None:
-    """sha256 of a file, of a finished run's weights (run.json is written last), or None
-    when neither is there."""
+    """sha256 of a file, of a finished run's weights (run.json is written last), of the
+    states of an ``absa states`` output (written whole: a temporary directory renamed), or
+    None when none is there."""
     if path.is_dir():
-        done = rundir.is_run(path) and (path / rundir.WEIGHTS).is_file()
-        return sha256_file(path / rundir.WEIGHTS) if done else None
+        if rundir.is_run(path) and (path / rundir.WEIGHTS).is_file():
+            return sha256_file(path / rundir.WEIGHTS)
+        done = (path / teacher_states.RECORD).is_file() and (path / teacher_states.STATES).is_file()
+        return sha256_file(path / teacher_states.STATES) if done else None
     return sha256_file(path) if path.is_file() else None
 
 

@@ -118,3 +118,12 @@ def test_every_teacher_of_a_student_is_a_step(tmp_path: Path) -> None:
     todo = rebuild_inputs.steps(tmp_path)
     assert [(s.out, s.sha256) for s in todo] == [("runs/t1", "a" * 64), ("runs/t2", "b" * 64)]
     assert todo[1].command == commands[2]
+
+
+def test_word_states_count_as_made_when_their_record_is_there(tmp_path: Path) -> None:
+    states = tmp_path / "states"  # absa states renames a whole directory into place
+    states.mkdir()
+    (states / "states.npy").write_bytes(b"states")
+    assert rebuild_inputs.digest(states) is None  # no record: not an output of absa states
+    (states / "record.json").write_text("{}")
+    assert rebuild_inputs.digest(states) == sha256_file(states / "states.npy")
