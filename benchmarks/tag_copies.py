@@ -53,9 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     d = data_dir()
     held = [args.split_of / "dev.jsonl", args.split_of / "heldout_empty.jsonl"]
-    missing = [str(f) for f in held[:1] if not f.is_file()]
-    if missing:
-        ap.error(f"--split-of: no {missing[0]}")
+    if not held[0].is_file():
+        ap.error(f"--split-of: no {held[0]}")
     banned = {normalise_text(s.text) for s in read_sentences([str(f) for f in held if f.is_file()])}
     tests = read_sentences([str(d / f) for f in TESTS.values()])
     banned |= {normalise_text(s.text) for s in tests}

@@ -18,7 +18,7 @@ import hashlib
 import logging
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -113,6 +113,21 @@ def _copy(
     return "".join(pieces), [(moved(s), moved(e)) for s, e in spans]
 
 
+def _copies_of(
+    text: str, spans: Sequence[tuple[int, int]], near: Mapping[str, list[str]],
+    banned: set[str], n: int, p: float, seed: int, seen: set[str],
+) -> Iterator[tuple[int, str, list[tuple[int, int]]]]:  # fmt: skip
+    """Up to ``n`` copies of ``text`` (copy number, copy, where its ``spans`` went): none
+    that ``seen`` holds (each one made is added to it) or whose ``normalise_text`` form is
+    ``banned``."""
+    for i in range(n):
+        made = _copy(text, spans, near, p, _rng(seed, text, i))
+        if made is None or made[0] in seen or normalise_text(made[0]) in banned:
+            continue
+        seen.add(made[0])
+        yield i, *made
+
+
 def copies(
     found: Sequence[Candidate], near: Mapping[str, list[str]], banned: set[str],
     n: int = 2, p: float = 0.3, seed: int = 0,
@@ -130,13 +145,7 @@ def copies(
     out: list[Candidate] = []
     for text, group in by_text.items():
         spans = [(c.start, c.end) for c in group]
-        seen = {text}
-        for i in range(n):
-            made = _copy(text, spans, near, p, _rng(seed, text, i))
-            if made is None or made[0] in seen or normalise_text(made[0]) in banned:
-                continue
-            seen.add(made[0])
-            new_text, moved = made
+        for i, new_text, moved in _copies_of(text, spans, near, banned, n, p, seed, {text}):
             for c, (s, e) in zip(group, moved, strict=True):
                 assert new_text[s:e] == c.aspect, (new_text, s, e, c.aspect)
                 out.append(Candidate(new_text, s, e, 1.0, f"subst{i}:{c.source}"))
@@ -159,11 +168,6 @@ def sentence_copies(
         if normalise_text(text) in banned or text in seen:
             continue
         seen.add(text)
-        for i in range(n):
-            made = _copy(text, (), near, p, _rng(seed, text, i))
-            if made is None or made[0] in seen or normalise_text(made[0]) in banned:
-                continue
-            seen.add(made[0])
-            out.append((made[0], k))
+        out += [(new, k) for _, new, _ in _copies_of(text, (), near, banned, n, p, seed, seen)]
     log.info("%d substitution copies of %d texts", len(out), len(texts))
     return out
