@@ -13,7 +13,6 @@ too; ``truncated.json`` records the source, the layer count and the weights' sha
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import MINILM, resolve_transformer  # noqa: E402
 
 log = logging.getLogger("truncate_encoder")
@@ -49,7 +49,7 @@ def truncate(source: Path, layers: int, out: Path) -> dict:
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copy(source / name, out / name)
-    weights = hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()
+    weights = sha256_file(out / "model.safetensors")
     record = {"source": str(source), "source_layers": have, "layers": layers, "sha256": weights}
     (out / RECORD).write_text(json.dumps(record, indent=1))
     log.info("%s: %d of %d layers -> %s (%s)", source, layers, have, out, weights[:8])
