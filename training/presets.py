@@ -81,6 +81,10 @@ class TrainConfig:
     # words' vectors in the encoder's table ("words": "anecdotes/miscellaneous" -> the mean
     # of "anecdotes" and "miscellaneous"; training/categories.py)
     category_init: str = "random"
+    # a finished run whose weights start the network instead of random ones: the same
+    # network over the same words (checked; training/warm_start.py), e.g. the children of
+    # one student that benchmarks/soup.py averages; "" = a fresh start
+    init_from: str = ""
 
     def __post_init__(self) -> None:
         if self.select_on not in ("accuracy", "macro_f1", "source_mean", "loss"):

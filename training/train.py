@@ -72,6 +72,7 @@ from absa.training.state_distill import StateHint
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
 from absa.training.union import oversample
+from absa.training.warm_start import start_from
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ def fit(
 
     data = prepare_data(train, dev, preset, device, transfer, dev_source)
     mcfg, pipe, net = build_network(preset, data.train, run_dir, device)
+    start = start_from(net, mcfg, pipe, Path(tcfg.init_from)) if tcfg.init_from else None
     inputs = encode_inputs(net, pipe, data, device)
     if tcfg.class_weights == "balanced":
         labelled = inputs.y_train if data.gold is None else inputs.y_train[data.gold]
@@ -178,6 +180,7 @@ def fit(
         hint.close()
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
     info["teacher_states"] = hint.record if hint is not None else None
+    info["init_from"] = start
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best, info)
     return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)
 
