@@ -12,6 +12,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from absa.training.evaluate import evaluate
+from absa.training.exporting import export_run
 from absa.training.rundir import read_dev_examples
 from absa.training.train import fit
 from benchmarks.soup import main
@@ -47,6 +48,10 @@ def test_the_soup_is_the_mean_of_its_parts(tiny_run: Path, sibling: Path, tmp_pa
     assert metrics["soup_of"] == 2
     assert metrics["dev"]["accuracy"] == evaluate(out, read_dev_examples(out))["accuracy"]
     assert not (tmp_path / "soup.tmp").exists()
+    export_run(out, tmp_path / "art", calibrate=False)  # the artifact says what it is made of
+    meta = json.loads((tmp_path / "art" / "metadata.json").read_text())
+    assert meta["train"]["soup"] == info["soup"]
+    assert meta["train"]["init_from"] is None  # the first part's: the tiny run started at random
 
 
 def test_greedy_leaves_out_a_part_that_lowers_dev(tiny_run: Path, tmp_path: Path) -> None:
