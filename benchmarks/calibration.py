@@ -47,7 +47,7 @@ from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.presets import TrainConfig  # noqa: E402
 from absa.training.readers import drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
-from absa.training.train import split_dev, split_dev_of_first  # noqa: E402
+from absa.training.train_data import split_dev, split_dev_of_first  # noqa: E402
 from absa.training.union import combine_more  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
 

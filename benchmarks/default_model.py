@@ -434,7 +434,7 @@ def transfer_sources(tr: dict, run: Path) -> dict:
     dev sentences, as training kept them (``training.train.transfer_sources``)."""
     from absa.training.readers import drop_overlap
     from absa.training.rundir import read_dev_examples
-    from absa.training.train import transfer_sources as sources
+    from absa.training.train_data import transfer_sources as sources
     from absa.training.transfer_set import read_jsonl
 
     files = [ROOT / f["path"] for f in tr["data"]["transfer"]]

@@ -43,7 +43,8 @@ from absa.training.presets import load_config  # noqa: E402
 from absa.training.readers import normalise_text, read_examples  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.rundir import read_info  # noqa: E402
-from absa.training.train import fit, split_dev  # noqa: E402
+from absa.training.train import fit  # noqa: E402
+from absa.training.train_data import split_dev  # noqa: E402
 from absa.training.union import combine  # noqa: E402
 from benchmarks.datasets import PROJECT_MACHINE, TRAIN_ONLY, test_files, union_files  # noqa: E402
 from benchmarks.robustness.negation import negation_slice  # noqa: E402

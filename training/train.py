@@ -21,7 +21,6 @@ import logging
 import math
 import random
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -44,12 +43,9 @@ from absa.training.attention_reg import (
     grouped_batches,
     sentence_groups,
 )
-from absa.training.augment import augment
 from absa.training.categories import init_from_words
 from absa.training.distill import (
-    ensemble_targets,
     kd_loss,
-    label_transfer,
     mixed_loss,
     teachers_info,
 )
@@ -64,14 +60,12 @@ from absa.training.embeddings import (
 from absa.training.inference import batches, cache_features, encode_all, predict_probs, to_tensors
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
-from absa.training.provenance import code_version, environment, file_info, portable
-from absa.training.readers import drop_overlap
-from absa.training.records import DataError, Labelled
+from absa.training.provenance import code_version, environment, file_info
+from absa.training.records import Labelled
 from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.state_distill import StateHint
-from absa.training.substitute import source_file
+from absa.training.train_data import Data, prepare_data, teacher_dirs
 from absa.training.transfer_set import Candidate
-from absa.training.union import oversample
 from absa.training.warm_start import start_from
 
 log = logging.getLogger(__name__)
@@ -201,124 +195,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-# --------------------------------------------------------------------------- data
-
-
-@dataclass
-class Data:
-    """The examples training uses, and how they came to be."""
-
-    train: list[Labelled]
-    dev: list[Labelled]
-    dev_source: str  # "file", or how dev was held out of train
-    label_counts: dict[str, int]  # of train as given: before the split and augmentation
-    augmented: int  # rule-made examples added to train
-    soft: torch.Tensor | None  # the teacher's probabilities over train (never dev), (N, C)
-    # with a transfer set: which items of train have a gold label (its aspects, at the end of
-    # train, have the teacher's instead, never trained on), and what came of the set
-    gold: torch.Tensor | None = None
-    transfer: dict | None = None
-    oversampled: int = 0  # copies of the ``oversample`` files' examples added to train
-
-
-def prepare_data(
-    train: Sequence[Labelled],
-    dev: Sequence[Labelled] | None,
-    preset: Preset,
-    device: torch.device,
-    transfer: Sequence[Candidate] = (),
-    dev_source: str = "file",
-) -> Data:
-    """Hold out dev when none is given, augment train, score train with the teacher, and
-    append the transfer set's aspects (those not in a dev sentence) with the teacher's labels."""
-    tcfg = preset.train
-    if preset.model.is_category and (tcfg.augment > 0 or tcfg.teacher or transfer):
-        raise ValueError("augment, teacher and transfer are for aspect-term models, not categories")
-    if transfer and not tcfg.teacher:
-        raise ValueError("a transfer set needs a teacher to label it (train.teacher)")
-    counts = {lab: 0 for lab in preset.model.labels}
-    for e in train:
-        counts[e.label] += 1
-    if not dev:
-        train, dev = split_dev(train, tcfg.dev_fraction, tcfg.split_seed)
-        dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {tcfg.split_seed}"
-    augmented = 0
-    if tcfg.augment > 0:  # train only, after the split: dev never sees synthetic examples
-        extra = augment(train, seed=tcfg.seed, rate=tcfg.augment)
-        train, augmented = [*train, *extra], len(extra)
-        log.info("augmented train with %d rule-made example(s)", augmented)
-    train, oversampled = oversample(train, tcfg.oversample, tcfg.oversample_times)
-    if oversampled:
-        log.info("oversampled %s: %d copies added", ", ".join(tcfg.oversample), oversampled)
-    log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
-    soft = None
-    if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
-        probs = ensemble_targets(teacher_dirs(tcfg), train, preset.model.labels)
-        soft = torch.from_numpy(probs).to(device)
-    gold, about = None, None
-    if transfer:  # never an aspect of a dev sentence: dev shares no text with train
-        kept, dropped = drop_overlap(transfer, dev)
-        extra, probs = label_transfer(teacher_dirs(tcfg), kept, preset.model.labels)
-        about = {
-            "given": len(transfer),
-            "used": len(extra),
-            "dropped_dev_sentences": dropped,
-            "teacher_labels": {lab: sum(e.label == lab for e in extra) for lab in counts},
-            **transfer_sources(kept),
-        }
-        gold = torch.tensor([True] * len(train) + [False] * len(extra), device=device)
-        train = [*train, *extra]
-        soft = torch.cat([soft, torch.from_numpy(probs).to(device)])  # type: ignore[list-item]
-        log.info("transfer set added to train with the teacher's targets: %s", about)
-    return Data(
-        list(train), list(dev), dev_source, counts, augmented, soft, gold, about, oversampled
-    )
-
-
-def teacher_dirs(tcfg: TrainConfig) -> list[Path]:
-    """``teacher`` and ``teachers_more``: the teachers whose mean probabilities are the soft
-    targets."""
-    return [Path(t) for t in (tcfg.teacher, *tcfg.teachers_more)]
-
-
-def transfer_sources(kept: Sequence[Candidate]) -> dict:
-    """The used transfer aspects per source file, and how many are substitution copies."""
-    found = [source_file(c.source) for c in kept]
-    return {
-        "by_file": dict(Counter(portable(path) for path, _ in found).most_common()),
-        "copies": sum(copy for _, copy in found),
-    }
-
-
-def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple[list, list]:
-    """Hold out about ``fraction`` of train as dev, by whole sentences, fixed by ``seed``:
-    examples of one sentence stay on one side, so dev never shares text with train."""
-    by_text: dict[str, list[Labelled]] = {}
-    for e in examples:
-        by_text.setdefault(e.text, []).append(e)
-    groups = list(by_text.values())
-    rng = random.Random(seed)
-    rng.shuffle(groups)
-    target = max(1, round(len(examples) * fraction))
-    dev: list[Labelled] = []
-    train: list[Labelled] = []
-    for g in groups:
-        (dev if len(dev) < target else train).extend(g)
-    if not train:
-        raise DataError("too few examples to hold out a dev split")
-    return train, dev
-
-
-def split_dev_of_first(
-    examples: Sequence[Labelled], n: int, fraction: float, seed: int
-) -> tuple[list, list]:
-    """``split_dev`` of the first ``n`` examples alone (``absa train --dev-from-train``:
-    --train's, which ``union.combine`` keeps first): the rest of them and every later
-    example are train, so examples added after them leave dev as it was."""
-    train, dev = split_dev(examples[:n], fraction, seed)
-    return [*train, *examples[n:]], dev
 
 
 # --------------------------------------------------------------------------- the network

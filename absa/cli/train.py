@@ -163,7 +163,7 @@ def _dev_from_train(examples: list, info: dict, tcfg: TrainConfig) -> tuple[list
     ``_train_more`` returns them): the split a run without --train-more holds out, so more
     data leaves dev as it was. Returns train (the rest and every --train-more example), dev
     and how dev was made."""
-    from absa.training.train import split_dev_of_first
+    from absa.training.train_data import split_dev_of_first
 
     n = info["combined"][0]["kept"]
     train, dev = split_dev_of_first(examples, n, tcfg.dev_fraction, tcfg.split_seed)

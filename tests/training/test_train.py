@@ -21,8 +21,8 @@ from absa.training.train import (
     fit,
     make_schedule,
     resolve_device,
-    split_dev,
 )
+from absa.training.train_data import split_dev
 from tests.helpers import data_dir, synthetic_examples, tiny_preset
 
 DATA = data_dir()

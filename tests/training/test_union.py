@@ -14,7 +14,8 @@ import torch
 from absa.training.presets import TrainConfig
 from absa.training.readers import read_examples
 from absa.training.rundir import read_info
-from absa.training.train import fit, prepare_data
+from absa.training.train import fit
+from absa.training.train_data import prepare_data
 from absa.training.union import combine, combine_more, oversample
 from tests.helpers import synthetic_examples, tiny_preset
 
