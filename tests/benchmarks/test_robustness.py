@@ -297,15 +297,16 @@ def test_augment_never_uses_the_suite_clauses() -> None:
 
 def test_fit_augments_train_only(small_glove: Path, tmp_path: Path, monkeypatch) -> None:
     import absa.training.train as train_mod
+    import absa.training.train_data as data_mod
 
     seen: list = []
-    real = train_mod.augment
+    real = data_mod.augment
 
     def spy(examples, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.extend(examples)
         return real(examples, *args, **kwargs)
 
-    monkeypatch.setattr(train_mod, "augment", spy)
+    monkeypatch.setattr(data_mod, "augment", spy)
     monkeypatch.setattr(train_mod, "plot_history", lambda *a: None)  # no matplotlib import
     base = tiny_preset("atae-lstm", small_glove)
     preset = replace(base, train=replace(base.train, epochs=1, augment=0.5, dev_fraction=0.25))
