@@ -55,6 +55,8 @@ def mean_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     states = [load_file(str(p)) for p in paths]
+    if any(set(s) != set(states[0]) for s in states[1:]):
+        raise SystemExit("soup: the parts hold different tensors")
     out: dict[str, torch.Tensor] = {}
     for key, first in states[0].items():
         parts = [s[key] for s in states]
@@ -66,9 +68,6 @@ def mean_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
             out[key] = first
         else:
             raise SystemExit(f"soup: tensor {key} is not a float and differs between parts")
-    for s in states[1:]:
-        if set(s) != set(states[0]):
-            raise SystemExit("soup: the parts hold different tensors")
     return out
 
 

@@ -88,3 +88,16 @@ def test_an_existing_output_is_never_overwritten(
     (tmp_path / "soup").mkdir()
     with pytest.raises(SystemExit, match="exists"):
         main(["--runs", str(tiny_run), str(sibling), "--out", str(tmp_path / "soup")])
+
+
+def test_parts_with_other_tensors_are_refused(tiny_run: Path, tmp_path: Path) -> None:
+    """A part missing a tensor is named as such (not a KeyError half way through)."""
+    short = tmp_path / "short"
+    shutil.copytree(tiny_run, short)
+    state = load_file(short / WEIGHTS)
+    save_file(
+        {k: v for k, v in state.items() if not k.startswith("classifier")}, str(short / WEIGHTS)
+    )
+    with pytest.raises(SystemExit, match="different tensors"):
+        main(["--runs", str(tiny_run), str(short), "--out", str(tmp_path / "soup")])
+    assert not (tmp_path / "soup").exists()
