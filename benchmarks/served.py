@@ -38,9 +38,13 @@ TARGETS = {
 OUT = ROOT / "benchmarks" / "results" / "served"
 
 
-def test_scores(artifact: Path) -> dict[str, tuple[float, float]]:
-    """Accuracy and macro-F1 (%) per test set from the artifact's eval.json."""
-    results = json.loads((artifact / "eval.json").read_text())["results"]
+def read_eval(artifact: Path) -> dict:
+    """The artifact's eval.json (default_model.py): ``results`` per test set, ``commands``."""
+    return json.loads((artifact / "eval.json").read_text())
+
+
+def test_scores(results: dict) -> dict[str, tuple[float, float]]:
+    """Accuracy and macro-F1 (%) per test set from an eval.json's ``results``."""
     return {k: (100 * v["accuracy"], 100 * v["macro_f1"]) for k, v in results.items()}
 
 
@@ -84,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     for need in (args.artifact / "eval.json", dev_json):
         if not need.is_file():
             ap.error(f"{need}: missing (see this script's docstring for what makes it)")
-    cand, ref = test_scores(args.artifact), test_scores(args.against)
+    evaluated = read_eval(args.artifact)
+    cand, ref = test_scores(evaluated["results"]), test_scores(read_eval(args.against)["results"])
     dev = dev_all(dev_json)
     if args.against_dev:
         ref_dev = tuple(args.against_dev)
@@ -97,12 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "artifact": str(args.artifact),
         "as_served": args.as_served,
-        "test": json.loads((args.artifact / "eval.json").read_text())["results"],
+        "test": evaluated["results"],
         "dev": json.loads(dev_json.read_text())["dev"],
         "targets_met": met,
         "ahead_of": {"artifact": str(args.against), "everywhere": ahead},
         "train": meta.get("train", {}),
-        "commands": json.loads((args.artifact / "eval.json").read_text()).get("commands", []),
+        "commands": evaluated.get("commands", []),
         "code_version": meta.get("code_version"),
     }
     args.out.mkdir(parents=True, exist_ok=True)
