@@ -29,6 +29,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,21 +224,44 @@ def _prf(rep: dict) -> str:
 
 def error_kinds(extractor: Path, test: Path) -> dict[str, int]:
     """Wrong predicted spans that overlap a gold span (boundary) or none (spurious); gold
-    spans missed with an overlapping prediction (boundary) or without (missed)."""
+    spans missed with an overlapping prediction (boundary) or without (missed); and of the
+    wrong-boundary predictions, how many are shorter than, longer than or cross their gold
+    span (``span_errors``)."""
     from absa.model.extractor import Extractor
-    from absa.model.spans import overlaps_any
 
     sentences = read_sentences(test)
     found = Extractor.load(extractor, device="cpu").extract([s.text for s in sentences])
-    kinds = dict.fromkeys(("fp_boundary", "fp_spurious", "fn_boundary", "fn_missed"), 0)
+    kinds: Counter[str] = Counter()
     for sent, spans in zip(sentences, found, strict=True):
-        gold, pred = sent.span_set, {(f.start, f.end) for f in spans}
-        for side, wrong, other in (("fp", pred - gold, gold), ("fn", gold - pred, pred)):
-            for a in wrong:
-                near = overlaps_any(a, other)
-                kinds[
-                    f"{side}_{'boundary' if near else ('spurious' if side == 'fp' else 'missed')}"
-                ] += 1
+        kinds.update(span_errors(sent.span_set, {(f.start, f.end) for f in spans}))
+    return {k: kinds[k] for k in ERROR_KINDS}
+
+
+ERROR_KINDS = (
+    "fp_boundary", "fp_spurious", "fn_boundary", "fn_missed",
+    "fp_boundary_shorter", "fp_boundary_longer", "fp_boundary_crossing",
+)  # fmt: skip
+
+
+def span_errors(gold: set[tuple[int, int]], pred: set[tuple[int, int]]) -> Counter[str]:
+    """One sentence's errors by kind (``ERROR_KINDS``). A wrong-boundary prediction is
+    "shorter" when it lies inside the first gold span it overlaps, "longer" when it holds
+    it, else "crossing"."""
+    from absa.model.spans import overlaps_any
+
+    kinds: Counter[str] = Counter()
+    for side, wrong, other in (("fp", pred - gold, gold), ("fn", gold - pred, pred)):
+        for a in sorted(wrong):
+            near = sorted(g for g in other if overlaps_any(a, {g}))
+            if not near:
+                kinds[f"{side}_{'spurious' if side == 'fp' else 'missed'}"] += 1
+                continue
+            kinds[f"{side}_boundary"] += 1
+            if side == "fp":
+                g = near[0]
+                inside, holds = g[0] <= a[0] and a[1] <= g[1], a[0] <= g[0] and g[1] <= a[1]
+                how = "shorter" if inside else "longer" if holds else "crossing"
+                kinds[f"fp_boundary_{how}"] += 1
     return kinds
 
 
