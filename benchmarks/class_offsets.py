@@ -47,21 +47,23 @@ def scores(probs: np.ndarray, gold: np.ndarray, offset: np.ndarray) -> tuple[flo
     return 100 * rep["accuracy"], 100 * rep["macro_f1"]
 
 
+def mean_f1(probs: np.ndarray, gold: np.ndarray, groups: np.ndarray, offset: np.ndarray) -> float:
+    """The mean over ``groups`` (one group: pooled) of their macro-F1 (%) with ``offset``."""
+    names = sorted(set(groups.tolist()))
+    return float(np.mean([scores(probs[groups == n], gold[groups == n], offset)[1] for n in names]))
+
+
 def best_offset(
     probs: np.ndarray, gold: np.ndarray, groups: np.ndarray, fixed: int, grid: Sequence[float]
 ) -> tuple[np.ndarray, float]:
-    """The grid offset (``offset[fixed]`` = 0) with the highest mean macro-F1 over
-    ``groups`` (one group: pooled), and that F1; the first on ties, so zero wins a tie
-    only where it comes first."""
-    names = sorted(set(groups.tolist()))
+    """The grid offset (``offset[fixed]`` = 0) with the highest ``mean_f1``, and that F1;
+    the first on ties, so zero wins a tie only where it comes first."""
     free = [k for k in range(probs.shape[1]) if k != fixed]
     best, best_f1 = np.zeros(probs.shape[1]), -1.0
     for values in itertools.product(grid, repeat=len(free)):
         offset = np.zeros(probs.shape[1])
         offset[free] = values
-        f1 = float(
-            np.mean([scores(probs[groups == n], gold[groups == n], offset)[1] for n in names])
-        )
+        f1 = mean_f1(probs, gold, groups, offset)
         if f1 > best_f1 + 1e-9:
             best, best_f1 = offset, f1
     return best, best_f1
@@ -98,17 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         "run": str(args.run),
         "labels": labels,
         "grid": [float(GRID[0]), float(GRID[-1]), 0.05],
-        "dev_without": {"source_mean": best_offset(probs, gold, groups, fixed, [0.0])[1],
+        "dev_without": {"source_mean": mean_f1(probs, gold, groups, zero),
                         "pooled": scores(probs, gold, zero)[1]},
         "fits": {},
         "code_version": code_version(),
     }  # fmt: skip
-    log.info("without an offset: %s", {n: scores(*tests[n], zero) for n in tests})
+    without = {n: scores(*tests[n], zero) for n in tests}
+    log.info("without an offset: %s", without)
     for how, (offset, dev_f1) in fits.items():
-        test = {
-            n: {"without": scores(*tests[n], zero), "with": scores(*tests[n], offset)}
-            for n in tests
-        }
+        test = {n: {"without": without[n], "with": scores(*tests[n], offset)} for n in tests}
         result["fits"][how] = {"offset": offset.tolist(), "dev_macro_f1": dev_f1, "test": test}
         log.info("%s: offset %s, dev F1 %.2f", how, offset.tolist(), dev_f1)
         for n, t in test.items():
