@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from absa.model import artifact
 from absa.training import rundir
 from absa.training.evaluate import model_kind, predict_examples
+from absa.training.readers import read_examples
 from absa.training.records import TRANSFER, DataError, Example
 from absa.training.teacher_cache import cached_scores, file_sha256
 from absa.training.transfer_set import Candidate
@@ -65,6 +66,32 @@ def ensemble_targets(
             "%d teachers' mean agrees with %.1f%% of the labels", len(teachers), 100 * agree.mean()
         )
     return probs.astype(np.float32)
+
+
+def fold_targets(
+    soft: np.ndarray,
+    examples: Sequence[Example],
+    folds: Sequence[tuple[str, str]],
+    labels: Sequence[str],
+) -> tuple[np.ndarray, list[dict]]:
+    """Out-of-fold targets: ``soft`` (N, C) over ``examples`` with the rows of each fold
+    file's spans (sentence, start, end) replaced by its teacher's probabilities. A teacher
+    whose run records that fold file (by sha256) among its training data is refused: it
+    trained on the items it would score. Returns the targets and, per fold, what it did."""
+    out, about = soft.copy(), []
+    for fold, teacher in folds:
+        sha = file_sha256(Path(fold))
+        if model_kind(Path(teacher)) == "run":
+            trained = rundir.read_info(Path(teacher)).get("data", {}).get("train", [])
+            if any(entry.get("sha256") == sha for entry in trained):
+                raise DataError(f"teacher {teacher} trained on {fold}: not out of fold")
+        spans = {(e.text, e.start, e.end) for e in read_examples(fold).examples}
+        rows = [i for i, e in enumerate(examples) if (e.text, e.start, e.end) in spans]
+        if rows:
+            out[rows] = teacher_targets(Path(teacher), [examples[i] for i in rows], labels)
+        about.append({"file": fold, "sha256": sha, "teacher": teacher, "items": len(rows)})
+        log.info("out-of-fold targets: %d training item(s) of %s from %s", len(rows), fold, teacher)
+    return out, about
 
 
 def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[str]) -> np.ndarray:

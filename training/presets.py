@@ -45,6 +45,10 @@ class TrainConfig:
     # more teachers (run or artifact dirs): the soft targets are the mean of their and
     # ``teacher``'s probabilities, equal weights (an ensemble of teachers, e.g. two seeds)
     teachers_more: tuple[str, ...] = ()
+    # out-of-fold targets: pairs [fold file, teacher dir]; the training items whose span
+    # (sentence, start, end) the fold file holds take that teacher's probabilities instead
+    # of ``teacher``'s, a teacher that never trained on them (benchmarks/oof_folds.py)
+    teacher_folds: tuple[tuple[str, str], ...] = ()
     distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
     # Hinton's temperature T on the teacher term: both distributions softened by T (the
     # teacher's as p^(1/T), renormalised), the term scaled by T^2; 1 = the plain soft CE
@@ -110,6 +114,17 @@ class TrainConfig:
                 what = "run or artifact dirs" if name == "teachers_more" else "file-name endings"
                 raise ValueError(f"{name} is a list of {what}")
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        pairs = [] if isinstance(self.teacher_folds, str) else list(self.teacher_folds)
+        folds = tuple(tuple(p) for p in pairs if not isinstance(p, str))
+        if (
+            isinstance(self.teacher_folds, str)
+            or len(folds) != len(pairs)
+            or any(len(p) != 2 or not all(isinstance(x, str) for x in p) for p in folds)
+        ):
+            raise ValueError("teacher_folds is a list of [fold file, teacher dir] pairs")
+        if folds and not self.teacher:
+            raise ValueError("teacher_folds needs a teacher (for the items no fold holds)")
+        object.__setattr__(self, "teacher_folds", folds)
         if isinstance(self.oversample, str):
             raise ValueError("oversample is a list of file-name endings")
         object.__setattr__(self, "oversample", tuple(self.oversample))
@@ -136,7 +151,12 @@ class TrainConfig:
 def json_dict(config: object) -> dict:
     """A config dataclass as JSON holds it: tuple fields as lists, so a dict read back
     compares equal."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
+    return {k: _lists(v) for k, v in asdict(config).items()}
+
+
+def _lists(value: object) -> object:
+    """Tuples, nested ones too (``teacher_folds``), as lists."""
+    return [_lists(v) for v in value] if isinstance(value, tuple) else value
 
 
 @dataclass(frozen=True)

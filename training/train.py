@@ -555,6 +555,7 @@ def run_info(
         "oversampled": data.oversampled,
         "transfer": data.transfer,
         "teacher": teachers_info(teacher_dirs(tcfg), data.dev) if tcfg.teacher else None,
+        "teacher_folds": data.folds,  # out-of-fold targets (train.teacher_folds)
         # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256
         "vectors": (
             file_info([tcfg.glove])[0]

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from absa.training.augment import augment
-from absa.training.distill import ensemble_targets, label_transfer
+from absa.training.distill import ensemble_targets, fold_targets, label_transfer
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import portable
 from absa.training.readers import drop_overlap
@@ -41,6 +41,7 @@ class Data:
     gold: torch.Tensor | None = None
     transfer: dict | None = None
     oversampled: int = 0  # copies of the ``oversample`` files' examples added to train
+    folds: list[dict] | None = None  # teacher_folds: per fold file, its teacher and items
 
 
 def prepare_data(
@@ -73,9 +74,11 @@ def prepare_data(
     if oversampled:
         log.info("oversampled %s: %d copies added", ", ".join(tcfg.oversample), oversampled)
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
-    soft = None
+    soft, folds = None, None
     if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
         probs = ensemble_targets(teacher_dirs(tcfg), train, preset.model.labels)
+        if tcfg.teacher_folds:
+            probs, folds = fold_targets(probs, train, tcfg.teacher_folds, preset.model.labels)
         soft = torch.from_numpy(probs).to(device)
     gold, about = None, None
     if transfer:  # never an aspect of a dev sentence: dev shares no text with train
@@ -93,8 +96,9 @@ def prepare_data(
         soft = torch.cat([soft, torch.from_numpy(probs).to(device)])  # type: ignore[list-item]
         log.info("transfer set added to train with the teacher's targets: %s", about)
     return Data(
-        list(train), list(dev), dev_source, counts, augmented, soft, gold, about, oversampled
-    )
+        list(train), list(dev), dev_source, counts, augmented, soft, gold, about, oversampled,
+        folds,
+    )  # fmt: skip
 
 
 def teacher_dirs(tcfg: TrainConfig) -> list[Path]:

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue #11: out-of-fold teachers. The four training sets, as the union teacher trained on
+# them, in two halves of whole sentences; an mpnet teacher per half; each half scored by the
+# teacher of the other; then students of 1.7.0's recipe with the laptop copies (-lap4) whose
+# targets on those sets come from the teacher that never saw the item (config `-oof`).
+# One resumable chain: every step skips what is done, a teacher goes on from its checkpoint.
+#
+#   bash benchmarks/oof_teachers.sh [teachers|students]
+#
+# Needs the inputs of 1.7.0's card in runs/ (python benchmarks/rebuild_inputs.py) and
+# ABSA_TEACHER_CACHE pointing at their cache. Machine time on this 2-core CPU: each teacher
+# about 35 min (2 epochs over 10,485 aspects, 2 threads), scoring the other half about 9 min,
+# then two students at once (~45 min, one thread each).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+D=../shared/data
+TRAIN=("$D/semeval14/Restaurants_Train.xml.seg" "$D/semeval14/Laptops_Train.xml.seg" "$D/twitter/train.raw" "$D/mams/train.xml")
+TESTS=("$D/semeval14/Restaurants_Test_Gold.xml.seg" "$D/semeval14/Laptops_Test_Gold.xml.seg" "$D/twitter/test.raw" "$D/mams/test.xml")
+export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
+what="${1:-all}"
+
+if [ "$what" != students ]; then
+    [ -f runs/oof/fold-b.jsonl ] ||
+        python benchmarks/oof_folds.py --teacher-run runs/teacher-union-mpnet --out runs/oof \
+            --data "${TRAIN[@]}" --exclude "${TESTS[@]}"
+    for f in a b; do
+        [ -f "runs/teacher-oof-$f/run.json" ] ||
+            absa train --train "runs/oof/fold-$f.jsonl" --dev runs/oof/dev.jsonl \
+                --config benchmarks/configs/teacher-union-mpnet.json --seed 1 --threads 2 \
+                --out "runs/teacher-oof-$f" --resume --quiet
+    done
+    python benchmarks/teacher_score.py --teacher runs/teacher-oof-b --threads 2 --data runs/oof/fold-a.jsonl
+    python benchmarks/teacher_score.py --teacher runs/teacher-oof-a --threads 2 --data runs/oof/fold-b.jsonl
+fi
+[ "$what" = teachers ] && exit 0
+N=union-fast-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap
+C=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap
+python benchmarks/distill.py --name "$N-d08-ema-apart-oof-lap4-more" --config "$C-d08-ema-apart-oof.json" \
+    --transfer runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl \
+    --train-more --seeds 1 2 --jobs 2 --dev-seed 1 --threads 1
