@@ -47,6 +47,7 @@ from absa.training.categories import init_from_words
 from absa.training.distill import (
     kd_loss,
     mixed_loss,
+    teacher_info,
     teachers_info,
 )
 from absa.training.embeddings import (
@@ -555,7 +556,12 @@ def run_info(
         "oversampled": data.oversampled,
         "transfer": data.transfer,
         "teacher": teachers_info(teacher_dirs(tcfg), data.dev) if tcfg.teacher else None,
-        "teacher_folds": data.folds,  # out-of-fold targets (train.teacher_folds)
+        # out-of-fold targets (train.teacher_folds): each fold's teacher as ``teacher``'s
+        "teacher_folds": [
+            {**f, "teacher": teacher_info(Path(f["teacher"]), data.dev)} for f in data.folds
+        ]
+        if data.folds
+        else None,
         # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256
         "vectors": (
             file_info([tcfg.glove])[0]

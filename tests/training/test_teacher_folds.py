@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absa.training.distill import fold_targets, teacher_targets
+from absa.training.distill import fold_targets, teacher_info, teacher_targets
 from absa.training.evaluate import evaluate
 from absa.training.presets import TrainConfig
 from absa.training.records import DataError
@@ -71,9 +71,11 @@ def test_a_student_learns_each_fold_from_its_teacher(
     fit(examples, examples, replace(preset, train=tcfg), tmp_path / "s", progress=False)
     assert evaluate(tmp_path / "s", examples)["accuracy"] >= 0.9  # the liar alone: <= 0.5
     folds = read_info(tmp_path / "s")["teacher_folds"]
-    assert [(f["file"], f["teacher"], f["items"]) for f in folds] == [
+    assert [(f["file"], f["teacher"]["path"], f["items"]) for f in folds] == [
         (str(fold), str(tiny_run), 24)
     ]
+    assert folds[0]["teacher"]["sha256"] == teacher_info(tiny_run, examples)["sha256"]
+    assert folds[0]["teacher"]["dev_leak"] == 0
 
 
 def test_teacher_folds_config() -> None:
