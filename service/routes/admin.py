@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from absa.service.deps import SettingsDep
 
@@ -32,6 +32,13 @@ def require_token(
 class ReloadRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
     model_dir: str | None = None  # default: the registry's current version / ABSA_MODEL_DIR
+
+    @field_validator("model_dir")
+    @classmethod
+    def _a_path(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:  # no file system takes it (was a 500)
+            raise ValueError("model_dir must not contain a NUL character")
+        return value
 
 
 @router.post(

@@ -116,6 +116,14 @@ def test_admin_needs_the_right_token(registry: Registry) -> None:
         }
 
 
+def test_a_path_no_file_system_takes_is_a_422(registry: Registry) -> None:
+    with TestClient(create_app(settings(registry))) as c:
+        r = c.post("/admin/reload", headers=AUTH, json={"model_dir": "runs/\u0000x"})
+        assert r.status_code == 422, r.text
+        assert "NUL" in r.text
+        assert c.post("/admin/reload", headers=AUTH).json()["changed"] is False  # still serving
+
+
 # --------------------------------------------------------------------------- reload
 
 
