@@ -19,7 +19,6 @@ its dev split, read from its dev.jsonl), checks the count against its run.json, 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import random
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from absa.training.readers import drop_overlap, normalise_text, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
-from absa.training.rundir import read_dev_examples  # noqa: E402
+from absa.training.rundir import read_dev_examples, read_info, write_examples  # noqa: E402
 
 log = logging.getLogger("oof_folds")
 
@@ -64,20 +63,6 @@ def split_folds(examples: Sequence[Example], seed: int) -> tuple[list[Example], 
     return a, b
 
 
-def write_jsonl(path: Path, examples: Sequence[Example]) -> None:
-    """One labelled aspect per line, as the JSONL reader takes it."""
-    with path.open("w", encoding="utf-8") as f:
-        for e in examples:
-            row = {
-                "text": e.text,
-                "aspect": e.text[e.start : e.end],
-                "start": e.start,
-                "end": e.end,
-                "label": e.label,
-            }
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--teacher-run", type=Path, required=True)
@@ -90,13 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     dev = read_dev_examples(args.teacher_run)
     tests = read_many(args.exclude).examples if args.exclude else []
     train = teacher_train(read_many(args.data).examples, tests, dev)
-    recorded = json.loads((args.teacher_run / "run.json").read_text())["n_train"]
+    recorded = read_info(args.teacher_run)["n_train"]
     if len(train) != recorded:
         ap.error(f"rebuilt {len(train)} training examples, {args.teacher_run} recorded {recorded}")
     a, b = split_folds(train, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, part in (("fold-a", a), ("fold-b", b), ("dev", dev)):
-        write_jsonl(args.out / f"{name}.jsonl", part)
+        write_examples(args.out / f"{name}.jsonl", part)
     log.info("%s: fold-a %d, fold-b %d, dev %d examples", args.out, len(a), len(b), len(dev))
     return 0
 

@@ -86,7 +86,7 @@ def write_run(
     model_config.save(run_dir / MODEL_CONFIG)
     (run_dir / TRAIN_CONFIG).write_text(json.dumps(train_config.to_dict(), indent=1))
     pipeline.save(run_dir)
-    _write_examples(run_dir / DEV, dev)
+    write_examples(run_dir / DEV, dev)
     (run_dir / HISTORY).write_text(json.dumps(history, indent=1))
     (run_dir / METRICS).write_text(json.dumps(metrics, indent=1))
     (run_dir / RUN_INFO).write_text(json.dumps({"kind": RUN_KIND, **info}, indent=1))
@@ -102,7 +102,8 @@ def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> dict:
     return metrics
 
 
-def _write_examples(path: Path, examples: Sequence[Labelled]) -> None:
+def write_examples(path: Path, examples: Sequence[Labelled]) -> None:
+    """One labelled example per line, as the JSONL reader (and ``read_dev_examples``) take it."""
     with Path(path).open("w", encoding="utf-8") as f:
         for e in examples:
             if isinstance(e, CategoryExample):

@@ -10,7 +10,8 @@ import pytest
 
 from absa.training.readers import read_examples
 from absa.training.records import Example
-from benchmarks.oof_folds import main, split_folds, teacher_train, write_jsonl
+from absa.training.rundir import RUN_KIND, write_examples
+from benchmarks.oof_folds import main, split_folds, teacher_train
 from tests.helpers import synthetic_examples
 
 
@@ -38,16 +39,16 @@ def test_teacher_train_drops_test_and_dev_sentences() -> None:
 def test_main_writes_folds_and_checks_the_count(tmp_path: Path) -> None:
     examples = synthetic_examples(10, seed=0)
     data, run = tmp_path / "train.jsonl", tmp_path / "teacher"
-    write_jsonl(data, examples)
+    write_examples(data, examples)
     run.mkdir()
-    write_jsonl(run / "dev.jsonl", examples[:4])
-    (run / "run.json").write_text(json.dumps({"n_train": len(examples) - 4}))
+    write_examples(run / "dev.jsonl", examples[:4])
+    (run / "run.json").write_text(json.dumps({"kind": RUN_KIND, "n_train": len(examples) - 4}))
     main(["--teacher-run", str(run), "--data", str(data), "--out", str(tmp_path / "oof")])
     a, b, dev = (
         read_examples(tmp_path / "oof" / f"{n}.jsonl").examples for n in ("fold-a", "fold-b", "dev")
     )
     spans = lambda xs: sorted((e.text, e.start, e.end, e.label) for e in xs)  # noqa: E731
     assert spans(a + b) == spans(examples[4:]) and spans(dev) == spans(examples[:4])
-    (run / "run.json").write_text(json.dumps({"n_train": 5}))
+    (run / "run.json").write_text(json.dumps({"kind": RUN_KIND, "n_train": 5}))
     with pytest.raises(SystemExit):
         main(["--teacher-run", str(run), "--data", str(data), "--out", str(tmp_path / "x")])

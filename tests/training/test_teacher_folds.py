@@ -15,10 +15,9 @@ from absa.training.distill import fold_targets, teacher_info, teacher_targets
 from absa.training.evaluate import evaluate
 from absa.training.presets import TrainConfig
 from absa.training.records import DataError
-from absa.training.rundir import RUN_INFO, read_info
+from absa.training.rundir import RUN_INFO, read_info, write_examples
 from absa.training.teacher_cache import file_sha256
 from absa.training.train import fit
-from benchmarks.oof_folds import write_jsonl
 from tests.helpers import synthetic_examples, tiny_preset
 
 LABELS = ("negative", "neutral", "positive")
@@ -29,7 +28,7 @@ def test_fold_rows_take_the_fold_teachers_targets(
 ) -> None:
     examples = synthetic_examples(12, seed=0)
     fold = tmp_path / "fold.jsonl"
-    write_jsonl(fold, examples[::2])  # every other item: 12 of 24
+    write_examples(fold, examples[::2])  # every other item: 12 of 24
     lies = teacher_targets(liar, examples, LABELS)
     truth = teacher_targets(tiny_run, examples, LABELS)
     assert not np.allclose(lies, truth, atol=0.1)
@@ -45,7 +44,7 @@ def test_fold_rows_take_the_fold_teachers_targets(
 def test_a_teacher_that_trained_on_its_fold_is_refused(tiny_run: Path, tmp_path: Path) -> None:
     examples = synthetic_examples(12, seed=0)
     fold = tmp_path / "fold.jsonl"
-    write_jsonl(fold, examples[:4])
+    write_examples(fold, examples[:4])
     teacher = tmp_path / "teacher"
     shutil.copytree(tiny_run, teacher)
     info = read_info(teacher)
@@ -63,7 +62,7 @@ def test_a_student_learns_each_fold_from_its_teacher(
     scores: the student learns the truth, and its run records the fold."""
     examples = synthetic_examples(12, seed=0)
     fold = tmp_path / "fold.jsonl"
-    write_jsonl(fold, examples)
+    write_examples(fold, examples)
     preset = tiny_preset("atae-lstm", small_glove)
     tcfg = replace(
         preset.train, teacher=str(liar), distill=1.0, teacher_folds=((str(fold), str(tiny_run)),)
