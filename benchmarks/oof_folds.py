@@ -22,6 +22,7 @@ import argparse
 import logging
 import random
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,18 +49,17 @@ def teacher_train(
 def split_folds(examples: Sequence[Example], seed: int) -> tuple[list[Example], list[Example]]:
     """Two folds of whole sentences (by normalised text), shuffled with ``seed``, each
     sentence to the fold that holds fewer examples so far; each fold in the given order."""
-    groups: dict[str, list[int]] = {}
-    for i, e in enumerate(examples):
-        groups.setdefault(normalise_text(e.text), []).append(i)
-    keys = list(groups)
-    random.Random(seed).shuffle(keys)
-    sizes, fold_of = [0, 0], {}
-    for k in keys:
-        f = 0 if sizes[0] <= sizes[1] else 1
+    keys = [normalise_text(e.text) for e in examples]
+    sizes = Counter(keys)  # examples per sentence, in first-seen order
+    order = list(sizes)
+    random.Random(seed).shuffle(order)
+    held, fold_of = [0, 0], {}
+    for k in order:
+        f = 0 if held[0] <= held[1] else 1
         fold_of[k] = f
-        sizes[f] += len(groups[k])
-    a = [e for e in examples if fold_of[normalise_text(e.text)] == 0]
-    b = [e for e in examples if fold_of[normalise_text(e.text)] == 1]
+        held[f] += sizes[k]
+    a = [e for e, k in zip(examples, keys, strict=True) if fold_of[k] == 0]
+    b = [e for e, k in zip(examples, keys, strict=True) if fold_of[k] == 1]
     return a, b
 
 
