@@ -70,8 +70,9 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
     step([*ABSA, "export", "--run", str(run), "--out", str(art), "--name", args.name])
     scores = default_model.evaluate_all(ABSA, art, tests(), record=cmds)
     info, metrics = rundir.read_info(run), rundir.read_metrics(run)
-    if info["teacher"]["dev_leak"] != 0:
-        raise SystemExit(f"{run}: {info['teacher']['dev_leak']} dev sentences the teacher saw")
+    for who in [info["teacher"], *(f["teacher"] for f in info.get("teacher_folds") or [])]:
+        if who["dev_leak"] != 0:
+            raise SystemExit(f"{run}: {who['dev_leak']} dev sentences teacher {who['path']} saw")
     result = {
         "run": default_model.shown(run),
         "seed": seed,
@@ -83,6 +84,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         "best_epoch": metrics["best_epoch"],
         "test": scores,
         "teacher": info["teacher"],
+        "teacher_folds": info.get("teacher_folds"),  # the out-of-fold teachers, if any
         "teacher_test": teacher["test"],
         "transfer": info.get("transfer"),
         "data": info["data"],

@@ -4,7 +4,11 @@ its mean top probability.
 
     ABSA_TEACHER_CACHE=runs/teacher-cache python benchmarks/teacher_agreement.py \\
         --teachers runs/teacher-union-mpnet runs/teacher-union-more-mpnet \\
-        --data <training files> --name teachers-mpnet --threads 1
+        --data <training files> --name teachers-mpnet --threads 1 [--by-source <files>]
+
+``--by-source``: files the --data items came from (a fold file of several sets, say); each
+item is told to the first of them holding its sentence (texts compared as ``drop_overlap``
+does) and each file's items are reported per source as well.
 
 Each file's aspects are scored as a student's soft targets are (``training/distill.py``:
 the teacher's served probabilities, through the teacher cache when it is on). A teacher
@@ -30,17 +34,32 @@ import torch  # noqa: E402
 from absa.training.distill import teacher_targets  # noqa: E402
 from absa.training.evaluate import predict_examples  # noqa: E402
 from absa.training.provenance import code_version, file_info, portable  # noqa: E402
-from absa.training.readers import read_examples  # noqa: E402
+from absa.training.readers import normalise_text, read_examples  # noqa: E402
 
 
-def agreement(probs: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    """Agreement with the labels (%), mean probability of the label, mean top probability."""
-    rows = np.arange(len(gold))
+def agreement(probs: np.ndarray, gold: np.ndarray, labels: list[str]) -> dict:
+    """Agreement with the labels (%), mean probability of the label, mean top probability,
+    and per label the share of its items the teacher calls it (%)."""
+    rows, top = np.arange(len(gold)), probs.argmax(1)
     return {
-        "agree_pct": round(float(100 * (probs.argmax(1) == gold).mean()), 2),
+        "agree_pct": round(float(100 * (top == gold).mean()), 2),
         "p_gold": round(float(probs[rows, gold].mean()), 4),
         "p_max": round(float(probs.max(1).mean()), 4),
+        "recall_pct": {
+            name: round(float(100 * (top[gold == i] == i).mean()), 2)
+            for i, name in enumerate(labels)
+            if (gold == i).any()
+        },
     }
+
+
+def sources(files: list[Path]) -> dict[str, str]:
+    """Each normalised sentence of ``files`` to the name of the first file that holds it."""
+    where: dict[str, str] = {}
+    for path in files:
+        for e in read_examples(str(path)).examples:
+            where.setdefault(normalise_text(e.text), portable(path))
+    return where
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,26 +68,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", nargs="+", type=Path, required=True, help="labelled files")
     ap.add_argument("--name", required=True)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--by-source", nargs="*", type=Path, default=[], help="where items came from")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "distill")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
     _, labels = predict_examples(args.teachers[0], [])
+    where = sources(args.by_source)
     result: dict = {"teachers": [str(t) for t in args.teachers], "files": {}}
     for path in args.data:
         examples = read_examples(str(path)).examples
         gold = np.array([labels.index(e.label) for e in examples])
-        per = {str(t): agreement(teacher_targets(t, examples, labels), gold) for t in args.teachers}
-        result["files"][portable(path)] = {"file": file_info([path])[0], "n": len(gold), **per}
-        for t, a in per.items():
-            sys.stdout.write(
-                f"{path.name:32s} {Path(t).name:28s} agree {a['agree_pct']:6.2f} %  "
-                f"p(gold) {a['p_gold']:.3f}  p(max) {a['p_max']:.3f}\n"
-            )
+        probs = {str(t): teacher_targets(t, examples, labels) for t in args.teachers}
+        per = {t: agreement(p, gold, labels) for t, p in probs.items()}
+        entry = {"file": file_info([path])[0], "n": len(gold), **per}
+        _write(path.name, per)
+        if where:
+            came = np.array([where.get(normalise_text(e.text), "?") for e in examples])
+            entry["by_source"] = {}
+            for src in sorted(set(came)):
+                rows = came == src
+                part = {t: agreement(p[rows], gold[rows], labels) for t, p in probs.items()}
+                entry["by_source"][src] = {"n": int(rows.sum()), **part}
+                _write(f"  {Path(src).name}", part)
+        result["files"][portable(path)] = entry
     result["code_version"] = code_version()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"agreement-{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return 0
+
+
+def _write(what: str, per: dict[str, dict[str, float]]) -> None:
+    for t, a in per.items():
+        sys.stdout.write(
+            f"{what:32s} {Path(t).name:28s} agree {a['agree_pct']:6.2f} %  "
+            f"p(gold) {a['p_gold']:.3f}  p(max) {a['p_max']:.3f}  recall "
+            + " ".join(f"{k} {v:.1f}" for k, v in a["recall_pct"].items())
+            + "\n"
+        )
 
 
 if __name__ == "__main__":
