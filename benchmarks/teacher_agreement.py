@@ -33,33 +33,26 @@ import torch  # noqa: E402
 
 from absa.training.distill import teacher_targets  # noqa: E402
 from absa.training.evaluate import predict_examples  # noqa: E402
+from absa.training.metrics import classification_report  # noqa: E402
 from absa.training.provenance import code_version, file_info, portable  # noqa: E402
 from absa.training.readers import normalise_text, read_examples  # noqa: E402
+from benchmarks.dev_sources import sources  # noqa: E402
 
 
 def agreement(probs: np.ndarray, gold: np.ndarray, labels: list[str]) -> dict:
     """Agreement with the labels (%), mean probability of the label, mean top probability,
     and per label the share of its items the teacher calls it (%)."""
-    rows, top = np.arange(len(gold)), probs.argmax(1)
+    report = classification_report(gold, probs.argmax(1), labels)
     return {
-        "agree_pct": round(float(100 * (top == gold).mean()), 2),
-        "p_gold": round(float(probs[rows, gold].mean()), 4),
+        "agree_pct": round(100 * report["accuracy"], 2),
+        "p_gold": round(float(probs[np.arange(len(gold)), gold].mean()), 4),
         "p_max": round(float(probs.max(1).mean()), 4),
         "recall_pct": {
-            name: round(float(100 * (top[gold == i] == i).mean()), 2)
-            for i, name in enumerate(labels)
-            if (gold == i).any()
+            name: round(100 * c["recall"], 2)
+            for name, c in report["per_class"].items()
+            if c["support"]
         },
     }
-
-
-def sources(files: list[Path]) -> dict[str, str]:
-    """Each normalised sentence of ``files`` to the name of the first file that holds it."""
-    where: dict[str, str] = {}
-    for path in files:
-        for e in read_examples(str(path)).examples:
-            where.setdefault(normalise_text(e.text), portable(path))
-    return where
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
     _, labels = predict_examples(args.teachers[0], [])
-    where = sources(args.by_source)
+    where = sources({portable(p): p for p in args.by_source})
     result: dict = {"teachers": [str(t) for t in args.teachers], "files": {}}
     for path in args.data:
         examples = read_examples(str(path)).examples
@@ -98,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _write(what: str, per: dict[str, dict[str, float]]) -> None:
+def _write(what: str, per: dict[str, dict]) -> None:
     for t, a in per.items():
         sys.stdout.write(
             f"{what:32s} {Path(t).name:28s} agree {a['agree_pct']:6.2f} %  "

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from absa.training.evaluate import evaluate
-from absa.training.rundir import read_dev_examples
+from absa.training.records import Example
+from absa.training.rundir import read_dev_examples, write_examples
 from benchmarks import dev_sources
 from tests.helpers import synthetic_examples, write_3line, write_jsonl
 
@@ -29,3 +30,17 @@ def test_each_dev_example_is_scored_with_the_file_its_sentence_came_from(
     assert scores["all"]["accuracy"] == round(whole["accuracy"] * 100, 2)
     part = evaluate(tiny_run, groups["b"])
     assert scores["b"]["macro_f1"] == round(part["macro_f1"] * 100, 2)
+
+
+def test_sources_tell_each_sentence_the_first_file_that_holds_it(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    write_examples(first, [Example("The food was good", 4, 8, "positive")])
+    write_examples(
+        second,
+        [
+            Example("the food was good .", 4, 8, "positive"),  # the same sentence, normalised
+            Example("The screen is dim", 4, 10, "negative"),
+        ],
+    )
+    where = dev_sources.sources({"first": first, "second": second})
+    assert where == {"thefoodwasgood": "first", "thescreenisdim": "second"}

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from absa.training.provenance import portable
-from absa.training.records import Example
-from absa.training.rundir import write_examples
-from benchmarks.teacher_agreement import agreement, sources
+from benchmarks.teacher_agreement import agreement
 
 LABELS = ["negative", "neutral", "positive"]
 
@@ -29,17 +24,3 @@ def test_recall_leaves_out_a_label_no_item_has() -> None:
     probs = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1]])
     a = agreement(probs, np.array([0, 2]), LABELS)
     assert a["recall_pct"] == {"negative": 100.0, "positive": 0.0}
-
-
-def test_sources_tell_each_sentence_the_first_file_that_holds_it(tmp_path: Path) -> None:
-    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    write_examples(first, [Example("The food was good", 4, 8, "positive")])
-    write_examples(
-        second,
-        [
-            Example("the food was good .", 4, 8, "positive"),  # the same sentence, normalised
-            Example("The screen is dim", 4, 10, "negative"),
-        ],
-    )
-    where = sources([first, second])
-    assert where == {"thefoodwasgood": portable(first), "thescreenisdim": portable(second)}
