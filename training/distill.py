@@ -73,9 +73,11 @@ def fold_targets(
     examples: Sequence[Example],
     folds: Sequence[tuple[str, str]],
     labels: Sequence[str],
+    weight: float = 1.0,
 ) -> tuple[np.ndarray, list[dict]]:
     """Out-of-fold targets: ``soft`` (N, C) over ``examples`` with the rows of each fold
-    file's spans (sentence, start, end) replaced by its teacher's probabilities. A teacher
+    file's spans (sentence, start, end) replaced by its teacher's probabilities (``weight``
+    < 1: by ``weight`` x those + (1 - ``weight``) x ``soft``'s, a blend). A teacher
     whose run records that fold file (by sha256) among its training data is refused: it
     trained on the items it would score. Returns the targets and, per fold, what it did."""
     out, about = soft.copy(), []
@@ -88,8 +90,11 @@ def fold_targets(
         spans = {(e.text, e.start, e.end) for e in read_examples(fold).examples}
         rows = [i for i, e in enumerate(examples) if (e.text, e.start, e.end) in spans]
         if rows:
-            out[rows] = teacher_targets(Path(teacher), [examples[i] for i in rows], labels)
-        about.append({"file": fold, "sha256": sha, "teacher": teacher, "items": len(rows)})
+            theirs = teacher_targets(Path(teacher), [examples[i] for i in rows], labels)
+            out[rows] = weight * theirs + (1.0 - weight) * soft[rows]
+        about.append(
+            {"file": fold, "sha256": sha, "teacher": teacher, "items": len(rows), "weight": weight}
+        )
         log.info("out-of-fold targets: %d training item(s) of %s from %s", len(rows), fold, teacher)
     return out, about
 

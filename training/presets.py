@@ -49,6 +49,9 @@ class TrainConfig:
     # (sentence, start, end) the fold file holds take that teacher's probabilities instead
     # of ``teacher``'s, a teacher that never trained on them (benchmarks/oof_folds.py)
     teacher_folds: tuple[tuple[str, str], ...] = ()
+    # the fold teacher's share of those items' targets: w x the fold teacher's + (1 - w) x
+    # ``teacher``'s probabilities (1 = the fold teacher's alone, 0.5 = an even blend)
+    teacher_folds_weight: float = 1.0
     distill: float = 0.5  # weight of the teacher's soft targets in the loss (with a teacher)
     # Hinton's temperature T on the teacher term: both distributions softened by T (the
     # teacher's as p^(1/T), renormalised), the term scaled by T^2; 1 = the plain soft CE
@@ -125,6 +128,8 @@ class TrainConfig:
         if folds and not self.teacher:
             raise ValueError("teacher_folds needs a teacher (for the items no fold holds)")
         object.__setattr__(self, "teacher_folds", folds)
+        if not 0.0 < self.teacher_folds_weight <= 1.0:
+            raise ValueError("teacher_folds_weight must be in (0, 1]")
         if isinstance(self.oversample, str):
             raise ValueError("oversample is a list of file-name endings")
         object.__setattr__(self, "oversample", tuple(self.oversample))

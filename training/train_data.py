@@ -78,7 +78,9 @@ def prepare_data(
     if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
         probs = ensemble_targets(teacher_dirs(tcfg), train, preset.model.labels)
         if tcfg.teacher_folds:
-            probs, folds = fold_targets(probs, train, tcfg.teacher_folds, preset.model.labels)
+            probs, folds = fold_targets(
+                probs, train, tcfg.teacher_folds, preset.model.labels, tcfg.teacher_folds_weight
+            )
         soft = torch.from_numpy(probs).to(device)
     gold, about = None, None
     if transfer:  # never an aspect of a dev sentence: dev shares no text with train

@@ -37,8 +37,29 @@ def test_fold_rows_take_the_fold_teachers_targets(
     np.testing.assert_allclose(out[1::2], lies[1::2])
     np.testing.assert_allclose(lies, teacher_targets(liar, examples, LABELS))  # not in place
     assert about == [
-        {"file": str(fold), "sha256": file_sha256(fold), "teacher": str(tiny_run), "items": 12}
+        {
+            "file": str(fold),
+            "sha256": file_sha256(fold),
+            "teacher": str(tiny_run),
+            "items": 12,
+            "weight": 1.0,
+        }
     ]
+
+
+def test_a_blend_weighs_the_fold_teacher_against_the_teacher(
+    liar: Path, tiny_run: Path, tmp_path: Path
+) -> None:
+    examples = synthetic_examples(12, seed=0)
+    fold = tmp_path / "fold.jsonl"
+    write_examples(fold, examples[:6])
+    lies = teacher_targets(liar, examples, LABELS)
+    truth = teacher_targets(tiny_run, examples, LABELS)
+    out, about = fold_targets(lies, examples, [(str(fold), str(tiny_run))], LABELS, 0.25)
+    np.testing.assert_allclose(out[:6], 0.25 * truth[:6] + 0.75 * lies[:6], rtol=1e-6)
+    np.testing.assert_allclose(out[:6].sum(1), 1.0, rtol=1e-5)  # still distributions
+    np.testing.assert_allclose(out[6:], lies[6:])
+    assert about[0]["weight"] == 0.25 and about[0]["items"] == 6
 
 
 def test_a_teacher_that_trained_on_its_fold_is_refused(tiny_run: Path, tmp_path: Path) -> None:
@@ -87,3 +108,6 @@ def test_teacher_folds_config() -> None:
     assert cfg.teacher_folds == (("a.jsonl", "runs/b"),)
     assert cfg.to_dict()["teacher_folds"] == [["a.jsonl", "runs/b"]]  # as JSON holds it
     assert TrainConfig(**json.loads(json.dumps(cfg.to_dict()))) == cfg
+    for w in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="teacher_folds_weight"):
+            TrainConfig(teacher="t", teacher_folds=cfg.teacher_folds, teacher_folds_weight=w)
