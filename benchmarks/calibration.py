@@ -13,7 +13,9 @@ the recorded dev accuracy, fit T on the artifact's own logits (``absa.model.reca
 check no test-set prediction changes, and replace the artifact by the new version.
 
 Then for each test set one result file benchmarks/results/calibration/<name>-<version>__<set>.json
-(skipped when it exists: resumable); the numbers go into the artifact's metadata
+(or under --results DIR; skipped when it exists and holds this artifact's numbers: resumable;
+one that holds another artifact's, by the same name and version, is an error, never reused);
+the numbers go into the artifact's metadata
 (``calibration.test``, shown by /v1/model) and its card, and a Markdown table is printed
 for docs/benchmarks.md.
 """
@@ -165,6 +167,31 @@ def null_summary(probs: np.ndarray, bins: int, target: float = TARGET_ECE) -> di
     }
 
 
+def identity(model: Path) -> dict:
+    """What the served probabilities depend on: the graph, vocabulary and text pipeline
+    files (sha256) and the calibration (T and the top-label map), not the name or version."""
+    meta = artifact.read_metadata(model)
+    names = (artifact.ONNX, "vocab.json", "pipeline.json")
+    return {
+        "files": {n: artifact.sha256_file(model / n) for n in names if (model / n).is_file()},
+        "calibration": {k: v for k, v in meta["calibration"].items() if k != "test"},
+    }
+
+
+def reusable(out: Path, model: Path) -> dict | None:
+    """A result file's content when it exists and measured this artifact (files written
+    before identities were recorded are taken as they are); None when it does not exist."""
+    if not out.is_file():
+        return None
+    result = json.loads(out.read_text())
+    if "model" in result and result["model"] != identity(model):
+        raise SystemExit(
+            f"{out}: measured another artifact named {result['artifact']} (its files or "
+            "calibration differ); give --results DIR, or re-issue this one as another version"
+        )
+    return result
+
+
 def measure(model: Path, name: str) -> dict:
     """One result file's content: ECE and NLL on the test set without and with T."""
     meta = artifact.read_metadata(model)
@@ -179,6 +206,7 @@ def measure(model: Path, name: str) -> dict:
     bins = meta["calibration"]["bins"]
     return {
         "artifact": f"{meta['name']}-{meta['version']}",
+        "model": identity(model),
         "dataset": name,
         "test": {os.path.relpath(f, ROOT): artifact.sha256_file(f) for f in files},
         "temperature": t,
@@ -259,6 +287,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--reissue", metavar="VERSION", help="fit T and re-issue as VERSION first")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where the result files go")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.reissue:
@@ -266,13 +295,15 @@ def main() -> None:
     meta = artifact.read_metadata(args.artifact)
     if "calibration" not in meta:
         raise SystemExit(f"{args.artifact}: no temperature; re-issue it with --reissue VERSION")
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.results.mkdir(parents=True, exist_ok=True)
     results = {}
     for name in [*DATASETS, POOLED]:
-        out = RESULTS / f"{meta['name']}-{meta['version']}__{name}.json"
-        if not out.is_file():
-            out.write_text(json.dumps(measure(args.artifact, name), indent=1) + "\n")
-        results[name] = json.loads(out.read_text())
+        out = args.results / f"{meta['name']}-{meta['version']}__{name}.json"
+        result = reusable(out, args.artifact)
+        if result is None:
+            result = measure(args.artifact, name)
+            out.write_text(json.dumps(result, indent=1) + "\n")
+        results[name] = result
     record(args.artifact, results)
     print(table(results))
 

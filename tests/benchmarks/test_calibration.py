@@ -4,6 +4,10 @@ re-running the card update is idempotent."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,7 +15,15 @@ from absa.model import artifact
 from absa.model.calibration import expected_calibration_error
 from absa.model.recalibrate import temperature_of
 from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime
-from benchmarks.calibration import null_eces, null_summary, rebuild_dev, spans, with_calibration
+from benchmarks.calibration import (
+    identity,
+    null_eces,
+    null_summary,
+    rebuild_dev,
+    reusable,
+    spans,
+    with_calibration,
+)
 from tests.helpers import data_dir
 
 META = artifact.read_metadata(DEFAULT_MODEL_DIR)
@@ -65,3 +77,27 @@ def test_null_summary_says_how_often_a_calibrated_model_meets_a_target() -> None
     assert strict["ece_floor_share_meeting_target"] == 0.0
     assert loose["ece_floor"] == null_eces(p, 15).mean()  # the same seeded draws
     assert loose["ece_floor"] < loose["ece_floor_p95"] < 0.2
+
+
+def test_a_result_file_of_another_artifact_by_the_same_name_is_never_reused(
+    tmp_path: Path,
+) -> None:
+    """Two candidates exported under one version: the second must not take the first's
+    numbers (and write them into its own metadata)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(DEFAULT_MODEL_DIR, first)
+    shutil.copytree(DEFAULT_MODEL_DIR, second)
+    out = tmp_path / "results" / "absa-default-x__lap14.json"
+    assert reusable(out, first) is None  # nothing measured yet
+    out.parent.mkdir()
+    out.write_text(json.dumps({"artifact": "absa-default-x", "model": identity(first), "n": 638}))
+    assert reusable(out, second) == json.loads(out.read_text())  # the same files: resumed
+    onnx = second / artifact.ONNX
+    onnx.write_bytes(onnx.read_bytes() + b"\0")  # another graph, the same metadata
+    with pytest.raises(SystemExit, match="measured another artifact named absa-default-x"):
+        reusable(out, second)
+    meta = artifact.read_metadata(first)
+    meta["calibration"]["temperature"] += 0.5  # the same graph, another temperature
+    artifact.write_metadata(first, meta)
+    with pytest.raises(SystemExit, match="give --results DIR"):
+        reusable(out, first)
