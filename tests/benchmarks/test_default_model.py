@@ -115,6 +115,18 @@ def test_hint_words_say_what_the_hint_was_and_where_it_was_left_out() -> None:
     assert words.endswith(own)
 
 
+def test_fold_words_name_each_fold_and_its_teacher() -> None:
+    assert default_model.fold_words({}) == ""
+    t = {"path": "runs/t-b", "sha256": "ab" * 32, "dev_leak": 0}
+    folds = [{"file": "runs/oof/fold-a.jsonl", "sha256": "cd" * 32, "teacher": t, "items": 5}]
+    words = default_model.fold_words({"teacher_folds": folds})
+    assert words.startswith(" Out of fold: ") and "blended" not in words
+    want = "the 5 items of `runs/oof/fold-a.jsonl` from `runs/t-b` (dev sentences it may have"
+    assert words.endswith(f"{want} seen: 0).")
+    blend = default_model.fold_words({"teacher_folds": [{**folds[0], "weight": 0.5}]})
+    assert "(`benchmarks/oof_folds.py`), blended 0.5 with that teacher's: the 5 items" in blend
+
+
 def test_more_teacher_words_name_each_teacher_and_its_kept_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -112,3 +112,14 @@ def test_the_states_command_rebuilt_from_its_record_writes_the_same_states(
     config = {"teacher_states": str(out), "distill_states": 0.5}
     assert prepared.commands({}, config) == [cmd]
     assert prepared.commands({}, {**config, "distill_states": 0.0}) == []
+
+
+def test_the_fold_teachers_command_only_for_the_fold_files_training_read(tmp_path: Path) -> None:
+    fold = write_jsonl(tmp_path / "fold-a.jsonl", synthetic_examples(2, seed=0))
+    rec = {"file": str(fold), "sha256": sha256_file(fold), "teacher": {}, "items": 4}
+    assert prepared.folds_line([rec]) == "bash benchmarks/oof_teachers.sh teachers"
+    line = prepared.commands({"teacher_folds": [rec]}, {})
+    assert line == ["bash benchmarks/oof_teachers.sh teachers"]
+    fold.write_text("changed\n")
+    assert prepared.folds_line([rec]).startswith(f"# {fold}: not the fold file training read")
+    assert prepared.folds_line([{**rec, "file": str(tmp_path / "gone.jsonl")}]).startswith("# ")

@@ -13,6 +13,7 @@ import pytest
 
 from absa.training.distill import fold_targets, teacher_info, teacher_targets
 from absa.training.evaluate import evaluate
+from absa.training.exporting import export_run
 from absa.training.presets import TrainConfig
 from absa.training.records import DataError
 from absa.training.rundir import RUN_INFO, read_info, write_examples
@@ -96,6 +97,8 @@ def test_a_student_learns_each_fold_from_its_teacher(
     ]
     assert folds[0]["teacher"]["sha256"] == teacher_info(tiny_run, examples)["sha256"]
     assert folds[0]["teacher"]["dev_leak"] == 0
+    meta = export_run(tmp_path / "s", tmp_path / "art", calibrate=False)
+    assert meta["train"]["teacher_folds"] == folds  # the artifact keeps its provenance
 
 
 def test_teacher_folds_config() -> None:
