@@ -178,13 +178,14 @@ def identity(model: Path) -> dict:
     }
 
 
-def reusable(out: Path, model: Path) -> dict | None:
-    """A result file's content when it exists and measured this artifact (files written
-    before identities were recorded are taken as they are); None when it does not exist."""
+def reusable(out: Path, ident: dict) -> dict | None:
+    """A result file's content when it exists and measured the artifact of ``identity``
+    ``ident`` (files written before identities were recorded are taken as they are); None
+    when it does not exist."""
     if not out.is_file():
         return None
     result = json.loads(out.read_text())
-    if "model" in result and result["model"] != identity(model):
+    if "model" in result and result["model"] != ident:
         raise SystemExit(
             f"{out}: measured another artifact named {result['artifact']} (its files or "
             "calibration differ); give --results DIR, or re-issue this one as another version"
@@ -192,8 +193,9 @@ def reusable(out: Path, model: Path) -> dict | None:
     return result
 
 
-def measure(model: Path, name: str) -> dict:
-    """One result file's content: ECE and NLL on the test set without and with T."""
+def measure(model: Path, name: str, ident: dict) -> dict:
+    """One result file's content: ECE and NLL on the test set without and with T (``ident``:
+    the artifact's ``identity``)."""
     meta = artifact.read_metadata(model)
     files = test_files(name)
     examples = read_many([str(f) for f in files]).examples
@@ -206,7 +208,7 @@ def measure(model: Path, name: str) -> dict:
     bins = meta["calibration"]["bins"]
     return {
         "artifact": f"{meta['name']}-{meta['version']}",
-        "model": identity(model),
+        "model": ident,
         "dataset": name,
         "test": {os.path.relpath(f, ROOT): artifact.sha256_file(f) for f in files},
         "temperature": t,
@@ -296,12 +298,12 @@ def main() -> None:
     if "calibration" not in meta:
         raise SystemExit(f"{args.artifact}: no temperature; re-issue it with --reissue VERSION")
     args.results.mkdir(parents=True, exist_ok=True)
-    results = {}
+    results, ident = {}, identity(args.artifact)  # hashed once, not per test set
     for name in [*DATASETS, POOLED]:
         out = args.results / f"{meta['name']}-{meta['version']}__{name}.json"
-        result = reusable(out, args.artifact)
+        result = reusable(out, ident)
         if result is None:
-            result = measure(args.artifact, name)
+            result = measure(args.artifact, name, ident)
             out.write_text(json.dumps(result, indent=1) + "\n")
         results[name] = result
     record(args.artifact, results)

@@ -119,8 +119,7 @@ def commands(train: dict, train_config: dict, expansion: dict | None = None) -> 
 
 def _vectors_line(glove: str, sha256: str | None, reader: str) -> str:
     """The command that made the vectors file ``glove``, or a comment saying why not."""
-    here = ROOT / glove if not Path(glove).is_absolute() else Path(glove)
-    if sha256 and (not here.is_file() or sha256_file(here) != sha256):
+    if sha256 and not _is_file_read(glove, sha256):
         return f"# {glove}: not the file {reader} read (sha256 {sha256[:12]}...)"
     return vectors_command(glove) or f"# {glove}: no record"
 
@@ -129,7 +128,13 @@ def folds_line(folds: list[dict]) -> str:
     """The command that made the fold files and their teachers (``train.teacher_folds``),
     or a comment naming a fold file that is not the one training read."""
     for f in folds:
-        here = ROOT / f["file"]
-        if not here.is_file() or sha256_file(here) != f["sha256"]:
+        if not _is_file_read(f["file"], f["sha256"]):
             return f"# {f['file']}: not the fold file training read (sha256 {f['sha256'][:12]}...)"
     return "bash benchmarks/oof_teachers.sh teachers"
+
+
+def _is_file_read(path: str, sha256: str) -> bool:
+    """Whether ``path`` (relative to the repository root, or absolute) is here and is the
+    file whose sha256 a record holds."""
+    here = ROOT / path  # an absolute path stays itself
+    return here.is_file() and sha256_file(here) == sha256

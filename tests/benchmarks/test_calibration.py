@@ -88,16 +88,16 @@ def test_a_result_file_of_another_artifact_by_the_same_name_is_never_reused(
     shutil.copytree(DEFAULT_MODEL_DIR, first)
     shutil.copytree(DEFAULT_MODEL_DIR, second)
     out = tmp_path / "results" / "absa-default-x__lap14.json"
-    assert reusable(out, first) is None  # nothing measured yet
+    assert reusable(out, identity(first)) is None  # nothing measured yet
     out.parent.mkdir()
     out.write_text(json.dumps({"artifact": "absa-default-x", "model": identity(first), "n": 638}))
-    assert reusable(out, second) == json.loads(out.read_text())  # the same files: resumed
+    assert reusable(out, identity(second)) == json.loads(out.read_text())  # the same files: resumed
     onnx = second / artifact.ONNX
     onnx.write_bytes(onnx.read_bytes() + b"\0")  # another graph, the same metadata
     with pytest.raises(SystemExit, match="measured another artifact named absa-default-x"):
-        reusable(out, second)
+        reusable(out, identity(second))
     meta = artifact.read_metadata(first)
     meta["calibration"]["temperature"] += 0.5  # the same graph, another temperature
     artifact.write_metadata(first, meta)
     with pytest.raises(SystemExit, match="give --results DIR"):
-        reusable(out, first)
+        reusable(out, identity(first))
