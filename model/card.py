@@ -237,8 +237,13 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
     if isinstance(quant, Mapping):
         lines.append(
             f"- Quantized ({quant.get('type')}): dev accuracy "
-            f"{_pct(quant.get('dev_accuracy_int8'))} %, "
-            f"{quant.get('changed_predictions', '?')} predictions changed."
+            f"{_pct(quant.get('dev_accuracy_int8'))} %"
+            + (
+                f", macro-F1 {_pct(quant['dev_macro_f1_int8'])} %"
+                if "dev_macro_f1_int8" in quant
+                else ""
+            )
+            + f", {quant.get('changed_predictions', '?')} predictions changed."
         )
     lines += [
         "",

@@ -280,6 +280,16 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
+def _macro_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
+    """Macro-F1 of ``pred`` against ``y`` over ``k`` classes (as training's metrics count it:
+    a class never gold nor predicted scores 0)."""
+    conf = np.zeros((k, k), dtype=np.int64)
+    np.add.at(conf, (y, pred), 1)
+    tp = np.diag(conf).astype(np.float64)
+    denom = conf.sum(0) + conf.sum(1)  # 2 tp + fp + fn
+    return float(np.mean(np.divide(2 * tp, denom, out=np.zeros(k), where=denom > 0)))
+
+
 def _quantize(
     tmp: Path,
     metadata: dict,
@@ -300,6 +310,7 @@ def _quantize(
         "type": "int8-embeddings" if tables else "int8-dynamic",
         "dev_accuracy_fp32": acc32,
         "dev_accuracy_int8": acc8,
+        "dev_macro_f1_int8": _macro_f1(y, got.argmax(1), got.shape[1]),
         "accuracy_change": acc8 - acc32,
         "changed_predictions": int((got.argmax(1) != fp32_probs.argmax(1)).sum()),
         "max_abs_prob_diff": float(np.abs(got - fp32_probs).max()),

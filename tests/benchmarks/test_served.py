@@ -93,3 +93,16 @@ def test_a_missing_dev_file_is_named(
         served.main([str(cand), "--name", "c", "--as-served", "x", "--out", str(tmp_path)])
     assert exc.value.code == 2
     assert "cand.dev.json: missing" in capsys.readouterr().err
+
+
+def test_the_reference_dev_is_the_served_graphs_where_export_recorded_it(
+    artifact: Path, tmp_path: Path
+) -> None:
+    ref = _with_scores(artifact, tmp_path / "shipped", SHIPPED)
+    meta = json.loads((ref / "metadata.json").read_text())
+    run = meta["metrics"]["dev"]
+    assert served.reference_dev(ref) == (100 * run["accuracy"], 100 * run["macro_f1"])
+    quant = {"dev_accuracy_int8": 0.7811, "dev_macro_f1_int8": 0.7824}
+    meta["quantization"] = {**(meta.get("quantization") or {}), **quant}
+    (ref / "metadata.json").write_text(json.dumps(meta))
+    assert served.reference_dev(ref) == pytest.approx((78.11, 78.24))

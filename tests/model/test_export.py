@@ -27,6 +27,7 @@ from absa.model.card import calibration_lines
 from absa.model.predictor import Predictor
 from absa.model.runtime import ArtifactError, Runtime, choose_providers, word_weights
 from absa.model.text import collate
+from absa.training.metrics import classification_report
 from absa.training.rundir import LoadedRun, load_run
 from absa.training.train import fit
 from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples, tiny_preset, write_jsonl
@@ -348,6 +349,15 @@ def test_runtime_refuses_broken_artifacts(art: Path, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- int8, self-attention
 
 
+def test_macro_f1_counts_as_training_metrics_do() -> None:
+    rng = np.random.default_rng(0)
+    cases = [(rng.integers(0, k, n), rng.integers(0, k, n), k) for k, n in ((3, 50), (4, 30))]
+    cases.append((np.array([0, 0, 1]), np.array([0, 1, 1]), 3))  # class 2 neither gold nor said
+    for y, pred, k in cases:
+        want = classification_report(y, pred, [str(i) for i in range(k)])["macro_f1"]
+        assert export._macro_f1(y, pred, k) == pytest.approx(want)
+
+
 def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     out = tmp_path / "int8"
     meta = export_loaded(loaded, out, quantize="int8")
@@ -367,6 +377,8 @@ def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     acc = float(np.mean([p == e.label for p, e in zip(predicted, EXAMPLES, strict=True)]))
     assert acc == pytest.approx(q["dev_accuracy_int8"])
     y = np.array([rt.labels.index(e.label) for e in EXAMPLES])  # the dev set export used
+    f1 = classification_report(y, probs.argmax(1), rt.labels)["macro_f1"]
+    assert q["dev_macro_f1_int8"] == pytest.approx(f1)
     # (dynamic int8: probabilities depend a little on how the items are batched)
     assert q["dev_ece_int8"] == pytest.approx(expected_calibration_error(probs, y), abs=0.02)
     # how much, export measured: the dev items alone against in one batch
