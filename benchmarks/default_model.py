@@ -539,6 +539,15 @@ def network_words(cfg: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def served_dev(meta: dict) -> str:
+    """'; as served, dev ...' where export recorded the quantised graph's dev scores."""
+    q = meta.get("quantization") or {}
+    if "dev_macro_f1_int8" not in q:
+        return ""
+    acc, f1 = q["dev_accuracy_int8"] * 100, q["dev_macro_f1_int8"] * 100
+    return f"; as served, dev accuracy {acc:.2f} (macro-F1 {f1:.2f})"
+
+
 def card(
     args: argparse.Namespace, results: dict, cmds: list[str], teacher: dict | None = None
 ) -> str:
@@ -610,7 +619,7 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
   {dev["accuracy"] * 100:.2f} (macro-F1 {dev["macro_f1"] * 100:.2f}). The test sets were never used to select.
 {distillation(tr, teacher, meta.get("train_config"))}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
   the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
-  Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}).
+  Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}){served_dev(meta)}.
 
 {calibration}## Intended use
 

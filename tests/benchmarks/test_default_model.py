@@ -142,3 +142,11 @@ def test_more_teacher_words_name_each_teacher_and_its_kept_scores(
     assert "on the test sets lap14 80.00 / 75.00" in default_model.more_teacher_words(t)
     (tmp_path / "teacher-t2.json").write_text(json.dumps({**kept, "sha256": "cd" * 32}))
     assert "on the test sets" not in default_model.more_teacher_words(t)  # other weights
+
+
+def test_served_dev_only_where_export_recorded_the_quantised_graphs_scores() -> None:
+    assert default_model.served_dev({"quantization": {"type": "int8-embeddings"}}) == ""
+    assert default_model.served_dev({}) == ""
+    q = {"dev_accuracy_int8": 0.7811, "dev_macro_f1_int8": 0.78244}
+    words = default_model.served_dev({"quantization": q})
+    assert words == "; as served, dev accuracy 78.11 (macro-F1 78.24)"
