@@ -282,7 +282,8 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
     """Macro-F1 of ``pred`` against ``y`` over ``k`` classes (as training's metrics count it:
-    a class never gold nor predicted scores 0)."""
+    a class never gold nor predicted scores 0). Not absa.training.metrics: model/ imports
+    nothing from training/ (test_export_needs_no_training_code); a test checks the two agree."""
     conf = np.zeros((k, k), dtype=np.int64)
     np.add.at(conf, (y, pred), 1)
     tp = np.diag(conf).astype(np.float64)
