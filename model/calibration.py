@@ -73,12 +73,17 @@ def prob_nll(probs: np.ndarray, y: np.ndarray) -> float:
 
 def apply_top_map(probs: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Each row's top probability c becomes ``interp(c; xs, ys)`` (flat outside the knots),
-    the other classes share what is left in their old proportions. Where the map would let
-    the runner-up overtake, the top class keeps just enough to stay on top: the arg-max
-    never changes. Same shape and dtype as ``probs``."""
+    through ``set_top``. Same shape and dtype as ``probs``."""
     p = np.asarray(probs, dtype=np.float64)
-    if len(p) == 0:
-        return np.asarray(probs).copy()
+    return set_top(probs, np.interp(p.max(axis=1), xs, ys)) if len(p) else np.asarray(probs).copy()
+
+
+def set_top(probs: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Each row's top probability set to ``q`` (one per row), the other classes sharing what
+    is left in their old proportions. Where ``q`` would let the runner-up overtake, the top
+    class keeps just enough to stay on top: the arg-max never changes. Same shape and dtype
+    as ``probs``."""
+    p = np.asarray(probs, dtype=np.float64)
     rows = np.arange(len(p))
     top = p.argmax(axis=1)
     c = p[rows, top]
@@ -87,7 +92,7 @@ def apply_top_map(probs: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarr
     second = rest.max(axis=1)
     # the runner-up's new share second * (1 - q) / (1 - c) stays below q iff q >= floor
     floor = second / np.maximum(1.0 - c + second, 1e-12)
-    q = np.maximum(np.interp(c, xs, ys), np.minimum(floor + 1e-6, 1.0))
+    q = np.maximum(np.asarray(q, dtype=np.float64), np.minimum(floor + 1e-6, 1.0))
     out = rest * ((1.0 - q) / np.maximum(1.0 - c, 1e-12))[:, None]
     out[rows, top] = q
     return out.astype(np.asarray(probs).dtype, copy=False)

@@ -21,6 +21,7 @@ from absa.model.calibration import (
     expected_calibration_error,
     fit_top_map,
     out_of_fold_top_map,
+    set_top,
     softmax,
 )
 from absa.model.card import calibration_lines
@@ -89,6 +90,15 @@ def test_applying_a_map_keeps_every_prediction_and_sums_to_one() -> None:
     assert apply_top_map(np.zeros((0, 3)), xs, ys).shape == (0, 3)
     with pytest.raises(ValueError, match="no examples"):
         fit_top_map(np.zeros((0, 3)), np.zeros(0, dtype=np.int64))
+
+
+def test_set_top_gives_each_row_its_own_top_probability() -> None:
+    p = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6], [0.5, 0.45, 0.05]])
+    q = set_top(p, np.array([0.9, 0.4, 0.3]))  # the last would let the runner-up overtake
+    np.testing.assert_allclose(q[:2].max(1), [0.9, 0.4])
+    np.testing.assert_allclose(q[0], [0.9, 0.075, 0.025])  # the rest keep their 3:1
+    assert (q.argmax(1) == p.argmax(1)).all() and q[2, 0] > q[2, 1]
+    np.testing.assert_allclose(q.sum(1), 1.0)
 
 
 def test_out_of_fold_is_honest() -> None:
