@@ -377,6 +377,10 @@ def make_schedule(
 
 # --------------------------------------------------------------------------- one epoch
 
+# with no progress bar (--quiet, or a log file): a line this often within an epoch, so that
+# an epoch of hours (an mpnet teacher on two CPU threads) shows how far it has come
+HEARTBEAT_SECONDS = 600.0
+
 
 def train_epoch(
     net: ABSANet,
@@ -411,6 +415,7 @@ def train_epoch(
         disable=None if progress else True,  # None: no bar where stderr is not a terminal (logs)
         leave=False,
     )
+    items, beat = sum(len(b) for b in order), t0
     for b in bar:
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
@@ -454,6 +459,13 @@ def train_epoch(
         total_loss += loss.item() * len(b)
         seen += len(b)
         bar.set_postfix(loss=f"{total_loss / seen:.4f}")
+        if bar.disable and time.time() - beat >= HEARTBEAT_SECONDS and seen < items:
+            beat = time.time()
+            left = (beat - t0) * (items - seen) / seen
+            log.info(
+                "epoch %d: %d of %d items, %.0f s, loss %.4f, about %.0f s left",
+                *(epoch, seen, items, beat - t0, total_loss / seen, left),
+            )
     return total_loss / max(1, seen), time.time() - t0
 
 

@@ -378,7 +378,10 @@ def register(sub: Any) -> None:
         help="skip bad records and report them (default: stop at the first)",
     )
     t.add_argument(
-        "--quiet", action="store_true", help="no progress bar (default: a bar, on a terminal only)"
+        "--quiet",
+        action="store_true",
+        help="no progress bar, and a log line every 10 minutes of an epoch instead (default: a "
+        "bar, on a terminal only)",
     )
     t.set_defaults(func=cmd_train)
 

@@ -4,12 +4,16 @@ ends where the run that never stopped ends; a checkpoint of another run is refus
 from __future__ import annotations
 
 import json
+import logging
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from _pytest.logging import LogCaptureFixture
 
 from absa.cli import main
+from absa.training import train
 from absa.training.checkpoint import CHECKPOINT, CheckpointError
 from absa.training.presets import Preset
 from absa.training.rundir import WEIGHTS
@@ -96,3 +100,24 @@ def test_the_cli_stops_with_75_and_resumes(
     assert "--stop-after is minutes" in capsys.readouterr().err
     assert main([*argv, "--task", "extract", "--resume"]) == 2
     assert "--resume and --stop-after are for" in capsys.readouterr().err
+
+
+def test_a_quiet_epoch_says_how_far_it_has_come(
+    small_glove: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(train, "HEARTBEAT_SECONDS", 0.0)  # a line after every batch but the last
+    p = preset(small_glove, epochs=1, batch_size=4)
+    with caplog.at_level(logging.INFO, logger="absa.training.train"):
+        fit(TRAIN, DEV, p, tmp_path / "quiet", progress=False)
+    beats = [r.getMessage() for r in caplog.records if " items, " in r.getMessage()]
+    counts = [
+        tuple(map(int, re.match(r"epoch 1: (\d+) of (\d+) items", b).groups())) for b in beats
+    ]
+    items = counts[0][1]  # every aspect of TRAIN
+    assert [seen for seen, _ in counts] == list(range(4, items, 4))  # batches of 4; not the last
+    assert {n for _, n in counts} == {items} and all("s left" in b for b in beats)
+    caplog.clear()
+    monkeypatch.setattr(train, "HEARTBEAT_SECONDS", 600.0)  # a short epoch: no line
+    with caplog.at_level(logging.INFO, logger="absa.training.train"):
+        fit(TRAIN, DEV, p, tmp_path / "short", progress=False)
+    assert not [r for r in caplog.records if " items, " in r.getMessage()]
