@@ -462,10 +462,8 @@ def train_epoch(
         if bar.disable and time.time() - beat >= HEARTBEAT_SECONDS and seen < items:
             beat = time.time()
             left = (beat - t0) * (items - seen) / seen
-            log.info(
-                "epoch %d: %d of %d items, %.0f s, loss %.4f, about %.0f s left",
-                *(epoch, seen, items, beat - t0, total_loss / seen, left),
-            )
+            msg = "epoch %d: %d of %d items, %.0f s, loss %.4f, about %.0f s left"
+            log.info(msg, epoch, seen, items, beat - t0, total_loss / seen, left)
     return total_loss / max(1, seen), time.time() - t0
 
 
