@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 
 from absa.model import artifact  # noqa: E402
 from absa.model.calibration import (  # noqa: E402
-    TOP_MAX,
     apply_top_map,
     expected_calibration_error,
     fit_top_map,
@@ -39,7 +38,7 @@ from absa.model.calibration import (  # noqa: E402
 from absa.model.recalibrate import logits  # noqa: E402
 from absa.model.text import tokenize  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, spans  # noqa: E402
-from benchmarks.calibration_options import domain_of  # noqa: E402
+from benchmarks.calibration_options import domain_of, source_weights, step_knots  # noqa: E402
 
 FOLDS, SPLITS = 5, 20
 # a kind: (dev probabilities, features, gold) of the fitting folds -> a function that maps
@@ -50,18 +49,12 @@ Kind = Callable[[np.ndarray, np.ndarray, np.ndarray], Mapping]
 
 def knots(kind: str) -> Kind:
     def fit(p: np.ndarray, x: np.ndarray, y: np.ndarray) -> Mapping:
-        from sklearn.isotonic import IsotonicRegression
-
         if kind == "centres":
             xs, ys = fit_top_map(p, y)
         elif kind == "balanced":
-            src = x[:, -1]
-            share = np.array([len(src) / (len(set(src)) * (src == s).sum()) for s in src])
-            xs, ys = fit_top_map(p, y, weights=share)
+            xs, ys = fit_top_map(p, y, weights=source_weights(x[:, -1]))
         else:  # "ends": the step function
-            iso = IsotonicRegression(y_min=1 / p.shape[1], y_max=TOP_MAX, out_of_bounds="clip")
-            iso.fit(p.max(1), (p.argmax(1) == y).astype(float))
-            xs, ys = iso.X_thresholds_, iso.y_thresholds_
+            xs, ys = step_knots(p, y)
         return lambda ph, _x: apply_top_map(ph, xs, ys)
 
     return fit

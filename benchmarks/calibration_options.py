@@ -64,19 +64,27 @@ def fit_vector(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 BOOT = 30  # bootstrap resamples of dev: how much the map's test ECE moves with its dev
 
 
+def step_knots(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plain isotonic step function of "the top class is right" on the top probability:
+    knots at its blocks' ends (``fit_top_map`` puts one at each block's centre)."""
+    from sklearn.isotonic import IsotonicRegression
+
+    step = IsotonicRegression(y_min=1 / p.shape[1], y_max=TOP_MAX, out_of_bounds="clip")
+    step.fit(p.max(1), (p.argmax(1) == y).astype(float))
+    return step.X_thresholds_, step.y_thresholds_
+
+
+def source_weights(sources: np.ndarray) -> np.ndarray:
+    """Per item, weights that give each source the same total."""
+    kinds = set(sources.tolist())
+    return np.array([len(sources) / (len(kinds) * (sources == s).sum()) for s in sources])
+
+
 def top_maps(
     p: np.ndarray, y: np.ndarray, dev_p: np.ndarray, dev_y: np.ndarray, doms: np.ndarray
 ) -> dict:
     """ECE of the test probabilities ``p`` (after T) under the top-label maps fitted on dev
     (``doms``: each dev item's source, for the map that weighs the sources equally)."""
-    from sklearn.isotonic import IsotonicRegression
-
-    right = (dev_p.argmax(1) == dev_y).astype(float)
-    step = IsotonicRegression(y_min=1 / p.shape[1], y_max=TOP_MAX, out_of_bounds="clip")
-    step.fit(dev_p.max(1), right)
-    share = np.ones(len(dev_y))
-    for d in set(doms.tolist()):
-        share[doms == d] = len(doms) / (len(set(doms.tolist())) * (doms == d).sum())
     rng = np.random.default_rng(0)
     boot = []
     for _ in range(BOOT):
@@ -88,10 +96,10 @@ def top_maps(
         "ece_top_map_boot_mean": float(np.mean(boot)),
         "ece_top_map_boot_sd": float(np.std(boot)),
         "ece_top_map_step": expected_calibration_error(
-            apply_top_map(p, step.X_thresholds_, step.y_thresholds_), y
+            apply_top_map(p, *step_knots(dev_p, dev_y)), y
         ),
         "ece_top_map_balanced": expected_calibration_error(
-            apply_top_map(p, *fit_top_map(dev_p, dev_y, weights=share)), y
+            apply_top_map(p, *fit_top_map(dev_p, dev_y, weights=source_weights(doms))), y
         ),
     }
 
