@@ -4,6 +4,10 @@
 the schedule's, the weight average's and the hint map's state, every random generator the
 epochs draw from (the batch order, torch's: dropout; numpy's, Python's), the history, the
 early-stopping record and the seconds trained so far. It is removed when the run completes.
+An epoch that runs long (an mpnet teacher's takes hours on two CPU threads) also writes one
+within itself every ``train.CHECKPOINT_SECONDS``: the same state, plus ``Within`` (how many
+batches it had done, its loss so far, and the batch-order generator as the epoch began, so
+that the epoch's order is drawn again and its first batches skipped).
 ``absa train --resume`` continues from it, with the numbers of a run that never stopped;
 ``--stop-after MINUTES`` ends a run at the first epoch's end past that time and keeps the
 checkpoint (an mpnet teacher on two CPU threads trains for longer than a working session).
@@ -21,7 +25,7 @@ import logging
 import os
 import random
 from collections.abc import Sequence
-from dataclasses import astuple
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,17 @@ log = logging.getLogger(__name__)
 CHECKPOINT = "checkpoint.pt"
 # what may differ between the run that stopped and the one that resumes it
 FREE = ("threads", "device")
+
+
+@dataclass
+class Within:
+    """How far an epoch had come when a checkpoint was written inside it."""
+
+    batches: int = 0  # batches done
+    loss: float = 0.0  # their loss, summed over items
+    seen: int = 0  # their items
+    seconds: float = 0.0
+    order_rng: tuple | None = None  # the batch-order generator's state as the epoch began
 
 
 class CheckpointError(ValueError):

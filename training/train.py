@@ -21,7 +21,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,12 +133,21 @@ def fit(
     key = checkpoint.fingerprint(tcfg.to_dict(), mcfg.to_dict(), [*data.train, *data.dev])
     first, session = 1, time.time()  # first: the first epoch this call trains
     state = checkpoint.load(run_dir, key) if resume else None
+    within = None  # where the first epoch goes on from, when a checkpoint was written inside it
     if state is not None:
         first, history, best = restore(state, parts, rng)
         started -= state["seconds"]  # the run's seconds count every session's
-        log.info("resumed %s after epoch %d of %d", run_dir, first - 1, tcfg.epochs)
+        within = checkpoint.Within(**state["within"]) if state.get("within") else None
+        log.info("resumed %s after epoch %d of %d%s", run_dir, first - 1, tcfg.epochs,
+                 f" and {within.batches} batches of epoch {first}" if within else "")  # fmt: skip
     elif resume:
         log.info("no checkpoint in %s: training from epoch 1", run_dir)
+
+    def save_within(epoch: int, at: checkpoint.Within) -> None:
+        state = snapshot(key, epoch - 1, parts, rng, history, best, started)
+        checkpoint.save(run_dir, {**state, "within": asdict(at)})
+        log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
+
     for epoch in range(first, tcfg.epochs + 1):
         train_loss, seconds = train_epoch(
             net,
@@ -154,6 +163,8 @@ def fit(
             ema,
             gold=data.gold,
             hint=hint,
+            within=within if epoch == first else None,
+            save=lambda at, epoch=epoch: save_within(epoch, at),
         )
         dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
@@ -380,6 +391,9 @@ def make_schedule(
 # with no progress bar (--quiet, or a log file): a line this often within an epoch, so that
 # an epoch of hours (an mpnet teacher on two CPU threads) shows how far it has come
 HEARTBEAT_SECONDS = 600.0
+# a checkpoint within an epoch this often (training/checkpoint.py): a session that ends
+# inside an epoch of hours loses at most this much of it
+CHECKPOINT_SECONDS = 1800.0
 
 
 def train_epoch(
@@ -396,13 +410,21 @@ def train_epoch(
     ema: AveragedModel | None = None,
     gold: torch.Tensor | None = None,
     hint: StateHint | None = None,
+    within: checkpoint.Within | None = None,
+    save: Callable[[checkpoint.Within], None] | None = None,
 ) -> tuple[float, float]:
     """One pass over train in shuffled batches of similar length: mean loss, seconds.
     ``gold`` (with a transfer set): the items whose label is trained on (``mixed_loss``);
-    ``hint``: the teacher-states term (``distill_states``)."""
+    ``hint``: the teacher-states term (``distill_states``). ``within``: go on from a
+    checkpoint written inside this epoch; ``save``: called every ``CHECKPOINT_SECONDS``
+    with how far the epoch has come."""
     net.train()
-    t0 = time.time()
-    total_loss, seen = 0.0, 0
+    start = within or checkpoint.Within()
+    if start.order_rng is not None:  # the epoch's order is drawn again, as it was
+        rng.setstate(start.order_rng)
+    order_rng = rng.getstate()
+    t0 = time.time() - start.seconds
+    total_loss, seen = start.loss, start.seen
     sentences = None  # each item's sentence, for the coverage term
     if tcfg.attention_coverage > 0:  # the aspects of one sentence in one batch
         sentences = sentence_groups(inputs.train)
@@ -410,13 +432,15 @@ def train_epoch(
     else:
         order = batches(inputs.lengths, tcfg.batch_size, rng)
     bar = tqdm(
-        order,
+        order[start.batches :],
         desc=f"epoch {epoch}",
         disable=None if progress else True,  # None: no bar where stderr is not a terminal (logs)
         leave=False,
+        initial=start.batches,
+        total=len(order),
     )
-    items, beat = sum(len(b) for b in order), t0
-    for b in bar:
+    items, beat, saved = sum(len(b) for b in order), time.time(), time.time()
+    for done, b in enumerate(bar, start.batches + 1):
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
         logits, alpha, _ = net(**batch)
@@ -464,6 +488,9 @@ def train_epoch(
             left = (beat - t0) * (items - seen) / seen
             msg = "epoch %d: %d of %d items, %.0f s, loss %.4f, about %.0f s left"
             log.info(msg, epoch, seen, items, beat - t0, total_loss / seen, left)
+        if save is not None and time.time() - saved >= CHECKPOINT_SECONDS and done < len(order):
+            save(checkpoint.Within(done, total_loss, seen, time.time() - t0, order_rng))
+            saved = time.time()
     return total_loss / max(1, seen), time.time() - t0
 
 

@@ -356,8 +356,9 @@ def register(sub: Any) -> None:
         "--resume",
         action="store_true",
         help="go on from the checkpoint --out holds (the run that stopped: same data, config "
-        "and command), with the numbers of a run never stopped; none: from epoch 1 "
-        "(default: off, a new run)",
+        "and command), with the numbers of a run never stopped; none: from epoch 1. A "
+        "checkpoint is written after each epoch and every 30 minutes within one, so a killed "
+        "run loses at most that (default: off, a new run)",
     )
     t.add_argument(
         "--stop-after",

@@ -13,7 +13,7 @@ import pytest
 from _pytest.logging import LogCaptureFixture
 
 from absa.cli import main
-from absa.training import train
+from absa.training import checkpoint, train
 from absa.training.checkpoint import CHECKPOINT, CheckpointError
 from absa.training.presets import Preset
 from absa.training.rundir import WEIGHTS
@@ -51,6 +51,36 @@ def test_stopped_and_resumed_is_the_run_that_never_stopped(
     assert last.best_epoch == whole.best_epoch
     info = json.loads((run / "run.json").read_text())
     assert info["train_seconds"] >= sum(h["seconds"] for h in last.history)
+
+
+class Killed(Exception):
+    """The session ending just after a checkpoint was written."""
+
+
+@pytest.mark.parametrize("epoch", [1, 2])
+def test_a_run_killed_within_an_epoch_goes_on_from_where_it_was(
+    small_glove: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, epoch: int
+) -> None:
+    p = preset(small_glove, batch_size=2)  # several batches an epoch
+    whole = fit(TRAIN, DEV, p, tmp_path / "whole", progress=False)
+    monkeypatch.setattr(train, "CHECKPOINT_SECONDS", 0.0)  # after every batch but the last
+    real, written = checkpoint.save, []
+
+    def save_then_die(run_dir: Path, state: dict) -> None:
+        real(run_dir, state)
+        written.append(state.get("within"))
+        if written[-1] and written.count(None) == epoch - 1 and written[-1]["batches"] == 2:
+            raise Killed  # in ``epoch``, after its second batch
+
+    monkeypatch.setattr(checkpoint, "save", save_then_die)
+    run = tmp_path / "parts"
+    with pytest.raises(Killed):
+        fit(TRAIN, DEV, p, run, progress=False)
+    monkeypatch.setattr(checkpoint, "save", real)
+    last = fit(TRAIN, DEV, p, run, progress=False, resume=True)
+    assert last.resumed_after == epoch - 1  # the epochs that were whole
+    assert rows(last.history) == rows(whole.history)
+    assert (run / WEIGHTS).read_bytes() == (tmp_path / "whole" / WEIGHTS).read_bytes()
 
 
 def test_without_resume_a_run_starts_again(small_glove: Path, tmp_path: Path) -> None:
