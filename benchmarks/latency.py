@@ -43,8 +43,11 @@ def _percentiles(xs: list[float]) -> dict:
     return {"p50_ms": float(np.percentile(a, 50)), "p99_ms": float(np.percentile(a, 99))}
 
 
-def inproc(kind: str, model: Path, data: Path, threads: int, seconds: float) -> dict:
-    """Batch-1 latency and batch-64 throughput of one runtime, in this process."""
+def inproc(
+    kind: str, model: Path, data: Path, threads: int, seconds: float, device: str = "cpu"
+) -> dict:
+    """Batch-1 latency and batch-64 throughput of one runtime, in this process; ``device``
+    (cpu|cuda): onnxruntime's execution provider (torch eager runs on the CPU)."""
     items = _items(data, 2000)
     if kind == "torch":
         import torch
@@ -63,7 +66,7 @@ def inproc(kind: str, model: Path, data: Path, threads: int, seconds: float) -> 
     else:
         from absa.model.runtime import Runtime
 
-        rt = Runtime.load(model, device="cpu", threads=threads)
+        rt = Runtime.load(model, device=device, threads=threads)
         enc = [rt.encode(*it) for it in items]
 
         def call(batch):  # type: ignore[no-untyped-def]
@@ -91,6 +94,7 @@ def inproc(kind: str, model: Path, data: Path, threads: int, seconds: float) -> 
     return {
         "kind": kind,
         "threads": threads,
+        "providers": rt.providers if kind == "ort" else ["torch eager"],
         "batch1": _percentiles(lat),
         "n_batch1": len(lat),
         "batch64_aspects_per_s": thr,
@@ -122,7 +126,13 @@ def _free_port() -> int:
 
 
 def http(
-    artifact: Path, data: Path, concurrencies: list[int], seconds: int, threads: int, workers: int
+    artifact: Path,
+    data: Path,
+    concurrencies: list[int],
+    seconds: int,
+    threads: int,
+    workers: int,
+    device: str = "cpu",
 ) -> list[dict]:
     items = _items(data, 300)
     bodies = [
@@ -136,6 +146,7 @@ def http(
         "ABSA_THREADS": str(threads),
         "ABSA_LOG_LEVEL": "warning",
         "ABSA_WORKERS": str(workers),
+        "ABSA_DEVICE": device,
     }
     server = subprocess.Popen(
         [
@@ -201,6 +212,19 @@ def http(
     return results
 
 
+def gpu_name() -> str:
+    """The GPU's name and driver, as nvidia-smi gives them ("" where it is missing)."""
+    try:
+        return subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", type=Path, help="training run (for torch eager)")
@@ -214,17 +238,28 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of the server")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
+    ap.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="onnxruntime's execution provider, in process and in the server (ABSA_DEVICE); "
+        "cuda needs onnxruntime-gpu and a GPU, and fails rather than fall back to the CPU",
+    )
     ap.add_argument("--inproc", choices=["ort", "torch"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inproc:  # child process: print one JSON line
         model = args.run if args.inproc == "torch" else args.artifact
-        print(json.dumps(inproc(args.inproc, model, args.data, args.threads, args.seconds)))
+        got = inproc(args.inproc, model, args.data, args.threads, args.seconds, args.device)
+        print(json.dumps(got))
         return
     result = {
         "name": args.name,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "command": " ".join(["python benchmarks/latency.py", *sys.argv[1:]]),
+        "device": args.device,
     }
+    if args.device == "cuda":
+        result["gpu"] = gpu_name()
     from absa.model.artifact import read_metadata
 
     meta = read_metadata(args.artifact)
@@ -247,6 +282,8 @@ def main() -> None:
                 str(args.seconds),
                 "--name",
                 args.name,
+                "--device",
+                args.device,
             ]
             + (["--run", str(args.run)] if args.run else []),
             capture_output=True,
@@ -263,6 +300,7 @@ def main() -> None:
         int(args.seconds),
         args.server_threads,
         args.workers,
+        args.device,
     )
     result["server_threads"] = args.server_threads
     result["workers"] = args.workers
