@@ -252,6 +252,14 @@ def main() -> None:
         got = inproc(args.inproc, model, args.data, args.threads, args.seconds, args.device)
         print(json.dumps(got))
         return
+    if args.device == "cuda":
+        import onnxruntime as ort
+
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise SystemExit(
+                f"--device cuda: onnxruntime {ort.__version__} offers "
+                f"{ort.get_available_providers()}; install onnxruntime-gpu on a machine with CUDA"
+            )
     result = {
         "name": args.name,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",

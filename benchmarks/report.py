@@ -60,14 +60,20 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def latency_table() -> str:
+def latency_table(folder: str = "latency") -> str:
+    """benchmarks/results/<folder>/*.json (benchmarks/latency.py): a row per run; the GPU
+    runs (folder ``gpu``) with the device each ran on and HTTP at 256 connections too."""
+    gpu = folder == "gpu"
     rows = [
         "| model | artifact | torch b1 p50 / p99 ms | ort b1 p50 / p99 ms | torch b64 /s "
-        "| ort b64 /s | HTTP c1 p50 / p99 ms | HTTP c8 p50 / p99, /s | HTTP c64 p50 / p99, /s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| ort b64 /s | HTTP c1 p50 / p99 ms | HTTP c8 p50 / p99, /s | HTTP c64 p50 / p99, /s |"
+        + (" HTTP c256 p50 / p99, /s, non-2xx | device |" if gpu else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if gpu else ""),
     ]
-    for f in sorted((HERE / "results" / "latency").glob("*.json")):
+    for f in sorted((HERE / "results" / folder).glob("*.json")):
         r = json.loads(f.read_text())
+        if "ort" not in r:  # not a latency.py result (gpu_check.py's)
+            continue
         t, o = r.get("torch"), r["ort"]
         http = {h["concurrency"]: h for h in r["http"]}
 
@@ -87,6 +93,11 @@ def latency_table() -> str:
             f"| {o['batch1']['p50_ms']:.2f} / {o['batch1']['p99_ms']:.1f} | {tb64} "
             f"| {o['batch64_aspects_per_s']:.0f} | {h(1, False)} | {h(8)} | {h(64)} |"
         )
+        if gpu:
+            x = http.get(256)
+            bad = f", {x['non2xx']}" if x else ""
+            device = r.get("gpu", "").split(",")[0] or f"CPU, {o['threads']} threads"
+            rows[-1] += f" {h(256)}{bad} | {device} |"
     return "\n".join(rows)
 
 
@@ -120,6 +131,7 @@ def main() -> None:
     doc = DOC.read_text()
     doc = _replace(doc, START, END, table())
     doc = _replace(doc, "<!-- latency:start -->", "<!-- latency:end -->", latency_table())
+    doc = _replace(doc, "<!-- gpu:start -->", "<!-- gpu:end -->", latency_table("gpu"))
     doc = _replace(doc, "<!-- bulk:start -->", "<!-- bulk:end -->", bulk_table())
     doc = _replace(doc, "<!-- transfer:start -->", "<!-- transfer:end -->", transfer_tables())
     DOC.write_text(doc)
