@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from absa.model import artifact
-from absa.training import rundir
+from absa.training import rundir, teacher_scores
 from absa.training.evaluate import model_kind, predict_examples
 from absa.training.readers import read_examples
 from absa.training.records import TRANSFER, DataError, Example
@@ -114,9 +114,12 @@ def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[
 
 def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndarray, list[str]]:
     """``predict_examples``, through the teacher cache (``ABSA_TEACHER_CACHE``,
-    ``training/teacher_cache.py``): every student of one teacher asks it much the same."""
+    ``training/teacher_cache.py``): every student of one teacher asks it much the same. A
+    teacher's scores carried without it (``training/teacher_scores.py``) answer for it."""
     from absa.settings import Settings
 
+    if teacher_scores.is_scores(teacher):
+        return teacher_scores.scores_of(teacher, examples)
     root = Settings().teacher_cache_dir()
     if root is None:
         return predict_examples(teacher, examples)
@@ -198,14 +201,20 @@ def dev_leak(teacher: Path, dev: Sequence[Example]) -> int | None:
 
 def teacher_info(teacher: Path, dev: Sequence[Example]) -> dict:
     """What identifies the teacher in the student's run.json: path, kind, weights' sha256,
-    and the dev sentences it may have trained on (``dev_leak``)."""
+    and the dev sentences it may have trained on (``dev_leak``). A teacher's scores (kind
+    "scores") name the weights they came from."""
     teacher = Path(teacher)
     kind = model_kind(teacher)
-    if kind == "run":
-        weights, about = teacher / rundir.WEIGHTS, rundir.read_info(teacher)
+    if teacher_scores.is_scores(teacher):
+        kind, about = "scores", rundir.read_info(teacher)
+        sha = teacher_scores.read_record(teacher)["weights_sha256"]
+    elif kind == "run":
+        about = rundir.read_info(teacher)
+        sha = file_sha256(teacher / rundir.WEIGHTS)
     else:
-        weights, about = teacher / artifact.ONNX, artifact.read_metadata(teacher)
-    info = {"path": str(teacher), "kind": kind, "sha256": file_sha256(weights)}
+        about = artifact.read_metadata(teacher)
+        sha = file_sha256(teacher / artifact.ONNX)
+    info = {"path": str(teacher), "kind": kind, "sha256": sha}
     info["code_version"] = about.get("code_version")
     info["dev_leak"] = dev_leak(teacher, dev)
     return info

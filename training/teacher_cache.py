@@ -31,7 +31,7 @@ from absa.training.records import Example
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RECORDS", "cached_scores", "file_sha256", "teacher_key"]
+__all__ = ["RECORDS", "cached_scores", "file_sha256", "read_shards", "span_key", "teacher_key"]
 
 #: examples -> (probabilities (N, C), label names)
 Score = Callable[[Sequence[Example]], tuple[np.ndarray, list[str]]]
@@ -67,11 +67,12 @@ def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
     return artifact.sha256_file(Path(path))
 
 
-def _span(e: Example) -> str:
+def span_key(e: Example) -> str:
+    """An aspect as the cache knows it: its sentence and span, as one JSON line."""
     return json.dumps([e.text, e.start, e.end], ensure_ascii=False)
 
 
-def _read_shards(entry: Path) -> tuple[dict[str, np.ndarray], list[str] | None]:
+def read_shards(entry: Path) -> tuple[dict[str, np.ndarray], list[str] | None]:
     known: dict[str, np.ndarray] = {}
     labels: list[str] | None = None
     for shard in sorted(entry.glob("*.npz")):
@@ -109,8 +110,8 @@ def cached_scores(
     shard of ``root/<teacher_key>`` holds, the rest scored by ``score`` (``chunk`` examples
     at a time, each chunk written as a shard before the next is scored)."""
     entry = root / teacher_key(teacher)
-    known, labels = _read_shards(entry)
-    spans = [_span(e) for e in examples]
+    known, labels = read_shards(entry)
+    spans = [span_key(e) for e in examples]
     missing = sorted({s: i for i, s in enumerate(spans) if s not in known}.values())
     if missing:
         log.info(
@@ -123,7 +124,7 @@ def cached_scores(
         if labels is not None and list(names) != labels:
             raise ValueError(f"teacher {teacher} labels {names} differ from its cache's {labels}")
         labels = list(names)
-        part_spans = [_span(e) for e in part]
+        part_spans = [span_key(e) for e in part]
         probs = np.asarray(probs, np.float32)
         _write_shard(entry, part_spans, probs, labels)
         known.update(zip(part_spans, probs, strict=True))

@@ -1,0 +1,76 @@
+"""A teacher's scores carried without the teacher (training/teacher_scores.py): exported by
+benchmarks/teacher_score.py --export, they stand in for the teacher's run wherever only its
+probabilities on those aspects are asked for."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absa.training.distill import teacher_targets
+from absa.training.evaluate import evaluate
+from absa.training.records import DataError
+from absa.training.rundir import WEIGHTS, read_info, write_examples
+from absa.training.teacher_cache import file_sha256
+from absa.training.teacher_scores import export_scores
+from absa.training.train import fit
+from benchmarks import teacher_score
+from tests.helpers import synthetic_examples, tiny_preset
+
+LABELS = ("negative", "neutral", "positive")
+EXAMPLES = synthetic_examples(12, seed=0)
+
+
+@pytest.fixture
+def scores(tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tiny_run's scores of EXAMPLES, exported through the script; the cache off after."""
+    data = tmp_path / "fold.jsonl"
+    write_examples(data, EXAMPLES)
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", str(tmp_path / "cache"))
+    argv = ["teacher_score", "--teacher", str(tiny_run), "--data", str(data)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--export", str(tmp_path / "teacher-scores")])
+    assert teacher_score.main() == 0
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", "off")  # nothing below may read the cache
+    return tmp_path / "teacher-scores"
+
+
+def test_the_scores_answer_as_the_teacher_did(tiny_run: Path, scores: Path) -> None:
+    assert not (scores / WEIGHTS).exists() and read_info(scores) == read_info(tiny_run)
+    np.testing.assert_array_equal(
+        teacher_targets(scores, EXAMPLES[::-1], LABELS),
+        teacher_targets(tiny_run, EXAMPLES[::-1], LABELS),
+    )
+
+
+def test_an_aspect_the_scores_lack_is_an_error_naming_them(scores: Path) -> None:
+    other = synthetic_examples(3, seed=9)
+    with pytest.raises(DataError, match=f"{scores} holds a teacher's scores.*lacks 6 of the 6"):
+        teacher_targets(scores, other, LABELS)
+
+
+def test_a_student_learns_its_fold_from_the_scores(
+    liar: Path, tiny_run: Path, scores: Path, small_glove: Path, tmp_path: Path
+) -> None:
+    """As test_teacher_folds' student, the truthful fold teacher carried as its scores: the
+    student learns the truth, and its run names the weights the scores came from."""
+    fold = tmp_path / "fold.jsonl"
+    preset = tiny_preset("atae-lstm", small_glove)
+    tcfg = replace(
+        preset.train, teacher=str(liar), distill=1.0, teacher_folds=((str(fold), str(scores)),)
+    )
+    fit(EXAMPLES, EXAMPLES, replace(preset, train=tcfg), tmp_path / "s", progress=False)
+    assert evaluate(tmp_path / "s", EXAMPLES)["accuracy"] >= 0.9  # the liar alone: <= 0.5
+    (fold_info,) = read_info(tmp_path / "s")["teacher_folds"]
+    teacher = fold_info["teacher"]
+    assert (teacher["kind"], teacher["sha256"]) == ("scores", file_sha256(tiny_run / WEIGHTS))
+    assert teacher["dev_leak"] == 0 and fold_info["items"] == len(EXAMPLES)
+
+
+def test_no_scores_to_export_is_an_error(tiny_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="holds no scores"):
+        export_scores(tiny_run, tmp_path / "empty-cache", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,99 @@
+"""A teacher's scores, carried without the teacher: a directory that stands in for a teacher
+run where only its probabilities on known aspects are needed (out-of-fold targets, say).
+
+An mpnet teacher's weights are 451 MB. A student needs only the teacher's probabilities on
+its training items, and those fit in a few MB. So a teacher trained elsewhere (a borrowed
+GPU, whose calls return 64 MiB at most) comes back as:
+
+- its run's records (run.json, dev.jsonl, history, metrics, train_config.json), so that
+  the checks that read them still can: ``fold_targets``' "trained on this fold" and
+  ``dev_leak``;
+- ``scores/``: the teacher cache's shards (training/teacher_cache.py) of every aspect it
+  scored there;
+- ``scores.json``: the sha256 of the weights they came from, the cache key, the labels and
+  how many aspects.
+
+``distill`` reads such a directory wherever it would run the teacher. An aspect it lacks is
+an error that names the directory, never a silent fallback.
+
+    ABSA_TEACHER_CACHE=... python benchmarks/teacher_score.py --teacher RUN --data FILE \\
+        --export DIR    # writes DIR from RUN and its cache entry
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from absa.training import rundir
+from absa.training.records import Example
+from absa.training.teacher_cache import RECORDS, file_sha256, read_shards, span_key, teacher_key
+
+__all__ = ["SCORES", "export_scores", "is_scores", "read_record", "scores_of"]
+
+SCORES = "scores.json"
+SHARDS = "scores"
+
+
+def is_scores(teacher: Path) -> bool:
+    return (Path(teacher) / SCORES).is_file()
+
+
+def read_record(teacher: Path) -> dict:
+    return json.loads((Path(teacher) / SCORES).read_text())
+
+
+def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
+    """Write ``out`` from a teacher run and its entry in the cache at ``cache_root``;
+    written whole (a temporary directory renamed) or not at all."""
+    teacher, out = Path(teacher), Path(out)
+    key = teacher_key(teacher)
+    shards = sorted((cache_root / key).glob("*.npz"))
+    known, labels = read_shards(cache_root / key)
+    if not known or labels is None:
+        raise FileNotFoundError(f"{cache_root / key}: the cache holds no scores of {teacher}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    for name in sorted(RECORDS):
+        if (teacher / name).is_file():
+            shutil.copy2(teacher / name, tmp / name)
+    (tmp / SHARDS).mkdir()
+    for shard in shards:
+        shutil.copy2(shard, tmp / SHARDS / shard.name)
+    record = {
+        "teacher": str(teacher),
+        "weights_sha256": file_sha256(teacher / rundir.WEIGHTS),
+        "teacher_key": key,
+        "labels": labels,
+        "aspects": len(known),
+    }
+    (tmp / SCORES).write_text(json.dumps(record, indent=1))
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return record
+
+
+def scores_of(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndarray, list[str]]:
+    """The probabilities (N, C) and label names a scores directory holds for the examples;
+    FileNotFoundError, naming the directory, when it lacks any of them."""
+    teacher = Path(teacher)
+    known, labels = read_shards(teacher / SHARDS)
+    if labels is None:
+        raise FileNotFoundError(f"{teacher}: no readable scores in {SHARDS}/")
+    keys = [span_key(e) for e in examples]
+    missing = sum(k not in known for k in keys)
+    if missing:
+        raise FileNotFoundError(
+            f"{teacher} holds a teacher's scores, not the teacher, and lacks {missing} of the "
+            f"{len(keys)} aspects asked for: score them where the teacher is "
+            "(benchmarks/teacher_score.py --export)"
+        )
+    if not keys:
+        return np.zeros((0, len(labels)), np.float32), labels
+    return np.stack([known[k] for k in keys]).astype(np.float32), labels
