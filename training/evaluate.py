@@ -40,12 +40,17 @@ def model_task(model_dir: Path) -> str:
     return task_of(artifact.read_metadata(model_dir))
 
 
-def predict_examples(model_dir: Path, examples: Sequence[Labelled]) -> tuple[np.ndarray, list[str]]:
-    """Class probabilities (N, C) for the examples, and the label names."""
+def predict_examples(
+    model_dir: Path, examples: Sequence[Labelled], device: str = "auto"
+) -> tuple[np.ndarray, list[str]]:
+    """Class probabilities (N, C) for the examples, and the label names. A run's network
+    runs on ``device`` (auto: a CUDA GPU when torch sees one: a teacher scored on a GPU box
+    takes seconds, not minutes); an artifact on onnxruntime's default provider."""
     if model_kind(model_dir) == "run":
-        from absa.training.inference import encode_all, predict_probs
+        from absa.training.inference import encode_all, predict_probs, resolve_device
 
         run = rundir.load_run(model_dir)
+        run.net.to(resolve_device(device))
         cfg = run.model_config
         encoded = encode_all(run.pipeline, examples, cfg.categories, cfg.pair)
         probs = predict_probs(run.net, encoded, run.pipeline.pad_id)

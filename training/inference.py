@@ -82,6 +82,15 @@ def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> lis
     return out
 
 
+def resolve_device(name: str) -> torch.device:
+    """``auto``: CUDA when torch sees a GPU, else the CPU; ``cuda`` without one is an error."""
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA GPU")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
 @torch.no_grad()
 def predict_probs(
     net: ABSANet,

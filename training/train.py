@@ -58,7 +58,14 @@ from absa.training.embeddings import (
     load_glove,
     resolve_transformer,
 )
-from absa.training.inference import batches, cache_features, encode_all, predict_probs, to_tensors
+from absa.training.inference import (
+    batches,
+    cache_features,
+    encode_all,
+    predict_probs,
+    resolve_device,
+    to_tensors,
+)
 from absa.training.metrics import classification_report
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version, environment, file_info
@@ -192,15 +199,6 @@ def fit(
 
 
 # --------------------------------------------------------------------------- set-up
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto``: CUDA when torch sees a GPU, else the CPU; ``cuda`` without one is an error."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA GPU")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
 
 
 def seed_everything(seed: int) -> None:
