@@ -19,6 +19,7 @@ from absa.model.artifact import sha256_file
 ROOT = Path(__file__).resolve().parents[1]
 TRANSFER_RESULTS = ROOT / "benchmarks" / "results" / "transfer_set"
 DEFAULT_TRANSFER = "runs/transfer-set.jsonl"  # benchmarks/transfer_set.py's --out default
+FOLD_TEACHER = "runs/teacher-oof-a"  # the first of the two benchmarks/oof_teachers.sh trains
 
 
 def vectors_command(glove: str) -> str | None:
@@ -70,8 +71,11 @@ def _labelled(path: str) -> bool:
 
 
 def out_of(command: str) -> str:
-    """The file a command writes: its ``--out``, else transfer_set.py's default."""
+    """The file a command writes: its ``--out``, the first fold teacher for
+    ``folds_line``'s (it trains both at once), else transfer_set.py's default."""
     parts = shlex.split(command)
+    if parts[:2] == ["bash", "benchmarks/oof_teachers.sh"]:
+        return FOLD_TEACHER
     return parts[parts.index("--out") + 1] if "--out" in parts else DEFAULT_TRANSFER
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
-from absa.training import rundir, teacher_states  # noqa: E402
+from absa.training import rundir, teacher_scores, teacher_states  # noqa: E402
 from benchmarks.prepared import out_of as _out  # noqa: E402
 
 log = logging.getLogger("rebuild_inputs")
@@ -65,6 +65,8 @@ def recorded(meta: dict) -> dict[str, str]:
             out[tr[key]["path"]] = tr[key]["sha256"]
     for more in (tr.get("teacher") or {}).get("more") or []:  # train.teachers_more
         out[more["path"]] = more["sha256"]
+    for fold in tr.get("teacher_folds") or []:  # the out-of-fold teachers, by their weights
+        out[fold["teacher"]["path"]] = fold["teacher"]["sha256"]
     exp = meta.get("vocab_expansion") or {}
     if exp.get("source_sha256"):
         out[exp["source"]] = exp["source_sha256"]
@@ -92,8 +94,11 @@ def _is_train_of(command: str, run: str) -> bool:
 
 def digest(path: Path) -> str | None:
     """sha256 of a file, of a finished run's weights (run.json is written last), of the
-    states of an ``absa states`` output (written whole: a temporary directory renamed), or
-    None when none is there."""
+    weights a teacher's scores came from (training/teacher_scores.py: a teacher trained
+    elsewhere), of the states of an ``absa states`` output (written whole: a temporary
+    directory renamed), or None when none is there."""
+    if path.is_dir() and teacher_scores.is_scores(path):
+        return teacher_scores.read_record(path)["weights_sha256"]
     if path.is_dir():
         if rundir.is_run(path) and (path / rundir.WEIGHTS).is_file():
             return sha256_file(path / rundir.WEIGHTS)

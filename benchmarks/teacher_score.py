@@ -32,7 +32,7 @@ from absa.settings import Settings  # noqa: E402
 from absa.training.distill import label_transfer, teacher_targets  # noqa: E402
 from absa.training.evaluate import predict_examples  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
-from absa.training.teacher_scores import export_scores  # noqa: E402
+from absa.training.teacher_scores import export_scores, is_scores, read_record  # noqa: E402
 from absa.training.transfer_set import read_jsonl  # noqa: E402
 
 
@@ -54,7 +54,10 @@ def main() -> int:
     if not args.transfer and not args.data:
         ap.error("nothing to score: give --transfer or --data")
     torch.set_num_threads(args.threads)
-    _, labels = predict_examples(args.teacher, [])
+    if is_scores(args.teacher):  # a teacher's scores: they answer for what they hold
+        labels = read_record(args.teacher)["labels"]
+    else:
+        _, labels = predict_examples(args.teacher, [])
     if args.data:
         labelled = read_many(args.data).examples
         probs = teacher_targets(args.teacher, labelled, labels)

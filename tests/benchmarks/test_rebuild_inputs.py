@@ -120,6 +120,26 @@ def test_every_teacher_of_a_student_is_a_step(tmp_path: Path) -> None:
     assert todo[1].command == commands[2]
 
 
+def test_the_fold_teachers_are_a_step_made_once_both_are_there(tmp_path: Path) -> None:
+    """train.teacher_folds: oof_teachers.sh trains both; the step is its first teacher,
+    checked against the sha256 the metadata records (a scores directory: the weights it
+    came from)."""
+    folds = [{"file": "runs/oof/fold-a.jsonl", "teacher": {"path": f"runs/teacher-oof-{f}",
+              "sha256": f * 64}} for f in "ba"]  # fmt: skip
+    (tmp_path / "metadata.json").write_text(json.dumps({"train": {"teacher_folds": folds}}))
+    (tmp_path / "eval.json").write_text(json.dumps({"commands": []}))
+    made_first = "```bash\nbash benchmarks/oof_teachers.sh teachers\n```\n"
+    (tmp_path / "README.md").write_text(f"Made first:\n{made_first}")
+    (step,) = rebuild_inputs.steps(tmp_path)
+    assert (step.out, step.sha256) == ("runs/teacher-oof-a", "a" * 64)
+    scores = tmp_path / "teacher-oof-a"
+    scores.mkdir()
+    (scores / "run.json").write_text("{}")  # a run's records, no weights: not a run made here
+    assert rebuild_inputs.digest(scores) is None
+    (scores / "scores.json").write_text(json.dumps({"weights_sha256": "a" * 64}))
+    assert rebuild_inputs.digest(scores) == "a" * 64
+
+
 def test_word_states_count_as_made_when_their_record_is_there(tmp_path: Path) -> None:
     states = tmp_path / "states"  # absa states renames a whole directory into place
     states.mkdir()

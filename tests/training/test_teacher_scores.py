@@ -46,6 +46,18 @@ def test_the_scores_answer_as_the_teacher_did(tiny_run: Path, scores: Path) -> N
     )
 
 
+def test_scoring_what_the_scores_hold_is_a_no_op(
+    scores: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """benchmarks/oof_teachers.sh scores each fold again: with the scores in place of the
+    teacher, that reads them and runs nothing."""
+    argv = ["teacher_score", "--teacher", str(scores), "--data", str(tmp_path / "fold.jsonl")]
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", str(tmp_path / "cache-2"))
+    monkeypatch.setattr(sys, "argv", argv)
+    assert teacher_score.main() == 0
+    assert not (tmp_path / "cache-2").exists()
+
+
 def test_an_aspect_the_scores_lack_is_an_error_naming_them(scores: Path) -> None:
     other = synthetic_examples(3, seed=9)
     with pytest.raises(DataError, match=f"{scores} holds a teacher's scores.*lacks 6 of the 6"):
