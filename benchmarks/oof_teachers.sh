@@ -10,7 +10,8 @@
 # Needs the inputs of 1.7.0's card in runs/ (python benchmarks/rebuild_inputs.py) and
 # ABSA_TEACHER_CACHE pointing at their cache. Machine time on this 2-core CPU: the two teachers
 # at once, one thread each (2 epochs over 10,485 aspects each), scoring the other half about 9 min,
-# then two students at once (~45 min, one thread each).
+# then two students at once (~45 min, one thread each). A teacher already there is skipped, a
+# teacher's scores from a GPU too (benchmarks/gpu_teachers.sh); one left alone gets both threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=../shared/data
@@ -23,11 +24,14 @@ if [ "$what" != students ]; then
     [ -f runs/oof/fold-b.jsonl ] ||
         python benchmarks/oof_folds.py --teacher-run runs/teacher-union-mpnet --out runs/oof \
             --data "${TRAIN[@]}" --exclude "${TESTS[@]}"
-    pids=()
-    for f in a b; do  # the two at once, one thread each
-        [ -f "runs/teacher-oof-$f/run.json" ] && continue
+    pids=() todo=()
+    for f in a b; do  # a teacher whose run.json is there (or its scores: gpu_teachers.sh) is done
+        [ -f "runs/teacher-oof-$f/run.json" ] || todo+=("$f")
+    done
+    threads=$((${#todo[@]} > 1 ? 1 : 2))  # the two at once, one thread each; one alone gets both
+    for f in "${todo[@]}"; do
         absa train --train "runs/oof/fold-$f.jsonl" --dev runs/oof/dev.jsonl \
-            --config benchmarks/configs/teacher-union-mpnet.json --seed 1 --threads 1 \
+            --config benchmarks/configs/teacher-union-mpnet.json --seed 1 --threads "$threads" \
             --out "runs/teacher-oof-$f" --resume --quiet > "runs/teacher-oof-$f.log" 2>&1 &
         pids+=($!)
     done
