@@ -59,23 +59,26 @@ def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
         raise FileNotFoundError(f"{cache_root / key}: the cache holds no scores of {teacher}")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    for name in sorted(RECORDS):
-        if (teacher / name).is_file():
-            shutil.copy2(teacher / name, tmp / name)
-    (tmp / SHARDS).mkdir()
-    for shard in shards:
-        shutil.copy2(shard, tmp / SHARDS / shard.name)
-    record = {
-        "teacher": str(teacher),
-        "weights_sha256": file_sha256(teacher / rundir.WEIGHTS),
-        "teacher_key": key,
-        "labels": labels,
-        "aspects": len(known),
-    }
-    (tmp / SCORES).write_text(json.dumps(record, indent=1))
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    try:
+        for name in sorted(RECORDS):
+            if (teacher / name).is_file():
+                shutil.copy2(teacher / name, tmp / name)
+        (tmp / SHARDS).mkdir()
+        for shard in shards:
+            shutil.copy2(shard, tmp / SHARDS / shard.name)
+        record = {
+            "teacher": str(teacher),
+            "weights_sha256": file_sha256(teacher / rundir.WEIGHTS),
+            "teacher_key": key,
+            "labels": labels,
+            "aspects": len(known),
+        }
+        (tmp / SCORES).write_text(json.dumps(record, indent=1))
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone once renamed; a failed export leaves none
     return record
 
 

@@ -86,3 +86,14 @@ def test_no_scores_to_export_is_an_error(tiny_run: Path, tmp_path: Path) -> None
     with pytest.raises(FileNotFoundError, match="holds no scores"):
         export_scores(tiny_run, tmp_path / "empty-cache", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_export_leaves_nothing_behind(
+    scores: Path, tiny_run: Path, tmp_path: Path
+) -> None:
+    """A file where the directory goes: refused, that file kept, no half-written copy."""
+    (tmp_path / "in-the-way").write_text("mine")
+    with pytest.raises(OSError):
+        export_scores(tiny_run, tmp_path / "cache", tmp_path / "in-the-way")
+    assert (tmp_path / "in-the-way").read_text() == "mine"
+    assert not list(tmp_path.glob(".in-the-way.*"))
