@@ -21,6 +21,7 @@
 # then, on the GPU now) and the call's time ran out before the second fold: teacher-oof-b's
 # scores came back, teacher-oof-a's did not.
 # `unpack` puts them at runs/teacher-oof-a and -b, where the `-oof` configs look.
+# OOF_TEACHERS="a": train and score that teacher alone (default "a b").
 # OOF_DEVICE=cpu OOF_LIMIT=N OOF_EPOCHS=E: a dry run of `run` on this CPU, on N items per fold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,7 @@ elif [ "$what" = stage ]; then
     mkdir -p /tmp/gpu-oof-parts && cp "$P"/part-* /tmp/gpu-oof-parts/ && ls -l /tmp/gpu-oof-parts
 elif [ "$what" = run ]; then
     device=${OOF_DEVICE:-cuda} limit=${OOF_LIMIT:-0} epochs=${OOF_EPOCHS:-}
+    read -ra teachers <<< "${OOF_TEACHERS:-a b}"
     g=/tmp/gpu-oof && rm -rf "$g" && mkdir -p "$g"
     (cd /tmp/gpu-oof-parts && sha256sum -c --quiet "$OLDPWD/$P/SHA256SUMS")
     cat /tmp/gpu-oof-parts/part-* | tar -C "$g" -xf -
@@ -66,7 +68,7 @@ elif [ "$what" = run ]; then
     fi
     export PYTHONUNBUFFERED=1
     pids=()
-    for f in a b; do  # the two at once: one GPU holds both
+    for f in "${teachers[@]}"; do  # the two at once: one GPU holds both
         python3 -m absa.cli train --train "runs/oof/fold-$f.jsonl" --dev runs/oof/dev.jsonl \
             --config benchmarks/configs/teacher-union-mpnet.json --seed 1 --threads 4 \
             --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/teacher-oof-$f" --quiet \
@@ -75,7 +77,7 @@ elif [ "$what" = run ]; then
     done
     for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/*.log; exit 1; }; done
     export ABSA_TEACHER_CACHE=$W/cache
-    for f in b a; do  # teacher b scores fold a, a scores b; each in $OUT as soon as it is done
+    for f in "${teachers[@]}"; do  # a scores fold b, b scores a; each in $OUT once it is done
         o=$([ $f = a ] && echo b || echo a)
         python3 benchmarks/teacher_score.py --teacher "runs/teacher-oof-$f" --threads 4 \
             --data "runs/oof/fold-$o.jsonl" --export "scores/teacher-oof-$f"
