@@ -69,12 +69,21 @@ def candidates(
     return out
 
 
+#: decimals of the confidence written: onnxruntime's kernels differ in the last bits between
+#: CPUs (AVX2 against AVX-512), and training never reads it, so the file does not carry them
+CONFIDENCE_DIGITS = 6
+
+
 def write_jsonl(path: Path, found: Sequence[Candidate]) -> None:
-    """One JSON object per candidate: text, aspect, start, end, confidence, source."""
+    """One JSON object per candidate: text, aspect, start, end, confidence (to
+    ``CONFIDENCE_DIGITS`` decimals, so the same candidates give the same bytes on any CPU),
+    source."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for c in found:
-            f.write(json.dumps({"aspect": c.aspect, **asdict(c)}, ensure_ascii=False) + "\n")
+            row = {"aspect": c.aspect, **asdict(c)}
+            row["confidence"] = round(c.confidence, CONFIDENCE_DIGITS)
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def read_jsonl(paths: Sequence[str | Path]) -> list[Candidate]:

@@ -106,6 +106,19 @@ def test_transfer_jsonl_round_trip(tmp_path: Path) -> None:
     assert read_jsonl([tmp_path / "t.jsonl"]) == found
 
 
+def test_the_confidence_is_written_to_six_decimals(tmp_path: Path) -> None:
+    # the extractor's last bits differ between CPUs; the file must not
+    text = "the food was great"
+    near = [
+        Candidate(text, 4, 8, 0.7123456789012, "s:1"),
+        Candidate(text, 4, 8, 0.7123456789, "s:1"),
+    ]
+    write_jsonl(tmp_path / "a.jsonl", near[:1])
+    write_jsonl(tmp_path / "b.jsonl", near[1:])
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert read_jsonl([tmp_path / "a.jsonl"])[0].confidence == 0.712346
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
