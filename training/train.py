@@ -9,7 +9,7 @@
     train_epoch      one shuffled pass over train
     evaluate_dev     dev loss and report after each epoch
     EarlyStopping    keeps the best epoch (its weights are saved) and stops after patience
-    save_run         the run directory, through training/rundir.py
+    save_run         the run directory (training/run_record.py, through training/rundir.py)
 
 The order of everything that draws random numbers is fixed: the same seed and data give
 the same run, bit for bit.
@@ -23,13 +23,12 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from absa.model.categories import category_words
@@ -47,11 +46,8 @@ from absa.training.categories import init_from_words
 from absa.training.distill import (
     kd_loss,
     mixed_loss,
-    teacher_info,
-    teachers_info,
 )
 from absa.training.embeddings import (
-    PACKAGED_GLOVE,
     build_vocab,
     embedding_matrix,
     encoder_width,
@@ -67,12 +63,14 @@ from absa.training.inference import (
     to_tensors,
 )
 from absa.training.metrics import classification_report
+from absa.training.optim import balanced_weights, make_ema, make_optimizer, make_schedule
 from absa.training.presets import Preset, TrainConfig
-from absa.training.provenance import code_version, environment, file_info
+from absa.training.provenance import code_version
 from absa.training.records import Labelled
+from absa.training.run_record import run_info, save_run
 from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.state_distill import StateHint
-from absa.training.train_data import Data, prepare_data, teacher_dirs
+from absa.training.train_data import Data, prepare_data
 from absa.training.transfer_set import Candidate
 from absa.training.warm_start import start_from
 
@@ -306,24 +304,6 @@ def state_hint(net: ABSANet, preset: Preset, data: Data, inputs: Inputs) -> Stat
     )
 
 
-def balanced_weights(y: torch.Tensor, classes: int) -> torch.Tensor:
-    """N / (classes x count) per class (a class absent from train gets weight 0)."""
-    counts = torch.bincount(y, minlength=classes).float()
-    return torch.where(counts > 0, len(y) / (classes * counts.clamp(min=1)), 0.0)
-
-
-def make_optimizer(net: ABSANet, tcfg: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW with the head at ``lr`` and a tuned encoder at its own rate."""
-    enc = [p for p in net.encoder.parameters() if p.requires_grad]
-    enc_ids = {id(p) for p in enc}
-    head = [p for p in net.parameters() if p.requires_grad and id(p) not in enc_ids]
-    enc_lr = tcfg.encoder_lr if net.cfg.encoder == "transformer" else tcfg.embed_lr
-    groups = [{"params": head, "lr": tcfg.lr}]
-    if enc:
-        groups.append({"params": enc, "lr": enc_lr})
-    return torch.optim.AdamW(groups, weight_decay=tcfg.weight_decay)
-
-
 def snapshot(
     key: str,
     epoch: int,
@@ -358,30 +338,6 @@ def restore(state: dict, parts: dict, rng: random.Random) -> tuple[int, list[dic
         state["history"],
         EarlyStopping(**{**best, "score": tuple(best["score"])}),
     )
-
-
-def make_ema(net: ABSANet, tcfg: TrainConfig) -> AveragedModel | None:
-    """The weights' exponential moving average (torch's AveragedModel), when ``tcfg.ema``."""
-    if not tcfg.ema:
-        return None
-    return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(tcfg.ema), use_buffers=True)
-
-
-def make_schedule(
-    opt: torch.optim.Optimizer, tcfg: TrainConfig, steps_per_epoch: int
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """Constant, or (``warmup`` > 0) a linear warm-up then a linear decay to zero."""
-    total = steps_per_epoch * tcfg.epochs
-    warm = int(total * tcfg.warmup)
-
-    def lr_factor(step: int) -> float:
-        if tcfg.warmup <= 0:
-            return 1.0
-        if step < warm:
-            return (step + 1) / warm
-        return max(0.0, (total - step) / max(1, total - warm))
-
-    return torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
 
 
 # --------------------------------------------------------------------------- one epoch
@@ -559,100 +515,3 @@ class EarlyStopping:
     @property
     def exhausted(self) -> bool:
         return self.bad_epochs >= self.patience
-
-
-# --------------------------------------------------------------------------- the run
-
-
-def run_info(
-    preset: Preset,
-    preset_name: str | None,
-    data: Data,
-    data_info: dict | None,
-    version: str,
-    device: torch.device,
-    started: float,
-    history: list[dict],
-) -> dict:
-    """What run.json says about the run: configuration, data, provenance, timing."""
-    tcfg = preset.train
-    return {
-        "preset": preset_name,
-        "about": preset.about,
-        "seed": tcfg.seed,
-        "data": data_info or {},
-        "label_counts": data.label_counts,
-        "n_train": len(data.train)
-        - data.oversampled
-        - (data.transfer["used"] if data.transfer else 0),
-        "n_dev": len(data.dev),
-        "dev_split": data.dev_source,
-        "augmented": data.augmented,
-        "oversampled": data.oversampled,
-        "transfer": data.transfer,
-        "teacher": teachers_info(teacher_dirs(tcfg), data.dev) if tcfg.teacher else None,
-        # out-of-fold targets (train.teacher_folds): each fold's teacher as ``teacher``'s
-        "teacher_folds": [
-            {**f, "teacher": teacher_info(Path(f["teacher"]), data.dev)} for f in data.folds
-        ]
-        if data.folds
-        else None,
-        # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256
-        "vectors": (
-            file_info([tcfg.glove])[0]
-            if preset.model.encoder == "embedding" and tcfg.glove != PACKAGED_GLOVE
-            else None
-        ),
-        "code_version": version,
-        "environment": {**environment(), "device": str(device)},
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "train_seconds": round(time.time() - started, 1),
-        "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
-    }
-
-
-def save_run(
-    run_dir: Path,
-    mcfg: ModelConfig,
-    tcfg: TrainConfig,
-    pipe: Pipeline,
-    dev: Sequence[Labelled],
-    history: list[dict],
-    best: EarlyStopping,
-    info: dict,
-) -> None:
-    """Everything but the weights (saved at the best epoch): configs, pipeline, dev set,
-    history and its plot, metrics, and run.json last."""
-    plot_history(history, run_dir / rundir.HISTORY_PLOT)
-    rundir.write_run(
-        run_dir,
-        model_config=mcfg,
-        train_config=tcfg,
-        pipeline=pipe,
-        dev=dev,
-        history=history,
-        metrics={"dev": best.dev, "best_epoch": best.epoch, "select_on": tcfg.select_on},
-        info=info,
-    )
-
-
-def plot_history(history: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ep = [h["epoch"] for h in history]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
-    a.plot(ep, [h["train_loss"] for h in history], label="train")
-    a.plot(ep, [h["dev_loss"] for h in history], label="dev")
-    a.set_xlabel("epoch")
-    a.set_ylabel("loss")
-    a.legend()
-    b.plot(ep, [h["dev_accuracy"] for h in history], label="dev accuracy")
-    b.plot(ep, [h["dev_macro_f1"] for h in history], label="dev macro-F1")
-    b.set_xlabel("epoch")
-    b.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)

@@ -12,16 +12,12 @@ import torch
 
 from absa.model.text import LABELS
 from absa.training.evaluate import evaluate
+from absa.training.inference import resolve_device
+from absa.training.optim import balanced_weights, make_schedule
 from absa.training.presets import PRESETS, TrainConfig, get_preset
 from absa.training.records import DataError, Example
 from absa.training.rundir import DEV, WEIGHTS, read_dev_examples, read_info
-from absa.training.train import (
-    EarlyStopping,
-    balanced_weights,
-    fit,
-    make_schedule,
-    resolve_device,
-)
+from absa.training.train import EarlyStopping, fit
 from absa.training.train_data import split_dev
 from tests.helpers import data_dir, synthetic_examples, tiny_preset
 
