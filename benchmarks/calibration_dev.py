@@ -32,6 +32,7 @@ from absa.model.calibration import (  # noqa: E402
     apply_top_map,
     expected_calibration_error,
     fit_top_map,
+    held_out_folds,
     set_top,
     softmax,
 )
@@ -88,10 +89,8 @@ KINDS: dict[str, Kind] = {
 
 
 def out_of_fold(fit: Kind, p: np.ndarray, x: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
-    fold = np.random.default_rng(seed).permutation(len(y)) % FOLDS
     out = p.copy()
-    for k in range(FOLDS):
-        held = fold == k
+    for held in held_out_folds(len(y), FOLDS, seed):
         out[held] = fit(p[~held], x[~held], y[~held])(p[held], x[held])
     return out
 

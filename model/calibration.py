@@ -23,6 +23,8 @@ side, where export runs).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 ECE_BINS = 15
@@ -128,13 +130,20 @@ def out_of_fold_top_map(
     """``probs`` with a top-label map applied to each fold that was fitted on the others:
     what the map does to data it has not seen, for an honest dev ECE."""
     p = np.asarray(probs, dtype=np.float64)
-    fold = np.random.default_rng(seed).permutation(len(p)) % folds
     out = p.copy()
+    for held in held_out_folds(len(p), folds, seed):
+        out[held] = apply_top_map(p[held], *fit_top_map(p[~held], np.asarray(y)[~held]))
+    return out
+
+
+def held_out_folds(n: int, folds: int, seed: int) -> Iterator[np.ndarray]:
+    """The held-out mask of each of ``folds`` seeded folds of ``n`` items (a permutation,
+    item i in fold perm[i] % folds), skipping a fold that is empty or holds everything."""
+    fold = np.random.default_rng(seed).permutation(n) % folds
     for k in range(folds):
         held = fold == k
         if held.any() and (~held).any():
-            out[held] = apply_top_map(p[held], *fit_top_map(p[~held], np.asarray(y)[~held]))
-    return out
+            yield held
 
 
 def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> float:

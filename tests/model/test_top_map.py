@@ -20,6 +20,7 @@ from absa.model.calibration import (
     apply_top_map,
     expected_calibration_error,
     fit_top_map,
+    held_out_folds,
     out_of_fold_top_map,
     set_top,
     softmax,
@@ -109,6 +110,18 @@ def test_out_of_fold_is_honest() -> None:
     assert expected_calibration_error(in_sample, y) < expected_calibration_error(oof, y)
     assert expected_calibration_error(oof, y) < expected_calibration_error(p, y) / 2
     assert (oof.argmax(1) == p.argmax(1)).all()
+
+
+def test_the_folds_hold_out_each_item_once_and_follow_the_seed() -> None:
+    masks = list(held_out_folds(23, 5, seed=3))
+    assert len(masks) == 5 and (np.sum(masks, axis=0) == 1).all()
+    assert sorted(int(m.sum()) for m in masks) == [4, 4, 5, 5, 5]
+    again = list(held_out_folds(23, 5, seed=3))
+    assert all((a == b).all() for a, b in zip(masks, again, strict=True))
+    assert any((a != b).any() for a, b in zip(masks, held_out_folds(23, 5, seed=4), strict=True))
+    # more folds than items: the empty ones are skipped, every item still held out once
+    few = list(held_out_folds(3, 5, seed=0))
+    assert len(few) == 3 and (np.sum(few, axis=0) == 1).all()
 
 
 # --------------------------------------------------------------------------- the artifact
