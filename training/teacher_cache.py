@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,7 +32,15 @@ from absa.training.records import Example
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RECORDS", "cached_scores", "file_sha256", "read_shards", "span_key", "teacher_key"]
+__all__ = [
+    "RECORDS",
+    "cached_scores",
+    "file_sha256",
+    "read_shards",
+    "span_key",
+    "teacher_key",
+    "write_shard",
+]
 
 #: examples -> (probabilities (N, C), label names)
 Score = Callable[[Sequence[Example]], tuple[np.ndarray, list[str]]]
@@ -82,7 +91,7 @@ def read_shards(entry: Path) -> tuple[dict[str, np.ndarray], list[str] | None]:
                 names = [str(x) for x in z["labels"]]
             if probs.shape != (len(spans), len(names)):
                 raise ValueError(f"probabilities {probs.shape} for {len(spans)} spans")
-        except (OSError, KeyError, ValueError, EOFError) as e:
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as e:
             log.warning("teacher cache shard %s unreadable (%s): skipped", shard, e)
             continue
         if labels is not None and names != labels:
@@ -93,7 +102,8 @@ def read_shards(entry: Path) -> tuple[dict[str, np.ndarray], list[str] | None]:
     return known, labels
 
 
-def _write_shard(entry: Path, spans: list[str], probs: np.ndarray, labels: list[str]) -> None:
+def write_shard(entry: Path, spans: list[str], probs: np.ndarray, labels: list[str]) -> None:
+    """One shard of ``spans`` and their ``probs`` in ``entry``, written whole or not at all."""
     text = "\n".join(spans).encode()  # JSON escapes newlines: one span per line
     name = hashlib.sha256(text).hexdigest()
     entry.mkdir(parents=True, exist_ok=True)
@@ -126,7 +136,7 @@ def cached_scores(
         labels = list(names)
         part_spans = [span_key(e) for e in part]
         probs = np.asarray(probs, np.float32)
-        _write_shard(entry, part_spans, probs, labels)
+        write_shard(entry, part_spans, probs, labels)
         known.update(zip(part_spans, probs, strict=True))
         log.info("teacher %s: %d of %d scored", teacher, lo + len(part), len(missing))
     if labels is None:  # no examples, and an empty cache: the teacher names its labels

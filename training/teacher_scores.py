@@ -8,8 +8,8 @@ GPU, whose calls return 64 MiB at most) comes back as:
 - its run's records (run.json, dev.jsonl, history, metrics, train_config.json), so that
   the checks that read them still can: ``fold_targets``' "trained on this fold" and
   ``dev_leak``;
-- ``scores/``: the teacher cache's shards (training/teacher_cache.py) of every aspect it
-  scored there;
+- ``scores/``: one shard (training/teacher_cache.py's format) of every aspect the cache's
+  readable shards hold for it (a torn shard there stays behind, with a warning);
 - ``scores.json``: the sha256 of the weights they came from, the cache key, the labels and
   how many aspects.
 
@@ -32,7 +32,14 @@ import numpy as np
 
 from absa.training import rundir
 from absa.training.records import Example
-from absa.training.teacher_cache import RECORDS, file_sha256, read_shards, span_key, teacher_key
+from absa.training.teacher_cache import (
+    RECORDS,
+    file_sha256,
+    read_shards,
+    span_key,
+    teacher_key,
+    write_shard,
+)
 
 __all__ = ["SCORES", "export_scores", "is_scores", "read_record", "scores_of"]
 
@@ -53,7 +60,6 @@ def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
     written whole (a temporary directory renamed) or not at all."""
     teacher, out = Path(teacher), Path(out)
     key = teacher_key(teacher)
-    shards = sorted((cache_root / key).glob("*.npz"))
     known, labels = read_shards(cache_root / key)
     if not known or labels is None:
         raise FileNotFoundError(f"{cache_root / key}: the cache holds no scores of {teacher}")
@@ -63,9 +69,8 @@ def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
         for name in sorted(RECORDS):
             if (teacher / name).is_file():
                 shutil.copy2(teacher / name, tmp / name)
-        (tmp / SHARDS).mkdir()
-        for shard in shards:
-            shutil.copy2(shard, tmp / SHARDS / shard.name)
+        spans = sorted(known)
+        write_shard(tmp / SHARDS, spans, np.stack([known[k] for k in spans]), labels)
         record = {
             "teacher": str(teacher),
             "weights_sha256": file_sha256(teacher / rundir.WEIGHTS),

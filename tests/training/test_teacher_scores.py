@@ -4,6 +4,7 @@ probabilities on those aspects are asked for."""
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from absa.training.distill import teacher_targets
 from absa.training.evaluate import evaluate
 from absa.training.records import DataError
 from absa.training.rundir import WEIGHTS, read_info, write_examples
-from absa.training.teacher_cache import file_sha256
+from absa.training.teacher_cache import file_sha256, read_shards, teacher_key
 from absa.training.teacher_scores import export_scores
 from absa.training.train import fit
 from benchmarks import teacher_score
@@ -97,3 +98,16 @@ def test_a_failed_export_leaves_nothing_behind(
         export_scores(tiny_run, tmp_path / "cache", tmp_path / "in-the-way")
     assert (tmp_path / "in-the-way").read_text() == "mine"
     assert not list(tmp_path.glob(".in-the-way.*"))
+
+
+def test_a_torn_cache_shard_does_not_travel(scores: Path, tiny_run: Path, tmp_path: Path) -> None:
+    """The export is one readable shard of what the cache's readable shards hold."""
+    entry = tmp_path / "cache" / teacher_key(tiny_run)
+    (entry / "torn.npz").write_bytes(b"PK\x03\x04 cut short")
+    out = tmp_path / "again"
+    record = export_scores(tiny_run, tmp_path / "cache", out)
+    assert [p.name for p in (out / "scores").iterdir()] == list(
+        os.listdir(scores / "scores")
+    )  # the same one shard as before the torn one came
+    known, labels = read_shards(out / "scores")
+    assert record["aspects"] == len(known) == len(EXAMPLES) and labels == list(LABELS)
