@@ -21,6 +21,7 @@
 # then, on the GPU now) and the call's time ran out before the second fold: teacher-oof-b's
 # scores came back, teacher-oof-a's did not.
 # `unpack` puts them at runs/teacher-oof-a and -b, where the `-oof` configs look.
+# The runs record the commit `parts` ran at as their code_version (ABSA_CODE_VERSION).
 # OOF_TEACHERS="a": train and score that teacher alone (default "a b").
 # OOF_DEVICE=cpu OOF_LIMIT=N OOF_EPOCHS=E: a dry run of `run` on this CPU, on N items per fold.
 set -euo pipefail
@@ -40,6 +41,9 @@ if [ "$what" = parts ]; then
     pip wheel -q --no-deps --no-build-isolation -w "$w" . && rm -rf build ./*.egg-info
     unzip -q "$w"/absa-*.whl -x 'absa/model/artifacts/*' -d "$b/site"
     cp -r runs/encoders/mpnet "$b/mpnet" && cp -r runs/oof "$b/oof"
+    # the device runs from the wheel, without .git: the runs record this commit instead
+    python3 -c "from absa.training.provenance import code_version; print(code_version())" \
+        > "$b/code_version"
     tar -C "$b" -cf - . | split -b "${mb}M" -d - "$P/part-"
     (cd "$P" && sha256sum part-* > SHA256SUMS)
     rm -rf "$w" "$b"
@@ -66,7 +70,8 @@ elif [ "$what" = run ]; then
     if [ "$limit" -gt 0 ]; then
         for f in fold-a fold-b dev; do head -n "$limit" "runs/oof/$f.jsonl" > x && mv x "runs/oof/$f.jsonl"; done
     fi
-    export PYTHONUNBUFFERED=1
+    export PYTHONUNBUFFERED=1 ABSA_CODE_VERSION
+    ABSA_CODE_VERSION=$(cat "$g/code_version")
     pids=()
     for f in "${teachers[@]}"; do  # the two at once: one GPU holds both
         python3 -m absa.cli train --train "runs/oof/fold-$f.jsonl" --dev runs/oof/dev.jsonl \
