@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue #11: from a checkout whose runs/ holds the main teacher, its transfer set, copies,
+# vectors and word states (python benchmarks/rebuild_inputs.py, session 44), to students of
+# 1.8.0's recipe scored as served, in one resumable chain. Every step skips what is done:
+#
+#   1. the main teacher's probabilities of every training and transfer aspect, into the
+#      teacher cache (teacher_score.py: ~8 aspects/s on this 2-core CPU, 65,000 aspects);
+#   2. the rest of the card's inputs (rebuild_inputs.py): the out-of-fold teacher a, about
+#      2.5 hours on this CPU (or 3 minutes of a lent GPU first: gpu_teachers.sh with
+#      OOF_TEACHERS=a, then `unpack`), and the k100k vectors for vocabulary expansion;
+#   3. the students (recipe_students.sh), named for the teacher they learn from, since the
+#      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite seeds 1 and 2 (item 1's network),
+#      then `fast` seeds 1 and 2 (the shipped network on the same inputs), then card-lite
+#      seeds 3 and 4.
+#
+#   bash benchmarks/recipe_chain.sh [TAG]   # TAG names the students (default: the teacher's
+#                                           #   weights, first 4 hex digits)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
+TEACHER=runs/teacher-union-mpnet
+tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}
+T=(runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl)
+D=../shared/data
+TRAIN=("$D"/semeval14/Restaurants_Train.xml.seg "$D"/semeval14/Laptops_Train.xml.seg
+    "$D"/twitter/train.raw "$D"/mams/train.xml "$D"/semeval15/restaurant_train.raw
+    "$D"/television/Television_Train.xml.seg "$D"/tshirt/Menstshirt_Train.xml.seg
+    "$D"/yelp/yelp.train.txt "$D"/acos-laptop/train.jsonl)
+C=benchmarks/configs
+R=kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
+
+echo "$(date -u +%FT%TZ) 1. the teacher cache"
+python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${T[@]}" --data "${TRAIN[@]}" \
+    --threads 2
+echo "$(date -u +%FT%TZ) 2. the rest of the inputs"
+python benchmarks/rebuild_inputs.py
+echo "$(date -u +%FT%TZ) 3. the students"
+bash benchmarks/recipe_students.sh "$C/card-lite-$R" "card-lite-$tag" 1 2
+bash benchmarks/recipe_students.sh "$C/fast-$R" "fast-$tag" 1 2
+bash benchmarks/recipe_students.sh "$C/card-lite-$R" "card-lite-$tag" 3 4
+echo "$(date -u +%FT%TZ) done"
