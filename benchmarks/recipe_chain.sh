@@ -26,8 +26,8 @@ TRAIN=("$D"/semeval14/Restaurants_Train.xml.seg "$D"/semeval14/Laptops_Train.xml
     "$D"/twitter/train.raw "$D"/mams/train.xml "$D"/semeval15/restaurant_train.raw
     "$D"/television/Television_Train.xml.seg "$D"/tshirt/Menstshirt_Train.xml.seg
     "$D"/yelp/yelp.train.txt "$D"/acos-laptop/train.jsonl)
-C=benchmarks/configs
-R=kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
+CARD=benchmarks/configs/card-lite-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
+FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
 
 echo "$(date -u +%FT%TZ) 1. the teacher cache"
 python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${T[@]}" --data "${TRAIN[@]}" \
@@ -35,7 +35,7 @@ python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${T[@]}" --d
 echo "$(date -u +%FT%TZ) 2. the rest of the inputs"
 python benchmarks/rebuild_inputs.py
 echo "$(date -u +%FT%TZ) 3. the students"
-bash benchmarks/recipe_students.sh "$C/card-lite-$R" "card-lite-$tag" 1 2
-bash benchmarks/recipe_students.sh "$C/fast-$R" "fast-$tag" 1 2
-bash benchmarks/recipe_students.sh "$C/card-lite-$R" "card-lite-$tag" 3 4
+bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" 1 2
+bash benchmarks/recipe_students.sh "$FAST" "fast-$tag" 1 2
+bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" 3 4
 echo "$(date -u +%FT%TZ) done"
