@@ -1,35 +1,53 @@
 #!/usr/bin/env bash
-# Issue #11: the out-of-fold mpnet teachers (benchmarks/oof_teachers.sh) trained on the
-# borrowed GPU instead of this CPU, where they take ~5 hours. Only their scores come back
-# (training/teacher_scores.py): each fold scored by the teacher of the other, a few MB, where
-# the two teachers' weights are 900 MB and a call returns 64 MiB.
+# Issue #11: mpnet teachers trained on the borrowed GPU instead of this CPU, where each takes
+# 2.5-4.5 hours. Only their scores come back (training/teacher_scores.py), a few MB, where a
+# teacher's weights are 451 MB and a call returns 64 MiB.
 #
 #   bash benchmarks/gpu_teachers.sh parts [PART_MB]   # here: runs/gpu-oof/parts/ (needs runs/oof,
-#                                                     #   python benchmarks/oof_folds.py)
+#                                                     #   python benchmarks/oof_folds.py, and the
+#                                                     #   transfer sets: rebuild_inputs.py)
 #   bash benchmarks/gpu_teachers.sh stage             # there, each call: carry one part
 #   bash benchmarks/gpu_teachers.sh run               # there, after the last part (carry
 #                                                     #   runs/gpu-oof/parts/SHA256SUMS too)
-#   bash benchmarks/gpu_teachers.sh unpack TAR..      # here: the teacher-oof-*.tar $OUT got
+#   bash benchmarks/gpu_teachers.sh unpack TAR..      # here: the teacher-*.tar $OUT got
 #
+# GPU_TEACHERS names the teachers `run` trains, all at once on the one GPU (default "oof-a oof-b"):
+#   oof-a, oof-b  the out-of-fold teachers (oof_teachers.sh's commands): each is trained on its
+#                 fold and scores the other -> teacher-oof-a, teacher-oof-b
+#   seed-N        the main teacher's recipe (teacher-union-mpnet.json on the four sets) with
+#                 training seed N and the students' dev split (--dev-seed 1), a draw for an
+#                 ensemble of teachers (train.teachers_more): it scores every aspect a student
+#                 asks its teachers for, the training sets' (the four and the train-only ones)
+#                 and the three transfer sets' -> teacher-union-mpnet-sN
 # The bundle: the packaged mpnet encoder (runs/encoders/mpnet, 210 MB), the fold files, the
-# wheels the device lacks for `absa train` (pydantic and its kin) and absa's own wheel without
-# its artifacts. `run` trains runs/teacher-oof-a and -b at once on the GPU (the commands of
-# oof_teachers.sh, with --device cuda), scores each fold with the other fold's teacher, and
-# exports the scores (teacher_score.py --export), each into $OUT/teacher-oof-X.tar as soon as
-# it is done. Session 43, on an H100: both teachers at once, 35 s an epoch each; the scoring
-# then ran on the machine's CPU (27 s per 1,000 aspects: predict_examples ran a run on the CPU
-# then, on the GPU now) and the call's time ran out before the second fold: teacher-oof-b's
-# scores came back, teacher-oof-a's did not.
-# `unpack` puts them at runs/teacher-oof-a and -b, where the `-oof` configs look.
+# data files and transfer sets, the wheels the device lacks for `absa train` (pydantic and its
+# kin) and absa's own wheel without its artifacts. Each teacher's scores go into
+# $OUT/teacher-*.tar (teacher_score.py --export) as soon as they are done. Session 43, on an
+# H100: oof-a and oof-b at once, 35 s an epoch each; the scoring then ran on the machine's CPU
+# (27 s per 1,000 aspects: predict_examples ran a run on the CPU then, on the GPU now) and the
+# call's time ran out before the second fold: teacher-oof-b's scores came back, oof-a's did not.
+# `unpack` puts them under runs/, where the `-oof` configs and `teachers_more` look.
 # The runs record the commit `parts` ran at as their code_version (ABSA_CODE_VERSION).
-# OOF_TEACHERS="a": train and score that teacher alone (default "a b").
-# OOF_DEVICE=cpu OOF_LIMIT=N OOF_EPOCHS=E: a dry run of `run` on this CPU, on N items per fold.
+# GPU_DEVICE=cpu GPU_LIMIT=N GPU_EPOCHS=E: a dry run of `run` on this CPU, on N items per
+# training and scored file (a seed-N teacher then trains on fold a's first N items).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?parts, stage, run or unpack}
 P=runs/gpu-oof/parts
+D=shared/data  # the bundle's copy of ../shared/data: the files the teachers read
+TRAIN4=("$D"/semeval14/Restaurants_Train.xml.seg "$D"/semeval14/Laptops_Train.xml.seg
+    "$D"/twitter/train.raw "$D"/mams/train.xml)
+MORE=("$D"/semeval15/restaurant_train.raw "$D"/television/Television_Train.xml.seg
+    "$D"/tshirt/Menstshirt_Train.xml.seg "$D"/yelp/yelp.train.txt "$D"/acos-laptop/train.jsonl)
+TESTS=("$D"/semeval14/Restaurants_Test_Gold.xml.seg "$D"/semeval14/Laptops_Test_Gold.xml.seg
+    "$D"/twitter/test.raw "$D"/mams/test.xml)
+TRANSFER=(runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl)
 WHEELS=(pydantic==2.14.4 pydantic_core==2.50.5 pydantic-settings==2.16.3 python-dotenv==1.2.4
     typing-inspection==0.4.5 annotated-types==0.8.0 typing_extensions==4.16.0)
+
+name_of() {  # the run (and scores) directory of a GPU_TEACHERS item
+    case $1 in oof-?) echo "teacher-$1" ;; seed-*) echo "teacher-union-mpnet-s${1#seed-}" ;; esac
+}
 
 if [ "$what" = parts ]; then
     mb=${2:-56}
@@ -41,6 +59,10 @@ if [ "$what" = parts ]; then
     pip wheel -q --no-deps --no-build-isolation -w "$w" . && rm -rf build ./*.egg-info
     unzip -q "$w"/absa-*.whl -x 'absa/model/artifacts/*' -d "$b/site"
     cp -r runs/encoders/mpnet "$b/mpnet" && cp -r runs/oof "$b/oof"
+    mkdir -p "$b/transfer" && cp "${TRANSFER[@]}" "$b/transfer/"
+    for f in "${TRAIN4[@]}" "${MORE[@]}" "${TESTS[@]}"; do
+        mkdir -p "$b/$(dirname "$f")" && cp "../$f" "$b/$f"
+    done
     # the device runs from the wheel, without .git: the runs record this commit instead
     python3 -c "from absa.training.provenance import code_version; print(code_version())" \
         > "$b/code_version"
@@ -51,8 +73,8 @@ if [ "$what" = parts ]; then
 elif [ "$what" = stage ]; then
     mkdir -p /tmp/gpu-oof-parts && cp "$P"/part-* /tmp/gpu-oof-parts/ && ls -l /tmp/gpu-oof-parts
 elif [ "$what" = run ]; then
-    device=${OOF_DEVICE:-cuda} limit=${OOF_LIMIT:-0} epochs=${OOF_EPOCHS:-}
-    read -ra teachers <<< "${OOF_TEACHERS:-a b}"
+    device=${GPU_DEVICE:-cuda} limit=${GPU_LIMIT:-0} epochs=${GPU_EPOCHS:-}
+    read -ra teachers <<< "${GPU_TEACHERS:-oof-a oof-b}"
     g=/tmp/gpu-oof && rm -rf "$g" && mkdir -p "$g"
     (cd /tmp/gpu-oof-parts && sha256sum -c --quiet "$OLDPWD/$P/SHA256SUMS")
     cat /tmp/gpu-oof-parts/part-* | tar -C "$g" -xf -
@@ -61,38 +83,59 @@ elif [ "$what" = run ]; then
         export PYTHONPATH=$g/site
     fi
     # a working directory without the checkout's absa/, which would shadow the installed one;
-    # the config names the encoder by the relative path runs/encoders/mpnet
+    # the config names the encoder by the relative path runs/encoders/mpnet, the commands the
+    # data by ../shared/data as here
     W=$g/work && mkdir -p "$W/runs/encoders" "$W/benchmarks/configs" "$W/scores" "$W/logs"
-    mv "$g/mpnet" "$W/runs/encoders/mpnet" && mv "$g/oof" "$W/runs/oof"
+    mv "$g/mpnet" "$W/runs/encoders/mpnet" && mv "$g/oof" "$W/runs/oof" && mv "$g"/transfer/* "$W/runs/"
     cp benchmarks/configs/teacher-union-mpnet.json "$W/benchmarks/configs/"
     cp benchmarks/teacher_score.py "$W/benchmarks/"
     cd "$W"
+    for f in "${TRAIN4[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${TRANSFER[@]}"; do
+        [ -f "$f" ] || { echo "not in the bundle: $f" >&2; exit 1; }
+    done
     if [ "$limit" -gt 0 ]; then
-        for f in fold-a fold-b dev; do head -n "$limit" "runs/oof/$f.jsonl" > x && mv x "runs/oof/$f.jsonl"; done
+        for f in runs/oof/fold-a.jsonl runs/oof/fold-b.jsonl runs/oof/dev.jsonl "${TRANSFER[@]}"; do
+            head -n "$limit" "$f" > x && mv x "$f"
+        done
     fi
     export PYTHONUNBUFFERED=1 ABSA_CODE_VERSION
     ABSA_CODE_VERSION=$(cat "$g/code_version")
     pids=()
-    for f in "${teachers[@]}"; do  # the two at once: one GPU holds both
-        python3 -m absa.cli train --train "runs/oof/fold-$f.jsonl" --dev runs/oof/dev.jsonl \
-            --config benchmarks/configs/teacher-union-mpnet.json --seed 1 --threads 4 \
-            --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/teacher-oof-$f" --quiet \
-            > "logs/teacher-oof-$f.log" 2>&1 &
+    for t in "${teachers[@]}"; do  # all at once: one GPU holds them
+        case $t in
+            oof-a | oof-b) args=(--train "runs/oof/fold-${t#oof-}.jsonl" --dev runs/oof/dev.jsonl --seed 1) ;;
+            seed-*) if [ "$limit" -gt 0 ]; then data=(runs/oof/fold-a.jsonl); else data=("${TRAIN4[@]/#/../}"); fi
+                args=(--train "${data[@]}" --exclude "${TESTS[@]/#/../}" --seed "${t#seed-}" --dev-seed 1) ;;
+            *) echo "GPU_TEACHERS: oof-a, oof-b or seed-N, not $t" >&2; exit 2 ;;
+        esac
+        python3 -m absa.cli train "${args[@]}" --config benchmarks/configs/teacher-union-mpnet.json \
+            --threads 4 --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/$(name_of "$t")" \
+            --quiet > "logs/$(name_of "$t").log" 2>&1 &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/*.log; exit 1; }; done
     export ABSA_TEACHER_CACHE=$W/cache
-    for f in "${teachers[@]}"; do  # a scores fold b, b scores a; each in $OUT once it is done
-        o=$([ $f = a ] && echo b || echo a)
-        python3 benchmarks/teacher_score.py --teacher "runs/teacher-oof-$f" --threads 4 \
-            --data "runs/oof/fold-$o.jsonl" --export "scores/teacher-oof-$f"
-        tar -C scores -cf "${OUT:?}/teacher-oof-$f.tar" "teacher-oof-$f"
+    pids=()
+    for t in "${teachers[@]}"; do  # all at once too; each one's scores in $OUT once done
+        case $t in
+            oof-a) what_=(--data runs/oof/fold-b.jsonl) ;;
+            oof-b) what_=(--data runs/oof/fold-a.jsonl) ;;
+            seed-*) if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
+                    what_=(--data "${TRAIN4[@]/#/../}" "${MORE[@]/#/../}"); fi
+                what_+=(--transfer "${TRANSFER[@]}") ;;
+        esac
+        n=$(name_of "$t")
+        (python3 benchmarks/teacher_score.py --teacher "runs/$n" --threads 4 "${what_[@]}" \
+            --export "scores/$n" > "logs/score-$n.log" 2>&1 &&
+            tar -C scores -cf "${OUT:?}/$n.tar" "$n") &
+        pids+=($!)
     done
+    for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/score-*.log; exit 1; }; done
     tail -n 3 logs/*.log
     cp logs/*.log "$OUT/"
 elif [ "$what" = unpack ]; then
     shift
-    [ $# -gt 0 ] || { echo "unpack TAR..: the teacher-oof-*.tar a run returned" >&2; exit 2; }
+    [ $# -gt 0 ] || { echo "unpack TAR..: the teacher-*.tar a run returned" >&2; exit 2; }
     for tar in "$@"; do
         name=$(basename "$tar" .tar)
         [ ! -e "runs/$name" ] || { echo "runs/$name is there: move it first" >&2; exit 1; }

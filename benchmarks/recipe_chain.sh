@@ -7,7 +7,7 @@
 #      teacher cache (teacher_score.py: ~8 aspects/s on this 2-core CPU, 65,000 aspects);
 #   2. the rest of the card's inputs (rebuild_inputs.py): the out-of-fold teacher a, about
 #      2.5 hours on this CPU (or 3 minutes of a lent GPU first: gpu_teachers.sh with
-#      OOF_TEACHERS=a, then `unpack`), and the k100k vectors for vocabulary expansion;
+#      GPU_TEACHERS=oof-a, then `unpack`), and the k100k vectors for vocabulary expansion;
 #   3. the students (recipe_students.sh), named for the teacher they learn from, since the
 #      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite seeds 1 and 2 (item 1's network),
 #      then `fast` seeds 1 and 2 (the shipped network on the same inputs), then card-lite
