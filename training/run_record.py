@@ -8,7 +8,6 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -22,9 +21,6 @@ from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import environment, file_info
 from absa.training.records import Labelled
 from absa.training.train_data import Data, teacher_dirs
-
-if TYPE_CHECKING:
-    from absa.training.train import EarlyStopping
 
 __all__ = ["plot_history", "run_info", "save_run"]
 
@@ -83,11 +79,12 @@ def save_run(
     pipe: WordPipeline | WordPiecePipeline,
     dev: Sequence[Labelled],
     history: list[dict],
-    best: EarlyStopping,
+    best_dev: dict,
+    best_epoch: int,
     info: dict,
 ) -> None:
     """Everything but the weights (saved at the best epoch): configs, pipeline, dev set,
-    history and its plot, metrics, and run.json last."""
+    history and its plot, metrics (the best epoch's dev report), and run.json last."""
     plot_history(history, run_dir / rundir.HISTORY_PLOT)
     rundir.write_run(
         run_dir,
@@ -96,7 +93,7 @@ def save_run(
         pipeline=pipe,
         dev=dev,
         history=history,
-        metrics={"dev": best.dev, "best_epoch": best.epoch, "select_on": tcfg.select_on},
+        metrics={"dev": best_dev, "best_epoch": best_epoch, "select_on": tcfg.select_on},
         info=info,
     )
 

@@ -192,7 +192,7 @@ def fit(
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
-    save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best, info)
+    save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
     return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)
 
 

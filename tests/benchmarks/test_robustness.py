@@ -296,6 +296,7 @@ def test_augment_never_uses_the_suite_clauses() -> None:
 
 
 def test_fit_augments_train_only(small_glove: Path, tmp_path: Path, monkeypatch) -> None:
+    import absa.training.run_record as record_mod
     import absa.training.train as train_mod
     import absa.training.train_data as data_mod
 
@@ -307,7 +308,7 @@ def test_fit_augments_train_only(small_glove: Path, tmp_path: Path, monkeypatch)
         return real(examples, *args, **kwargs)
 
     monkeypatch.setattr(data_mod, "augment", spy)
-    monkeypatch.setattr(train_mod, "plot_history", lambda *a: None)  # no matplotlib import
+    monkeypatch.setattr(record_mod, "plot_history", lambda *a: None)  # no matplotlib import
     base = tiny_preset("atae-lstm", small_glove)
     preset = replace(base, train=replace(base.train, epochs=1, augment=0.5, dev_fraction=0.25))
     examples = synthetic_examples(16, seed=2)
