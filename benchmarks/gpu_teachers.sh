@@ -35,13 +35,7 @@ cd "$(dirname "$0")/.."
 what=${1:?parts, stage, run or unpack}
 P=runs/gpu-oof/parts
 D=shared/data  # the bundle's copy of ../shared/data: the files the teachers read
-TRAIN4=("$D"/semeval14/Restaurants_Train.xml.seg "$D"/semeval14/Laptops_Train.xml.seg
-    "$D"/twitter/train.raw "$D"/mams/train.xml)
-MORE=("$D"/semeval15/restaurant_train.raw "$D"/television/Television_Train.xml.seg
-    "$D"/tshirt/Menstshirt_Train.xml.seg "$D"/yelp/yelp.train.txt "$D"/acos-laptop/train.jsonl)
-TESTS=("$D"/semeval14/Restaurants_Test_Gold.xml.seg "$D"/semeval14/Laptops_Test_Gold.xml.seg
-    "$D"/twitter/test.raw "$D"/mams/test.xml)
-TRANSFER=(runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl)
+. benchmarks/recipe_files.sh
 WHEELS=(pydantic==2.14.4 pydantic_core==2.50.5 pydantic-settings==2.16.3 python-dotenv==1.2.4
     typing-inspection==0.4.5 annotated-types==0.8.0 typing_extensions==4.16.0)
 
@@ -60,7 +54,7 @@ if [ "$what" = parts ]; then
     unzip -q "$w"/absa-*.whl -x 'absa/model/artifacts/*' -d "$b/site"
     cp -r runs/encoders/mpnet "$b/mpnet" && cp -r runs/oof "$b/oof"
     mkdir -p "$b/transfer" && cp "${TRANSFER[@]}" "$b/transfer/"
-    for f in "${TRAIN4[@]}" "${MORE[@]}" "${TESTS[@]}"; do
+    for f in "${TRAIN[@]}" "${MORE[@]}" "${TESTS[@]}"; do
         mkdir -p "$b/$(dirname "$f")" && cp "../$f" "$b/$f"
     done
     # the device runs from the wheel, without .git: the runs record this commit instead
@@ -90,7 +84,7 @@ elif [ "$what" = run ]; then
     cp benchmarks/configs/teacher-union-mpnet.json "$W/benchmarks/configs/"
     cp benchmarks/teacher_score.py "$W/benchmarks/"
     cd "$W"
-    for f in "${TRAIN4[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${TRANSFER[@]}"; do
+    for f in "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${TRANSFER[@]}"; do
         [ -f "$f" ] || { echo "not in the bundle: $f" >&2; exit 1; }
     done
     if [ "$limit" -gt 0 ]; then
@@ -104,7 +98,7 @@ elif [ "$what" = run ]; then
     for t in "${teachers[@]}"; do  # all at once: one GPU holds them
         case $t in
             oof-a | oof-b) args=(--train "runs/oof/fold-${t#oof-}.jsonl" --dev runs/oof/dev.jsonl --seed 1) ;;
-            seed-*) if [ "$limit" -gt 0 ]; then data=(runs/oof/fold-a.jsonl); else data=("${TRAIN4[@]/#/../}"); fi
+            seed-*) if [ "$limit" -gt 0 ]; then data=(runs/oof/fold-a.jsonl); else data=("${TRAIN[@]/#/../}"); fi
                 args=(--train "${data[@]}" --exclude "${TESTS[@]/#/../}" --seed "${t#seed-}" --dev-seed 1) ;;
             *) echo "GPU_TEACHERS: oof-a, oof-b or seed-N, not $t" >&2; exit 2 ;;
         esac
@@ -121,7 +115,7 @@ elif [ "$what" = run ]; then
             oof-a) what_=(--data runs/oof/fold-b.jsonl) ;;
             oof-b) what_=(--data runs/oof/fold-a.jsonl) ;;
             seed-*) if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
-                    what_=(--data "${TRAIN4[@]/#/../}" "${MORE[@]/#/../}"); fi
+                    what_=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}"); fi
                 what_+=(--transfer "${TRANSFER[@]}") ;;
         esac
         n=$(name_of "$t")

@@ -15,8 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=../shared/data
-TRAIN=("$D/semeval14/Restaurants_Train.xml.seg" "$D/semeval14/Laptops_Train.xml.seg" "$D/twitter/train.raw" "$D/mams/train.xml")
-TESTS=("$D/semeval14/Restaurants_Test_Gold.xml.seg" "$D/semeval14/Laptops_Test_Gold.xml.seg" "$D/twitter/test.raw" "$D/mams/test.xml")
+. benchmarks/recipe_files.sh
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
 what="${1:-all}"
 
@@ -43,5 +42,5 @@ fi
 N=union-fast-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap
 C=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap
 python benchmarks/distill.py --name "$N-d08-ema-apart-oof-lap4-more" --config "$C-d08-ema-apart-oof.json" \
-    --transfer runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl \
+    --transfer "${TRANSFER[@]}" \
     --train-more --seeds 1 2 --jobs 2 --dev-seed 1 --threads 1

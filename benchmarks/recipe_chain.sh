@@ -20,18 +20,14 @@ cd "$(dirname "$0")/.."
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
 TEACHER=runs/teacher-union-mpnet
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}
-T=(runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl)
 D=../shared/data
-TRAIN=("$D"/semeval14/Restaurants_Train.xml.seg "$D"/semeval14/Laptops_Train.xml.seg
-    "$D"/twitter/train.raw "$D"/mams/train.xml "$D"/semeval15/restaurant_train.raw
-    "$D"/television/Television_Train.xml.seg "$D"/tshirt/Menstshirt_Train.xml.seg
-    "$D"/yelp/yelp.train.txt "$D"/acos-laptop/train.jsonl)
+. benchmarks/recipe_files.sh
 CARD=benchmarks/configs/card-lite-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
 FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
 
 echo "$(date -u +%FT%TZ) 1. the teacher cache"
-python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${T[@]}" --data "${TRAIN[@]}" \
-    --threads 2
+python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@]}" \
+    --data "${TRAIN[@]}" "${MORE[@]}" --threads 2
 echo "$(date -u +%FT%TZ) 2. the rest of the inputs"
 python benchmarks/rebuild_inputs.py
 echo "$(date -u +%FT%TZ) 3. the students"

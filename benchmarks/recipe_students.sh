@@ -21,10 +21,11 @@ cd "$(dirname "$0")/.."
 C=$1 short=$2
 shift 2
 N=union-$short-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more
-T=(runs/transfer-set.jsonl runs/transfer-subst1.jsonl runs/transfer-subst-laptop4.jsonl)
+D=../shared/data
+. benchmarks/recipe_files.sh
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
 
-python benchmarks/distill.py --name "$N" --config "$C" --transfer "${T[@]}" \
+python benchmarks/distill.py --name "$N" --config "$C" --transfer "${TRANSFER[@]}" \
     --train-more --seeds "$@" --jobs 2 --dev-seed 1 --threads 1
 
 served() {  # export one seed as 1.8.0 was, then score it as served
@@ -32,7 +33,7 @@ served() {  # export one seed as 1.8.0 was, then score it as served
     [ -f "$out/metadata.json" ] ||
         python benchmarks/default_model.py --config "$C" --teacher-run runs/teacher-union-mpnet \
             --teacher-config benchmarks/configs/teacher-union-mpnet.json --teacher-threads 1 \
-            --student-more --transfer "${T[@]}" --run "runs/distill/$N.s$seed" --seed "$seed" \
+            --student-more --transfer "${TRANSFER[@]}" --run "runs/distill/$N.s$seed" --seed "$seed" \
             --dev-seed 1 --version 1.9.0-rc --quantize int8-embeddings --top-map \
             --expand-vocab runs/vectors/teacher-mpnet-g50-p100-k100k.txt --expand-top-k 65000 \
             --skip-train --out "$out" > "$out.log" 2>&1

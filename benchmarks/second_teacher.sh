@@ -13,12 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=../shared/data
+. benchmarks/recipe_files.sh
 TEACHER=runs/teacher-union-more-mpnet
-TRAIN=("$D/semeval14/Restaurants_Train.xml.seg" "$D/semeval14/Laptops_Train.xml.seg" "$D/twitter/train.raw" "$D/mams/train.xml")
-MORE=("$D/semeval15/restaurant_train.raw" "$D/television/Television_Train.xml.seg" "$D/tshirt/Menstshirt_Train.xml.seg"
-      "$D/yelp/yelp.train.txt" "$D/acos-laptop/train.jsonl")
-TESTS=("$D/semeval14/Restaurants_Test_Gold.xml.seg" "$D/semeval14/Laptops_Test_Gold.xml.seg" "$D/twitter/test.raw" "$D/mams/test.xml")
-TRANSFER=(runs/transfer-set.jsonl runs/transfer-subst1.jsonl)
+TRANSFER=("${TRANSFER[@]:0:2}")  # this recipe's: without the laptop copies, which came after it
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
 
 if [ ! -f "$TEACHER/run.json" ]; then

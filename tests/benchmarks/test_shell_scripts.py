@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "benchmarks").glob("*.sh"))
 CONFIG = re.compile(r"benchmarks/configs/[\w.-]+\.json")
@@ -29,3 +31,29 @@ def test_the_configs_it_names_are_there(script: Path) -> None:
     named = set(CONFIG.findall(script.read_text()))
     missing = sorted(c for c in named if not (ROOT / c).is_file())
     assert not missing, f"{script.name} names {missing}"
+
+
+def test_the_recipe_files_are_the_python_sides() -> None:
+    """benchmarks/recipe_files.sh lists the sets of benchmarks/datasets.py, in its order."""
+    from benchmarks.datasets import TRAIN_ONLY, test_files, union_files
+
+    data = data_dir()
+    lists = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'D="$1"; . benchmarks/recipe_files.sh; '
+            'for a in TRAIN MORE TESTS TRANSFER; do n="$a[*]"; echo "${!n}"; done',
+            "_",
+            str(data),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    train, more, tests, transfer = (line.split() for line in lists)
+    union = [str(p) for _, p in union_files(new=True)]
+    assert train + more == union and len(more) == len(TRAIN_ONLY)
+    assert tests == [str(p) for p in test_files().values()]
+    assert transfer == [f"runs/transfer-{n}.jsonl" for n in ("set", "subst1", "subst-laptop4")]
