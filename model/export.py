@@ -139,6 +139,31 @@ def export(
     return metadata
 
 
+def onnx_export(
+    wrapper: torch.nn.Module,
+    args: tuple[torch.Tensor, ...],
+    path: Path,
+    inputs: list[str],
+    outputs: list[str],
+    axes: dict[str, dict[int, str]],
+) -> None:
+    """``torch.onnx.export`` at the project's opset, TorchScript exporter, no gradients."""
+    with torch.no_grad(), warnings.catch_warnings():
+        # h0/c0 are built from the input's batch size inside the graph, and the parity check
+        # runs batches of several sizes, so the exporter's batch-size warning does not apply
+        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size")
+        torch.onnx.export(
+            wrapper,
+            args,
+            str(path),
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
+
+
 def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: float = 1.0) -> None:
     wrapper = ExportWrapper(net, temperature).eval()
     net.eval()  # export what serves: no dropout
@@ -152,20 +177,7 @@ def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: fl
     axes.update({"probs": {0: "batch"}, "attention": {0: "batch", 1: "tokens"}})
     if self_attention:
         axes["self_attention"] = {0: "batch", 2: "tokens", 3: "tokens_k"}
-    with torch.no_grad(), warnings.catch_warnings():
-        # h0/c0 are built from the input's batch size inside the graph, and the parity check
-        # runs batches of several sizes, so the exporter's batch-size warning does not apply
-        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size")
-        torch.onnx.export(
-            wrapper,
-            args,
-            str(path),
-            input_names=list(names),
-            output_names=outputs,
-            dynamic_axes=axes,
-            opset_version=OPSET,
-            dynamo=False,
-        )
+    onnx_export(wrapper, args, path, list(names), outputs, axes)
     net.eval()
 
 

@@ -10,7 +10,6 @@ the checked fp32 graph quantised afterwards (its change on dev is recorded, not 
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from absa.model.artifact import (
     staged,
     write_metadata,
 )
-from absa.model.export import OPSET, QUANTIZATIONS
+from absa.model.export import OPSET, QUANTIZATIONS, onnx_export
 from absa.model.extractor import Extractor
 from absa.model.extractor_card import write_extractor_card
 from absa.model.piece_tagger import PieceTagger
@@ -107,18 +106,7 @@ def _export_onnx(net: Net, text: Text, path: Path) -> list[str]:
         axes["char_ids"][2] = "chars"
     axes["probs"] = {0: "batch", 1: "tokens"}
     args = tuple(torch.from_numpy(feeds[k]) for k in names)
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size")
-        torch.onnx.export(
-            wrapper,
-            args,
-            str(path),
-            input_names=names,
-            output_names=["probs"],
-            dynamic_axes=axes,
-            opset_version=OPSET,
-            dynamo=False,
-        )
+    onnx_export(wrapper, args, path, list(names), ["probs"], axes)
     net.eval()
     return names
 
