@@ -143,7 +143,7 @@ def onnx_export(
     wrapper: torch.nn.Module,
     args: tuple[torch.Tensor, ...],
     path: Path,
-    inputs: list[str],
+    inputs: Sequence[str],
     outputs: list[str],
     axes: dict[str, dict[int, str]],
 ) -> None:
@@ -156,7 +156,7 @@ def onnx_export(
             wrapper,
             args,
             str(path),
-            input_names=inputs,
+            input_names=list(inputs),
             output_names=outputs,
             dynamic_axes=axes,
             opset_version=OPSET,
@@ -177,7 +177,7 @@ def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: fl
     axes.update({"probs": {0: "batch"}, "attention": {0: "batch", 1: "tokens"}})
     if self_attention:
         axes["self_attention"] = {0: "batch", 2: "tokens", 3: "tokens_k"}
-    onnx_export(wrapper, args, path, list(names), outputs, axes)
+    onnx_export(wrapper, args, path, names, outputs, axes)
     net.eval()
 
 

@@ -106,7 +106,7 @@ def _export_onnx(net: Net, text: Text, path: Path) -> list[str]:
         axes["char_ids"][2] = "chars"
     axes["probs"] = {0: "batch", 1: "tokens"}
     args = tuple(torch.from_numpy(feeds[k]) for k in names)
-    onnx_export(wrapper, args, path, list(names), ["probs"], axes)
+    onnx_export(wrapper, args, path, names, ["probs"], axes)
     net.eval()
     return names
 
