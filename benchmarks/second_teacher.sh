@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #11: the second mpnet teacher (the train-only sets too, seed 2) and the students of
 # both teachers, as one resumable chain: every step skips what is done, so the same command
-# goes on where the last session stopped (docs/benchmarks.md, "A second teacher").
+# goes on where the last session stopped (docs/distillation.md, "A second teacher").
 #
 #   bash benchmarks/second_teacher.sh [MINUTES]
 #

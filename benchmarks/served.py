@@ -12,7 +12,7 @@ candidate's accuracy / macro-F1, the shipped artifact's (``--against``) and the 
 how many of the eight numbers it meets, and whether it is ahead of the shipped one on dev
 and on every test number (the rule for shipping a new default up to 1.7.0; 1.8.0 shipped as
 the best dev of its recipe's seeds meeting every target 1.7.0 met and more of the ECE ones:
-docs/benchmarks.md).
+docs/distillation.md).
 """
 
 from __future__ import annotations
