@@ -7,13 +7,15 @@
 
 Each seed trains the student the way the shipped model is trained (the four training sets,
 their test sentences excluded; ``benchmarks/default_model.py``; ``--train-more``: the
-train-only sets' aspects too, dev still held out of the four sets), exports it and evaluates the
-artifact on the four test sets; one JSON per (name, seed) in benchmarks/results/distill/,
-skipped when it exists. The teacher is the config's ``train.teacher``, trained beforehand on
-the same data with one seed (``default_model.py --teacher-run``): every student keeps that
-seed's dev split (``--dev-seed``, default the teacher's seed), so no student's dev sentence
-was in the teacher's training data (``teacher.dev_leak`` = 0 in each file, checked). The
-teacher's own test scores are measured once per teacher and kept beside the students'.
+train-only sets' aspects too, dev still held out of the four sets), exports it and evaluates
+the artifact on the four test sets; one JSON per (name, seed) in benchmarks/results/distill/,
+skipped when it exists. A seed cut off in training goes on from its run's checkpoint
+(``absa train --resume``: after each epoch, and every 30 minutes within one). The teacher is
+the config's ``train.teacher``, trained beforehand on the same data with one seed
+(``default_model.py --teacher-run``): every student keeps that seed's dev split
+(``--dev-seed``, default the teacher's seed), so no student's dev sentence was in the
+teacher's training data (``teacher.dev_leak`` = 0 in each file, checked). The teacher's own
+test scores are measured once per teacher and kept beside the students'.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         [*ABSA, "train", "--train", *trains, "--exclude", *tests().values()]
         + ["--config", str(args.config), *extra, "--seed", str(seed)]
         + ["--dev-seed", str(args.dev_seed), "--threads", str(args.threads), "--quiet"]
-        + ["--out", str(run)]
+        + ["--out", str(run), "--resume"]  # a seed cut off with the session goes on
     )
     step([*ABSA, "export", "--run", str(run), "--out", str(art), "--name", args.name])
     scores = default_model.evaluate_all(ABSA, art, tests(), record=cmds)
