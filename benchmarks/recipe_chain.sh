@@ -9,9 +9,10 @@
 #      2.5 hours on this CPU (or 3 minutes of a lent GPU first: gpu_teachers.sh with
 #      GPU_TEACHERS=oof-a, then `unpack`), and the k100k vectors for vocabulary expansion;
 #   3. the students (recipe_students.sh), named for the teacher they learn from, since the
-#      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite seeds 1 and 2 (item 1's network),
-#      then `fast` seeds 1 and 2 (the shipped network on the same inputs), then card-lite
-#      seeds 3 and 4.
+#      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite (item 1's network) and `fast` (the
+#      shipped network on the same inputs) side by side, one seed of each at a time, seeds 1,
+#      2 and 3: every pair that finishes is a like-for-like comparison and a `fast` candidate
+#      to ship. A seed cut off with the session goes on from its checkpoint.
 #
 #   bash benchmarks/recipe_chain.sh [TAG]   # TAG names the students (default: the teacher's
 #                                           #   weights, first 4 hex digits)
@@ -31,7 +32,10 @@ python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@
 echo "$(date -u +%FT%TZ) 2. the rest of the inputs"
 python benchmarks/rebuild_inputs.py
 echo "$(date -u +%FT%TZ) 3. the students"
-bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" 1 2
-bash benchmarks/recipe_students.sh "$FAST" "fast-$tag" 1 2
-bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" 3 4
+for seed in 1 2 3; do  # one thread each (distill.py --threads 1)
+    bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" "$seed" &
+    card=$!
+    bash benchmarks/recipe_students.sh "$FAST" "fast-$tag" "$seed"
+    wait "$card"
+done
 echo "$(date -u +%FT%TZ) done"
