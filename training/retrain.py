@@ -369,7 +369,7 @@ def train_challenger(
     if cfg.calibration == "top_map":
         from absa.model.calibration import TOP_MAP_MIN_DEV
 
-        n_dev = len(data.dev) or round(len(data.train) * preset.train.dev_fraction)
+        n_dev = len(data.dev) if data.dev else round(len(data.train) * preset.train.dev_fraction)
         if n_dev < TOP_MAP_MIN_DEV:
             raise DataError(
                 f'calibration = "top_map" needs at least {TOP_MAP_MIN_DEV} dev items; this '

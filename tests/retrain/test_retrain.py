@@ -164,6 +164,10 @@ def test_a_top_map_needs_a_dev_split_of_500(
     with pytest.raises(DataError, match="needs at least 500 dev items; .* about 24"):
         retrain(RetrainConfig.load(cfg), version="v2")
     assert state(registry) == before and work_entries(registry) == []
+    held_out = make_config(tmp_path / "h.toml", registry, calibration="top_map", dev=[])
+    with pytest.raises(DataError, match="needs at least 500 dev items"):  # no dev file: held out
+        retrain(RetrainConfig.load(held_out), version="v2")
+    assert state(registry) == before and work_entries(registry) == []
     bad = make_config(tmp_path / "b.toml", registry, calibration="isotonic")
     with pytest.raises(ValueError, match="calibration must be one of temperature, top_map"):
         RetrainConfig.load(bad)
