@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 #: an aspect as callers give it: a term looked up in the text (every occurrence), or a span
 #: pinned by the caller (a ``Span`` or any object / mapping with term, start, end)
-AspectInput = str | Span | Mapping[str, Any] | Any
+AspectInput: TypeAlias = str | Span | Mapping[str, Any] | Any
 #: what to classify: the aspects as given, or None / "auto": the ones the extractor finds
-Aspects = Sequence[AspectInput] | Literal["auto"] | None
+Aspects: TypeAlias = Sequence[AspectInput] | Literal["auto"] | None
 AUTO = "auto"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import torch
@@ -37,8 +38,8 @@ from absa.model.tagtext import TagText, Window
 
 log = logging.getLogger(__name__)
 
-Net = Tagger | PieceTagger
-Text = TagText | PieceTagText
+Net: TypeAlias = Tagger | PieceTagger
+Text: TypeAlias = TagText | PieceTagText
 
 
 def export_tagger(
@@ -112,7 +113,7 @@ def _export_onnx(net: Net, text: Text, path: Path) -> list[str]:
 
 
 def _torch_probs(net: Net, text: Text, windows: Sequence[Window], batch: int) -> list[np.ndarray]:
-    out = []
+    out: list[np.ndarray] = []
     with torch.no_grad():
         for s in range(0, len(windows), batch):
             part = windows[s : s + batch]

@@ -168,10 +168,11 @@ class WordPiecePipeline:
         self.tok.no_truncation()
         self.max_len = max_len
         # BERT's names, else RoBERTa's (MPNet: <s> text </s>, <pad>, <unk>)
-        self.cls_id = self._special("[CLS]", "<s>")
-        self.sep_id = self._special("[SEP]", "</s>")
-        if self.cls_id is None or self.sep_id is None:
+        cls, sep = self._special("[CLS]", "<s>"), self._special("[SEP]", "</s>")
+        if cls is None or sep is None:
             raise ValueError(f"{tokenizer_file}: no [CLS]/[SEP] (or <s>/</s>) token")
+        self.cls_id: int = cls
+        self.sep_id: int = sep
         pad = self._special("[PAD]", "<pad>")
         self.pad_id = 0 if pad is None else pad
         unk = self._special("[UNK]", "<unk>")

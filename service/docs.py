@@ -24,7 +24,7 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     oauth2 = f"{docs_url}/oauth2-redirect"
 
     @app.get(docs_url, include_in_schema=False)
-    async def swagger_ui() -> HTMLResponse:
+    async def docs_page() -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url=app.openapi_url or "/openapi.json",
             title=f"{app.title} - API",

@@ -147,6 +147,7 @@ class BatchEngine:
         self._queue.append(_Job(model, items, fut, explain))
         self._pending += len(items)
         self.metrics.queue_depth.set(self._pending)
+        assert self._wakeup is not None  # admit() refuses before start() and after close()
         self._wakeup.set()
         return await fut
 

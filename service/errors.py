@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -67,7 +68,10 @@ def error_body(detail: str, errors: list[dict] | None = None, **extra: Any) -> d
 
 
 def error_response(
-    status: int, detail: str, errors: list[dict] | None = None, headers: dict | None = None
+    status: int,
+    detail: str,
+    errors: list[dict] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     if status == 503:
         headers = {"Retry-After": RETRY_AFTER_S, **(headers or {})}

@@ -27,10 +27,9 @@ import numpy as np
 import torch
 
 from absa.model.crf import tag_loss
-from absa.model.piece_tagger import PieceTagger
-from absa.model.piecetext import PieceTagText
 from absa.model.spans import bio_tags, decode, span_scores
-from absa.model.tagger import Tagger, TaggerConfig
+from absa.model.tagger import TaggerConfig
+from absa.model.tagger_export import Net, Text
 from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches
 from absa.training.sentences import Sentence
@@ -38,9 +37,6 @@ from absa.training.tag_config import TagTrainConfig
 from absa.training.tag_distill import kd_loss, teacher_word_probs
 from absa.training.tag_select import by_source, criterion
 from absa.training.tagger_build import build
-
-Net = Tagger | PieceTagger
-Text = TagText | PieceTagText
 
 log = logging.getLogger(__name__)
 

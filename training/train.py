@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import torch
@@ -76,7 +77,7 @@ from absa.training.warm_start import start_from
 
 log = logging.getLogger(__name__)
 
-Pipeline = WordPipeline | WordPiecePipeline
+Pipeline: TypeAlias = WordPipeline | WordPiecePipeline
 
 
 @dataclass
