@@ -18,6 +18,8 @@
 #                                           #   weights, first 4 hex digits)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the project's virtualenv when none is active (a chain started from a plain shell, or nohup)
+[ -n "${VIRTUAL_ENV:-}" ] || [ ! -f .venv/bin/activate ] || . .venv/bin/activate
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
 TEACHER=runs/teacher-union-mpnet
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}
