@@ -14,7 +14,8 @@
 # runs/ship-SHORT-sSEED (the artifact), benchmarks/results/served/test-SHORT-oof-sSEED.json and
 # runs/calibration/ship-SHORT-sSEED. Needs the inputs of 1.8.0's card in runs/
 # (python benchmarks/rebuild_inputs.py). This 2-core CPU: the seeds two at a time on one thread
-# each (175-240 s per epoch, 12 epochs), then the exports two at a time (~6 min each).
+# each (175-240 s per epoch on an AVX-512 CPU, ~510 s on an AVX2 one; 12 epochs), then the
+# exports two at a time (~6 min each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 3 ] || { sed -n '8,11p' "$0" >&2; exit 2; }
