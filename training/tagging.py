@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -29,7 +30,6 @@ import torch
 from absa.model.crf import tag_loss
 from absa.model.spans import bio_tags, decode, span_scores
 from absa.model.tagger import TaggerConfig
-from absa.model.tagger_export import Net, Text
 from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches
 from absa.training.sentences import Sentence
@@ -37,6 +37,9 @@ from absa.training.tag_config import TagTrainConfig
 from absa.training.tag_distill import kd_loss, teacher_word_probs
 from absa.training.tag_select import by_source, criterion
 from absa.training.tagger_build import build
+
+if TYPE_CHECKING:  # the export module (onnx, onnxruntime) loads only when a run exports
+    from absa.model.tagger_export import Net, Text
 
 log = logging.getLogger(__name__)
 
