@@ -12,7 +12,8 @@
 #      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite (item 1's network) and `fast` (the
 #      shipped network on the same inputs) side by side, one seed of each at a time, seeds 1,
 #      2 and 3: every pair that finishes is a like-for-like comparison and a `fast` candidate
-#      to ship. A seed cut off with the session goes on from its checkpoint.
+#      to ship. A seed cut off with the session goes on from its checkpoint;
+#   4. item 1's verdict over the seeds (card_vs_fast.py: fp32 and as served).
 #
 #   bash benchmarks/recipe_chain.sh [TAG]   # TAG names the students (default: the teacher's
 #                                           #   weights, first 4 hex digits)
@@ -40,4 +41,6 @@ for seed in 1 2 3; do  # one thread each (distill.py --threads 1)
     bash benchmarks/recipe_students.sh "$FAST" "fast-$tag" "$seed"
     wait "$card"
 done
+echo "$(date -u +%FT%TZ) 4. item 1: the card against fast, mean of the seeds"
+python benchmarks/card_vs_fast.py --card "card-lite-$tag" --fast "fast-$tag"
 echo "$(date -u +%FT%TZ) done"

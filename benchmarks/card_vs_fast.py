@@ -1,0 +1,100 @@
+"""Issue #11 item 1, the verdict: the card's network against `fast` on the same recipe, the
+mean over seeds of each test number, fp32 (benchmarks/distill.py's result files) and as
+served (benchmarks/served.py's), and whether the card is level or ahead on every one.
+
+    python benchmarks/card_vs_fast.py --card card-lite-ae2e --fast fast-ae2e
+
+A short name SHORT means benchmarks/results/distill/union-SHORT-kd-*-oof-lap4-more.sN.json and
+benchmarks/results/served/test-SHORT-oof-sN.json (the names benchmarks/recipe_students.sh
+writes). Only seeds both networks have are compared, so a pair cut off mid-way does not tilt
+the means. Prints a Markdown table; exits 0 whatever the verdict (it is a report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DATASETS = ("rest14", "lap14", "twitter", "mams")
+RECIPE = "kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more"
+Scores = dict[str, tuple[float, float]]  # test set -> (accuracy, macro-F1), %
+
+
+def seed_files(short: str, kind: str, results: Path = RESULTS) -> dict[int, Path]:
+    """Result files of one network by seed: ``kind`` is "fp32" (distill) or "served"."""
+    if kind == "fp32":
+        pattern, where = f"union-{short}-{RECIPE}.s*.json", results / "distill"
+    else:
+        pattern, where = f"test-{short}-oof-s*.json", results / "served"
+    found = {}
+    for f in where.glob(pattern):
+        m = re.search(r"\.?s(\d+)\.json$", f.name)
+        if m:
+            found[int(m.group(1))] = f
+    return found
+
+
+def scores(path: Path) -> Scores:
+    """Accuracy and macro-F1 (%) per test set from either kind of result file."""
+    test = json.loads(path.read_text())["test"]
+    return {k: (100 * test[k]["accuracy"], 100 * test[k]["macro_f1"]) for k in DATASETS}
+
+
+def means(runs: list[Scores]) -> dict[str, tuple[float, float]]:
+    return {
+        k: (statistics.mean(r[k][0] for r in runs), statistics.mean(r[k][1] for r in runs))
+        for k in DATASETS
+    }
+
+
+def compare(card: list[Scores], fast: list[Scores]) -> list[tuple[str, str, float, float, bool]]:
+    """(test set, "acc" or "F1", card's mean, fast's mean, card level or ahead) per number."""
+    c, f = means(card), means(fast)
+    rows = []
+    for k in DATASETS:
+        for i, metric in enumerate(("acc", "F1")):
+            rows.append((k, metric, c[k][i], f[k][i], round(c[k][i], 2) >= round(f[k][i], 2)))
+    return rows
+
+
+def table(card_name: str, fast_name: str, kind: str, results: Path = RESULTS) -> str:
+    cf, ff = seed_files(card_name, kind, results), seed_files(fast_name, kind, results)
+    seeds = sorted(set(cf) & set(ff))
+    if not seeds:
+        return f"{kind}: no seed that both {card_name} and {fast_name} have\n"
+    rows = compare([scores(cf[s]) for s in seeds], [scores(ff[s]) for s in seeds])
+    lines = [
+        f"{kind}, mean of seeds {', '.join(map(str, seeds))}:",
+        "",
+        f"| test set | {card_name} | {fast_name} | card level or ahead |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {k} {m} | {c:.2f} | {f:.2f} | {'yes' if ok else 'no'} |" for k, m, c, f, ok in rows
+    ]
+    met = sum(r[4] for r in rows)
+    lines += ["", f"card level or ahead on {met} of {len(rows)} numbers", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--card", required=True, help="the card network's short name, e.g. card-lite-ae2e"
+    )
+    ap.add_argument("--fast", required=True, help="fast's short name, e.g. fast-ae2e")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="benchmarks/results")
+    args = ap.parse_args(argv)
+    for kind in ("fp32", "served"):
+        sys.stdout.write(table(args.card, args.fast, kind, args.results) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""benchmarks/card_vs_fast.py: issue #11 item 1's verdict, the card against `fast` over seeds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import card_vs_fast
+
+SETS = card_vs_fast.DATASETS
+
+
+def _result(path: Path, acc: float, f1: float, **override: tuple[float, float]) -> None:
+    """A result file of either kind: every test set at ``acc`` / ``f1`` % unless overridden."""
+    test = {}
+    for k in SETS:
+        a, f = override.get(k, (acc, f1))
+        test[k] = {"accuracy": a / 100, "macro_f1": f / 100, "n": 100}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"test": test}))
+
+
+def _distill(results: Path, short: str, seed: int) -> Path:
+    return results / "distill" / f"union-{short}-{card_vs_fast.RECIPE}.s{seed}.json"
+
+
+def _served(results: Path, short: str, seed: int) -> Path:
+    return results / "served" / f"test-{short}-oof-s{seed}.json"
+
+
+def test_means_over_the_seeds_both_have_decide_each_number(tmp_path: Path) -> None:
+    # card: seeds 1 and 2 at 80 / 75, but Lap14 F1 70 in seed 1 and 74 in seed 2 (mean 72);
+    # fast: 79 / 74 everywhere but Lap14 F1 73; fast's seed 3 (no card seed 3) would lower
+    # its means if it counted
+    card = [_distill(tmp_path, "card-x", s) for s in (1, 2)]
+    _result(card[0], 80, 75, lap14=(80, 70))
+    _result(card[1], 80, 75, lap14=(80, 74))
+    for s in (1, 2):
+        _result(_distill(tmp_path, "fast-x", s), 79, 74, lap14=(79, 73))
+    _result(_distill(tmp_path, "fast-x", 3), 10, 10)
+
+    assert sorted(card_vs_fast.seed_files("fast-x", "fp32", tmp_path)) == [1, 2, 3]
+    text = card_vs_fast.table("card-x", "fast-x", "fp32", tmp_path)
+    assert "mean of seeds 1, 2:" in text
+    assert "| lap14 F1 | 72.00 | 73.00 | no |" in text
+    assert "| rest14 acc | 80.00 | 79.00 | yes |" in text
+    assert "card level or ahead on 7 of 8 numbers" in text
+
+
+def test_a_tie_counts_as_level_and_served_files_are_read_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _result(_served(tmp_path, "card-x", 1), 72.54, 70.83)
+    _result(_served(tmp_path, "fast-x", 1), 72.54, 70.83)
+    assert (
+        card_vs_fast.main(["--card", "card-x", "--fast", "fast-x", "--results", str(tmp_path)]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "fp32: no seed that both card-x and fast-x have" in out
+    assert "served, mean of seeds 1:" in out
+    assert "card level or ahead on 8 of 8 numbers" in out
+
+
+def test_a_network_whose_name_extends_another_is_not_mixed_in(tmp_path: Path) -> None:
+    _result(_served(tmp_path, "card", 1), 70, 70)
+    _result(_served(tmp_path, "card-lite", 1), 90, 90)
+    assert card_vs_fast.seed_files("card", "served", tmp_path) == {1: _served(tmp_path, "card", 1)}
