@@ -20,8 +20,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.served import TARGETS, test_scores  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
-DATASETS = ("rest14", "lap14", "twitter", "mams")
+DATASETS = tuple(TARGETS)  # rest14, lap14, twitter, mams
 RECIPE = "kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more"
 Scores = dict[str, tuple[float, float]]  # test set -> (accuracy, macro-F1), %
 
@@ -42,8 +46,7 @@ def seed_files(short: str, kind: str, results: Path = RESULTS) -> dict[int, Path
 
 def scores(path: Path) -> Scores:
     """Accuracy and macro-F1 (%) per test set from either kind of result file."""
-    test = json.loads(path.read_text())["test"]
-    return {k: (100 * test[k]["accuracy"], 100 * test[k]["macro_f1"]) for k in DATASETS}
+    return test_scores(json.loads(path.read_text())["test"])
 
 
 def means(runs: list[Scores]) -> dict[str, tuple[float, float]]:
