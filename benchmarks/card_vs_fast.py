@@ -38,7 +38,7 @@ def seed_files(short: str, kind: str, results: Path = RESULTS) -> dict[int, Path
         pattern, where = f"test-{short}-oof-s*.json", results / "served"
     found = {}
     for f in where.glob(pattern):
-        m = re.search(r"\.?s(\d+)\.json$", f.name)
+        m = re.search(r"s(\d+)\.json$", f.name)
         if m:
             found[int(m.group(1))] = f
     return found
