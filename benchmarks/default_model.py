@@ -45,6 +45,7 @@ from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  #
 from absa.training import rundir  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
+from absa.training.teacher_scores import is_scores, read_record  # noqa: E402
 from benchmarks import prepared  # noqa: E402
 from benchmarks.datasets import DATASETS, paths, train_more_args  # noqa: E402
 
@@ -418,10 +419,18 @@ def teacher_words(teacher_dir: Path) -> str:
     if not is_run(teacher_dir):
         return "an exported model"
     info = read_info(teacher_dir)
-    took = f"{info['train_seconds'] / 3600:.1f} h to train on {info['environment']['device']}"
+    hours = info["train_seconds"] / 3600
+    took = f"{hours:.1f} h" if hours >= 0.1 else f"{info['train_seconds'] / 60:.1f} min"
+    took += f" to train on {info['environment']['device']}"
+    encoder = json.loads((teacher_dir / rundir.TRAIN_CONFIG).read_text()).get("transformer")
+    if is_scores(teacher_dir):  # a run's records and scores, without its weights
+        what = f"the encoder {encoder}" if encoder else "no encoder"
+        return (
+            f"the `{info['preset']}` preset with {what}; {took}; only its scores are kept "
+            f"(`training/teacher_scores.py`), from weights {read_record(teacher_dir)['weights_sha256'][:8]}"
+        )
     if not (teacher_dir / "encoder" / "config.json").is_file():  # no transformer
         return f"the `{info['preset']}` preset; {took}"
-    encoder = json.loads((teacher_dir / rundir.TRAIN_CONFIG).read_text())["transformer"]
     arch = json.loads((teacher_dir / "encoder" / "config.json").read_text())
     return (
         f"the `{info['preset']}` preset: the encoder {encoder} ({arch['model_type']}, "

@@ -15,8 +15,11 @@
 #      to ship. A seed cut off with the session goes on from its checkpoint;
 #   4. item 1's verdict over the seeds (card_vs_fast.py: fp32 and as served).
 #
-#   bash benchmarks/recipe_chain.sh [TAG]   # TAG names the students (default: the teacher's
-#                                           #   weights, first 4 hex digits)
+#   bash benchmarks/recipe_chain.sh [TAG [VARIANT]]
+#       TAG names the students (default: the teacher's weights, first 4 hex digits); VARIANT
+#       picks the configs ending -oof-VARIANT.json instead, students TAG-VARIANT: 4t, the mean
+#       of four teachers (the main one and three draws from a lent GPU, session 49):
+#   bash benchmarks/recipe_chain.sh ae2e 4t
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the project's virtualenv when none is active (a chain started from a plain shell, or nohup)
@@ -26,8 +29,11 @@ TEACHER=runs/teacher-union-mpnet
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}
 D=../shared/data
 . benchmarks/recipe_files.sh
-CARD=benchmarks/configs/card-lite-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
-FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof.json
+variant=${2:+-$2}
+CARD=benchmarks/configs/card-lite-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
+FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
+[ -f "$CARD" ] && [ -f "$FAST" ] || { echo "no configs for variant ${2:-}: $CARD, $FAST" >&2; exit 2; }
+tag=$tag$variant
 
 echo "$(date -u +%FT%TZ) 1. the teacher cache"
 python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@]}" \

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from absa.training import rundir
 from benchmarks import default_model
 from benchmarks.datasets import TRAIN_ONLY, paths
 from benchmarks.default_model import transfer_words, vector_words
@@ -150,3 +151,18 @@ def test_served_dev_only_where_export_recorded_the_quantised_graphs_scores() -> 
     q = {"dev_accuracy_int8": 0.7811, "dev_macro_f1_int8": 0.78244}
     words = default_model.served_dev({"quantization": q})
     assert words == "; as served, dev accuracy 78.11 (macro-F1 78.24)"
+
+
+def test_teacher_words_say_when_only_a_teachers_scores_are_kept(tmp_path: Path) -> None:
+    info = {"kind": rundir.RUN_KIND, "preset": "accurate", "train_seconds": 153.2}
+    (tmp_path / rundir.RUN_INFO).write_text(json.dumps({**info, "environment": {"device": "cuda"}}))
+    (tmp_path / rundir.TRAIN_CONFIG).write_text(json.dumps({"transformer": "runs/encoders/mpnet"}))
+    assert (
+        default_model.teacher_words(tmp_path) == "the `accurate` preset; 2.6 min to train on cuda"
+    )
+    (tmp_path / "scores.json").write_text(json.dumps({"weights_sha256": "a3ba05ca" + "0" * 56}))
+    words = default_model.teacher_words(tmp_path)
+    assert words.startswith("the `accurate` preset with the encoder runs/encoders/mpnet; 2.6 min")
+    assert words.endswith(
+        "only its scores are kept (`training/teacher_scores.py`), from weights a3ba05ca"
+    )
