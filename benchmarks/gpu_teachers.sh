@@ -18,7 +18,9 @@
 #                 training seed N and the students' dev split (--dev-seed 1), a draw for an
 #                 ensemble of teachers (train.teachers_more): it scores every aspect a student
 #                 asks its teachers for, the training sets' (the four and the train-only ones)
-#                 and the three transfer sets' -> teacher-union-mpnet-sN
+#                 and the three transfer sets', and the four test sets', for the teacher's
+#                 test scores (session 49's draws came back without them; no student asks
+#                 for a test aspect) -> teacher-union-mpnet-sN
 # The bundle: the packaged mpnet encoder (runs/encoders/mpnet, 210 MB), the fold files, the
 # data files and transfer sets, the wheels the device lacks for `absa train` (pydantic and its
 # kin) and absa's own wheel without its artifacts. Each teacher's scores go into
@@ -27,6 +29,10 @@
 # (27 s per 1,000 aspects: predict_examples ran a run on the CPU then, on the GPU now) and the
 # call's time ran out before the second fold: teacher-oof-b's scores came back, oof-a's did not.
 # `unpack` puts them under runs/, where the `-oof` configs and `teachers_more` look.
+# A call carries 64 MiB, the checkout's tracked files included (29 MiB, 25 of them the
+# artifacts' ONNX files): session 49 moved model/artifacts/ out of the checkout for its calls
+# (and back after), then 56 MiB parts passed; a stage call took under a second there, and a
+# warm machine is given back after 30 s idle, so the calls go one straight after another.
 # The runs record the commit `parts` ran at as their code_version (ABSA_CODE_VERSION).
 # GPU_DEVICE=cpu GPU_LIMIT=N GPU_EPOCHS=E: a dry run of `run` on this CPU, on N items per
 # training and scored file (a seed-N teacher then trains on fold a's first N items).
@@ -115,7 +121,7 @@ elif [ "$what" = run ]; then
             oof-a) what_=(--data runs/oof/fold-b.jsonl) ;;
             oof-b) what_=(--data runs/oof/fold-a.jsonl) ;;
             seed-*) if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
-                    what_=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}"); fi
+                    what_=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}"); fi
                 what_+=(--transfer "${TRANSFER[@]}") ;;
         esac
         n=$(name_of "$t")
