@@ -380,6 +380,9 @@ def fold_words(tr: dict) -> str:
     ]
     weight = folds[0].get("weight", 1.0)
     blend = f", blended {weight:g} with that teacher's" if weight < 1 else ""
+    files = [f["file"] for f in folds]
+    if len(set(files)) < len(files):  # a fold named with several teachers: their mean
+        blend += "; a fold with several teachers took the mean of their probabilities"
     return (
         " Out of fold: the items that teacher trained on took their probabilities from "
         f"teachers of its kind trained on the other half of them (`benchmarks/oof_folds.py`){blend}: "

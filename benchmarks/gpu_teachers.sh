@@ -14,6 +14,9 @@
 # GPU_TEACHERS names the teachers `run` trains, all at once on the one GPU (default "oof-a oof-b"):
 #   oof-a, oof-b  the out-of-fold teachers (oof_teachers.sh's commands): each is trained on its
 #                 fold and scores the other -> teacher-oof-a, teacher-oof-b
+#   oof-a-sN      the same with training seed N, a draw of that fold teacher -> teacher-oof-a-sN;
+#                 a student's teacher_folds names it beside teacher-oof-a for the same fold
+#                 file, and that fold's items take the mean of the two (training/distill.py)
 #   seed-N        the main teacher's recipe (teacher-union-mpnet.json on the four sets) with
 #                 training seed N and the students' dev split (--dev-seed 1), a draw for an
 #                 ensemble of teachers (train.teachers_more): it scores every aspect a student
@@ -46,7 +49,7 @@ WHEELS=(pydantic==2.14.4 pydantic_core==2.50.5 pydantic-settings==2.16.3 python-
     typing-inspection==0.4.5 annotated-types==0.8.0 typing_extensions==4.16.0)
 
 name_of() {  # the run (and scores) directory of a GPU_TEACHERS item
-    case $1 in oof-?) echo "teacher-$1" ;; seed-*) echo "teacher-union-mpnet-s${1#seed-}" ;; esac
+    case $1 in oof-?|oof-?-s*) echo "teacher-$1" ;; seed-*) echo "teacher-union-mpnet-s${1#seed-}" ;; esac
 }
 
 if [ "$what" = parts ]; then
@@ -103,10 +106,11 @@ elif [ "$what" = run ]; then
     pids=()
     for t in "${teachers[@]}"; do  # all at once: one GPU holds them
         case $t in
-            oof-a | oof-b) args=(--train "runs/oof/fold-${t#oof-}.jsonl" --dev runs/oof/dev.jsonl --seed 1) ;;
+            oof-[ab] | oof-[ab]-s*) s=${t#oof-?}; s=${s#-s}
+                args=(--train "runs/oof/fold-${t:4:1}.jsonl" --dev runs/oof/dev.jsonl --seed "${s:-1}") ;;
             seed-*) if [ "$limit" -gt 0 ]; then data=(runs/oof/fold-a.jsonl); else data=("${TRAIN[@]/#/../}"); fi
                 args=(--train "${data[@]}" --exclude "${TESTS[@]/#/../}" --seed "${t#seed-}" --dev-seed 1) ;;
-            *) echo "GPU_TEACHERS: oof-a, oof-b or seed-N, not $t" >&2; exit 2 ;;
+            *) echo "GPU_TEACHERS: oof-a, oof-b, oof-a-sN, oof-b-sN or seed-N, not $t" >&2; exit 2 ;;
         esac
         python3 -m absa.cli train "${args[@]}" --config benchmarks/configs/teacher-union-mpnet.json \
             --threads 4 --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/$(name_of "$t")" \
@@ -118,8 +122,8 @@ elif [ "$what" = run ]; then
     pids=()
     for t in "${teachers[@]}"; do  # all at once too; each one's scores in $OUT once done
         case $t in
-            oof-a) what_=(--data runs/oof/fold-b.jsonl) ;;
-            oof-b) what_=(--data runs/oof/fold-a.jsonl) ;;
+            oof-a*) what_=(--data runs/oof/fold-b.jsonl) ;;
+            oof-b*) what_=(--data runs/oof/fold-a.jsonl) ;;
             seed-*) if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
                     what_=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}"); fi
                 what_+=(--transfer "${TRANSFER[@]}") ;;

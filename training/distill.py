@@ -77,25 +77,35 @@ def fold_targets(
 ) -> tuple[np.ndarray, list[dict]]:
     """Out-of-fold targets: ``soft`` (N, C) over ``examples`` with the rows of each fold
     file's spans (sentence, start, end) replaced by its teacher's probabilities (``weight``
-    < 1: by ``weight`` x those + (1 - ``weight``) x ``soft``'s, a blend). A teacher
-    whose run records that fold file (by sha256) among its training data is refused: it
-    trained on the items it would score. Returns the targets and, per fold, what it did."""
+    < 1: by ``weight`` x those + (1 - ``weight``) x ``soft``'s, a blend). A fold file named
+    in several pairs takes the mean of their teachers' probabilities (draws of the fold
+    teacher, as ``teachers_more`` is for ``teacher``). A teacher whose run records that
+    fold file (by sha256) among its training data is refused: it trained on the items it
+    would score. Returns the targets and, per pair, what it did."""
     out, about = soft.copy(), []
+    by_fold: dict[str, list[str]] = {}
     for fold, teacher in folds:
+        by_fold.setdefault(fold, []).append(teacher)
+    for fold, teachers in by_fold.items():
         sha = file_sha256(Path(fold))
-        if model_kind(Path(teacher)) == "run":
-            trained = rundir.read_info(Path(teacher)).get("data", {}).get("train", [])
-            if any(entry.get("sha256") == sha for entry in trained):
-                raise DataError(f"teacher {teacher} trained on {fold}: not out of fold")
+        for teacher in teachers:
+            if model_kind(Path(teacher)) == "run":
+                trained = rundir.read_info(Path(teacher)).get("data", {}).get("train", [])
+                if any(entry.get("sha256") == sha for entry in trained):
+                    raise DataError(f"teacher {teacher} trained on {fold}: not out of fold")
         spans = {(e.text, e.start, e.end) for e in read_examples(fold).examples}
         rows = [i for i, e in enumerate(examples) if (e.text, e.start, e.end) in spans]
         if rows:
-            theirs = teacher_targets(Path(teacher), [examples[i] for i in rows], labels)
+            items = [examples[i] for i in rows]
+            theirs = np.mean([teacher_targets(Path(t), items, labels) for t in teachers], axis=0)
             out[rows] = weight * theirs + (1.0 - weight) * soft[rows]
-        about.append(
-            {"file": fold, "sha256": sha, "teacher": teacher, "items": len(rows), "weight": weight}
-        )
-        log.info("out-of-fold targets: %d training item(s) of %s from %s", len(rows), fold, teacher)
+        for teacher in teachers:
+            entry = {"file": fold, "sha256": sha, "teacher": teacher, "items": len(rows)}
+            about.append({**entry, "weight": weight})
+        log.info(
+            "out-of-fold targets: %d training item(s) of %s from %s",
+            len(rows), fold, " and ".join(teachers),
+        )  # fmt: skip
     return out, about
 
 

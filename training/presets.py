@@ -47,7 +47,8 @@ class TrainConfig:
     teachers_more: tuple[str, ...] = ()
     # out-of-fold targets: pairs [fold file, teacher dir]; the training items whose span
     # (sentence, start, end) the fold file holds take that teacher's probabilities instead
-    # of ``teacher``'s, a teacher that never trained on them (benchmarks/oof_folds.py)
+    # of ``teacher``'s, a teacher that never trained on them (benchmarks/oof_folds.py); a
+    # fold file in several pairs takes the mean of their teachers (draws of its teacher)
     teacher_folds: tuple[tuple[str, str], ...] = ()
     # the fold teacher's share of those items' targets: w x the fold teacher's + (1 - w) x
     # ``teacher``'s probabilities (1 = the fold teacher's alone, 0.5 = an even blend)

@@ -126,6 +126,9 @@ def test_fold_words_name_each_fold_and_its_teacher() -> None:
     assert words.endswith(f"{want} seen: 0).")
     blend = default_model.fold_words({"teacher_folds": [{**folds[0], "weight": 0.5}]})
     assert "(`benchmarks/oof_folds.py`), blended 0.5 with that teacher's: the 5 items" in blend
+    assert "mean" not in words
+    twice = default_model.fold_words({"teacher_folds": [folds[0], {**folds[0], "teacher": t}]})
+    assert "; a fold with several teachers took the mean of their probabilities: " in twice
 
 
 def test_more_teacher_words_name_each_teacher_and_its_kept_scores(

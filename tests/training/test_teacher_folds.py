@@ -48,6 +48,24 @@ def test_fold_rows_take_the_fold_teachers_targets(
     ]
 
 
+def test_a_fold_named_twice_takes_its_teachers_mean(
+    liar: Path, tiny_run: Path, tmp_path: Path
+) -> None:
+    examples = synthetic_examples(12, seed=0)
+    fold = tmp_path / "fold.jsonl"
+    write_examples(fold, examples[:6])
+    lies = teacher_targets(liar, examples, LABELS)
+    truth = teacher_targets(tiny_run, examples, LABELS)
+    soft = np.full_like(lies, 1 / 3)
+    pairs = [(str(fold), str(tiny_run)), (str(fold), str(liar))]
+    out, about = fold_targets(soft, examples, pairs, LABELS)
+    np.testing.assert_allclose(out[:6], (truth[:6] + lies[:6]) / 2, rtol=1e-6)
+    np.testing.assert_allclose(out[6:], soft[6:])
+    assert [(a["teacher"], a["items"]) for a in about] == [(str(tiny_run), 6), (str(liar), 6)]
+    alone, _ = fold_targets(soft, examples, pairs[:1], LABELS)  # one teacher: its own
+    np.testing.assert_allclose(alone[:6], truth[:6], rtol=1e-6)
+
+
 def test_a_blend_weighs_the_fold_teacher_against_the_teacher(
     liar: Path, tiny_run: Path, tmp_path: Path
 ) -> None:
