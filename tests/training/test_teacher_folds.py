@@ -48,14 +48,23 @@ def test_fold_rows_take_the_fold_teachers_targets(
     ]
 
 
-def test_a_fold_named_twice_takes_its_teachers_mean(
-    liar: Path, tiny_run: Path, tmp_path: Path
-) -> None:
+def first_half_fold(liar: Path, tiny_run: Path, tmp_path: Path) -> tuple:
+    """The synthetic items, a fold file of the first 6, and both teachers' targets."""
     examples = synthetic_examples(12, seed=0)
     fold = tmp_path / "fold.jsonl"
     write_examples(fold, examples[:6])
-    lies = teacher_targets(liar, examples, LABELS)
-    truth = teacher_targets(tiny_run, examples, LABELS)
+    return (
+        examples,
+        fold,
+        teacher_targets(liar, examples, LABELS),
+        teacher_targets(tiny_run, examples, LABELS),
+    )
+
+
+def test_a_fold_named_twice_takes_its_teachers_mean(
+    liar: Path, tiny_run: Path, tmp_path: Path
+) -> None:
+    examples, fold, lies, truth = first_half_fold(liar, tiny_run, tmp_path)
     soft = np.full_like(lies, 1 / 3)
     pairs = [(str(fold), str(tiny_run)), (str(fold), str(liar))]
     out, about = fold_targets(soft, examples, pairs, LABELS)
@@ -69,11 +78,7 @@ def test_a_fold_named_twice_takes_its_teachers_mean(
 def test_a_blend_weighs_the_fold_teacher_against_the_teacher(
     liar: Path, tiny_run: Path, tmp_path: Path
 ) -> None:
-    examples = synthetic_examples(12, seed=0)
-    fold = tmp_path / "fold.jsonl"
-    write_examples(fold, examples[:6])
-    lies = teacher_targets(liar, examples, LABELS)
-    truth = teacher_targets(tiny_run, examples, LABELS)
+    examples, fold, lies, truth = first_half_fold(liar, tiny_run, tmp_path)
     out, about = fold_targets(lies, examples, [(str(fold), str(tiny_run))], LABELS, 0.25)
     np.testing.assert_allclose(out[:6], 0.25 * truth[:6] + 0.75 * lies[:6], rtol=1e-6)
     np.testing.assert_allclose(out[:6].sum(1), 1.0, rtol=1e-5)  # still distributions
