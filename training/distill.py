@@ -97,11 +97,12 @@ def fold_targets(
         rows = [i for i, e in enumerate(examples) if (e.text, e.start, e.end) in spans]
         if rows:
             items = [examples[i] for i in rows]
-            theirs = np.mean([teacher_targets(Path(t), items, labels) for t in teachers], axis=0)
+            theirs = ensemble_targets([Path(t) for t in teachers], items, labels)
             out[rows] = weight * theirs + (1.0 - weight) * soft[rows]
-        for teacher in teachers:
-            entry = {"file": fold, "sha256": sha, "teacher": teacher, "items": len(rows)}
-            about.append({**entry, "weight": weight})
+        about += [
+            {"file": fold, "sha256": sha, "teacher": t, "items": len(rows), "weight": weight}
+            for t in teachers
+        ]
         log.info(
             "out-of-fold targets: %d training item(s) of %s from %s",
             len(rows), fold, " and ".join(teachers),
