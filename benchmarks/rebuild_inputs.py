@@ -3,7 +3,7 @@ run, transfer sets, word vectors, the teacher's word states), in a checkout wher
 gone: runs/ is never committed, and a new machine starts without it.
 
     python benchmarks/rebuild_inputs.py [--artifact model/artifacts/default] [--dry-run] \
-        [--only OUT ...]
+        [--only OUT ...] [--against benchmarks/results/served/test-fast-ae2e-oof-s1.json]
 
 The commands are the artifact's own: the teacher's ``absa train`` from eval.json and the
 "Made first" block of its card (benchmarks/prepared.py wrote both), run in order: the
@@ -73,11 +73,17 @@ def recorded(meta: dict) -> dict[str, str]:
     return out
 
 
-def steps(artifact: Path) -> list[Step]:
-    """The commands that make the artifact's inputs under runs/, in the order they must run."""
+def steps(artifact: Path, against: Path | None = None) -> list[Step]:
+    """The commands that make the artifact's inputs under runs/, in the order they must run.
+    ``against``: a JSON file whose ``train`` record (a student's served result or run
+    record) gives the sha256 to check each output it names against, instead of the artifact's:
+    the inputs of students trained since, on a machine whose rebuild differed from the
+    artifact's own (sessions 43-46)."""
     meta = json.loads((artifact / "metadata.json").read_text())
     evals = json.loads((artifact / "eval.json").read_text())
     shas = recorded(meta)
+    if against is not None:
+        shas |= recorded({"train": json.loads(against.read_text())["train"]})
     teacher = (meta.get("train") or {}).get("teacher") or {}
     runs = [t["path"] for t in (teacher, *(teacher.get("more") or [])) if t.get("path")]
     cmds = [c for c in evals["commands"] if any(_is_train_of(c, run) for run in runs)]
@@ -191,9 +197,16 @@ def main() -> None:
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     ap.add_argument("--only", nargs="+", metavar="OUT", help="make only these outputs")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        metavar="JSON",
+        help="check the outputs against the train record in this file (a student's served "
+        "result, benchmarks/results/served/*.json) instead of the artifact's metadata",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    todo = steps(args.artifact)
+    todo = steps(args.artifact, args.against)
     teacher = next((s.out for s in todo if _is_train_of(s.command, s.out)), None)
     for step in todo:
         if args.only and step.out not in args.only:
@@ -202,7 +215,11 @@ def main() -> None:
         run_step(step, teacher, args.dry_run)
         if step.outcome == "failed":
             break
-    record = {"artifact": str(args.artifact), "steps": [asdict(s) for s in todo]}
+    record = {
+        "artifact": str(args.artifact),
+        "against": str(args.against) if args.against else None,
+        "steps": [asdict(s) for s in todo],
+    }
     if not args.dry_run:
         out = ROOT / "runs" / f"rebuild-{args.artifact.resolve().name}.json"
         out.parent.mkdir(exist_ok=True)

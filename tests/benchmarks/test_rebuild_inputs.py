@@ -167,3 +167,27 @@ def test_a_teacher_resumes_and_its_packaged_encoder_is_made_from_its_wheels() ->
         assert "encoder_shards" in str(e)
     else:
         raise AssertionError("an encoder no package ships must be refused")
+
+
+def test_the_outputs_are_checked_against_a_students_record_when_asked(tmp_path: Path) -> None:
+    meta = json.loads((DEFAULT / "metadata.json").read_text())
+    teacher, transfer = meta["train"]["teacher"], meta["train"]["data"]["transfer"][0]
+    result = tmp_path / "served.json"  # a student of another teacher, on another transfer set
+    result.write_text(
+        json.dumps(
+            {
+                "train": {
+                    "teacher": {**teacher, "sha256": "a" * 64},
+                    "data": {"transfer": [{**transfer, "sha256": "b" * 64}]},
+                }
+            }
+        )
+    )
+    by_out = {s.out: s.sha256 for s in rebuild_inputs.steps(DEFAULT, result)}
+    assert by_out[teacher["path"]] == "a" * 64 and by_out[transfer["path"]] == "b" * 64
+    # what the student's record does not name is still checked against the artifact's
+    expansion = meta["vocab_expansion"]
+    assert by_out[expansion["source"]] == expansion["source_sha256"]
+    assert {s.out: s.sha256 for s in rebuild_inputs.steps(DEFAULT)}[teacher["path"]] == (
+        teacher["sha256"]
+    )
