@@ -192,11 +192,22 @@ def run_step(step: Step, teacher: str | None, dry_run: bool) -> None:
     log.info("%s: %s (%.0f s)", step.out, step.outcome, step.seconds)
 
 
+def keep_earlier(step: Step, earlier: dict | None) -> None:
+    """A step not asked for this time keeps the outcome an earlier call recorded for the same
+    command (a chain makes the steps in several calls: recipe_chain.sh), or is "not asked"."""
+    if earlier is not None and earlier.get("command") == step.command:
+        step.outcome, step.got = earlier["outcome"], earlier["got"]
+        step.seconds = earlier["seconds"]
+    else:
+        step.outcome = "not asked"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     ap.add_argument("--only", nargs="+", metavar="OUT", help="make only these outputs")
+    ap.add_argument("--skip", nargs="+", metavar="OUT", default=[], help="make all but these")
     ap.add_argument(
         "--against",
         type=Path,
@@ -208,9 +219,11 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     todo = steps(args.artifact, args.against)
     teacher = next((s.out for s in todo if _is_train_of(s.command, s.out)), None)
+    out = ROOT / "runs" / f"rebuild-{args.artifact.resolve().name}.json"
+    before = {s["out"]: s for s in json.loads(out.read_text())["steps"]} if out.is_file() else {}
     for step in todo:
-        if args.only and step.out not in args.only:
-            step.outcome = "not asked"
+        if (args.only and step.out not in args.only) or step.out in args.skip:
+            keep_earlier(step, before.get(step.out))
             continue
         run_step(step, teacher, args.dry_run)
         if step.outcome == "failed":
@@ -221,7 +234,6 @@ def main() -> None:
         "steps": [asdict(s) for s in todo],
     }
     if not args.dry_run:
-        out = ROOT / "runs" / f"rebuild-{args.artifact.resolve().name}.json"
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(record, indent=1) + "\n")
     for s in todo:

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Issue #11: from a checkout whose runs/ holds the main teacher, its transfer set, copies,
-# vectors and word states (python benchmarks/rebuild_inputs.py, session 44), to students of
+# Issue #11: from a checkout without runs/ (a new machine starts without it) to students of
 # 1.8.0's recipe scored as served, in one resumable chain. Every step skips what is done:
 #
+#   0. the inputs the students read but the fold teachers (rebuild_inputs.py): the main teacher
+#      (2 epochs, about 2 hours each on this 2-core AVX2 CPU, a checkpoint every 30 minutes),
+#      its transfer set, vectors, copies and word states, and the k100k vectors, each checked
+#      against the record of the students of session 47 (REBUILD_AGAINST); the fold teachers
+#      come last, since a lent GPU trains them in minutes (gpu_teachers.sh) and this CPU in 5 hours;
 #   1. the main teacher's probabilities of every training and transfer aspect, into the
 #      teacher cache (teacher_score.py: ~8 aspects/s on this 2-core CPU, 65,000 aspects);
-#   2. the rest of the card's inputs (rebuild_inputs.py): the out-of-fold teacher a, about
-#      2.5 hours on this CPU (or 3 minutes of a lent GPU first: gpu_teachers.sh with
-#      GPU_TEACHERS=oof-a, then `unpack`), and the k100k vectors for vocabulary expansion;
+#   2. the fold teachers (rebuild_inputs.py: oof_teachers.sh teachers), both at once, about
+#      5 hours on this CPU, or 3 minutes of a lent GPU (gpu_teachers.sh with
+#      GPU_TEACHERS="oof-a oof-b", then `unpack`), each scoring the fold it never saw;
 #   3. the students (recipe_students.sh), named for the teacher they learn from, since the
 #      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite (item 1's network) and `fast` (the
 #      shipped network on the same inputs) side by side, one seed of each at a time, seeds 1,
@@ -16,7 +20,9 @@
 #   4. item 1's verdict over the seeds (card_vs_fast.py: fp32 and as served).
 #
 #   bash benchmarks/recipe_chain.sh [TAG [VARIANT]]
-#       TAG names the students (default: the teacher's weights, first 4 hex digits); VARIANT
+#       TAG names the students (default: the teacher's weights, first 4 hex digits; a TAG
+#       whose seed-1 results are here but not their runs, an earlier machine's, is refused:
+#       students of a rebuild name themselves anew, e.g. ae2e-r50); VARIANT
 #       picks the configs ending -oof-VARIANT.json instead, students TAG-VARIANT: 4t, the mean
 #       of four teachers (the main one and three draws from a lent GPU, session 49):
 #   bash benchmarks/recipe_chain.sh ae2e 4t
@@ -26,21 +32,30 @@ cd "$(dirname "$0")/.."
 [ -n "${VIRTUAL_ENV:-}" ] || [ ! -f .venv/bin/activate ] || . .venv/bin/activate
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
 TEACHER=runs/teacher-union-mpnet
-tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}
+AGAINST=${REBUILD_AGAINST:-benchmarks/results/served/test-fast-ae2e-oof-s1.json}
 D=../shared/data
 . benchmarks/recipe_files.sh
 variant=${2:+-$2}
 CARD=benchmarks/configs/card-lite-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
 FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
 [ -f "$CARD" ] && [ -f "$FAST" ] || { echo "no configs for variant ${2:-}: $CARD, $FAST" >&2; exit 2; }
-tag=$tag$variant
 
+echo "$(date -u +%FT%TZ) 0. the inputs, but the fold teachers"
+python benchmarks/rebuild_inputs.py --against "$AGAINST" --skip runs/teacher-oof-a
 echo "$(date -u +%FT%TZ) 1. the teacher cache"
 python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@]}" \
     --data "${TRAIN[@]}" "${MORE[@]}" --threads 2
-echo "$(date -u +%FT%TZ) 2. the rest of the inputs"
-python benchmarks/rebuild_inputs.py
-echo "$(date -u +%FT%TZ) 3. the students"
+echo "$(date -u +%FT%TZ) 2. the fold teachers"
+python benchmarks/rebuild_inputs.py --against "$AGAINST"
+tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}$variant
+echo "$(date -u +%FT%TZ) 3. the students ($tag)"
+for net in card-lite fast; do  # a result whose run is gone (an earlier machine's) would be kept
+    n=union-$net-$tag-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more
+    if [ -f "benchmarks/results/distill/$n.s1.json" ] && [ ! -d "runs/distill/$n.s1" ]; then
+        echo "students $net-$tag were trained on another machine's inputs: name these: TAG" >&2
+        exit 2
+    fi
+done
 for seed in 1 2 3; do  # one thread each (distill.py --threads 1)
     bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" "$seed" &
     card=$!

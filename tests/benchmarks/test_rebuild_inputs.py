@@ -191,3 +191,17 @@ def test_the_outputs_are_checked_against_a_students_record_when_asked(tmp_path: 
     assert {s.out: s.sha256 for s in rebuild_inputs.steps(DEFAULT)}[teacher["path"]] == (
         teacher["sha256"]
     )
+
+
+def test_a_step_not_asked_for_keeps_what_an_earlier_call_recorded() -> None:
+    earlier = {"command": "python make.py --out runs/x", "outcome": "reproduced", "got": "c" * 64,
+               "seconds": 12.0}  # fmt: skip
+    same = Step(earlier["command"], "runs/x", "c" * 64)
+    rebuild_inputs.keep_earlier(same, earlier)
+    assert (same.outcome, same.got, same.seconds) == ("reproduced", "c" * 64, 12.0)
+    other = Step("python make.py --other --out runs/x", "runs/x", None)  # another command
+    rebuild_inputs.keep_earlier(other, earlier)
+    assert other.outcome == "not asked" and other.got is None
+    never = Step(earlier["command"], "runs/x", None)
+    rebuild_inputs.keep_earlier(never, None)
+    assert never.outcome == "not asked"
