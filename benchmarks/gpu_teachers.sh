@@ -9,7 +9,8 @@
 #   bash benchmarks/gpu_teachers.sh stage             # there, each call: carry one part
 #   bash benchmarks/gpu_teachers.sh run               # there, after the last part (carry
 #                                                     #   runs/gpu-oof/parts/SHA256SUMS too)
-#   bash benchmarks/gpu_teachers.sh unpack TAR..      # here: the teacher-*.tar $OUT got
+#   bash benchmarks/gpu_teachers.sh unpack TAR..      # here: the teacher-*.tar $OUT got,
+#                                                     #   and cache-main.tar.NN
 #
 # GPU_TEACHERS names the teachers `run` trains, all at once on the one GPU (default "oof-a oof-b"):
 #   oof-a, oof-b  the out-of-fold teachers (oof_teachers.sh's commands): each is trained on its
@@ -17,6 +18,14 @@
 #   oof-a-sN      the same with training seed N, a draw of that fold teacher -> teacher-oof-a-sN;
 #                 a student's teacher_folds names it beside teacher-oof-a for the same fold
 #                 file, and that fold's items take the mean of the two (training/distill.py)
+#   main          no training: the main teacher this CPU trained (runs/teacher-union-mpnet,
+#                 carried in the parts: `parts` with GPU_TEACHERS naming main) scores what
+#                 recipe_chain.sh's step 1 asks (the training and transfer aspects, 4 hours
+#                 here); its cache entry (training/teacher_cache.py: a shard per 1,000 aspects,
+#                 keyed by the teacher's files, so the same teacher here reads it) comes back
+#                 as $OUT/cache-main.tar.NN, and `unpack` puts it in runs/teacher-cache; the
+#                 probabilities are the GPU's, within float error of this CPU's (GPU_MAIN at
+#                 `parts`: another finished run in its place, for a dry run)
 #   seed-N        the main teacher's recipe (teacher-union-mpnet.json on the four sets) with
 #                 training seed N and the students' dev split (--dev-seed 1), a draw for an
 #                 ensemble of teachers (train.teachers_more): it scores every aspect a student
@@ -37,11 +46,19 @@
 # (and back after), then 56 MiB parts passed; a stage call took under a second there, and a
 # warm machine is given back after 30 s idle, so the calls go one straight after another.
 # The runs record the commit `parts` ran at as their code_version (ABSA_CODE_VERSION).
+# After a rebuild (recipe_chain.sh, once its step 0 is done), the one lend that saves this CPU
+# the most (9 hours): GPU_TEACHERS="main oof-a oof-b" for `parts` and `run` (about 700 MB:
+# 13 parts; session 50's dry run on this CPU with a small stand-in for the main teacher came
+# back with its cache entry, which the teacher here then read without scoring anything), then
+# `unpack` the returned files and `bash benchmarks/recipe_chain.sh TAG` goes on at the students.
 # GPU_DEVICE=cpu GPU_LIMIT=N GPU_EPOCHS=E: a dry run of `run` on this CPU, on N items per
 # training and scored file (a seed-N teacher then trains on fold a's first N items).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?parts, stage, run or unpack}
+read -ra teachers <<< "${GPU_TEACHERS:-oof-a oof-b}"
+MAIN=runs/teacher-union-mpnet
+wants() { [[ " ${teachers[*]} " == *" $1 "* ]]; }
 P=runs/gpu-oof/parts
 D=shared/data  # the bundle's copy of ../shared/data: the files the teachers read
 . benchmarks/recipe_files.sh
@@ -61,7 +78,13 @@ if [ "$what" = parts ]; then
         --platform manylinux2014_x86_64 -d "$b/wheels" "${WHEELS[@]}"
     pip wheel -q --no-deps --no-build-isolation -w "$w" . && rm -rf build ./*.egg-info
     unzip -q "$w"/absa-*.whl -x 'absa/model/artifacts/*' -d "$b/site"
-    cp -r runs/encoders/mpnet "$b/mpnet" && cp -r runs/oof "$b/oof"
+    if [ "${teachers[*]}" != main ]; then  # only teachers to train need the encoder, folds
+        cp -r runs/encoders/mpnet "$b/mpnet" && cp -r runs/oof "$b/oof"
+    fi
+    if wants main; then  # a finished run keeps no checkpoint: its files are the cache's key
+        [ -f "${GPU_MAIN:-$MAIN}/run.json" ] || { echo "main: ${GPU_MAIN:-$MAIN} is not finished" >&2; exit 1; }
+        cp -r "${GPU_MAIN:-$MAIN}" "$b/main"
+    fi
     mkdir -p "$b/transfer" && cp "${TRANSFER[@]}" "$b/transfer/"
     for f in "${TRAIN[@]}" "${MORE[@]}" "${TESTS[@]}"; do
         mkdir -p "$b/$(dirname "$f")" && cp "../$f" "$b/$f"
@@ -77,7 +100,6 @@ elif [ "$what" = stage ]; then
     mkdir -p /tmp/gpu-oof-parts && cp "$P"/part-* /tmp/gpu-oof-parts/ && ls -l /tmp/gpu-oof-parts
 elif [ "$what" = run ]; then
     device=${GPU_DEVICE:-cuda} limit=${GPU_LIMIT:-0} epochs=${GPU_EPOCHS:-}
-    read -ra teachers <<< "${GPU_TEACHERS:-oof-a oof-b}"
     g=/tmp/gpu-oof && rm -rf "$g" && mkdir -p "$g"
     (cd /tmp/gpu-oof-parts && sha256sum -c --quiet "$OLDPWD/$P/SHA256SUMS")
     cat /tmp/gpu-oof-parts/part-* | tar -C "$g" -xf -
@@ -89,7 +111,9 @@ elif [ "$what" = run ]; then
     # the config names the encoder by the relative path runs/encoders/mpnet, the commands the
     # data by ../shared/data as here
     W=$g/work && mkdir -p "$W/runs/encoders" "$W/benchmarks/configs" "$W/scores" "$W/logs"
-    mv "$g/mpnet" "$W/runs/encoders/mpnet" && mv "$g/oof" "$W/runs/oof" && mv "$g"/transfer/* "$W/runs/"
+    [ ! -d "$g/mpnet" ] || { mv "$g/mpnet" "$W/runs/encoders/mpnet" && mv "$g/oof" "$W/runs/oof"; }
+    [ ! -d "$g/main" ] || mv "$g/main" "$W/$MAIN"
+    mv "$g"/transfer/* "$W/runs/"
     cp benchmarks/configs/teacher-union-mpnet.json "$W/benchmarks/configs/"
     cp benchmarks/teacher_score.py "$W/benchmarks/"
     cd "$W"
@@ -98,7 +122,7 @@ elif [ "$what" = run ]; then
     done
     if [ "$limit" -gt 0 ]; then
         for f in runs/oof/fold-a.jsonl runs/oof/fold-b.jsonl runs/oof/dev.jsonl "${TRANSFER[@]}"; do
-            head -n "$limit" "$f" > x && mv x "$f"
+            [ ! -f "$f" ] || { head -n "$limit" "$f" > x && mv x "$f"; }
         done
     fi
     export PYTHONUNBUFFERED=1 ABSA_CODE_VERSION
@@ -110,7 +134,9 @@ elif [ "$what" = run ]; then
                 args=(--train "runs/oof/fold-${t:4:1}.jsonl" --dev runs/oof/dev.jsonl --seed "${s:-1}") ;;
             seed-*) if [ "$limit" -gt 0 ]; then data=(runs/oof/fold-a.jsonl); else data=("${TRAIN[@]/#/../}"); fi
                 args=(--train "${data[@]}" --exclude "${TESTS[@]/#/../}" --seed "${t#seed-}" --dev-seed 1) ;;
-            *) echo "GPU_TEACHERS: oof-a, oof-b, oof-a-sN, oof-b-sN or seed-N, not $t" >&2; exit 2 ;;
+            main) [ -f "$MAIN/run.json" ] || { echo "main is not in the bundle" >&2; exit 1; }
+                continue ;;
+            *) echo "GPU_TEACHERS: main, oof-a, oof-b, oof-a-sN, oof-b-sN or seed-N, not $t" >&2; exit 2 ;;
         esac
         python3 -m absa.cli train "${args[@]}" --config benchmarks/configs/teacher-union-mpnet.json \
             --threads 4 --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/$(name_of "$t")" \
@@ -119,9 +145,20 @@ elif [ "$what" = run ]; then
     done
     for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/*.log; exit 1; }; done
     export ABSA_TEACHER_CACHE=$W/cache
-    pids=()
+    if wants main; then  # the cache entry itself: the teacher here finds its scores in it
+        key=$(python3 -c "import sys; from pathlib import Path
+from absa.training.teacher_cache import teacher_key; print(teacher_key(Path(sys.argv[1])))" "$MAIN")
+        data=()  # a dry run: the transfer sets' first N aspects only
+        [ "$limit" -gt 0 ] || data=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}")
+        (python3 benchmarks/teacher_score.py --teacher "$MAIN" --threads 4 "${data[@]}" \
+            --transfer "${TRANSFER[@]}" > logs/score-main.log 2>&1 &&
+            tar -C "$ABSA_TEACHER_CACHE" -cf - "$key" | split -b 15M -d - "${OUT:?}/cache-main.tar.") &
+        main_pid=$!
+    fi
+    pids=(${main_pid:+"$main_pid"})
     for t in "${teachers[@]}"; do  # all at once too; each one's scores in $OUT once done
         case $t in
+            main) continue ;;
             oof-a*) what_=(--data runs/oof/fold-b.jsonl) ;;
             oof-b*) what_=(--data runs/oof/fold-a.jsonl) ;;
             seed-*) if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
@@ -136,11 +173,17 @@ elif [ "$what" = run ]; then
     done
     for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/score-*.log; exit 1; }; done
     tail -n 3 logs/*.log
-    cp logs/*.log "$OUT/"
+    tar -C logs -cf "$OUT/logs.tar" .  # one file: a call returns 8 at most
 elif [ "$what" = unpack ]; then
     shift
     [ $# -gt 0 ] || { echo "unpack TAR..: the teacher-*.tar a run returned" >&2; exit 2; }
     for tar in "$@"; do
+        case $tar in *cache-main.tar.00)  # the main teacher's cache entry, in 15 MB pieces
+            mkdir -p "${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
+            cat "${tar%00}"[0-9][0-9] | tar -C "${ABSA_TEACHER_CACHE:-runs/teacher-cache}" --skip-old-files -xvf -
+            continue ;;
+        *cache-main.tar.[0-9][0-9]) continue ;;
+        esac
         name=$(basename "$tar" .tar)
         [ ! -e "runs/$name" ] || { echo "runs/$name is there: move it first" >&2; exit 1; }
         tar -C runs -xf "$tar" && ls -l "runs/$name"
