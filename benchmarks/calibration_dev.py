@@ -4,7 +4,10 @@ pooled and on each source's part. The kinds: the shipped one (isotonic, knots at
 centres), the plain isotonic step function (knots at its blocks' ends), the shipped kind with
 dev's sources weighted equally, and a logistic recalibration of "the top class is right" on
 the top probability's logit, alone and with what a request's text says about it (the share
-of its words out of the vocabulary, of the aspect's words, its log length).
+of its words out of the vocabulary, of the aspect's words, its log length), and on how much
+the sentence reads like a laptop review (a word classifier trained on the training sentences
+dev does not hold, laptops against the rest: the request carries no domain, and dev's laptop
+part is the one a global map leaves over-confident).
 
     python benchmarks/calibration_dev.py --artifact model/artifacts/default
 
@@ -38,8 +41,10 @@ from absa.model.calibration import (  # noqa: E402
 )
 from absa.model.recalibrate import logits  # noqa: E402
 from absa.model.text import tokenize  # noqa: E402
-from benchmarks.calibration import RESULTS, rebuild_dev, spans  # noqa: E402
+from absa.training.readers import read_many  # noqa: E402
+from benchmarks.calibration import RESULTS, rebuild_dev, recorded_files, spans  # noqa: E402
 from benchmarks.calibration_options import domain_of, source_weights, step_knots  # noqa: E402
+from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
 FOLDS, SPLITS = 5, 20
 # a kind: (dev probabilities, features, gold) of the fitting folds -> a function that maps
@@ -61,13 +66,15 @@ def knots(kind: str) -> Kind:
     return fit
 
 
-def logistic(columns: int) -> Kind:
-    """Logistic regression of correctness on the top logit and the first ``columns - 1``
-    text features."""
+def logistic(columns: int | list[int], product: bool = False) -> Kind:
+    """Logistic regression of correctness on the top logit and text features: the first
+    ``columns - 1``, or those listed; ``product``: each times the top logit too."""
+    use = list(range(columns - 1)) if isinstance(columns, int) else columns
 
     def design(p: np.ndarray, x: np.ndarray) -> np.ndarray:
         c = np.clip(p.max(1), 1e-6, 1 - 1e-6)
-        return np.column_stack([np.log(c / (1 - c)), x[:, : columns - 1].astype(float)])
+        top, f = np.log(c / (1 - c)), x[:, use].astype(float)
+        return np.column_stack([top, f, *([f * top[:, None]] if product else [])])
 
     def fit(p: np.ndarray, x: np.ndarray, y: np.ndarray) -> Mapping:
         from sklearn.linear_model import LogisticRegression
@@ -85,7 +92,9 @@ KINDS: dict[str, Kind] = {
     "logistic, top logit": logistic(1),
     "logistic, top logit + out-of-vocabulary words": logistic(2),
     "logistic, + aspect's out-of-vocabulary words, log length": logistic(4),
+    "logistic, top logit + laptop score, and their product": logistic([3], product=True),
 }
+LAPTOPS = ("lap14", "acos-laptop")  # the training sets of laptop reviews
 
 
 def out_of_fold(fit: Kind, p: np.ndarray, x: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
@@ -95,11 +104,31 @@ def out_of_fold(fit: Kind, p: np.ndarray, x: np.ndarray, y: np.ndarray, seed: in
     return out
 
 
-def features(examples: list, vocab: set[str]) -> np.ndarray:
+def laptop_score(meta: dict, dev: list) -> Callable[[list], np.ndarray]:
+    """P(laptop review | sentence) of examples: a logistic regression on the words (present
+    or not) of the artifact's training sentences that dev does not hold."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    data, held = meta["train"]["data"], {e.text for e in dev}
+    files = recorded_files(data["train"]) + recorded_files(data.get("train_more") or [])
+    laptop = {
+        e.text: domain_of(e.source) in LAPTOPS
+        for e in read_many(files).examples
+        if e.text not in held
+    }
+    words = CountVectorizer(lowercase=True, min_df=2, binary=True)
+    fitted = LogisticRegression(max_iter=2000).fit(
+        words.fit_transform(list(laptop)), list(laptop.values())
+    )
+    return lambda examples: fitted.predict_proba(words.transform([e.text for e in examples]))[:, 1]
+
+
+def features(examples: list, vocab: set[str], laptop: np.ndarray) -> np.ndarray:
     """Per example: its words' out-of-vocabulary share, its aspect words', log word count,
-    and (last, for the balanced map) its source data set."""
+    its laptop score and (last, for the balanced map) its source data set."""
     rows = []
-    for e in examples:
+    for e, lap in zip(examples, laptop, strict=True):
         words = tokenize(e.text)
         aspect = [w for w in words if w.start >= e.start and w.end <= e.end] or words
         rows.append(
@@ -107,6 +136,7 @@ def features(examples: list, vocab: set[str]) -> np.ndarray:
                 np.mean([w.text.lower() not in vocab for w in words]),
                 np.mean([w.text.lower() not in vocab for w in aspect]),
                 np.log(len(words) + 1),
+                lap,
                 str(domain_of(e.source)),
             ]
         )
@@ -128,9 +158,33 @@ def measure(p: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict[str, dict[str, 
     return out
 
 
+def on_tests(
+    model: Path,
+    meta: dict,
+    dev: tuple[np.ndarray, np.ndarray, np.ndarray],
+    vocab: set[str],
+    laptop: Callable[[list], np.ndarray],
+) -> dict[str, dict[str, float]]:
+    """Each kind fitted on all of dev, its ECE on each test set."""
+    out: dict[str, dict[str, float]] = {name: {} for name in KINDS}
+    for ds in DATASETS:
+        examples = read_many([str(paths(ds)["test"])]).examples
+        p = softmax(logits(model, spans(examples)), meta["calibration"]["temperature"])
+        y = np.array([meta["labels"].index(e.label) for e in examples])
+        x = features(examples, vocab, laptop(examples))
+        for name, fit in KINDS.items():
+            out[name][ds] = expected_calibration_error(fit(*dev)(p, x), y)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
+    ap.add_argument(
+        "--tests",
+        action="store_true",
+        help="then each kind fitted on all of dev, on each test set (a record, not the choice)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     meta = artifact.read_metadata(args.artifact)
@@ -138,7 +192,8 @@ def main() -> None:
     vocab = set(json.loads((args.artifact / "vocab.json").read_text()))
     p = softmax(logits(args.artifact, spans(dev)), meta["calibration"]["temperature"])
     y = np.array([meta["labels"].index(e.label) for e in dev])
-    x = features(dev, vocab)
+    laptop = laptop_score(meta, dev)
+    x = features(dev, vocab, laptop(dev))
     ece = measure(p, x, y)
     sources = [s for s in next(iter(ece.values())) if s != "all"]
     record = {
@@ -150,6 +205,8 @@ def main() -> None:
         "ece_before_map": expected_calibration_error(p, y),
         "ece_out_of_fold": ece,
     }
+    if args.tests:
+        record["ece_tests"] = on_tests(args.artifact, meta, (p, x, y), vocab, laptop)
     out = RESULTS / f"dev-oof__{record['artifact']}.json"
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(
@@ -161,6 +218,11 @@ def main() -> None:
     for name, got in ece.items():
         cells = [f"{100 * np.mean(got[s]):.2f} ± {100 * np.std(got[s]):.2f}" for s in got]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if args.tests:
+        print("\n| kind, fitted on all of dev (ECE %) | " + " | ".join(DATASETS) + " |")
+        print("|---" * (1 + len(DATASETS)) + "|")
+        for name, got in record["ece_tests"].items():
+            print(f"| {name} | " + " | ".join(f"{100 * got[d]:.2f}" for d in DATASETS) + " |")
 
 
 if __name__ == "__main__":
