@@ -4,8 +4,15 @@
 # teacher's weights are 451 MB and a call returns 64 MiB.
 #
 #   bash benchmarks/gpu_teachers.sh parts [PART_MB]   # here: runs/gpu-oof/parts/ (needs runs/oof,
-#                                                     #   python benchmarks/oof_folds.py, and the
-#                                                     #   transfer sets: rebuild_inputs.py)
+#                                                     #   python benchmarks/oof_folds.py, and for
+#                                                     #   main or seed-N the transfer sets:
+#                                                     #   rebuild_inputs.py)
+# runs/oof can be made before the main teacher is finished: oof_folds.py reads only its dev
+# split, which a one-epoch `fast` run on the same files and seed holds out too (session 50:
+# `absa train --train TRAIN.. --exclude TESTS.. --preset fast --seed 1 --epochs 1 --out
+# runs/split-proxy`, 93 s, then `oof_folds.py --teacher-run runs/split-proxy`: the folds'
+# sha256 are those 1.8.0 records, aa51422f and 39673e0a). Fold teachers alone (oof-a oof-b)
+# need no transfer set: 4 parts.
 #   bash benchmarks/gpu_teachers.sh stage             # there, each call: carry one part
 #   bash benchmarks/gpu_teachers.sh run               # there, after the last part (carry
 #                                                     #   runs/gpu-oof/parts/SHA256SUMS too)
@@ -59,6 +66,13 @@ what=${1:?parts, stage, run or unpack}
 read -ra teachers <<< "${GPU_TEACHERS:-oof-a oof-b}"
 MAIN=runs/teacher-union-mpnet
 wants() { [[ " ${teachers[*]} " == *" $1 "* ]]; }
+# the transfer sets travel only for teachers that score them (main, seed-N): fold teachers
+# alone can go before the main teacher has made them (runs/oof from a split proxy, session 50)
+if [[ " ${teachers[*]} " == *" main "* || " ${teachers[*]} " == *" seed-"* ]]; then
+    transfer=("${TRANSFER[@]}")
+else
+    transfer=()
+fi
 P=runs/gpu-oof/parts
 D=shared/data  # the bundle's copy of ../shared/data: the files the teachers read
 . benchmarks/recipe_files.sh
@@ -85,7 +99,7 @@ if [ "$what" = parts ]; then
         [ -f "${GPU_MAIN:-$MAIN}/run.json" ] || { echo "main: ${GPU_MAIN:-$MAIN} is not finished" >&2; exit 1; }
         cp -r "${GPU_MAIN:-$MAIN}" "$b/main"
     fi
-    mkdir -p "$b/transfer" && cp "${TRANSFER[@]}" "$b/transfer/"
+    mkdir -p "$b/transfer" && for f in "${transfer[@]}"; do cp "$f" "$b/transfer/"; done
     for f in "${TRAIN[@]}" "${MORE[@]}" "${TESTS[@]}"; do
         mkdir -p "$b/$(dirname "$f")" && cp "../$f" "$b/$f"
     done
@@ -113,11 +127,11 @@ elif [ "$what" = run ]; then
     W=$g/work && mkdir -p "$W/runs/encoders" "$W/benchmarks/configs" "$W/scores" "$W/logs"
     [ ! -d "$g/mpnet" ] || { mv "$g/mpnet" "$W/runs/encoders/mpnet" && mv "$g/oof" "$W/runs/oof"; }
     [ ! -d "$g/main" ] || mv "$g/main" "$W/$MAIN"
-    mv "$g"/transfer/* "$W/runs/"
+    for f in "$g"/transfer/*; do [ ! -f "$f" ] || mv "$f" "$W/runs/"; done
     cp benchmarks/configs/teacher-union-mpnet.json "$W/benchmarks/configs/"
     cp benchmarks/teacher_score.py "$W/benchmarks/"
     cd "$W"
-    for f in "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${TRANSFER[@]}"; do
+    for f in "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${transfer[@]}"; do
         [ -f "$f" ] || { echo "not in the bundle: $f" >&2; exit 1; }
     done
     if [ "$limit" -gt 0 ]; then
