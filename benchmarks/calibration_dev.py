@@ -9,7 +9,10 @@ the sentence reads like a laptop review (a word classifier trained on the traini
 dev does not hold, laptops against the rest: the request carries no domain, and dev's laptop
 part is the one a global map leaves over-confident).
 
-    python benchmarks/calibration_dev.py --artifact model/artifacts/default
+    python benchmarks/calibration_dev.py --artifact model/artifacts/default [--tests]
+
+``--tests``: then each kind fitted on all of dev, measured on each test set, for the record
+(``ece_tests`` in the result file); the choice is dev's.
 
 Dev is rebuilt from the artifact's metadata (benchmarks/calibration.py), the probabilities are
 the served graph's after its temperature. One result file,
