@@ -35,8 +35,8 @@ if [ "$what" != students ]; then
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
-    python benchmarks/teacher_score.py --teacher runs/teacher-oof-b --threads 2 --data runs/oof/fold-a.jsonl
-    python benchmarks/teacher_score.py --teacher runs/teacher-oof-a --threads 2 --data runs/oof/fold-b.jsonl
+    python benchmarks/teacher_score.py --teacher runs/teacher-oof-b --threads 2 --data runs/oof/fold-a.jsonl --engine onnx
+    python benchmarks/teacher_score.py --teacher runs/teacher-oof-a --threads 2 --data runs/oof/fold-b.jsonl --engine onnx
 fi
 [ "$what" = teachers ] && exit 0
 N=union-fast-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap

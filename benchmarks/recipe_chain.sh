@@ -8,7 +8,8 @@
 #      against the record of the students of session 47 (REBUILD_AGAINST); the fold teachers
 #      come last, since a lent GPU trains them in minutes (gpu_teachers.sh) and this CPU in 5 hours;
 #   1. the main teacher's probabilities of every training and transfer aspect, into the
-#      teacher cache (teacher_score.py: ~8 aspects/s on this 2-core CPU, 65,000 aspects);
+#      teacher cache (teacher_score.py: ~8 aspects/s through torch on this 2-core CPU, about
+#      1.8 times that through onnxruntime, --engine onnx; 74,000 aspects);
 #   2. the fold teachers (rebuild_inputs.py: oof_teachers.sh teachers), both at once, about
 #      5 hours on this CPU, or 3 minutes of a lent GPU (gpu_teachers.sh with
 #      GPU_TEACHERS="oof-a oof-b", then `unpack`), each scoring the fold it never saw;
@@ -44,7 +45,7 @@ echo "$(date -u +%FT%TZ) 0. the inputs, but the fold teachers"
 python benchmarks/rebuild_inputs.py --against "$AGAINST" --skip runs/teacher-oof-a
 echo "$(date -u +%FT%TZ) 1. the teacher cache"
 python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@]}" \
-    --data "${TRAIN[@]}" "${MORE[@]}" --threads 2
+    --data "${TRAIN[@]}" "${MORE[@]}" --threads 2 --engine onnx  # 1.8x torch on this CPU
 echo "$(date -u +%FT%TZ) 2. the fold teachers"
 python benchmarks/rebuild_inputs.py --against "$AGAINST"
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}$variant

@@ -11,6 +11,11 @@ as a student's soft targets: the training sets a student of this teacher will re
 A student that trains with these files later finds every aspect's probabilities there, so
 scoring can run while the machine does other work, and a killed run loses one shard at most.
 
+``--engine onnx``: score through onnxruntime instead of torch, on the CPU (training/
+onnx_teacher.py: the run exported once, parity-checked against torch, into a temporary
+directory beside the cache; about 1.8 times torch's aspects a second for an mpnet teacher on
+this 2-core CPU). The scores go into the cache under the teacher's own key, as torch's would.
+
 ``--export DIR``: then write the teacher's scores as a directory that stands in for the
 teacher where only those are needed (training/teacher_scores.py): a few MB in place of an
 mpnet teacher's 451, for a teacher trained on a borrowed machine.
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -32,8 +38,25 @@ from absa.settings import Settings  # noqa: E402
 from absa.training.distill import label_transfer, teacher_targets  # noqa: E402
 from absa.training.evaluate import predict_examples  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
+from absa.training.records import Example  # noqa: E402
+from absa.training.teacher_cache import cached_scores  # noqa: E402
 from absa.training.teacher_scores import export_scores, is_scores, read_record  # noqa: E402
 from absa.training.transfer_set import read_jsonl  # noqa: E402
+
+
+def prefill(args: argparse.Namespace, cache: Path, labels: list[str]) -> None:
+    """Score every aspect asked for that the cache lacks through onnxruntime, so that what
+    follows finds them all there."""
+    from absa.training.onnx_teacher import onnx_scorer
+
+    wanted = read_many(args.data).examples if args.data else []
+    wanted += [
+        Example(c.text, c.start, c.end, labels[0], c.source) for c in read_jsonl(args.transfer)
+    ]
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".onnx-teacher-", dir=cache) as tmp:
+        score = onnx_scorer(args.teacher, args.threads, Path(tmp))
+        cached_scores(cache, args.teacher, wanted, score)
 
 
 def main() -> int:
@@ -42,6 +65,12 @@ def main() -> int:
     ap.add_argument("--transfer", nargs="+", default=[])
     ap.add_argument("--data", nargs="+", default=[], help="labelled files to score too")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--engine",
+        choices=("torch", "onnx"),
+        default="torch",
+        help="onnx: score a teacher run through onnxruntime on the CPU (faster there)",
+    )
     ap.add_argument(
         "--export", type=Path, metavar="DIR", help="then write the teacher's scores to DIR"
     )
@@ -58,6 +87,8 @@ def main() -> int:
         labels = read_record(args.teacher)["labels"]
     else:
         _, labels = predict_examples(args.teacher, [])
+    if args.engine == "onnx" and not is_scores(args.teacher):
+        prefill(args, cache, labels)
     if args.data:
         labelled = read_many(args.data).examples
         probs = teacher_targets(args.teacher, labelled, labels)
