@@ -2,8 +2,8 @@
 
 An mpnet teacher scores its students' aspects at about 3.5 a second on one thread of this
 project's 2-core CPU through torch, and at about 6.5 through onnxruntime (session 50,
-``benchmarks/teacher_score.py --engine onnx``): a rebuild's 74,000 aspects take hours
-either way, and nearly half of them go. The run is exported once (fp32, no temperature, so
+``benchmarks/teacher_engines.py``): a rebuild's 74,000 aspects take hours either way, and
+onnxruntime takes nearly half of them off. The run is exported once (fp32, no temperature, so
 the probabilities are the network's softmax as torch gives them), and export's parity check
 against torch on the run's dev set (``absa.model.export``: every probability within
 ``PARITY_ATOL``, no prediction changed) must pass before anything is scored. The scores go
