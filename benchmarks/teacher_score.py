@@ -35,7 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from absa.settings import Settings  # noqa: E402
-from absa.training.distill import label_transfer, teacher_targets  # noqa: E402
+from absa.training.distill import (  # noqa: E402
+    label_transfer,
+    teacher_targets,
+    transfer_placeholders,
+)
 from absa.training.evaluate import predict_examples  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
@@ -44,19 +48,17 @@ from absa.training.teacher_scores import export_scores, is_scores, read_record  
 from absa.training.transfer_set import read_jsonl  # noqa: E402
 
 
-def prefill(args: argparse.Namespace, cache: Path, labels: list[str]) -> None:
+def prefill(
+    args: argparse.Namespace, cache: Path, labelled: list[Example], transfer: list[Example]
+) -> None:
     """Score every aspect asked for that the cache lacks through onnxruntime, so that what
-    follows finds them all there."""
+    follows finds them all there. The teacher is exported only if one is missing."""
     from absa.training.onnx_teacher import onnx_scorer
 
-    wanted = read_many(args.data).examples if args.data else []
-    wanted += [
-        Example(c.text, c.start, c.end, labels[0], c.source) for c in read_jsonl(args.transfer)
-    ]
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".onnx-teacher-", dir=cache) as tmp:
         score = onnx_scorer(args.teacher, args.threads, Path(tmp))
-        cached_scores(cache, args.teacher, wanted, score)
+        cached_scores(cache, args.teacher, labelled + transfer, score)
 
 
 def main() -> int:
@@ -87,14 +89,15 @@ def main() -> int:
         labels = read_record(args.teacher)["labels"]
     else:
         _, labels = predict_examples(args.teacher, [])
+    labelled = read_many(args.data).examples if args.data else []
+    found = read_jsonl(args.transfer)
     if args.engine == "onnx" and not is_scores(args.teacher):
-        prefill(args, cache, labels)
+        prefill(args, cache, labelled, transfer_placeholders(found, labels))
     if args.data:
-        labelled = read_many(args.data).examples
         probs = teacher_targets(args.teacher, labelled, labels)
         logging.info("%d labelled aspects scored, %d kept in the cache", len(labelled), len(probs))
     if args.transfer:
-        examples, _ = label_transfer([args.teacher], read_jsonl(args.transfer), labels)
+        examples, _ = label_transfer([args.teacher], found, labels)
         logging.info("teacher labels: %s", dict(Counter(e.label for e in examples)))
     if args.export:
         record = export_scores(args.teacher, cache, args.export)

@@ -137,13 +137,19 @@ def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndar
     return cached_scores(root, teacher, examples, functools.partial(predict_examples, teacher))
 
 
+def transfer_placeholders(found: Sequence[Candidate], labels: Sequence[str]) -> list[Example]:
+    """The transfer set's aspects as examples to be scored: each carries the first label as a
+    placeholder (never trained on) and its source marked as a transfer set's."""
+    return [Example(c.text, c.start, c.end, labels[0], TRANSFER + c.source) for c in found]
+
+
 def label_transfer(
     teachers: Sequence[Path], found: Sequence[Candidate], labels: Sequence[str]
 ) -> tuple[list[Example], np.ndarray]:
     """The transfer set's aspects as examples labelled with the teachers' most probable class
     (the label is never trained on: ``mixed_loss`` masks it), and the teachers' mean
     probabilities (N, C) in the student's label order."""
-    placeholder = [Example(c.text, c.start, c.end, labels[0], TRANSFER + c.source) for c in found]
+    placeholder = transfer_placeholders(found, labels)
     if not placeholder:
         return [], np.zeros((0, len(labels)), np.float32)
     probs = np.mean([_teacher_probs(Path(t), placeholder, labels) for t in teachers], axis=0)

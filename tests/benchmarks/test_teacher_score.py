@@ -78,3 +78,6 @@ def test_the_onnx_engine_fills_the_cache_with_torchs_probabilities(
     assert labels == want_labels
     got = np.stack([known[span_key(e)] for e in examples])
     np.testing.assert_allclose(got, want, atol=1e-5)
+    caplog.clear()
+    assert teacher_score.main() == 0  # all cached: no export this time
+    assert not any(r.name == "absa.training.onnx_teacher" for r in caplog.records)
