@@ -114,11 +114,16 @@ def sentence_states(
     texts: Sequence[str],
     batch_size: int = 64,
     max_pieces: int = 256,
+    skip: int = 0,
 ) -> Iterator[tuple[int, list[str], np.ndarray]]:
     """For each of ``texts`` with a word (in order of length, not of ``texts``): its index,
     its words (the tokens of ``tokenize``) and (n_words, H) their states, a word's state
     being its word pieces' last hidden states averaged as in ``encode_words``. A text is read
-    up to ``max_pieces`` word pieces; the rows of the words after that are NaN."""
+    up to ``max_pieces`` word pieces; the rows of the words after that are NaN. ``skip``: the
+    first that many of that order are left out (a multiple of ``batch_size``, so that the
+    rest are read in the same batches, with the same numbers, as without it)."""
+    if skip % batch_size:
+        raise ValueError(f"skip must be a multiple of batch_size {batch_size}, not {skip}")
     model.eval()
     tokens = [[t.text for t in tokenize(text)] for text in texts]
     kept = [i for i, t in enumerate(tokens) if t]
@@ -130,7 +135,7 @@ def sentence_states(
     finally:
         tokenizer.no_truncation()  # type: ignore[attr-defined]
     order = sorted(range(len(kept)), key=lambda k: len(encs[k].ids))
-    for start in range(0, len(order), batch_size):
+    for start in range(skip, len(order), batch_size):
         idx = order[start : start + batch_size]
         ids, mask = _ids_and_mask([encs[k] for k in idx])
         hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()

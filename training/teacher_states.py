@@ -16,14 +16,20 @@ NaN rows for words past the encoder's length), ``index.json`` (each sentence's f
 and word count), ``pca.npz`` (the mean, directions and scale that reduced them) and
 ``record.json`` (encoder, its weights' sha256, data, PCA, code
 version). Written to a temporary directory and renamed into place: whole or not at all.
+
+Encoding is the long part (about an hour for the union's sentences on this project's 2-core
+CPU), so it is kept as it goes: every ``PART`` sentences in ``<out>.parts/``, under a key of
+the encoder's files and the texts. The same command again reads them back and encodes only
+the rest, in the same batches, so the states come out as those of a run never stopped.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +39,8 @@ from absa.model.text import Token, tokenize
 log = logging.getLogger(__name__)
 
 STATES, INDEX, RECORD, PCA = "states.npy", "index.json", "record.json", "pca.npz"
+BATCH = 64  # sentences encoded at once
+PART = 50 * BATCH  # sentences kept per part while encoding (a few minutes' work here)
 
 
 def fit_pca(rows: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -64,9 +72,23 @@ def build(
     out = Path(out)
     model, tokenizer = load_encoder(Path(encoder))
     distinct = list(dict.fromkeys(texts))
-    found: dict[int, np.ndarray] = {}
-    for i, _, states in sentence_states(model, tokenizer, distinct):
-        found[i] = states.astype(np.float16)
+    parts = out.with_name(out.name + ".parts")
+    key = {
+        "encoder_files": encoder_sha256(Path(encoder)),
+        "texts_sha256": hashlib.sha256("\n".join(distinct).encode()).hexdigest(),
+        "batch": BATCH,
+    }
+    found = _read_parts(parts, key)
+    done = len(found)
+    pending: dict[int, np.ndarray] = {}
+    for i, _, states in sentence_states(model, tokenizer, distinct, BATCH, skip=done):
+        pending[i] = states.astype(np.float16)
+        if len(pending) == PART:
+            _write_part(parts, done, pending)
+            done += len(pending)
+            found.update(pending)
+            pending = {}
+    found.update(pending)
     kept = sorted(found)  # the texts with a word, in their order
     full = np.concatenate([found[i] for i in kept])
     valid = np.flatnonzero(~np.isnan(full[:, 0]))
@@ -81,7 +103,7 @@ def build(
     index = {distinct[i]: [int(offsets[k]), len(found[i])] for k, i in enumerate(kept)}
     record = {
         "encoder": str(encoder),
-        "encoder_files": encoder_sha256(Path(encoder)),
+        "encoder_files": key["encoder_files"],
         "dim": dim,
         "hidden": int(full.shape[1]),
         "pca_sample": int(len(pick)),
@@ -101,6 +123,7 @@ def build(
     (tmp / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
+    shutil.rmtree(parts, ignore_errors=True)
     log.info(
         "%s: %d sentences, %d words x %d (%.1f%% of the variance)",
         out,
@@ -110,6 +133,49 @@ def build(
         100 * kept_var,
     )
     return record
+
+
+def _read_parts(parts: Path, key: dict) -> dict[int, np.ndarray]:
+    """The states an earlier, stopped call kept in ``parts`` under the same ``key``, in the
+    order they were encoded; none (and the parts removed) under another key."""
+    if (parts / "key.json").is_file() and json.loads((parts / "key.json").read_text()) != key:
+        log.warning("%s: kept for another encoder or other texts, encoding anew", parts)
+        shutil.rmtree(parts)
+    parts.mkdir(parents=True, exist_ok=True)
+    (parts / "key.json").write_text(json.dumps(key, indent=1) + "\n")
+    found: dict[int, np.ndarray] = {}
+    for part in _parts_in_order(parts):
+        with np.load(part) as z:
+            rows = np.split(z["states"], np.cumsum(z["lengths"])[:-1])
+            found.update(zip(z["index"].tolist(), rows, strict=True))
+    if found:
+        log.info("%s: %d sentences' states kept from an earlier call", parts, len(found))
+    return found
+
+
+def _parts_in_order(parts: Path) -> Iterator[Path]:
+    """The part files that follow on from the first sentence with no gap; any after a gap
+    (a part whose write was cut short leaves none) are not read."""
+    at = 0
+    for part in sorted(parts.glob("part-*.npz")):
+        lo, hi = (int(x) for x in part.stem.split("-")[1:])
+        if lo != at:
+            break
+        at = hi
+        yield part
+
+
+def _write_part(parts: Path, lo: int, states: dict[int, np.ndarray]) -> None:
+    """Sentences ``lo``.. of the encoding order, written whole or not at all."""
+    name = parts / f"part-{lo:07d}-{lo + len(states):07d}.npz"
+    tmp = parts / f"tmp-{lo:07d}.npz"  # not a part- name until whole
+    np.savez(
+        tmp,
+        index=np.array(list(states), np.int64),
+        lengths=np.array([len(v) for v in states.values()], np.int64),
+        states=np.concatenate(list(states.values())),
+    )
+    tmp.rename(name)
 
 
 class TeacherStates:

@@ -87,6 +87,73 @@ def test_a_missing_directory_says_how_to_make_one(tmp_path: Path) -> None:
         ts.TeacherStates(tmp_path)
 
 
+MORE_TEXTS = [f"the screen {k} was {'bright' if k % 2 else 'dim and slow'}" for k in range(7)]
+
+
+def test_a_stopped_build_resumes_from_its_parts_with_the_same_numbers(
+    tmp_path: Path,
+    tiny_transformer: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Killed after two parts, the same call again reads them back, encodes the rest in the
+    same batches and writes what a build never stopped writes, byte for byte."""
+    import logging
+
+    monkeypatch.setattr(ts, "BATCH", 1)
+    monkeypatch.setattr(ts, "PART", 2)
+    whole = tmp_path / "whole"
+    ts.build(tiny_transformer, MORE_TEXTS, whole, dim=3)
+    assert not (tmp_path / "whole.parts").exists()  # removed once the directory is whole
+
+    real_write, written = ts._write_part, []
+
+    def write_then_die(parts: Path, lo: int, states: dict) -> None:
+        real_write(parts, lo, states)
+        written.append(lo)
+        if len(written) == 2:
+            raise KeyboardInterrupt  # the session ends here
+
+    monkeypatch.setattr(ts, "_write_part", write_then_die)
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        ts.build(tiny_transformer, MORE_TEXTS, out, dim=3)
+    assert not out.exists()
+    assert len(list((tmp_path / "resumed.parts").glob("part-*.npz"))) == 2
+    monkeypatch.setattr(ts, "_write_part", real_write)
+    caplog.set_level(logging.INFO)
+    ts.build(tiny_transformer, MORE_TEXTS, out, dim=3)
+    assert any("4 sentences' states kept" in r.getMessage() for r in caplog.records)
+    for name in (ts.STATES, ts.INDEX, ts.PCA):
+        assert (out / name).read_bytes() == (whole / name).read_bytes()
+
+
+def test_parts_kept_for_other_texts_are_not_read(
+    tmp_path: Path, tiny_transformer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ts, "BATCH", 1)
+    monkeypatch.setattr(ts, "PART", 2)
+    parts = tmp_path / "d.parts"
+    key = {"encoder_files": {}, "texts_sha256": "another", "batch": 1}
+    ts._read_parts(parts, key)
+    ts._write_part(parts, 0, {0: np.zeros((1, 8), np.float16)})  # another encoder's rows
+    ts.build(tiny_transformer, MORE_TEXTS, tmp_path / "d", dim=3)
+    fresh = tmp_path / "fresh"
+    ts.build(tiny_transformer, MORE_TEXTS, fresh, dim=3)
+    assert (tmp_path / "d" / ts.STATES).read_bytes() == (fresh / ts.STATES).read_bytes()
+
+
+def test_sentence_states_skips_whole_batches_only(tiny_transformer: Path) -> None:
+    model, tok = sv.load_encoder(tiny_transformer)
+    every = list(sv.sentence_states(model, tok, MORE_TEXTS, batch_size=2))
+    rest = list(sv.sentence_states(model, tok, MORE_TEXTS, batch_size=2, skip=4))
+    assert [i for i, *_ in rest] == [i for i, *_ in every][4:]
+    for (_, _, a), (_, _, b) in zip(rest, every[4:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="multiple"):
+        next(sv.sentence_states(model, tok, MORE_TEXTS, batch_size=2, skip=3))
+
+
 def test_cli_states_leaves_out_excluded_sentences_and_records_the_data(
     tmp_path: Path, tiny_transformer: Path
 ) -> None:
