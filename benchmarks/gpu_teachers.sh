@@ -58,6 +58,13 @@
 # 13 parts; session 50's dry run on this CPU with a small stand-in for the main teacher came
 # back with its cache entry, which the teacher here then read without scoring anything), then
 # `unpack` the returned files and `bash benchmarks/recipe_chain.sh TAG` goes on at the students.
+# Which to ask for first, by CPU hours saved per device minute (session 51): a lend is 15
+# minutes now, starts and staging included, and one call at most 10. The fold teachers and
+# teacher draws are 2.5 and 6.8 CPU hours each (train, score) and train side by side on the
+# GPU; the main teacher's cache is 2.3 CPU hours through onnxruntime and costs 8 more parts
+# (its 451 MB of weights). So, once step 0 has made the transfer sets:
+# GPU_TEACHERS="oof-a oof-b seed-2 seed-3" (5 parts, about 19 CPU hours), and `main` only in
+# a lend with time left; seed-4 in the next lend.
 # GPU_DEVICE=cpu GPU_LIMIT=N GPU_EPOCHS=E: a dry run of `run` on this CPU, on N items per
 # training and scored file (a seed-N teacher then trains on fold a's first N items).
 set -euo pipefail
@@ -66,6 +73,10 @@ what=${1:?parts, stage, run or unpack}
 read -ra teachers <<< "${GPU_TEACHERS:-oof-a oof-b}"
 MAIN=runs/teacher-union-mpnet
 wants() { [[ " ${teachers[*]} " == *" $1 "* ]]; }
+for t in "${teachers[@]}"; do  # before anything starts: a bad name later would leave jobs behind
+    [[ $t =~ ^(main|oof-[ab](-s[0-9]+)?|seed-[0-9]+)$ ]] ||
+        { echo "GPU_TEACHERS: main, oof-a, oof-b, oof-a-sN, oof-b-sN or seed-N, not $t" >&2; exit 2; }
+done
 # the transfer sets travel only for teachers that score them (main, seed-N): fold teachers
 # alone can go before the main teacher has made them (runs/oof from a split proxy, session 50)
 if [[ " ${teachers[*]} " == *" main "* || " ${teachers[*]} " == *" seed-"* ]]; then
@@ -141,53 +152,48 @@ elif [ "$what" = run ]; then
     fi
     export PYTHONUNBUFFERED=1 ABSA_CODE_VERSION
     ABSA_CODE_VERSION=$(cat "$g/code_version")
+    export ABSA_TEACHER_CACHE=$W/cache
+    # each teacher trains and then scores at once, all side by side on the one GPU: a fold
+    # teacher's scores come back while the draws still train, and a call cut off at its limit
+    # returns every teacher finished by then
     pids=()
-    for t in "${teachers[@]}"; do  # all at once: one GPU holds them
+    for t in "${teachers[@]}"; do
         case $t in
             oof-[ab] | oof-[ab]-s*) s=${t#oof-?}; s=${s#-s}
-                args=(--train "runs/oof/fold-${t:4:1}.jsonl" --dev runs/oof/dev.jsonl --seed "${s:-1}") ;;
+                args=(--train "runs/oof/fold-${t:4:1}.jsonl" --dev runs/oof/dev.jsonl --seed "${s:-1}")
+                other=$([ "${t:4:1}" = a ] && echo b || echo a)
+                what_=(--data "runs/oof/fold-$other.jsonl") ;;
             seed-*) if [ "$limit" -gt 0 ]; then data=(runs/oof/fold-a.jsonl); else data=("${TRAIN[@]/#/../}"); fi
-                args=(--train "${data[@]}" --exclude "${TESTS[@]/#/../}" --seed "${t#seed-}" --dev-seed 1) ;;
-            main) [ -f "$MAIN/run.json" ] || { echo "main is not in the bundle" >&2; exit 1; }
-                continue ;;
-            *) echo "GPU_TEACHERS: main, oof-a, oof-b, oof-a-sN, oof-b-sN or seed-N, not $t" >&2; exit 2 ;;
-        esac
-        python3 -m absa.cli train "${args[@]}" --config benchmarks/configs/teacher-union-mpnet.json \
-            --threads 4 --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/$(name_of "$t")" \
-            --quiet > "logs/$(name_of "$t").log" 2>&1 &
-        pids+=($!)
-    done
-    for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/*.log; exit 1; }; done
-    export ABSA_TEACHER_CACHE=$W/cache
-    if wants main; then  # the cache entry itself: the teacher here finds its scores in it
-        key=$(python3 -c "import sys; from pathlib import Path
-from absa.training.teacher_cache import teacher_key; print(teacher_key(Path(sys.argv[1])))" "$MAIN")
-        data=()  # a dry run: the transfer sets' first N aspects only
-        [ "$limit" -gt 0 ] || data=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}")
-        (python3 benchmarks/teacher_score.py --teacher "$MAIN" --threads 4 "${data[@]}" \
-            --transfer "${TRANSFER[@]}" > logs/score-main.log 2>&1 &&
-            tar -C "$ABSA_TEACHER_CACHE" -cf - "$key" | split -b 15M -d - "${OUT:?}/cache-main.tar.") &
-        main_pid=$!
-    fi
-    pids=(${main_pid:+"$main_pid"})
-    for t in "${teachers[@]}"; do  # all at once too; each one's scores in $OUT once done
-        case $t in
-            main) continue ;;
-            oof-a*) what_=(--data runs/oof/fold-b.jsonl) ;;
-            oof-b*) what_=(--data runs/oof/fold-a.jsonl) ;;
-            seed-*) if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
+                args=(--train "${data[@]}" --exclude "${TESTS[@]/#/../}" --seed "${t#seed-}" --dev-seed 1)
+                if [ "$limit" -gt 0 ]; then what_=(--data runs/oof/fold-b.jsonl); else
                     what_=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}"); fi
                 what_+=(--transfer "${TRANSFER[@]}") ;;
+            main) [ -f "$MAIN/run.json" ] || { echo "main is not in the bundle" >&2; exit 1; }
+                # no training: the cache entry itself, which the teacher here finds its scores in
+                key=$(python3 -c "import sys; from pathlib import Path
+from absa.training.teacher_cache import teacher_key; print(teacher_key(Path(sys.argv[1])))" "$MAIN")
+                data=()  # a dry run: the transfer sets' first N aspects only
+                [ "$limit" -gt 0 ] || data=(--data "${TRAIN[@]/#/../}" "${MORE[@]/#/../}")
+                (python3 benchmarks/teacher_score.py --teacher "$MAIN" --threads 4 "${data[@]}" \
+                    --transfer "${TRANSFER[@]}" > logs/score-main.log 2>&1 &&
+                    tar -C "$ABSA_TEACHER_CACHE" -cf - "$key" | split -b 15M -d - "${OUT:?}/cache-main.tar.") &
+                pids+=($!)
+                continue ;;
         esac
         n=$(name_of "$t")
-        (python3 benchmarks/teacher_score.py --teacher "runs/$n" --threads 4 "${what_[@]}" \
-            --export "scores/$n" > "logs/score-$n.log" 2>&1 &&
+        (python3 -m absa.cli train "${args[@]}" --config benchmarks/configs/teacher-union-mpnet.json \
+            --threads 4 --device "$device" ${epochs:+--epochs "$epochs"} --out "runs/$n" \
+            --quiet > "logs/$n.log" 2>&1 &&
+            python3 benchmarks/teacher_score.py --teacher "runs/$n" --threads 4 "${what_[@]}" \
+                --export "scores/$n" > "logs/score-$n.log" 2>&1 &&
             tar -C scores -cf "${OUT:?}/$n.tar" "$n") &
         pids+=($!)
     done
-    for p in "${pids[@]}"; do wait "$p" || { tail -n 30 logs/score-*.log; exit 1; }; done
+    failed=0
+    for p in "${pids[@]}"; do wait "$p" || failed=1; done
     tail -n 3 logs/*.log
     tar -C logs -cf "$OUT/logs.tar" .  # one file: a call returns 8 at most
+    [ "$failed" = 0 ] || { echo "a teacher failed: logs.tar has its log" >&2; exit 1; }
 elif [ "$what" = unpack ]; then
     shift
     [ $# -gt 0 ] || { echo "unpack TAR..: the teacher-*.tar a run returned" >&2; exit 2; }

@@ -57,3 +57,34 @@ def test_the_recipe_files_are_the_python_sides() -> None:
     assert train + more == union and len(more) == len(TRAIN_ONLY)
     assert tests == [str(p) for p in test_files().values()]
     assert transfer == [f"runs/transfer-{n}.jsonl" for n in ("set", "subst1", "subst-laptop4")]
+
+
+def _gpu_teachers(tmp_path: Path, verb: str, names: str) -> subprocess.CompletedProcess:
+    """gpu_teachers.sh VERB from a copy of the scripts alone (no parts: `run` would stop at
+    their checksums with status 1), GPU_TEACHERS=names."""
+    (tmp_path / "benchmarks").mkdir()
+    for name in ("gpu_teachers.sh", "recipe_files.sh"):
+        (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
+    return subprocess.run(
+        ["bash", "benchmarks/gpu_teachers.sh", verb],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "GPU_TEACHERS": names},
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("names", ["oof-a bogus", "seed-x", "oof-c", "main oof-a-s"])
+def test_gpu_teachers_refuses_a_bad_name_before_starting_anything(
+    tmp_path: Path, names: str
+) -> None:
+    """`run` starts its teachers in the background: a bad name found after the first one had
+    started would leave it running on the lent machine."""
+    done = _gpu_teachers(tmp_path, "run", names)
+    assert done.returncode == 2 and "GPU_TEACHERS" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("names", ["main", "oof-a oof-b-s2", "seed-2 seed-13"])
+def test_gpu_teachers_knows_its_names(tmp_path: Path, names: str) -> None:
+    done = _gpu_teachers(tmp_path, "run", names)
+    assert done.returncode == 1 and "GPU_TEACHERS" not in done.stderr  # on to the checksums
