@@ -1,0 +1,77 @@
+"""A served artifact's accuracy and macro-F1 on each test set, split by whether the aspect
+has a word its vocabulary lacks: how much of a test set's error is words the student never
+learnt.
+
+    python benchmarks/oov_slices.py [--artifact model/artifacts/default]
+
+Writes benchmarks/results/robustness/oov-slices__<name>-<version>.json and a Markdown table.
+The predictions are the served graph's argmax (its temperature and top-label map change none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from absa.model import artifact  # noqa: E402
+from absa.model.recalibrate import logits  # noqa: E402
+from absa.model.text import tokenize  # noqa: E402
+from absa.training.metrics import classification_report  # noqa: E402
+from absa.training.provenance import code_version  # noqa: E402
+from absa.training.readers import read_many  # noqa: E402
+from absa.training.records import Example  # noqa: E402
+from benchmarks.calibration import spans  # noqa: E402
+from benchmarks.datasets import DATASETS, paths  # noqa: E402
+
+
+def aspect_has_oov(example: Example, vocab: set[str]) -> bool:
+    """Whether a word of the aspect's span (lower-cased, as the pipeline reads it) is not in
+    ``vocab``; an aspect that covers no whole word counts its sentence's words."""
+    words = tokenize(example.text)
+    inside = [w for w in words if w.start >= example.start and w.end <= example.end] or words
+    return any(w.text.lower() not in vocab for w in inside)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
+    args = ap.parse_args(argv)
+    meta = artifact.read_metadata(args.artifact)
+    vocab = set(json.loads((args.artifact / "vocab.json").read_text()))
+    labels = list(meta["labels"])
+    out: dict[str, dict] = {}
+    print("| test set | aspects with an unknown word: n, acc / F1 | the others |\n|---|---|---|")
+    for ds in DATASETS:
+        examples = read_many([str(paths(ds)["test"])]).examples
+        pred = logits(args.artifact, spans(examples)).argmax(1)
+        gold = np.array([labels.index(e.label) for e in examples])
+        oov = np.array([aspect_has_oov(e, vocab) for e in examples])
+        out[ds] = {}
+        for name, part in (("oov", oov), ("in_vocab", ~oov)):
+            rep = classification_report(
+                gold[part].tolist(), pred[part].tolist(), [str(k) for k in range(len(labels))]
+            )
+            out[ds][name] = {
+                "n": int(part.sum()),
+                "accuracy": 100 * rep["accuracy"],
+                "macro_f1": 100 * rep["macro_f1"],
+            }
+        cells = [f"{c['n']}, {c['accuracy']:.1f} / {c['macro_f1']:.1f}" for c in out[ds].values()]
+        print(f"| {ds} | " + " | ".join(cells) + " |")
+    name = f"{meta['name']}-{meta['version']}"
+    record = {"artifact": name, "vocab": len(vocab), "tests": out, "code_version": code_version()}
+    results = ROOT / "benchmarks" / "results" / "robustness"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"oov-slices__{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
