@@ -47,23 +47,36 @@ def scores(probs: np.ndarray, gold: np.ndarray, offset: np.ndarray) -> tuple[flo
     return 100 * rep["accuracy"], 100 * rep["macro_f1"]
 
 
-def mean_f1(probs: np.ndarray, gold: np.ndarray, groups: np.ndarray, offset: np.ndarray) -> float:
-    """The mean over ``groups`` (one group: pooled) of their macro-F1 (%) with ``offset``."""
-    names = sorted(set(groups.tolist()))
-    return float(np.mean([scores(probs[groups == n], gold[groups == n], offset)[1] for n in names]))
+def mean_f1(
+    probs: np.ndarray,
+    gold: np.ndarray,
+    groups: np.ndarray,
+    offset: np.ndarray,
+    scale: np.ndarray | None = None,
+) -> float:
+    """The mean over ``groups`` (one group: pooled) of their macro-F1 (%) with ``offset``,
+    or with ``scale[i] * offset`` on row i where a per-row ``scale`` is given."""
+    rows = np.ones(len(gold)) if scale is None else np.asarray(scale, np.float64)
+    parts = [groups == n for n in sorted(set(groups.tolist()))]
+    return float(np.mean([scores(probs[m], gold[m], rows[m, None] * offset)[1] for m in parts]))
 
 
 def best_offset(
-    probs: np.ndarray, gold: np.ndarray, groups: np.ndarray, fixed: int, grid: Sequence[float]
+    probs: np.ndarray,
+    gold: np.ndarray,
+    groups: np.ndarray,
+    fixed: int,
+    grid: Sequence[float],
+    scale: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
-    """The grid offset (``offset[fixed]`` = 0) with the highest ``mean_f1``, and that F1;
-    the first on ties, so zero wins a tie only where it comes first."""
+    """The grid offset (``offset[fixed]`` = 0) with the highest ``mean_f1`` (``scale``: as
+    there), and that F1; the first on ties, so zero wins a tie only where it comes first."""
     free = [k for k in range(probs.shape[1]) if k != fixed]
     best, best_f1 = np.zeros(probs.shape[1]), -1.0
     for values in itertools.product(grid, repeat=len(free)):
         offset = np.zeros(probs.shape[1])
         offset[free] = values
-        f1 = mean_f1(probs, gold, groups, offset)
+        f1 = mean_f1(probs, gold, groups, offset, scale)
         if f1 > best_f1 + 1e-9:
             best, best_f1 = offset, f1
     return best, best_f1

@@ -16,7 +16,6 @@ prediction). Writes benchmarks/results/calibration/laptop-offsets__<name>-<versi
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 from pathlib import Path
@@ -27,22 +26,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model import artifact  # noqa: E402
+from absa.model.calibration import softmax  # noqa: E402
 from absa.model.recalibrate import logits  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, spans  # noqa: E402
 from benchmarks.calibration_dev import laptop_score  # noqa: E402
 from benchmarks.calibration_options import domain_of  # noqa: E402
-from benchmarks.class_offsets import GRID, scores  # noqa: E402
+from benchmarks.class_offsets import GRID, best_offset, mean_f1, scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
-
-
-def source_mean_f1(
-    p: np.ndarray, gold: np.ndarray, lap: np.ndarray, groups: np.ndarray, c: np.ndarray
-) -> float:
-    """The mean over ``groups`` of macro-F1 (%) with the offset ``lap * c``."""
-    parts = [groups == g for g in sorted(set(groups.tolist()))]
-    return float(np.mean([scores(p[m], gold[m], lap[m, None] * c)[1] for m in parts]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,15 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     gold = np.array([labels.index(e.label) for e in dev])
     groups = np.array([str(domain_of(e.source)) for e in dev])
     s = lap(dev)
-    free = [k for k, name in enumerate(labels) if name != "neutral"]
-    best, best_f1 = np.zeros(len(labels)), source_mean_f1(p, gold, s, groups, np.zeros(len(labels)))
-    dev_without = best_f1
-    for values in itertools.product(GRID, repeat=len(free)):
-        c = np.zeros(len(labels))
-        c[free] = values
-        f1 = source_mean_f1(p, gold, s, groups, c)
-        if f1 > best_f1 + 1e-9:
-            best, best_f1 = c, f1
+    fixed = labels.index("neutral")
+    zero = np.zeros(len(labels))
+    dev_without = mean_f1(p, gold, groups, zero)
+    best, best_f1 = best_offset(p, gold, groups, fixed, GRID, scale=s)
     dev_parts = {
         g: {
             "laptop_score": float(s[groups == g].mean()),
@@ -111,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def probs_of(model: Path, examples: list) -> np.ndarray:
     """The served graph's probabilities before its temperature (the argmax is the same)."""
-    z = logits(model, spans(examples))
-    z = z - z.max(1, keepdims=True)
-    return np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    return softmax(logits(model, spans(examples)), 1.0)
 
 
 if __name__ == "__main__":
