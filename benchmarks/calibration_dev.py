@@ -43,8 +43,9 @@ from absa.model.calibration import (  # noqa: E402
     softmax,
 )
 from absa.model.recalibrate import logits  # noqa: E402
-from absa.model.text import tokenize  # noqa: E402
+from absa.model.text import Token, tokenize  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
+from absa.training.records import Example  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, recorded_files, spans  # noqa: E402
 from benchmarks.calibration_options import domain_of, source_weights, step_knots  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
@@ -127,13 +128,18 @@ def laptop_score(meta: dict, dev: list) -> Callable[[list], np.ndarray]:
     return lambda examples: fitted.predict_proba(words.transform([e.text for e in examples]))[:, 1]
 
 
+def aspect_words(example: Example) -> list[Token]:
+    """The words inside the aspect's span; a span inside a word gives its sentence's words."""
+    words = tokenize(example.text)
+    return [w for w in words if w.start >= example.start and w.end <= example.end] or words
+
+
 def features(examples: list, vocab: set[str], laptop: np.ndarray) -> np.ndarray:
     """Per example: its words' out-of-vocabulary share, its aspect words', log word count,
     its laptop score and (last, for the balanced map) its source data set."""
     rows = []
     for e, lap in zip(examples, laptop, strict=True):
-        words = tokenize(e.text)
-        aspect = [w for w in words if w.start >= e.start and w.end <= e.end] or words
+        words, aspect = tokenize(e.text), aspect_words(e)
         rows.append(
             [
                 np.mean([w.text.lower() not in vocab for w in words]),

@@ -63,8 +63,9 @@
 # teacher draws are 2.5 and 6.8 CPU hours each (train, score) and train side by side on the
 # GPU; the main teacher's cache is 2.3 CPU hours through onnxruntime and costs 8 more parts
 # (its 451 MB of weights). So, once step 0 has made the transfer sets:
-# GPU_TEACHERS="oof-a oof-b seed-2 seed-3" (5 parts, about 19 CPU hours), and `main` only in
-# a lend with time left; seed-4 in the next lend.
+# `parts` with GPU_TEACHERS="oof-a oof-b seed-2 seed-3" (5 parts, about 19 CPU hours), then
+# `run` with GPU_TEACHERS="oof-a oof-b seed-2" in one call and seed-3 in a second (the four
+# at once may pass a call's 10 minutes); `main` only in a lend with time left; seed-4 next.
 # GPU_DEVICE=cpu GPU_LIMIT=N GPU_EPOCHS=E: a dry run of `run` on this CPU, on N items per
 # training and scored file (a seed-N teacher then trains on fold a's first N items).
 set -euo pipefail

@@ -21,22 +21,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model import artifact  # noqa: E402
+from absa.model.calibration import softmax  # noqa: E402
 from absa.model.recalibrate import logits  # noqa: E402
-from absa.model.text import tokenize  # noqa: E402
-from absa.training.metrics import classification_report  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from benchmarks.calibration import spans  # noqa: E402
+from benchmarks.calibration_dev import aspect_words  # noqa: E402
+from benchmarks.class_offsets import scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
 
 def aspect_has_oov(example: Example, vocab: set[str]) -> bool:
     """Whether a word of the aspect's span (lower-cased, as the pipeline reads it) is not in
-    ``vocab``; an aspect that covers no whole word counts its sentence's words."""
-    words = tokenize(example.text)
-    inside = [w for w in words if w.start >= example.start and w.end <= example.end] or words
-    return any(w.text.lower() not in vocab for w in inside)
+    ``vocab``; an aspect that covers no whole word counts its sentence's words
+    (``calibration_dev.aspect_words``)."""
+    return any(w.text.lower() not in vocab for w in aspect_words(example))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,19 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     print("| test set | aspects with an unknown word: n, acc / F1 | the others |\n|---|---|---|")
     for ds in DATASETS:
         examples = read_many([str(paths(ds)["test"])]).examples
-        pred = logits(args.artifact, spans(examples)).argmax(1)
+        probs = softmax(logits(args.artifact, spans(examples)), 1.0)
         gold = np.array([labels.index(e.label) for e in examples])
         oov = np.array([aspect_has_oov(e, vocab) for e in examples])
         out[ds] = {}
         for name, part in (("oov", oov), ("in_vocab", ~oov)):
-            rep = classification_report(
-                gold[part].tolist(), pred[part].tolist(), [str(k) for k in range(len(labels))]
-            )
-            out[ds][name] = {
-                "n": int(part.sum()),
-                "accuracy": 100 * rep["accuracy"],
-                "macro_f1": 100 * rep["macro_f1"],
-            }
+            acc, f1 = scores(probs[part], gold[part], 0.0)
+            out[ds][name] = {"n": int(part.sum()), "accuracy": acc, "macro_f1": f1}
         cells = [f"{c['n']}, {c['accuracy']:.1f} / {c['macro_f1']:.1f}" for c in out[ds].values()]
         print(f"| {ds} | " + " | ".join(cells) + " |")
     name = f"{meta['name']}-{meta['version']}"
