@@ -19,6 +19,11 @@
 #      2 and 3: every pair that finishes is a like-for-like comparison and a `fast` candidate
 #      to ship. A seed cut off with the session goes on from its checkpoint;
 #   4. item 1's verdict over the seeds (card_vs_fast.py: fp32 and as served).
+# Between 2 and 3, once: the main teacher and the two fold teachers as an ensemble on the dev
+# split and the test sets (ensemble.py --runs, benchmarks/results/ensemble/teachers-main-oof-ab.json,
+# about 40 minutes through torch here): whether their mean is a better teacher for the items the
+# folds do not cover (the -3f configs, train.teachers_more) than the main one alone, for
+# nothing more than the fold teachers' scores.
 #
 #   bash benchmarks/recipe_chain.sh [TAG [VARIANT]]
 #       TAG names the students (default: the teacher's weights, first 4 hex digits; a TAG
@@ -27,6 +32,9 @@
 #       picks the configs ending -oof-VARIANT.json instead, students TAG-VARIANT: 4t, the mean
 #       of four teachers (the main one and three draws from a lent GPU, session 49):
 #   bash benchmarks/recipe_chain.sh ae2e 4t
+#   CARD_NET=card-lite-qb-p0 bash benchmarks/recipe_chain.sh ae2e-r50
+#       CARD_NET picks the card's network: the configs CARD_NET-kd-...-oof[-VARIANT].json
+#       (default card-lite), its students CARD_NET-TAG
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the project's virtualenv when none is active (a chain started from a plain shell, or nohup)
@@ -37,7 +45,8 @@ AGAINST=${REBUILD_AGAINST:-benchmarks/results/served/test-fast-ae2e-oof-s1.json}
 D=../shared/data
 . benchmarks/recipe_files.sh
 variant=${2:+-$2}
-CARD=benchmarks/configs/card-lite-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
+CARD_NET=${CARD_NET:-card-lite}
+CARD=benchmarks/configs/$CARD_NET-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
 FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
 [ -f "$CARD" ] && [ -f "$FAST" ] || { echo "no configs for variant ${2:-}: $CARD, $FAST" >&2; exit 2; }
 
@@ -48,9 +57,12 @@ python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@
     --data "${TRAIN[@]}" "${MORE[@]}" --threads 2 --engine onnx  # 1.8x torch on this CPU
 echo "$(date -u +%FT%TZ) 2. the fold teachers"
 python benchmarks/rebuild_inputs.py --against "$AGAINST"
+[ -f benchmarks/results/ensemble/teachers-main-oof-ab.json ] ||
+    python benchmarks/ensemble.py --name teachers-main-oof-ab --threads 2 \
+        --runs "$TEACHER" runs/teacher-oof-a runs/teacher-oof-b
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}$variant
 echo "$(date -u +%FT%TZ) 3. the students ($tag)"
-for net in card-lite fast; do  # a result whose run is gone (an earlier machine's) would be kept
+for net in "$CARD_NET" fast; do  # a result whose run is gone (an earlier machine's) would be kept
     n=union-$net-$tag-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more
     if [ -f "benchmarks/results/distill/$n.s1.json" ] && [ ! -d "runs/distill/$n.s1" ]; then
         echo "students $net-$tag were trained on another machine's inputs: name these: TAG" >&2
@@ -58,11 +70,11 @@ for net in card-lite fast; do  # a result whose run is gone (an earlier machine'
     fi
 done
 for seed in 1 2 3; do  # one thread each (distill.py --threads 1)
-    bash benchmarks/recipe_students.sh "$CARD" "card-lite-$tag" "$seed" &
+    bash benchmarks/recipe_students.sh "$CARD" "$CARD_NET-$tag" "$seed" &
     card=$!
     bash benchmarks/recipe_students.sh "$FAST" "fast-$tag" "$seed"
     wait "$card"
 done
 echo "$(date -u +%FT%TZ) 4. item 1: the card against fast, mean of the seeds"
-python benchmarks/card_vs_fast.py --card "card-lite-$tag" --fast "fast-$tag"
+python benchmarks/card_vs_fast.py --card "$CARD_NET-$tag" --fast "fast-$tag"
 echo "$(date -u +%FT%TZ) done"

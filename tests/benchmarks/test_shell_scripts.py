@@ -4,6 +4,7 @@ for hours, so a typo must fail here, not after the first step."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -88,3 +89,50 @@ def test_gpu_teachers_refuses_a_bad_name_before_starting_anything(
 def test_gpu_teachers_knows_its_names(tmp_path: Path, names: str) -> None:
     done = _gpu_teachers(tmp_path, "run", names)
     assert done.returncode == 1 and "GPU_TEACHERS" not in done.stderr  # on to the checksums
+
+
+def _chain(tmp_path: Path, card_net: str | None, *args: str) -> subprocess.CompletedProcess:
+    """recipe_chain.sh from a copy of the scripts and configs alone, with no python on its
+    PATH: past its config check, its first step fails (status 127), so nothing runs."""
+    (tmp_path / "benchmarks").mkdir()
+    for name in ("recipe_chain.sh", "recipe_files.sh"):
+        (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
+    (tmp_path / "benchmarks" / "configs").symlink_to(ROOT / "benchmarks" / "configs")
+    (tmp_path / "bin").mkdir()
+    for tool in ("dirname", "date"):
+        (tmp_path / "bin" / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    env = {"PATH": str(tmp_path / "bin"), "VIRTUAL_ENV": "none"}
+    if card_net is not None:
+        env["CARD_NET"] = card_net
+    return subprocess.run(
+        ["/bin/bash", "benchmarks/recipe_chain.sh", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("card_net", "args"),
+    [
+        (None, ["t"]),
+        (None, ["t", "4t"]),
+        ("card-lite-qb-p0", ["t"]),
+        ("card-lite-qb-p0", ["t", "3f"]),
+    ],
+)
+def test_the_chain_finds_its_configs(tmp_path: Path, card_net: str | None, args: list[str]) -> None:
+    done = _chain(tmp_path, card_net, *args)
+    assert done.returncode == 127 and "no configs" not in done.stderr, done.stderr
+    assert "0. the inputs" in done.stdout
+
+
+@pytest.mark.parametrize(("card_net", "args"), [("card-bogus", ["t"]), (None, ["t", "3f"])])
+def test_the_chain_refuses_a_network_or_variant_without_configs(
+    tmp_path: Path, card_net: str | None, args: list[str]
+) -> None:
+    """card-lite has no -3f config: refused before the first step, not hours later."""
+    done = _chain(tmp_path, card_net, *args)
+    assert done.returncode == 2 and "no configs" in done.stderr, done.stderr
+    assert "0. the inputs" not in done.stdout
