@@ -61,6 +61,13 @@ python benchmarks/rebuild_inputs.py --against "$AGAINST"
     python benchmarks/ensemble.py --name teachers-main-oof-ab --threads 2 \
         --runs "$TEACHER" runs/teacher-oof-a runs/teacher-oof-b
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}$variant
+if [ "$variant" = -3f ]; then  # the fold teachers' scores of every item, ahead of the students
+    for fold in a b; do        # (the students' own scoring would go through torch, at half the pace)
+        echo "$(date -u +%FT%TZ) 2. the cache of teacher-oof-$fold (-3f)"
+        python benchmarks/teacher_score.py --teacher "runs/teacher-oof-$fold" \
+            --transfer "${TRANSFER[@]}" --data "${TRAIN[@]}" "${MORE[@]}" --threads 2 --engine onnx
+    done
+fi
 echo "$(date -u +%FT%TZ) 3. the students ($tag)"
 for net in "$CARD_NET" fast; do  # a result whose run is gone (an earlier machine's) would be kept
     n=union-$net-$tag-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more
