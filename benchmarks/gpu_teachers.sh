@@ -70,7 +70,7 @@
 # training and scored file (a seed-N teacher then trains on fold a's first N items).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?parts, stage, run or unpack}
+what=${1:?parts, files, stage, run or unpack}
 read -ra teachers <<< "${GPU_TEACHERS:-oof-a oof-b}"
 MAIN=runs/teacher-union-mpnet
 wants() { [[ " ${teachers[*]} " == *" $1 "* ]]; }
@@ -78,16 +78,22 @@ for t in "${teachers[@]}"; do  # before anything starts: a bad name later would 
     [[ $t =~ ^(main|oof-[ab](-s[0-9]+)?|seed-[0-9]+)$ ]] ||
         { echo "GPU_TEACHERS: main, oof-a, oof-b, oof-a-sN, oof-b-sN or seed-N, not $t" >&2; exit 2; }
 done
+P=runs/gpu-oof/parts
+D=shared/data  # the bundle's copy of ../shared/data: the files the teachers read
+. benchmarks/recipe_files.sh
 # the transfer sets travel only for teachers that score them (main, seed-N): fold teachers
-# alone can go before the main teacher has made them (runs/oof from a split proxy, session 50)
-if [[ " ${teachers[*]} " == *" main "* || " ${teachers[*]} " == *" seed-"* ]]; then
+# alone can go before the main teacher has made them (runs/oof from a split proxy, session 50).
+# After recipe_files.sh, which sets TRANSFER (sessions 50-51 read it before: no bundle carried
+# a transfer set, and a seed-N teacher would have trained and then failed to score)
+if wants main || [[ " ${teachers[*]} " == *" seed-"* ]]; then
     transfer=("${TRANSFER[@]}")
 else
     transfer=()
 fi
-P=runs/gpu-oof/parts
-D=shared/data  # the bundle's copy of ../shared/data: the files the teachers read
-. benchmarks/recipe_files.sh
+bundle_files() {  # the data and transfer files the bundle carries, as `run` finds them
+    printf '%s\n' "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${transfer[@]}"
+}
+STAGE=${GPU_STAGE:-/tmp/gpu-oof-parts}  # where `stage` puts the parts and `run` reads them
 WHEELS=(pydantic==2.14.4 pydantic_core==2.50.5 pydantic-settings==2.16.3 python-dotenv==1.2.4
     typing-inspection==0.4.5 annotated-types==0.8.0 typing_extensions==4.16.0)
 
@@ -122,13 +128,16 @@ if [ "$what" = parts ]; then
     (cd "$P" && sha256sum part-* > SHA256SUMS)
     rm -rf "$w" "$b"
     ls -l "$P"
+elif [ "$what" = files ]; then
+    bundle_files
 elif [ "$what" = stage ]; then
-    mkdir -p /tmp/gpu-oof-parts && cp "$P"/part-* /tmp/gpu-oof-parts/ && ls -l /tmp/gpu-oof-parts
+    mkdir -p "$STAGE" && cp "$P"/part-* "$STAGE/" && ls -l "$STAGE"
 elif [ "$what" = run ]; then
     device=${GPU_DEVICE:-cuda} limit=${GPU_LIMIT:-0} epochs=${GPU_EPOCHS:-}
-    g=/tmp/gpu-oof && rm -rf "$g" && mkdir -p "$g"
-    (cd /tmp/gpu-oof-parts && sha256sum -c --quiet "$OLDPWD/$P/SHA256SUMS")
-    cat /tmp/gpu-oof-parts/part-* | tar -C "$g" -xf -
+    : "${OUT:?the folder for the scores (the device tool sets it)}"
+    g=${GPU_WORK:-/tmp/gpu-oof} && rm -rf "$g" && mkdir -p "$g"
+    (cd "$STAGE" && sha256sum -c --quiet "$OLDPWD/$P/SHA256SUMS")
+    cat "$STAGE"/part-* | tar -C "$g" -xf -
     if [ "$device" = cuda ]; then
         python3 -m pip install -q --no-index --no-deps --no-compile --target "$g/site" "$g"/wheels/*.whl
         export PYTHONPATH=$g/site
@@ -143,7 +152,7 @@ elif [ "$what" = run ]; then
     cp benchmarks/configs/teacher-union-mpnet.json "$W/benchmarks/configs/"
     cp benchmarks/teacher_score.py "$W/benchmarks/"
     cd "$W"
-    for f in "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${transfer[@]}"; do
+    for f in $(bundle_files); do  # before any teacher starts
         [ -f "$f" ] || { echo "not in the bundle: $f" >&2; exit 1; }
     done
     if [ "$limit" -gt 0 ]; then
@@ -210,6 +219,6 @@ elif [ "$what" = unpack ]; then
         tar -C runs -xf "$tar" && ls -l "runs/$name"
     done
 else
-    echo "parts, stage, run or unpack, not $what" >&2
+    echo "parts, files, stage, run or unpack, not $what" >&2
     exit 2
 fi

@@ -60,16 +60,26 @@ def test_the_recipe_files_are_the_python_sides() -> None:
     assert transfer == [f"runs/transfer-{n}.jsonl" for n in ("set", "subst1", "subst-laptop4")]
 
 
-def _gpu_teachers(tmp_path: Path, verb: str, names: str) -> subprocess.CompletedProcess:
+def _gpu_teachers(
+    tmp_path: Path, verb: str, names: str, path: str = "/usr/bin:/bin"
+) -> subprocess.CompletedProcess:
     """gpu_teachers.sh VERB from a copy of the scripts alone (no parts: `run` would stop at
-    their checksums with status 1), GPU_TEACHERS=names."""
-    (tmp_path / "benchmarks").mkdir()
+    their checksums with status 1), GPU_TEACHERS=names; its staging and work directories
+    under tmp_path, not /tmp."""
+    (tmp_path / "benchmarks").mkdir(exist_ok=True)
     for name in ("gpu_teachers.sh", "recipe_files.sh"):
         (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
     return subprocess.run(
-        ["bash", "benchmarks/gpu_teachers.sh", verb],
+        ["/bin/bash", "benchmarks/gpu_teachers.sh", verb],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "GPU_TEACHERS": names},
+        env={
+            "PATH": path,
+            "GPU_TEACHERS": names,
+            "GPU_STAGE": str(tmp_path / "stage"),
+            "GPU_WORK": str(tmp_path / "work"),
+            "GPU_DEVICE": "cpu",
+            "OUT": str(tmp_path),
+        },
         capture_output=True,
         text=True,
     )
@@ -136,3 +146,78 @@ def test_the_chain_refuses_a_network_or_variant_without_configs(
     done = _chain(tmp_path, card_net, *args)
     assert done.returncode == 2 and "no configs" in done.stderr, done.stderr
     assert "0. the inputs" not in done.stdout
+
+
+TRANSFER = [
+    "runs/transfer-set.jsonl",
+    "runs/transfer-subst1.jsonl",
+    "runs/transfer-subst-laptop4.jsonl",
+]
+
+
+@pytest.mark.parametrize(
+    ("names", "carries"), [("oof-a oof-b", False), ("oof-a seed-2", True), ("main", True)]
+)
+def test_gpu_teachers_bundles_the_transfer_sets_for_the_teachers_that_score_them(
+    tmp_path: Path, names: str, carries: bool
+) -> None:
+    """Sessions 50-51 chose them before recipe_files.sh had named them: no bundle carried one,
+    and a seed-N teacher would have trained on a lent GPU and then failed to score."""
+    done = _gpu_teachers(tmp_path, "files", names)
+    assert done.returncode == 0, done.stderr
+    files = done.stdout.split()
+    assert "../shared/data/semeval14/Laptops_Test_Gold.xml.seg" in files
+    assert all((f in files) == carries for f in TRANSFER)
+
+
+def _staged_bundle(tmp_path: Path, files: list[str]) -> None:
+    """A bundle of empty files, split into one part, staged and checksummed as `parts` and
+    `stage` leave it."""
+    bundle = tmp_path / "bundle"
+    for f in files:
+        where = (
+            bundle / f.removeprefix("../")
+            if f.startswith("../")
+            else bundle / "transfer" / Path(f).name
+        )
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.touch()
+    (bundle / "code_version").write_text("test\n")
+    parts, stage = tmp_path / "runs" / "gpu-oof" / "parts", tmp_path / "stage"
+    parts.mkdir(parents=True)
+    stage.mkdir()
+    subprocess.run(["tar", "-C", str(bundle), "-cf", str(stage / "part-00"), "."], check=True)
+    sums = subprocess.run(
+        ["sha256sum", "part-00"], cwd=stage, capture_output=True, text=True, check=True
+    ).stdout
+    (parts / "SHA256SUMS").write_text(sums)
+    configs = tmp_path / "benchmarks" / "configs"
+    configs.mkdir(parents=True)
+    (configs / "teacher-union-mpnet.json").write_text("{}")
+    (tmp_path / "benchmarks" / "teacher_score.py").write_text("")
+
+
+def _no_python(tmp_path: Path) -> str:
+    """A PATH of the tools `run` needs up to its first teacher, without python: nothing trains."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("dirname", "rm", "mkdir", "sha256sum", "cat", "tar", "mv", "cp", "tail", "head"):
+        (bin_ / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    return str(bin_)
+
+
+def test_gpu_teachers_run_refuses_a_bundle_without_a_transfer_set_before_training(
+    tmp_path: Path,
+) -> None:
+    data = _gpu_teachers(tmp_path, "files", "oof-a").stdout.split()
+    _staged_bundle(tmp_path, data)  # the data, no transfer set
+    done = _gpu_teachers(tmp_path, "run", "seed-2", _no_python(tmp_path))
+    assert done.returncode == 1
+    assert "not in the bundle: runs/transfer-set.jsonl" in done.stderr, done.stderr
+
+
+def test_gpu_teachers_run_takes_a_whole_bundle(tmp_path: Path) -> None:
+    _staged_bundle(tmp_path, _gpu_teachers(tmp_path, "files", "seed-2").stdout.split())
+    done = _gpu_teachers(tmp_path, "run", "seed-2", _no_python(tmp_path))
+    assert "not in the bundle" not in done.stderr  # on to the teachers, which need python
+    assert "python3: command not found" in done.stdout + done.stderr, done.stderr
