@@ -3,6 +3,8 @@ mean over seeds of each test number, fp32 (benchmarks/distill.py's result files)
 served (benchmarks/served.py's), and whether the card is level or ahead on every one.
 
     python benchmarks/card_vs_fast.py --card card-lite-ae2e --fast fast-ae2e
+    python benchmarks/card_vs_fast.py --card card-lite-ae2e card-lite-ae2e-r50 \
+        --fast fast-ae2e fast-ae2e-r50      # series paired by position, their seeds pooled
 
 A short name SHORT means benchmarks/results/distill/union-SHORT-kd-*-oof-lap4-more.sN.json and
 benchmarks/results/served/test-SHORT-oof-sN.json (the names benchmarks/recipe_students.sh
@@ -17,6 +19,7 @@ import json
 import re
 import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,14 +69,27 @@ def compare(card: list[Scores], fast: list[Scores]) -> list[tuple[str, str, floa
     return rows
 
 
-def table(card_name: str, fast_name: str, kind: str, results: Path = RESULTS) -> str:
-    cf, ff = seed_files(card_name, kind, results), seed_files(fast_name, kind, results)
-    seeds = sorted(set(cf) & set(ff))
-    if not seeds:
+def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path = RESULTS) -> str:
+    """The verdict over series of students (short names), the card's i-th against fast's
+    i-th (students of the same inputs), each pair over the seeds both have."""
+    if len(cards) != len(fasts):
+        raise ValueError("as many card series as fast series: they are compared in pairs")
+    card_runs: list[Scores] = []
+    fast_runs: list[Scores] = []
+    used = []
+    for c_name, f_name in zip(cards, fasts, strict=True):
+        cf, ff = seed_files(c_name, kind, results), seed_files(f_name, kind, results)
+        seeds = sorted(set(cf) & set(ff))
+        card_runs += [scores(cf[s]) for s in seeds]
+        fast_runs += [scores(ff[s]) for s in seeds]
+        if seeds:
+            used.append(", ".join(map(str, seeds)) + (f" of {c_name}" if len(cards) > 1 else ""))
+    card_name, fast_name = " + ".join(cards), " + ".join(fasts)
+    if not card_runs:
         return f"{kind}: no seed that both {card_name} and {fast_name} have\n"
-    rows = compare([scores(cf[s]) for s in seeds], [scores(ff[s]) for s in seeds])
+    rows = compare(card_runs, fast_runs)
     lines = [
-        f"{kind}, mean of seeds {', '.join(map(str, seeds))}:",
+        f"{kind}, mean of seeds {'; '.join(used)} ({len(card_runs)} a network):",
         "",
         f"| test set | {card_name} | {fast_name} | card level or ahead |",
         "|---|---|---|---|",
@@ -89,9 +105,14 @@ def table(card_name: str, fast_name: str, kind: str, results: Path = RESULTS) ->
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--card", required=True, help="the card network's short name, e.g. card-lite-ae2e"
+        "--card",
+        required=True,
+        nargs="+",
+        help="the card network's short names, e.g. card-lite-ae2e",
     )
-    ap.add_argument("--fast", required=True, help="fast's short name, e.g. fast-ae2e")
+    ap.add_argument(
+        "--fast", required=True, nargs="+", help="fast's, paired with --card's: fast-ae2e"
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help="benchmarks/results")
     args = ap.parse_args(argv)
     for kind in ("fp32", "served"):

@@ -42,8 +42,8 @@ def test_means_over_the_seeds_both_have_decide_each_number(tmp_path: Path) -> No
     _result(_distill(tmp_path, "fast-x", 3), 10, 10)
 
     assert sorted(card_vs_fast.seed_files("fast-x", "fp32", tmp_path)) == [1, 2, 3]
-    text = card_vs_fast.table("card-x", "fast-x", "fp32", tmp_path)
-    assert "mean of seeds 1, 2:" in text
+    text = card_vs_fast.table(["card-x"], ["fast-x"], "fp32", tmp_path)
+    assert "mean of seeds 1, 2 (2 a network):" in text
     assert "| lap14 F1 | 72.00 | 73.00 | no |" in text
     assert "| rest14 acc | 80.00 | 79.00 | yes |" in text
     assert "card level or ahead on 7 of 8 numbers" in text
@@ -59,7 +59,7 @@ def test_a_tie_counts_as_level_and_served_files_are_read_too(
     )
     out = capsys.readouterr().out
     assert "fp32: no seed that both card-x and fast-x have" in out
-    assert "served, mean of seeds 1:" in out
+    assert "served, mean of seeds 1 (1 a network):" in out
     assert "card level or ahead on 8 of 8 numbers" in out
 
 
@@ -67,3 +67,19 @@ def test_a_network_whose_name_extends_another_is_not_mixed_in(tmp_path: Path) ->
     _result(_served(tmp_path, "card", 1), 70, 70)
     _result(_served(tmp_path, "card-lite", 1), 90, 90)
     assert card_vs_fast.seed_files("card", "served", tmp_path) == {1: _served(tmp_path, "card", 1)}
+
+
+def test_series_pair_by_position_and_pool_their_seeds(tmp_path: Path) -> None:
+    """Two series of students (two input builds): the card's first against fast's first,
+    its second against fast's second; a seed only one of a pair has is left out."""
+    _result(_served(tmp_path, "card-a", 1), 80, 70)
+    _result(_served(tmp_path, "fast-a", 1), 80, 74)
+    _result(_served(tmp_path, "card-b", 1), 80, 76)
+    _result(_served(tmp_path, "fast-b", 1), 80, 73)
+    _result(_served(tmp_path, "fast-b", 2), 10, 10)
+    text = card_vs_fast.table(["card-a", "card-b"], ["fast-a", "fast-b"], "served", tmp_path)
+    assert "mean of seeds 1 of card-a; 1 of card-b (2 a network):" in text
+    assert "| rest14 F1 | 73.00 | 73.50 | no |" in text
+    assert "| rest14 acc | 80.00 | 80.00 | yes |" in text
+    with pytest.raises(ValueError, match="pairs"):
+        card_vs_fast.table(["card-a", "card-b"], ["fast-a"], "served", tmp_path)
