@@ -1,6 +1,7 @@
 """Issue #11 item 1, the verdict: the card's network against `fast` on the same recipe, the
 mean over seeds of each test number, fp32 (benchmarks/distill.py's result files) and as
-served (benchmarks/served.py's), and whether the card is level or ahead on every one.
+served (benchmarks/served.py's), and whether the card is level or ahead on every one; beside
+it the mean difference and its sd over the seed pairs (how far the verdict is from noise).
 
     python benchmarks/card_vs_fast.py --card card-lite-ae2e --fast fast-ae2e
     python benchmarks/card_vs_fast.py --card card-lite-ae2e card-lite-ae2e-r50 \
@@ -59,14 +60,25 @@ def means(runs: list[Scores]) -> dict[str, tuple[float, float]]:
     }
 
 
-def compare(card: list[Scores], fast: list[Scores]) -> list[tuple[str, str, float, float, bool]]:
-    """(test set, "acc" or "F1", card's mean, fast's mean, card level or ahead) per number."""
+Row = tuple[str, str, float, float, bool, float | None]
+
+
+def compare(card: list[Scores], fast: list[Scores]) -> list[Row]:
+    """(test set, "acc" or "F1", card's mean, fast's mean, card level or ahead, the sd over
+    the seed pairs of card minus fast: None under two pairs) per number. The runs pair by
+    position (the same seed of the same series)."""
     c, f = means(card), means(fast)
-    rows = []
+    rows: list[Row] = []
     for k in DATASETS:
         for i, metric in enumerate(("acc", "F1")):
-            rows.append((k, metric, c[k][i], f[k][i], round(c[k][i], 2) >= round(f[k][i], 2)))
+            diffs = [a[k][i] - b[k][i] for a, b in zip(card, fast, strict=True)]
+            sd = statistics.stdev(diffs) if len(diffs) > 1 else None
+            rows.append((k, metric, c[k][i], f[k][i], round(c[k][i], 2) >= round(f[k][i], 2), sd))
     return rows
+
+
+def _sd(sd: float | None) -> str:
+    return "–" if sd is None else f"{sd:.2f}"
 
 
 def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path = RESULTS) -> str:
@@ -91,11 +103,13 @@ def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path =
     lines = [
         f"{kind}, mean of seeds {'; '.join(used)} ({len(card_runs)} a network):",
         "",
-        f"| test set | {card_name} | {fast_name} | card level or ahead |",
-        "|---|---|---|---|",
+        f"| test set | {card_name} | {fast_name} | card level or ahead | card - fast, sd over"
+        " the seeds |",
+        "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {k} {m} | {c:.2f} | {f:.2f} | {'yes' if ok else 'no'} |" for k, m, c, f, ok in rows
+        f"| {k} {m} | {c:.2f} | {f:.2f} | {'yes' if ok else 'no'} | {c - f:+.2f}, {_sd(sd)} |"
+        for k, m, c, f, ok, sd in rows
     ]
     met = sum(r[4] for r in rows)
     lines += ["", f"card level or ahead on {met} of {len(rows)} numbers", ""]

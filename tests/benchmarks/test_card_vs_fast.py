@@ -44,8 +44,8 @@ def test_means_over_the_seeds_both_have_decide_each_number(tmp_path: Path) -> No
     assert sorted(card_vs_fast.seed_files("fast-x", "fp32", tmp_path)) == [1, 2, 3]
     text = card_vs_fast.table(["card-x"], ["fast-x"], "fp32", tmp_path)
     assert "mean of seeds 1, 2 (2 a network):" in text
-    assert "| lap14 F1 | 72.00 | 73.00 | no |" in text
-    assert "| rest14 acc | 80.00 | 79.00 | yes |" in text
+    assert "| lap14 F1 | 72.00 | 73.00 | no | -1.00, 2.83 |" in text  # -3 and +1
+    assert "| rest14 acc | 80.00 | 79.00 | yes | +1.00, 0.00 |" in text
     assert "card level or ahead on 7 of 8 numbers" in text
 
 
@@ -60,6 +60,7 @@ def test_a_tie_counts_as_level_and_served_files_are_read_too(
     out = capsys.readouterr().out
     assert "fp32: no seed that both card-x and fast-x have" in out
     assert "served, mean of seeds 1 (1 a network):" in out
+    assert "| mams F1 | 70.83 | 70.83 | yes | +0.00, – |" in out  # one pair: no sd
     assert "card level or ahead on 8 of 8 numbers" in out
 
 
@@ -79,7 +80,7 @@ def test_series_pair_by_position_and_pool_their_seeds(tmp_path: Path) -> None:
     _result(_served(tmp_path, "fast-b", 2), 10, 10)
     text = card_vs_fast.table(["card-a", "card-b"], ["fast-a", "fast-b"], "served", tmp_path)
     assert "mean of seeds 1 of card-a; 1 of card-b (2 a network):" in text
-    assert "| rest14 F1 | 73.00 | 73.50 | no |" in text
-    assert "| rest14 acc | 80.00 | 80.00 | yes |" in text
+    assert "| rest14 F1 | 73.00 | 73.50 | no | -0.50, 4.95 |" in text  # -4 and +3
+    assert "| rest14 acc | 80.00 | 80.00 | yes | +0.00, 0.00 |" in text
     with pytest.raises(ValueError, match="pairs"):
         card_vs_fast.table(["card-a", "card-b"], ["fast-a"], "served", tmp_path)
