@@ -32,17 +32,11 @@ from absa.model.artifact import sha256_file  # noqa: E402
 from absa.model.calibration import softmax  # noqa: E402
 from absa.model.recalibrate import logits  # noqa: E402
 from absa.training.distill import teacher_targets  # noqa: E402
-from absa.training.provenance import code_version  # noqa: E402
+from absa.training.provenance import code_version, portable  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from benchmarks.calibration import spans  # noqa: E402
 from benchmarks.class_offsets import scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
-
-
-def portable(path: Path) -> str:
-    """``path`` from the project root where it lies under it, as the result files name runs."""
-    path = path.resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def gap(gold: np.ndarray, student: np.ndarray, teacher: np.ndarray, labels: Sequence[str]) -> dict:

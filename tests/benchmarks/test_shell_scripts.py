@@ -101,6 +101,16 @@ def test_gpu_teachers_knows_its_names(tmp_path: Path, names: str) -> None:
     assert done.returncode == 1 and "GPU_TEACHERS" not in done.stderr  # on to the checksums
 
 
+def _tools(tmp_path: Path, *tools: str) -> str:
+    """A PATH of these tools alone (links in tmp_path/bin): a script past its checks fails at
+    the first command it lacks, so nothing it would start runs."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in tools:
+        (bin_ / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    return str(bin_)
+
+
 def _chain(tmp_path: Path, card_net: str | None, *args: str) -> subprocess.CompletedProcess:
     """recipe_chain.sh from a copy of the scripts and configs alone, with no python on its
     PATH: past its config check, its first step fails (status 127), so nothing runs."""
@@ -108,10 +118,7 @@ def _chain(tmp_path: Path, card_net: str | None, *args: str) -> subprocess.Compl
     for name in ("recipe_chain.sh", "recipe_files.sh"):
         (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
     (tmp_path / "benchmarks" / "configs").symlink_to(ROOT / "benchmarks" / "configs")
-    (tmp_path / "bin").mkdir()
-    for tool in ("dirname", "date"):
-        (tmp_path / "bin" / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    env = {"PATH": str(tmp_path / "bin"), "VIRTUAL_ENV": "none"}
+    env = {"PATH": _tools(tmp_path, "dirname", "date"), "VIRTUAL_ENV": "none"}
     if card_net is not None:
         env["CARD_NET"] = card_net
     return subprocess.run(
@@ -203,11 +210,8 @@ def _staged_bundle(tmp_path: Path, files: list[str]) -> None:
 
 def _no_python(tmp_path: Path) -> str:
     """A PATH of the tools `run` needs up to its first teacher, without python: nothing trains."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    for tool in ("dirname", "rm", "mkdir", "sha256sum", "cat", "tar", "mv", "cp", "tail", "head"):
-        (bin_ / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    return str(bin_)
+    tools = ("dirname", "rm", "mkdir", "sha256sum", "cat", "tar", "mv", "cp", "tail", "head")
+    return _tools(tmp_path, *tools)
 
 
 def test_gpu_teachers_run_refuses_a_bundle_without_a_transfer_set_before_training(
