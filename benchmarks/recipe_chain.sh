@@ -32,6 +32,10 @@
 #       picks the configs ending -oof-VARIANT.json instead, students TAG-VARIANT: 4t, the mean
 #       of four teachers (the main one and three draws from a lent GPU, session 49):
 #   bash benchmarks/recipe_chain.sh ae2e 4t
+#   bash benchmarks/recipe_chain.sh ae2e-r50 auto
+#       auto: 3f when the three teachers' mean leads the main teacher on dev by at least 0.5
+#       points of accuracy and of macro-F1 (teacher_lead.py, after the ensemble check), else
+#       the plain configs; the choice and the two leads are in the log
 #   CARD_NET=card-lite-qb-p0 bash benchmarks/recipe_chain.sh ae2e-r50
 #       CARD_NET picks the card's network: the configs CARD_NET-kd-...-oof[-VARIANT].json
 #       (default card-lite), its students CARD_NET-TAG
@@ -44,11 +48,19 @@ TEACHER=runs/teacher-union-mpnet
 AGAINST=${REBUILD_AGAINST:-benchmarks/results/served/test-fast-ae2e-oof-s1.json}
 D=../shared/data
 . benchmarks/recipe_files.sh
-variant=${2:+-$2}
 CARD_NET=${CARD_NET:-card-lite}
-CARD=benchmarks/configs/$CARD_NET-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
-FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$variant.json
-[ -f "$CARD" ] && [ -f "$FAST" ] || { echo "no configs for variant ${2:-}: $CARD, $FAST" >&2; exit 2; }
+configs() {  # the card's and fast's configs of variant $1 (-3f, ...; '' for the plain ones)
+    CARD=benchmarks/configs/$CARD_NET-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$1.json
+    FAST=benchmarks/configs/fast-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof$1.json
+    [ -f "$CARD" ] && [ -f "$FAST" ] || { echo "no configs for variant ${1#-}: $CARD, $FAST" >&2; exit 2; }
+}
+if [ "${2:-}" = auto ]; then  # either may be chosen: both must be there before the first step
+    configs -3f
+    variant=
+else
+    variant=${2:+-$2}
+fi
+configs "$variant"
 
 echo "$(date -u +%FT%TZ) 0. the inputs, but the fold teachers"
 python benchmarks/rebuild_inputs.py --against "$AGAINST" --skip runs/teacher-oof-a
@@ -60,6 +72,11 @@ python benchmarks/rebuild_inputs.py --against "$AGAINST"
 [ -f benchmarks/results/ensemble/teachers-main-oof-ab.json ] ||
     python benchmarks/ensemble.py --name teachers-main-oof-ab --threads 2 \
         --runs "$TEACHER" runs/teacher-oof-a runs/teacher-oof-b
+if [ "${2:-}" = auto ]; then  # the students of the three teachers' mean, if it leads enough
+    picked=$(python benchmarks/teacher_lead.py benchmarks/results/ensemble/teachers-main-oof-ab.json --variant 3f --min 0.5)
+    variant=${picked:+-$picked}
+    configs "$variant"
+fi
 tag=${1:-$(sha256sum "$TEACHER/weights.safetensors" | cut -c1-4)}$variant
 if [ "$variant" = -3f ]; then  # the fold teachers' scores of every item, ahead of the students
     for fold in a b; do        # (the students' own scoring would go through torch, at half the pace)

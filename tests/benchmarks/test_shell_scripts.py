@@ -136,6 +136,7 @@ def _chain(tmp_path: Path, card_net: str | None, *args: str) -> subprocess.Compl
         (None, ["t"]),
         (None, ["t", "4t"]),
         (None, ["t", "3f"]),
+        (None, ["t", "auto"]),
         ("card-lite-qb-p0", ["t"]),
         ("card-lite-qb-p0", ["t", "3f"]),
     ],
@@ -147,13 +148,19 @@ def test_the_chain_finds_its_configs(tmp_path: Path, card_net: str | None, args:
 
 
 @pytest.mark.parametrize(
-    ("card_net", "args"), [("card-bogus", ["t"]), (None, ["t", "5t"]), ("card-gru", ["t", "3f"])]
+    ("card_net", "args"),
+    [
+        ("card-bogus", ["t"]),
+        (None, ["t", "5t"]),
+        ("card-gru", ["t", "3f"]),
+        ("card-gru", ["t", "auto"]),  # auto may pick -3f: its configs are checked up front
+    ],
 )
 def test_the_chain_refuses_a_network_or_variant_without_configs(
     tmp_path: Path, card_net: str | None, args: list[str]
 ) -> None:
-    """No such card network, no -5t configs, no card-gru -3f config: refused before the
-    first step, not hours later."""
+    """No such card network, no -5t configs, no card-gru -3f config (nor, so, auto): refused
+    before the first step, not hours later."""
     done = _chain(tmp_path, card_net, *args)
     assert done.returncode == 2 and "no configs" in done.stderr, done.stderr
     assert "0. the inputs" not in done.stdout
