@@ -17,7 +17,7 @@
 #      rebuilt teacher (ae2e7d72) is not 1.8.0's: card-lite (item 1's network) and `fast` (the
 #      shipped network on the same inputs) side by side, one seed of each at a time, seeds 1,
 #      2 and 3: every pair that finishes is a like-for-like comparison and a `fast` candidate
-#      to ship. A seed cut off with the session goes on from its checkpoint;
+#      to ship (SEEDS picks others). A seed cut off with the session goes on from its checkpoint;
 #   4. item 1's verdict over the seeds (card_vs_fast.py: fp32 and as served).
 # Between 2 and 3, once: the main teacher and the two fold teachers as an ensemble on the dev
 # split and the test sets (ensemble.py --runs, benchmarks/results/ensemble/teachers-main-oof-ab.json,
@@ -36,6 +36,10 @@
 #       auto: 3f when the three teachers' mean leads the main teacher on dev by at least 0.5
 #       points of accuracy and of macro-F1 (teacher_lead.py, after the ensemble check), else
 #       the plain configs; the choice and the two leads are in the log
+#   SEEDS="4 5 6" bash benchmarks/recipe_chain.sh ae2e-r50 auto
+#       SEEDS: the students' seeds (default 1 2 3). A series that adds to another one for
+#       item 1's verdict takes seeds of its own: the same seeds on much the same inputs are
+#       much the same students, not new draws (card_vs_fast.py pools the series)
 #   CARD_NET=card-lite-qb-p0 bash benchmarks/recipe_chain.sh ae2e-r50
 #       CARD_NET picks the card's network: the configs CARD_NET-kd-...-oof[-VARIANT].json
 #       (default card-lite), its students CARD_NET-TAG
@@ -86,14 +90,17 @@ if [ "$variant" = -3f ]; then  # the fold teachers' scores of every item, ahead 
     done
 fi
 echo "$(date -u +%FT%TZ) 3. the students ($tag)"
+SEEDS=${SEEDS:-1 2 3}
 for net in "$CARD_NET" fast; do  # a result whose run is gone (an earlier machine's) would be kept
     n=union-$net-$tag-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-lap4-more
-    if [ -f "benchmarks/results/distill/$n.s1.json" ] && [ ! -d "runs/distill/$n.s1" ]; then
-        echo "students $net-$tag were trained on another machine's inputs: name these: TAG" >&2
-        exit 2
-    fi
+    for seed in $SEEDS; do
+        if [ -f "benchmarks/results/distill/$n.s$seed.json" ] && [ ! -d "runs/distill/$n.s$seed" ]; then
+            echo "students $net-$tag were trained on another machine's inputs: name these: TAG" >&2
+            exit 2
+        fi
+    done
 done
-for seed in 1 2 3; do  # one thread each (distill.py --threads 1)
+for seed in $SEEDS; do  # one thread each (distill.py --threads 1)
     bash benchmarks/recipe_students.sh "$CARD" "$CARD_NET-$tag" "$seed" &
     card=$!
     bash benchmarks/recipe_students.sh "$FAST" "fast-$tag" "$seed"
