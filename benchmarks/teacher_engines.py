@@ -44,7 +44,7 @@ def main() -> int:
     examples = read_many(args.data).examples[: args.limit]
     speed: dict[str, list[float]] = {"torch": [], "onnxruntime": []}
     with tempfile.TemporaryDirectory() as tmp:
-        onnx = onnx_scorer(args.teacher, args.threads, Path(tmp))
+        onnx = onnx_scorer(args.teacher, args.threads, Path(tmp) / "artifact")
         for r in range(args.rounds):
             t = time.perf_counter()
             want, _ = predict_examples(args.teacher, examples, device="cpu")
