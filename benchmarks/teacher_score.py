@@ -14,7 +14,7 @@ scoring can run while the machine does other work, and a killed run loses one sh
 ``--engine onnx``: score through onnxruntime instead of torch, on the CPU (training/
 onnx_teacher.py: the run exported once, parity-checked against torch, into
 ``<cache>/.onnx/<teacher key>``, where it is kept, so a scoring cut off goes on without
-exporting again (an mpnet teacher: 450 MB, and about 18 minutes here with its parity check;
+exporting again (an mpnet teacher: 430 MB, and 13-18 minutes here with its parity check;
 delete ``.onnx`` to free the disk); about 1.8 times torch's aspects a second for an mpnet
 teacher on this 2-core CPU). The scores go into the cache under the teacher's own key, as
 torch's would.

@@ -9,7 +9,7 @@ against torch on the run's dev set (``absa.model.export``: every probability wit
 ``PARITY_ATOL``, no prediction changed) must pass before anything is scored. The scores go
 into the cache under the run's own key, as torch's would.
 
-The export (and its parity check: about 18 minutes for an mpnet teacher on this CPU) is kept
+The export (and its parity check: 13-18 minutes for an mpnet teacher on this CPU) is kept
 where the caller says, so a scoring cut off with the session goes on without making it again.
 A kept export is loaded as any artifact is (every file's sha256 and the recorded parity
 checked); one that fails that is made again.

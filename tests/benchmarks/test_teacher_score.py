@@ -95,7 +95,7 @@ def test_the_onnx_export_is_kept_for_the_next_call_and_made_again_if_damaged(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A scoring cut off goes on without exporting the teacher again (18 minutes for an
+    """A scoring cut off goes on without exporting the teacher again (13-18 minutes for an
     mpnet teacher here); a kept export whose files no longer match their sha256 is not
     trusted but made again, and the scores stay torch's."""
     import logging
