@@ -41,9 +41,18 @@ from benchmarks.dev_sources import sources  # noqa: E402
 
 def agreement(probs: np.ndarray, gold: np.ndarray, labels: list[str]) -> dict:
     """Agreement with the labels (%), mean probability of the label, mean top probability,
-    and per label the share of its items the teacher calls it (%)."""
+    per label the share of its items the teacher calls it (%), and each label's share of
+    the items, as labelled and as the teacher calls them (%): whether a file's label mix
+    is its sentences' (the teacher finds it too) or its annotators' (it does not)."""
     report = classification_report(gold, probs.argmax(1), labels)
+    called = probs.argmax(1)
+
+    def share(which: np.ndarray) -> dict[str, float]:
+        return {name: round(100 * float((which == i).mean()), 2) for i, name in enumerate(labels)}
+
     return {
+        "label_share_pct": share(gold),
+        "called_share_pct": share(called),
         "agree_pct": round(100 * report["accuracy"], 2),
         "p_gold": round(float(probs[np.arange(len(gold)), gold].mean()), 4),
         "p_max": round(float(probs.max(1).mean()), 4),

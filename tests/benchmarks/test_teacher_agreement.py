@@ -18,6 +18,8 @@ def test_agreement_probability_of_the_label_and_top_probability() -> None:
     assert a["p_gold"] == pytest.approx((0.7 + 0.6 + 0.4 + 0.6) / 4)
     assert a["p_max"] == pytest.approx((0.7 + 0.6 + 0.5 + 0.6) / 4)
     assert a["recall_pct"] == {"negative": 100.0, "neutral": 0.0, "positive": 100.0}
+    assert a["label_share_pct"] == {"negative": 25.0, "neutral": 25.0, "positive": 50.0}
+    assert a["called_share_pct"] == {"negative": 50.0, "neutral": 0.0, "positive": 50.0}
 
 
 def test_recall_leaves_out_a_label_no_item_has() -> None:
