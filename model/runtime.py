@@ -56,7 +56,10 @@ def open_session(onnx_path: Path, device: str, threads: int):  # -> ort.Inferenc
         opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=providers)
+    try:
+        session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=providers)
+    except Exception as e:  # onnxruntime's own classes (InvalidProtobuf, Fail, InvalidGraph...)
+        raise ArtifactError(f"{onnx_path}: onnxruntime cannot open the graph: {e}") from e
     if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
         # onnxruntime-gpu lists CUDA even where it cannot start it, then falls back silently
         raise ArtifactError(

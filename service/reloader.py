@@ -53,7 +53,7 @@ def load_predictor(settings: Settings, path: Path) -> Predictor:
 
         extractor = Extractor.load(extractor_dir, s.device, s.threads)
     predictor = Predictor(runtime, _limits(s), extractor)
-    predictor.warmup()
+    _warm(predictor, path)
     return predictor
 
 
@@ -63,8 +63,17 @@ def load_category_predictor(settings: Settings, path: Path) -> CategoryPredictor
     s = settings
     runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size, task=CATEGORY)
     predictor = CategoryPredictor(runtime, _limits(s))
-    predictor.warmup()
+    _warm(predictor, path)
     return predictor
+
+
+def _warm(predictor: Predictor | CategoryPredictor, path: Path) -> None:
+    """A first call through the graph: one that opens but cannot run (inputs it does not
+    take, an operator that fails) is refused here, as an artifact error, not served."""
+    try:
+        predictor.warmup()
+    except Exception as e:  # onnxruntime's own classes, or the runtime's checks of its output
+        raise ArtifactError(f"{path}: the model fails its first prediction: {e}") from e
 
 
 def _limits(s: Settings) -> Limits:

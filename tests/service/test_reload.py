@@ -205,6 +205,28 @@ def test_a_corrupted_version_is_refused_and_the_old_one_keeps_serving(registry: 
         assert reload(url).json()["changed"] is False
 
 
+def test_a_graph_onnxruntime_cannot_open_is_refused_as_a_conflict(registry: Registry) -> None:
+    """Checksums that verify over bytes that are not a graph (a file written by another
+    tool, an opset this onnxruntime lacks): 409 and counted as refused, not a 500."""
+    from absa.model.artifact import read_metadata, record_checksums, write_metadata
+
+    bad = add_variant(registry, "v2", "v6-not-a-graph")
+    where = registry.path(bad)
+    (where / "model.onnx").write_bytes(b"not a protobuf at all")
+    meta = read_metadata(where)
+    record_checksums(meta, where)
+    write_metadata(where, meta)
+    with TestClient(create_app(settings(registry))) as c:
+        point_at(registry, bad)
+        r = c.post("/admin/reload", headers=AUTH)
+        assert r.status_code == 409, r.text
+        assert "onnxruntime cannot open the graph" in r.json()["detail"]
+        assert c.get("/v1/model").json()["version"] == "v1"
+        text = c.get("/metrics").text
+    reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total")}
+    assert reloads == {"refused": 1.0}
+
+
 def test_a_version_with_failed_parity_is_refused(
     registry: Registry, exported: dict[str, Path]
 ) -> None:
