@@ -121,7 +121,9 @@ async def _reply(send: Send, status: int, detail: str) -> None:
 
 
 class Observe:
-    """Request count and latency per route template (pure ASGI: no per-request task)."""
+    """Request count and latency per route template (pure ASGI: no per-request task). The
+    outermost layer: the 413, 415 and 503 answers of the layers inside it are counted too,
+    under the API path they were refused on (a route the router never reached)."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -142,8 +144,10 @@ class Observe:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            route = scope.get("route")
-            path = getattr(route, "path", "unmatched")
+            route = scope.get("route")  # set by the router, on the scope all layers share
+            path = getattr(route, "path", None) or (
+                scope["path"] if scope["path"] in JSON_PATHS else "unmatched"
+            )
             self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
             self.metrics.requests.labels(path, scope["method"], str(status)).inc()
 
@@ -207,11 +211,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token
 
-    app.add_middleware(Observe, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(  # outermost
+    app.add_middleware(
         ApiGate, limit=settings.max_in_flight, metrics=metrics, shed_delay_s=settings.shed_delay_s
     )
+    app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)
     return app

@@ -7,8 +7,8 @@ aspects: beyond ``max_queue`` a request is refused with ``QueueFull`` (HTTP 503)
 of letting latency and memory grow. Heavy requests (more aspects than one batch) may fill it
 only up to ``heavy_limit``: the rest is kept for light requests, so a few big batches
 cannot lock out everyone else, and several of them fit at once (a request over
-``heavy_limit`` could never be admitted: it is refused as over a limit, 413, not told to
-retry). A request larger than ``max_batch`` runs a slice at a
+``heavy_limit``, or a light one over ``max_queue``, could never be admitted: it is refused
+as over a limit, 413, not told to retry). A request larger than ``max_batch`` runs a slice at a
 time and goes to the back of the queue between slices, so light requests behind a heavy one
 wait for one batch, not for all of it. ``offload`` runs the Python-heavy part of big requests
 (encoding, building the answer) in one thread of its own: one such thread, not a pool, is
@@ -125,15 +125,14 @@ class BatchEngine:
         ``QueueFull`` (retry later) or, for a request that could never fit, ``LimitError``."""
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")
-        heavy = n > self.max_batch
-        if heavy and n > self.heavy_limit:
+        limit = self.heavy_limit if n > self.max_batch else self.max_queue
+        if n > limit:  # not even an empty queue takes it: retrying would never help
             raise LimitError(
-                f"{n} aspects in one request; this server queues at most {self.heavy_limit} "
+                f"{n} aspects in one request; this server queues at most {limit} "
                 "for one request (max_queue setting): split it"
             )
-        limit = self.heavy_limit if heavy else self.max_queue
         if self._pending + n > limit:
-            self.metrics.rejected.inc(n)
+            self.metrics.rejected.inc()
             raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")
 
     async def submit(

@@ -133,8 +133,14 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
     if exc.status_code == 400 and "error parsing the body" in detail:
-        # FastAPI's words for a body it could not decode: say what to send instead
-        detail = "the body could not be read: send JSON encoded as UTF-8"
+        # FastAPI's words for a body it could not decode (bytes that are not UTF-8, JSON
+        # nested past the parser's depth): invalid content, 422 as for any other bad JSON,
+        # with what to send instead
+        detail = (
+            "the body could not be read as JSON: send it encoded as UTF-8, "
+            "and nested less than a thousand levels deep"
+        )
+        return error_response(422, detail, headers=exc.headers)
     return error_response(exc.status_code, detail, headers=exc.headers)
 
 

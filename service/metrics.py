@@ -48,7 +48,7 @@ class Metrics:
             registry=r,
             multiprocess_mode="livesum",
         )
-        self.rejected = Counter("absa_rejected", "aspects refused: queue full", registry=r)
+        self.rejected = Counter("absa_rejected", "requests refused: queue full", registry=r)
         self.shed = Counter("absa_shed", "requests refused at once: too many in flight", registry=r)
         self.aspects = Counter("absa_aspects", "aspects classified", ["label"], registry=r)
         self.model_info = Gauge(

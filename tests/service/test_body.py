@@ -61,8 +61,33 @@ def test_a_valid_streamed_body_under_the_limit_is_served(client: TestClient) -> 
     assert post(client, chunks()).status_code == 200
 
 
-def test_a_body_that_is_not_utf8_is_400_naming_utf8(client: TestClient) -> None:
-    """A real Latin-1 byte (not a UTF-16 byte-order mark): 400 with a detail that says why."""
+def test_a_body_that_is_not_utf8_is_422_naming_utf8(client: TestClient) -> None:
+    """A real Latin-1 byte (not a UTF-16 byte-order mark): 422, as for any content that is
+    not valid JSON (README, the OpenAPI error list), with a detail that says why."""
     r = post(client, b'{"text": "the caf\xe9 food was great", "aspects": ["food"]}')
-    assert r.status_code == 400, r.text
+    assert r.status_code == 422, r.text
     assert "UTF-8" in r.json()["detail"]
+
+
+def test_json_nested_past_the_parsers_depth_is_422(client: TestClient) -> None:
+    r = post(client, b"[" * 2000 + b"]" * 2000)  # 4,000 bytes: under the test byte limit
+    assert r.status_code == 422, r.text
+    assert "nested" in r.json()["detail"]
+
+
+def _requests(client: TestClient, status: int) -> float:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith("absa_requests_total{") and f'status="{status}"' in line:
+            if 'route="/v1/predict"' in line and 'method="POST"' in line:
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_the_outer_layers_refusals_are_counted_under_their_path(client: TestClient) -> None:
+    """413 (byte limit) and 415 (not JSON) are answered before the router: they count in
+    absa_requests under the path they were refused on, as every other answer does."""
+    before = {s: _requests(client, s) for s in (413, 415)}
+    assert post(client, padded(LIMIT + 1)).status_code == 413
+    r = client.post("/v1/predict", content=REQUEST, headers={"content-type": "text/plain"})
+    assert r.status_code == 415
+    assert {s: _requests(client, s) - before[s] for s in (413, 415)} == {413: 1.0, 415: 1.0}

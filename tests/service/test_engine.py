@@ -173,3 +173,20 @@ def test_heavy_requests_leave_room_for_light_ones(artifact: Path) -> None:
         await engine.stop()
 
     asyncio.run(main())
+
+
+def test_a_light_request_larger_than_a_small_queue_is_over_a_limit(artifact: Path) -> None:
+    """max_queue under max_batch: a request of one batch or less that is still more than
+    the whole queue could never be admitted, so it is 413 (LimitError), not a 503 that
+    would be retried for ever with the queue empty."""
+    rt = load(artifact)
+
+    async def main() -> None:
+        engine = BatchEngine(rt, Metrics(), max_batch=64, max_queue=4)
+        await engine.start()
+        with pytest.raises(LimitError, match="queues at most 4"):
+            engine.admit(5)
+        engine.admit(4)  # the whole queue is still fine
+        await engine.stop()
+
+    asyncio.run(main())
