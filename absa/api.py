@@ -23,7 +23,7 @@ from typing import Any
 from absa.errors import InputError
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPrediction, CategoryPredictor
-from absa.model.predictor import AspectInput, AspectPrediction, Aspects, Predictor
+from absa.model.predictor import AUTO, AspectInput, AspectPrediction, Aspects, Predictor
 from absa.model.runtime import Runtime
 
 __all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
@@ -84,8 +84,8 @@ class Classifier:
                 f"{where}this is an aspect-term model: ask with aspects, or load a category model"
             )
         asked = categories if is_category else aspects
-        if asked is None:
-            return None
+        if asked is None or (not is_category and asked == AUTO):
+            return None  # the extractor finds them, as "aspects": "auto" asks over HTTP
         if isinstance(asked, str):
             asked = [asked]
         if not isinstance(asked, Sequence):

@@ -7,6 +7,7 @@ when an aspect is not there. No torch, no HTTP.
 from __future__ import annotations
 
 import functools
+import numbers
 import re
 from dataclasses import dataclass
 
@@ -91,7 +92,13 @@ def occurrences(text: str, term: str, where: str = "") -> list[Span]:
 
 
 def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
-    """The span the caller pinned, checked: inside the text and spelling the term."""
+    """The span the caller pinned, checked: integer offsets (code points) inside the text,
+    spelling the term."""
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):  # numpy's too
+            kind = type(value).__name__
+            raise InputError(f"{where}{name} is a {kind}, not an integer offset into the text")
+    start, end = int(start), int(end)
     if not (0 <= start < end <= len(text)):
         raise InputError(f"{where}span [{start}, {end}) is outside the text (length {len(text)})")
     if text[start:end] != term:

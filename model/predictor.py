@@ -276,7 +276,10 @@ class Predictor(RuntimeModel):
 
 
 def check_text(text: str, limits: Limits, where: str = "") -> None:
-    """InputError for an empty text or one with lone surrogates, LimitError past the limit."""
+    """InputError for a text that is not a string, is empty or has lone surrogates,
+    LimitError past the limit."""
+    if not isinstance(text, str):
+        raise InputError(f"{where}the text is a {type(text).__name__}, not a string")
     if not text.strip():
         raise InputError(f"{where}text is empty")
     if limits.max_text_chars is not None and len(text) > limits.max_text_chars:

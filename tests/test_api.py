@@ -76,3 +76,42 @@ def test_import_absa_is_light() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("text", "aspects", "words"),
+    [
+        ("good food", [{"term": "food", "start": 5.0, "end": 9.0}], "start is a float"),
+        ("good food", [{"term": "food", "start": "5", "end": 9}], "start is a str"),
+        ("good food", [{"term": "food", "start": 5, "end": None}], "end is a NoneType"),
+        ("good food", [{"term": "food", "start": True, "end": 9}], "start is a bool"),
+        (None, ["food"], "the text is a NoneType"),
+        (b"good food", ["food"], "the text is a bytes"),
+    ],
+)
+def test_bad_types_are_input_errors_not_python_ones(
+    text: object, aspects: list, words: str
+) -> None:
+    """The Python API has no schema in front of it: offsets that are not integers (a bool
+    is not one either) and a text that is not a string are InputError, as README says."""
+    clf = absa.load()
+    with pytest.raises(InputError, match=words):
+        clf(text, aspects)  # type: ignore[arg-type]
+
+
+def test_numpy_offsets_are_integers_too() -> None:
+    """Spans read from a data frame carry numpy integers: they are offsets like any int."""
+    import numpy as np
+
+    (r,) = absa.load()("good food", [{"term": "food", "start": np.int64(5), "end": np.int32(9)}])
+    assert r.span == (5, 9) and type(r.start) is int
+
+
+def test_auto_asks_the_extractor_as_over_http() -> None:
+    """aspects="auto" is the HTTP API's word for "find them": the same in Python, not a
+    term "auto" to look for."""
+    found = absa.load(extractor="shipped")("The fries were soggy but the burger was great", "auto")
+    assert {r.term for r in found} >= {"fries", "burger"}
+    assert all(r.extracted is not None for r in found)
+    with pytest.raises(InputError, match="no aspect extractor"):
+        absa.load()(TEXT, "auto")

@@ -65,7 +65,7 @@ def _heavy(reqs: list[PredictRequest]) -> bool:
 
 
 def _model(
-    req: PredictRequest, terms: RuntimeModel, category: CategoryPredictor | None
+    req: PredictRequest, terms: RuntimeModel, category: CategoryPredictor | None, where: str = ""
 ) -> RuntimeModel:
     """The model that answers ``req``: ``terms``, or for categories the category model
     (InputError where the service has none)."""
@@ -73,7 +73,7 @@ def _model(
         return terms
     if category is None:
         raise InputError(
-            "this service has no aspect-category model: ask with aspects, or start it "
+            f"{where}this service has no aspect-category model: ask with aspects, or start it "
             "with ABSA_CATEGORY_MODEL=DIR"
         )
     return category
@@ -171,7 +171,7 @@ async def predict_batch(
                 continue
             where = f"items[{i}]: "
             try:
-                model: Any = _model(it, terms, category)
+                model: Any = _model(it, terms, category, where)
                 p = model.preprocess(it.text, _asked(it), it.explain, where)
                 budget = _explained(p, budget, where)
             except InputError as e:

@@ -86,6 +86,15 @@ def test_categories_without_a_category_model(client: TestClient) -> None:
     assert "no aspect-category model" in body["detail"]
     assert "ABSA_CATEGORY_MODEL" in body["detail"]
     assert client.get("/v1/model").json()["categories"] is None
+    items = [
+        {"text": "the food was great", "aspects": ["food"]},
+        {"text": TEXT, "categories": ["food"]},
+    ]
+    status, body = post(client, {"items": items}, "/v1/predict/batch")
+    assert status == 200 and "results" in body["items"][0]
+    error = body["items"][1]["error"]  # named like every other item's error
+    assert error["status"] == 422
+    assert error["detail"].startswith("items[1]: this service has no aspect-category model")
 
 
 def test_model_info_lists_the_categories(both: TestClient) -> None:
