@@ -3,6 +3,11 @@
 const $ = (id) => document.getElementById(id);
 const picked = []; // aspects chosen by selecting text: {term, start, end}
 
+// The API counts offsets in code points (Python's str); a JavaScript string counts UTF-16
+// units, two for a character past U+FFFF (an emoji). Slice and select in code points.
+const cut = (chars, a, b) => chars.slice(a, b).join(""); // chars: Array.from(text)
+const codePoints = (s, unit) => Array.from(s.slice(0, unit)).length;
+
 function showError(message) {
   const box = $("error");
   box.textContent = message;
@@ -43,27 +48,29 @@ function heatmap(text, weights, aspect) {
   const div = document.createElement("div");
   div.className = "heat";
   const max = Math.max(...weights.map((w) => w.weight), 0);
+  const chars = Array.from(text);
   let pos = 0;
   for (const w of weights) {
-    div.appendChild(document.createTextNode(text.slice(pos, w.start)));
+    div.appendChild(document.createTextNode(cut(chars, pos, w.start)));
     const span = document.createElement("span");
     span.className = "w" + (w.start < aspect.end && w.end > aspect.start ? " aspect" : "")
       + (w.oov ? " oov" : "");
     span.style.background = shade(w.weight, max);
-    span.textContent = text.slice(w.start, w.end);
+    span.textContent = cut(chars, w.start, w.end);
     span.title = `attention ${w.weight.toFixed(3)}` + (w.oov ? " · not in the model's vocabulary" : "");
     span.dataset.weight = w.weight;
     div.appendChild(span);
     pos = w.end;
   }
-  div.appendChild(document.createTextNode(text.slice(pos)));
+  div.appendChild(document.createTextNode(cut(chars, pos)));
   return div;
 }
 
 // the words the model read: outside [first word, last word] of the attention, text was cut
 function truncated(text, weights) {
   if (!weights.length) return false;
-  const before = text.slice(0, weights[0].start), after = text.slice(weights[weights.length - 1].end);
+  const chars = Array.from(text);
+  const before = cut(chars, 0, weights[0].start), after = cut(chars, weights[weights.length - 1].end);
   return /\w/.test(before) || /\w/.test(after);
 }
 
@@ -143,7 +150,8 @@ async function analyse() {
   showError("");
   const text = $("text").value;
   const typed = $("aspects").value.split(",").map((s) => s.trim()).filter(Boolean);
-  const aspects = [...typed, ...picked.filter((a) => text.slice(a.start, a.end) === a.term)];
+  const chars = Array.from(text);
+  const aspects = [...typed, ...picked.filter((a) => cut(chars, a.start, a.end) === a.term)];
   if (!text.trim()) { showError("Type a sentence first."); return; }
   const button = $("analyse");
   button.disabled = true;
@@ -184,7 +192,11 @@ $("add-selection").onclick = () => {
   const term = t.value.slice(start, end);
   if (!term.trim()) { showError("Select a word or phrase in the sentence first."); return; }
   const lead = term.length - term.trimStart().length, trail = term.length - term.trimEnd().length;
-  picked.push({ term: term.trim(), start: start + lead, end: end - trail });
+  picked.push({
+    term: term.trim(),
+    start: codePoints(t.value, start + lead),
+    end: codePoints(t.value, end - trail),
+  });
   showError("");
   renderChips();
 };

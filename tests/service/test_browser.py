@@ -111,6 +111,27 @@ def test_selected_text_becomes_an_aspect(page) -> None:  # type: ignore[no-untyp
     assert "positive" in page.locator(".result h2").first.inner_text()
 
 
+def test_offsets_past_an_emoji_are_code_points_as_the_api_counts(page) -> None:  # type: ignore[no-untyped-def]
+    """An emoji is two UTF-16 units in the browser and one code point in the API: the
+    selected aspect is sent in code points, and the heatmap outlines the aspect itself."""
+    text = "I \U0001f600 love the burger but the fries were cold"
+    page.fill("#text", text)
+    units = text.encode("utf-16-le")
+    start = units.index("burger".encode("utf-16-le")) // 2  # where the browser selects it
+    page.evaluate(f"() => document.getElementById('text').setSelectionRange({start}, {start + 6})")
+    page.click("#add-selection")
+    at = text.index("burger")  # code points, as Python (and the API) count
+    assert f"burger [{at}:{at + 6}]" in page.inner_text("#chips")
+    page.fill("#aspects", "fries")  # a typed aspect: its span comes back from the API
+    page.click("#analyse")
+    page.wait_for_function("document.querySelectorAll('.result').length === 2")
+    assert page.locator("#error").is_hidden()
+    outlined = page.locator(".result").evaluate_all(
+        "rs => rs.map(r => r.querySelector('.heat span.aspect').textContent)"
+    )
+    assert sorted(outlined) == ["burger", "fries"]
+
+
 def test_api_errors_are_shown_in_words(page) -> None:  # type: ignore[no-untyped-def]
     page.fill("#text", "the food was great")
     page.fill("#aspects", "pizza")
