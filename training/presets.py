@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import tomllib
+import typing
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TypeVar
+
+from pydantic import TypeAdapter, ValidationError
 
 from absa.model.config import ModelConfig
 
@@ -95,6 +98,9 @@ class TrainConfig:
     init_from: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
         if self.select_on not in ("accuracy", "macro_f1", "source_mean", "loss"):
             raise ValueError("select_on must be accuracy, macro_f1, source_mean or loss")
         if not 0.0 < self.dev_fraction < 1.0:
@@ -305,15 +311,34 @@ def get_preset(name: str) -> Preset:
         raise KeyError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
 
 
-def _override(obj: _Config, overrides: dict, what: str, source: str) -> _Config:
-    known = {f.name for f in fields(obj)}
+def _override(obj: _Config, overrides: object, what: str, source: str) -> _Config:
+    if not isinstance(overrides, dict):
+        raise ValueError(f"{source}: {what} is a {type(overrides).__name__}, not a table of keys")
+    known = {f.name for f in fields(obj)}  # type: ignore[arg-type]
     bad = sorted(set(overrides) - known)
     if bad:
         raise ValueError(f"{source}: unknown {what} keys {bad}; known: {sorted(known)}")
-    for key in ("labels", "categories"):
-        if key in overrides:
-            overrides = {**overrides, key: tuple(overrides[key])}
-    return replace(obj, **overrides)
+    hints = typing.get_type_hints(type(obj))
+    typed = {k: typed_value(hints[k], v, f"{source}: {what}.{k}") for k, v in overrides.items()}
+    try:
+        return replace(obj, **typed)  # type: ignore[type-var]
+    except ValueError as e:  # the config's own checks (__post_init__): name the file
+        raise ValueError(f"{source}: {e}") from None
+
+
+def typed_value(hint: object, value: object, where: str) -> object:
+    """``value`` checked against a config field's type, strictly (a string is not a number, a
+    bool not an integer; an integer is a float), JSON's lists taken as tuples; ValueError
+    naming ``where`` otherwise."""
+    try:
+        return TypeAdapter(hint).validate_python(_tuples(value), strict=True)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ValueError(f"{where}: {first['msg'].lower()}, not {value!r}") from None
+
+
+def _tuples(value: object) -> object:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def load_config(path: Path | None, preset: str | None) -> Preset:
@@ -322,11 +347,13 @@ def load_config(path: Path | None, preset: str | None) -> Preset:
     data: dict = {}
     if path is not None:
         path = Path(path)
-        text = path.read_text(encoding="utf-8")
         try:
+            text = path.read_text(encoding="utf-8")
             data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"{path}: {e}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a config is a table of preset, model, train and about")
         unknown = sorted(set(data) - {"preset", "model", "train", "about"})
         if unknown:
             raise ValueError(f"{path}: unknown top-level keys {unknown}")

@@ -41,12 +41,36 @@ def _config(path: str | None) -> tuple[dict, dict]:
     import tomllib
 
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    try:
+        text = p.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise CLIError(f"{path}: {e}") from None
+    if not isinstance(data, dict):
+        raise CLIError(f"{path}: a config is a table of model, train and about")
     unknown = set(data) - {"model", "train", "about"}  # about: a note, as in a preset file
     if unknown:
         raise CLIError(f"{path}: unknown keys {sorted(unknown)} (expected model, train, about)")
-    return data.get("model", {}), data.get("train", {})
+    model, train = data.get("model", {}), data.get("train", {})
+    for what, table in (("model", model), ("train", train)):
+        if not isinstance(table, dict):
+            raise CLIError(f"{path}: {what} is a {type(table).__name__}, not a table of keys")
+    return model, train
+
+
+def _typed(cls: type, table: dict, where: str) -> dict:
+    """``table``'s values checked against ``cls``'s field types (unknown keys are left to
+    ``from_dict``, which names them)."""
+    import typing
+
+    from absa.training.presets import typed_value
+
+    hints = typing.get_type_hints(cls)
+    try:
+        return {k: typed_value(hints[k], v, f"{where}.{k}") if k in hints else v
+                for k, v in table.items()}  # fmt: skip
+    except ValueError as e:
+        raise CLIError(str(e)) from None
 
 
 def cmd_train_extract(args: argparse.Namespace) -> int:
@@ -68,6 +92,9 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     if args.dev_seed is not None:
         raise CLIError("--dev-seed is for sentiment models (--task terms or category)")
     model_over, train_over = PRESETS[args.preset] if args.preset else _config(args.config)
+    if not args.preset:  # each value of the file checked against its field's type
+        model_over = _typed(TaggerConfig, model_over, f"{args.config}: model")
+        train_over = _typed(TagTrainConfig, train_over, f"{args.config}: train")
     cfg = TaggerConfig.from_dict(model_over)
     tcfg = TagTrainConfig.from_dict(train_over)
     over = {k: v for k, v in (("seed", args.seed), ("epochs", args.epochs)) if v is not None}

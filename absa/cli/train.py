@@ -56,6 +56,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from absa.training.rundir import add_eval
     from absa.training.train import fit
 
+    out = Path(args.out)
+    if not args.resume and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        # a finished run would be overwritten, or a killed one left half old, half new
+        raise CLIError(f"{out} exists; train into a new directory, or go on with --resume")
     preset = load_config(Path(args.config) if args.config else None, args.preset)
     over = {
         k: v
@@ -112,7 +116,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         examples,
         dev,
         preset,
-        Path(args.out),
+        out,
         data_info=info,
         progress=not args.quiet,
         preset_name=preset.name,

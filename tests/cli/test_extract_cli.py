@@ -145,6 +145,20 @@ def test_extract_presets_are_checked_by_name(
                  "--out", str(tmp_path / "run")])  # fmt: skip
     err = capsys.readouterr().err.strip()
     assert code == 2 and "unknown keys ['modle']" in err and str(bad) in err
+    for content, words in (
+        (b"{not json", "bad.json: Expecting"),
+        (b'{"about": "caf\xe9"}', "bad.json: 'utf-8' codec"),
+        (b"[1, 2]", "bad.json: a config is a table"),
+        (b'{"model": 5}', "bad.json: model is a int"),
+        (b'{"train": {"epochs": "2"}}', "bad.json: train.epochs: input should be a valid integer"),
+        (b'{"model": {"crf": "yes"}}', "bad.json: model.crf: input should be a valid boolean"),
+    ):
+        bad.write_bytes(content)
+        code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(bad),
+                     "--out", str(tmp_path / "run")])  # fmt: skip
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and words in err and err.count("\n") == 0, (content, err)
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_killed_run_leaves_its_best_epoch_so_far(

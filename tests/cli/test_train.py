@@ -239,6 +239,14 @@ def test_config_overrides_model_and_train_keys(
         (".json", {"optimizer": "sgd"}, "unknown top-level keys ['optimizer']"),
         (".toml", "[train]\nlearning_rate = 0.1\n", "unknown train keys ['learning_rate']"),
         (".json", "{not json", "c.json"),
+        (".json", 5, "c.json: a config is a table"),
+        (".json", {"model": 5}, "c.json: model is a int, not a table of keys"),
+        (".json", {"train": {"epochs": "2"}}, "c.json: train.epochs: input should be a valid"),
+        (".json", {"train": {"lr": "0.01"}}, "c.json: train.lr: input should be a valid number"),
+        (".json", {"train": {"epochs": True}}, "train.epochs: input should be a valid integer"),
+        (".json", {"train": {"epochs": 0}}, "c.json: epochs must be >= 1, not 0"),
+        (".json", {"model": {"cell": "rnn"}}, "c.json: model.cell: input should be 'lstm' or"),
+        (".toml", b"[train]\nlr = 0.1 # caf\xe9\n", "c.toml"),
     ],
 )
 def test_config_errors_are_clear(
@@ -249,7 +257,10 @@ def test_config_errors_are_clear(
     message: str,
 ) -> None:
     cfg = tmp_path / f"c{suffix}"
-    cfg.write_text(content if isinstance(content, str) else json.dumps(content))
+    if isinstance(content, bytes):  # not UTF-8
+        cfg.write_bytes(content)
+    else:
+        cfg.write_text(content if isinstance(content, str) else json.dumps(content))
     train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
     out = tmp_path / "run"
     code = main(["train", "--train", str(train), "--config", str(cfg), "--out", str(out)])
@@ -405,3 +416,19 @@ def test_no_progress_bars_when_stderr_is_not_a_terminal(
     assert main(argv) == 0  # no --quiet
     err = capsys.readouterr().err
     assert "epoch 1:" not in err and "it/s" not in err and "\r" not in err, err[-500:]
+
+
+def test_an_existing_run_directory_is_not_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Training into a directory that holds something (a finished run, say) is refused
+    before any work; --resume is the way to go on in one."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "weights.safetensors").write_bytes(b"a finished run's")
+    code = main(["train", "--train", str(train), "--preset", "fast", "--out", str(out)])
+    assert code == 2
+    assert "exists; train into a new directory, or go on with --resume" in capsys.readouterr().err
+    assert (out / "weights.safetensors").read_bytes() == b"a finished run's"
+    assert [p.name for p in out.iterdir()] == ["weights.safetensors"]
