@@ -214,16 +214,25 @@ class Registry:
         for tmp in self.root.glob(f".{POINTER}.*"):
             tmp.unlink(missing_ok=True)
 
-    def add(self, artifact_dir: Path, version: str) -> Path:
-        """Move a finished artifact directory in as ``version`` (atomic rename)."""
-        if not _VERSION_RE.match(version):
-            raise RegistryError(f"bad version name {version!r}")
-        if not (Path(artifact_dir) / "metadata.json").is_file():
-            raise RegistryError(f"{artifact_dir} is not an artifact directory")
-        self.init()
+    def check_new(self, version: str) -> Path:
+        """Where ``version`` would go; RegistryError for a bad name or one that exists (a job
+        checks this before its work, ``add`` again at the end)."""
+        if not isinstance(version, str) or not _VERSION_RE.match(version):
+            raise RegistryError(
+                f"bad version name {version!r}: letters, digits, '.', '_' and '-', up to 100"
+            )
         dest = self.versions_dir / version
         if dest.exists():
             raise RegistryError(f"version {version!r} exists already; versions are immutable")
+        return dest
+
+    def add(self, artifact_dir: Path, version: str) -> Path:
+        """Move a finished artifact directory in as ``version`` (atomic rename)."""
+        self.check_new(version)
+        if not (Path(artifact_dir) / "metadata.json").is_file():
+            raise RegistryError(f"{artifact_dir} is not an artifact directory")
+        self.init()
+        dest = self.check_new(version)
         os.rename(artifact_dir, dest)
         _fsync_dir(self.versions_dir)
         return dest

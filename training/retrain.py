@@ -35,14 +35,15 @@ import os
 import shutil
 import tempfile
 import tomllib
-from dataclasses import dataclass, field, replace
+import typing
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.model.artifact import amend_metadata
-from absa.model.registry import Registry, atomic_write_json
+from absa.model.registry import Registry, RegistryError, atomic_write_json
 from absa.training.evaluate import evaluate
-from absa.training.presets import load_config
+from absa.training.presets import load_config, typed_value
 from absa.training.provenance import code_version, file_info
 from absa.training.readers import label_counts, read_many
 from absa.training.records import DataError, Example
@@ -83,32 +84,48 @@ class RetrainConfig:
 
     @classmethod
     def load(cls, path: Path) -> RetrainConfig:
+        """The job's TOML file, every key and value checked before any work: ValueError
+        naming the file (and the key) for what does not fit."""
         path = Path(path)
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as e:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"{path}: {e}") from None
         base_dir = path.parent
-        data = raw.pop("data", {})
-        gate = Gate(**raw.pop("gate", {}))
 
         def rel(p: str) -> str:
             return str((base_dir / p).resolve()) if not Path(p).is_absolute() else p
 
-        try:
-            cfg = cls(
-                base=[rel(p) for p in data.get("base", [])],
-                new=[rel(p) for p in data.get("new", [])],
-                dev=[rel(p) for p in data.get("dev", [])],
-                eval={k: rel(v) for k, v in raw.pop("eval", {}).items()},
-                registry=Path(rel(raw.pop("registry", "models"))),
-                model_config=rel(raw.pop("model_config")) if raw.get("model_config") else None,
-                baseline=rel(raw.pop("baseline")) if raw.get("baseline") else None,
-                gate=gate,
-                **raw,
-            )
-        except TypeError as e:
-            raise ValueError(f"{path}: {e}") from None
+        tables = {name: raw.pop(name, {}) for name in ("data", "gate", "eval")}
+        for name, table in tables.items():
+            if not isinstance(table, dict):
+                raise ValueError(f"{path}: [{name}] is a {type(table).__name__}, not a table")
+        data, eval_ = tables["data"], tables["eval"]
+        _known(path, "[data]", data, {"base", "new", "dev"})
+        _known(path, "[gate]", tables["gate"], {f.name for f in fields(Gate)})
+        _known(path, "the top level", raw, {f.name for f in fields(cls)} - {"base", "new", "dev"})
+        files = {
+            k: [rel(f) for f in typed_value(tuple[str, ...], data.get(k, []), f"{path}: data.{k}")]
+            for k in ("base", "new", "dev")
+        }
+        evals = typed_value(dict[str, str], eval_, f"{path}: eval")
+        gate_hints = typing.get_type_hints(Gate)
+        gate = Gate(**{k: typed_value(gate_hints[k], v, f"{path}: gate.{k}")
+                       for k, v in tables["gate"].items()})  # fmt: skip
+        hints = typing.get_type_hints(cls)
+        values = {k: typed_value(hints[k], v, f"{path}: {k}") for k, v in raw.items()
+                  if k not in ("registry", "gate", "eval")}  # fmt: skip
+        registry = typed_value(str, raw.get("registry", "models"), f"{path}: registry")
+        for key in ("model_config", "baseline"):
+            if values.get(key):
+                values[key] = rel(values[key])
+        cfg = cls(
+            **files,
+            eval={k: rel(v) for k, v in evals.items()},  # type: ignore[attr-defined]
+            registry=Path(rel(registry)),  # type: ignore[arg-type]
+            gate=gate,
+            **values,
+        )
         if not cfg.base and not cfg.new:
             raise ValueError(f"{path}: [data] names no training files (base, new)")
         if not cfg.eval:
@@ -118,7 +135,19 @@ class RetrainConfig:
                 f"{path}: calibration must be one of {', '.join(CALIBRATIONS)}, "
                 f"not {cfg.calibration!r}"
             )
+        if cfg.keep < 1:
+            raise ValueError(f"{path}: keep must be >= 1 (the versions kept), not {cfg.keep}")
+        if cfg.epochs is not None and cfg.epochs < 1:
+            raise ValueError(f"{path}: epochs must be >= 1, not {cfg.epochs}")
+        if not 0.0 <= cfg.drift_threshold <= 1.0:
+            raise ValueError(f"{path}: drift_threshold must be in [0, 1]")
         return cfg
+
+
+def _known(path: Path, where: str, table: dict, known: set[str]) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown keys {unknown} in {where}; known: {sorted(known)}")
 
 
 def label_shares(counts: dict[str, int]) -> dict[str, float]:
@@ -187,6 +216,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         "promoted": False,
     }
     with reg.lock(blocking=False):
+        reg.check_new(version)  # a bad or taken name: refused now, not after the training
         reg.clean_work()  # scratch space and pointer temporaries of killed jobs
         repaired = repair(reg)
         if repaired:
@@ -218,7 +248,11 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 "champion" if champion else "the served model (no champion yet)",
             )
             report["promoted"] = register(reg, artifact_dir, version, champion, report)
-            report["pruned"] = reg.prune(cfg.keep)
+            try:  # the new version is in (and maybe served): a failed clean-up is not the job's
+                report["pruned"] = reg.prune(cfg.keep)
+            except (OSError, RegistryError) as e:
+                log.warning("pruning old versions failed (the job's result stands): %s", e)
+                report["prune_error"] = str(e)
         except Exception:  # failed, not killed or interrupted: nothing for the next job
             shutil.rmtree(reg.resumable_dir, ignore_errors=True)
             raise

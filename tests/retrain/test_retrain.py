@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -152,6 +153,65 @@ def test_bad_data_fails_naming_file_and_line(
     assert state(registry) == before
     assert not (registry / "reports" / "v2.json").exists()
     assert work_entries(registry) == []
+
+
+@pytest.mark.parametrize(
+    ("top", "extra", "words"),
+    [
+        ({"keep": "three"}, "", "keep: input should be a valid integer"),
+        ({"keep": 0}, "", "keep must be >= 1"),
+        ({"epochs": "2"}, "", "epochs: input should be a valid integer"),
+        ({"epochs": 0}, "", "epochs must be >= 1"),
+        ({"seed": True}, "", "seed: input should be a valid integer"),
+        ({}, '[gate]\nmin_accuracy = "0.5"\n', "gate.min_accuracy: input should be a valid"),
+        ({}, "[gate]\nmax_acc_drop = 0.1\n", "unknown keys ['max_acc_drop'] in [gate]"),
+        ({"gate": 5}, "", "[gate] is a int, not a table"),
+        ({"eval": "x"}, "", "[eval] is a str, not a table"),
+        ({"nwe": ["x.jsonl"]}, "", "unknown keys ['nwe'] in the top level"),
+    ],
+)
+def test_a_bad_config_is_refused_before_any_work(
+    registry: Path,
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    top: dict,
+    extra: str,
+    words: str,
+) -> None:
+    """Every key and value is checked when the file is read: a wrong type used to train,
+    promote, and then fail (keep = "three" in prune), the served model changed by a job
+    that reported failure. Exit 2 with the file named; the registry untouched."""
+    before = state(registry)
+    gate = top.pop("gate", None)
+    eval_ = top.pop("eval", None)
+    cfg = make_config(tmp_path / "r.toml", registry, **top)
+    text = cfg.read_text()
+    if gate is not None:
+        text = f"gate = {gate}\n" + text
+    if eval_ is not None:  # the writer's own [eval] table replaced by a string
+        text = f"eval = {json.dumps(eval_)}\n" + text.split("[eval]")[0]
+    cfg.write_text(text + extra)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        RetrainConfig.load(cfg)
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"absa retrain: error: {cfg}: ") and words in err, err
+    assert state(registry) == before and work_entries(registry) == []
+
+
+def test_unknown_data_keys_and_a_string_for_a_list_are_refused(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """A misspelt [data] key used to be ignored: a model promoted without the new data."""
+    cfg = make_config(tmp_path / "r.toml", registry)
+    cfg.write_text(cfg.read_text().replace("[data]\n", '[data]\nnwe = ["x.jsonl"]\n'))
+    with pytest.raises(ValueError, match=re.escape("unknown keys ['nwe'] in [data]")):
+        RetrainConfig.load(cfg)
+    cfg = make_config(tmp_path / "s.toml", registry, base=[])
+    cfg.write_text(cfg.read_text().replace("base = []", 'base = "train.jsonl"'))
+    with pytest.raises(ValueError, match="data.base: input should be a valid tuple"):
+        RetrainConfig.load(cfg)
 
 
 def test_a_top_map_needs_a_dev_split_of_500(
@@ -339,3 +399,17 @@ def test_models_needs_a_registry(
     monkeypatch.delenv("ABSA_REGISTRY", raising=False)
     assert main(["models", "list"]) == 2
     assert "--registry" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [FIRST_VERSION, "../escape", "v 2"])
+def test_a_taken_or_bad_version_name_is_refused_before_training(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    before = state(registry)
+    cfg = make_config(tmp_path / "r.toml", registry)
+    assert main(["retrain", "--config", str(cfg), "--version", name, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "exists already" in err or "bad version name" in err, err
+    assert state(registry) == before and work_entries(registry) == []
+    assert not (registry / ".work").exists() or not any((registry / ".work").iterdir())
