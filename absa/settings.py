@@ -118,10 +118,15 @@ class Settings(BaseSettings):
     def model_path(self) -> Path:
         """The artifact to serve now: the registry's current version if it has one, else
         model_dir, else the shipped model."""
+        from absa.errors import RegistryError
         from absa.model.registry import Registry
         from absa.model.runtime import DEFAULT_MODEL_DIR
 
         if self.registry is not None:
+            if not Path(self.registry).is_dir():  # a typo must not serve the fallback quietly
+                raise RegistryError(
+                    f"registry {self.registry} is not a directory (ABSA_REGISTRY, --registry)"
+                )
             reg = Registry(self.registry)
             if reg.current() is not None:
                 return reg.current_path()

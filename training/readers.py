@@ -23,6 +23,7 @@ Formats (``fmt``; ``None`` picks one from the file's extension, see ``detect_for
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -421,6 +422,10 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     match = _XML_ENCODING_RE.match(data)
     declared = match.group(1).decode("ascii").lower() if match else "utf-8"
     source: bytes | str = data
+    try:
+        codecs.lookup(declared)
+    except LookupError:
+        raise DataError(f"{path}:1: unknown encoding {declared!r} in the XML declaration") from None
     if declared.replace("_", "-") in ("utf-8", "utf8"):
         source = _decode(data, path)
     builder = ET.TreeBuilder()
@@ -437,6 +442,8 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     parser.CharacterDataHandler = builder.data
     try:
         parser.Parse(source, True)
+    except LookupError as e:  # an encoding Python knows that expat cannot read through
+        raise DataError(f"{path}:1: cannot read the declared encoding {declared!r}: {e}") from None
     except expat.ExpatError as e:
         raise DataError(
             f"{path}:{e.lineno}: malformed XML: {expat.ErrorString(e.code)} "

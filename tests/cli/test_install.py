@@ -75,6 +75,9 @@ def test_serve_on_a_directory_that_is_no_model_says_so(tmp_path: Path) -> None:
     assert "not a model artifact" in line and "absa export" in line, line
     line = one_line(absa("serve", "--model", str(tmp_path / "missing"), timeout=30))
     assert "no such model directory" in line, line
+    line = one_line(absa("serve", "--registry", str(tmp_path / "typo"), timeout=30))
+    assert line.startswith("absa serve: error: registry "), line  # not the fallback, quietly
+    assert "is not a directory" in line, line
 
 
 def test_predict_and_serve_still_work_without_torch(artifact: Path) -> None:

@@ -450,6 +450,13 @@ def test_xml_malformed(tmp_path: Path) -> None:
         read_examples(path, skip_invalid=True)
 
 
+def test_xml_with_an_encoding_no_codec_knows(tmp_path: Path) -> None:
+    path = tmp_path / "enc.xml"
+    path.write_bytes(XML_GOOD.replace('encoding="UTF-8"', 'encoding="foo-bar"', 1).encode())
+    with pytest.raises(DataError, match=r"enc\.xml:1: unknown encoding 'foo-bar'"):
+        read_examples(path)
+
+
 def test_xml_unclosed(tmp_path: Path) -> None:
     path = write(tmp_path, "cut.xml", XML_GOOD[: XML_GOOD.index("</sentences>")])
     with pytest.raises(DataError, match=r"cut\.xml:\d+: malformed XML"):
