@@ -66,14 +66,21 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], dict]:
 def _jsonl_texts(path: Path) -> list[str]:
     """The ``text`` of each line of a JSONL file (a transfer set)."""
     out: list[str] = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(str(json.loads(line)["text"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise CLIError(f"{path}:{lineno}: not a JSON object with a text ({e})") from None
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as e:
+        raise CLIError(f"{path}: {e.strerror or e}") from None
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CLIError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start})") from None
+        if not line.strip():
+            continue
+        try:
+            out.append(str(json.loads(line)["text"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise CLIError(f"{path}:{lineno}: not a JSON object with a text ({e})") from None
     return out
 
 

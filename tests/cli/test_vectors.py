@@ -96,3 +96,19 @@ def test_vectors_refuses_a_glove_run(
     assert main([*args, "--out", str(tmp_path / "v.txt")]) == 2
     assert "has no encoder to distil" in capsys.readouterr().err
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_a_sentences_file_that_is_not_utf8_or_not_json_names_the_line(tmp_path: Path) -> None:
+    from absa.cli.common import CLIError
+    from absa.cli.vectors import _jsonl_texts
+
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(b'{"text": "the food"}\n\n{"text": "caf\xc3\xa9"}\n')
+    assert _jsonl_texts(good) == ["the food", "café"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(CLIError, match=r"bad\.jsonl:2: not UTF-8"):
+        _jsonl_texts(bad)
+    bad.write_bytes(b'{"text": "fine"}\n{"txt": "x"}\n')
+    with pytest.raises(CLIError, match=r"bad\.jsonl:2: not a JSON object with a text"):
+        _jsonl_texts(bad)
