@@ -237,7 +237,12 @@ def verify_parity(metadata: dict, where: Path | str) -> None:
     par = metadata.get("parity")
     if not isinstance(par, dict):
         raise ArtifactError(f"{where}: metadata records no parity check")
-    if par.get("prediction_mismatches", 1) != 0 or par.get("max_abs_diff", 1.0) > PARITY_ATOL:
+    diff, mismatches = par.get("max_abs_diff"), par.get("prediction_mismatches")
+    numbers = all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in (diff, mismatches)
+    )
+    # "not diff <= ATOL": a NaN (a model whose outputs are not numbers) fails too
+    if not numbers or mismatches != 0 or not diff <= PARITY_ATOL:  # type: ignore[operator]
         raise ArtifactError(f"{where}: metadata records a failed parity check: {par}")
 
 

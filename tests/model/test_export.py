@@ -290,6 +290,14 @@ def test_an_artifact_from_before_calibration_still_loads(art: Path, tmp_path: Pa
 # --------------------------------------------------------------------------- failures
 
 
+def test_outputs_that_are_not_numbers_fail_parity() -> None:
+    """NaN probabilities (weights gone NaN) made max |diff| NaN, and "nan > atol" is False:
+    such a model was exported and could be promoted."""
+    ref = np.full((4, 3), np.nan)
+    with pytest.raises(export.ParityError, match="max \\|diff\\| nan"):
+        export._check_parity(ref, ref.copy(), np.zeros(4, int))
+
+
 def test_parity_failure_writes_nothing(
     loaded: LoadedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
