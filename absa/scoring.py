@@ -132,6 +132,17 @@ def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
     return row, _undecoded(row) or ""
 
 
+def jsonl_fields(path: Path) -> list[str]:
+    """Every field name of a JSONL file's object rows, in the order they first occur: the
+    columns of its CSV output (a field that first occurs in row 1,000 is one too)."""
+    seen: dict[str, None] = {}
+    with path.open(encoding="utf-8-sig", errors="surrogateescape") as f:
+        for line in f:
+            row, _ = parse_line(line) if line.strip() else (None, "")
+            seen.update(dict.fromkeys(k for k in row or () if isinstance(k, str)))
+    return list(seen)
+
+
 def _jsonl_rows(
     f: IO[str], reserved: list[str]
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
@@ -147,8 +158,12 @@ def _jsonl_rows(
 
 def _csv_rows(reader: csv.DictReader) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     line = reader.line_num
+    names = len(reader.fieldnames or ())
     for row in reader:
-        yield line + 1, row, _undecoded(row) or ""
+        extra = row.pop(None, None)  # type: ignore[call-overload]  # fields past the header's
+        got = names + len(extra or ()) - sum(v is None for v in row.values())
+        ragged = f"the row has {got} fields; the header names {names}" if got != names else ""
+        yield line + 1, row, ragged or _undecoded(row) or ""
         line = reader.line_num
 
 
@@ -217,8 +232,12 @@ class _Writer:
     def __init__(self, f: IO[str], fmt: str, columns: list[str]) -> None:
         self.f, self.fmt, self.columns = f, fmt, columns
         self.csv: csv.DictWriter | None = None
+        self.error = ERROR  # the column of a row's error
 
     def start_csv(self, input_columns: list[str]) -> None:
+        if ERROR in input_columns:  # a JSONL input's own "error" field is kept, as in JSONL
+            self.error = f"{PREFIX}{ERROR}"
+            self.columns = [self.error if c == ERROR else c for c in self.columns]
         fields = [c for c in input_columns if c not in self.columns] + self.columns
         self.csv = csv.DictWriter(self.f, fieldnames=fields, extrasaction="ignore")
         self.csv.writeheader()
@@ -237,15 +256,13 @@ class _Writer:
             if self.fmt == "csv":
                 added.update({k: f"{v:.6f}" for k, v in added.items() if k.startswith(SCORE_)})
         else:
-            added[ERROR] = error
+            added[self.error] = error
         if self.fmt == "jsonl":
             if ERROR in out and answer is None:  # the input's own "error" field is kept
                 added = {f"{PREFIX}{ERROR}": error}
             self.f.write(json.dumps({**out, **added}, ensure_ascii=False) + "\n")
             return
-        if self.csv is None:  # a JSONL input: the first row's fields make the header
-            self.start_csv([c for c in out if isinstance(c, str)])
-        assert self.csv is not None
+        assert self.csv is not None  # started with the input's columns
         self.csv.writerow({**out, **added})
 
 
@@ -256,6 +273,8 @@ def score_file(
     counting rows, on a terminal only (never in logs)."""
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
+    if dst.exists() and dst.resolve() == src.resolve():
+        raise ValueError(f"{dst}: the output would replace the input; write to another file")
     if "parquet" in (in_fmt, out_fmt):  # typed columns: read and written with pyarrow
         from absa.bulk.files import score_table_file
 
@@ -264,7 +283,8 @@ def score_file(
     tmp = dst.with_name(dst.name + ".part")
     try:
         with (
-            src.open(encoding="utf-8", errors="surrogateescape", newline="") as fin,
+            # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first name
+            src.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as fin,
             tmp.open("w", encoding="utf-8", newline="") as fout,
             tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar,
         ):
@@ -274,6 +294,8 @@ def score_file(
                 reserved.remove(ERROR)
             header, rows = _rows(fin, in_fmt, src, reserved)
             writer = _Writer(fout, out_fmt, columns)
+            if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
+                header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
             if header is not None and out_fmt == "csv":
                 writer.start_csv(header)
             pending: list[tuple[int, dict, PreparedRow | None, str]] = []

@@ -304,3 +304,71 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(
     assert main([*argv, "--output", str(tmp_path / "o.jsonl")]) == 0  # no --quiet
     err = capsys.readouterr().err
     assert "it/s" not in err and "rows/s" not in err and "%|" not in err and "\r" not in err
+
+
+def _score(artifact: Path, src: Path, dst: Path) -> int:
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    return main([*argv, "--quiet"])
+
+
+def test_the_output_cannot_be_the_input(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    src = _write(tmp_path / "same.jsonl", json.dumps({"text": A.text, "aspect": A.term}) + "\n")
+    before = src.read_bytes()
+    assert _score(artifact, src, tmp_path / "." / "same.jsonl") == 2
+    assert "would replace the input" in capsys.readouterr().err
+    assert src.read_bytes() == before
+
+
+def test_jsonl_to_csv_keeps_every_rows_fields_and_its_own_error_field(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """The CSV columns are every field of every row (a bad first line used to leave none
+    but the predictions', a field first seen in row 3 was dropped), and an input field
+    "error" keeps its value, the row's error going beside it (pred_error), as in JSONL."""
+    lines = [
+        "not json",
+        json.dumps({"text": A.text, "aspect": A.term, "id": 1}),
+        json.dumps({"text": A.text, "aspect": B.term, "note": "x", "error": "upstream"}),
+        json.dumps({"text": A.text, "aspect": "pizza", "error": "upstream too"}),
+    ]
+    src = _write(tmp_path / "in.jsonl", "\n".join(lines) + "\n")
+    dst = tmp_path / "out.csv"
+    assert _score(artifact, src, dst) == 1
+    with dst.open(newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert reader.fieldnames is not None
+    assert reader.fieldnames[:5] == ["text", "aspect", "id", "note", "error"]
+    assert reader.fieldnames[-1] == "pred_error"
+    assert "invalid JSON" in rows[0]["pred_error"]
+    assert rows[1]["id"] == "1" and rows[1]["pred_label"] == A.label
+    assert rows[2]["note"] == "x" and rows[2]["error"] == "upstream"
+    assert rows[2]["pred_label"] == B.label and rows[2]["pred_error"] == ""
+    assert rows[3]["error"] == "upstream too" and "does not occur" in rows[3]["pred_error"]
+
+
+def test_a_ragged_csv_row_is_a_bad_row_not_cut(artifact: Path, tmp_path: Path) -> None:
+    src = _write(
+        tmp_path / "in.csv",
+        f"text,aspect,id\n{A.text},{A.term},1,EXTRA,MORE\n{A.text},{A.term}\n{A.text},{B.term},3\n",
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _score(artifact, src, dst) == 1
+    rows = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert rows[0]["error"] == "the row has 5 fields; the header names 3"
+    assert rows[1]["error"] == "the row has 2 fields; the header names 3"
+    assert "null" not in rows[0] and rows[2]["pred_label"] == B.label
+
+
+def test_a_csv_with_a_byte_order_mark_reads_its_first_column(
+    artifact: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "bom.csv"
+    src.write_bytes(f"\ufefftext,aspect,id\n{A.text},{A.term},007\n".encode())
+    dst = tmp_path / "out.csv"
+    assert _score(artifact, src, dst) == 0
+    with dst.open(newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["text"] == A.text and row["id"] == "007" and row["pred_label"] == A.label

@@ -39,7 +39,8 @@ def csv_header(path: str) -> list[str]:
     )
     with fs.open_input_stream(inner) as f:
         first = f.read(1 << 16).split(b"\n")[0]  # a header longer than 64 KiB is cut
-    return next(csv.reader([first.decode("utf-8").rstrip("\r")]), [])
+    # utf-8-sig: a byte-order mark is not part of the first column's name (pyarrow drops it)
+    return next(csv.reader([first.decode("utf-8-sig").rstrip("\r")]), [])
 
 
 def csv_strings(path: str) -> pa_csv.ConvertOptions:
@@ -165,6 +166,8 @@ def score_table_file(
                 _count(scored, stats, src)
                 writer.write(scored)
                 bar.update(table.num_rows)
+        if not stats.rows:  # no rows: a file of no rows that still names the columns
+            writer.write(score_table(predictor, _NO_ROWS))
         writer.close()
     except BaseException:
         writer.close()
@@ -172,6 +175,9 @@ def score_table_file(
         raise
     tmp.replace(dst)  # the output appears whole or not at all
     return stats
+
+
+_NO_ROWS = pa.table({"text": pa.array([], pa.string()), "aspect": pa.array([], pa.string())})
 
 
 def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Iterator[pa.Table]:

@@ -172,3 +172,28 @@ def test_without_pyarrow_parquet_names_the_extra(artifact: Path, tmp_path: Path)
     out = subprocess.run([*run, str(tmp_path / "o.parquet")], capture_output=True, text=True)
     assert out.returncode == 2
     assert "pip install 'absa[parquet]'" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(("name", "content"), [("empty.jsonl", b""), ("hdr.csv", b"text,aspect\n")])
+def test_no_rows_to_parquet_is_a_readable_file_naming_the_columns(
+    artifact: Path, tmp_path: Path, name: str, content: bytes
+) -> None:
+    """An input without rows used to give a 0-byte .parquet, which no reader opens."""
+    src = tmp_path / name
+    src.write_bytes(content)
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 0
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.num_rows == 0
+    assert {"text", "aspect", "pred_label", "error"} <= set(out.column_names)
+
+
+def test_a_csv_with_a_byte_order_mark_keeps_its_first_column_a_string(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """Every CSV column is read as a string; the mark hid the first one from that, and
+    pyarrow typed it (id 007 came out as 7)."""
+    src = tmp_path / "bom.csv"
+    src.write_bytes("\ufeffid,text,aspect\n007,the food was great,food\n".encode())
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 0
+    (row,) = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert row["id"] == "007" and row["pred_label"] is not None
