@@ -188,10 +188,9 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
         return PreparedRow(
             Prepared(text, found[:1], predictor.encode(text, found[:1])), 1, len(found)
         )
-    try:
-        s, e = int(start), int(end)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"start/end must be integers, got {start!r}/{end!r}") from None
+    s, e = _offset(start), _offset(end)
+    if s is None or e is None:
+        raise InputError(f"start/end must be integers, got {start!r}/{end!r}")
     span = pinned(text, aspect, s, e)
     spans = find_all(text, aspect)
     if (span.start, span.end) not in spans:  # pinned where the search does not look
@@ -200,6 +199,18 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     return PreparedRow(
         Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(spans)
     )
+
+
+def _offset(value: Any) -> int | None:
+    """A row's start or end as an integer: a JSON integer, or a CSV field of digits; None for
+    anything else (5.9 is not truncated to 5, true is not 1)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
 
 
 def try_prepare(predictor: Predictor, row: dict[str, Any]) -> tuple[PreparedRow | None, str]:

@@ -372,3 +372,20 @@ def test_a_csv_with_a_byte_order_mark_reads_its_first_column(
     with dst.open(newline="") as f:
         (row,) = list(csv.DictReader(f))
     assert row["text"] == A.text and row["id"] == "007" and row["pred_label"] == A.label
+
+
+def test_offsets_that_are_not_whole_numbers_are_bad_rows(artifact: Path, tmp_path: Path) -> None:
+    """5.9 used to be read as 5 and true as 1: the row scored at a span nobody gave."""
+    at = A.text.index(A.term)
+    rows = [
+        {"text": A.text, "aspect": A.term, "start": at + 0.9, "end": at + len(A.term)},
+        {"text": A.text, "aspect": A.term, "start": True, "end": at + len(A.term)},
+        {"text": A.text, "aspect": A.term, "start": at, "end": at + len(A.term)},
+    ]
+    src = _write(tmp_path / "in.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    dst = tmp_path / "out.jsonl"
+    assert _score(artifact, src, dst) == 1
+    got = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert "start/end must be integers" in got[0]["error"]
+    assert "start/end must be integers" in got[1]["error"]
+    assert got[2]["pred_label"] == A.label

@@ -32,14 +32,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.action == "list":
         for v in reg.versions():
             m = reg.metadata(v)
-            ev = " ".join(
-                f"{k}={x['accuracy'] * 100:.2f}/{x['macro_f1'] * 100:.2f}"
-                for k, x in (m.get("eval") or {}).items()
-            )
             mark = "*" if v == current else " "
-            sys.stdout.write(
-                f"{mark} {v:<22} {m.get('created', ''):<26} parent={m.get('parent')} {ev}\n"
-            )
+            created = str(m.get("created") or "")
+            sys.stdout.write(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
         return 0
     if args.action == "show":
         if not args.version:
@@ -63,3 +58,21 @@ def register(sub: Any) -> None:
     m.add_argument("version", nargs="?")
     m.add_argument("--registry", help="registry directory (default: $ABSA_REGISTRY)")
     m.set_defaults(func=cmd_models)
+
+
+def _evals(metadata: dict) -> str:
+    """accuracy/macro-F1 per evaluation set, as far as the metadata holds numbers ("?" where
+    it does not: a listing never fails on one version's odd record)."""
+
+    def pct(x: object) -> str:
+        ok = isinstance(x, int | float) and not isinstance(x, bool)
+        return f"{x * 100:.2f}" if ok else "?"  # type: ignore[operator]
+
+    ev = metadata.get("eval")
+    if not isinstance(ev, dict):
+        return ""
+    parts = []
+    for k, x in ev.items():
+        x = x if isinstance(x, dict) else {}
+        parts.append(f"{k}={pct(x.get('accuracy'))}/{pct(x.get('macro_f1'))}")
+    return " ".join(parts)

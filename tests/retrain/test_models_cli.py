@@ -49,3 +49,18 @@ def test_rollback_to_a_version_that_fails_verification_changes_nothing(
     assert (reg.root / POINTER).read_text() == before
     assert main(["models", "promote", "v1", "--registry", str(reg.root)]) == 2
     assert json.loads((reg.root / POINTER).read_text())["version"] == "v2"
+
+
+def test_list_shows_a_version_whose_record_is_odd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """created null, a score that is not a number: the listing says "?" where it has no
+    number, instead of a traceback (it only reads the metadata; no checksum covers it)."""
+    reg = make_registry(tmp_path, 2)
+    meta_path = reg.root / "versions" / "v1" / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta.update(created=None, eval={"a": {"accuracy": "high", "macro_f1": 0.5}, "b": 3})
+    meta_path.write_text(json.dumps(meta))
+    assert main(["models", "list", "--registry", str(reg.root)]) == 0
+    out = capsys.readouterr().out
+    assert "a=?/50.00 b=?/?" in out and "v2" in out
