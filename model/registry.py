@@ -238,13 +238,21 @@ class Registry:
         return dest
 
     def promote(self, version: str, reason: str = "") -> None:
-        """Point CURRENT at ``version`` after verifying it (RegistryError: nothing changes)."""
+        """Point CURRENT at ``version`` after verifying it (RegistryError: nothing changes).
+        A pointer that cannot be read is replaced (the way an operator mends it: the new
+        one names a verified version); versions no longer there leave the history."""
         self.verify(version)
-        ptr = self.pointer()
+        try:
+            ptr = self.pointer()
+        except RegistryError as e:
+            log.warning("replacing a pointer that cannot be read: %s", e)
+            ptr = {"version": None, "previous": []}
+            reason = f"{reason}; replaced an unreadable pointer".lstrip("; ")
         old = ptr.get("version")
         if old == version:
             return
-        previous = ([old] if old else []) + [v for v in ptr.get("previous", []) if v != version]
+        there = [v for v in ([old] if old else []) + ptr.get("previous", []) if v != version]
+        previous = [v for v in dict.fromkeys(there) if (self.versions_dir / v).is_dir()]
         atomic_write_json(self.root / POINTER, {"version": version, "previous": previous[:20]})
         self._history("promote", version, old, reason)
         log.info("promoted %s (was %s)", version, old)

@@ -339,3 +339,23 @@ def test_clean_work_removes_pointer_temporaries(tmp_path: Path) -> None:
     with reg.lock():
         reg.clean_work()
     assert not list(reg.root.glob(f".{POINTER}.*"))
+
+
+def test_promote_mends_a_pointer_that_cannot_be_read(tmp_path: Path) -> None:
+    """A torn CURRENT blocked the operator's only way to mend it; promote now writes a new
+    one naming the (verified) version, and the history says so."""
+    reg = make_registry(tmp_path, 2)
+    (reg.root / POINTER).write_text('{"vers')
+    reg.promote("v2", reason="mend")
+    assert pointer_file(reg) == {"version": "v2", "previous": []}
+    last = json.loads((reg.root / "history.jsonl").read_text().splitlines()[-1])
+    assert "replaced an unreadable pointer" in last["reason"]
+
+
+def test_promote_keeps_only_versions_that_are_there_in_the_history(tmp_path: Path) -> None:
+    reg = make_registry(tmp_path, 3)
+    (reg.root / POINTER).write_text(json.dumps({"version": "v9", "previous": ["v1", "v8"]}))
+    reg.promote("v2")
+    assert pointer_file(reg) == {"version": "v2", "previous": ["v1"]}
+    reg.promote("v3")
+    assert pointer_file(reg) == {"version": "v3", "previous": ["v2", "v1"]}
