@@ -155,7 +155,7 @@ HEALTHCHECK NONE
 
 # ---------------------------------------------------------------------------------------
 # runtime: CPU serving, the default target (last stage). Settings are ABSA_* variables
-# (service/settings.py); ABSA_MODEL_DIR is unset, so the model shipped in the package is
+# (absa/settings.py); ABSA_MODEL_DIR is unset, so the model shipped in the package is
 # served unless a deployment points it elsewhere (deploy/ sets ABSA_REGISTRY=/models and follows its current version).
 FROM python:3.11-slim AS runtime
 LABEL org.opencontainers.image.title="absa" \

@@ -296,7 +296,8 @@ def register(sub: Any) -> None:
     g = t.add_mutually_exclusive_group()
     g.add_argument(
         "--preset",
-        help="a named preset, see `absa presets`; --task extract: fast or accurate (default: fast)",
+        help="a named preset, see `absa presets`; --task extract: fast, crf or accurate "
+        "(default: fast)",
     )
     g.add_argument(
         "--config",
