@@ -115,3 +115,18 @@ def test_auto_asks_the_extractor_as_over_http() -> None:
     assert all(r.extracted is not None for r in found)
     with pytest.raises(InputError, match="no aspect extractor"):
         absa.load()(TEXT, "auto")
+
+
+def test_the_readme_example_is_what_the_shipped_model_answers() -> None:
+    """README's Python API example quotes scores; a new shipped model must bring them along
+    (they were an earlier model's for several releases)."""
+    import re
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    quoted = {
+        m.group(1): float(m.group(2))
+        for m in re.finditer(r"AspectPrediction\(term='(\w+)'.*?score=([\d.]+)", readme)
+    }
+    assert set(quoted) == {"burger", "fries"}
+    got = {r.term: r.score for r in absa.load()(TEXT, aspects=["burger", "fries"])}
+    assert {k: round(v, 3) for k, v in got.items()} == quoted
