@@ -70,8 +70,9 @@ RUN pip uninstall -y onnxruntime \
  && python -I -c "import importlib.util as u; assert u.find_spec('torch') is None, 'torch in serve'"
 
 # ---------------------------------------------------------------------------------------
-# gpu: CUDA serving. If CUDA cannot start (no GPU visible, driver too old) onnxruntime falls
-# back to the CPU: the start-up log line and GET /v1/model name the provider in use.
+# gpu: CUDA serving. With ABSA_DEVICE=cuda (set below) the service refuses to start where CUDA
+# cannot (no GPU visible, driver too old) rather than serve from the CPU unawares; with
+# ABSA_DEVICE=auto it falls back, and the start-up log line and GET /v1/model name the provider.
 FROM nvidia/cuda:13.0.2-cudnn-runtime-ubuntu22.04 AS gpu
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \

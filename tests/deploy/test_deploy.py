@@ -430,7 +430,13 @@ def test_rendered_overlays_validate(overlay):
     docs = tuple(d for d in yaml.safe_load_all(out.stdout) if d)
     for doc in docs:
         kv.validate(doc, kv.latest_version(), strict=True)
-    container = only_container(k8s("Deployment", "absa", docs))
+    deployment = k8s("Deployment", "absa", docs)
+    container = only_container(deployment)
+    surge = deployment["spec"]["strategy"]["rollingUpdate"]
+    if overlay == K8S_GPU:  # a surge pod would wait for a GPU the HPA's maximum holds
+        assert (surge["maxSurge"], surge["maxUnavailable"]) == (0, 1)
+    else:
+        assert (surge["maxSurge"], surge["maxUnavailable"]) == (1, 0)
     if overlay == K8S_GPU:
         assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
         assert {"name": "ABSA_DEVICE", "value": "cuda"} in container["env"]
@@ -512,7 +518,14 @@ def test_pods_are_locked_down_and_sized(kind):
 def test_configmap_holds_real_settings_and_the_container_port():
     from absa.settings import Settings
 
-    fields = {f"ABSA_{name.upper()}" for name in Settings.model_fields}
+    # the names pydantic-settings reads: ABSA_<FIELD>, or a field's aliases instead (an
+    # aliased field ignores ABSA_<FIELD>: PROMETHEUS_MULTIPROC_DIR, not ABSA_PROMETHEUS_...)
+    fields: set[str] = set()
+    for name, f in Settings.model_fields.items():
+        alias = f.validation_alias
+        names = [f"ABSA_{name}"] if alias is None else getattr(alias, "choices", [alias])
+        fields |= {str(n).upper() for n in names if str(n).upper().startswith("ABSA_")}
+    assert "ABSA_PROMETHEUS_MULTIPROC_DIR" not in fields and "ABSA_EXTRACTOR" in fields
     config = k8s("ConfigMap", "absa-config")["data"]
     assert set(config) <= fields, f"not settings: {set(config) - fields}"
     assert config["ABSA_PORT"] == "8000" and config["ABSA_HOST"] == "0.0.0.0"
@@ -623,6 +636,26 @@ def test_images_agree_across_dockerfile_compose_and_kubernetes():
     assert builds, "deploy/README.md shows the docker build commands"
     for target, image in builds:
         assert by_target[target or "runtime"] == image
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+    return int(quantity[:-2]) * units[quantity[-2:]] if quantity[-2:] in units else int(quantity)
+
+
+def test_ray_object_stores_fit_their_shared_memory():
+    """Ray puts an object store bigger than /dev/shm on /tmp (disk) and says it will "harm
+    performance": each group's store is sized to fit its memory-backed /dev/shm."""
+    (rayjob,) = load_yaml(DEPLOY / "k8s" / "ray" / "rayjob.yaml")
+    spec = rayjob["spec"]["rayClusterSpec"]
+    for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
+        store = int(group["rayStartParams"]["object-store-memory"])
+        pod = group["template"]["spec"]
+        (shm,) = [v for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") == "Memory"]
+        (container,) = pod["containers"]
+        assert any(m["mountPath"] == "/dev/shm" for m in container["volumeMounts"])
+        assert store <= _bytes(shm["emptyDir"]["sizeLimit"])
+        assert store < _bytes(container["resources"]["limits"]["memory"]) // 2
 
 
 def test_compose_service_port_and_healthcheck():
