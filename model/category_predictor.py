@@ -90,7 +90,7 @@ class CategoryPredictor(RuntimeModel):
         self, prepared: PreparedCategories, outputs: Sequence[Output]
     ) -> list[CategoryPrediction]:
         return [
-            CategoryPrediction(name, *scored(self.labels, out, prepared.explain))
+            CategoryPrediction(name, *scored(self.labels, out, prepared.explain, prepared.text))
             for name, out in zip(prepared.categories, outputs, strict=True)
         ]
 

@@ -243,12 +243,14 @@ class Predictor(RuntimeModel):
 
     def postprocess(self, prepared: Prepared, outputs: Sequence[Output]) -> list[AspectPrediction]:
         return [
-            self._prediction(sp, out, prepared.explain)
+            self._prediction(sp, out, prepared.explain, prepared.text)
             for sp, out in zip(prepared.spans, outputs, strict=True)
         ]
 
-    def _prediction(self, span: Span, out: Output, explain: bool) -> AspectPrediction:
-        label, score, scores, attention, self_attention = scored(self.labels, out, explain)
+    def _prediction(
+        self, span: Span, out: Output, explain: bool, text: str | None = None
+    ) -> AspectPrediction:
+        label, score, scores, attention, self_attention = scored(self.labels, out, explain, text)
         return AspectPrediction(
             span.term,
             span.start,
@@ -293,14 +295,15 @@ def check_text(text: str, limits: Limits, where: str = "") -> None:
 Scored = tuple[str, float, dict[str, float], list[WordWeight] | None, list[list[float]] | None]
 
 
-def scored(labels: Sequence[str], out: Output, explain: bool) -> Scored:
+def scored(labels: Sequence[str], out: Output, explain: bool, text: str | None = None) -> Scored:
     """The winning label, its probability, every label's, and with ``explain`` the attention
-    per word (and the self-attention rows of the aspect's words, for models that have it)."""
+    per word (and the self-attention rows of the aspect's words, for models that have it);
+    ``text``: the request's, whose words the attention names."""
     scores = {lab: round(float(p), 6) for lab, p in zip(labels, out.probs, strict=True)}
     label = labels[int(np.argmax(out.probs))]
     attention = self_attention = None
     if explain:
-        merged = words(out)
+        merged = words(out, text)
         attention = [WordWeight(t.text, t.start, t.end, round(w, 6), u) for t, w, u in merged]
         if out.self_attention is not None:
             self_attention = _aspect_rows(out)

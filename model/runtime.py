@@ -213,15 +213,21 @@ def top_map_of(metadata: dict, model_dir: Path) -> tuple[np.ndarray, np.ndarray]
     return xs, ys
 
 
-def words(output: Output) -> list[tuple[Token, float, bool]]:
+def words(output: Output, text: str | None = None) -> list[tuple[Token, float, bool]]:
     """(word, attention, out of vocabulary) per word: special tokens dropped, word pieces
-    ("##x") merged into their word (its weight summed; unknown if any piece is)."""
+    ("##x") merged into their word (its weight summed; unknown if any piece is), across any
+    character the tokenizer dropped between them (a zero-width joiner). Where special tokens
+    held some of the weight ([CLS], [SEP]), the words' weights are renormalised to sum to 1:
+    the attention *over the words*. With ``text``, each word is ``text[start:end]`` as the
+    caller wrote it, not the tokenizer's form (lower-cased, [UNK], normalised)."""
     merged: list[tuple[Token, float, bool]] = []
     oov = output.oov or (False,) * len(output.tokens)
+    special = False
     for tok, w, unknown in zip(output.tokens, output.attention.tolist(), oov, strict=True):
         if tok.start == tok.end:  # [CLS], [SEP]
+            special = True
             continue
-        if merged and tok.text.startswith("##") and merged[-1][0].end == tok.start:
+        if merged and tok.text.startswith("##"):
             prev, pw, pu = merged[-1]
             merged[-1] = (
                 Token(prev.text + tok.text[2:], prev.start, tok.end),
@@ -230,9 +236,14 @@ def words(output: Output) -> list[tuple[Token, float, bool]]:
             )
         else:
             merged.append((tok, float(w), bool(unknown)))
+    total = sum(w for _, w, _ in merged)
+    if special and total > 0:
+        merged = [(t, w / total, u) for t, w, u in merged]
+    if text is not None:
+        merged = [(Token(text[t.start : t.end], t.start, t.end), w, u) for t, w, u in merged]
     return merged
 
 
-def word_weights(output: Output) -> list[tuple[Token, float]]:
+def word_weights(output: Output, text: str | None = None) -> list[tuple[Token, float]]:
     """Attention per word (see ``words``)."""
-    return [(t, w) for t, w, _ in words(output)]
+    return [(t, w) for t, w, _ in words(output, text)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,31 @@ class Tokenized:
 
 
 def tokenize(text: str) -> list[Token]:
-    return [Token(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+    r"""Stanford/GloVe-style tokens, each with its character span. A combining mark (a
+    decomposed accent: "cre\u0300me", the vowel signs of Devanagari) stays inside its word:
+    ``\w`` does not match marks, and the word would otherwise fall apart into pieces."""
+    tokens: list[Token] = []
+    for m in _TOKEN_RE.finditer(text):
+        tok, prev = Token(m.group(0), m.start(), m.end()), tokens[-1] if tokens else None
+        if prev is not None and prev.end == tok.start and _joins(prev.text, tok.text):
+            tokens[-1] = Token(text[prev.start : tok.end], prev.start, tok.end)
+        else:
+            tokens.append(tok)
+    return tokens
+
+
+def _joins(left: str, right: str) -> bool:
+    """``right`` continues the word ``left`` across a combining mark: it starts with one, or
+    ``left`` ends with one and ``right`` is word characters."""
+    if unicodedata.category(right[0])[0] == "M":
+        return True
+    return unicodedata.category(left[-1])[0] == "M" and (right[0].isalnum() or right[0] == "_")
+
+
+def lookup_form(word: str) -> str:
+    r"""A word as the vocabulary holds it: lower case, composed (NFC: "cre\u0300me" and
+    "crème" are one word)."""
+    return (word if word.isascii() else unicodedata.normalize("NFC", word)).lower()
 
 
 def check_span(text: str, start: int, end: int) -> None:
@@ -128,7 +153,7 @@ class WordPipeline:
         return len(self.words)
 
     def ids(self, tokens: Iterable[Token]) -> list[int]:
-        return [self.index.get(t.text.lower(), self.unk_id) for t in tokens]
+        return [self.index.get(lookup_form(t.text), self.unk_id) for t in tokens]
 
     def tokenized(self, text: str) -> Tokenized:
         tokens = tokenize(text)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from absa.model.text import PAD, UNK, tokenize
+from absa.model.text import PAD, UNK, lookup_form, tokenize
 from absa.training.presets import MINILM
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,9 @@ def _read_text_glove(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def words_by_frequency(texts: Iterable[str]) -> list[str]:
-    """The lower-cased words of ``texts``, most frequent first, ties in alphabetical order."""
-    counts = Counter(t.text.lower() for text in texts for t in tokenize(text))
+    """The words of ``texts`` as the vocabulary holds them (``lookup_form``: lower case, NFC),
+    most frequent first, ties in alphabetical order."""
+    counts = Counter(lookup_form(t.text) for text in texts for t in tokenize(text))
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 

@@ -22,6 +22,7 @@ from absa.model.text import (
     check_span,
     collate,
     load_pipeline,
+    lookup_form,
     tokenize,
 )
 
@@ -87,6 +88,20 @@ def test_tokenize_offsets_round_trip(text: str) -> None:
 )
 def test_tokenize_contractions_and_punctuation(text: str, expected: list[str]) -> None:
     assert words_of(text) == expected
+
+
+def test_a_decomposed_accent_stays_inside_its_word_and_finds_the_same_row() -> None:
+    """NFD text ("cre" + U+0300 + "me") fell apart into "cre", the mark and "me", each
+    looked up alone; the word now stays whole, at its own offsets, and its lookup form is
+    the composed word's."""
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "The crème brûlée, हिंदी")
+    tokens = tokenize(nfd)
+    assert [t.text for t in tokens] == nfd.replace(",", " , ").split()
+    assert all(nfd[t.start : t.end] == t.text for t in tokens)
+    assert lookup_form(tokens[1].text) == "crème" and lookup_form("BRÛLÉE") == "brûlée"
+    assert words_of("can't x\u200dy") == ["ca", "n't", "x", "\u200d", "y"]  # no marks: as before
 
 
 def test_tokenize_non_ascii_words_stay_whole() -> None:
