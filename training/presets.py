@@ -341,22 +341,28 @@ def _tuples(value: object) -> object:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
+def read_config_file(path: Path | str, keys: tuple[str, ...]) -> dict:
+    """A JSON or TOML config file (by its suffix) as a table whose top-level keys are among
+    ``keys``; ValueError naming the file for bytes that are not UTF-8, a parse error, a file
+    that is not a table or an unknown key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a config is a table of {', '.join(keys)}")
+    unknown = sorted(set(data) - set(keys))
+    if unknown:
+        raise ValueError(f"{path}: unknown top-level keys {unknown}; known: {list(keys)}")
+    return data
+
+
 def load_config(path: Path | None, preset: str | None) -> Preset:
     """A preset, optionally overridden by a JSON or TOML file:
     ``{"preset": "atae-lstm", "model": {...}, "train": {...}}``."""
-    data: dict = {}
-    if path is not None:
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path}: {e}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: a config is a table of preset, model, train and about")
-        unknown = sorted(set(data) - {"preset", "model", "train", "about"})
-        if unknown:
-            raise ValueError(f"{path}: unknown top-level keys {unknown}")
+    data = {} if path is None else read_config_file(path, ("preset", "model", "train", "about"))
     name = preset or data.get("preset") or "fast"
     base = get_preset(name)
     src = str(path) if path else "config"

@@ -38,19 +38,12 @@ def is_extraction_model(path: Path) -> bool:
 def _config(path: str | None) -> tuple[dict, dict]:
     if path is None:
         return {}, {}
-    import tomllib
+    from absa.training.presets import read_config_file
 
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise CLIError(f"{path}: {e}") from None
-    if not isinstance(data, dict):
-        raise CLIError(f"{path}: a config is a table of model, train and about")
-    unknown = set(data) - {"model", "train", "about"}  # about: a note, as in a preset file
-    if unknown:
-        raise CLIError(f"{path}: unknown keys {sorted(unknown)} (expected model, train, about)")
+    try:  # about: a note, as in a preset file
+        data = read_config_file(path, ("model", "train", "about"))
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     model, train = data.get("model", {}), data.get("train", {})
     for what, table in (("model", model), ("train", train)):
         if not isinstance(table, dict):

@@ -144,7 +144,7 @@ def test_extract_presets_are_checked_by_name(
     code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(bad),
                  "--out", str(tmp_path / "run")])  # fmt: skip
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "unknown keys ['modle']" in err and str(bad) in err
+    assert code == 2 and "unknown top-level keys ['modle']" in err and str(bad) in err
     for content, words in (
         (b"{not json", "bad.json: Expecting"),
         (b'{"about": "caf\xe9"}', "bad.json: 'utf-8' codec"),
