@@ -21,7 +21,8 @@ def code_version() -> str:
     else the installed package's version, else 'unknown'."""
     try:
         sha = _git("rev-parse", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        # untracked files count too: a new module the code imports changes what runs
+        dirty = _git("status", "--porcelain", "--untracked-files=normal")
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         pass

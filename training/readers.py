@@ -165,6 +165,10 @@ class _Sink:
         self.skip_invalid = skip_invalid
         self.result = ReadResult()
         self.conflicts = 0
+        self.relocated = 0  # XML aspects whose from/to were wrong, found in the text instead
+        self.repeated = 0  # 3-line sentences whose $T$ occurs more than once
+        self.labels: dict[tuple[str, int, int], str] = {}  # span -> its first label
+        self.disagree = 0  # spans labelled twice, differently
 
     def bad(self, source: str, where: str, reason: str) -> None:
         if not self.skip_invalid:
@@ -178,6 +182,16 @@ class _Sink:
         except TextError as e:
             self.bad(source, where, str(e))
             return
+        lone = _SURROGATE.search(text)
+        if lone:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
+            self.bad(
+                source,
+                where,
+                f"not valid Unicode: a lone surrogate at character {lone.start() + 1}",
+            )
+            return
+        first = self.labels.setdefault((text, start, end), label)
+        self.disagree += first != label
         self.result.examples.append(Example(text, start, end, label, source))
 
     def label(self, value: Any, source: str, where: str) -> str | None:
@@ -195,6 +209,26 @@ class _Sink:
         res = self.result
         if self.conflicts:
             logger.info("%s: dropped %d 'conflict' aspect(s)", self.path, self.conflicts)
+        if self.relocated:
+            logger.info(
+                "%s: %d aspect(s) whose from/to did not mark the term, found where it occurs "
+                "once in the text",
+                self.path,
+                self.relocated,
+            )
+        if self.repeated:
+            logger.info(
+                "%s: %d sentence(s) with more than one $T$: each is the term, the first the one "
+                "labelled",
+                self.path,
+                self.repeated,
+            )
+        if self.disagree:
+            logger.warning(
+                "%s: %d aspect span(s) given again with another label: both kept",
+                self.path,
+                self.disagree,
+            )
         if not res.examples and not res.skipped:
             extra = f" ({self.conflicts} 'conflict' aspect(s) dropped)" if self.conflicts else ""
             raise DataError(f"{self.path}: no examples{extra}")
@@ -208,6 +242,9 @@ class _Sink:
             )
         logger.info("%s: read %d example(s) (%s)", self.path, len(res.examples), fmt)
         return res
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _read_bytes(path: str) -> bytes:
@@ -261,6 +298,7 @@ def _read_3line(text: str, sink: _Sink) -> None:
         label = sink.label(polarity, source, f"{path}:{first + 2}")
         if label is None:
             continue
+        sink.repeated += sentence.count(PLACEHOLDER) > 1
         full_text = sentence.replace(PLACEHOLDER, term)
         sink.add(full_text, start, start + len(term), label, source, f"{path}:{first}")
     if full < len(lines):
@@ -278,9 +316,10 @@ def _read_3line(text: str, sink: _Sink) -> None:
 
 
 def _pick(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    for key in keys:
-        if key in record and record[key] is not None:
-            return record[key]
+    for key in keys:  # an empty cell falls through to the next name, as a null does
+        value = record.get(key)
+        if value is not None and not (isinstance(value, str) and not value.strip()):
+            return value
     return None
 
 
@@ -377,8 +416,14 @@ def _read_csv(text: str, sink: _Sink) -> None:
     try:
         for row in reader:
             first, prev = prev + 1, reader.line_num
-            if not row or not any(cell.strip() for cell in row):
+            if not row:
                 continue  # blank line
+            if header is not None and not any(cell.strip() for cell in row):
+                where = f"{path}:{first}"
+                sink.bad(where, where, "every field is empty")
+                continue
+            if header is None and not any(cell.strip() for cell in row):
+                continue  # blank lines before the header
             if header is None:
                 header = [cell.strip().lower() for cell in row]
                 _check_header(header, f"{path}:{first}")
@@ -467,16 +512,22 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
     if not sentences:
         raise DataError(f"{path}: no <sentence> elements (expected SemEval-2014 style XML)")
     for sentence in sentences:
-        terms = sentence.find("aspectTerms")
-        aspects = [] if terms is None else terms.findall("aspectTerm")
+        aspects = [
+            a for terms in sentence.findall("aspectTerms") for a in terms.findall("aspectTerm")
+        ]
         if not aspects:
             continue  # a sentence without aspect terms is not an error
         sid = sentence.get("id")
         s_line = lines[id(sentence)]
         source = f"{path}:{sid}" if sid else f"{path}:{s_line}"
-        text = sentence.findtext("text")
+        where = _xml_where(path, sid, s_line)
+        texts = sentence.findall("text")
+        if len(texts) > 1 or (texts and len(texts[0])):
+            why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
+            sink.bad(source, where, f"{why}: the offsets would not say into which text")
+            continue
+        text = texts[0].text if texts else None
         if text is None or not text.strip():
-            where = _xml_where(path, sid, s_line)
             sink.bad(source, where, "sentence has no <text> or it is empty")
             continue
         for aspect in aspects:
@@ -516,6 +567,7 @@ def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: 
             )
             return
         logger.debug("%s: %r found at %d instead of from/to", where, term, found[0])
+        sink.relocated += 1
         start, end = found[0], found[0] + len(term)
     sink.add(text, start, end, label, source, where)
 

@@ -86,6 +86,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.transfer and not preset.train.teacher:
         raise CLIError("--transfer needs a teacher to label it (train.teacher in --config)")
     train = _read(args.train, args.skip_invalid, task)
+    if not train.examples:
+        raise CLIError(f"no valid examples in --train ({len(train.skipped)} invalid, skipped)")
     dev = _read(args.dev, args.skip_invalid, task).examples if args.dev else None
     if task == "category":
         from absa.training.categories import category_preset
@@ -202,7 +204,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return cmd_evaluate_extract(args, model)
     from absa.training.evaluate import model_task
 
-    examples = _read(args.data, args.skip_invalid, model_task(model)).examples
+    read = _read(args.data, args.skip_invalid, model_task(model))
+    if not read.examples:  # every record skipped: a report of n = 0 would read as a result
+        raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")
+    examples = read.examples
     rep = evaluate(model, examples)
     rep["model"] = str(model)
     rep["data"] = list(args.data)

@@ -432,3 +432,22 @@ def test_an_existing_run_directory_is_not_overwritten(
     assert "exists; train into a new directory, or go on with --resume" in capsys.readouterr().err
     assert (out / "weights.safetensors").read_bytes() == b"a finished run's"
     assert [p.name for p in out.iterdir()] == ["weights.safetensors"]
+
+
+def test_no_valid_examples_is_an_error_not_a_report_of_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--skip-invalid over a file whose every record is bad: evaluate answered n = 0 with
+    exit 0; it (and train) now say there is nothing to work on."""
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,aspect,label\nThe food is good,pizza,positive\n")
+    argv = ["evaluate", "--model", str(DEFAULT_MODEL_DIR), "--data", str(bad), "--skip-invalid"]
+    assert main(argv) == 2
+    assert "no valid examples in --data (1 invalid, skipped)" in capsys.readouterr().err
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(bad), "--skip-invalid", "--preset", "fast", "--out", str(out)]
+    assert main(argv) == 2
+    assert "no valid examples in --train" in capsys.readouterr().err
+    assert not out.exists()

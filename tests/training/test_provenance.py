@@ -98,3 +98,26 @@ def test_file_info_in_a_checkout_cloned_into_the_temp_dir(
         "../shared/d.txt",
         str(scratch),
     ]
+
+
+def test_an_untracked_file_makes_the_tree_dirty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new module the code imports, not yet added, changes what runs: not "clean"."""
+    import absa.training.provenance as provenance
+
+    def git(*args: str) -> None:
+        who = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+        subprocess.run(["git", *who, *args], cwd=tmp_path, capture_output=True, check=True)
+
+    try:
+        git("init", "-q")
+        (tmp_path / "a.py").write_text("x = 1\n")
+        git("add", "a.py")
+        git("commit", "-qm", "one")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git here")
+    monkeypatch.setattr(provenance, "ROOT", tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{40}", code_version())
+    (tmp_path / "b.py").write_text("y = 2\n")
+    assert code_version().endswith("+dirty")

@@ -744,3 +744,82 @@ def test_real_official_xml(rel: str) -> None:
     assert [(ex.source, ex.term, ex.start) for ex in res.examples] == expected
     assert all(ex.text[ex.start : ex.end] == ex.term for ex in res.examples)
     assert all(ex.label in ("negative", "neutral", "positive") for ex in res.examples)
+
+
+# ------------------------------------------------------------------ edge cases (session 53)
+
+
+def test_a_lone_surrogate_escape_is_refused_where_it_is_read(tmp_path: Path) -> None:
+    """JSON can spell one ("\\ud800"); no file (nor a run's dev split) can hold it as UTF-8,
+    so training used to fail after its last epoch, naming no file."""
+    path = write(
+        tmp_path,
+        "s.jsonl",
+        '{"text": "The food \\ud800 is good", "aspect": "food", "label": "positive"}\n',
+    )
+    with pytest.raises(DataError, match=r"s\.jsonl:1: not valid Unicode: a lone surrogate"):
+        read_examples(path)
+
+
+def test_xml_aspects_of_a_second_aspect_terms_element_are_read(tmp_path: Path) -> None:
+    terms = (
+        '<aspectTerms><aspectTerm term="food" polarity="positive" from="4" to="8"/></aspectTerms>'
+        '<aspectTerms><aspectTerm term="food" polarity="negative" from="17" to="21"/></aspectTerms>'
+    )
+    content = (
+        '<?xml version="1.0"?><sentences><sentence id="7"><text>The food and the food.</text>'
+        + terms
+        + "</sentence></sentences>"
+    )
+    got = read_examples(write(tmp_path, "two.xml", content)).examples
+    assert [(e.start, e.label) for e in got] == [(4, "positive"), (17, "negative")]
+
+
+@pytest.mark.parametrize(
+    ("inner", "reason"),
+    [
+        ("<text>The <b>food</b> was good</text>", "markup inside <text>"),
+        ("<text>The food</text><text>was good</text>", "2 <text> elements"),
+    ],
+)
+def test_xml_text_that_offsets_cannot_point_into_is_refused(
+    tmp_path: Path, inner: str, reason: str
+) -> None:
+    content = (
+        '<?xml version="1.0"?><sentences><sentence id="3">' + inner + "<aspectTerms>"
+        '<aspectTerm term="food" polarity="positive" from="4" to="8"/></aspectTerms>'
+        "</sentence></sentences>"
+    )
+    with pytest.raises(DataError, match=rf"sentence 3 .*{reason}"):
+        read_examples(write(tmp_path, "m.xml", content))
+
+
+def test_a_csv_row_of_empty_fields_is_invalid_not_a_blank_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "e.csv", "text,aspect,label\n,,\nThe food,food,positive\n")
+    with pytest.raises(DataError, match=r"e\.csv:2: every field is empty"):
+        read_examples(path)
+    got = read_examples(path, skip_invalid=True)
+    assert len(got.examples) == 1 and len(got.skipped) == 1
+
+
+def test_an_empty_cell_falls_through_to_the_next_column_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.csv", "text,term,polarity,aspect\nThe food is good,food,positive,\n")
+    (ex,) = read_examples(path).examples
+    assert (ex.start, ex.end, ex.label) == (4, 8, "positive")
+
+
+def test_counts_of_what_was_mended_or_is_doubtful_are_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO)
+    three = write(tmp_path, "t.raw", "the $T$ and $T$\nfood\n1\nthe $T$ was ok\nfood\n-1\n")
+    read_examples(three)
+    text = caplog.text
+    assert "1 sentence(s) with more than one $T$" in text
+    assert "1 aspect span(s) given again with another label" not in text  # different texts
+    caplog.clear()
+    twice = write(tmp_path, "d.raw", "the $T$ was ok\nfood\n1\nthe $T$ was ok\nfood\n-1\n")
+    read_examples(twice)
+    assert "1 aspect span(s) given again with another label: both kept" in caplog.text
