@@ -140,6 +140,9 @@ def fit(
     first, session = 1, time.time()  # first: the first epoch this call trains
     state = checkpoint.load(run_dir, key) if resume else None
     within = None  # where the first epoch goes on from, when a checkpoint was written inside it
+    # the code of every session this run trained in (a resumed run may span commits)
+    versions = [*(state or {}).get("code_versions", [])]
+    versions += [version] if version not in versions[-1:] else []
     if state is not None:
         first, history, best = restore(state, parts, rng)
         started -= state["seconds"]  # the run's seconds count every session's
@@ -151,7 +154,7 @@ def fit(
 
     def save_within(epoch: int, at: checkpoint.Within) -> None:
         state = snapshot(key, epoch - 1, parts, rng, history, best, started)
-        checkpoint.save(run_dir, {**state, "within": asdict(at)})
+        checkpoint.save(run_dir, {**state, "within": asdict(at), "code_versions": versions})
         log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
 
     for epoch in range(first, tcfg.epochs + 1):
@@ -180,20 +183,22 @@ def fit(
             log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
             break
         if epoch < tcfg.epochs:
-            checkpoint.save(run_dir, snapshot(key, epoch, parts, rng, history, best, started))
+            state = snapshot(key, epoch, parts, rng, history, best, started)
+            checkpoint.save(run_dir, {**state, "code_versions": versions})
             if stop_after is not None and time.time() - session > stop_after:
                 log.info("stopped after epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
                 if hint is not None:
                     hint.close()
                 return RunResult(run_dir, best.dev, best.epoch, history, True, first - 1)
 
-    checkpoint.remove(run_dir)
     if hint is not None:
         hint.close()
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
+    info["code_versions"] = versions
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
+    checkpoint.remove(run_dir)  # only once the run is written: a failed write can resume
     return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)
 
 

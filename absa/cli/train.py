@@ -56,6 +56,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from absa.training.rundir import add_eval
     from absa.training.train import fit
 
+    if args.stop_after is not None and args.stop_after < 0:
+        raise CLIError("--stop-after is minutes, >= 0")
     out = Path(args.out)
     if not args.resume and out.exists() and (not out.is_dir() or any(out.iterdir())):
         # a finished run would be overwritten, or a killed one left half old, half new
@@ -81,8 +83,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError("--dev-from-train is for --train-more without --dev")
     if args.transfer and task != "terms":
         raise CLIError("--transfer is for --task terms")
-    if args.stop_after is not None and args.stop_after < 0:
-        raise CLIError("--stop-after is minutes, >= 0")
     if args.transfer and not preset.train.teacher:
         raise CLIError("--transfer needs a teacher to label it (train.teacher in --config)")
     train = _read(args.train, args.skip_invalid, task)

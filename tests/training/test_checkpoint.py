@@ -51,6 +51,31 @@ def test_stopped_and_resumed_is_the_run_that_never_stopped(
     assert last.best_epoch == whole.best_epoch
     info = json.loads((run / "run.json").read_text())
     assert info["train_seconds"] >= sum(h["seconds"] for h in last.history)
+    assert info["code_versions"] == [info["code_version"]]  # one code, three sessions
+
+
+def test_every_sessions_code_is_recorded_and_a_failed_write_can_resume(
+    small_glove: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run resumed on other code lists both versions; and the checkpoint goes only once
+    the run is written (it went first, so a failed write left nothing to resume)."""
+    run = tmp_path / "parts"
+    monkeypatch.setattr(train, "code_version", lambda: "aaa")
+    fit(TRAIN, DEV, preset(small_glove), run, progress=False, stop_after=0)
+    monkeypatch.setattr(train, "code_version", lambda: "bbb+dirty")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    real = train.save_run
+    monkeypatch.setattr(train, "save_run", fail)
+    with pytest.raises(OSError, match="disk full"):
+        fit(TRAIN, DEV, preset(small_glove), run, progress=False, resume=True)
+    assert (run / CHECKPOINT).is_file()  # still there: the same command goes on
+    monkeypatch.setattr(train, "save_run", real)
+    fit(TRAIN, DEV, preset(small_glove), run, progress=False, resume=True)
+    info = json.loads((run / "run.json").read_text())
+    assert info["code_versions"] == ["aaa", "bbb+dirty"] and info["code_version"] == "bbb+dirty"
 
 
 class Killed(Exception):
