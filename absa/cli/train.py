@@ -88,7 +88,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     train = _read(args.train, args.skip_invalid, task)
     if not train.examples:
         raise CLIError(f"no valid examples in --train ({len(train.skipped)} invalid, skipped)")
-    dev = _read(args.dev, args.skip_invalid, task).examples if args.dev else None
+    dev_read = _read(args.dev, args.skip_invalid, task) if args.dev else None
+    dev = dev_read.examples if dev_read is not None else None
     if task == "category":
         from absa.training.categories import category_preset
         from absa.training.category_readers import categories_of
@@ -98,6 +99,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "train": _data_info(args.train),
         "dev": _data_info(args.dev or []),
         "skipped_invalid": len(train.skipped),
+        "skipped_invalid_dev": len(dev_read.skipped) if dev_read is not None else 0,
     }
     examples, excluded = train.examples, []
     dev_source = "file"
@@ -135,7 +137,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         return STOPPED
     reports: dict[str, dict] = {}
     for path in args.eval or []:
-        reports[path] = evaluate(result.run_dir, _read([path], args.skip_invalid, task).examples)
+        read = _read([path], args.skip_invalid, task)
+        reports[path] = {
+            **evaluate(result.run_dir, read.examples),
+            "file": _data_info([path])[0],  # which bytes were measured
+            "skipped_invalid": len(read.skipped),
+        }
         log.info("%s\n%s", path, format_report(reports[path]))
     add_eval(result.run_dir, reports)
     dev_rep = result.dev
@@ -208,9 +215,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not read.examples:  # every record skipped: a report of n = 0 would read as a result
         raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")
     examples = read.examples
+    from absa.training.provenance import code_version
+
     rep = evaluate(model, examples)
     rep["model"] = str(model)
     rep["data"] = list(args.data)
+    rep["files"] = _data_info(args.data)  # path and sha256 of each file measured
+    rep["skipped_invalid"] = len(read.skipped)
+    rep["code_version"] = code_version()
     if args.json:
         sys.stdout.write(json.dumps(rep) + "\n")
     else:

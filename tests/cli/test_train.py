@@ -80,7 +80,16 @@ def test_train_writes_a_run(
     assert len(json.loads((out / "history.json").read_text())) == 3
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["eval"][str(held)]["n"] == 6
+    assert metrics["eval"][str(held)]["file"]["sha256"] == info_sha(held)  # which bytes
+    assert metrics["eval"][str(held)]["skipped_invalid"] == 0
+    assert info["data"]["skipped_invalid_dev"] == 0
     assert list(metrics) == ["dev", "best_epoch", "select_on", "eval"]
+
+
+def info_sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_train_without_eval_records_none(
@@ -361,6 +370,8 @@ def test_evaluate_json(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert rep["model"] == str(tiny_run) and rep["data"] == [str(data)]
     assert sum(map(sum, rep["confusion"])) == rep["n"]
     assert 0.0 <= rep["ece"] <= 1.0 and rep["ece_bins"] == 15
+    assert rep["files"] == [{"path": str(data), "sha256": info_sha(data)}]
+    assert rep["skipped_invalid"] == 0 and rep["code_version"]
 
 
 def test_evaluate_any_reader_format(
