@@ -181,14 +181,15 @@ _NO_ROWS = pa.table({"text": pa.array([], pa.string()), "aspect": pa.array([], p
 
 
 def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Iterator[pa.Table]:
-    """The tables, the first checked for the columns scoring needs; pyarrow's parse errors
-    named with the file."""
-    first = True
+    """The tables, each checked for the columns scoring needs (JSONL blocks can differ: a
+    field named like an output column may first occur in a later one), the file and rows
+    named; pyarrow's parse errors named with the file."""
+    row = 1
     try:
         for table in tables:
-            if first:
-                check_columns(table.column_names, predictor.labels, str(src))
-                first = False
+            where = str(src) if row == 1 else f"{src} (rows {row}-{row + table.num_rows - 1})"
+            check_columns(table.column_names, predictor.labels, where)
+            row += table.num_rows
             yield table
     except pa.ArrowException as e:
         raise ValueError(f"{src}: {e}") from None

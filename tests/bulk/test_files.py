@@ -197,3 +197,19 @@ def test_a_csv_with_a_byte_order_mark_keeps_its_first_column_a_string(
     assert _predict(artifact, src, tmp_path / "out.parquet") == 0
     (row,) = pq.read_table(tmp_path / "out.parquet").to_pylist()
     assert row["id"] == "007" and row["pred_label"] is not None
+
+
+def test_an_output_name_in_a_later_block_is_named_with_file_and_rows(tmp_path: Path) -> None:
+    """JSONL blocks may differ in their fields: a clash with an output column first seen
+    after the first block stopped the run naming "the table"; it names file and rows now."""
+    from absa import load
+    from absa.bulk.files import score_table_file
+    from absa.errors import InputError
+
+    rows = [{"text": "the food was great", "aspect": "food"}] * 3
+    rows.append({"text": "the food was great", "aspect": "food", "pred_label": "x"})
+    src = write_jsonl(tmp_path / "late.jsonl", rows)
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(InputError, match=r"late\.jsonl \(rows 3-4\): column 'pred_label'"):
+        score_table_file(load().predictor, src, dst, chunk=2, progress=False)
+    assert not dst.exists()
