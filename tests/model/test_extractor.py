@@ -141,3 +141,16 @@ def test_the_shipped_extractor_finds_aspects_and_stays_small() -> None:
     size = sum(f.stat().st_size for f in DEFAULT_EXTRACTOR_DIR.iterdir())
     shipped = size + sum(f.stat().st_size for f in DEFAULT_MODEL_DIR.iterdir())
     assert size < 8_000_000 and shipped < 25_000_000
+
+
+@pytest.mark.parametrize("filler", [124, 126, 127, 200])
+def test_an_aspect_across_a_window_seam_is_one_term(filler: int) -> None:
+    """The shipped extractor reads 128 words a window; back-to-back windows cut "battery
+    life" in two where the seam fell between its words (126 filler words)."""
+    from absa import load
+
+    text = "word " * filler + "the battery life is great but the goat cheese salad was bland ."
+    found = load(extractor="shipped").predictor.extractor.extract([text])[0]
+    terms = [text[f.start : f.end] for f in found]
+    assert "battery life" in terms and "goat cheese salad" in terms, terms
+    assert all(0.0 <= f.confidence <= 1.0 for f in found)
