@@ -68,14 +68,17 @@ def tokenize(text: str) -> list[Token]:
     r"""Stanford/GloVe-style tokens, each with its character span. A combining mark (a
     decomposed accent: "cre\u0300me", the vowel signs of Devanagari) stays inside its word:
     ``\w`` does not match marks, and the word would otherwise fall apart into pieces."""
-    tokens: list[Token] = []
-    for m in _TOKEN_RE.finditer(text):
-        tok, prev = Token(m.group(0), m.start(), m.end()), tokens[-1] if tokens else None
+    tokens = [Token(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+    if text.isascii():  # no combining mark: the tokens as the pattern found them
+        return tokens
+    out: list[Token] = []
+    for tok in tokens:
+        prev = out[-1] if out else None
         if prev is not None and prev.end == tok.start and _joins(prev.text, tok.text):
-            tokens[-1] = Token(text[prev.start : tok.end], prev.start, tok.end)
+            out[-1] = Token(text[prev.start : tok.end], prev.start, tok.end)
         else:
-            tokens.append(tok)
-    return tokens
+            out.append(tok)
+    return out
 
 
 def _joins(left: str, right: str) -> bool:
