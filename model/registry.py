@@ -228,11 +228,10 @@ class Registry:
 
     def add(self, artifact_dir: Path, version: str) -> Path:
         """Move a finished artifact directory in as ``version`` (atomic rename)."""
-        self.check_new(version)
+        dest = self.check_new(version)
         if not (Path(artifact_dir) / "metadata.json").is_file():
             raise RegistryError(f"{artifact_dir} is not an artifact directory")
         self.init()
-        dest = self.check_new(version)
         os.rename(artifact_dir, dest)
         _fsync_dir(self.versions_dir)
         return dest

@@ -36,7 +36,7 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from absa.errors import InputError
-from absa.model.aspects import occurrences
+from absa.model.aspects import check_unicode, occurrences
 from absa.model.text import LABELS, TextError, check_span
 from absa.training.records import DataError, Example, Invalid, ReadResult
 
@@ -182,13 +182,10 @@ class _Sink:
         except TextError as e:
             self.bad(source, where, str(e))
             return
-        lone = _SURROGATE.search(text)
-        if lone:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
-            self.bad(
-                source,
-                where,
-                f"not valid Unicode: a lone surrogate at character {lone.start() + 1}",
-            )
+        try:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
+            check_unicode(text, "the text")
+        except InputError as e:
+            self.bad(source, where, str(e))
             return
         first = self.labels.setdefault((text, start, end), label)
         self.disagree += first != label
@@ -242,9 +239,6 @@ class _Sink:
             )
         logger.info("%s: read %d example(s) (%s)", self.path, len(res.examples), fmt)
         return res
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _read_bytes(path: str) -> bytes:
@@ -418,12 +412,11 @@ def _read_csv(text: str, sink: _Sink) -> None:
             first, prev = prev + 1, reader.line_num
             if not row:
                 continue  # blank line
-            if header is not None and not any(cell.strip() for cell in row):
-                where = f"{path}:{first}"
-                sink.bad(where, where, "every field is empty")
-                continue
-            if header is None and not any(cell.strip() for cell in row):
-                continue  # blank lines before the header
+            if not any(cell.strip() for cell in row):
+                if header is not None:
+                    where = f"{path}:{first}"
+                    sink.bad(where, where, "every field is empty")
+                continue  # before the header: a blank line
             if header is None:
                 header = [cell.strip().lower() for cell in row]
                 _check_header(header, f"{path}:{first}")

@@ -757,7 +757,7 @@ def test_a_lone_surrogate_escape_is_refused_where_it_is_read(tmp_path: Path) -> 
         "s.jsonl",
         '{"text": "The food \\ud800 is good", "aspect": "food", "label": "positive"}\n',
     )
-    with pytest.raises(DataError, match=r"s\.jsonl:1: not valid Unicode: a lone surrogate"):
+    with pytest.raises(DataError, match=r"s\.jsonl:1: the text holds a lone surrogate \(U\+D800"):
         read_examples(path)
 
 
