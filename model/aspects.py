@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import numbers
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from absa.errors import InputError
@@ -55,7 +56,34 @@ def find_all(text: str, term: str) -> list[tuple[int, int]]:
     spans = [(m.start(), m.end()) for m in word.finditer(text)]
     if not spans:
         spans = [(m.start(), m.end()) for m in anywhere.finditer(text)]
+    if not spans and not (text.isascii() and term.isascii()):
+        spans = _find_composed(text, term)
     return spans
+
+
+def _find_composed(text: str, term: str) -> list[tuple[int, int]]:
+    """``find_all`` up to canonical equivalence: "café" with its accent as one code point
+    finds "cafe\u0301" (and the other way round), as spans of the text's own code points.
+    The text is composed (NFC) a base character and its combining marks at a time, so every
+    composed character maps back to whole characters of the text."""
+    if not text:
+        return []
+    bounds = [i for i, c in enumerate(text) if i == 0 or unicodedata.category(c)[0] != "M"]
+    composed: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in zip(bounds, [*bounds[1:], len(text)], strict=True):
+        piece = unicodedata.normalize("NFC", text[a:b])
+        composed.append(piece)
+        starts += [a] * len(piece)
+        ends += [b] * len(piece)
+    nfc_text, nfc_term = "".join(composed), unicodedata.normalize("NFC", term.strip())
+    if nfc_text == text and nfc_term == term.strip():
+        return []  # nothing was composed: the plain search said it all
+    word, anywhere = _compile(nfc_term)
+    found = [(m.start(), m.end()) for m in word.finditer(nfc_text)]
+    found = found or [(m.start(), m.end()) for m in anywhere.finditer(nfc_text)]
+    return [(starts[s], ends[e - 1]) for s, e in found]
 
 
 #: terms up to this long keep their compiled patterns (bulk scoring meets far more distinct

@@ -137,6 +137,23 @@ def test_find_all_prefers_whole_words_then_falls_back() -> None:
     assert find_all("a (b) c", "(b)") == [(2, 5)]  # regex characters are literal
 
 
+def test_find_all_finds_a_term_in_either_unicode_form() -> None:
+    """A composed aspect ("café", é one code point) in decomposed text ("cafe" + U+0301, as
+    macOS and some editors write it) was 'not in the text'; either form now finds the other,
+    as the text's own whole characters, its marks included."""
+    nfd = unicodedata.normalize("NFD", "Le café, la crème brûlée et le CAFÉ")
+    nfc = unicodedata.normalize("NFC", nfd)
+    for term in ("café", unicodedata.normalize("NFD", "café")):
+        assert [nfd[s:e] for s, e in find_all(nfd, term)] == ["cafe\u0301", "CAFE\u0301"]
+        assert [nfc[s:e] for s, e in find_all(nfc, term)] == ["café", "CAFÉ"]
+    assert [nfd[s:e] for s, e in find_all(nfd, "crème brûlée")] == [
+        unicodedata.normalize("NFD", "crème brûlée")
+    ]
+    assert find_all(nfd, "crèpe") == []
+    # a letter inside a word: its base and its mark together, never the base alone
+    assert [nfd[s:e] for s, e in find_all(nfd, "é")] == ["e\u0301", "e\u0301", "E\u0301"]
+
+
 @pytest.mark.parametrize(
     ("text", "start", "end", "message"),
     [
