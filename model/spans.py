@@ -137,15 +137,38 @@ def decode(
     found = spans_of(tags, tokens)
     out = []
     marginals = _SpanMarginals(probs, learned) if learned is not None and found else None
-    for i, j, start, end in found:
+    for i, j, _, _ in found:
         if marginals is not None:
             conf = marginals.of(i, j)
         else:
             conf = float(probs[i, B]) * float(np.prod(probs[i + 1 : j, I]))
             if j < len(tags):
                 conf *= 1.0 - float(probs[j, I])
-        out.append(FoundSpan(start, end, conf))
+        a, b = unpaired_trimmed(tokens, i, j)
+        if a < b:
+            out.append(FoundSpan(tokens[a].start, tokens[b - 1].end, conf))
     return out
+
+
+#: an opening mark -> the marks that close it
+_CLOSES = {'"': '"', "“": "”", "‘": "’", "«": "»", "'": "'", "(": ")", "[": "]", "{": "}"}
+_OPENS = {")": "(", "]": "[", "}": "{", "”": "“", "»": "«", '"': '"'}
+
+
+def unpaired_trimmed(tokens: Sequence[Token], i: int, j: int) -> tuple[int, int]:
+    """Words i..j-1 less a quote or bracket at either edge whose partner is not inside: the
+    tagger takes the opening quote of '"wine" was' into the term now and then, where the
+    terms people annotate hold a quote or bracket only in pairs ('"sales" team',
+    'host (owner)'). A closing '"' after a number stays (15" is inches), as does a closing
+    apostrophe ("maitre d'")."""
+    words = [t.text for t in tokens]
+    while i < j and words[i] in _CLOSES and _CLOSES[words[i]] not in words[i + 1 : j]:
+        i += 1
+    while i < j and words[j - 1] in _OPENS and _OPENS[words[j - 1]] not in words[i : j - 1]:
+        if words[j - 1] == '"' and j - 2 >= i and words[j - 2][-1:].isdigit():
+            break
+        j -= 1
+    return i, j
 
 
 class _SpanMarginals:

@@ -43,6 +43,35 @@ def test_two_touching_spans_are_decoded_as_one_or_apart() -> None:
     assert [(f.start, f.end) for f in decode(probs, tokens)] == [(0, 18)]
 
 
+@pytest.mark.parametrize(
+    ("text", "tags", "term"),
+    [
+        ('the "wine" was', [O, B, I, O, O], "wine"),  # the opening quote taken in
+        ('the "wine list" was', [O, B, I, I, I, O], '"wine list"'),  # a pair stays
+        ("the (screen) is", [O, O, B, I, O], "screen"),  # the closing bracket alone
+        ("host (owner) was", [B, I, I, I, O], "host (owner)"),
+        ('a 15" screen', [O, B, I, I], '15" screen'),  # inches
+        ('the wine" was', [O, B, I, O], "wine"),
+        ('the " was', [O, B, O], None),  # nothing but the quote: no term
+    ],
+)
+def test_a_quote_or_bracket_without_its_partner_leaves_the_term(
+    text: str, tags: list[int], term: str | None
+) -> None:
+    """The shipped tagger took the opening quote of '"wine" was' into the term (\"wine);
+    annotated terms hold quotes and brackets in pairs only, so an unpaired one at an edge
+    is left out, and the confidence is still that of the span the tagger chose."""
+    tokens = tokenize(text)
+    assert len(tokens) == len(tags)
+    probs = np.full((len(tags), 3), 0.05)
+    probs[np.arange(len(tags)), tags] = 0.9
+    found = decode(probs, tokens)
+    assert [text[f.start : f.end] for f in found] == ([term] if term else [])
+    if term:
+        after = 0.95 if tags[-1] == O else 1.0  # the word after the span is not I
+        assert found[0].confidence == pytest.approx(0.9 ** (len(tags) - tags.count(O)) * after)
+
+
 def test_decode_confidence_is_the_span_probability() -> None:
     text = "the wine list was fine"
     tokens = tokenize(text)
