@@ -161,10 +161,12 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     from absa.training.union import combine_more
 
     # files named as run.json names them elsewhere (beside the checkout: relative)
-    more = [(portable(p), _read([p], args.skip_invalid).examples) for p in args.train_more]
+    reads = [_read([p], args.skip_invalid) for p in args.train_more]
+    more = [(portable(p), r.examples) for p, r in zip(args.train_more, reads, strict=True)]
     tests = {portable(p): _read([p], True).examples for p in args.exclude or []}
     kept, reports = combine_more(examples, more, tests)
     info["train_more"] = _data_info(args.train_more)
+    info["skipped_invalid_more"] = [len(r.skipped) for r in reads]  # per file, in order
     info["exclude"] = _data_info(args.exclude or [])
     info["excluded_overlap"] = sum(r.test_overlap for r in reports)
     info["combined"] = [r.to_dict() for r in reports]

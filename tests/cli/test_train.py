@@ -157,6 +157,22 @@ def test_train_more_takes_each_sentence_from_one_file(
     assert info["data"]["train_more"][0]["path"] == str(more)
 
 
+def test_train_more_records_each_files_skipped_records(tmp_path: Path, small_glove: Path) -> None:
+    """--skip-invalid over --train-more files: run.json says how many each file lost (it was
+    only logged)."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:8])
+    more = write_jsonl(tmp_path / "more.jsonl", EXAMPLES[8:12])
+    with more.open("a") as f:
+        f.write(json.dumps({"text": "the food was fine", "aspect": "wine", "label": "neutral"}))
+        f.write("\n{not json\n")
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--train-more", str(more), str(more)]
+    argv += ["--config", str(cfg), "--out", str(tmp_path / "run"), "--quiet", "--skip-invalid"]
+    assert main(argv) == 0
+    data = read_info(tmp_path / "run")["data"]
+    assert (data["skipped_invalid"], data["skipped_invalid_more"]) == (0, [2, 2])
+
+
 @pytest.mark.skipif(not (data_dir() / "semeval15").is_dir(), reason="benchmark data absent")
 def test_train_more_reports_name_files_as_run_json_does(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
