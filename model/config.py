@@ -121,6 +121,14 @@ class ModelConfig:
                 "self_attention_residual must be postln or gated, "
                 f"not {self.self_attention_residual!r}"
             )
+        if self.attention == "none":  # h* is h_N alone: these would train to nothing
+            inert = [
+                name
+                for name in ("positional", "self_attention_heads", "position_weighting")
+                if getattr(self, name)
+            ]
+            if inert:
+                raise ValueError(f"{', '.join(inert)} need an attention (attention='none')")
         if self.category_pair and self.encoder != "transformer":
             raise ValueError("category_pair needs encoder='transformer' (a WordPiece pair)")
         self._check_aspect_source()

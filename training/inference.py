@@ -3,6 +3,7 @@ batch them by length, build model inputs, and run a network over a data set."""
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Sequence
 
@@ -80,6 +81,20 @@ def cache_features(net: ABSANet, encoded: Sequence[Encoded], pad_id: int) -> lis
         for j, i in enumerate(b):
             out[i] = x[j, : len(encoded[i].ids)].half()
     return out
+
+
+def seed_everything(seed: int, device: torch.device | None = None) -> None:
+    """Every generator a run draws from, seeded; on a GPU also torch's deterministic
+    kernels (cuDNN's RNNs, scatter-adds: warned where an op has none), so the same command
+    gives the same weights there too, as it does on the CPU."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    if device is not None and device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def resolve_device(name: str) -> torch.device:

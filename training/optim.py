@@ -31,10 +31,13 @@ def make_optimizer(net: ABSANet, tcfg: TrainConfig) -> torch.optim.Optimizer:
 
 
 def make_ema(net: ABSANet, tcfg: TrainConfig) -> AveragedModel | None:
-    """The weights' exponential moving average (torch's AveragedModel), when ``tcfg.ema``."""
+    """The weights' exponential moving average (torch's AveragedModel), when ``tcfg.ema``.
+    Parameters only: a transformer's buffers are integer position and token-type ids, which
+    an average in float rounds down (position 3 read as 2), and no buffer here holds
+    statistics to average."""
     if not tcfg.ema:
         return None
-    return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(tcfg.ema), use_buffers=True)
+    return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(tcfg.ema), use_buffers=False)
 
 
 def make_schedule(

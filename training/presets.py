@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 import typing
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -144,6 +145,9 @@ class TrainConfig:
             raise ValueError("oversample_times must be >= 1")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError("ema must be in [0, 1)")
+        check_optimiser(self)
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), not {self.label_smoothing}")
         if self.attention_coverage < 0:
             raise ValueError("attention_coverage must be >= 0")
         if self.class_weights not in ("none", "balanced"):
@@ -158,6 +162,19 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return json_dict(self)
+
+
+def check_optimiser(cfg: Any) -> None:
+    """ValueError for an optimiser setting that would train wrong without a word: clip 0
+    zeroes every gradient, a negative one climbs the loss, NaN makes the weights NaN."""
+    for name in ("lr", "clip"):
+        value = getattr(cfg, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a number > 0, not {value}")
+    if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):
+        raise ValueError(f"weight_decay must be >= 0, not {cfg.weight_decay}")
+    if not 0.0 <= cfg.warmup < 1.0:
+        raise ValueError(f"warmup must be in [0, 1), not {cfg.warmup}")
 
 
 def json_dict(config: object) -> dict:

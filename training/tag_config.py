@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from absa.training.presets import MINILM, json_dict
+from absa.training.presets import MINILM, check_optimiser, json_dict
 
 SELECT = ("pooled", "source_mean")
 
@@ -48,6 +48,7 @@ class TagTrainConfig:
         object.__setattr__(self, "select_skip", tuple(self.select_skip))  # a JSON list
         if not 0.0 <= self.aspect_free <= 1.0:
             raise ValueError(f"aspect_free must be in [0, 1], not {self.aspect_free}")
+        check_optimiser(self)
 
     def to_dict(self) -> dict:
         return json_dict(self)

@@ -31,7 +31,7 @@ from absa.model.crf import tag_loss
 from absa.model.spans import bio_tags, decode, span_scores
 from absa.model.tagger import TaggerConfig
 from absa.model.tagtext import TagText, Window
-from absa.training.inference import batches
+from absa.training.inference import batches, seed_everything
 from absa.training.sentences import Sentence
 from absa.training.tag_config import TagTrainConfig
 from absa.training.tag_distill import kd_loss, teacher_word_probs
@@ -199,9 +199,7 @@ def fit_tagger(
     ``on_best`` sees the run as it stands after each epoch that is the best so far."""
     if not train or not dev:
         raise ValueError("extraction training needs train and dev sentences")
-    random.seed(tcfg.seed)
-    np.random.seed(tcfg.seed)
-    torch.manual_seed(tcfg.seed)
+    seed_everything(tcfg.seed)
     torch.set_num_threads(tcfg.threads)
     steps = -(-(len(train) + len(unlabelled)) // tcfg.batch_size)
     built = build(train, cfg, tcfg, steps)

@@ -61,6 +61,7 @@ from absa.training.inference import (
     encode_all,
     predict_probs,
     resolve_device,
+    seed_everything,
     to_tensors,
 )
 from absa.training.metrics import classification_report
@@ -114,7 +115,7 @@ def fit(
     torch.set_num_threads(tcfg.threads)
     version = code_version()  # of the code that starts: the tree may change while it runs
     device = resolve_device(tcfg.device)
-    seed_everything(tcfg.seed)
+    seed_everything(tcfg.seed, device)
     started = time.time()
 
     data = prepare_data(train, dev, preset, device, transfer, dev_source)
@@ -203,12 +204,6 @@ def fit(
 
 
 # --------------------------------------------------------------------------- set-up
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 # --------------------------------------------------------------------------- the network

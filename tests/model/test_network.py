@@ -368,6 +368,10 @@ def test_export_wrapper_returns_probabilities() -> None:
         {"self_attention_heads": 2, "self_attention_dim": 3},
         {"self_attention_dim": -1},
         {"self_attention_value": "identity"},
+        # no attention: h* is h_N alone, so these would be trained and exported unused
+        {"attention": "none", "positional": True},
+        {"attention": "none", "self_attention_heads": 2},
+        {"attention": "none", "position_weighting": True},
     ],
 )
 def test_model_config_rejects(over: dict) -> None:
