@@ -96,6 +96,11 @@ class PredictRequest(Strict):
         asked = self.categories if self.categories is not None else self.aspects
         return len(asked) if isinstance(asked, list) else 1
 
+    @property
+    def extracts(self) -> bool:
+        """The aspects are to be found by the extractor (none given, or "auto")."""
+        return self.categories is None and not isinstance(self.aspects, list)
+
 
 class ValidationIssue(BaseModel):
     loc: list[str | int]

@@ -133,6 +133,29 @@ def test_heavy_requests_are_encoded_and_answered_off_the_event_loop(artifact: Pa
         assert all(name.startswith("absa-heavy") for name in seen.values()), seen
 
 
+def test_extraction_runs_off_the_event_loop(artifact: Path, extractor_artifact: Path) -> None:
+    """A request whose aspects are to be extracted counts one aspect, so it was light, and
+    the extractor's onnxruntime call ran on the event loop: 80 ms a long text, /healthz held
+    for seconds under two clients. It runs in the engine's thread now."""
+    from absa.service.app import create_app
+
+    settings = make_settings(artifact, extractor=extractor_artifact)
+    with TestClient(create_app(settings)) as c:
+        predictor = c.app.state.engine.model
+        seen: list[str] = []
+        extract = predictor.extract
+
+        def traced(*a, **k):  # type: ignore[no-untyped-def]
+            seen.append(threading.current_thread().name)
+            return extract(*a, **k)
+
+        predictor.extract = traced
+        for body in ({"text": TEXT}, {"text": TEXT, "aspects": "auto"}):
+            assert c.post("/v1/predict", json=body).status_code == 200
+            assert c.post("/v1/predict/batch", json={"items": [body]}).status_code == 200
+        assert len(seen) == 4 and all(name.startswith("absa-heavy") for name in seen), seen
+
+
 def test_a_request_that_could_never_be_queued_is_413_not_503(artifact: Path) -> None:
     """Retrying would never help: over the share of the queue a heavy request may take."""
     from absa.service.app import create_app
