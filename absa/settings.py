@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ABSA_", extra="ignore", protected_namespaces=())
+    model_config = SettingsConfigDict(
+        env_prefix="ABSA_", extra="ignore", protected_namespaces=(), populate_by_name=True
+    )
 
     model_dir: Path | None = Field(
         None, description="artifact directory (default: the shipped model)"
@@ -24,7 +26,9 @@ class Settings(BaseSettings):
     )
     extractor: Path | Literal["shipped"] | None = Field(
         None,
-        validation_alias=AliasChoices("extractor", "ABSA_EXTRACTOR", "ABSA_EXTRACTOR_DIR"),
+        # the prefixed names only: an alias is matched as it is, and a bare EXTRACTOR in a
+        # container's environment must not choose the service's extractor
+        validation_alias=AliasChoices("ABSA_EXTRACTOR", "ABSA_EXTRACTOR_DIR"),
         description="an aspect extractor artifact (or 'shipped': the one in the package): "
         "requests without aspects get theirs extracted; unset: such requests are refused",
     )
@@ -75,7 +79,14 @@ class Settings(BaseSettings):
     max_explain_aspects: int = Field(
         64, ge=1, description="aspects answered with explain per request (bounds the response)"
     )
-    log_level: str = "info"
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        "info", description="the server's logging (uvicorn's and the project's loggers)"
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
     # several workers (set by ``absa serve --workers N``, N > 1)
     run_dir: Path | None = Field(
         None,

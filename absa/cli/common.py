@@ -19,12 +19,14 @@ def model_dir(model: str | None) -> Path:
     return Settings().model_path()
 
 
-def servable(path: Path) -> Path:
-    """``path`` checked to be an exported model artifact before a server starts on it, so a
-    wrong directory is one line here, not a traceback from inside the server."""
+def servable(path: Path, kind: str | None = None) -> Path:
+    """``path`` checked to be an exported model artifact (of ``kind``: default a sentiment
+    model) before a server starts on it, so a wrong directory is one line here, not a
+    traceback from inside the server."""
     from absa.errors import ArtifactError
     from absa.model import artifact
 
+    kind = kind or artifact.KIND
     path = Path(path)
     if not path.is_dir():
         raise CLIError(f"{path}: no such model directory")
@@ -34,7 +36,7 @@ def servable(path: Path) -> Path:
             f"`absa export --run {path} --out ARTIFACT_DIR`, then serve ARTIFACT_DIR"
         )
     try:
-        artifact.load(path)
+        artifact.load(path, kind=kind)
     except ArtifactError as e:
         hint = "" if artifact.is_artifact(path) else " (make one with `absa export`)"
         raise CLIError(f"{e}{hint}") from None

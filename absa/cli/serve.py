@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir, servable, setting_help
+from absa.errors import ArtifactError
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -36,9 +37,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     }
     given = {k: v for k, v in flags.items() if v is not None}
     settings = Settings(**given)
-    servable(settings.model_path())  # a wrong --model: one line, before uvicorn
-    if settings.category_model is not None:
-        servable(settings.category_model)
+    _check_startable(settings)
     for key, value in flags.items():  # workers re-read settings from the environment
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)
@@ -54,9 +53,60 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=settings.port,
             workers=settings.workers,
             log_level=settings.log_level,
+            log_config=_log_config("debug" if args.verbose else settings.log_level),
             timeout_graceful_shutdown=30,
         )
     return 0
+
+
+def _check_startable(settings: Any) -> None:
+    """What would stop every worker, as one line before uvicorn starts: with several workers
+    uvicorn ends with status 0 when they fail at start-up, with one a page of traceback."""
+    import socket
+
+    import onnxruntime as ort
+
+    from absa.model.artifact import EXTRACTOR_KIND
+    from absa.model.runtime import choose_providers
+
+    servable(settings.model_path())  # a wrong --model
+    if settings.category_model is not None:
+        servable(settings.category_model)
+    if settings.extractor_path() is not None:
+        servable(settings.extractor_path(), kind=EXTRACTOR_KIND)
+    try:
+        choose_providers(settings.device, ort.get_available_providers())
+    except ArtifactError as e:
+        raise CLIError(f"ABSA_DEVICE / --device: {e}") from None
+    try:
+        socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as e:
+        raise CLIError(f"ABSA_HOST / --host {settings.host!r}: not an address ({e})") from None
+
+
+def _log_config(level: str) -> dict:
+    """uvicorn's logging, plus the project's loggers at ``level`` (ABSA_LOG_LEVEL, -v:
+    debug) in the format of the CLI: set up in every worker process, where the CLI's own
+    set-up (in the parent) does not reach."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["absa"] = {
+        "format": "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
+    }
+    config["handlers"]["absa"] = {
+        "formatter": "absa",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    config["loggers"]["absa"] = {
+        "handlers": ["absa"],
+        "level": "DEBUG" if level == "trace" else level.upper(),
+        "propagate": False,
+    }
+    return config
 
 
 @contextmanager

@@ -80,6 +80,25 @@ def test_serve_on_a_directory_that_is_no_model_says_so(tmp_path: Path) -> None:
     assert "is not a directory" in line, line
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_checks_what_would_stop_every_worker_first(
+    artifact: Path, tmp_path: Path, workers: str
+) -> None:
+    """With two workers uvicorn ended with status 0 when they failed to start, with one it
+    printed a page of traceback: an extractor that is no extractor, CUDA on a machine
+    without it, a host that is no address. Each is one line and status 2 before uvicorn."""
+    import onnxruntime as ort
+
+    common = ["serve", "--model", str(artifact), "--port", "1", "--workers", workers]
+    line = one_line(absa(*common, "--extractor", str(artifact), timeout=30))
+    assert line.startswith("absa serve: error: ") and "absa-extractor" in line, line
+    line = one_line(absa(*common, "--host", "not..a..host", timeout=30))
+    assert "--host 'not..a..host': not an address" in line, line
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        line = one_line(absa(*common, "--device", "cuda", timeout=30))
+        assert "--device: device cuda asked for" in line, line
+
+
 def test_predict_and_serve_still_work_without_torch(artifact: Path) -> None:
     """The serving commands need no torch: the one-line message is not for them."""
     proc = absa(

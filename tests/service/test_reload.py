@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -379,7 +380,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def two_workers(reg: Registry, log_path: Path) -> Iterator[str]:
+def two_workers(reg: Registry, log_path: Path, log_level: str = "warning") -> Iterator[str]:
     """``absa serve --workers 2 --registry ...`` as a subprocess on a free port; yields its
     URL once both workers serve (each reports itself in /metrics), then stops it."""
     from tests.service.test_shutdown import free_port
@@ -391,7 +392,7 @@ def two_workers(reg: Registry, log_path: Path) -> Iterator[str]:
         "ABSA_DEVICE": "cpu",
         "ABSA_THREADS": "1",
         "ABSA_ADMIN_TOKEN": TOKEN,
-        "ABSA_LOG_LEVEL": "warning",
+        "ABSA_LOG_LEVEL": log_level,
     }
     command = ["serve", "--registry", str(reg.root), "--port", str(port), "--workers", "2"]
     with log_path.open("w") as log:
@@ -455,7 +456,7 @@ def test_every_worker_follows_a_reload(registry: Registry, tmp_path: Path) -> No
 
 
 def test_metrics_add_up_every_worker(registry: Registry, tmp_path: Path) -> None:
-    with two_workers(registry, tmp_path / "serve.log") as url:
+    with two_workers(registry, tmp_path / "serve.log", log_level="info") as url:
         n = 40
         assert sum(fresh_connection_versions(url, n).values()) == n
         text = httpx.get(f"{url}/metrics", timeout=5).text
@@ -467,3 +468,8 @@ def test_metrics_add_up_every_worker(registry: Registry, tmp_path: Path) -> None
     assert predicts == [float(n)], predicts  # one series: both workers' requests added up
     aspects = sum(v for _, v in metric_samples(text, "absa_aspects_total"))
     assert aspects == n
+    # each worker's own log lines, with its pid: the CLI's logging set-up is the parent's
+    # alone, so the workers' "ready" (and the provider they run on) went unseen
+    log = (tmp_path / "serve.log").read_text()
+    ready = re.findall(r" INFO absa\.service\.app \[(\d+)\]: ready: serving ", log)
+    assert len(set(ready)) == 2, log

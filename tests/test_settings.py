@@ -1,0 +1,31 @@
+"""Settings: the environment the service reads, and only its own variables."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from absa.settings import Settings
+
+
+def test_only_prefixed_variables_choose_the_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The alias list held the bare field name, which pydantic-settings matches as a variable
+    name too: any EXTRACTOR in a container's environment chose the service's extractor."""
+    for name in ("ABSA_EXTRACTOR", "ABSA_EXTRACTOR_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EXTRACTOR", "/some/where")
+    assert Settings().extractor is None
+    assert Settings(extractor="shipped").extractor == "shipped"  # by name, in code
+    monkeypatch.setenv("ABSA_EXTRACTOR_DIR", "/x")
+    assert str(Settings().extractor) == "/x"
+    monkeypatch.setenv("ABSA_EXTRACTOR", "shipped")
+    assert Settings().extractor == "shipped"
+
+
+def test_the_log_level_is_a_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ABSA_LOG_LEVEL=verbose ended `absa serve` with uvicorn's bare KeyError ('verbose')."""
+    monkeypatch.setenv("ABSA_LOG_LEVEL", "WARNING")
+    assert Settings().log_level == "warning"
+    monkeypatch.setenv("ABSA_LOG_LEVEL", "verbose")
+    with pytest.raises(ValidationError, match="log_level"):
+        Settings()
