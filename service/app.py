@@ -120,6 +120,10 @@ async def _reply(send: Send, status: int, detail: str) -> None:
     await errors.error_response(status, detail)({"type": "http"}, _empty_receive, send)
 
 
+#: the status counted for a request the client gave up on before any answer
+CLIENT_CLOSED = 499
+
+
 class Observe:
     """Request count and latency per route template (pure ASGI: no per-request task). The
     outermost layer: the 413, 415 and 503 answers of the layers inside it are counted too,
@@ -133,7 +137,9 @@ class Observe:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
-        status = 500
+        # no answer at all: the client went away first (nginx's 499, not a server error that
+        # would page someone), unless the app raised (500)
+        status = CLIENT_CLOSED
 
         async def send_status(msg: Message) -> None:
             nonlocal status
@@ -143,6 +149,9 @@ class Observe:
 
         try:
             await self.app(scope, receive, send_status)
+        except BaseException:
+            status = 500 if status == CLIENT_CLOSED else status
+            raise
         finally:
             route = scope.get("route")  # set by the router, on the scope all layers share
             path = getattr(route, "path", None) or (

@@ -91,3 +91,42 @@ def test_the_outer_layers_refusals_are_counted_under_their_path(client: TestClie
     r = client.post("/v1/predict", content=REQUEST, headers={"content-type": "text/plain"})
     assert r.status_code == 415
     assert {s: _requests(client, s) - before[s] for s in (413, 415)} == {413: 1.0, 415: 1.0}
+
+
+def test_a_client_that_goes_away_mid_body_is_not_a_server_error(client: TestClient) -> None:
+    """The body-limit layer returns without an answer when the client hangs up; that was
+    counted as status 500, which an error-rate alert takes for the server failing."""
+    app = client.app
+    before = {s: _requests(client, s) for s in (499, 500)}
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"500")]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/predict",
+        "raw_path": b"/v1/predict",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+        "app": app,
+    }
+    parts = [
+        {"type": "http.request", "body": b'{"text": "the fo', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return parts.pop(0)
+
+    async def send(msg: dict) -> None:
+        sent.append(msg)
+
+    client.portal.call(app, scope, receive, send)  # type: ignore[union-attr]
+    assert sent == []  # nobody to answer
+    after = {s: _requests(client, s) - before[s] for s in (499, 500)}
+    assert after == {499: 1.0, 500: 0.0}
