@@ -11,7 +11,10 @@ model. ``/admin/reload`` reaches one of them; after it has swapped, it writes th
 now serves to ``<run_dir>/reload.json`` (``Settings.run_dir``, a directory ``absa serve``
 makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_S`` (one
 ``stat``) and loads the same model: every worker follows, within a fraction of a second.
-With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself.
+With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself; a
+version a poll refused is not tried again (nor logged, nor counted) until the pointer or the
+version's files change, and a pointer that is gone while one of the registry's versions is
+served is refused (not read as "serve the fallback model").
 
 Metrics: ``absa_model_info`` follows every swap; ``absa_reloads{result}`` counts swapped,
 and refused reloads.
@@ -30,7 +33,7 @@ from absa.errors import ArtifactError, RegistryError
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
 from absa.model.predictor import Limits, Predictor
-from absa.model.registry import atomic_write_json
+from absa.model.registry import POINTER, Registry, atomic_write_json
 from absa.model.runtime import Runtime
 from absa.service.engine import BatchEngine
 from absa.settings import Settings
@@ -88,6 +91,7 @@ class Reloader:
         self._tasks: list[asyncio.Task] = []
         self._seen: tuple[int, int, int] | None = None  # the signal file's stat, last read
         self._signal_id: str | None = None
+        self._refused: tuple | None = None  # what a poll found and refused (_poll_key)
         self.failures = 0
 
     @property
@@ -107,6 +111,8 @@ class Reloader:
         async with self._lock:
             current = self.engine.model.runtime.model_dir
             try:
+                if path is None:
+                    self._check_pointer_kept(current)
                 target = Path(path or self.settings.model_path())
             except RegistryError as e:
                 self.failures += 1
@@ -136,6 +142,34 @@ class Reloader:
                 "model_dir": str(target),
                 "version": rt.metadata.get("version"),
             }
+
+    def _check_pointer_kept(self, current: Path) -> None:
+        """RegistryError when the registry's pointer is gone while a version of it is served:
+        an empty registry serves the fallback model, but one that had a champion has lost
+        its pointer (an operator's mistake, a volume mounted empty), not chosen the fallback."""
+        if self.settings.registry is None:
+            return
+        reg = Registry(self.settings.registry)
+        if reg.current() is None and Path(current).resolve().is_relative_to(reg.root.resolve()):
+            raise RegistryError(
+                f"{reg.root} has no {POINTER} any more, and {current} is one of its versions: "
+                "promote a version (absa models promote) to serve another"
+            )
+
+    def _poll_key(self) -> tuple:
+        """What a poll would load, as it stands on disk: the pointer's stat, the target and
+        its files' stats. A refused one is not loaded (or logged, or counted) again until
+        one of them changes."""
+        assert self.settings.registry is not None
+        pointer = _stat(Path(self.settings.registry) / POINTER)
+        try:
+            target: Path | None = Path(self.settings.model_path())
+        except RegistryError:
+            target = None
+        files = None
+        if target is not None and target.is_dir():
+            files = tuple(sorted((f.name, _stat(f)) for f in target.iterdir()))
+        return (pointer, str(target), files)
 
     # ------------------------------------------------------------------ several workers
 
@@ -190,7 +224,14 @@ class Reloader:
         while True:
             await asyncio.sleep(self.settings.reload_interval_s)
             try:
-                await self.reload()
+                key = self._poll_key()
+                if key == self._refused:
+                    continue  # refused as it stands: logged and counted once
+                try:
+                    await self.reload()
+                    self._refused = None
+                except (ArtifactError, RegistryError):
+                    self._refused = key  # reload logged why
             except Exception as e:  # noqa: BLE001 - keep serving, keep polling
                 log.warning("registry poll: %s", e)
 

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from absa.errors import RegistryError
 from absa.service.deps import SettingsDep
 
 router = APIRouter(prefix="/admin", tags=["admin"])
@@ -49,6 +50,15 @@ class ReloadRequest(BaseModel):
 async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
     """Load the current registry version (or ``model_dir``), warm it, swap it in, in every
     worker (the others follow within a second). A version or pointer that does not verify
-    is refused (409, with the reason) and the old model keeps serving."""
+    is refused (409, with the reason) and the old model keeps serving. ``model_dir`` is
+    refused (409) where the service polls its registry, whose next poll would undo it."""
     target = Path(body.model_dir) if body and body.model_dir else None
+    settings = request.app.state.reloader.settings
+    if target is not None and settings.registry is not None and settings.reload_interval_s > 0:
+        # the next poll would put the registry's version back, each worker on its own clock
+        raise RegistryError(
+            "this service follows its registry (ABSA_RELOAD_INTERVAL_S): another model_dir "
+            "would be undone at the next poll; add it to the registry and promote it instead "
+            "(absa models promote)"
+        )
     return await request.app.state.reloader.reload(target, publish=True)

@@ -268,11 +268,43 @@ def test_polling_picks_up_a_promotion(registry: Registry) -> None:
         wait_for_version(url, "v2")
         assert predict_model(url) == f"{NAME}:v2"
         point_at(registry, bad)
-        time.sleep(0.8)  # several polls, each refusing it
+        time.sleep(0.8)  # several polls: the first refuses it, the others leave it be
         assert served_version(url) == "v2"
         assert predict_model(url) == f"{NAME}:v2"
+        assert refused(url) == 1.0  # it was loaded, logged and counted at every poll
         registry.promote("v1")
         wait_for_version(url, "v1")
+
+
+def refused(url: str) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=5).text
+    return sum(
+        v for lab, v in metric_samples(text, "absa_reloads_total") if lab["result"] == "refused"
+    )
+
+
+def test_a_pointer_that_is_gone_keeps_the_served_version(registry: Registry) -> None:
+    """A registry without CURRENT serves the fallback model at start-up (before its first
+    promotion); one that loses its pointer while serving a version of it (rm, a volume
+    mounted empty) switched to the fallback at the next poll. It keeps serving now."""
+    with serve(settings(registry, reload_interval_s=0.2)) as url:  # fallback: v1
+        registry.promote("v2")
+        wait_for_version(url, "v2")
+        (registry.root / POINTER).unlink()
+        time.sleep(0.8)
+        assert served_version(url) == "v2"
+        assert refused(url) == 1.0
+        r = reload(url)
+        assert r.status_code == 409 and "has no CURRENT any more" in r.json()["detail"]
+        registry.promote("v1")
+        wait_for_version(url, "v1")
+
+
+def test_an_admin_model_dir_is_refused_where_polling_would_undo_it(registry: Registry) -> None:
+    with serve(settings(registry, reload_interval_s=0.2)) as url:
+        r = reload(url, model_dir=str(registry.path("v2")))
+        assert r.status_code == 409 and "promote it instead" in r.json()["detail"]
+        assert served_version(url) == "v1"
 
 
 def test_start_up_applies_the_same_checks_as_a_reload(artifact: Path, tmp_path: Path) -> None:
