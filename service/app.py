@@ -7,6 +7,7 @@ import gc
 import logging
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -122,6 +123,17 @@ async def _reply(send: Send, status: int, detail: str) -> None:
 
 #: the status counted for a request the client gave up on before any answer
 CLIENT_CLOSED = 499
+REQUEST_ID = b"x-request-id"
+_ID_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-:")
+
+
+def request_id(scope: Scope) -> str:
+    """The client's X-Request-ID when it is a plain token (up to 128 letters, digits and
+    ``._-:``), else a new one: echoed on the answer, named in the log of a server error."""
+    for key, value in scope.get("headers", []):
+        if key == REQUEST_ID and 0 < len(value) <= 128 and set(value) <= _ID_CHARS:
+            return value.decode("ascii")
+    return uuid.uuid4().hex
 
 
 class Observe:
@@ -140,11 +152,15 @@ class Observe:
         # no answer at all: the client went away first (nginx's 499, not a server error that
         # would page someone), unless the app raised (500)
         status = CLIENT_CLOSED
+        rid = request_id(scope)
+        scope.setdefault("state", {})["request_id"] = rid
 
         async def send_status(msg: Message) -> None:
             nonlocal status
             if msg["type"] == "http.response.start":
                 status = msg["status"]
+                headers = [h for h in msg.get("headers", []) if h[0].lower() != REQUEST_ID]
+                msg = {**msg, "headers": [*headers, (REQUEST_ID, rid.encode("ascii"))]}
             await send(msg)
 
         try:

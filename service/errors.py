@@ -145,7 +145,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.error("unexpected error on %s", request.url.path, exc_info=exc)
+    rid = getattr(request.state, "request_id", "-")
+    log.error("unexpected error on %s (request %s)", request.url.path, rid, exc_info=exc)
     return error_response(500, "internal error")
 
 

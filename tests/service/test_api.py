@@ -521,3 +521,17 @@ def test_docs_and_openapi(client: TestClient) -> None:
     assert {"/v1/predict", "/v1/predict/batch", "/v1/model", "/healthz", "/readyz"} <= set(
         spec["paths"]
     )
+
+
+def test_every_answer_carries_a_request_id(client: TestClient) -> None:
+    """The client's X-Request-ID is echoed (a plain token), else one is made, on answers and
+    refusals alike, so a report can name the request."""
+    body = {"text": "the food was great", "aspects": ["food"]}
+    r = client.post("/v1/predict", json=body, headers={"X-Request-ID": "abc-123.x:y"})
+    assert r.status_code == 200 and r.headers["x-request-id"] == "abc-123.x:y"
+    made = client.post("/v1/predict", json=body).headers["x-request-id"]
+    assert len(made) == 32 and int(made, 16) >= 0
+    for bad in ("a b", "x" * 129, "a/b"):
+        r = client.post("/v1/predict", json={"text": ""}, headers={"X-Request-ID": bad})
+        assert r.status_code == 422 and r.headers["x-request-id"] not in (bad, made)
+    assert client.get("/healthz", headers={"X-Request-ID": "h1"}).headers["x-request-id"] == "h1"
