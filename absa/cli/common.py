@@ -19,10 +19,10 @@ def model_dir(model: str | None) -> Path:
     return Settings().model_path()
 
 
-def servable(path: Path, kind: str | None = None) -> Path:
+def servable(path: Path, kind: str | None = None, task: str | None = None) -> Path:
     """``path`` checked to be an exported model artifact (of ``kind``: default a sentiment
-    model) before a server starts on it, so a wrong directory is one line here, not a
-    traceback from inside the server."""
+    model; of ``task``, terms or category, where given) before a server starts on it, so a
+    wrong directory is one line here, not a traceback from inside the server."""
     from absa.errors import ArtifactError
     from absa.model import artifact
 
@@ -36,7 +36,11 @@ def servable(path: Path, kind: str | None = None) -> Path:
             f"`absa export --run {path} --out ARTIFACT_DIR`, then serve ARTIFACT_DIR"
         )
     try:
-        artifact.load(path, kind=kind)
+        art = artifact.load(path, kind=kind)
+        if task is not None:
+            from absa.model.categories import check_task
+
+            check_task(art.metadata, task, path)
     except ArtifactError as e:
         hint = "" if artifact.is_artifact(path) else " (make one with `absa export`)"
         raise CLIError(f"{e}{hint}") from None

@@ -35,7 +35,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_wait_ms": args.max_wait_ms,
         "threads": args.threads,
     }
+    if args.model is not None and args.registry is not None:
+        raise CLIError("give --model or --registry, not both")
     given = {k: v for k, v in flags.items() if v is not None}
+    if args.model is not None:  # the flag wins over ABSA_REGISTRY, as over every variable
+        given["registry"] = None
+        os.environ.pop("ABSA_REGISTRY", None)
     settings = Settings(**given)
     _check_startable(settings)
     for key, value in flags.items():  # workers re-read settings from the environment
@@ -67,11 +72,12 @@ def _check_startable(settings: Any) -> None:
     import onnxruntime as ort
 
     from absa.model.artifact import EXTRACTOR_KIND
+    from absa.model.categories import CATEGORY, TERMS
     from absa.model.runtime import choose_providers
 
-    servable(settings.model_path())  # a wrong --model
+    servable(settings.model_path(), task=TERMS)  # a wrong --model
     if settings.category_model is not None:
-        servable(settings.category_model)
+        servable(settings.category_model, task=CATEGORY)
     if settings.extractor_path() is not None:
         servable(settings.extractor_path(), kind=EXTRACTOR_KIND)
     try:

@@ -85,13 +85,20 @@ def test_serve_checks_what_would_stop_every_worker_first(
     artifact: Path, tmp_path: Path, workers: str
 ) -> None:
     """With two workers uvicorn ended with status 0 when they failed to start, with one it
-    printed a page of traceback: an extractor that is no extractor, CUDA on a machine
-    without it, a host that is no address. Each is one line and status 2 before uvicorn."""
+    printed a page of traceback: an extractor that is no extractor, a model of the other
+    task, CUDA on a machine without it, a host that is no address. Each is one line and
+    status 2 before uvicorn."""
     import onnxruntime as ort
 
     common = ["serve", "--model", str(artifact), "--port", "1", "--workers", workers]
     line = one_line(absa(*common, "--extractor", str(artifact), timeout=30))
     assert line.startswith("absa serve: error: ") and "absa-extractor" in line, line
+    shipped_category = ROOT / "model" / "artifacts" / "category"
+    wrong_task = ["serve", "--model", str(shipped_category), "--port", "1", "--workers", workers]
+    line = one_line(absa(*wrong_task, timeout=30))
+    assert "is an aspect-category model" in line and "ABSA_CATEGORY_MODEL" in line, line
+    line = one_line(absa(*common, "--category-model", str(artifact), timeout=30))
+    assert "is an aspect-term model" in line, line
     line = one_line(absa(*common, "--host", "not..a..host", timeout=30))
     assert "--host 'not..a..host': not an address" in line, line
     if "CUDAExecutionProvider" not in ort.get_available_providers():

@@ -505,3 +505,48 @@ def test_metrics_add_up_every_worker(registry: Registry, tmp_path: Path) -> None
     log = (tmp_path / "serve.log").read_text()
     ready = re.findall(r" INFO absa\.service\.app \[(\d+)\]: ready: serving ", log)
     assert len(set(ready)) == 2, log
+
+
+def test_serve_model_wins_over_the_registry_variable(
+    registry: Registry, exported: dict[str, Path], tmp_path: Path
+) -> None:
+    """`absa serve --model DIR` with ABSA_REGISTRY set served the registry's version: the
+    flag was read, then the variable chose. A flag overrides its variable, this one too;
+    --model with --registry is refused."""
+    from tests.service.test_shutdown import free_port
+
+    port = free_port()
+    env = {**os.environ, "ABSA_REGISTRY": str(registry.root), "ABSA_DEVICE": "cpu"}
+    command = ["serve", "--model", str(exported["v2"]), "--port", str(port)]
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "absa.cli", *command],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "not up in 60 s"
+            try:
+                version = served_version(f"http://127.0.0.1:{port}")
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert (version, registry.current()) == ("v2", "v1")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        log.close()
+    both = ["serve", "--model", str(exported["v2"]), "--registry", str(registry.root)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "absa.cli", *both],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "give --model or --registry, not both" in proc.stderr
