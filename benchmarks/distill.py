@@ -56,8 +56,10 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
     run, art = RUNS / f"{args.name}.s{seed}", RUNS / f"{args.name}.s{seed}.artifact"
     cmds: list[str] = []
 
-    def step(cmd: list[str]) -> str:
-        return default_model.run(cmd, record=cmds)
+    def step(cmd: list[str], done: bool = False) -> str:
+        """Run ``cmd``, or (``done``: its output is there, a session cut off after it) record
+        it without running it."""
+        return default_model.run(cmd, execute=not done, record=cmds)
 
     trains = [str(paths(d)["train"]) for d in DATASETS]
     extra = ["--transfer", *map(str, args.transfer)] if args.transfer else []
@@ -67,9 +69,11 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         [*ABSA, "train", "--train", *trains, "--exclude", *tests().values()]
         + ["--config", str(args.config), *extra, "--seed", str(seed)]
         + ["--dev-seed", str(args.dev_seed), "--threads", str(args.threads), "--quiet"]
-        + ["--out", str(run), "--resume"]  # a seed cut off with the session goes on
+        + ["--out", str(run), "--resume"],  # a seed cut off with the session goes on
+        done=(run / "run.json").is_file(),  # trained to the end already
     )
-    step([*ABSA, "export", "--run", str(run), "--out", str(art), "--name", args.name])
+    export = [*ABSA, "export", "--run", str(run), "--out", str(art), "--name", args.name]
+    step(export, done=(art / "metadata.json").is_file())  # export writes it whole, or not
     scores = default_model.evaluate_all(ABSA, art, tests(), record=cmds)
     info, metrics = rundir.read_info(run), rundir.read_metrics(run)
     for who in [info["teacher"], *(f["teacher"] for f in info.get("teacher_folds") or [])]:

@@ -107,8 +107,9 @@ def load(run_dir: Path, expected: str) -> dict | None:
         raise CheckpointError(f"{path}: not a readable checkpoint ({e})") from None
     if state.get("fingerprint") != expected:
         raise CheckpointError(
-            f"{path} was written by a run with another configuration or data set: start "
-            "it again without --resume, or in another --out directory"
+            f"{path} was written by a run with another configuration or data set: train "
+            f"into another --out directory, or delete {path} and run with --resume to start "
+            "this one afresh"
         )
     return state
 

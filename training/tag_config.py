@@ -41,6 +41,9 @@ class TagTrainConfig:
     temperature: float = 2.0
 
     def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "max_len", "max_pieces", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
         if self.select not in SELECT:
             raise ValueError(f"select must be one of {SELECT}, not {self.select!r}")
         if isinstance(self.select_skip, str):

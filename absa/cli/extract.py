@@ -82,8 +82,16 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         )
     if Path(args.out).exists():
         raise CLIError(f"{args.out} exists; train into a new directory")
-    if args.dev_seed is not None:
-        raise CLIError("--dev-seed is for sentiment models (--task terms or category)")
+    sentiment_only = {
+        "--dev-seed": args.dev_seed is not None,
+        "--skip-invalid": args.skip_invalid,
+        "--transfer": bool(args.transfer),
+        "--train-more": bool(args.train_more),
+        "--dev-from-train": args.dev_from_train,
+    }
+    given = [flag for flag, on in sentiment_only.items() if on]
+    if given:  # they were ignored: a run without what was asked for
+        raise CLIError(f"{', '.join(given)}: for sentiment models (--task terms or category)")
     model_over, train_over = PRESETS[args.preset] if args.preset else _config(args.config)
     if not args.preset:  # each value of the file checked against its field's type
         model_over = _typed(TaggerConfig, model_over, f"{args.config}: model")
@@ -132,6 +140,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
     out, partial = Path(args.out), Path(f"{args.out}{PARTIAL}")
     dev_texts = [s.text for s in dev]
+    evals = {p: read_sentences([p]) for p in args.eval or []}  # before training, not after
 
     def write(where: Path, run: TagRun, extra: dict) -> None:
         write_tag_run(where, run, dev_texts, {**info, **extra})
@@ -151,7 +160,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     run = fit_tagger(train, dev, cfg, tcfg, unlabelled, on_best=keep_best)
     write(out, run, {})
     shutil.rmtree(partial, ignore_errors=True)
-    reports = {p: evaluate_extraction(Path(args.out), [p]) for p in args.eval or []}
+    reports = {p: score_extraction(Path(args.out), ss) for p, ss in evals.items()}
     if reports:
         add_eval(Path(args.out), reports)
     for p, rep in reports.items():
@@ -188,10 +197,14 @@ def predict_spans(model: Path, texts: Sequence[str]) -> list[set[tuple[int, int]
 
 def evaluate_extraction(model: Path, paths: Sequence[str]) -> dict:
     """Exact-span precision / recall / F1 of ``model`` on the sentences of ``paths``."""
-    from absa.model.spans import span_scores
     from absa.training.sentences import read_sentences
 
-    sentences = read_sentences(paths)
+    return score_extraction(model, read_sentences(paths))
+
+
+def score_extraction(model: Path, sentences: Sequence) -> dict:
+    from absa.model.spans import span_scores
+
     pred = predict_spans(model, [s.text for s in sentences])
     return span_scores([s.span_set for s in sentences], pred)
 

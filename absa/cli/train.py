@@ -62,6 +62,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.resume and out.exists() and (not out.is_dir() or any(out.iterdir())):
         # a finished run would be overwritten, or a killed one left half old, half new
         raise CLIError(f"{out} exists; train into a new directory, or go on with --resume")
+    if args.resume and (out / "run.json").is_file() and not (out / "checkpoint.pt").exists():
+        # trained to the end: --resume would start it over, with whatever data it is given
+        raise CLIError(
+            f"{out} holds a finished run (run.json, no checkpoint): nothing to go on with; "
+            "train into a new directory"
+        )
     preset = load_config(Path(args.config) if args.config else None, args.preset)
     over = {
         k: v
@@ -116,6 +122,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         info["excluded_overlap"] = dropped
         log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
     transfer = _transfer(args, info, excluded) if args.transfer else []
+    # read now: a missing or bad --eval file found after hours of training lost the report
+    evals = {path: _read([path], args.skip_invalid, task) for path in args.eval or []}
     result = fit(
         examples,
         dev,
@@ -136,8 +144,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         return STOPPED
     reports: dict[str, dict] = {}
-    for path in args.eval or []:
-        read = _read([path], args.skip_invalid, task)
+    for path, read in evals.items():
         reports[path] = {
             **evaluate(result.run_dir, read.examples),
             "file": _data_info([path])[0],  # which bytes were measured
@@ -210,6 +217,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     model = model_dir(args.model)
     if is_extraction_model(model):
+        if args.skip_invalid:  # the sentence readers stop at the first bad record
+            raise CLIError("--skip-invalid is for sentiment models, not an extractor")
         return cmd_evaluate_extract(args, model)
     from absa.training.evaluate import model_task
 

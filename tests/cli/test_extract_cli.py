@@ -137,7 +137,26 @@ def test_extract_presets_are_checked_by_name(
     code = main(["train", "--task", "extract", "--train", str(xml), "--preset", "fast",
                  "--dev-seed", "1", "--out", str(tmp_path / "run")])  # fmt: skip
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "--dev-seed is for sentiment models" in err
+    assert code == 2 and "--dev-seed: for sentiment models" in err
+    # the sentiment path's flags were ignored here: a run without what was asked for
+    flags = ["--skip-invalid", "--transfer", str(xml), "--train-more", str(xml)]
+    code = main(["train", "--task", "extract", "--train", str(xml), "--preset", "fast",
+                 *flags, "--dev-from-train", "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.endswith(
+        "--skip-invalid, --transfer, --train-more, --dev-from-train: for sentiment models "
+        "(--task terms or category)"
+    ), err
+    # epochs 0 ended in a state-dict error after the data was read; a missing --eval file
+    # was found only after the training
+    for extra, words in (
+        (["--epochs", "0"], "epochs must be >= 1, not 0"),
+        (["--eval", str(tmp_path / "missing.xml")], "missing.xml: no such file"),
+    ):
+        code = main(["train", "--task", "extract", "--train", str(xml), "--preset", "fast",
+                     *extra, "--out", str(tmp_path / "run")])  # fmt: skip
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and words in err and err.count("\n") == 0, err
     assert not (tmp_path / "run").exists()
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"about": "a note is fine", "modle": {"crf": True}}))

@@ -478,3 +478,34 @@ def test_no_valid_examples_is_an_error_not_a_report_of_none(
     assert main(argv) == 2
     assert "no valid examples in --train" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_resume_on_a_finished_run_and_a_missing_eval_file_are_refused_first(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--resume on a finished run trained it again from scratch, with whatever data and seed
+    it was given, over the old one; a missing --eval file was found after the training."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--quiet"]
+    code = main([*argv, "--eval", str(tmp_path / "gone.jsonl"), "--out", str(out)])
+    assert code == 2 and "gone.jsonl: no such file" in capsys.readouterr().err
+    assert not out.exists()  # nothing trained
+    assert main([*argv, "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert main([*argv, "--out", str(out), "--resume", "--seed", "7"]) == 2
+    assert "holds a finished run" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_evaluate_refuses_skip_invalid_for_an_extractor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The extractor's sentence readers stop at the first bad record: the flag did nothing."""
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+
+    data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES[:2])
+    argv = ["evaluate", "--model", str(DEFAULT_EXTRACTOR_DIR), "--data", str(data)]
+    assert main([*argv, "--skip-invalid"]) == 2
+    assert "--skip-invalid is for sentiment models" in capsys.readouterr().err
