@@ -87,6 +87,7 @@ class Settings(BaseSettings):
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
+
     # several workers (set by ``absa serve --workers N``, N > 1)
     run_dir: Path | None = Field(
         None,
