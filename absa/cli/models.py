@@ -27,9 +27,17 @@ def _registry(args: argparse.Namespace) -> Registry:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    from absa.errors import RegistryError
+
     reg = _registry(args)
-    current = reg.current()
+    if args.action in ("list", "rollback") and args.version:
+        raise CLIError(f"models {args.action} takes no VERSION (got {args.version!r})")
     if args.action == "list":
+        try:  # an unreadable pointer: the versions are still listed, to promote one
+            current = reg.current()
+        except RegistryError as e:
+            current = None
+            sys.stderr.write(f"absa models: warning: {e}; promote a version to mend it\n")
         for v in reg.versions():
             m = reg.metadata(v)
             mark = "*" if v == current else " "

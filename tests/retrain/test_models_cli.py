@@ -25,15 +25,37 @@ def test_a_mistyped_registry_is_an_error_not_created(
 
 
 @pytest.mark.parametrize("pointer", ["[1, 2]", '{"version": "../../etc"}', '{"vers'])
-def test_list_with_a_bad_pointer_says_why(
+def test_a_bad_pointer_is_named_and_mended_from_the_cli(
     tmp_path: Path, pointer: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    reg = make_registry(tmp_path, 1)
+    """list, show and promote all failed on an unreadable pointer, so the operator could
+    neither see the versions nor re-point the registry: list warns and lists, show shows,
+    promote writes a good pointer (Registry.promote mends it)."""
+    reg = make_registry(tmp_path, 2)
     (reg.root / POINTER).write_text(pointer)
-    assert main(["models", "list", "--registry", str(reg.root)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("absa models: error:") and POINTER in err
-    assert "Traceback" not in err
+    at = ["--registry", str(reg.root)]
+    assert main(["models", "list", *at]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("absa models: warning:") and POINTER in err and "Traceback" not in err
+    assert [line.split()[0] for line in out.splitlines()] == ["v1", "v2"]  # none marked
+    assert main(["models", "show", "v2", *at]) == 0
+    assert json.loads(capsys.readouterr().out)["version"]
+    assert main(["models", "promote", "v2", *at]) == 0
+    assert capsys.readouterr().out == "current: v2\n" and reg.current() == "v2"
+    assert main(["models", "list", *at]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("* v2")
+
+
+@pytest.mark.parametrize("action", ["list", "rollback"])
+def test_a_version_given_where_none_is_taken_is_refused(
+    tmp_path: Path, action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    reg.promote("v2")
+    assert main(["models", action, "v1", "--registry", str(reg.root)]) == 2
+    assert "takes no VERSION" in capsys.readouterr().err
+    assert reg.current() == "v2"
 
 
 def test_rollback_to_a_version_that_fails_verification_changes_nothing(
