@@ -29,3 +29,21 @@ def test_the_log_level_is_a_level(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ABSA_LOG_LEVEL", "verbose")
     with pytest.raises(ValidationError, match="log_level"):
         Settings()
+
+
+def test_a_bad_setting_is_one_line_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pydantic's five lines about 'Settings' named neither the variable nor the flag."""
+    from absa.cli import main
+
+    assert main(["serve", "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "absa serve: error: ABSA_WORKERS: input should be greater than or equal to 1, not 0\n"
+    )
+    monkeypatch.setenv("ABSA_DEVICE", "gpu")
+    assert main(["predict", "--text", "the food", "--aspect", "food"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa predict: error: ABSA_DEVICE: input should be 'auto'"), err
+    assert err.count("\n") == 1 and err.rstrip().endswith("not 'gpu'")

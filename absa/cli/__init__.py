@@ -11,6 +11,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
 
 from absa.cli import models, serve, train, vectors
 from absa.cli.common import CLIError
@@ -50,10 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    terminated, previous = _stop_on_sigterm()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        return 130
+        return 143 if terminated else 130
     except ModuleNotFoundError as e:
         top = (e.name or "").split(".")[0]
         if top not in EXTRA_OF:
@@ -66,5 +70,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        if isinstance(e, ValidationError) and e.title == "Settings":
+            msg = settings_message(e)
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
+    finally:
+        if previous is not None:  # main() called in a program: its own handler back
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(list):
+    """Set (non-empty) once SIGTERM arrived."""
+
+
+def _stop_on_sigterm() -> tuple[_Terminated, Any]:
+    """SIGTERM (a supervisor, ``kill``, a container stopping) unwinds a command as Ctrl-C
+    does, so its clean-up runs (no half-written ``.part`` output is left) and it exits 143;
+    under the default action the process just died. ``absa serve`` sets its own handler.
+    Only in the main thread, where Python lets a handler be set."""
+    import signal
+    import threading
+
+    seen = _Terminated()
+    if threading.current_thread() is not threading.main_thread():
+        return seen, None
+
+    def stop(signum: int, frame: object) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    return seen, signal.signal(signal.SIGTERM, stop)
+
+
+def settings_message(e: ValidationError) -> str:
+    """A bad ``ABSA_*`` value (or the flag that sets it) in one line, named as the user set
+    it: pydantic's own text is five lines about a class the user never saw."""
+    parts = []
+    for err in e.errors():
+        field = ".".join(str(x) for x in err["loc"])
+        var = field if field.isupper() else f"ABSA_{field.upper()}"
+        parts.append(f"{var}: {err['msg'].lower()}, not {err.get('input')!r}")
+    return "; ".join(parts)

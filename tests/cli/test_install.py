@@ -113,3 +113,26 @@ def test_predict_and_serve_still_work_without_torch(artifact: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["term"] == "food"
+
+
+def test_sigterm_stops_file_scoring_cleanly(tmp_path: Path) -> None:
+    """A supervisor's SIGTERM killed `absa predict --input` on the spot, leaving OUT.part;
+    it now unwinds as Ctrl-C does: status 143, no .part, no output."""
+    import signal
+    import time
+
+    src = tmp_path / "in.jsonl"
+    row = json.dumps({"text": "the food was great but the service was slow", "aspect": "food"})
+    src.write_text((row + "\n") * 200_000)
+    out = tmp_path / "out.jsonl"
+    code = "import sys; from absa.cli import main; sys.exit(main())"
+    argv = ["predict", "--input", str(src), "--output", str(out), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=ROOT, stderr=subprocess.PIPE)
+    part = tmp_path / "out.jsonl.part"
+    deadline = time.monotonic() + 60
+    while not part.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "never started writing"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert not part.exists() and not out.exists()
