@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import torch
@@ -207,12 +210,55 @@ def write_glove_text(path: Path, words: Sequence[str], matrix: np.ndarray) -> No
     bad = [w for w in words if not w or any(c.isspace() for c in w)]
     if bad:
         raise ValueError(f"words with white space cannot be written: {bad[:5]}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    with _replaced(path) as f:
         for w, row in zip(words, matrix, strict=True):
             f.write(w + " " + " ".join(f"{x:.5g}" for x in row) + "\n")
-    tmp.replace(path)
+
+
+@contextmanager
+def _replaced(path: Path) -> Iterator[TextIO]:
+    """A new temporary file beside ``path`` to write, renamed to ``path`` when the block
+    ends without error and removed otherwise: a failed write (a full disk, ``path`` a
+    directory) leaves neither half a file nor a temporary one behind. The temporary name is
+    new (made exclusively), so no file of the user's is ever written over on the way."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as f:
+            yield f
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # gone already once renamed
+
+
+def record_path(out: Path) -> Path:
+    """Where ``build`` writes the record of the vectors file ``out``."""
+    return out.with_name(out.name + ".json")
+
+
+def check_new_path(path: Path, what: str) -> None:
+    """FileExistsError when ``path`` exists, NotADirectoryError when a folder above it is a
+    file: a command that writes ``path`` says so before its work (minutes to an hour of
+    encoding), where the write at the end would fail, or replace what the user had there."""
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        raise FileExistsError(f"{path} exists; write the {what} to a new path")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"{parent} is not a directory; cannot write {path}")
+            return
+
+
+def check_out(out: Path) -> None:
+    """``build``'s ``out`` checked up front (``check_new_path``), and its record's path:
+    there is no vectors file there yet, so a record there is a stale one, written over,
+    unless it is not a file."""
+    check_new_path(out, "vectors file")
+    record = record_path(Path(out))
+    if record.exists() and not record.is_file():
+        raise FileExistsError(f"{record} exists and is not a file; write the vectors elsewhere")
 
 
 def build(
@@ -230,7 +276,10 @@ def build(
     GloVe's spread and written after GloVe's own vector (zeros for a word GloVe lacks), or
     alone when ``glove`` is None. Returns the record written to ``out`` + ``.json`` (with
     ``extra`` in it: the caller's provenance). ``context``: pool each word's states over its
-    occurrences in ``texts`` (``pooled_vectors``) instead of encoding it alone."""
+    occurrences in ``texts`` (``pooled_vectors``) instead of encoding it alone. An existing
+    ``out`` is refused before any work (``check_out``), never replaced."""
+    out = Path(out)
+    check_out(out)
     glove_words, glove_matrix = load_glove(glove or PACKAGED_GLOVE)
     words = [w for w in word_list(glove_words, texts, top_k) if not any(c.isspace() for c in w)]
     model, tokenizer = load_encoder(Path(encoder))
@@ -250,7 +299,6 @@ def build(
             if (j := index.get(w)) is not None:
                 known[i] = glove_matrix[j]
         reduced = np.concatenate([known, reduced], axis=1)
-    write_glove_text(out, words, reduced)
     record = {
         "encoder": str(encoder),
         "encoder_files": encoder_sha256(Path(encoder)),
@@ -264,7 +312,15 @@ def build(
         "texts": len(texts),
         **(extra or {}),
     }
-    out.with_name(out.name + ".json").write_text(json.dumps(record, indent=1) + "\n")
+    # the record first, the vectors file last: a vectors file there is a whole one, with its
+    # record beside it (benchmarks/rebuild_inputs.py takes one there as made)
+    with _replaced(record_path(out)) as f:
+        f.write(json.dumps(record, indent=1) + "\n")
+    try:
+        write_glove_text(out, words, reduced)
+    except BaseException:
+        record_path(out).unlink(missing_ok=True)  # this call's own, just written
+        raise
     log.info("%s: %d words x %d dimensions", out, len(words), reduced.shape[1])
     return record
 

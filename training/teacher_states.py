@@ -15,12 +15,15 @@ reads them, reduced by PCA to ``dim`` and scaled to a mean variance of 1 per dim
 NaN rows for words past the encoder's length), ``index.json`` (each sentence's first row
 and word count), ``pca.npz`` (the mean, directions and scale that reduced them) and
 ``record.json`` (encoder, its weights' sha256, data, PCA, code
-version). Written to a temporary directory and renamed into place: whole or not at all.
+version). Written to a temporary directory and renamed into place: whole or not at all. An
+existing ``out`` is refused before any work, never replaced (``check_out``).
 
 Encoding is the long part (about an hour for the union's sentences on this project's 2-core
 CPU), so it is kept as it goes: every ``PART`` sentences in ``<out>.parts/``, under a key of
 the encoder's files and the texts. The same command again reads them back and encodes only
-the rest, in the same batches, so the states come out as those of a run never stopped.
+the rest, in the same batches, so the states come out as those of a run never stopped. The
+parts are kept when a call fails after writing one (they are what the next call resumes
+from) and removed once the directory is whole.
 """
 
 from __future__ import annotations
@@ -28,13 +31,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from absa.model.text import Token, tokenize
+
+if TYPE_CHECKING:  # torch is imported when states are made, not when they are read
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -66,64 +74,53 @@ def build(
 ) -> dict:
     """Encode each distinct text of ``texts`` with ``encoder`` (a transformer run's
     fine-tuned encoder or a model directory) and write the states directory ``out``.
-    The PCA is fitted on ``sample`` word states drawn with ``seed``. Returns the record."""
-    from absa.training.static_vectors import encoder_sha256, load_encoder, sentence_states
+    The PCA is fitted on ``sample`` word states drawn with ``seed``. Returns the record.
+    FileExistsError, before the encoder is loaded, when ``out`` exists (``check_out``)."""
+    from absa.training.static_vectors import encoder_sha256, load_encoder
 
     out = Path(out)
+    check_out(out)
     model, tokenizer = load_encoder(Path(encoder))
     distinct = list(dict.fromkeys(texts))
-    parts = out.with_name(out.name + ".parts")
+    parts = parts_path(out)
     key = {
         "encoder_files": encoder_sha256(Path(encoder)),
         "texts_sha256": hashlib.sha256("\n".join(distinct).encode()).hexdigest(),
         "batch": BATCH,
     }
-    found = _read_parts(parts, key)
-    done = len(found)
-    pending: dict[int, np.ndarray] = {}
-    for i, _, states in sentence_states(model, tokenizer, distinct, BATCH, skip=done):
-        pending[i] = states.astype(np.float16)
-        if len(pending) == PART:
-            _write_part(parts, done, pending)
-            done += len(pending)
-            found.update(pending)
-            pending = {}
-    found.update(pending)
-    kept = sorted(found)  # the texts with a word, in their order
-    full = np.concatenate([found[i] for i in kept])
-    valid = np.flatnonzero(~np.isnan(full[:, 0]))
-    rng = np.random.default_rng(seed)
-    pick = np.sort(rng.choice(valid, min(sample, len(valid)), replace=False))
-    mean, comps, scale, kept_var = fit_pca(full[pick].astype(np.float32), dim)
-    reduced = np.empty((len(full), dim), np.float16)
-    for lo in range(0, len(full), 65536):
-        chunk = full[lo : lo + 65536].astype(np.float32)
-        reduced[lo : lo + 65536] = ((chunk - mean) @ comps.T) * scale  # NaN rows stay NaN
-    offsets = np.cumsum([0] + [len(found[i]) for i in kept])
-    index = {distinct[i]: [int(offsets[k]), len(found[i])] for k, i in enumerate(kept)}
-    record = {
-        "encoder": str(encoder),
-        "encoder_files": key["encoder_files"],
-        "dim": dim,
-        "hidden": int(full.shape[1]),
-        "pca_sample": int(len(pick)),
-        "pca_seed": seed,
-        "variance_kept": round(kept_var, 4),
-        "sentences": len(kept),
-        "words": int(len(full)),
-        "words_unread": int(len(full) - len(valid)),
-        **(extra or {}),
-    }
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    np.save(tmp / STATES, reduced)
-    (tmp / INDEX).write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
-    np.savez(tmp / PCA, mean=mean, components=comps, scale=np.float32(scale))
-    (tmp / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    shutil.rmtree(parts, ignore_errors=True)
+    try:
+        found = _encode(model, tokenizer, distinct, parts, key)
+        kept = sorted(found)  # the texts with a word, in their order
+        full = np.concatenate([found[i] for i in kept])
+        valid = np.flatnonzero(~np.isnan(full[:, 0]))
+        rng = np.random.default_rng(seed)
+        pick = np.sort(rng.choice(valid, min(sample, len(valid)), replace=False))
+        mean, comps, scale, kept_var = fit_pca(full[pick].astype(np.float32), dim)
+        reduced = np.empty((len(full), dim), np.float16)
+        for lo in range(0, len(full), 65536):
+            chunk = full[lo : lo + 65536].astype(np.float32)
+            reduced[lo : lo + 65536] = ((chunk - mean) @ comps.T) * scale  # NaN rows stay NaN
+        offsets = np.cumsum([0] + [len(found[i]) for i in kept])
+        index = {distinct[i]: [int(offsets[k]), len(found[i])] for k, i in enumerate(kept)}
+        record = {
+            "encoder": str(encoder),
+            "encoder_files": key["encoder_files"],
+            "dim": dim,
+            "hidden": int(full.shape[1]),
+            "pca_sample": int(len(pick)),
+            "pca_seed": seed,
+            "variance_kept": round(kept_var, 4),
+            "sentences": len(kept),
+            "words": int(len(full)),
+            "words_unread": int(len(full) - len(valid)),
+            **(extra or {}),
+        }
+        _write_dir(out, reduced, index, (mean, comps, scale), record)
+    except BaseException:
+        if not any(parts.glob("part-*.npz")):  # nothing to resume from: only this call's key
+            _remove_parts(parts)
+        raise
+    _remove_parts(parts)
     log.info(
         "%s: %d sentences, %d words x %d (%.1f%% of the variance)",
         out,
@@ -135,12 +132,83 @@ def build(
     return record
 
 
+def parts_path(out: Path) -> Path:
+    """Where ``build`` keeps the states of ``out`` as it encodes them."""
+    return out.with_name(out.name + ".parts")
+
+
+def check_out(out: Path) -> None:
+    """FileExistsError when ``out`` exists (its files are the user's: an earlier states
+    directory, or a whole folder such as ``runs``, never to be replaced or removed), or
+    when its parts' path holds something ``build`` did not write there (it removes its parts
+    once done); NotADirectoryError when a folder above ``out`` is a file. Called before the
+    encoder is loaded, so that a wrong ``--out`` costs nothing."""
+    from absa.training.static_vectors import check_new_path
+
+    out = Path(out)
+    check_new_path(out, "states directory")
+    parts = parts_path(out)
+    if (parts.exists() or parts.is_symlink()) and not (parts / "key.json").is_file():
+        raise FileExistsError(
+            f"{parts} exists and is not the parts of an earlier `absa states`; "
+            "write the states elsewhere"
+        )
+
+
+def _encode(
+    model: torch.nn.Module, tokenizer: object, distinct: list[str], parts: Path, key: dict
+) -> dict[int, np.ndarray]:
+    """Each of ``distinct``'s states (float16) by its index: those kept in ``parts`` under
+    ``key`` read back, the rest encoded and kept there every ``PART`` sentences."""
+    from absa.training.static_vectors import sentence_states
+
+    found = _read_parts(parts, key)
+    done = len(found)
+    pending: dict[int, np.ndarray] = {}
+    for i, _, states in sentence_states(model, tokenizer, distinct, BATCH, skip=done):
+        pending[i] = states.astype(np.float16)
+        if len(pending) == PART:
+            _write_part(parts, done, pending)
+            done += len(pending)
+            found.update(pending)
+            pending = {}
+    found.update(pending)
+    return found
+
+
+def _write_dir(
+    out: Path,
+    reduced: np.ndarray,
+    index: dict[str, list[int]],
+    pca: tuple[np.ndarray, np.ndarray, float],
+    record: dict,
+) -> None:
+    """The states directory ``out``, written in a temporary one renamed into place: whole
+    or not at all. The temporary name is new (``mkdir`` fails on an existing one), so
+    removing it on failure removes nothing of the user's."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.name}.{secrets.token_hex(4)}.tmp")
+    tmp.mkdir()
+    try:
+        mean, comps, scale = pca
+        np.save(tmp / STATES, reduced)
+        (tmp / INDEX).write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
+        np.savez(tmp / PCA, mean=mean, components=comps, scale=np.float32(scale))
+        (tmp / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        if out.exists() or out.is_symlink():  # made while this call encoded: not replaced
+            raise FileExistsError(f"{out} exists; write the states to a new path")
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def _read_parts(parts: Path, key: dict) -> dict[int, np.ndarray]:
     """The states an earlier, stopped call kept in ``parts`` under the same ``key``, in the
     order they were encoded; none (and the parts removed) under another key."""
     if (parts / "key.json").is_file() and json.loads((parts / "key.json").read_text()) != key:
         log.warning("%s: kept for another encoder or other texts, encoding anew", parts)
-        shutil.rmtree(parts)
+        _remove_parts(parts)
     parts.mkdir(parents=True, exist_ok=True)
     (parts / "key.json").write_text(json.dumps(key, indent=1) + "\n")
     found: dict[int, np.ndarray] = {}
@@ -151,6 +219,20 @@ def _read_parts(parts: Path, key: dict) -> dict[int, np.ndarray]:
     if found:
         log.info("%s: %d sentences' states kept from an earlier call", parts, len(found))
     return found
+
+
+def _remove_parts(parts: Path) -> None:
+    """The files ``build`` writes in ``parts`` removed, then the folder if that empties it:
+    never the whole tree, which may hold files of the user's."""
+    if not parts.is_dir():
+        return
+    for name in ("key.json", "part-*.npz", "tmp-*.npz"):
+        for path in parts.glob(name):
+            path.unlink(missing_ok=True)
+    try:
+        parts.rmdir()
+    except OSError:
+        log.warning("%s: left in place, it holds files `absa states` did not write", parts)
 
 
 def _parts_in_order(parts: Path) -> Iterator[Path]:

@@ -49,13 +49,37 @@ def trained_rows(tuned: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 
 def fit_map(x: np.ndarray, y: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
-    """Ridge regression ``y ≈ [x, 1] W``; returns W and the fit's R² on (x, y)."""
+    """Ridge regression ``y ≈ [x, 1] W``; returns W and the fit's R² on (x, y).
+
+    R² is undefined where the targets do not vary (one trained row, or rows all alike: a
+    vectors file that matches a single trained word); it is then 1.0 for an exact fit and
+    0.0 otherwise (scikit-learn's ``r2_score`` convention), a finite number for the report
+    and the model card, where the division gave -inf and a numpy warning."""
     xb = np.hstack([x, np.ones((len(x), 1), x.dtype)]).astype(np.float64)
     gram = xb.T @ xb + ridge * np.eye(xb.shape[1])
     w = np.linalg.solve(gram, xb.T @ y.astype(np.float64))
-    resid = ((y - xb @ w) ** 2).sum()
-    total = ((y - y.mean(0)) ** 2).sum()
-    return w, float(1.0 - resid / total)
+    resid = float(((y - xb @ w) ** 2).sum())
+    total = float(((y - y.mean(0)) ** 2).sum())
+    if total == 0.0:
+        return w, 1.0 if resid == 0.0 else 0.0
+    return w, 1.0 - resid / total
+
+
+def malformed_lines(path: Path) -> tuple[int, int | None]:
+    """How many lines of the GloVe-format file ``path`` ``load_glove`` passes over without a
+    word (a line with fewer than two numbers: cut short, or a word alone), and the first one's
+    number. Blank lines and a word2vec header (line 1: two integers) are not counted."""
+    count, first = 0, None
+    with Path(path).open(encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.rstrip("\n").rstrip(" ").split(" ", 2)  # as load_glove splits
+            if len(parts) >= 3 or not line.strip():
+                continue
+            if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                continue
+            count += 1
+            first = first or lineno
+    return count, first
 
 
 def apply_map(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -83,6 +107,17 @@ def expand_table(
             "not the vectors it trained from"
         )
     words, vectors = load_glove(str(source))
+    bad = None  # the packaged GloVe's name: no file of the user's to check
+    if Path(source).is_file():
+        bad, first = malformed_lines(Path(source))
+        if bad:  # their words get no row, and the map fewer rows to fit on
+            log.warning(
+                "%s: %d malformed lines skipped (the first is line %d): a word and its "
+                "numbers, separated by spaces, expected",
+                source,
+                bad,
+                first,
+            )
     index = {w: i for i, w in enumerate(words)}
     moved = [r for r in trained_rows(tuned, start) if vocab[r] in index]
     if not moved:
@@ -110,6 +145,7 @@ def expand_table(
         "source": str(source),
         # a file by its hash; the packaged GloVe by its name (pinned by the lock file)
         "source_sha256": sha256_file(Path(source)) if Path(source).is_file() else None,
+        "source_malformed_lines": bad,
         "top_k": top_k,
         "ridge": ridge,
         "fitted_on": len(moved),

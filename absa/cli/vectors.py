@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,28 +17,50 @@ log = logging.getLogger(__name__)
 
 
 def cmd_vectors(args: argparse.Namespace) -> int:
-    from absa.training.static_vectors import build
+    from absa.training.static_vectors import build, check_out, record_path
 
+    out = Path(args.out)
+    _refuse(check_out, out)
     texts, extra = _texts(args)
-    build(
+    record = build(
         Path(args.encoder),
         texts,
-        Path(args.out),
+        out,
         dim=args.dim,
         glove=None if args.no_glove else args.glove,
         top_k=args.top_k,
         context=args.context,
         extra=extra,
     )
+    sys.stdout.write(
+        f"vectors written to {out}: {record['words']} words x {record['dim']} dimensions "
+        f"(record: {record_path(out)})\n"
+    )
     return 0
 
 
 def cmd_states(args: argparse.Namespace) -> int:
-    from absa.training.teacher_states import build
+    from absa.training.teacher_states import build, check_out
 
+    out = Path(args.out)
+    _refuse(check_out, out)
     texts, extra = _texts(args)
-    build(Path(args.encoder), texts, Path(args.out), dim=args.dim, extra=extra)
+    record = build(Path(args.encoder), texts, out, dim=args.dim, extra=extra)
+    sys.stdout.write(
+        f"states written to {out}: {record['sentences']} sentences, {record['words']} words "
+        f"x {record['dim']} dimensions ({100 * record['variance_kept']:.1f}% of the variance)\n"
+    )
     return 0
+
+
+def _refuse(check: Callable[[Path], None], out: Path) -> None:
+    """``check(out)``'s refusal as the command's one line, before the texts are read and
+    the encoder loaded: an existing --out is never replaced (it may be a whole folder of
+    the user's), and a wrong one is said at once, not after an hour of encoding."""
+    try:
+        check(out)
+    except OSError as e:
+        raise CLIError(str(e)) from None
 
 
 def _texts(args: argparse.Namespace) -> tuple[list[str], dict]:
@@ -91,7 +115,12 @@ def register(sub: Any) -> None:
         "directory) into GloVe-format word vectors (needs absa[train])",
     )
     _data_arguments(v)
-    v.add_argument("--out", required=True, help="the vectors file to write (GloVe text format)")
+    v.add_argument(
+        "--out",
+        required=True,
+        help="the vectors file to write (GloVe text format; a new path: an existing one is "
+        "refused)",
+    )
     v.add_argument("--dim", type=int, default=100, help="PCA dimensions kept (default: 100)")
     v.add_argument(
         "--glove",
@@ -121,7 +150,11 @@ def register(sub: Any) -> None:
         "targets for a word-vector student (train.distill_states; needs absa[train])",
     )
     _data_arguments(s)
-    s.add_argument("--out", required=True, help="the states directory to write")
+    s.add_argument(
+        "--out",
+        required=True,
+        help="the states directory to write (a new path, not an existing one)",
+    )
     s.add_argument("--dim", type=int, default=64, help="PCA dimensions kept (default: 64)")
     s.set_defaults(func=cmd_states)
 

@@ -19,9 +19,12 @@ EXAMPLES = synthetic_examples(12, seed=0)
 
 
 def test_vectors_then_train_on_them(
-    tmp_path: Path, tiny_transformer: Path, small_glove: Path
+    tmp_path: Path, tiny_transformer: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, train, extra = make_vectors(tmp_path, tiny_transformer, small_glove)
+    said = capsys.readouterr().out.splitlines()  # one line: what was written where
+    assert said == [f"vectors written to {out}: {len(load_glove(str(out))[0])} words x 56 "
+                    f"dimensions (record: {out}.json)"]  # fmt: skip
     words, matrix = load_glove(str(out))
     glove_words, glove = load_glove(str(small_glove))
     assert words[:5] == glove_words[:5]  # GloVe's head first, then the texts' other words
@@ -112,3 +115,28 @@ def test_a_sentences_file_that_is_not_utf8_or_not_json_names_the_line(tmp_path: 
     bad.write_bytes(b'{"text": "fine"}\n{"txt": "x"}\n')
     with pytest.raises(CLIError, match=r"bad\.jsonl:2: not a JSON object with a text"):
         _jsonl_texts(bad)
+
+
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_vectors_refuse_an_existing_out_before_any_work(
+    kind: str, tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An existing --out (a directory failed at the rename, after all the encoding, and
+    left vectors.txt.tmp behind; a file was replaced) is one line, before the encoder is
+    loaded, and left as it was."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    out = tmp_path / "vectors.txt"
+    if kind == "directory":
+        out.mkdir()
+        (out / "keep.txt").write_text("the user's\n")
+    else:
+        out.write_text("the user's\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for encoder in (tiny_transformer, tmp_path / "no-such-encoder"):  # not loaded: not read
+        args = ["vectors", "--encoder", str(encoder), "--texts", str(train), "--top-k", "5"]
+        assert main([*args, "--dim", "4", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"absa vectors: error: {out} exists; write the vectors file to a new path\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no .tmp, no record
+    kept = out / "keep.txt" if kind == "directory" else out
+    assert kept.read_text() == "the user's\n"

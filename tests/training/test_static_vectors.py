@@ -106,3 +106,34 @@ def test_encode_in_context_reads_a_long_text_up_to_max_pieces(tiny_transformer: 
     sums, counts = sv.encode_in_context(model, tok, [text], ["food", "soggy"], max_pieces=12)
     assert counts.tolist() == [10, 0]  # [CLS], 10 words, [SEP]: the rest is not read
     assert len(tok.encode(text).ids) == 34  # the tokenizer is given back untruncated
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_writes_over_none(tmp_path: Path) -> None:
+    """The write goes through a new temporary name: a user's ``X.tmp`` is not written over,
+    and a write that fails (here ``X`` is a directory) leaves no temporary file behind."""
+    words, matrix = ["food", "soggy"], np.ones((2, 3), np.float32)
+    (tmp_path / "v.txt.tmp").write_text("the user's\n")
+    sv.write_glove_text(tmp_path / "v.txt", words, matrix)
+    assert (tmp_path / "v.txt.tmp").read_text() == "the user's\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.txt", "v.txt.tmp"]
+    (tmp_path / "d.txt").mkdir()
+    with pytest.raises(IsADirectoryError):
+        sv.write_glove_text(tmp_path / "d.txt", words, matrix)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.txt", "v.txt", "v.txt.tmp"]
+    assert not list((tmp_path / "d.txt").iterdir())
+
+
+def test_build_refuses_an_existing_out_before_any_work(tmp_path: Path) -> None:
+    """Neither the GloVe file nor the encoder named here exists: the refusal comes first."""
+    nothing = tmp_path / "nothing"
+    out = tmp_path / "v.txt"
+    out.write_text("the user's\n")
+    with pytest.raises(FileExistsError, match=r"v\.txt exists; write the vectors file"):
+        sv.build(nothing, ["the food"], out, dim=2, glove=str(nothing))
+    assert out.read_text() == "the user's\n"
+    (tmp_path / "w.txt.json").mkdir()  # where the record would go
+    with pytest.raises(FileExistsError, match=r"w\.txt\.json exists and is not a file"):
+        sv.build(nothing, ["the food"], tmp_path / "w.txt", dim=2, glove=str(nothing))
+    with pytest.raises(NotADirectoryError, match=r"v\.txt is not a directory"):
+        sv.build(nothing, ["the food"], out / "x.txt", dim=2, glove=str(nothing))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.txt", "w.txt.json"]

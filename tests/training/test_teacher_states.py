@@ -155,7 +155,7 @@ def test_sentence_states_skips_whole_batches_only(tiny_transformer: Path) -> Non
 
 
 def test_cli_states_leaves_out_excluded_sentences_and_records_the_data(
-    tmp_path: Path, tiny_transformer: Path
+    tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     train = synthetic_examples(4, seed=1)
     test = synthetic_examples(1, seed=1)  # its sentence is the first training sentence
@@ -169,7 +169,78 @@ def test_cli_states_leaves_out_excluded_sentences_and_records_the_data(
     assert record["dim"] == 3 and record["data"][0]["sha256"]
     index = json.loads((out / ts.INDEX).read_text())
     assert test[0].text not in index and train[-1].text in index
-    assert not out.with_name("states.tmp").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states", "test.jsonl", "train.jsonl"]
+    said = capsys.readouterr().out.splitlines()  # one line: what was written where
+    assert said == [
+        f"states written to {out}: 3 sentences, {record['words']} words x 3 dimensions "
+        f"({100 * record['variance_kept']:.1f}% of the variance)"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_cli_states_refuses_an_existing_out_before_any_work(
+    kind: str, tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An existing --out was removed whole (a directory: `--out runs` wiped runs/) or, a
+    file, failed at the end and left .tmp and .parts behind: now one line before the encoder
+    is loaded, and all is left as it was."""
+    train = write_jsonl(tmp_path / "train.jsonl", synthetic_examples(4, seed=1))
+    out = tmp_path / "runs"
+    if kind == "directory":
+        out.mkdir()
+        (out / "keep.txt").write_text("the user's\n")
+    else:
+        out.write_text("the user's\n")
+    for encoder in (tiny_transformer, tmp_path / "no-such-encoder"):  # not loaded: not read
+        args = ["states", "--encoder", str(encoder), "--texts", str(train), "--dim", "4"]
+        assert main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert (
+            err == f"absa states: error: {out} exists; write the states directory to a new path\n"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "train.jsonl"]
+    kept = out / "keep.txt" if kind == "directory" else out
+    assert kept.read_text() == "the user's\n"
+    if kind == "directory":
+        assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_a_failed_build_leaves_no_temporary_directory_and_keeps_parts_to_resume(
+    tmp_path: Path, tiny_transformer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "d"
+    with pytest.raises(TypeError, match="not JSON serializable"):  # the record, written last
+        ts.build(tiny_transformer, MORE_TEXTS, out, dim=3, extra={"x": object()})
+    assert list(tmp_path.iterdir()) == []  # no states.npy half-way in a .tmp, no bare .parts
+    monkeypatch.setattr(ts, "BATCH", 1)
+    monkeypatch.setattr(ts, "PART", 2)
+    with pytest.raises(ValueError, match="dim"):  # after the encoding, which is kept
+        ts.build(tiny_transformer, MORE_TEXTS, out, dim=1000)
+    assert [p.name for p in tmp_path.iterdir()] == ["d.parts"]
+    assert len(list((tmp_path / "d.parts").glob("part-*.npz"))) == 3
+    ts.build(tiny_transformer, MORE_TEXTS, out, dim=3)
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_parts_path_with_files_not_of_states_is_refused_or_left(
+    tmp_path: Path, tiny_transformer: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``<out>.parts`` is removed once the directory is whole: a folder of that name that an
+    earlier call did not make is refused; a user's file in one it did make is kept."""
+    import logging
+
+    parts = tmp_path / "d.parts"
+    parts.mkdir()
+    (parts / "notes.txt").write_text("the user's\n")
+    with pytest.raises(FileExistsError, match=r"d\.parts exists and is not the parts"):
+        ts.build(tiny_transformer, MORE_TEXTS, tmp_path / "d", dim=3)
+    assert [p.name for p in parts.iterdir()] == ["notes.txt"]
+    ts._read_parts(parts, {"encoder_files": {}, "texts_sha256": "another", "batch": 1})
+    caplog.set_level(logging.WARNING)
+    ts.build(tiny_transformer, MORE_TEXTS, tmp_path / "d", dim=3)
+    assert (tmp_path / "d" / ts.STATES).is_file()
+    assert [p.name for p in parts.iterdir()] == ["notes.txt"]
+    assert any("did not write" in r.getMessage() for r in caplog.records)
 
 
 # ------------------------------------------------------------------- the hint term

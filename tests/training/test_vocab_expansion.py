@@ -4,6 +4,7 @@ in its tuned table through a linear map fitted on the words it did train on."""
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,7 +81,45 @@ def test_the_map_recovers_a_linear_relation() -> None:
     np.testing.assert_allclose(apply_map(x[:3], got), (x @ w + b)[:3], atol=1e-5)
 
 
+def test_the_fit_of_targets_that_do_not_vary_has_a_finite_r2_and_no_warning() -> None:
+    """One trained row (a vectors file that matches a single trained word) or rows all alike:
+    R² is undefined; it was -inf, with numpy's divide-by-zero warning, in the report."""
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(4, 5)), rng.normal(size=(4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fit_map(x[:1], y[:1], ridge=1.0)[1] == 0.0  # the ridge leaves a residual
+        assert fit_map(x, np.tile(y[:1], (4, 1)), ridge=1.0)[1] == 0.0
+        assert fit_map(x, np.zeros((4, 3)), ridge=1.0)[1] == 1.0  # fitted exactly: w = 0
+
+
 # --------------------------------------------------------------------------- a real run
+
+
+def test_malformed_lines_of_the_source_are_counted_and_logged(
+    tiny_run: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Lines cut short were passed over silently; with all but one trained word's cut, the
+    map fitted on one row and numpy warned of a division by zero."""
+    import logging
+
+    run = load_run(tiny_run)
+    words, rows = run.pipeline.words[2:], table(tiny_run)[2:]
+    lines = ["400000 50"]  # a word2vec header is not malformed
+    lines += [words[0] + " " + " ".join(f"{x:.7f}" for x in rows[0]), ""]  # nor a blank line
+    lines += [f"{w} {r[0]:.7f}" for w, r in zip(words[1:], rows[1:], strict=True)]  # cut short
+    lines += ["superb " + " ".join(f"{x:.7f}" for x in rows[words.index("great")])]
+    source = tmp_path / "v.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    caplog.set_level(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _, report = expand_vocabulary(run, source)
+    bad = len(words) - 1
+    assert report["source_malformed_lines"] == bad and report["fitted_on"] == 1
+    assert report["added"] == 1 and report["r2"] == 0.0
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"{source}: {bad} malformed lines skipped (the first is line 4)" in said[0]
 
 
 def test_an_unseen_word_is_read_as_the_word_whose_vector_it_has(
