@@ -11,7 +11,13 @@ occurrence was scored, 1-based, the first unless the row pins ``start``/``end``,
 many there are), and ``error`` for a row that could not be scored (an empty field on CSV
 rows that were). Rows are read, scored and written in chunks, so memory stays flat on any
 file size; a bad row (invalid JSON, a byte that is not UTF-8, an aspect not in the text)
-gets its ``error``, is logged with the file and line, and the run goes on.
+gets its ``error``, is logged with the file and line, and the run goes on. A JSONL line that
+is not a JSON object has no field to match its output row back to the input by, so its
+JSONL output row also gets ``line``, the input line number (blank lines are skipped).
+
+The paths are checked before the first row is read (a missing input, an output that is a
+directory or in one that does not exist): the output is written to ``OUTPUT.part`` and moved
+into place at the end, so those would otherwise fail only after the whole file was scored.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ log = logging.getLogger(__name__)
 PREFIX = "pred_"
 SCORE_ = f"{PREFIX}score_"  # CSV and Arrow outputs: one column per label's probability
 ERROR = "error"
+#: JSONL output: the input line of a row that could not be read (it has no fields of its own)
+LINE = "line"
 # bytes that are not UTF-8 are read as lone surrogates (errors="surrogateescape")
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
@@ -44,7 +52,8 @@ _UNDECODED = re.compile("[\udc80-\udcff]")
 class ScoreStats:
     rows: int = 0
     scored: int = 0
-    bad: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    # (line, reason); the row number instead where the input has no lines (Parquet)
+    bad: list[tuple[int, str]] = field(default_factory=list)
 
 
 def _fmt(path: Path) -> str:
@@ -56,6 +65,23 @@ def _fmt(path: Path) -> str:
     if suffix == ".parquet":
         return "parquet"
     raise ValueError(f"{path}: use a .jsonl, .csv or .parquet file")
+
+
+def check_paths(src: Path, dst: Path) -> None:
+    """Refuse, before a row is read, what would otherwise fail only after the whole input was
+    scored (the output goes to ``DST.part``, moved onto ``dst`` at the end) or fail naming
+    that ``.part`` file: a missing input, an output that is a directory or whose directory
+    does not exist, an output that is the input. Each message names the path as given."""
+    if not src.exists():
+        raise ValueError(f"{src}: no such file")
+    if src.is_dir():
+        raise ValueError(f"{src}: is a directory, not a file to score")
+    if dst.is_dir():
+        raise ValueError(f"{dst}: is a directory; give the path of the file to write")
+    if not dst.parent.is_dir():
+        raise ValueError(f"{dst}: no such directory {dst.parent}")
+    if dst.exists() and dst.resolve() == src.resolve():
+        raise ValueError(f"{dst}: the output would replace the input; write to another file")
 
 
 def output_columns(labels: list[str], fmt: str) -> list[str]:
@@ -107,17 +133,17 @@ def _rows(
     """The CSV header (None for JSONL), and (line, row or None, error) for each input row."""
     if fmt == "jsonl":
         return None, _jsonl_rows(f, reserved)
-    reader = csv.DictReader(f)
-    if reader.fieldnames is None or not {"text", "aspect"} <= set(reader.fieldnames):
+    reader = csv.reader(f)
+    header = next(reader, None)
+    if header is None or not {"text", "aspect"} <= set(header):
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
-    header = list(reader.fieldnames)
     bad = _undecoded(header)
     if bad:
         raise ValueError(f"{path}:1: {bad}")
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
-    return header, _csv_rows(reader)
+    return header, _csv_rows(reader, header)
 
 
 def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
@@ -156,15 +182,25 @@ def _jsonl_rows(
         yield lineno, row, err
 
 
-def _csv_rows(reader: csv.DictReader) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
+    """The records of a ``csv.reader`` after the lines it has read, each with the physical
+    line it starts on; blank lines are skipped (as pyarrow skips them), yet counted: a
+    ``DictReader`` skips them too, but its line count then names the blank line."""
     line = reader.line_num
-    names = len(reader.fieldnames or ())
-    for row in reader:
-        extra = row.pop(None, None)  # type: ignore[call-overload]  # fields past the header's
-        got = names + len(extra or ()) - sum(v is None for v in row.values())
-        ragged = f"the row has {got} fields; the header names {names}" if got != names else ""
-        yield line + 1, row, ragged or _undecoded(row) or ""
+    for record in reader:
+        if record:
+            yield line + 1, record
         line = reader.line_num
+
+
+def _csv_rows(reader: Any, names: list[str]) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    for line, record in numbered_records(reader):
+        # as a DictReader: fields past the header's dropped, the missing ones None
+        row: dict[str, Any] = dict(zip(names, record, strict=False))
+        row.update(dict.fromkeys(names[len(record) :]))
+        got, want = len(record), len(names)
+        ragged = f"the row has {got} fields; the header names {want}" if got != want else ""
+        yield line, row, ragged or _undecoded(row) or ""
 
 
 @dataclass(frozen=True)
@@ -259,7 +295,10 @@ class _Writer:
         prep: PreparedRow | None,
         answer: AspectPrediction | None,
         error: str,
+        line: int | None = None,
     ) -> None:
+        """One output row. ``line``: the input line of a row that could not be read at all,
+        written beside its error in JSONL (CSV columns are fixed by the header)."""
         out = clean(row)
         added: dict[str, Any] = {}
         if answer is not None and prep is not None:
@@ -271,6 +310,8 @@ class _Writer:
         if self.fmt == "jsonl":
             if ERROR in out and answer is None:  # the input's own "error" field is kept
                 added = {f"{PREFIX}{ERROR}": error}
+            if line is not None:
+                added[LINE] = line
             self.f.write(json.dumps({**out, **added}, ensure_ascii=False) + "\n")
             return
         assert self.csv is not None  # started with the input's columns
@@ -284,8 +325,7 @@ def score_file(
     counting rows, on a terminal only (never in logs)."""
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
-    if dst.exists() and dst.resolve() == src.resolve():
-        raise ValueError(f"{dst}: the output would replace the input; write to another file")
+    check_paths(src, dst)
     if "parquet" in (in_fmt, out_fmt):  # typed columns: read and written with pyarrow
         from absa.bulk.files import score_table_file
 
@@ -309,14 +349,16 @@ def score_file(
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
             if header is not None and out_fmt == "csv":
                 writer.start_csv(header)
-            pending: list[tuple[int, dict, PreparedRow | None, str]] = []
+            pending: list[tuple[int, dict | None, PreparedRow | None, str]] = []
 
             def flush() -> None:
                 good = [p[2].prepared for p in pending if p[2] is not None]
                 preds = iter(predictor.predict_many(good))
                 for line, row, prep, err in pending:
                     if prep is None:
-                        writer.write(row, None, None, err)
+                        # a line that is not a JSON object has no field to find it back by
+                        at = line if row is None else None
+                        writer.write(row or {}, None, None, err, line=at)
                         stats.bad.append((line, err))
                         log.warning("%s:%d: %s", src, line, err)
                     else:
@@ -330,12 +372,12 @@ def score_file(
                 prep = None
                 if row is not None and not err:
                     prep, err = try_prepare(predictor, row)
-                pending.append((line, row or {}, prep, err))
+                pending.append((line, row, prep, err))
                 if len(pending) >= chunk:
                     flush()
             flush()
+        tmp.replace(dst)  # the output appears whole or not at all
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)  # a failed move too: no .part is left behind
         raise
-    tmp.replace(dst)  # the output appears whole or not at all
     return stats

@@ -389,3 +389,114 @@ def test_offsets_that_are_not_whole_numbers_are_bad_rows(artifact: Path, tmp_pat
     assert "start/end must be integers" in got[0]["error"]
     assert "start/end must be integers" in got[1]["error"]
     assert got[2]["pred_label"] == A.label
+
+
+def _counting_predictor(artifact: Path) -> tuple[object, list[int]]:
+    """A predictor that records how many rows each ``predict_many`` call scored."""
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+
+    predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    calls: list[int] = []
+    real = predictor.predict_many
+    predictor.predict_many = lambda items: calls.append(len(items)) or real(items)  # type: ignore[method-assign]
+    return predictor, calls
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_an_output_that_is_a_directory_is_refused_before_scoring(
+    artifact: Path, tmp_path: Path, suffix: str
+) -> None:
+    """It used to score the whole input, then fail moving ``OUT.part`` onto the directory
+    ([Errno 21] naming the .part) and leave the .part behind."""
+    from absa.scoring import score_file
+
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": A.text, "aspect": A.term}) + "\n")
+    dst = tmp_path / f"out{suffix}"
+    dst.mkdir()
+    predictor, calls = _counting_predictor(artifact)
+    with pytest.raises(ValueError, match=f"^{dst}: is a directory") as e:
+        score_file(predictor, src, dst, progress=False)  # type: ignore[arg-type]
+    assert ".part" not in str(e.value) and calls == []  # nothing was scored
+    assert set(tmp_path.iterdir()) == {src, dst} and list(dst.iterdir()) == []  # no .part
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_an_output_in_a_directory_that_does_not_exist_names_the_users_path(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, suffix: str
+) -> None:
+    """The error named ``OUT.part`` (and on Parquet came only after scoring)."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": A.text, "aspect": A.term}) + "\n")
+    dst = tmp_path / "nowhere" / f"out{suffix}"
+    assert _score(artifact, src, dst) == 2
+    err = capsys.readouterr().err
+    assert f"{dst}: no such directory {dst.parent}" in err and ".part" not in err
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_missing_input_is_no_such_file(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, suffix: str
+) -> None:
+    """As the other commands say it, not ``[Errno 2] No such file or directory: ...``."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = tmp_path / "missing.jsonl"
+    assert _score(artifact, src, tmp_path / f"out{suffix}") == 2
+    err = capsys.readouterr().err
+    assert f"absa predict: error: {src}: no such file\n" in err and "Errno" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_part_file_is_left_when_the_output_cannot_be_moved_into_place(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """The final move was outside the clean-up: an output path that became a directory
+    while the file was scored failed the move and left ``OUT.part``."""
+    from absa.scoring import score_file
+
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": A.text, "aspect": A.term}) + "\n")
+    dst = tmp_path / "out.jsonl"
+    predictor, calls = _counting_predictor(artifact)
+    real = predictor.predict_many  # type: ignore[attr-defined]
+
+    def while_scoring(items: list) -> list:
+        dst.mkdir(exist_ok=True)  # someone else takes the name meanwhile
+        return real(items)
+
+    predictor.predict_many = while_scoring  # type: ignore[attr-defined]
+    with pytest.raises(IsADirectoryError):
+        score_file(predictor, src, dst, progress=False)  # type: ignore[arg-type]
+    assert calls == [1] and not (tmp_path / "out.jsonl.part").exists()
+
+
+def test_a_jsonl_line_that_cannot_be_read_says_its_line(artifact: Path, tmp_path: Path) -> None:
+    """Its output row was ``{"error": ...}`` alone: nothing to find the input line by (blank
+    lines are skipped, so counting output rows does not say it either)."""
+    good = json.dumps({"text": A.text, "aspect": A.term, "id": 1})
+    src = _write(tmp_path / "in.jsonl", f"{good}\n\nnot json\n[1, 2]\n{good}\n")
+    dst = tmp_path / "out.jsonl"
+    assert _score(artifact, src, dst) == 1
+    rows = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert rows[1] == {"error": "invalid JSON: Expecting value", "line": 3}
+    assert rows[2] == {"error": "a row must be a JSON object", "line": 4}
+    assert "line" not in rows[0] and "line" not in rows[3]  # rows that were read: as before
+    # CSV columns come from the header: no column of its own there
+    assert _score(artifact, _write(tmp_path / "x.jsonl", "not json\n"), tmp_path / "x.csv") == 1
+    assert (tmp_path / "x.csv").read_text().splitlines()[0].split(",")[-1] == "error"
+
+
+def test_a_csv_row_after_blank_lines_is_logged_with_its_own_line(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The row was named by the blank line before it (line 4, the row is on line 5)."""
+    src = _write(
+        tmp_path / "in.csv",
+        f'text,aspect\n"{A.text}\nsecond line",{A.term}\n\n{A.text},pizza\n',
+    )
+    with caplog.at_level("WARNING"):
+        assert _score(artifact, src, tmp_path / "out.jsonl") == 1
+    assert f"{src}:5: aspect 'pizza' does not occur" in caplog.text

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from absa.training.readers import (
+    _decode,
     _parse_xml,
     _read_bytes,
     detect_format,
@@ -59,16 +60,20 @@ def read_sentences(paths: Iterable[str | Path] | str | Path) -> list[Sentence]:
         fmt = detect_format(path)
         if fmt == "xml":
             out.extend(_read_xml(str(path)))
-        elif fmt == "jsonl" and _is_sentence_jsonl(Path(path)):
-            out.extend(_read_sentence_jsonl(Path(path)))
+        elif fmt == "jsonl":
+            # read and decoded as the record readers do: a missing file, a byte that is not
+            # UTF-8 is a DataError naming the file and line, not a bare codec message
+            lines = _decode(_read_bytes(str(path)), str(path)).split("\n")
+            if _is_sentence_record(lines[0]):
+                out.extend(_read_sentence_jsonl(lines, Path(path)))
+            else:
+                out.extend(_grouped(str(path)))
         else:
             out.extend(_grouped(str(path)))
     return out
 
 
-def _is_sentence_jsonl(path: Path) -> bool:
-    with path.open(encoding="utf-8") as f:
-        first = f.readline()
+def _is_sentence_record(first: str) -> bool:
     try:
         record = json.loads(first)
     except json.JSONDecodeError:
@@ -76,22 +81,23 @@ def _is_sentence_jsonl(path: Path) -> bool:
     return isinstance(record, dict) and "spans" in record
 
 
-def _read_sentence_jsonl(path: Path) -> list[Sentence]:
+def _read_sentence_jsonl(lines: list[str], path: Path) -> list[Sentence]:
+    """The sentences of a file's ``lines`` (split on ``\\n`` only, so that a line number is
+    the one an editor shows, as ``absa.training.readers`` numbers them)."""
     out = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                spans = tuple(GoldSpan(int(a), int(b), str(lab)) for a, b, lab in rec["spans"])
-                text = rec["text"]
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-                raise DataError(f"{path}:{lineno}: not a sentence record ({e})") from None
-            outside = [s for s in spans if not 0 <= s.start < s.end <= len(str(text))]
-            if not isinstance(text, str) or outside:
-                raise DataError(f"{path}:{lineno}: a span is outside the text")
-            out.append(Sentence(text, spans, str(rec.get("source") or f"{path}:{lineno}")))
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            spans = tuple(GoldSpan(int(a), int(b), str(lab)) for a, b, lab in rec["spans"])
+            text = rec["text"]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise DataError(f"{path}:{lineno}: not a sentence record ({e})") from None
+        outside = [s for s in spans if not 0 <= s.start < s.end <= len(str(text))]
+        if not isinstance(text, str) or outside:
+            raise DataError(f"{path}:{lineno}: a span is outside the text")
+        out.append(Sentence(text, spans, str(rec.get("source") or f"{path}:{lineno}")))
     return out
 
 

@@ -3,14 +3,16 @@
 readers), scored by ``score_table`` and written as they come, so memory stays flat on any
 file size. A row that cannot be scored gets its ``error``, a JSONL line that is not JSON
 too (``absa.bulk.jsonl``); a file pyarrow cannot parse (a CSV row with too many fields) stops
-the run with one message naming the file."""
+the run with one message naming the file. A bad row is logged with the file and the line it
+starts on, as ``absa.scoring`` logs it (blank lines and the CSV header counted); a Parquet
+input has no lines, so there it is the row number."""
 
 from __future__ import annotations
 
 import csv
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +24,7 @@ from tqdm import tqdm
 from absa.bulk.columns import check_columns, score_table
 from absa.bulk.jsonl import file_lines, jsonl_tables
 from absa.model.predictor import Predictor
-from absa.scoring import ERROR, ScoreStats
+from absa.scoring import ERROR, ScoreStats, check_paths, numbered_records
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +145,29 @@ class TableWriter:
 
     def close(self) -> None:
         self._flush()
-        for w in (self.parquet, self.csv, self.text):
-            if w is not None:
-                w.close()
+        for w in self._take_open():
+            w.close()
         if not self.path.exists():  # an input without rows: an empty file of the same kind
             self.path.touch()
+
+    def abort(self) -> None:
+        """Close without writing what is pending, and remove the file: a run that failed
+        leaves nothing behind. ``close`` could fail again on the rows that failed the run;
+        an error closing here is only logged, so that the run's own error is the one told."""
+        self.pending.clear()
+        for w in self._take_open():
+            try:
+                w.close()
+            except Exception as e:  # the caller re-raises the run's own error
+                log.debug("%s: closing after a failure: %s", self.path, e)
+        self.path.unlink(missing_ok=True)
+
+    def _take_open(self) -> list[Any]:
+        """The writers still open, forgotten here so that each is closed once (``abort``
+        may follow a ``close`` whose file could not be moved into place)."""
+        open_ = [w for w in (self.parquet, self.csv, self.text) if w is not None]
+        self.parquet = self.csv = self.text = None
+        return open_
 
 
 def score_table_file(
@@ -156,24 +176,27 @@ def score_table_file(
     """Score ``src`` into ``dst`` (written whole or not at all), as ``absa.scoring.score_file``
     does for JSONL and CSV."""
     src, dst = Path(src), Path(dst)
+    check_paths(src, dst)
     stats = ScoreStats()
     tmp = dst.with_name(dst.name + ".part")
     writer = TableWriter(tmp, dst.suffix, source=str(src))
+    where = _RowLines(src)
     try:
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):
                 scored = score_table(predictor, table)
-                _count(scored, stats, src)
+                _count(scored, stats, src, where)
                 writer.write(scored)
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
             writer.write(score_table(predictor, _NO_ROWS))
         writer.close()
+        tmp.replace(dst)  # the output appears whole or not at all
     except BaseException:
-        writer.close()
-        tmp.unlink(missing_ok=True)
+        writer.abort()  # a failed move too: no .part is left behind
         raise
-    tmp.replace(dst)  # the output appears whole or not at all
+    finally:
+        where.close()
     return stats
 
 
@@ -195,11 +218,67 @@ def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Ite
         raise ValueError(f"{src}: {e}") from None
 
 
-def _count(scored: pa.Table, stats: ScoreStats, src: Path) -> None:
+class _RowLines:
+    """The physical line each row of a JSONL or CSV input starts on, for the log: the tables
+    pyarrow and ``absa.bulk.jsonl`` read carry no line numbers, and blank lines, the CSV
+    header and values over several lines put a row's number off its line. Found on demand
+    by a second, forward-only reader of the file, opened at the first bad row: a file of
+    good rows is read once. None for a Parquet input (no lines), or where the second reader
+    cannot follow pyarrow's (a CSV field over the csv module's size limit)."""
+
+    def __init__(self, src: Path) -> None:
+        self.src = src
+        self.starts: Generator[int, None, None] | None = None
+        self.row, self.line = 0, 0
+        self.lost = src.suffix.lower() == ".parquet"
+
+    def __call__(self, row: int) -> int | None:
+        """The line of the 1-based ``row`` (asked for in increasing order)."""
+        if self.lost:
+            return None
+        if self.starts is None:
+            self.starts = self._starts()
+        try:
+            while self.row < row:
+                self.line = next(self.starts)
+                self.row += 1
+        except (StopIteration, csv.Error, OSError) as e:
+            log.debug("%s: line numbers lost at row %d (%s); naming rows", self.src, row, e)
+            self.lost = True
+            return None
+        return self.line
+
+    def _starts(self) -> Generator[int, None, None]:
+        if self.src.suffix.lower() == ".csv":  # as pyarrow reads it: blank lines skipped
+            with self.src.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+                reader = csv.reader(f)
+                next(reader, None)  # the header
+                for line, _ in numbered_records(reader):
+                    yield line
+            return
+        with self.src.open("rb") as f:  # as absa.bulk.jsonl reads it: blank lines skipped
+            for line, raw in enumerate(file_lines(f), 1):
+                if raw.decode("utf-8", "surrogateescape").strip():
+                    yield line
+
+    def close(self) -> None:
+        if self.starts is not None:
+            self.starts.close()  # closes the file it holds open
+
+
+def _count(
+    scored: pa.Table, stats: ScoreStats, src: Path, where: Callable[[int], int | None]
+) -> None:
     errors: list[Any] = scored.column(ERROR).to_pylist()
     for i, err in enumerate(errors, stats.rows + 1):
-        if err is not None:
+        if err is None:
+            continue
+        line = where(i)
+        if line is None:
             stats.bad.append((i, err))
             log.warning("%s: row %d: %s", src, i, err)
+        else:
+            stats.bad.append((line, err))
+            log.warning("%s:%d: %s", src, line, err)
     stats.rows += len(errors)
     stats.scored += sum(e is None for e in errors)

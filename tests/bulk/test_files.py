@@ -213,3 +213,105 @@ def test_an_output_name_in_a_later_block_is_named_with_file_and_rows(tmp_path: P
     with pytest.raises(InputError, match=r"late\.jsonl \(rows 3-4\): column 'pred_label'"):
         score_table_file(load().predictor, src, dst, chunk=2, progress=False)
     assert not dst.exists()
+
+
+def _predictor(artifact: Path) -> Any:
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+
+    return Predictor(Runtime.load(artifact, device="cpu", threads=1))
+
+
+def test_bad_rows_are_logged_with_the_line_they_start_on(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Parquet path named a row by its number (``FILE: row 2`` for line 5): blank lines,
+    the CSV header and values over several lines put it off the line, which README promises
+    and ``absa.scoring`` gives (file:line); a Parquet input, which has no lines, keeps rows."""
+    from absa.bulk.files import score_table_file
+
+    predictor = _predictor(artifact)
+    good = '{"text": "the food was great", "aspect": "food"}'
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(f'{good}\n\n\n\nnot json\n{good}\n\n{good[:-1]}, "start": 0, "end": 3}}\n')
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text('text,aspect\n"the food\nwas great",food\n\nthe food was great,pizza\n')
+    parquet = write_parquet(tmp_path / "in.parquet", [{"text": "the food", "aspect": "x"}] * 2)
+    with caplog.at_level("WARNING"):
+        stats = [
+            score_table_file(predictor, src, tmp_path / f"{src.name}.parquet", 2)
+            for src in (jsonl, csv_in, parquet)
+        ]
+    assert [line for line, _ in stats[0].bad] == [5, 8]
+    assert f"{jsonl}:5: invalid JSON" in caplog.text and f"{jsonl}:8: " in caplog.text
+    assert stats[1].bad == [(5, "aspect 'pizza' does not occur in the text")]
+    assert f"{csv_in}:5: aspect 'pizza'" in caplog.text
+    assert [row for row, _ in stats[2].bad] == [1, 2] and f"{parquet}: row 2: " in caplog.text
+    by_row = [m for m in caplog.messages if ": row " in m and not m.startswith(str(parquet))]
+    assert by_row == []  # JSONL and CSV rows: by line only
+
+
+def test_a_csv_the_csv_module_cannot_follow_names_rows_and_still_finishes(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lines come from a second reader (Python's csv) beside pyarrow's: where that one
+    cannot read the file (a field over its size limit), the log names rows, as before."""
+    import csv
+
+    from absa.bulk.files import score_table_file
+
+    src = tmp_path / "in.csv"
+    src.write_text("text,aspect\nthe food was great,food\nthe food was great,pizza\n")
+    limit = csv.field_size_limit(8)  # "the food was great" is longer
+    try:
+        with caplog.at_level("WARNING"):
+            stats = score_table_file(_predictor(artifact), src, tmp_path / "o.parquet")
+    finally:
+        csv.field_size_limit(limit)
+    assert stats.rows == 2 and stats.bad == [(2, "aspect 'pizza' does not occur in the text")]
+    assert f"{src}: row 2: aspect 'pizza'" in caplog.text
+
+
+@pytest.mark.parametrize("output", ["out.parquet", "out.jsonl", "out.csv"])
+def test_an_output_directory_is_refused_before_the_input_is_scored(
+    artifact: Path, tmp_path: Path, output: str
+) -> None:
+    """``score_table_file`` (called by the CLI and the benchmarks) scored every row, then
+    failed moving ``OUT.part`` onto the directory and left the .part behind."""
+    from absa.bulk.files import score_table_file
+
+    src = write_parquet(tmp_path / "in.parquet", [{"text": "the food", "aspect": "food"}])
+    predictor = _predictor(artifact)
+    predictor.forward = lambda *a: pytest.fail("scored")  # type: ignore[method-assign]
+    dst = tmp_path / output
+    dst.mkdir()
+    with pytest.raises(ValueError, match=f"^{dst}: is a directory"):
+        score_table_file(predictor, src, dst, progress=False)
+    with pytest.raises(ValueError, match=f"^{tmp_path / 'no' / output}: no such directory"):
+        score_table_file(predictor, src, tmp_path / "no" / output, progress=False)
+    with pytest.raises(ValueError, match=f"^{tmp_path / 'gone.parquet'}: no such file$"):
+        score_table_file(predictor, tmp_path / "gone.parquet", tmp_path / output, progress=False)
+    assert set(tmp_path.iterdir()) == {src, dst} and list(dst.iterdir()) == []
+
+
+@pytest.mark.parametrize("output", ["out.parquet", "out.jsonl", "out.csv"])
+def test_no_part_file_is_left_when_the_output_cannot_be_moved_into_place(
+    artifact: Path, tmp_path: Path, output: str
+) -> None:
+    """The final move was outside the clean-up: an output path that became a directory
+    while the file was scored failed the move and left ``OUT.part``."""
+    from absa.bulk.files import score_table_file
+
+    src = write_parquet(tmp_path / "in.parquet", [{"text": "the food", "aspect": "food"}])
+    dst = tmp_path / output
+    predictor = _predictor(artifact)
+    real = predictor.forward
+
+    def while_scoring(*args: Any) -> Any:
+        dst.mkdir(exist_ok=True)  # someone else takes the name meanwhile
+        return real(*args)
+
+    predictor.forward = while_scoring  # type: ignore[method-assign]
+    with pytest.raises(IsADirectoryError):
+        score_table_file(predictor, src, dst, progress=False)
+    assert set(tmp_path.iterdir()) == {src, dst}  # no out.*.part

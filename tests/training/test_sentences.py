@@ -122,3 +122,32 @@ def test_keep_aspect_free_keeps_every_aspect_and_a_seeded_share_of_the_rest() ->
     assert keep_aspect_free(sentences, 0.0, seed=1) == (sentences[10:], 10)
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         keep_aspect_free(sentences, 1.5, seed=1)
+
+
+@pytest.mark.parametrize("first", ['{"text": "Fine.", "spans": []}\n', ""])
+def test_a_sentence_jsonl_that_is_not_utf8_names_the_file_and_line(
+    tmp_path: Path, first: str
+) -> None:
+    """``absa evaluate --data`` with an extractor said only ``'utf-8' codec can't decode
+    byte 0xe9 ...``, whichever line the byte was on; the sentiment readers name both."""
+    path = tmp_path / "latin1.jsonl"
+    rest = '{"text": "The caf\xe9 was fine.", "spans": [[4, 8, "positive"]]}\n'
+    path.write_bytes(first.encode() + rest.encode("latin-1"))
+    line = 2 if first else 1
+    with pytest.raises(DataError, match=rf"^{path}:{line}: not valid UTF-8 \(byte 0xe9 "):
+        read_sentences(path)
+
+
+def test_a_missing_sentence_jsonl_is_no_such_file(tmp_path: Path) -> None:
+    """It was ``[Errno 2] No such file or directory: ...``, as other commands do not say."""
+    with pytest.raises(DataError, match=rf"^{tmp_path / 'gone.jsonl'}: no such file$"):
+        read_sentences(tmp_path / "gone.jsonl")
+
+
+def test_a_sentence_jsonl_with_a_byte_order_mark_is_read_as_sentences(tmp_path: Path) -> None:
+    """Read as the record readers read it, the mark is dropped: the first line is a sentence
+    record (it used to fail to parse, and the file was read as aspect records instead)."""
+    path = tmp_path / "bom.jsonl"
+    path.write_text('\ufeff{"text": "We went there.", "spans": []}\n', encoding="utf-8")
+    (got,) = read_sentences(path)
+    assert got.text == "We went there." and got.spans == ()
