@@ -140,6 +140,7 @@ def _shared_by_workers(settings: Any) -> Iterator[None]:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    _check_predict_flags(args)
     if args.engine == "ray":
         return _predict_on_ray(args)
     from absa.model.predictor import Predictor
@@ -179,6 +180,29 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise CLIError("give --text (with --aspect, or extracted), or --input and --output")
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
     return _print(args, predictor.model_id, results)
+
+
+#: predict's flags that only --engine ray reads, with their defaults
+RAY_ONLY = {"ray_workers": 2, "num_gpus": 0, "batch_size": 4096, "output_format": "parquet"}
+
+
+def _check_predict_flags(args: argparse.Namespace) -> None:
+    """Refuse flags this call would ignore: --output without --input printed to stdout and
+    wrote nothing; --text/--aspect/--explain beside --input, and Ray's flags without
+    --engine ray, did nothing."""
+    if args.input and (args.text or args.aspect or args.category or args.explain):
+        raise CLIError("--input scores a file: --text, --aspect, --category and --explain are "
+                       "for one text")  # fmt: skip
+    if args.output and not args.input:
+        raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
+    if args.engine != "ray":
+        given = [
+            "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))
+            for k, default in RAY_ONLY.items()
+            if getattr(args, k) != default
+        ]
+        if given:
+            raise CLIError(f"{', '.join(given)}: for --engine ray")
 
 
 def _predict_categories(args: argparse.Namespace, device: str) -> int:

@@ -245,3 +245,36 @@ def test_aspect_free_share_is_recorded_and_checked(
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0 and "aspect_free must be in [0, 1]" in err
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (
+            ["--text", "the food", "--aspect", "food", "--output", "o.jsonl"],
+            "--output needs --input",
+        ),
+        (["--input", "i.jsonl", "--output", "o.jsonl", "--text", "x"], "--input scores a file"),
+        (["--input", "i.jsonl", "--output", "o.jsonl", "--explain"], "--input scores a file"),
+        (
+            ["--input", "i.jsonl", "--output", "o.jsonl", "--workers", "8"],
+            "--workers: for --engine ray",
+        ),
+        (
+            ["--text", "the food", "--aspect", "food", "--num-gpus", "1"],
+            "--num-gpus: for --engine ray",
+        ),
+    ],
+)
+def test_predict_refuses_flags_it_would_ignore(
+    artifact: Path, tmp_path: Path, extra: list[str], words: str,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """--output without --input printed to stdout and wrote no file; --text, --explain and
+    Ray's --workers beside a local --input did nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "i.jsonl").write_text('{"text": "the food", "aspect": "food"}\n')
+    assert main(["predict", "--model", str(artifact), *extra]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o.jsonl").exists()
