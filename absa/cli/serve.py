@@ -323,7 +323,8 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--input",
         help="a .jsonl, .csv or .parquet file of {text, aspect, start?, end?} rows to score; "
-        "with --engine ray also a directory, a glob or a URI (default: none; or give --text)",
+        "with --engine ray also a directory, a glob or a URI; exit status 1 when a row is bad "
+        "(default: none; or give --text)",
     )
     q.add_argument(
         "--output",
