@@ -51,6 +51,13 @@ class Metrics:
         self.rejected = Counter("absa_rejected", "requests refused: queue full", registry=r)
         self.shed = Counter("absa_shed", "requests refused at once: too many in flight", registry=r)
         self.aspects = Counter("absa_aspects", "aspects classified", ["label"], registry=r)
+        # a batch answers 200 with some items refused: absa_requests cannot show those
+        self.item_errors = Counter(
+            "absa_batch_item_errors",
+            "items of /v1/predict/batch answered with an error in their place",
+            ["status"],
+            registry=r,
+        )
         self.model_info = Gauge(
             "absa_model_info",
             "the model being served: 1 for the one a worker serves, 0 for one it served before",

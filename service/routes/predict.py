@@ -206,6 +206,7 @@ async def predict_batch(
         for e in prepared:
             if not isinstance(e, tuple):
                 entries.append(e)
+                metrics.item_errors.labels(str(e["error"]["status"])).inc()
                 continue
             model, p = e
             out = outputs[id(model)]

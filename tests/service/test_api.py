@@ -144,6 +144,15 @@ def post_json(client: TestClient, path: str, body: object) -> httpx.Response:
     return client.post(path, content=raw, headers={"content-type": "application/json"})
 
 
+def item_errors(client: TestClient) -> dict[str, float]:
+    prefix = 'absa_batch_item_errors_total{status="'
+    return {
+        line[len(prefix) :].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in client.get("/metrics").text.splitlines()
+        if line.startswith(prefix)
+    }
+
+
 def test_batch_bad_item_gets_an_error_in_its_place(wide: TestClient) -> None:
     """One bad item does not refuse the others: it gets {"error": {status, detail}}."""
     client = wide
@@ -155,10 +164,14 @@ def test_batch_bad_item_gets_an_error_in_its_place(wide: TestClient) -> None:
         {"text": "the food \ud800", "aspects": ["food"]},  # a lone surrogate
         {"text": TEXT, "aspects": ["wine list"]},
     ]
+    before = item_errors(client)
     r = post_json(client, "/v1/predict/batch", {"items": items})
     assert r.status_code == 200, r.text
     got = r.json()["items"]
     assert len(got) == len(items)
+    # counted: absa_requests shows only the batch's 200
+    after = item_errors(client)
+    assert {k: after[k] - before.get(k, 0.0) for k in after} == {"413": 1.0, "422": 3.0}
     assert [res["term"] for res in got[0]["results"]] == ["food"]
     assert [res["term"] for res in got[5]["results"]] == ["wine list"]
     assert got[1]["error"]["status"] == 422
