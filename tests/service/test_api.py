@@ -548,3 +548,15 @@ def test_every_answer_carries_a_request_id(client: TestClient) -> None:
         r = client.post("/v1/predict", json={"text": ""}, headers={"X-Request-ID": bad})
         assert r.status_code == 422 and r.headers["x-request-id"] not in (bad, made)
     assert client.get("/healthz", headers={"X-Request-ID": "h1"}).headers["x-request-id"] == "h1"
+
+
+def test_the_readme_names_every_metric_and_only_real_ones() -> None:
+    import re
+    from pathlib import Path
+
+    from absa.service.metrics import Metrics
+
+    exposed = set(re.findall(r"^# TYPE (\S+)", Metrics().expose().decode(), re.M))
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    named = {n.removesuffix("_total") for n in re.findall(r"`(absa_[a-z_]+)", readme)}
+    assert named == exposed
