@@ -82,6 +82,15 @@ def check_paths(src: Path, dst: Path) -> None:
         raise ValueError(f"{dst}: no such directory {dst.parent}")
     if dst.exists() and dst.resolve() == src.resolve():
         raise ValueError(f"{dst}: the output would replace the input; write to another file")
+    if src.suffix.lower() in (".jsonl", ".json") and _starts_an_array(src):
+        # read as JSONL, each line of an indented array would be a bad row
+        raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
+
+
+def _starts_an_array(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith(b"[")
 
 
 def output_columns(labels: list[str], fmt: str) -> list[str]:

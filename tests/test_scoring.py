@@ -500,3 +500,17 @@ def test_a_csv_row_after_blank_lines_is_logged_with_its_own_line(
     with caplog.at_level("WARNING"):
         assert _score(artifact, src, tmp_path / "out.jsonl") == 1
     assert f"{src}:5: aspect 'pizza' does not occur" in caplog.text
+
+
+def test_a_json_array_is_refused_before_scoring(artifact: Path, tmp_path: Path) -> None:
+    """An indented JSON array in a .json file was read as JSONL: every line a bad row."""
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+    from absa.scoring import score_file
+
+    src = tmp_path / "rows.json"
+    src.write_text(json.dumps([{"text": "the food", "aspect": "food"}], indent=2))
+    predictor = Predictor(Runtime.load(artifact, device="cpu"))
+    with pytest.raises(ValueError, match="a JSON array; write one JSON object per line"):
+        score_file(predictor, src, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
