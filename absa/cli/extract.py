@@ -96,8 +96,11 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     if not args.preset:  # each value of the file checked against its field's type
         model_over = _typed(TaggerConfig, model_over, f"{args.config}: model")
         train_over = _typed(TagTrainConfig, train_over, f"{args.config}: train")
-    cfg = TaggerConfig.from_dict(model_over)
-    tcfg = TagTrainConfig.from_dict(train_over)
+    try:
+        cfg = TaggerConfig.from_dict(model_over)
+        tcfg = TagTrainConfig.from_dict(train_over)
+    except ValueError as e:  # an unknown key or a bad value: named with its file
+        raise CLIError(f"{args.config or '--preset ' + args.preset}: {e}") from None
     over = {k: v for k, v in (("seed", args.seed), ("epochs", args.epochs)) if v is not None}
     if args.threads is not None:
         over["threads"] = args.threads

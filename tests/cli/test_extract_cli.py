@@ -171,6 +171,7 @@ def test_extract_presets_are_checked_by_name(
         (b'{"model": 5}', "bad.json: model is a int"),
         (b'{"train": {"epochs": "2"}}', "bad.json: train.epochs: input should be a valid integer"),
         (b'{"model": {"crf": "yes"}}', "bad.json: model.crf: input should be a valid boolean"),
+        (b'{"train": {"epoks": 2}}', "bad.json: unknown tagger train config keys: ['epoks']"),
     ):
         bad.write_bytes(content)
         code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(bad),
