@@ -3,7 +3,10 @@ warms the model) or under uvicorn, on the session's tiny artifacts (tests/confte
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
 
-__all__ = ["EXAMPLES", "LIMITS", "make_settings", "serve"]
+__all__ = ["EXAMPLES", "LIMITS", "make_settings", "serve", "spawn", "wait_ready"]
 
 # small limits, so every limit is cheap to hit
 LIMITS = dict(max_text_chars=300, max_aspects=4, max_items=3, max_body_bytes=4096)
@@ -65,3 +68,35 @@ def serve(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
         thread.join(timeout=30)
         sock.close()
     assert not thread.is_alive(), "uvicorn did not stop"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spawn(argv: list[str], log_path: Path, **env: str) -> subprocess.Popen:
+    """``absa ARGV`` as a subprocess in the project root, the environment plus ``env``,
+    stdout and stderr into ``log_path``."""
+    with log_path.open("w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "absa.cli", *argv],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def wait_ready(server: subprocess.Popen, url: str, log_path: Path, timeout: float = 60) -> None:
+    """Until ``url``/readyz answers 200; fails with the server's log if it exits first."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        assert server.poll() is None, log_path.read_text()
+        assert time.monotonic() < deadline, f"not ready in {timeout:.0f} s"
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)

@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 from absa.model.registry import POINTER, Registry, atomic_write_json
 from absa.service.app import create_app
 from tests.helpers import synthetic_examples
-from tests.service.conftest import make_settings, serve
+from tests.service.conftest import make_settings, serve, spawn, wait_ready
 
 TOKEN = "t"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -516,31 +516,16 @@ def test_serve_model_wins_over_the_registry_variable(
     from tests.service.test_shutdown import free_port
 
     port = free_port()
-    env = {**os.environ, "ABSA_REGISTRY": str(registry.root), "ABSA_DEVICE": "cpu"}
-    command = ["serve", "--model", str(exported["v2"]), "--port", str(port)]
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "absa.cli", *command],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    argv = ["serve", "--model", str(exported["v2"]), "--port", str(port)]
+    server = spawn(argv, log, ABSA_REGISTRY=str(registry.root), ABSA_DEVICE="cpu")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "not up in 60 s"
-            try:
-                version = served_version(f"http://127.0.0.1:{port}")
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        assert (version, registry.current()) == ("v2", "v1")
+        wait_ready(server, url, log)
+        assert (served_version(url), registry.current()) == ("v2", "v1")
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
-        log.close()
     both = ["serve", "--model", str(exported["v2"]), "--registry", str(registry.root)]
     proc = subprocess.run(
         [sys.executable, "-m", "absa.cli", *both],

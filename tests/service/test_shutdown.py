@@ -9,11 +9,8 @@ itself is tested in-process below, with a batch wait far longer than the test al
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +19,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
+from tests.service.conftest import spawn, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 N_REQUESTS = 6
@@ -54,35 +52,14 @@ def refuses_connections(port: int) -> bool:
 def test_sigterm_drains_queued_requests_and_exits_0(artifact: Path, tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "ABSA_DEVICE": "cpu",
-        "ABSA_THREADS": "1",
-        "ABSA_MAX_WAIT_MS": str(MAX_WAIT_MS),
-        "ABSA_LOG_LEVEL": "warning",
-    }
-    log = (tmp_path / "serve.log").open("w")
+    log = tmp_path / "serve.log"
+    env = dict(ABSA_DEVICE="cpu", ABSA_THREADS="1", ABSA_LOG_LEVEL="warning")
     command = ["serve", "--model", str(artifact), "--port", str(port)]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "absa.cli", *command],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    server = spawn(command, log, ABSA_MAX_WAIT_MS=str(MAX_WAIT_MS), **env)
     pool = ThreadPoolExecutor(N_REQUESTS)
     try:
+        wait_ready(server, url, log)
         deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "not ready in 60 s"
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-
         bodies = [
             {"text": e.text, "aspects": [{"term": e.term, "start": e.start, "end": e.end}]}
             for e in EXAMPLES[:N_REQUESTS]
@@ -112,7 +89,6 @@ def test_sigterm_drains_queued_requests_and_exits_0(artifact: Path, tmp_path: Pa
         if server.poll() is None:
             server.kill()
             server.wait(timeout=10)
-        log.close()
 
 
 def test_app_shutdown_answers_requests_still_waiting_for_their_batch(artifact: Path) -> None:
