@@ -16,6 +16,9 @@ from absa.errors import InputError
 
 #: how much of a term or text an error message echoes
 SHOWN_CHARS = 60
+#: the longest aspect term the service takes, and the longest the extractor gives (so every
+#: extracted term can be sent back as an aspect); annotated terms run to about 110
+MAX_TERM_CHARS = 200
 
 
 def shown(s: str, limit: int = SHOWN_CHARS) -> str:

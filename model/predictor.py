@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 
 from absa.errors import InputError, LimitError
-from absa.model.aspects import Span, check_unicode, occurrences, pinned, shown
+from absa.model.aspects import MAX_TERM_CHARS, Span, check_unicode, occurrences, pinned, shown
 from absa.model.runtime import Output, Runtime, word_weights, words
 from absa.model.text import Encoded, TextError
 
@@ -212,7 +212,9 @@ class Predictor(RuntimeModel):
                 f"{where}no aspects given and no aspect extractor is configured (setting "
                 "ABSA_EXTRACTOR): name at least one aspect term"
             )
-        found = self.extractor.extract([text])[0]
+        # a run of hundreds of words tagged as one term (a repeated word, say) is no term,
+        # and could not be sent back as an aspect
+        found = [f for f in self.extractor.extract([text])[0] if f.end - f.start <= MAX_TERM_CHARS]
         lim = self.limits
         if lim.max_aspects is not None and len(found) > lim.max_aspects:
             raise LimitError(

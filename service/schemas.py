@@ -33,8 +33,8 @@ from pydantic import (
     model_validator,
 )
 
-#: the longest aspect term accepted (characters); a longer one is refused before any work
-MAX_TERM_CHARS = 200
+# the longest aspect term accepted (characters): a longer one is refused before any work
+from absa.model.aspects import MAX_TERM_CHARS
 
 
 class Strict(BaseModel):

@@ -183,3 +183,16 @@ def test_an_aspect_across_a_window_seam_is_one_term(filler: int) -> None:
     terms = [text[f.start : f.end] for f in found]
     assert "battery life" in terms and "goat cheese salad" in terms, terms
     assert all(0.0 <= f.confidence <= 1.0 for f in found)
+
+
+def test_no_extracted_term_is_longer_than_a_term_may_be() -> None:
+    """The shipped extractor tagged 'food food food ...' (300 words) as one term of 1,499
+    characters, which /v1/predict would refuse if sent back as an aspect (200 at most)."""
+    from absa.api import load
+    from absa.model.aspects import MAX_TERM_CHARS
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+
+    clf = load(extractor=DEFAULT_EXTRACTOR_DIR, device="cpu")
+    found = clf("food " * 300)
+    assert all(len(p.term) <= MAX_TERM_CHARS for p in found)
+    assert [p.term for p in clf("The wine list was great.")] == ["wine list"]
