@@ -56,12 +56,31 @@ def find_all(text: str, term: str) -> list[tuple[int, int]]:
     if not term:
         return []
     word, anywhere = _patterns(term) if len(term) <= CACHED_TERM_CHARS else _compile(term)
-    spans = [(m.start(), m.end()) for m in word.finditer(text)]
+    ascii_ = text.isascii()  # no combining mark to cut off
+    spans = [(m.start(), m.end()) for m in word.finditer(text) if ascii_ or _whole(text, m)]
     if not spans:
-        spans = [(m.start(), m.end()) for m in anywhere.finditer(text)]
+        found = anywhere.finditer(text)
+        spans = [(m.start(), m.end()) for m in found if ascii_ or _whole(text, m)]
     if not spans and not (text.isascii() and term.isascii()):
         spans = _find_composed(text, term)
     return spans
+
+
+def _whole(text: str, m: re.Match[str]) -> bool:
+    """The match neither ends before nor starts on a combining mark: "cafe" is not found in
+    "cafe" + U+0301 (é decomposed), whose accent would be cut off (the tokenizer keeps the
+    mark in its word, so such a span would end inside a word)."""
+    end, start = m.end(), m.start()
+    cuts_end = end < len(text) and _is_mark(text[end])
+    return not cuts_end and not _is_mark(text[start])
+
+
+def _is_mark(c: str) -> bool:
+    """A combining mark, variation selectors aside: "❤" is found in "❤" + U+FE0F (the
+    emoji form of the same character), as it was."""
+    return unicodedata.category(c)[0] == "M" and not (
+        "\ufe00" <= c <= "\ufe0f" or "\U000e0100" <= c <= "\U000e01ef"
+    )
 
 
 def _find_composed(text: str, term: str) -> list[tuple[int, int]]:

@@ -154,6 +154,9 @@ def test_find_all_finds_a_term_in_either_unicode_form() -> None:
         unicodedata.normalize("NFD", "crème brûlée")
     ]
     assert find_all(nfd, "crèpe") == []
+    assert find_all(nfd, "cafe") == []  # the base letters alone: the accent is not cut off
+    assert find_all("I \u2764\ufe0f it", "\u2764") == [(2, 3)]  # a variation selector is no accent
+    assert [nfd[s:e] for s, e in find_all(nfd, "caf")] == ["caf", "CAF"]  # as in NFC text
     # a letter inside a word: its base and its mark together, never the base alone
     assert [nfd[s:e] for s, e in find_all(nfd, "é")] == ["e\u0301", "e\u0301", "E\u0301"]
 
