@@ -130,3 +130,25 @@ def test_the_readme_example_is_what_the_shipped_model_answers() -> None:
     assert set(quoted) == {"burger", "fries"}
     got = {r.term: r.score for r in absa.load()(TEXT, aspects=["burger", "fries"])}
     assert {k: round(v, 3) for k, v in got.items()} == quoted
+
+
+def test_the_readme_quotes_the_shipped_models_test_scores() -> None:
+    """README's results name the shipped version and its accuracy / macro-F1 on each test
+    set; they must be the ones its eval.json records (rounded once, to one decimal)."""
+    import json
+    import re
+
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    version = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())["version"]
+    results = json.loads((DEFAULT_MODEL_DIR / "eval.json").read_text())["results"]
+    want = {
+        name: f"{100 * results[key]['accuracy']:.1f} / {100 * results[key]['macro_f1']:.1f}"
+        for key, name in (("rest14", "Rest14"), ("lap14", "Lap14"), ("twitter", "Twitter"),
+                          ("mams", "MAMS"))
+    }  # fmt: skip
+    start = readme.index(f"- Shipped model {version} (")  # a new version: say its scores
+    quoted = readme[start : readme.index("(accuracy / macro-F1 %", start)]
+    got = dict(re.findall(r"(Rest14|Lap14|Twitter|MAMS) (\d+\.\d / \d+\.\d)", quoted))
+    assert got == want, version
