@@ -32,12 +32,7 @@ LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
 PAD, UNK = "<pad>", "<unk>"
 
 # Stanford/GloVe-style tokens: "couldn't" -> could n't, "it's" -> it 's, punctuation alone.
-# An apostrophe starts a word only as a clitic ('s 're 've 'll 'd 'm, also split off as in
-# "it 's") or inside a word (o'neal -> o 'neal, as before): a quote before a word ("the
-# 'pasta' was") is a token of its own, where it made the word "'pasta", out of vocabulary.
-_TOKEN_RE = re.compile(
-    r"\w+(?=n't\b)|n't\b|(?i:'(?:s|re|ve|ll|d|m))\b|(?<=\w)'\w+|\w+|[^\w\s]", re.UNICODE
-)
+_TOKEN_RE = re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|[^\w\s]", re.UNICODE)
 
 
 class TextError(InputError):

@@ -84,10 +84,6 @@ def test_tokenize_offsets_round_trip(text: str) -> None:
         ("it's fine", ["it", "'s", "fine"]),
         ("great!!", ["great", "!", "!"]),
         ("the chef's special", ["the", "chef", "'s", "special"]),
-        ("it 's I'M do n't", ["it", "'s", "I", "'M", "do", "n't"]),  # split already, any case
-        # a quote before a word is not a clitic: "'pasta" was one word, out of vocabulary
-        ("The 'pasta' was 'Certified'", ["The", "'", "pasta", "'", "was", "'", "Certified", "'"]),
-        ("o'neal in W'burg", ["o", "'neal", "in", "W", "'burg"]),  # inside a word: as before
     ],
 )
 def test_tokenize_contractions_and_punctuation(text: str, expected: list[str]) -> None:
