@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,8 @@ def test_the_states_command_rebuilt_from_its_record_writes_the_same_states(
     assert cmd is not None and shlex.split(cmd)[1:] == argv
     assert prepared.states_command(str(tmp_path / "none")) is None
     rebuilt = shlex.split(cmd)
+    assert main(rebuilt[1:]) == 2  # an existing --out is never written over
+    shutil.rmtree(out)  # as rebuild_inputs.py finds it: not there
     assert main(rebuilt[1:]) == 0
     assert sha256_file(out / "states.npy") == first
     config = {"teacher_states": str(out), "distill_states": 0.5}
