@@ -167,12 +167,12 @@ class TrainConfig:
 def check_optimiser(cfg: Any) -> None:
     """ValueError for an optimiser setting that would train wrong without a word: clip 0
     zeroes every gradient, a negative one climbs the loss, NaN makes the weights NaN."""
-    for name in ("lr", "clip"):
+    if not (math.isfinite(cfg.clip) and cfg.clip > 0):
+        raise ValueError(f"clip must be a number > 0, not {cfg.clip}")
+    for name in ("lr", "weight_decay"):  # lr 0: the weights held (a warm start's check)
         value = getattr(cfg, name)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a number > 0, not {value}")
-    if not (math.isfinite(cfg.weight_decay) and cfg.weight_decay >= 0):
-        raise ValueError(f"weight_decay must be >= 0, not {cfg.weight_decay}")
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a number >= 0, not {value}")
     if not 0.0 <= cfg.warmup < 1.0:
         raise ValueError(f"warmup must be in [0, 1), not {cfg.warmup}")
 

@@ -38,8 +38,9 @@ def test_the_moving_average_leaves_integer_buffers_whole(tiny_transformer: Path)
         ("clip", 0.0, "clip must be a number > 0"),  # every gradient zeroed: nothing trains
         ("clip", -1.0, "clip must be a number > 0"),  # the gradients reversed
         ("clip", float("nan"), "clip must be a number > 0"),  # the weights made NaN
-        ("lr", 0.0, "lr must be a number > 0"),
-        ("weight_decay", -0.1, "weight_decay must be >= 0"),
+        ("lr", -1e-3, "lr must be a number >= 0"),
+        ("lr", float("inf"), "lr must be a number >= 0"),
+        ("weight_decay", -0.1, "weight_decay must be a number >= 0"),
         ("warmup", 1.0, r"warmup must be in \[0, 1\)"),
     ],
 )
