@@ -334,11 +334,11 @@ def score_file(
     counting rows, on a terminal only (never in logs)."""
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
-    check_paths(src, dst)
     if "parquet" in (in_fmt, out_fmt):  # typed columns: read and written with pyarrow
         from absa.bulk.files import score_table_file
 
-        return score_table_file(predictor, src, dst, progress=progress)
+        return score_table_file(predictor, src, dst, progress=progress)  # checks the paths
+    check_paths(src, dst)
     stats = ScoreStats()
     tmp = dst.with_name(dst.name + ".part")
     try:
