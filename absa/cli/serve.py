@@ -182,7 +182,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return _print(args, predictor.model_id, results)
 
 
-#: predict's flags that only --engine ray reads, with their defaults
+#: predict's flags that only --engine ray reads, with their defaults (the parser's too)
 RAY_ONLY = {"ray_workers": 2, "num_gpus": 0, "batch_size": 4096, "output_format": "parquet"}
 
 
@@ -342,22 +342,25 @@ def register(sub: Any) -> None:
         "--workers",
         dest="ray_workers",  # not the server's ABSA_WORKERS
         type=int,
-        default=2,
+        default=RAY_ONLY["ray_workers"],
         help="--engine ray: scoring actors, one CPU each (default: 2)",
     )
     q.add_argument(
         "--num-gpus",
         type=float,
-        default=0,
+        default=RAY_ONLY["num_gpus"],
         help="--engine ray: GPUs per actor; above 0 the model runs on CUDA (default: 0)",
     )
     q.add_argument(
-        "--batch-size", type=int, default=4096, help="--engine ray: rows per call (default: 4096)"
+        "--batch-size",
+        type=int,
+        default=RAY_ONLY["batch_size"],
+        help="--engine ray: rows per call (default: 4096)",
     )
     q.add_argument(
         "--output-format",
         choices=["parquet", "jsonl"],
-        default="parquet",
+        default=RAY_ONLY["output_format"],
         help="--engine ray: the partitions' format (default: parquet)",
     )
     q.add_argument(
