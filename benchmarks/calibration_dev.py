@@ -43,7 +43,7 @@ from absa.model.calibration import (  # noqa: E402
     softmax,
 )
 from absa.model.recalibrate import logits  # noqa: E402
-from absa.model.text import Token, tokenize  # noqa: E402
+from absa.model.text import Token, WordPipeline, load_pipeline  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, recorded_files, spans  # noqa: E402
@@ -128,22 +128,22 @@ def laptop_score(meta: dict, dev: list) -> Callable[[list], np.ndarray]:
     return lambda examples: fitted.predict_proba(words.transform([e.text for e in examples]))[:, 1]
 
 
-def aspect_words(example: Example) -> list[Token]:
+def aspect_words(example: Example, pipe: WordPipeline) -> list[Token]:
     """The words inside the aspect's span; a span inside a word gives its sentence's words."""
-    words = tokenize(example.text)
+    words = pipe.tokenize(example.text)
     return [w for w in words if w.start >= example.start and w.end <= example.end] or words
 
 
-def features(examples: list, vocab: set[str], laptop: np.ndarray) -> np.ndarray:
+def features(examples: list, pipe: WordPipeline, laptop: np.ndarray) -> np.ndarray:
     """Per example: its words' out-of-vocabulary share, its aspect words', log word count,
     its laptop score and (last, for the balanced map) its source data set."""
     rows = []
     for e, lap in zip(examples, laptop, strict=True):
-        words, aspect = tokenize(e.text), aspect_words(e)
+        words, aspect = pipe.tokenize(e.text), aspect_words(e, pipe)
         rows.append(
             [
-                np.mean([w.text.lower() not in vocab for w in words]),
-                np.mean([w.text.lower() not in vocab for w in aspect]),
+                np.mean([w.text.lower() not in pipe.index for w in words]),
+                np.mean([w.text.lower() not in pipe.index for w in aspect]),
                 np.log(len(words) + 1),
                 lap,
                 str(domain_of(e.source)),
@@ -171,7 +171,7 @@ def on_tests(
     model: Path,
     meta: dict,
     dev: tuple[np.ndarray, np.ndarray, np.ndarray],
-    vocab: set[str],
+    pipe: WordPipeline,
     laptop: Callable[[list], np.ndarray],
 ) -> dict[str, dict[str, float]]:
     """Each kind fitted on all of dev, its ECE on each test set."""
@@ -180,7 +180,7 @@ def on_tests(
         examples = read_many([str(paths(ds)["test"])]).examples
         p = softmax(logits(model, spans(examples)), meta["calibration"]["temperature"])
         y = np.array([meta["labels"].index(e.label) for e in examples])
-        x = features(examples, vocab, laptop(examples))
+        x = features(examples, pipe, laptop(examples))
         for name, fit in KINDS.items():
             out[name][ds] = expected_calibration_error(fit(*dev)(p, x), y)
     return out
@@ -198,11 +198,13 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     meta = artifact.read_metadata(args.artifact)
     dev = rebuild_dev(meta)
-    vocab = set(json.loads((args.artifact / "vocab.json").read_text()))
+    pipe = load_pipeline(args.artifact)
+    if not isinstance(pipe, WordPipeline):
+        ap.error(f"{args.artifact}: a word-vocabulary model is needed, not {pipe.kind!r}")
     p = softmax(logits(args.artifact, spans(dev)), meta["calibration"]["temperature"])
     y = np.array([meta["labels"].index(e.label) for e in dev])
     laptop = laptop_score(meta, dev)
-    x = features(dev, vocab, laptop(dev))
+    x = features(dev, pipe, laptop(dev))
     ece = measure(p, x, y)
     sources = [s for s in next(iter(ece.values())) if s != "all"]
     record = {
@@ -215,7 +217,7 @@ def main() -> None:
         "ece_out_of_fold": ece,
     }
     if args.tests:
-        record["ece_tests"] = on_tests(args.artifact, meta, (p, x, y), vocab, laptop)
+        record["ece_tests"] = on_tests(args.artifact, meta, (p, x, y), pipe, laptop)
     out = RESULTS / f"dev-oof__{record['artifact']}.json"
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(

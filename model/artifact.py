@@ -6,7 +6,8 @@ checks. No torch.
     metadata.json    kind, name, version, labels, configs, metrics, provenance, the sha256 of
                      every other file (``files``), and the recorded torch/onnxruntime parity
                      check
-    pipeline.json    the text pipeline, with vocab.json or tokenizer.json
+    pipeline.json    the text pipeline, with vocab.json or tokenizer.json (a word pipeline
+                     made with word tokenizer 2 or later says so: "word_tokenizer")
     README.md        the model card (optional)
 
 Every file of the directory but metadata.json is hashed into ``metadata["files"]`` (by

@@ -19,18 +19,21 @@ from pathlib import Path
 import numpy as np
 
 from absa.model.tagtext import Window, pad_rows, tag_tokens
-from absa.model.text import Token, WordPiecePipeline
+from absa.model.text import TOKENIZER, Token, WordPiecePipeline, check_tokenizer
 
 
 class PieceTagText:
     kind = "wordpiece"
     chars = None  # no character CNN
 
-    def __init__(self, pieces: WordPiecePipeline, max_words: int = 128) -> None:
+    def __init__(
+        self, pieces: WordPiecePipeline, max_words: int = 128, tokenizer: int = TOKENIZER
+    ) -> None:
         if pieces.max_len < 3:
             raise ValueError("max_len must leave room for [CLS], a piece and [SEP]")
         self.pieces = pieces
         self.max_words = max_words
+        self.tokenizer = check_tokenizer(tokenizer)  # the words' (``tag_tokens``)
 
     @property
     def max_len(self) -> int:
@@ -49,7 +52,7 @@ class PieceTagText:
 
     def encode(self, text: str) -> list[Window]:
         """The text's windows (none for a text without words)."""
-        tokens = tag_tokens(text)
+        tokens = tag_tokens(text, self.tokenizer)
         if not tokens:
             return []
         per_word = self.word_pieces(tokens)
@@ -83,6 +86,8 @@ class PieceTagText:
         path = Path(directory) / "pipeline.json"
         spec = json.loads(path.read_text(encoding="utf-8"))
         spec["max_words"] = self.max_words
+        if self.tokenizer != 1:  # absent means 1, as in a word pipeline
+            spec["word_tokenizer"] = self.tokenizer
         path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
     @classmethod
@@ -90,4 +95,5 @@ class PieceTagText:
         directory = Path(directory)
         spec = json.loads((directory / "pipeline.json").read_text(encoding="utf-8"))
         pieces = WordPiecePipeline(directory / spec["tokenizer"], max_len=int(spec["max_len"]))
-        return cls(pieces, int(spec.get("max_words", 128)))
+        version = check_tokenizer(spec.get("word_tokenizer", 1), str(directory / "pipeline.json"))
+        return cls(pieces, int(spec.get("max_words", 128)), version)

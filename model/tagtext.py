@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from absa.model.text import PAD, UNK, Token, WordPipeline, load_pipeline, tokenize
+from absa.model.text import (
+    PAD,
+    TOKENIZER,
+    UNK,
+    Token,
+    WordPipeline,
+    load_pipeline,
+    tokenize,
+)
 
 if TYPE_CHECKING:
     from absa.model.piecetext import PieceTagText
@@ -41,9 +49,10 @@ class Window:
     starts: list[int] = field(default_factory=list)  # each word's first piece (word pieces)
 
 
-def tag_tokens(text: str) -> list[Token]:
-    """The words of ``text`` with PTB escapes read as the characters they stand for."""
-    tokens = tokenize(text)
+def tag_tokens(text: str, version: int = TOKENIZER) -> list[Token]:
+    """The words of ``text`` (the word tokenizer of ``version``) with PTB escapes read as the
+    characters they stand for."""
+    tokens = tokenize(text, version)
     out: list[Token] = []
     i = 0
     while i < len(tokens):
@@ -85,7 +94,7 @@ class TagText:
 
     def encode(self, text: str) -> list[Window]:
         """The text's windows of at most ``max_len`` words (none for a text without words)."""
-        tokens = tag_tokens(text)
+        tokens = tag_tokens(text, self.words.tokenizer)
         out = []
         for s in range(0, len(tokens), self.max_len):
             part = tokens[s : s + self.max_len]

@@ -32,7 +32,22 @@ LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
 PAD, UNK = "<pad>", "<unk>"
 
 # Stanford/GloVe-style tokens: "couldn't" -> could n't, "it's" -> it 's, punctuation alone.
-_TOKEN_RE = re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|[^\w\s]", re.UNICODE)
+# Versions, so that a pipeline keeps the words it was trained on (pipeline.json
+# "word_tokenizer"; absent in the pipelines made before versions were recorded: 1):
+# 1. an apostrophe starts a word wherever it stands, so a quote before a word is glued to it:
+#    "the 'pasta' was" -> the 'pasta ' was, and "'pasta" is out of any vocabulary;
+# 2. an apostrophe starts a word only as a clitic ('s 're 've 'll 'd 'm, split off already or
+#    not, any case) or inside a word (o'neal -> o 'neal, as in 1): a quote before a word is a
+#    token of its own, "the 'pasta' was" -> the ' pasta ' was.
+TOKENIZERS: dict[int, re.Pattern[str]] = {
+    1: re.compile(r"\w+(?=n't\b)|n't\b|'\w+|\w+|[^\w\s]", re.UNICODE),
+    2: re.compile(
+        r"\w+(?=n't\b)|n't\b|(?i:'(?:s|re|ve|ll|d|m))\b|(?<=\w)'\w+|\w+|[^\w\s]", re.UNICODE
+    ),
+}
+#: the version new word pipelines are made with. It stays 1 while issue #11's students are
+#: trained (their inputs were made with 1; a chain's steps check them against its records)
+TOKENIZER = 1
 
 
 class TextError(InputError):
@@ -64,11 +79,13 @@ class Tokenized:
     ids: list[int]
 
 
-def tokenize(text: str) -> list[Token]:
-    r"""Stanford/GloVe-style tokens, each with its character span. A combining mark (a
-    decomposed accent: "cre\u0300me", the vowel signs of Devanagari) stays inside its word:
-    ``\w`` does not match marks, and the word would otherwise fall apart into pieces."""
-    tokens = [Token(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+def tokenize(text: str, version: int = TOKENIZER) -> list[Token]:
+    r"""Stanford/GloVe-style tokens, each with its character span, by the tokenizer of
+    ``version`` (``TOKENIZERS``). A combining mark (a decomposed accent: "cre\u0300me", the
+    vowel signs of Devanagari) stays inside its word: ``\w`` does not match marks, and the
+    word would otherwise fall apart into pieces."""
+    pattern = TOKENIZERS[check_tokenizer(version)]
+    tokens = [Token(m.group(0), m.start(), m.end()) for m in pattern.finditer(text)]
     if text.isascii():  # no combining mark: the tokens as the pattern found them
         return tokens
     out: list[Token] = []
@@ -79,6 +96,17 @@ def tokenize(text: str) -> list[Token]:
         else:
             out.append(tok)
     return out
+
+
+def check_tokenizer(version: object, where: str = "word tokenizer") -> int:
+    """``version`` if it names one of ``TOKENIZERS``, else a ValueError naming ``where``."""
+    if isinstance(version, bool) or not isinstance(version, int) or version not in TOKENIZERS:
+        known = ", ".join(map(str, TOKENIZERS))
+        raise ValueError(
+            f"{where}: unknown version {version!r} (this absa knows {known}; "
+            "a pipeline made by a newer absa needs that version)"
+        )
+    return version
 
 
 def _joins(left: str, right: str) -> bool:
@@ -143,7 +171,9 @@ class WordPipeline:
     pad_id = 0
     unk_id = 1
 
-    def __init__(self, words: Sequence[str], max_len: int = 128) -> None:
+    def __init__(
+        self, words: Sequence[str], max_len: int = 128, tokenizer: int = TOKENIZER
+    ) -> None:
         if list(words[:2]) != [PAD, UNK]:
             raise ValueError("a vocabulary must start with <pad>, <unk>")
         self.words = list(words)
@@ -151,6 +181,7 @@ class WordPipeline:
         if len(self.index) != len(self.words):
             raise ValueError("the vocabulary holds duplicate words")
         self.max_len = max_len
+        self.tokenizer = check_tokenizer(tokenizer)  # the words' tokenizer (``TOKENIZERS``)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -158,8 +189,11 @@ class WordPipeline:
     def ids(self, tokens: Iterable[Token]) -> list[int]:
         return [self.index.get(lookup_form(t.text), self.unk_id) for t in tokens]
 
+    def tokenize(self, text: str) -> list[Token]:
+        return tokenize(text, self.tokenizer)
+
     def tokenized(self, text: str) -> Tokenized:
-        tokens = tokenize(text)
+        tokens = self.tokenize(text)
         return Tokenized(text, tokens, self.ids(tokens))
 
     def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded:
@@ -175,7 +209,9 @@ class WordPipeline:
         return self.encode_span(self.tokenized(text), start, end)
 
     def save(self, directory: Path) -> None:
-        spec = {"kind": self.kind, "max_len": self.max_len, "vocab": "vocab.json"}
+        spec: dict = {"kind": self.kind, "max_len": self.max_len, "vocab": "vocab.json"}
+        if self.tokenizer != 1:  # absent means 1: the pipelines made before versions stay as
+            spec["word_tokenizer"] = self.tokenizer  # they were, byte for byte
         (directory / "pipeline.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         (directory / "vocab.json").write_text(
             json.dumps(self.words, ensure_ascii=False), encoding="utf-8"
@@ -267,7 +303,8 @@ def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
     spec = json.loads((directory / "pipeline.json").read_text(encoding="utf-8"))
     if spec["kind"] == "word":
         words = json.loads((directory / spec["vocab"]).read_text(encoding="utf-8"))
-        return WordPipeline(words, max_len=int(spec["max_len"]))
+        version = check_tokenizer(spec.get("word_tokenizer", 1), str(directory / "pipeline.json"))
+        return WordPipeline(words, max_len=int(spec["max_len"]), tokenizer=version)
     if spec["kind"] == "wordpiece":
         return WordPiecePipeline(directory / spec["tokenizer"], max_len=int(spec["max_len"]))
     raise ValueError(f"{directory / 'pipeline.json'}: unknown pipeline kind {spec['kind']!r}")

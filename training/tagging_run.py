@@ -171,5 +171,6 @@ def _expanded(
     run.net.words.table = frozen_table(rows)
     cfg = replace(run.config, vocab_size=len(rows))
     run.net.cfg = cfg
-    text = TagText(WordPipeline(vocab, run.text.words.max_len), run.text.chars)
+    words = WordPipeline(vocab, run.text.words.max_len, run.text.words.tokenizer)
+    text = TagText(words, run.text.chars)
     return replace(run, text=text, config=cfg), report

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from absa.model.text import Token, tokenize
+from absa.model.text import TOKENIZER, Token, check_tokenizer, tokenize
 
 if TYPE_CHECKING:  # torch is imported when states are made, not when they are read
     import torch
@@ -113,6 +113,7 @@ def build(
             "sentences": len(kept),
             "words": int(len(full)),
             "words_unread": int(len(full) - len(valid)),
+            **({"word_tokenizer": TOKENIZER} if TOKENIZER != 1 else {}),  # absent: 1
             **(extra or {}),
         }
         _write_dir(out, reduced, index, (mean, comps, scale), record)
@@ -274,6 +275,8 @@ class TeacherStates:
         self.index: dict[str, list[int]] = json.loads((path / INDEX).read_text("utf-8"))
         self.record: dict = json.loads((path / RECORD).read_text("utf-8"))
         self.dim = int(self.states.shape[1])
+        #: the words' tokenizer (``absa.model.text.TOKENIZERS``; absent from a record: 1)
+        self.tokenizer = check_tokenizer(self.record.get("word_tokenizer", 1), str(path / RECORD))
 
     def rows(self, text: str, tokens: Sequence[Token]) -> np.ndarray | None:
         """(len(tokens), dim) float32 for ``tokens``, a window of ``text``'s words (an
@@ -283,10 +286,13 @@ class TeacherStates:
         if entry is None or not tokens:
             return None
         offset, n = entry
-        words = tokenize(text)
+        words = tokenize(text, self.tokenizer)
         if len(words) != n:
             return None
         first = next((i for i, w in enumerate(words) if w.start == tokens[0].start), None)
         if first is None or first + len(tokens) > n:
             return None
+        window = words[first : first + len(tokens)]
+        if any((w.start, w.end) != (t.start, t.end) for w, t in zip(window, tokens, strict=True)):
+            return None  # a student of another tokenizer: these are not its words
         return np.asarray(self.states[offset + first : offset + first + len(tokens)], np.float32)

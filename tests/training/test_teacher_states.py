@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from absa.cli import main
-from absa.model.text import tokenize
+from absa.model.text import Token, tokenize
 from absa.training import rundir
 from absa.training import static_vectors as sv
 from absa.training import teacher_states as ts
@@ -80,6 +80,17 @@ def test_a_window_of_words_gets_its_own_rows_and_unknown_text_none(states_dir: P
     np.testing.assert_array_equal(states.rows(TEXTS[0], words[3:6]), whole[3:6])
     assert states.rows("a sentence it never read", tokenize("a sentence it never read")) is None
     assert states.rows(TEXTS[1], []) is None
+
+
+def test_a_window_of_other_words_gets_none(states_dir: Path) -> None:
+    """A student whose tokenizer cut the text otherwise (here "the food" as one word) reads
+    no rows, rather than rows of other words."""
+    states = ts.TeacherStates(states_dir)
+    assert states.tokenizer == 1  # the record holds no version: the first
+    words = tokenize(TEXTS[0])
+    assert states.rows(TEXTS[0], words[:3]) is not None
+    merged = [Token("the food", words[0].start, words[1].end), *words[2:4]]
+    assert states.rows(TEXTS[0], merged) is None
 
 
 def test_a_missing_directory_says_how_to_make_one(tmp_path: Path) -> None:

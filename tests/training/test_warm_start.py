@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,6 +69,15 @@ def test_another_vocabulary_is_refused(tiny_run: Path, small_glove: Path, tmp_pa
     assert 0 < len(fewer) < len(examples), "some synthetic sentences (not all) name the decor"
     with pytest.raises(ValueError, match="other words"):
         child(tiny_run, tmp_path / "c", small_glove, examples=fewer)
+
+
+def test_another_tokenizer_is_refused(tiny_run: Path, small_glove: Path, tmp_path: Path) -> None:
+    parent = tmp_path / "parent"
+    shutil.copytree(tiny_run, parent)
+    spec = json.loads((parent / "pipeline.json").read_text())
+    (parent / "pipeline.json").write_text(json.dumps({**spec, "word_tokenizer": 2}))
+    with pytest.raises(ValueError, match="words of tokenizer 2, this run those of 1"):
+        child(parent, tmp_path / "c", small_glove)
 
 
 def test_another_network_is_refused(tiny_run: Path, small_glove: Path, tmp_path: Path) -> None:
