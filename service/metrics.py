@@ -42,6 +42,15 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        # the extractor's work is done before a request's aspects reach a batch: not in
+        # absa_inference_seconds (that is the sentiment model's batches alone)
+        self.extraction = Histogram(
+            "absa_extraction_seconds",
+            "time to find one text's aspects with the extractor (its words read, its "
+            "onnxruntime call, the spans): requests and batch items without aspects",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "absa_queue_depth",
             "aspects waiting for a batch (all workers)",

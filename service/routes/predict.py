@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 from fastapi import APIRouter
@@ -89,6 +90,18 @@ def _asked(req: PredictRequest) -> Any:
     return req.categories if req.categories is not None else req.aspects
 
 
+def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = "") -> Any:
+    """``model.preprocess`` of ``req``; a request whose aspects are extracted is timed into
+    ``absa_extraction_seconds``, refused or not, where an extractor runs."""
+    if not req.extracts or getattr(model, "extractor", None) is None:
+        return model.preprocess(req.text, _asked(req), req.explain, where)
+    start = time.perf_counter()
+    try:
+        return model.preprocess(req.text, _asked(req), req.explain, where)
+    finally:
+        metrics.extraction.observe(time.perf_counter() - start)
+
+
 def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
         metrics.aspects.labels(r["label"]).inc()
@@ -134,7 +147,7 @@ async def predict(
     heavy = _heavy([req])
 
     def prepare() -> Any:
-        p = predictor.preprocess(req.text, _asked(req), req.explain)
+        p = _preprocess(predictor, req, metrics)
         _explained(p, settings.max_explain_aspects)
         return p
 
@@ -177,7 +190,7 @@ async def predict_batch(
             where = f"items[{i}]: "
             try:
                 model: Any = _model(it, terms, category, where)
-                p = model.preprocess(it.text, _asked(it), it.explain, where)
+                p = _preprocess(model, it, metrics, where)
                 budget = _explained(p, budget, where)
             except InputError as e:
                 out.append({"error": {"status": status_of(e), **error_body(str(e))}})

@@ -95,3 +95,29 @@ def test_a_sentiment_model_is_refused_as_the_extractor(artifact: Path) -> None:
 def test_model_info_names_the_extractor(auto_client: TestClient, client: TestClient) -> None:
     assert auto_client.get("/v1/model").json()["extractor"] == "absa-extractor:x1"
     assert client.get("/v1/model").json()["extractor"] is None
+
+
+def extraction_count(client: TestClient) -> float:
+    line = "absa_extraction_seconds_count "
+    found = [x for x in client.get("/metrics").text.splitlines() if x.startswith(line)]
+    assert len(found) == 1, "absa_extraction_seconds is exposed"
+    return float(found[0].rsplit(" ", 1)[1])
+
+
+def test_each_extraction_is_timed_and_named_aspects_are_not(auto_client: TestClient) -> None:
+    before = extraction_count(auto_client)
+    assert auto_client.post("/v1/predict", json={"text": TEXT}).status_code == 200
+    assert extraction_count(auto_client) == before + 1
+    auto_client.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]})
+    assert extraction_count(auto_client) == before + 1  # nothing extracted
+    items = [{"text": TEXT}, {"text": TEXT, "aspects": "auto"}, {"text": TEXT, "aspects": ["food"]}]
+    assert auto_client.post("/v1/predict/batch", json={"items": items}).status_code == 200
+    assert extraction_count(auto_client) == before + 3  # one per item whose aspects were found
+    text = "the food was great but the staff was awful and the pizza was okay . " * 2
+    assert auto_client.post("/v1/predict", json={"text": text}).status_code == 413
+    assert extraction_count(auto_client) == before + 4  # refused after the extractor ran
+
+
+def test_without_an_extractor_nothing_is_timed(client: TestClient) -> None:
+    assert client.post("/v1/predict", json={"text": TEXT}).status_code == 422
+    assert extraction_count(client) == 0
