@@ -60,6 +60,8 @@ _NUMERIC_LABELS = {"-1": "negative", "0": "neutral", "1": "positive", "+1": "pos
 _TEXT_KEYS = ("text",)
 _ASPECT_KEYS = ("aspect", "term")
 _LABEL_KEYS = ("label", "polarity")
+_GZIP_MAGIC = b"\x1f\x8b"
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
 
@@ -114,12 +116,21 @@ def read_examples(
     non-UTF-8 bytes, malformed XML, a file with no examples at all, and, unless
     ``skip_invalid`` is set, for any bad record. Raises ``ValueError`` for an unknown ``fmt``.
     """
+    return _read_file(path, fmt, skip_invalid=skip_invalid)
+
+
+def _read_file(
+    path: str | Path, fmt: str | None, *, skip_invalid: bool, keep_conflict: bool = False
+) -> ReadResult:
+    """``read_examples``; with ``keep_conflict`` a ``conflict`` aspect is an example labelled
+    ``conflict`` (checked as any other) instead of a drop: for the sentence-level span readers
+    (``absa.training.sentences``), never for training a classifier."""
     path_str = str(path)
     fmt = detect_format(path) if fmt is None else fmt.strip().lower()
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     data = _read_bytes(path_str)
-    sink = _Sink(path_str, skip_invalid)
+    sink = _Sink(path_str, skip_invalid, keep_conflict=keep_conflict)
     if fmt == "xml":
         _read_xml(data, sink)
     elif fmt == "3line":
@@ -160,9 +171,10 @@ def read_many(
 class _Sink:
     """Collects the examples of one file; a bad record raises or is recorded as ``Invalid``."""
 
-    def __init__(self, path: str, skip_invalid: bool) -> None:
+    def __init__(self, path: str, skip_invalid: bool, *, keep_conflict: bool = False) -> None:
         self.path = path
         self.skip_invalid = skip_invalid
+        self.keep_conflict = keep_conflict  # label() gives "conflict" rather than a drop
         self.result = ReadResult()
         self.conflicts = 0
         self.relocated = 0  # XML aspects whose from/to were wrong, found in the text instead
@@ -194,6 +206,8 @@ class _Sink:
     def label(self, value: Any, source: str, where: str) -> str | None:
         """The normalised label, or None when the record is dropped (conflict) or bad."""
         if isinstance(value, str) and value.strip().lower() == CONFLICT:
+            if self.keep_conflict:
+                return CONFLICT
             self.conflicts += 1
             return None
         try:
@@ -252,8 +266,16 @@ def _read_bytes(path: str) -> bytes:
         raise DataError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
+def _refuse_compressed(data: bytes, path: str) -> None:
+    """A gzip file read as text fails on its second byte: say what the file is instead."""
+    if data.startswith(_GZIP_MAGIC):
+        raise DataError(f"{path}: gzip-compressed; decompress it first")
+
+
 def _decode(data: bytes, path: str) -> str:
-    """UTF-8 text (a leading BOM is dropped); bad bytes raise a DataError with the line."""
+    """UTF-8 text (a leading BOM is dropped); bad bytes raise a DataError with the line, a
+    gzip file says so."""
+    _refuse_compressed(data, path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -396,15 +418,32 @@ def _read_jsonl(text: str, sink: _Sink, add: RecordHandler | None = None) -> Non
         except json.JSONDecodeError as e:
             sink.bad(where, where, f"bad JSON: {e.msg} (column {e.colno})")
             continue
+        except RecursionError:
+            sink.bad(where, where, "bad JSON: nested too deeply to read")
+            continue
         if not isinstance(record, dict):
             sink.bad(where, where, f"expected a JSON object, got {type(record).__name__}")
             continue
         add(record, sink, where, where)
 
 
-def _read_csv(text: str, sink: _Sink) -> None:
+#: the columns an aspect-term CSV needs: one name of each group
+_TERM_COLUMNS = (_TEXT_KEYS, _ASPECT_KEYS, _LABEL_KEYS)
+
+
+def _read_csv(
+    text: str,
+    sink: _Sink,
+    add: RecordHandler | None = None,
+    columns: tuple[tuple[str, ...], ...] = _TERM_COLUMNS,
+) -> None:
+    """Each row after the header, as a dict, handed to ``add`` (default: an aspect-term
+    record); the header must name one column of each group in ``columns``. Strict quoting:
+    a quote never closed is an error at the line its row starts on, not a field holding the
+    rest of the file."""
+    add = add or _add_record
     path = sink.path
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     prev = 0  # physical line the previous row ended on
     header: list[str] | None = None
     try:
@@ -419,25 +458,26 @@ def _read_csv(text: str, sink: _Sink) -> None:
                 continue  # before the header: a blank line
             if header is None:
                 header = [cell.strip().lower() for cell in row]
-                _check_header(header, f"{path}:{first}")
+                _check_header(header, f"{path}:{first}", columns)
                 continue
             where = f"{path}:{first}"
             if len(row) != len(header):
                 sink.bad(where, where, f"{len(row)} field(s) where the header has {len(header)}")
                 continue
-            _add_record(dict(zip(header, row, strict=True)), sink, where, where)
+            add(dict(zip(header, row, strict=True)), sink, where, where)
     except csv.Error as e:
-        raise DataError(f"{path}:{reader.line_num}: bad CSV: {e}") from None
+        start = prev + 1  # the row being read when the csv module gave up
+        unclosed = str(e) == "unexpected end of data"
+        why = " (a quoted field opened in this row is never closed)" if unclosed else ""
+        raise DataError(f"{path}:{start}: bad CSV in the row starting here: {e}{why}") from None
     if header is None:
         raise DataError(f"{path}: no examples (empty CSV file, not even a header)")
 
 
-def _check_header(header: list[str], where: str) -> None:
-    missing = [
-        "/".join(keys)
-        for keys in (_TEXT_KEYS, _ASPECT_KEYS, _LABEL_KEYS)
-        if not any(k in header for k in keys)
-    ]
+def _check_header(
+    header: list[str], where: str, columns: tuple[tuple[str, ...], ...] = _TERM_COLUMNS
+) -> None:
+    missing = ["/".join(keys) for keys in columns if not any(k in header for k in keys)]
     if missing:
         raise DataError(
             f"{where}: the CSV header lacks the column(s) {', '.join(missing)} "
@@ -457,15 +497,21 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     Built with expat and ``ElementTree.TreeBuilder`` because ElementTree's own parser
     keeps no line numbers, and error messages should point at the offending line.
     """
-    match = _XML_ENCODING_RE.match(data)
-    declared = match.group(1).decode("ascii").lower() if match else "utf-8"
+    _refuse_compressed(data, path)
     source: bytes | str = data
-    try:
-        codecs.lookup(declared)
-    except LookupError:
-        raise DataError(f"{path}:1: unknown encoding {declared!r} in the XML declaration") from None
-    if declared.replace("_", "-") in ("utf-8", "utf8"):
-        source = _decode(data, path)
+    if data.startswith(_UTF16_BOMS):  # expat reads UTF-16 itself, told by the BOM
+        declared = "utf-16"
+    else:
+        match = _XML_ENCODING_RE.match(data)
+        declared = match.group(1).decode("ascii").lower() if match else "utf-8"
+        try:
+            codecs.lookup(declared)
+        except LookupError:
+            raise DataError(
+                f"{path}:1: unknown encoding {declared!r} in the XML declaration"
+            ) from None
+        if declared.replace("_", "-") in ("utf-8", "utf8"):
+            source = _decode(data, path)
     builder = ET.TreeBuilder()
     parser = expat.ParserCreate()
     parser.buffer_text = True
@@ -480,13 +526,15 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     parser.CharacterDataHandler = builder.data
     try:
         parser.Parse(source, True)
-    except LookupError as e:  # an encoding Python knows that expat cannot read through
-        raise DataError(f"{path}:1: cannot read the declared encoding {declared!r}: {e}") from None
     except expat.ExpatError as e:
         raise DataError(
             f"{path}:{e.lineno}: malformed XML: {expat.ErrorString(e.code)} "
             f"(line {e.lineno}, column {e.offset + 1})"
         ) from None
+    except (LookupError, ValueError) as e:
+        # an encoding Python knows that expat cannot read through (LookupError), or one
+        # expat refuses outright ("multi-byte encodings are not supported": shift_jis, ...)
+        raise DataError(f"{path}:1: cannot read the declared encoding {declared!r}: {e}") from None
     return builder.close(), lines
 
 

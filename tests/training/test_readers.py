@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -823,3 +825,70 @@ def test_counts_of_what_was_mended_or_is_doubtful_are_logged(
     twice = write(tmp_path, "d.raw", "the $T$ was ok\nfood\n1\nthe $T$ was ok\nfood\n-1\n")
     read_examples(twice)
     assert "1 aspect span(s) given again with another label: both kept" in caplog.text
+
+
+# --------------------------------------------------------------------------- file-level faults
+
+
+def test_xml_in_utf16_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """It was refused as "not valid UTF-8": the encoding regex cannot see a UTF-16
+    declaration, so the bytes went to the UTF-8 decoder. Both byte orders read alike."""
+    want = spans(read_examples(write(tmp_path, "u8.xml", XML_GOOD)))
+    content = XML_GOOD.replace('encoding="UTF-8"', 'encoding="UTF-16"', 1)
+    le = write(tmp_path, "le.xml", codecs.BOM_UTF16_LE + content.encode("utf-16-le"))
+    be = write(tmp_path, "be.xml", codecs.BOM_UTF16_BE + content.encode("utf-16-be"))
+    assert spans(read_examples(le)) == spans(read_examples(be)) == want
+    assert [e.source for e in read_examples(le).examples][0] == f"{le}:10"
+
+
+def test_xml_in_an_encoding_expat_refuses_names_the_file(tmp_path: Path) -> None:
+    """shift_jis is a codec Python knows, but expat refuses multi-byte encodings with a bare
+    ValueError (only LookupError was caught)."""
+    content = XML_GOOD.replace('encoding="UTF-8"', 'encoding="shift_jis"', 1)
+    path = write(tmp_path, "sj.xml", content)
+    with pytest.raises(
+        DataError, match=rf"^{path}:1: cannot read the declared encoding 'shift_jis'"
+    ):
+        read_examples(path)
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "a.csv", "a.seg", "a.xml"])
+def test_a_gzip_file_is_named_as_one(tmp_path: Path, name: str) -> None:
+    """It said "not valid UTF-8 (byte 0x8b at offset 1)"."""
+    path = write(tmp_path, name, gzip.compress(b'{"text": "a", "aspect": "a", "label": 1}\n'))
+    with pytest.raises(DataError, match=rf"^{path}: gzip-compressed; decompress it first$"):
+        read_examples(path)
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_an_unclosed_csv_quote_is_reported_where_its_row_starts(tmp_path: Path, skip: bool) -> None:
+    """The quote swallowed the rest of the file into one field: one bad record (skipped with
+    --skip-invalid, the rest of the file with it), or an error that named the wrong fault.
+    A quoted field over two lines is still one field, and the lines after it count."""
+    content = (
+        "text,aspect,label\n"
+        '"The food\nwas good",food,positive\n'
+        'The wine was bad,wine,"negative\n'
+        "The staff was ok,staff,neutral\n"
+        "The view was nice,view,positive\n"
+    )
+    path = write(tmp_path, "q.csv", content)
+    with pytest.raises(DataError, match=rf"^{path}:4: bad CSV .*never closed"):
+        read_examples(path, skip_invalid=skip)
+    closed = write(tmp_path, "c.csv", content.replace('"negative', "negative"))
+    assert [label for *_, label in spans(read_examples(closed))] == [
+        "positive",
+        "negative",
+        "neutral",
+        "positive",
+    ]
+
+
+def test_a_jsonl_line_nested_too_deeply_names_the_file_and_line(tmp_path: Path) -> None:
+    """json.loads raised a bare RecursionError."""
+    good = '{"text": "The food was good", "aspect": "food", "label": "positive"}\n'
+    path = write(tmp_path, "deep.jsonl", good + "[" * 100_000 + "]" * 100_000 + "\n" + good)
+    with pytest.raises(DataError, match=rf"^{path}:2: bad JSON: nested too deeply"):
+        read_examples(path)
+    res = read_examples(path, skip_invalid=True)
+    assert len(res.examples) == 2 and [s.source for s in res.skipped] == [f"{path}:2"]
