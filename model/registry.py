@@ -3,7 +3,8 @@
     <root>/versions/<version>/   immutable artifact directories (model.onnx + JSON)
     <root>/CURRENT               {"version": ..., "previous": [...]}: the champion
     <root>/history.jsonl         every promotion and rollback, appended
-    <root>/.lock                 flock held by whoever changes the registry
+    <root>/.lock                 flock held by whoever changes the registry, briefly
+    <root>/.job.lock             flock held by a retraining job from start to end
     <root>/.work/                scratch space of running jobs (never read as a version);
                                  .work/resumable: a killed job's training checkpoint
 
@@ -11,6 +12,12 @@ A version appears by an atomic rename of a finished directory, and the pointer c
 writing a temporary file, fsync, rename, fsync of the directory: a process killed at any
 point leaves either the old state or the new one, never half of either (at most a hidden
 ``.CURRENT.*`` temporary file, which ``clean_work`` removes).
+
+Two locks: one retraining job at a time holds ``job_lock`` for its whole run (hours of
+training), and anyone who changes the registry (a job adding or promoting its version, a
+manual promote or rollback) holds ``lock`` only for that change, so an operator's rollback
+never waits for a training to end. A job promotes only if the champion it was gated against
+is still the current one.
 
 A version is verified (``absa.model.artifact.load``: every file's sha256, paths confined,
 parity) before ``promote`` or ``rollback`` points at it. A pointer that is not a JSON
@@ -50,6 +57,19 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _fsync_tree(path: Path) -> None:
+    """Every file below ``path``, and every directory, on disk (before a rename makes them
+    visible: a power cut must not leave a pointer at files that never reached the disk)."""
+    for d, _, files in os.walk(path):
+        for name in files:
+            fd = os.open(Path(d) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(d))
 
 
 def atomic_write_json(path: Path, obj: object) -> None:
@@ -101,13 +121,26 @@ class Registry:
 
     @contextmanager
     def lock(self, blocking: bool = True) -> Iterator[None]:
-        """Exclusive lock for changes; released by the OS if the holder dies."""
+        """Exclusive lock for a change (add, promote, rollback, prune, repair), held only
+        while it is made; released by the OS if the holder dies."""
+        with self._flock(".lock", blocking, "is being changed by another process"):
+            yield
+
+    @contextmanager
+    def job_lock(self) -> Iterator[None]:
+        """One retraining job at a time: RegistryError at once if another one runs. Held for
+        the whole job; the job takes ``lock`` besides for each change it makes."""
+        with self._flock(".job.lock", False, "has a retraining job running"):
+            yield
+
+    @contextmanager
+    def _flock(self, name: str, blocking: bool, busy: str) -> Iterator[None]:
         self.init()
-        with open(self.root / ".lock", "a+") as f:
+        with open(self.root / name, "a+") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             except BlockingIOError:
-                raise RegistryError(f"{self.root} is locked by another job") from None
+                raise RegistryError(f"{self.root} {busy}") from None
             try:
                 yield
             finally:
@@ -206,7 +239,7 @@ class Registry:
 
     def clean_work(self) -> None:
         """Remove what killed jobs left: .work (but ``resumable_dir``) and pointer
-        temporaries (hold the lock)."""
+        temporaries (hold ``job_lock`` and ``lock``)."""
         if self.work_dir.is_dir():
             for d in self.work_dir.iterdir():
                 if d.name != RESUMABLE:
@@ -232,6 +265,7 @@ class Registry:
         if not (Path(artifact_dir) / "metadata.json").is_file():
             raise RegistryError(f"{artifact_dir} is not an artifact directory")
         self.init()
+        _fsync_tree(Path(artifact_dir))
         os.rename(artifact_dir, dest)
         _fsync_dir(self.versions_dir)
         return dest

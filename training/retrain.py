@@ -30,7 +30,9 @@ champion and the registry as they were.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -41,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.model.artifact import amend_metadata
+from absa.model.config import ModelConfig
 from absa.model.registry import Registry, RegistryError, atomic_write_json
 from absa.training.evaluate import evaluate
 from absa.training.presets import load_config, typed_value
@@ -141,6 +144,13 @@ class RetrainConfig:
             raise ValueError(f"{path}: epochs must be >= 1, not {cfg.epochs}")
         if not 0.0 <= cfg.drift_threshold <= 1.0:
             raise ValueError(f"{path}: drift_threshold must be in [0, 1]")
+        if not 0 <= cfg.seed < 2**32:
+            raise ValueError(f"{path}: seed must be in [0, 2**32), not {cfg.seed}")
+        for key, value in cfg.gate.__dict__.items():  # NaN would let every challenger pass
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise ValueError(
+                    f"{path}: gate.{key} must be a share in [0, 1] (0.01 is one point), not {value}"
+                )
         return cfg
 
 
@@ -215,18 +225,23 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         "data": {},
         "promoted": False,
     }
-    with reg.lock(blocking=False):
-        reg.check_new(version)  # a bad or taken name: refused now, not after the training
-        reg.clean_work()  # scratch space and pointer temporaries of killed jobs
-        repaired = repair(reg)
+    with reg.job_lock():  # one job at a time; each change below takes reg.lock() briefly
+        with reg.lock():
+            reg.check_new(version)  # a bad or taken name: refused now, not after the training
+            reg.clean_work()  # scratch space and pointer temporaries of killed jobs
+            repaired = repair(reg)
         if repaired:
             report["repaired"] = repaired
         data = read_data(cfg, report["data"])  # every file, before any training
-        check_labels(data.train, _labels(cfg))
+        model = _model_config(cfg)
+        labels = tuple(model.labels)
+        check_labels(data.train, labels)
         champion = report["champion"] = reg.current()
-        compare_with = reg.path(champion) if champion else baseline_dir(cfg)
+        compare_with = reg.verify(champion) if champion else baseline_dir(cfg)
         if not champion:
             report["baseline"] = str(compare_with)
+        task = "category" if model.is_category else "terms"
+        check_comparable(compare_with, labels, task, "the champion" if champion else "baseline")
         drift_report = check_drift(reg, champion, data.train, cfg.drift_threshold)
         if drift_report:
             report["drift"] = drift_report
@@ -247,12 +262,13 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 report["champion_metrics"],
                 "champion" if champion else "the served model (no champion yet)",
             )
-            report["promoted"] = register(reg, artifact_dir, version, champion, report)
-            try:  # the new version is in (and maybe served): a failed clean-up is not the job's
-                report["pruned"] = reg.prune(cfg.keep)
-            except (OSError, RegistryError) as e:
-                log.warning("pruning old versions failed (the job's result stands): %s", e)
-                report["prune_error"] = str(e)
+            with reg.lock():
+                report["promoted"] = register(reg, artifact_dir, version, champion, report)
+                try:  # the version is in (and maybe served): a failed clean-up is not the job's
+                    report["pruned"] = reg.prune(cfg.keep)
+                except (OSError, RegistryError) as e:
+                    log.warning("pruning old versions failed (the job's result stands): %s", e)
+                    report["prune_error"] = str(e)
         except Exception:  # failed, not killed or interrupted: nothing for the next job
             shutil.rmtree(reg.resumable_dir, ignore_errors=True)
             raise
@@ -279,12 +295,21 @@ def read_data(cfg: RetrainConfig, into: dict) -> JobData:
     train = base + new
     if not train:
         raise DataError("no training examples left after validation")
+    # a set named but left empty by skip_invalid would be passed over: an empty eval set
+    # lets any challenger through the gate, an empty dev set silently becomes a held-out part
+    named = [("new", cfg.new, new), ("dev", cfg.dev, dev or [])]
+    named += [(f"eval.{name}", [cfg.eval[name]], evals[name]) for name in evals]
+    for key, paths, examples in named:
+        if paths and not examples:
+            raise DataError(
+                f"{', '.join(paths)}: no examples left after validation ({key}; "
+                f"{into[key.replace('eval.', 'eval:')]['skipped']} skipped as invalid)"
+            )
     return JobData(train, dev, evals)
 
 
-def _labels(cfg: RetrainConfig) -> tuple[str, ...]:
-    preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
-    return tuple(preset.model.labels)
+def _model_config(cfg: RetrainConfig) -> ModelConfig:
+    return load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset).model
 
 
 def check_labels(train: list[Example], labels: tuple[str, ...]) -> None:
@@ -309,6 +334,39 @@ def baseline_dir(cfg: RetrainConfig) -> Path:
     return Settings().model_dir or DEFAULT_MODEL_DIR
 
 
+def check_comparable(model_dir: Path, labels: tuple[str, ...], task: str, what: str) -> None:
+    """Before any training: the model the challenger will be gated against can be read,
+    does the same task and classifies the same labels (ValueError naming it and the config
+    key), so a wrong ``baseline`` fails now, not after hours of training."""
+    from absa.errors import ArtifactError
+    from absa.training.evaluate import model_kind, model_task
+
+    key = " (the config's `baseline`, else ABSA_MODEL_DIR)" if what == "baseline" else ""
+    try:
+        theirs_task = model_task(model_dir)
+        if model_kind(model_dir) == "artifact":
+            from absa.model.artifact import load
+
+            theirs = list(load(model_dir).metadata["labels"])
+        else:
+            from absa.training import rundir
+
+            cfg = json.loads((Path(model_dir) / rundir.MODEL_CONFIG).read_text(encoding="utf-8"))
+            theirs = list(cfg["labels"])
+    except (OSError, ValueError, KeyError, ArtifactError) as e:
+        raise ValueError(f"{what} {model_dir}{key} cannot be compared with: {e}") from None
+    if theirs_task != task:
+        raise ValueError(
+            f"{what} {model_dir}{key} is a {theirs_task} model, the challenger a {task} model: "
+            "the gate compares models of the same task"
+        )
+    if sorted(theirs) != sorted(labels):
+        raise ValueError(
+            f"{what} {model_dir} classifies {theirs}, the challenger {list(labels)}: the gate "
+            "compares models of the same labels"
+        )
+
+
 def repair(reg: Registry) -> list[dict]:
     """Finish what a killed job left (call with the lock held): a version this job added
     but never reported on. If it passed its gate and its champion (parent) is still the
@@ -318,7 +376,12 @@ def repair(reg: Registry) -> list[dict]:
     done = []
     reports = reg.root / "reports"
     for version in reg.versions():
-        meta = reg.metadata(version)
+        try:
+            meta = reg.metadata(version)
+        except RegistryError as e:  # never promoted as it is; listed and left to an operator
+            log.warning("repair: version %s cannot be read, left as it is: %s", version, e)
+            done.append({"version": version, "action": f"left: unreadable ({e})"})
+            continue
         if meta.get("registry_report") != f"reports/{version}.json":
             continue  # not added by this job
         if (reports / f"{version}.json").is_file():
@@ -328,8 +391,13 @@ def repair(reg: Registry) -> list[dict]:
         promoted = version == ptr.get("version") or version in ptr.get("previous", [])
         action = "reported"
         if not promoted and gate.get("passed") and meta.get("parent") == ptr.get("version"):
-            reg.promote(version, reason="finished by the next run: " + "; ".join(gate["reasons"]))
-            promoted, action = True, "promoted and reported"
+            why = "finished by the next run: " + "; ".join(gate["reasons"])
+            try:
+                reg.promote(version, reason=why)
+                promoted, action = True, "promoted and reported"
+            except RegistryError as e:  # fails verification now: reported, not served
+                log.warning("repair: %s not promoted: %s", version, e)
+                action = f"reported, not promoted: {e}"
         report = {
             "version": version,
             "recovered": True,
@@ -464,6 +532,17 @@ def register(
     )
     reg.add(artifact_dir, version)
     if not report["gate"]["passed"]:
+        return False
+    try:
+        now = reg.current()
+    except RegistryError as e:  # an operator is mending the pointer: theirs to decide
+        now = f"an unreadable pointer ({e})"
+    if now != champion:  # promoted or rolled back by hand while the job ran
+        report["not_promoted"] = (
+            f"the current version changed while the job ran ({champion} -> {now}); the gate "
+            f"compared with {champion}: promote {version} by hand if it should serve"
+        )
+        log.warning("%s: not promoted: %s", version, report["not_promoted"])
         return False
     reg.promote(version, reason="; ".join(report["gate"]["reasons"]))
     return True

@@ -39,8 +39,12 @@ def cmd_models(args: argparse.Namespace) -> int:
             current = None
             sys.stderr.write(f"absa models: warning: {e}; promote a version to mend it\n")
         for v in reg.versions():
-            m = reg.metadata(v)
             mark = "*" if v == current else " "
+            try:
+                m = reg.metadata(v)
+            except RegistryError as e:  # one bad version: the others are still listed
+                sys.stdout.write(f"{mark} {v:<22} unreadable: {e}\n")
+                continue
             created = str(m.get("created") or "")
             sys.stdout.write(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
         return 0
@@ -49,7 +53,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             raise CLIError("models show needs a VERSION")
         sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
         return 0
-    with reg.lock():
+    with reg.lock():  # held by a retraining job only while it adds or promotes a version
         if args.action == "promote":
             if not args.version:
                 raise CLIError("models promote needs a VERSION")

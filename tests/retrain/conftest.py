@@ -112,20 +112,21 @@ def registry(champion_registry: Path, tmp_path: Path) -> Path:
     return dest
 
 
-LockHolder = Callable[[Path], subprocess.Popen]
+LockHolder = Callable[..., subprocess.Popen]
 
 
 @pytest.fixture
 def hold_lock() -> Iterator[LockHolder]:
-    """``hold_lock(root)``: another process takes the registry's lock (its own open file
-    description, as a second job would) and holds it until its stdin closes or it dies."""
+    """``hold_lock(root, which="lock")``: another process takes the registry's change lock
+    (``which="job_lock"``: its job lock, as a running retraining holds it) with its own open
+    file description, and holds it until its stdin closes or it dies."""
     started: list[subprocess.Popen] = []
 
-    def start(root: Path) -> subprocess.Popen:
+    def start(root: Path, which: str = "lock") -> subprocess.Popen:
         code = (
             "import sys\n"
             "from absa.model.registry import Registry\n"
-            f"with Registry({str(root)!r}).lock():\n"
+            f"with Registry({str(root)!r}).{which}():\n"
             "    print('locked', flush=True)\n"
             "    sys.stdin.read()\n"
         )

@@ -97,9 +97,8 @@ def test_the_next_run_finishes_a_killed_one(
 def test_a_killed_version_that_failed_its_gate_is_reported_not_promoted(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cfg = RetrainConfig.load(
-        make_config(tmp_path / "r.toml", registry, gate={"min_accuracy": 1.01})
-    )
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    cfg = dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01))  # cannot pass
     kill_at(monkeypatch, "report")
     with pytest.raises(Killed):
         retrain(cfg, version="v2")

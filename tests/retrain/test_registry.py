@@ -252,12 +252,29 @@ def test_lock_is_exclusive_across_processes(tmp_path: Path, hold_lock: LockHolde
     reg = Registry(tmp_path / "registry")
     holder = hold_lock(reg.root)
     try:
-        with pytest.raises(RegistryError, match="is locked by another job"):
+        with pytest.raises(RegistryError, match="is being changed by another process"):
             with reg.lock(blocking=False):
                 pass
+        with reg.job_lock():  # the other lock: a job may start, and waits only to change
+            pass
     finally:
         holder.communicate("", timeout=10)  # released on exit
     with reg.lock(blocking=False):
+        pass
+
+
+def test_a_running_job_holds_only_the_job_lock(tmp_path: Path, hold_lock: LockHolder) -> None:
+    reg = Registry(tmp_path / "registry")
+    holder = hold_lock(reg.root, "job_lock")
+    try:
+        with pytest.raises(RegistryError, match="has a retraining job running"):
+            with reg.job_lock():
+                pass
+        with reg.lock(blocking=False):  # a rollback does not wait for the job's training
+            pass
+    finally:
+        holder.communicate("", timeout=10)
+    with reg.job_lock():
         pass
 
 
@@ -267,7 +284,7 @@ def test_lock_of_a_killed_holder_is_released(tmp_path: Path, hold_lock: LockHold
     holder.kill()
     holder.wait(timeout=10)
     with reg.lock(blocking=False):
-        with pytest.raises(RegistryError, match="locked"):
+        with pytest.raises(RegistryError, match="being changed by another process"):
             with Registry(reg.root).lock(blocking=False):  # another open file description
                 pass
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,13 @@ def test_gate_that_cannot_pass_adds_but_does_not_promote(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = Registry(registry).pointer()
-    cfg = make_config(tmp_path / "r.toml", registry, gate={"min_accuracy": 1.01})
+    # an eval set no model gets all right (one aspect twice, with two labels) and a floor
+    # of 100 %: the gate cannot pass
+    first = EXAMPLES[0]
+    twice = replace(first, label="negative" if first.label != "negative" else "positive")
+    unsure = write_jsonl(tmp_path / "unsure.jsonl", [*EXAMPLES, twice])
+    cfg = make_config(tmp_path / "r.toml", registry, gate={"min_accuracy": 1.0})
+    cfg.write_text(cfg.read_text().replace("synthetic = ", f'synthetic = "{unsure}"\n# '))
     code = main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"])
     assert code == 3
     assert "NOT promoted" in capsys.readouterr().out
@@ -104,9 +111,9 @@ def test_gate_that_cannot_pass_adds_but_does_not_promote(
     assert reg.metadata("v2")["parent"] == FIRST_VERSION
     report, text = read_report(registry, "v2")
     assert report["promoted"] is False and report["gate"]["passed"] is False
-    assert any("floor 1.0100" in r for r in report["gate"]["reasons"])
+    assert any("floor 1.0000" in r for r in report["gate"]["reasons"])
     assert report["champion_metrics"] is not None  # compared on the same sets
-    assert "NOT promoted" in text and "floor 1.0100" in text
+    assert "NOT promoted" in text and "floor 1.0000" in text
     assert work_entries(registry) == []
 
 
@@ -163,6 +170,10 @@ def test_bad_data_fails_naming_file_and_line(
         ({"epochs": "2"}, "", "epochs: input should be a valid integer"),
         ({"epochs": 0}, "", "epochs must be >= 1"),
         ({"seed": True}, "", "seed: input should be a valid integer"),
+        ({"seed": -5}, "", "seed must be in [0, 2**32), not -5"),
+        ({}, "[gate]\nmax_accuracy_drop = nan\n", "gate.max_accuracy_drop must be a share in"),
+        ({}, "[gate]\nmax_macro_f1_drop = -0.01\n", "gate.max_macro_f1_drop must be a share"),
+        ({}, "[gate]\nmin_accuracy = 1.5\n", "gate.min_accuracy must be a share in [0, 1]"),
         ({}, '[gate]\nmin_accuracy = "0.5"\n', "gate.min_accuracy: input should be a valid"),
         ({}, "[gate]\nmax_acc_drop = 0.1\n", "unknown keys ['max_acc_drop'] in [gate]"),
         ({"gate": 5}, "", "[gate] is a int, not a table"),
@@ -266,14 +277,14 @@ def test_second_job_fails_fast_while_one_holds_the_lock(
 ) -> None:
     cfg = make_config(tmp_path / "r.toml", registry)
     before = state(registry)
-    holder = hold_lock(registry)
+    holder = hold_lock(registry, "job_lock")
     try:
         t0 = time.monotonic()
-        with pytest.raises(RegistryError, match="locked by another job"):
+        with pytest.raises(RegistryError, match="has a retraining job running"):
             retrain(RetrainConfig.load(cfg), version="v2")
         assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 2
         assert time.monotonic() - t0 < 5  # no waiting, no training
-        assert "is locked by another job" in capsys.readouterr().err
+        assert "has a retraining job running" in capsys.readouterr().err
     finally:
         holder.communicate("", timeout=10)
     assert state(registry) == before
@@ -306,8 +317,11 @@ def test_killed_job_leaves_the_registry_as_it_was(
         # a second job while this one trains: refused at once, nothing touched
         second = RetrainConfig.load(make_config(tmp_path / "second.toml", registry))
         t0 = time.monotonic()
-        with pytest.raises(RegistryError, match="locked by another job"):
+        with pytest.raises(RegistryError, match="has a retraining job running"):
             retrain(second, version="v3")
+        # an operator's promote (here of the current version: nothing changes) does not
+        # wait for the job's training: the job holds the change lock only to change
+        assert main(["models", "promote", FIRST_VERSION, "--registry", str(registry)]) == 0
         assert time.monotonic() - t0 < 5
         time.sleep(0.2)
         assert job.poll() is None
@@ -326,6 +340,91 @@ def test_killed_job_leaves_the_registry_as_it_was(
     assert Registry(registry).versions() == [FIRST_VERSION, "v2"]
     assert report["gate"]["passed"] == report["promoted"]
     assert_whole_versions(registry)
+
+
+def test_an_eval_set_left_empty_by_skip_invalid_is_refused_before_training(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its accuracy of 0 against the champion's 0 let any challenger through the gate."""
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text('{"text": "x"}\nnot json\n')
+    before = state(registry)
+    for key in ("eval", "dev"):
+        cfg = make_config(tmp_path / f"{key}.toml", registry)
+        text = cfg.read_text()
+        text = (
+            text.replace("synthetic = ", f'synthetic = "{bad}"\n# ')
+            if key == "eval"
+            else text.replace("dev = ", f'dev = ["{bad}"]\n# ')
+        )
+        cfg.write_text(text)
+        t0 = time.monotonic()
+        argv = ["retrain", "--config", str(cfg), "--version", "v2", "--skip-invalid", "--quiet"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}: no examples left after validation ({key}" in err, err
+        assert "2 skipped as invalid" in err
+        assert time.monotonic() - t0 < 10  # before any training
+    assert state(registry) == before and work_entries(registry) == []
+
+
+def test_a_baseline_that_cannot_be_read_is_refused_before_training(
+    make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to be found after training and export, and the checkpoint thrown away."""
+    registry = tmp_path / "fresh"  # no champion yet: the gate compares with the baseline
+    for baseline, words in [
+        (tmp_path / "nowhere", "neither a training run"),
+        (DEFAULT_MODEL_DIR.parent / "category", "is a category model"),  # another task
+    ]:
+        cfg = make_config(tmp_path / "r.toml", registry, baseline=baseline)
+        t0 = time.monotonic()
+        assert main(["retrain", "--config", str(cfg), "--version", "v1", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"baseline {baseline}" in err and words in err, err
+        assert time.monotonic() - t0 < 10
+        assert Registry(registry).versions() == [] and work_entries(registry) == []
+
+
+def test_a_version_promoted_by_hand_during_the_job_is_not_overridden(registry: Path) -> None:
+    """The gate compared with the champion of the job's start: if an operator promoted or
+    rolled back meanwhile, the job adds its version and leaves the pointer to them."""
+    from absa.training.retrain import register
+
+    reg = Registry(registry)
+    staging = registry.parent / "staging"
+    shutil.copytree(reg.path(FIRST_VERSION), staging)
+    report = {
+        "challenger_metrics": {"synthetic": {"accuracy": 1.0, "macro_f1": 1.0, "n": 24}},
+        "gate": {"passed": True, "reasons": ["passes: within tolerance of champion"]},
+    }
+    assert not register(reg, staging, "v2", "v0", report)  # the job began under v0
+    assert reg.current() == FIRST_VERSION and "v2" in reg.versions()
+    assert "changed while the job ran (v0 -> v1)" in report["not_promoted"]
+    again = registry.parent / "again"
+    shutil.copytree(reg.path(FIRST_VERSION), again)
+    assert register(reg, again, "v3", FIRST_VERSION, dict(report))  # unchanged: promoted
+    assert reg.current() == "v3"
+
+
+def test_an_unreadable_version_blocks_neither_jobs_nor_the_listing(
+    registry: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from absa.training.retrain import repair
+
+    reg = Registry(registry)
+    staging = registry.parent / "staging"
+    shutil.copytree(reg.path(FIRST_VERSION), staging)
+    reg.add(staging, "v2")
+    (reg.path("v2") / "metadata.json").write_text('{"truncated": ')
+    with reg.lock():
+        done = repair(reg)
+    assert [d["version"] for d in done] == ["v2"] and done[0]["action"].startswith("left: unread")
+    assert reg.current() == FIRST_VERSION
+    assert main(["models", "list", "--registry", str(registry)]) == 0
+    lines = sorted(capsys.readouterr().out.splitlines(), key=lambda ln: ln[2:])
+    assert lines[0].startswith(f"* {FIRST_VERSION} ") and "synthetic=" in lines[0]
+    assert lines[1].startswith("  v2 ") and "unreadable" in lines[1]
 
 
 def test_failed_export_leaves_no_half_version(
