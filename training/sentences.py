@@ -2,13 +2,20 @@
 
 - XML (SemEval-2014, MAMS): every ``<sentence>``, the ones without aspect terms too (they
   teach the tagger when to find nothing); ``conflict`` terms are aspects like any other.
+  Each aspect term is checked as ``absa.training.readers`` checks it (a term, a polarity,
+  from/to marking the term or the term occurring exactly once in the text).
 - JSONL of sentences, ``{"text", "spans": [[start, end, label], ...]}`` (what runs write:
-  dev.jsonl, heldout_empty.jsonl): read as they are, aspect-free sentences included.
+  dev.jsonl, heldout_empty.jsonl): read as they are, aspect-free sentences included; the
+  offsets must be integers marking non-blank text, the labels polarities. A JSONL file is
+  one of these when its first non-blank line is an object with ``spans``.
 - 3-line and JSONL/CSV (the SemEval test files, ACOS): the per-aspect records of
   ``absa.training.readers`` grouped by sentence text (a sentence's aspects are the records
   that share its text). These files hold only sentences with at least one labelled aspect.
 
-Every span keeps its polarity label (``conflict`` included) for end-to-end evaluation.
+Every span keeps its polarity label (``conflict`` included, in every format) for
+end-to-end evaluation; labels are normalised as the sentiment readers normalise them
+(``Positive`` and ``1`` are ``positive``), anything else is a ``DataError`` naming the file
+and the line or sentence.
 """
 
 from __future__ import annotations
@@ -20,13 +27,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from absa.errors import InputError
+from absa.model.aspects import check_unicode
+from absa.model.text import TextError, check_span
 from absa.training.readers import (
+    CONFLICT,
     _decode,
     _parse_xml,
     _read_bytes,
+    _read_file,
+    _Sink,
+    _xml_aspect,
+    _xml_where,
     detect_format,
     drop_overlap,
-    read_many,
+    parse_label,
 )
 from absa.training.records import DataError
 
@@ -64,7 +79,8 @@ def read_sentences(paths: Iterable[str | Path] | str | Path) -> list[Sentence]:
             # read and decoded as the record readers do: a missing file, a byte that is not
             # UTF-8 is a DataError naming the file and line, not a bare codec message
             lines = _decode(_read_bytes(str(path)), str(path)).split("\n")
-            if _is_sentence_record(lines[0]):
+            first = next((line for line in lines if line.strip()), "")
+            if _is_sentence_record(first):
                 out.extend(_read_sentence_jsonl(lines, Path(path)))
             else:
                 out.extend(_grouped(str(path)))
@@ -74,11 +90,36 @@ def read_sentences(paths: Iterable[str | Path] | str | Path) -> list[Sentence]:
 
 
 def _is_sentence_record(first: str) -> bool:
+    """Whether a file's first non-blank line is a sentence record (else: per-aspect records,
+    whose reader reports a line that is no JSON at all)."""
     try:
         record = json.loads(first)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return isinstance(record, dict) and "spans" in record
+
+
+def _span_label(value: object) -> str:
+    """A polarity as the sentiment readers normalise it, ``conflict`` kept."""
+    if isinstance(value, str) and value.strip().lower() == CONFLICT:
+        return CONFLICT
+    return parse_label(value)  # type: ignore[arg-type]  # anything else: ValueError
+
+
+def _gold_span(text: str, item: object, k: int) -> GoldSpan:
+    """``spans[k]`` of a record: ``[start, end, label]``, integer offsets marking non-blank
+    text, a polarity label. Raises ``ValueError`` saying what is wrong."""
+    if not isinstance(item, list) or len(item) != 3:
+        raise ValueError(f"spans[{k}] is not [start, end, label]: {item!r}")
+    start, end, label = item
+    for name, value in (("start", start), ("end", end)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"spans[{k}]: {name} {value!r} is not an integer offset")
+    try:
+        check_span(text, start, end)
+        return GoldSpan(start, end, _span_label(label))
+    except (TextError, ValueError) as e:
+        raise ValueError(f"spans[{k}]: {e}") from None
 
 
 def _read_sentence_jsonl(lines: list[str], path: Path) -> list[Sentence]:
@@ -88,44 +129,65 @@ def _read_sentence_jsonl(lines: list[str], path: Path) -> list[Sentence]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        where = f"{path}:{lineno}"
         try:
             rec = json.loads(line)
-            spans = tuple(GoldSpan(int(a), int(b), str(lab)) for a, b, lab in rec["spans"])
-            text = rec["text"]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise DataError(f"{path}:{lineno}: not a sentence record ({e})") from None
-        outside = [s for s in spans if not 0 <= s.start < s.end <= len(str(text))]
-        if not isinstance(text, str) or outside:
-            raise DataError(f"{path}:{lineno}: a span is outside the text")
-        out.append(Sentence(text, spans, str(rec.get("source") or f"{path}:{lineno}")))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{where}: bad JSON: {e.msg} (column {e.colno})") from None
+        except RecursionError:
+            raise DataError(f"{where}: bad JSON: nested too deeply to read") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("spans"), list):
+            raise DataError(f"{where}: not a sentence record (an object with a 'spans' list)")
+        text = rec.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(f"{where}: missing or empty 'text'")
+        try:
+            check_unicode(text, "the text")
+            spans = tuple(_gold_span(text, item, k) for k, item in enumerate(rec["spans"]))
+        except (InputError, ValueError) as e:
+            raise DataError(f"{where}: {e}") from None
+        out.append(Sentence(text, spans, str(rec.get("source") or where)))
     return out
 
 
 def _read_xml(path: str) -> list[Sentence]:
+    """Every sentence, each aspect term checked by ``absa.training.readers``' own XML check
+    (a sink that raises at the first bad term and keeps ``conflict``)."""
     root, lines = _parse_xml(_read_bytes(path), path)
+    sink = _Sink(path, skip_invalid=False, keep_conflict=True)
     out = []
     for sent in root.iter("sentence"):
-        text = sent.findtext("text") or ""
-        source = f"{path}:{sent.get('id') or lines[id(sent)]}"
+        sid = sent.get("id")
+        source = f"{path}:{sid or lines[id(sent)]}"
+        where = _xml_where(path, sid, lines[id(sent)])
+        texts = sent.findall("text")
+        if len(texts) > 1 or (texts and len(texts[0])):
+            why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
+            raise DataError(f"{where}: {why}: the offsets would not say into which text")
+        text = (texts[0].text if texts else None) or ""
         if not text.strip():
-            raise DataError(f"{source}: sentence has no <text> or it is empty")
-        spans = []
+            raise DataError(f"{where}: sentence has no <text> or it is empty")
+        sink.result.examples.clear()
         for a in sent.iter("aspectTerm"):
-            term, start, end = a.get("term", ""), int(a.get("from", -1)), int(a.get("to", -1))
-            if text[start:end] != term:
-                found = text.find(term)
-                if not term or found < 0:
-                    raise DataError(f"{source}: aspectTerm {term!r} is not in the text")
-                start, end = found, found + len(term)
-            spans.append(GoldSpan(start, end, a.get("polarity", "")))
+            _xml_aspect(a, text, sink, source, _xml_where(path, sid, lines[id(a)]))
+        spans = [GoldSpan(e.start, e.end, e.label) for e in sink.result.examples]
         out.append(Sentence(text, tuple(dict.fromkeys(spans)), source))
+    if sink.relocated:
+        log.info(
+            "%s: %d aspect term(s) whose from/to did not mark the term, found where it occurs "
+            "once in the text",
+            path,
+            sink.relocated,
+        )
     return out
 
 
 def _grouped(path: str) -> list[Sentence]:
+    """The per-aspect records of a 3-line, JSONL or CSV file grouped by sentence text,
+    ``conflict`` aspects kept as spans labelled ``conflict``."""
     groups: dict[str, list[GoldSpan]] = {}
     sources: dict[str, str] = {}
-    for ex in read_many(path).examples:
+    for ex in _read_file(path, None, skip_invalid=False, keep_conflict=True).examples:
         groups.setdefault(ex.text, []).append(GoldSpan(ex.start, ex.end, ex.label))
         sources.setdefault(ex.text, ex.source)
     return [Sentence(t, tuple(dict.fromkeys(s)), sources[t]) for t, s in groups.items()]

@@ -3,6 +3,7 @@ terms, 3-line and JSONL records are grouped by sentence, splits hold out what th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,9 @@ def test_xml_keeps_empty_sentences_and_conflict_terms(tmp_path: Path) -> None:
 def test_xml_term_not_in_text_names_the_sentence(tmp_path: Path) -> None:
     path = tmp_path / "bad.xml"
     path.write_text(XML.replace('term="food"', 'term="pasta"'), encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad.xml:1: aspectTerm 'pasta' is not in the text"):
+    with pytest.raises(
+        DataError, match=r"bad.xml: sentence 1 \(line 5\): aspectTerm 'pasta'.* does not occur"
+    ):
         read_sentences(path)
 
 
@@ -105,7 +108,7 @@ def test_sentence_jsonl_written_by_a_run_reads_back(tmp_path: Path) -> None:
         (s.text, s.spans) for s in sentences
     ]
     path.write_text('{"text": "abc", "spans": [[1, 9, "positive"]]}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"dev.jsonl:1: a span is outside the text"):
+    with pytest.raises(DataError, match=r"dev.jsonl:1: spans\[0\]: .*\[1, 9\) is outside the text"):
         read_sentences(path)
 
 
@@ -151,3 +154,172 @@ def test_a_sentence_jsonl_with_a_byte_order_mark_is_read_as_sentences(tmp_path: 
     path.write_text('\ufeff{"text": "We went there.", "spans": []}\n', encoding="utf-8")
     (got,) = read_sentences(path)
     assert got.text == "We went there." and got.spans == ()
+
+
+def _one_sentence_xml(text: str, terms: str) -> str:
+    return (
+        '<?xml version="1.0"?>\n<sentences>\n  <sentence id="s1">\n'
+        f"    <text>{text}</text>\n    <aspectTerms>\n{terms}    </aspectTerms>\n"
+        "  </sentence>\n</sentences>\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        ('from="" to=""', r"aspectTerm 'food': from='' to='' do not mark it .* occurs 2 times"),
+        ('from="abc" to="8"', r"aspectTerm 'food': from='abc' to='8' do not mark it"),
+    ],
+)
+def test_xml_offsets_that_are_no_numbers_name_the_file_and_sentence(
+    tmp_path: Path, offsets: str, message: str
+) -> None:
+    """int("") and int("abc") were bare ValueErrors without the file."""
+    term = f'      <aspectTerm term="food" polarity="positive" {offsets}/>\n'
+    path = tmp_path / "n.xml"
+    path.write_text(_one_sentence_xml("food and more food", term), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"^{path}: sentence s1 \(line 6\): {message}"):
+        read_sentences(path)
+
+
+@pytest.mark.parametrize(
+    ("term", "message"),
+    [
+        # no term, no offsets: text[-1:-1] == "" made a span (-1, -1)
+        ('<aspectTerm polarity="positive"/>', "aspectTerm without a 'term'"),
+        # no polarity: the span was labelled ""
+        ('<aspectTerm term="food" from="0" to="4"/>', "aspectTerm 'food' has no 'polarity'"),
+        # a label the sentiment readers refuse was kept as it was
+        ('<aspectTerm term="food" polarity="POS" from="0" to="4"/>', "unknown label 'POS'"),
+        # twice in the text, no offsets: both took the first occurrence, (0, 4)
+        ('<aspectTerm term="food" polarity="positive"/>', "'food'.* occurs 2 times"),
+    ],
+)
+def test_xml_aspect_terms_are_checked_as_the_aspect_reader_checks_them(
+    tmp_path: Path, term: str, message: str
+) -> None:
+    path = tmp_path / "t.xml"
+    terms = f"      {term}\n      <aspectTerm term='more' polarity='neutral' from='9' to='13'/>\n"
+    path.write_text(_one_sentence_xml("food and more food", terms), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"^{path}: sentence s1 \(line 6\): .*{message}"):
+        read_sentences(path)
+
+
+def test_xml_offsets_outside_the_text_are_not_kept(tmp_path: Path) -> None:
+    """text[-4:11] and text[7:99] are "food" too: the spans were (-4, 11) and (7, 99).
+    Offsets that do not mark the term are mended where it occurs once, as the aspect reader
+    mends them; a label is normalised as the sentiment readers normalise it."""
+    terms = (
+        '      <aspectTerm term="food" polarity="Positive" from="-4" to="11"/>\n'
+        '      <aspectTerm term="food" polarity="conflict" from="7" to="99"/>\n'
+    )
+    path = tmp_path / "o.xml"
+    path.write_text(_one_sentence_xml("I like food", terms), encoding="utf-8")
+    (got,) = read_sentences(path)
+    assert got.spans == (GoldSpan(7, 11, "positive"), GoldSpan(7, 11, "conflict"))
+
+
+@pytest.mark.parametrize(
+    "inner",
+    ["<text>the <b>x</b> food</text>", "<text>the food</text><text>the wine</text>"],
+)
+def test_xml_markup_inside_text_is_refused(tmp_path: Path, inner: str) -> None:
+    """findtext("text") stopped at the first child element: the sentence was 'the '."""
+    path = tmp_path / "m.xml"
+    path.write_text(
+        f'<?xml version="1.0"?>\n<sentences>\n<sentence id="9">{inner}</sentence>\n</sentences>',
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError, match=rf"^{path}: sentence 9 \(line 3\): .*<text>"):
+        read_sentences(path)
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        ('[true, 3, "positive"]', r"start True is not an integer offset"),
+        ('[0, 4.7, "positive"]', r"end 4.7 is not an integer offset"),
+        ('[3, 4, "positive"]', r"aspect span \[3, 4\) holds only whitespace"),
+        ('[0, 3, "POS"]', r"unknown label 'POS'"),
+        ('[0, 3, ""]', r"unknown label ''"),
+    ],
+)
+def test_sentence_jsonl_offsets_and_labels_are_checked(
+    tmp_path: Path, span: str, message: str
+) -> None:
+    """true was read as 1, 4.7 as 4; a blank span and any label string were kept."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"text": "the food", "spans": []}\n'
+        f'{{"text": "the food", "spans": [[4, 8, "neutral"], {span}]}}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError, match=rf"^{path}:2: spans\[1\]: {message}"):
+        read_sentences(path)
+
+
+def test_sentence_jsonl_labels_are_normalised_and_conflict_kept(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"text": "the food and wine", "spans": [[4, 8, "Positive"], [13, 17, "conflict"]]}\n',
+        encoding="utf-8",
+    )
+    (got,) = read_sentences(path)
+    assert got.spans == (GoldSpan(4, 8, "positive"), GoldSpan(13, 17, "conflict"))
+
+
+def test_a_sentence_jsonl_starting_with_blank_lines_is_read_as_sentences(tmp_path: Path) -> None:
+    """The format was decided by line 1 alone: a blank first line sent the file to the
+    per-aspect reader, which refused every line."""
+    path = tmp_path / "b.jsonl"
+    path.write_text(
+        '\n  \n{"text": "the food was good", "spans": [[4, 8, "positive"]]}\n'
+        '{"text": "we went there", "spans": []}\n',
+        encoding="utf-8",
+    )
+    got = read_sentences(path)
+    assert [(s.text, s.span_set, s.source) for s in got] == [
+        ("the food was good", {(4, 8)}, f"{path}:3"),
+        ("we went there", set(), f"{path}:4"),
+    ]
+
+
+@pytest.mark.parametrize("line", [1, 2])
+def test_a_jsonl_line_nested_too_deeply_names_the_file_and_line(tmp_path: Path, line: int) -> None:
+    """json.loads raised a bare RecursionError (the first line decides the format too)."""
+    good = '{"text": "the food", "spans": [[4, 8, "positive"]]}\n'
+    deep = "[" * 100_000 + "]" * 100_000 + "\n"
+    path = tmp_path / "d.jsonl"
+    path.write_text(deep + good if line == 1 else good + deep, encoding="utf-8")
+    with pytest.raises(DataError, match=rf"^{path}:{line}: bad JSON: nested too deeply"):
+        read_sentences(path)
+
+
+@pytest.mark.parametrize("name", ["t.seg", "t.jsonl", "t.csv"])
+def test_per_aspect_files_keep_conflict_spans(tmp_path: Path, name: str) -> None:
+    """As the module says and the XML reader does: read_many dropped them, so a sentence's
+    conflict aspect was missing from its gold spans."""
+    rows = [("the food was great but the wine was bad", "food", 4, "positive")]
+    rows.append(("the food was great but the wine was bad", "wine", 27, "conflict"))
+    path = tmp_path / name
+    if name.endswith(".seg"):
+        path.write_text(
+            "".join(f"{t[:s]}$T${t[s + len(a) :]}\n{a}\n{lab}\n" for t, a, s, lab in rows),
+            encoding="utf-8",
+        )
+    elif name.endswith(".jsonl"):
+        path.write_text(
+            "".join(
+                json.dumps({"text": t, "aspect": a, "start": s, "end": s + len(a), "label": lab})
+                + "\n"
+                for t, a, s, lab in rows
+            ),
+            encoding="utf-8",
+        )
+    else:
+        path.write_text(
+            "text,aspect,label\n" + "".join(f"{t},{a},{lab}\n" for t, a, _, lab in rows),
+            encoding="utf-8",
+        )
+    (got,) = read_sentences(path)
+    assert got.spans == (GoldSpan(4, 8, "positive"), GoldSpan(27, 31, "conflict"))
