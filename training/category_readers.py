@@ -1,4 +1,4 @@
-"""Readers for labelled aspect categories: SemEval-2014 XML and JSONL.
+"""Readers for labelled aspect categories: SemEval-2014 XML, JSONL and CSV.
 
 Both yield ``CategoryExample`` records in a ``ReadResult``, with the same error handling as
 ``training.readers`` (a bad record raises ``DataError`` naming file and line or sentence,
@@ -6,9 +6,13 @@ unless ``skip_invalid``; ``conflict`` is dropped and counted):
 
 - ``"xml"``: SemEval-2014 restaurants: ``<sentence id><text>..</text><aspectCategories>
   <aspectCategory category polarity/></aspectCategories></sentence>``; sentences without
-  categories are skipped.
+  categories are skipped; markup inside ``<text>`` is a bad record (the text would be cut).
 - ``"jsonl"``: one object per line with ``text``, ``category`` and ``label`` (or
-  ``polarity``), as ACOS's ``*.categories.jsonl``.
+  ``polarity``; a null or blank ``label`` falls through to ``polarity``, as in
+  ``training.readers``), as ACOS's ``*.categories.jsonl``.
+- ``"csv"``: a header row naming the same columns as JSONL, then one row per example.
+
+The format comes from the extension: ``.xml``, ``.csv``, anything else JSONL.
 """
 
 from __future__ import annotations
@@ -17,10 +21,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from absa.errors import InputError
+from absa.model.aspects import check_unicode
 from absa.training.readers import (
+    _LABEL_KEYS,
+    _TEXT_KEYS,
     _decode,
     _parse_xml,
+    _pick,
     _read_bytes,
+    _read_csv,
     _read_jsonl,
     _Sink,
     _xml_where,
@@ -29,7 +39,9 @@ from absa.training.records import CategoryExample, ReadResult
 
 __all__ = ["CATEGORY_FORMATS", "categories_of", "read_categories", "read_many_categories"]
 
-CATEGORY_FORMATS = ("xml", "jsonl")
+CATEGORY_FORMATS = ("xml", "jsonl", "csv")
+_CATEGORY_KEYS = ("category",)
+_EXTENSIONS = {".xml": "xml", ".csv": "csv"}  # anything else: JSONL
 
 
 def categories_of(examples: Iterable[CategoryExample]) -> list[str]:
@@ -42,13 +54,16 @@ def read_categories(
 ) -> ReadResult:
     """One file of labelled aspect categories (``fmt`` from the extension when None)."""
     path_str = str(path)
-    fmt = fmt or ("xml" if Path(path).suffix.lower() == ".xml" else "jsonl")
+    fmt = fmt or _EXTENSIONS.get(Path(path).suffix.lower(), "jsonl")
     if fmt not in CATEGORY_FORMATS:
-        raise ValueError(f"unknown category format {fmt!r}; expected xml or jsonl")
+        raise ValueError(f"unknown category format {fmt!r}; expected xml, jsonl or csv")
     data = _read_bytes(path_str)
     sink = _Sink(path_str, skip_invalid)
     if fmt == "xml":
         _read_xml(data, sink)
+    elif fmt == "csv":
+        columns = (_TEXT_KEYS, _CATEGORY_KEYS, _LABEL_KEYS)
+        _read_csv(_decode(data, path_str), sink, _add_record, columns)
     else:
         _read_jsonl(_decode(data, path_str), sink, _add_record)
     return sink.finish(f"{fmt}, categories")
@@ -73,6 +88,12 @@ def _add(sink: _Sink, text: Any, category: Any, polarity: Any, source: str, wher
     if not isinstance(category, str) or not category.strip():
         sink.bad(source, where, "missing or empty 'category'")
         return
+    try:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
+        check_unicode(text, "the text")
+        check_unicode(category, "the category")
+    except InputError as e:
+        sink.bad(source, where, str(e))
+        return
     if polarity is None or polarity == "":
         sink.bad(source, where, f"category {category!r} has no label (or polarity)")
         return
@@ -85,14 +106,25 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
     root, lines = _parse_xml(data, sink.path)
     for sentence in root.iter("sentence"):
         cats = sentence.find("aspectCategories")
-        for cat in [] if cats is None else cats.findall("aspectCategory"):
-            sid = sentence.get("id")
-            source = f"{sink.path}:{sid}" if sid else f"{sink.path}:{lines[id(sentence)]}"
+        cats_of = [] if cats is None else cats.findall("aspectCategory")
+        if not cats_of:
+            continue
+        sid = sentence.get("id")
+        source = f"{sink.path}:{sid}" if sid else f"{sink.path}:{lines[id(sentence)]}"
+        texts = sentence.findall("text")
+        if len(texts) > 1 or (texts and len(texts[0])):
+            # findtext would cut the text at the first child element
+            why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
+            where = _xml_where(sink.path, sid, lines[id(sentence)])
+            sink.bad(source, where, f"{why}: the sentence's text is not one plain string")
+            continue
+        text = texts[0].text if texts else None
+        for cat in cats_of:
             where = _xml_where(sink.path, sid, lines[id(cat)])
-            text = sentence.findtext("text")
             _add(sink, text, cat.get("category"), cat.get("polarity"), source, where)
 
 
 def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) -> None:
-    polarity = record.get("label", record.get("polarity"))
+    """One JSONL object or CSV row: ``text``, ``category``, ``label`` (or ``polarity``)."""
+    polarity = _pick(record, _LABEL_KEYS)
     _add(sink, record.get("text"), record.get("category"), polarity, source, where)

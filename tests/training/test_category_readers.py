@@ -137,3 +137,63 @@ def test_the_restaurant_categories() -> None:
         "price",
         "service",
     ]
+
+
+@pytest.mark.parametrize(
+    ("inner", "why"),
+    [
+        ("<text>the <b>x</b> food</text>", "markup inside <text>"),
+        ("<text>the food</text><text>the wine</text>", "2 <text> elements"),
+    ],
+)
+def test_xml_markup_inside_text_is_refused(tmp_path: Path, inner: str, why: str) -> None:
+    """findtext("text") stopped at the first child element: the text read was 'the '."""
+    text = XML.replace("<text>The pizza was great but the staff was rude.</text>", inner)
+    path = write(tmp_path / "m.xml", text)
+    with pytest.raises(DataError, match=rf"^{path}: sentence 1 \(line 3\): {why}"):
+        read_categories(path)
+    res = read_categories(path, skip_invalid=True)
+    assert [e.source for e in res.examples] == [f"{path}:2"]  # sentence 1 refused once
+    assert len(res.skipped) == 1
+
+
+def test_jsonl_lone_surrogate_is_refused(tmp_path: Path) -> None:
+    """A JSON "\\ud800" escape passed: no run could write it out as UTF-8."""
+    line = '{"text": "the caf\\ud800 was ok", "category": "A", "label": "neutral"}\n'
+    path = write(tmp_path / "s.jsonl", line)
+    with pytest.raises(DataError, match=rf"^{path}:1: the text holds a lone surrogate"):
+        read_categories(path)
+
+
+def test_jsonl_null_label_falls_through_to_polarity(tmp_path: Path) -> None:
+    """As the aspect-term reader picks keys: a null or blank 'label' was "has no label"."""
+    rows = [
+        {"text": "the screen is great", "category": "A", "label": None, "polarity": "positive"},
+        {"text": "the keys are bad", "category": "B", "label": " ", "polarity": "-1"},
+    ]
+    path = write(tmp_path / "n.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert [e.label for e in read_categories(path).examples] == ["positive", "negative"]
+
+
+def test_csv_category_file_is_read_as_csv(tmp_path: Path) -> None:
+    """A .csv file was parsed as JSONL: 'bad JSON' on its header."""
+    path = write(
+        tmp_path / "c.csv",
+        'text,category,polarity\n"the screen, bright",DISPLAY#QUALITY,positive\n'
+        "it died,LAPTOP#QUALITY,-1\n",
+    )
+    res = read_categories(path)
+    assert [(e.text, e.category, e.label, e.source) for e in res.examples] == [
+        ("the screen, bright", "DISPLAY#QUALITY", "positive", f"{path}:2"),
+        ("it died", "LAPTOP#QUALITY", "negative", f"{path}:3"),
+    ]
+    no_category = write(tmp_path / "t.csv", "text,aspect,label\nthe food,food,positive\n")
+    with pytest.raises(DataError, match=rf"^{no_category}:1: the CSV header lacks .*category"):
+        read_categories(no_category)
+
+
+def test_jsonl_line_nested_too_deeply_names_the_file_and_line(tmp_path: Path) -> None:
+    good = '{"text": "ok", "category": "A", "label": "neutral"}\n'
+    path = write(tmp_path / "d.jsonl", good + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(DataError, match=rf"^{path}:2: bad JSON: nested too deeply"):
+        read_categories(path)
