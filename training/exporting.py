@@ -18,6 +18,7 @@ TRAIN_KEYS = (
     "teacher_states",  # the hint's teacher word states (absa states): how they were made
     "init_from",  # the run whose weights it started from (train.init_from): path, sha256
     "soup",  # a mean of runs' weights (benchmarks/soup.py): the parts and their sha256
+    "environment",  # python, torch, numpy, the CPU or GPU it trained on: the run may be gone
 )
 
 

@@ -38,7 +38,7 @@ import shutil
 import tempfile
 import tomllib
 import typing
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -84,6 +84,7 @@ class RetrainConfig:
     baseline: str | None = None
     # "temperature", or "top_map": the top-label map after it (needs >= 500 dev items)
     calibration: str = "temperature"
+    source: Path | None = None  # the TOML file it was read from (load sets it; not a key)
 
     @classmethod
     def load(cls, path: Path) -> RetrainConfig:
@@ -106,7 +107,8 @@ class RetrainConfig:
         data, eval_ = tables["data"], tables["eval"]
         _known(path, "[data]", data, {"base", "new", "dev"})
         _known(path, "[gate]", tables["gate"], {f.name for f in fields(Gate)})
-        _known(path, "the top level", raw, {f.name for f in fields(cls)} - {"base", "new", "dev"})
+        top = {f.name for f in fields(cls)} - {"base", "new", "dev", "source"}
+        _known(path, "the top level", raw, top)
         files = {
             k: [rel(f) for f in typed_value(tuple[str, ...], data.get(k, []), f"{path}: data.{k}")]
             for k in ("base", "new", "dev")
@@ -127,6 +129,7 @@ class RetrainConfig:
             eval={k: rel(v) for k, v in evals.items()},  # type: ignore[attr-defined]
             registry=Path(rel(registry)),  # type: ignore[arg-type]
             gate=gate,
+            source=path.resolve(),  # type: ignore[arg-type]
             **values,
         )
         if not cfg.base and not cfg.new:
@@ -222,6 +225,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         "started": _now(),
         "code_version": code_version(),
         "preset": cfg.preset,
+        "config": config_record(cfg),
         "data": {},
         "promoted": False,
     }
@@ -276,8 +280,23 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(reg.resumable_dir, ignore_errors=True)
         report["finished"] = _now()
-        write_report(reg, report)
+        try:
+            write_report(reg, report)
+        except OSError as e:  # the version is in (and maybe serving): say so, not just "failed"
+            done = "was promoted and serves" if report["promoted"] else "was added, not promoted"
+            raise RegistryError(
+                f"{version} {done}; its report could not be written ({e}): the next job "
+                "writes it (marked recovered)"
+            ) from e
     return report
+
+
+def config_record(cfg: RetrainConfig) -> dict:
+    """What a report keeps of the job's configuration: the file it came from (path and
+    sha256) and every value as the job ran it (seed, epochs, calibration, gate, ...)."""
+    values = json.loads(json.dumps(asdict(cfg), default=str))
+    values.pop("source", None)
+    return {"file": file_info([cfg.source])[0] if cfg.source else None, "values": values}
 
 
 def _now() -> str:

@@ -87,8 +87,28 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     assert meta["version"] == FIRST_VERSION
     assert meta["parent"] is None
     assert meta["gate"]["passed"] is True
+    # what reproduces it: the config file and its values, the environment it trained in
+    # (the run directory it came from is scratch space, gone once the job ends)
+    config = report["config"]
+    toml = champion_registry.parent / "retrain.toml"
+    assert config["file"]["sha256"] == hashlib.sha256(toml.read_bytes()).hexdigest()
+    assert config["values"]["seed"] == 1 and config["values"]["gate"]["min_accuracy"] == 0.0
+    assert not Path(meta["source_run"]).exists()
+    assert {"python", "torch"} <= set(meta["train"]["environment"])
     assert work_entries(champion_registry) == []
     assert_whole_versions(champion_registry)
+
+
+def test_a_report_that_cannot_be_written_says_the_version_was_promoted(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The served model changed: "error" alone would hide that from whoever reads it."""
+    (registry / "reports" / "v2.json").mkdir()  # its report cannot take that name
+    cfg = make_config(tmp_path / "r.toml", registry)  # v1's job again: the gate passes
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "v2 was promoted and serves; its report could not be written" in err, err
+    assert Registry(registry).current() == "v2"
 
 
 def test_gate_that_cannot_pass_adds_but_does_not_promote(
