@@ -35,6 +35,25 @@ def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> Read
     return res
 
 
+def _read_exclude(paths: Sequence[str], task: str) -> dict[str, list]:
+    """Each --exclude file's examples, read by the reader of ``task`` (a category test file
+    read as aspect terms gave nothing, and nothing was excluded). A bad record is passed over
+    (its sentence is not excluded: the warning names it), but a file that gives no sentence
+    at all is refused: it would exclude nothing."""
+    out: dict[str, list] = {}
+    for path in paths:
+        res = _read([path], True, task)
+        if not res.examples:
+            first = res.skipped[0] if res.skipped else None
+            why = f"; first: {first.source}: {first.reason}" if first else ""
+            raise CLIError(
+                f"--exclude {path}: no sentence to exclude read from it as --task {task} data "
+                f"({len(res.skipped)} invalid record(s){why})"
+            )
+        out[path] = res.examples
+    return out
+
+
 def _data_info(paths: Sequence[str]) -> list[dict]:
     from absa.training.provenance import file_info
 
@@ -116,7 +135,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     elif args.exclude:
         from absa.training.readers import drop_overlap
 
-        excluded = _read(args.exclude, True).examples
+        excluded = [e for ex in _read_exclude(args.exclude, task).values() for e in ex]
         examples, dropped = drop_overlap(examples, excluded)
         info["exclude"] = _data_info(args.exclude)
         info["excluded_overlap"] = dropped
@@ -170,7 +189,8 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     # files named as run.json names them elsewhere (beside the checkout: relative)
     reads = [_read([p], args.skip_invalid) for p in args.train_more]
     more = [(portable(p), r.examples) for p, r in zip(args.train_more, reads, strict=True)]
-    tests = {portable(p): _read([p], True).examples for p in args.exclude or []}
+    read = _read_exclude(args.exclude or [], "terms")  # --train-more: --task terms only
+    tests = {portable(p): ex for p, ex in read.items()}
     kept, reports = combine_more(examples, more, tests)
     info["train_more"] = _data_info(args.train_more)
     info["skipped_invalid_more"] = [len(r.skipped) for r in reads]  # per file, in order

@@ -84,3 +84,20 @@ def test_each_kind_of_model_refuses_the_other_request(
         main(["predict", "--model", str(artifact), "--text", "the food", "--category", "food"]) != 0
     )
     assert "is an aspect-term model" in capsys.readouterr().err
+
+
+def test_train_excludes_the_sentences_of_a_category_exclude_file(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--exclude was read with the aspect-term reader, skipping every record of a category
+    file as invalid: nothing was excluded, a warning the only trace (test leakage)."""
+    data = write_categories(tmp_path / "train.categories.jsonl")
+    lines = data.read_text(encoding="utf-8").splitlines(keepends=True)
+    test = tmp_path / "test.categories.jsonl"
+    test.write_text("".join(lines[:4]), encoding="utf-8")  # two sentences, two categories each
+    cfg = tiny_config(tmp_path / "cfg.json", small_glove, epochs=1)
+    run = tmp_path / "run"
+    args = ["train", "--task", "category", "--train", str(data), "--dev", str(data)]
+    assert main([*args, "--exclude", str(test), "--config", str(cfg), "--out", str(run)]) == 0
+    info = json.loads((run / "run.json").read_text())
+    assert info["data"]["excluded_overlap"] == 4 and info["n_train"] == 32 - 4

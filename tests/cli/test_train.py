@@ -135,6 +135,27 @@ def test_train_excludes_sentences_of_other_files(
     assert info["data"]["exclude"][0]["path"] == str(test)
 
 
+@pytest.mark.parametrize("more", [False, True])
+def test_an_exclude_file_that_gives_no_sentence_is_refused(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], more: bool
+) -> None:
+    """A file the reader cannot parse (here a category file for --task terms) was read with
+    skip_invalid: every record skipped, nothing excluded, and training went on."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    test = tmp_path / "test.categories.jsonl"
+    rows = [{"text": e.text, "category": "food", "label": e.label} for e in EXAMPLES[:4]]
+    test.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--exclude", str(train), str(test)]
+    argv += ["--train-more", str(train)] if more else []
+    capsys.readouterr()
+    code = main([*argv, "--config", str(cfg), "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert f"--exclude {test}: no sentence to exclude read from it as --task terms data" in err
+    assert "4 invalid record(s); first: " in err and len(err.strip().splitlines()) == 1
+
+
 def test_train_more_takes_each_sentence_from_one_file(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
