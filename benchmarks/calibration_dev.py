@@ -43,7 +43,13 @@ from absa.model.calibration import (  # noqa: E402
     softmax,
 )
 from absa.model.recalibrate import logits  # noqa: E402
-from absa.model.text import Token, WordPipeline, load_pipeline  # noqa: E402
+from absa.model.text import (  # noqa: E402
+    TOKENIZER,
+    Token,
+    WordPipeline,
+    load_pipeline,
+    tokenize,
+)
 from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, recorded_files, spans  # noqa: E402
@@ -128,9 +134,10 @@ def laptop_score(meta: dict, dev: list) -> Callable[[list], np.ndarray]:
     return lambda examples: fitted.predict_proba(words.transform([e.text for e in examples]))[:, 1]
 
 
-def aspect_words(example: Example, pipe: WordPipeline) -> list[Token]:
-    """The words inside the aspect's span; a span inside a word gives its sentence's words."""
-    words = pipe.tokenize(example.text)
+def aspect_words(example: Example, tokenizer: int = TOKENIZER) -> list[Token]:
+    """The words (of word tokenizer ``tokenizer``, the model's) inside the aspect's span; a
+    span inside a word gives its sentence's words."""
+    words = tokenize(example.text, tokenizer)
     return [w for w in words if w.start >= example.start and w.end <= example.end] or words
 
 
@@ -139,7 +146,7 @@ def features(examples: list, pipe: WordPipeline, laptop: np.ndarray) -> np.ndarr
     its laptop score and (last, for the balanced map) its source data set."""
     rows = []
     for e, lap in zip(examples, laptop, strict=True):
-        words, aspect = pipe.tokenize(e.text), aspect_words(e, pipe)
+        words, aspect = pipe.tokenize(e.text), aspect_words(e, pipe.tokenizer)
         rows.append(
             [
                 np.mean([w.text.lower() not in pipe.index for w in words]),

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from absa.model import artifact  # noqa: E402
 from absa.model.calibration import softmax  # noqa: E402
 from absa.model.recalibrate import logits  # noqa: E402
+from absa.model.text import TOKENIZER, WordPipeline, load_pipeline  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
@@ -32,11 +33,11 @@ from benchmarks.class_offsets import scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 
 
-def aspect_has_oov(example: Example, vocab: set[str]) -> bool:
-    """Whether a word of the aspect's span (lower-cased, as the pipeline reads it) is not in
-    ``vocab``; an aspect that covers no whole word counts its sentence's words
-    (``calibration_dev.aspect_words``)."""
-    return any(w.text.lower() not in vocab for w in aspect_words(example))
+def aspect_has_oov(example: Example, vocab: set[str], tokenizer: int = TOKENIZER) -> bool:
+    """Whether a word of the aspect's span (lower-cased, as the pipeline reads it, with its
+    word tokenizer) is not in ``vocab``; an aspect that covers no whole word counts its
+    sentence's words (``calibration_dev.aspect_words``)."""
+    return any(w.text.lower() not in vocab for w in aspect_words(example, tokenizer))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
     args = ap.parse_args(argv)
     meta = artifact.read_metadata(args.artifact)
-    vocab = set(json.loads((args.artifact / "vocab.json").read_text()))
+    pipe = load_pipeline(args.artifact)
+    if not isinstance(pipe, WordPipeline):
+        ap.error(f"{args.artifact}: a word-vocabulary model is needed, not {pipe.kind!r}")
+    vocab = set(pipe.words)
     labels = list(meta["labels"])
     out: dict[str, dict] = {}
     print("| test set | aspects with an unknown word: n, acc / F1 | the others |\n|---|---|---|")
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         examples = read_many([str(paths(ds)["test"])]).examples
         probs = softmax(logits(args.artifact, spans(examples)), 1.0)
         gold = np.array([labels.index(e.label) for e in examples])
-        oov = np.array([aspect_has_oov(e, vocab) for e in examples])
+        oov = np.array([aspect_has_oov(e, vocab, pipe.tokenizer) for e in examples])
         out[ds] = {}
         for name, part in (("oov", oov), ("in_vocab", ~oov)):
             acc, f1 = scores(probs[part], gold[part], 0.0)
