@@ -11,7 +11,7 @@ transitions from ``transitions.json``; the confidence is defined there).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -104,57 +104,69 @@ class Extractor:
         return windows, out
 
     def extract(self, texts: Sequence[str], max_batch: int = 64) -> list[list[FoundSpan]]:
-        """The aspect spans found in each text, in text order. A text of one window is
-        decoded as it is; a longer one (more words than a window holds) is tagged again in
-        windows across each seam, every word takes its tags from the window where it sits
-        furthest from an edge, and the whole text is decoded at once: a term across a seam
-        is one term, tagged with context on both sides (back-to-back windows cut it in two)."""
+        """The aspect spans found in each text, in text order (``decode_text``)."""
         windows, probs = self.window_probs(texts, max_batch)
-        out = []
-        for text, ws, ps in zip(texts, windows, probs, strict=True):
-            if len(ws) <= 1:
-                out.append(
-                    [
-                        f
-                        for w, p in zip(ws, ps, strict=True)
-                        for f in decode(p, w.tokens, self.learned)
-                    ]
-                )
-            else:
-                tokens, stitched = self._stitched(text, ws, ps)
-                out.append(decode(stitched, tokens, self.learned))
-        return out
-
-    def _stitched(
-        self, text: str, windows: Sequence[Window], probs: Sequence[np.ndarray]
-    ) -> tuple[list, np.ndarray]:
-        """The text's words and, per word, the tag probabilities of the window (the given
-        ones, or one across each seam: from the middle of a window to the middle of the next)
-        in which the word has the most words on its shorter side."""
-        tokens = [t for w in windows for t in w.tokens]
-        firsts = np.cumsum([0] + [len(w.tokens) for w in windows])
-        best: list[tuple[int, np.ndarray | None]] = [(-1, None)] * len(tokens)
-
-        def offer(first: int, rows: np.ndarray) -> None:
-            for j, row in enumerate(rows):
-                side = min(j, len(rows) - 1 - j)
-                if side > best[first + j][0]:
-                    best[first + j] = (side, row)
-
-        for first, rows in zip(firsts, probs, strict=False):
-            offer(int(first), rows)
-        seams = []
-        for k in range(len(windows) - 1):
-            a = int(firsts[k] + len(windows[k].tokens) // 2)
-            b = int(firsts[k + 1] + len(windows[k + 1].tokens) // 2)
-            across = self.text.encode(text[tokens[a].start : tokens[b - 1].end])
-            if len(across) == 1 and len(across[0].tokens) == b - a:  # the same words
-                seams.append((a, across[0]))
-        for (a, _), rows in zip(
-            seams, self.probs([w for _, w in seams]) if seams else [], strict=True
-        ):
-            offer(a, rows)
-        return tokens, np.stack([row for _, row in best])
+        return [
+            decode_text(text, ws, ps, self.learned, self.text.encode, self.probs)
+            for text, ws, ps in zip(texts, windows, probs, strict=True)
+        ]
 
     def warmup(self) -> None:
         self.extract(["The food was great ."])
+
+
+def decode_text(
+    text: str,
+    windows: Sequence[Window],
+    probs: Sequence[np.ndarray],
+    learned: Transitions | None,
+    encode: Callable[[str], list[Window]],
+    tag: Callable[[list[Window]], list[np.ndarray]],
+) -> list[FoundSpan]:
+    """The aspect spans of one text from its windows' per-word tag probabilities, as served
+    and as training scores its dev set (``tag``: onnxruntime or torch; ``encode``: the
+    tagger's text pipeline). A text of one window is decoded as it is; a longer one (more
+    words than a window holds) is tagged again in windows across each seam, every word takes
+    its tags from the window where it sits furthest from an edge, and the whole text is
+    decoded at once: a term across a seam is one term, tagged with context on both sides
+    (back-to-back windows cut it in two)."""
+    if len(windows) <= 1:
+        return [
+            f for w, p in zip(windows, probs, strict=True) for f in decode(p, w.tokens, learned)
+        ]
+    tokens, rows = stitched(text, windows, probs, encode, tag)
+    return decode(rows, tokens, learned)
+
+
+def stitched(
+    text: str,
+    windows: Sequence[Window],
+    probs: Sequence[np.ndarray],
+    encode: Callable[[str], list[Window]],
+    tag: Callable[[list[Window]], list[np.ndarray]],
+) -> tuple[list, np.ndarray]:
+    """The text's words and, per word, the tag probabilities of the window (the given ones,
+    or one across each seam: from the middle of a window to the middle of the next) in which
+    the word has the most words on its shorter side."""
+    tokens = [t for w in windows for t in w.tokens]
+    firsts = np.cumsum([0] + [len(w.tokens) for w in windows])
+    best: list[tuple[int, np.ndarray | None]] = [(-1, None)] * len(tokens)
+
+    def offer(first: int, rows: np.ndarray) -> None:
+        for j, row in enumerate(rows):
+            side = min(j, len(rows) - 1 - j)
+            if side > best[first + j][0]:
+                best[first + j] = (side, row)
+
+    for first, rows in zip(firsts, probs, strict=False):
+        offer(int(first), rows)
+    seams = []
+    for k in range(len(windows) - 1):
+        a = int(firsts[k] + len(windows[k].tokens) // 2)
+        b = int(firsts[k + 1] + len(windows[k + 1].tokens) // 2)
+        across = encode(text[tokens[a].start : tokens[b - 1].end])
+        if len(across) == 1 and len(across[0].tokens) == b - a:  # the same words
+            seams.append((a, across[0]))
+    for (a, _), rows in zip(seams, tag([w for _, w in seams]) if seams else [], strict=True):
+        offer(a, rows)
+    return tokens, np.stack([row for _, row in best])

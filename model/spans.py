@@ -26,6 +26,7 @@ algorithm under the same scores Viterbi maximises.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,9 +146,27 @@ def decode(
             if j < len(tags):
                 conf *= 1.0 - float(probs[j, I])
         a, b = unpaired_trimmed(tokens, i, j)
-        if a < b:
-            out.append(FoundSpan(tokens[a].start, tokens[b - 1].end, conf))
+        if a < b and any(c.isalnum() for t in tokens[a:b] for c in t.text):  # not "😀" alone
+            out.append(FoundSpan(_glued_quote_end(tokens, a, b), tokens[b - 1].end, conf))
     return out
+
+
+_CLITICS = {"'s", "'re", "'ve", "'ll", "'d", "'m"}
+
+
+def _glued_quote_end(tokens: Sequence[Token], a: int, b: int) -> int:
+    """Where the term of words a..b-1 starts: after an opening apostrophe that word tokenizer
+    1 glued to its first word ("'pasta" of "the 'pasta' was") and whose partner is not in
+    the term; a clitic ('s, 're, ...) is a word of its own and stays."""
+    first = tokens[a].text
+    if (
+        len(first) > 1
+        and first[0] == "'"
+        and first.lower() not in _CLITICS
+        and not any("'" in t.text for t in tokens[a + 1 : b])
+    ):
+        return tokens[a].start + 1
+    return tokens[a].start
 
 
 #: an opening mark -> the marks that close it
@@ -160,15 +179,27 @@ def unpaired_trimmed(tokens: Sequence[Token], i: int, j: int) -> tuple[int, int]
     tagger takes the opening quote of '"wine" was' into the term now and then, where the
     terms people annotate hold a quote or bracket only in pairs ('"sales" team',
     'host (owner)'). A closing '"' after a number stays (15" is inches), as does a closing
-    apostrophe ("maitre d'")."""
+    apostrophe ("maitre d'"). Invisible words at either edge (a soft hyphen) go too."""
     words = [t.text for t in tokens]
-    while i < j and words[i] in _CLOSES and _CLOSES[words[i]] not in words[i + 1 : j]:
+    while i < j and (
+        _invisible(words[i]) or words[i] in _CLOSES and _CLOSES[words[i]] not in words[i + 1 : j]
+    ):
         i += 1
-    while i < j and words[j - 1] in _OPENS and _OPENS[words[j - 1]] not in words[i : j - 1]:
+    while i < j and (
+        _invisible(words[j - 1])
+        or words[j - 1] in _OPENS
+        and _OPENS[words[j - 1]] not in words[i : j - 1]
+    ):
         if words[j - 1] == '"' and j - 2 >= i and words[j - 2][-1:].isdigit():
             break
         j -= 1
     return i, j
+
+
+def _invisible(word: str) -> bool:
+    """A word of format characters only (a soft hyphen, a zero-width space: Unicode Cf),
+    which no term starts or ends with."""
+    return all(unicodedata.category(c) == "Cf" for c in word)
 
 
 class _SpanMarginals:

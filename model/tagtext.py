@@ -14,6 +14,7 @@ one word whose offsets cover the whole escape, so spans stay offsets into the te
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -90,7 +91,10 @@ class TagText:
         return self.words.max_len
 
     def char_ids(self, token: Token) -> list[int]:
-        return [self.char_index.get(c, 1) for c in token.text[:MAX_CHARS]]
+        """The word's characters composed (NFC), as the word table looks words up: "cre\u0300me"
+        and "crème" read alike (decomposed, the accent was an unknown character of its own
+        and the letter before it an "e": the same text found other aspects in either form)."""
+        return [self.char_index.get(c, 1) for c in composed(token.text)[:MAX_CHARS]]
 
     def encode(self, text: str) -> list[Window]:
         """The text's windows of at most ``max_len`` words (none for a text without words)."""
@@ -151,8 +155,13 @@ def load_tag_text(directory: Path) -> TagText | PieceTagText:
     return TagText.load(directory)
 
 
+def composed(text: str) -> str:
+    """``text`` in NFC (its characters composed), as the character CNN reads it."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def build_chars(texts: Iterable[str], min_count: int = 2) -> list[str]:
     """<pad>, <unk>, then every character seen ``min_count`` times or more, most frequent first."""
-    counts = Counter(c for text in texts for c in text if not c.isspace())
+    counts = Counter(c for text in texts for c in composed(text) if not c.isspace())
     kept = sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c))
     return [PAD, UNK, *kept]

@@ -151,8 +151,10 @@ class TokenWeight(BaseModel):
 
 class Extracted(BaseModel):
     confidence: float = Field(
-        description="the extractor's probability of exactly this span (its words' B/I tag "
-        "probabilities, times the next word's probability of not continuing it)"
+        description="the extractor's probability that it marks exactly the span it decoded "
+        "(B, then I's, then a word that is not I; a CRF tagger sums that over every allowed "
+        "tag sequence); an unpaired quote or bracket at the span's edge is then left out of "
+        "the term"
     )
 
 

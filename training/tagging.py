@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from absa.model.crf import tag_loss
-from absa.model.spans import bio_tags, decode, span_scores
+from absa.model.spans import bio_tags, span_scores
 from absa.model.tagger import TaggerConfig
 from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches, seed_everything
@@ -102,17 +102,24 @@ def tag_probs(net: Net, text: Text, windows: Sequence[Window], batch: int = 64) 
 
 
 def predict_spans(net: Net, text: Text, texts: Sequence[str]) -> list[set]:
-    """The (start, end) spans the network finds in each text (every window decoded)."""
+    """The (start, end) spans the network finds in each text, decoded as the exported
+    extractor decodes them (``absa.model.extractor.decode_text``: a text longer than a
+    window is stitched across its seams, not decoded window by window)."""
+    from absa.model.extractor import decode_text
+
     windows = [text.encode(t) for t in texts]
     flat = [w for ws in windows for w in ws]
-    probs = iter(tag_probs(net, text, flat))
+    probs = tag_probs(net, text, flat)
     learned = net.transitions()
-    out = []
-    for ws in windows:
-        found = set()
-        for w in ws:
-            found |= {(f.start, f.end) for f in decode(next(probs), w.tokens, learned)}
-        out.append(found)
+
+    def tag(ws: list) -> list:
+        return tag_probs(net, text, ws)
+
+    out, k = [], 0
+    for t, ws in zip(texts, windows, strict=True):
+        found = decode_text(t, ws, probs[k : k + len(ws)], learned, text.encode, tag)
+        out.append({(f.start, f.end) for f in found})
+        k += len(ws)
     return out
 
 

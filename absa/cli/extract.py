@@ -10,8 +10,13 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from absa.cli.common import CLIError
+
+if TYPE_CHECKING:
+    from absa.model.tagger_config import TaggerConfig
+    from absa.training.tag_config import TagTrainConfig
 
 log = logging.getLogger("absa")
 
@@ -141,6 +146,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
                          "unlabelled": len(unlabelled),
                          "aspect_free_left_out": left_out}  # fmt: skip
     info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    info["inputs"] = _inputs(cfg, tcfg)
     out, partial = Path(args.out), Path(f"{args.out}{PARTIAL}")
     dev_texts = [s.text for s in dev]
     evals = {p: read_sentences([p]) for p in args.eval or []}  # before training, not after
@@ -180,6 +186,23 @@ def _line(rep: dict) -> str:
         f"({rep['true_positives']} of {rep['gold']} gold, {rep['predicted']} predicted, "
         f"{rep['sentences']} sentences)"
     )
+
+
+def _inputs(cfg: TaggerConfig, tcfg: TagTrainConfig) -> dict:
+    """The sha256 of what the run reads besides its data: a word-vector file given by path
+    (the packaged GloVe is named by its package), and the teacher's files (train.teacher):
+    their paths alone do not say which file or which teacher it was."""
+    from absa.training.embeddings import PACKAGED_GLOVE
+    from absa.training.provenance import file_info
+
+    out: dict = {"vectors": None, "teacher": None}
+    if cfg.encoder != "transformer" and tcfg.glove != PACKAGED_GLOVE:
+        out["vectors"] = file_info([tcfg.glove])[0]
+    if tcfg.teacher:
+        teacher = Path(tcfg.teacher)
+        files = sorted(f for f in teacher.iterdir() if f.is_file()) if teacher.is_dir() else []
+        out["teacher"] = {"path": str(teacher), "files": file_info(files)}
+    return out
 
 
 def predict_spans(model: Path, texts: Sequence[str]) -> list[set[tuple[int, int]]]:

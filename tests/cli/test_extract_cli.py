@@ -57,9 +57,17 @@ def extract_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> 
     return run
 
 
-def test_train_writes_a_tagger_run_with_span_scores(extract_run: Path) -> None:
+def test_train_writes_a_tagger_run_with_span_scores(extract_run: Path, small_glove: Path) -> None:
+    import hashlib
+
     info = json.loads((extract_run / "run.json").read_text())
     assert info["kind"] == "absa-tagger-run" and "partial" not in info
+    # the vector file is named by its sha256, not its path alone (no teacher here)
+    digest = hashlib.sha256(small_glove.read_bytes()).hexdigest()
+    assert info["inputs"] == {
+        "vectors": {"path": str(small_glove), "sha256": digest},
+        "teacher": None,
+    }
     assert not Path(f"{extract_run}.partial").exists()  # removed once the run is whole
     dev = [json.loads(line) for line in (extract_run / "dev.jsonl").read_text().splitlines()]
     assert dev[0]["source"].endswith("train.xml:0")  # the per-source dev scores need it

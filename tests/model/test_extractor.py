@@ -53,6 +53,11 @@ def test_two_touching_spans_are_decoded_as_one_or_apart() -> None:
         ('a 15" screen', [O, B, I, I], '15" screen'),  # inches
         ('the wine" was', [O, B, I, O], "wine"),
         ('the " was', [O, B, O], None),  # nothing but the quote: no term
+        ("the 'pasta' was", [O, B, O, O], "pasta"),  # word tokenizer 1 reads "'pasta"
+        ("the 'pasta' was", [O, B, I, O], "'pasta'"),  # its partner inside: a pair stays
+        ("the chef 's special", [O, B, I, I], "chef 's special"),  # a clitic stays
+        ("the pasta\xad was", [O, B, I, O], "pasta"),  # an invisible soft hyphen at the end
+        ("the \U0001f600 was", [O, B, O], None),  # no letter or digit: no term
     ],
 )
 def test_a_quote_or_bracket_without_its_partner_leaves_the_term(
@@ -123,6 +128,25 @@ def test_batches_and_windows_do_not_change_the_answer(extractor_artifact: Path) 
     spans = ext.extract([long])[0]
     assert len(spans) >= 30  # both aspects of most of the 20 sentences, past the first window
     assert max(f.start for f in spans) > tokenize(long)[ext.text.max_len].start
+
+
+def test_training_decodes_a_long_text_as_the_served_extractor_does(
+    tagger_run: Path, extractor_artifact: Path
+) -> None:
+    """Dev scoring (torch) decoded a text of several windows window by window, where the
+    served extractor stitches them: an aspect across the seam was two terms in one and one
+    in the other, so a run and its artifact disagreed, and epochs were chosen on the wrong
+    decoder."""
+    from absa.cli.extract import predict_spans
+
+    texts = [s.text for s in extraction_sentences()][:4]
+    assert "wine list" in texts[3]  # its 7th and 8th words
+    longs = ["and " * filler + " . ".join(texts[3::-1]) for filler in range(118, 126)]
+    served = predict_spans(extractor_artifact, longs)
+    assert predict_spans(tagger_run, longs) == served
+    across = [(t, a, b) for t, spans in zip(longs, served, strict=True) for a, b in spans
+              if a < tokenize(t)[128].start < b]  # fmt: skip
+    assert [t[a:b] for t, a, b in across] == ["wine list"]  # the case they differed on
 
 
 def test_export_records_parity_and_a_kind_of_its_own(extractor_artifact: Path) -> None:
@@ -196,3 +220,22 @@ def test_no_extracted_term_is_longer_than_a_term_may_be() -> None:
     found = clf("food " * 300)
     assert all(len(p.term) <= MAX_TERM_CHARS for p in found)
     assert [p.term for p in clf("The wine list was great.")] == ["wine list"]
+
+
+def test_accents_composed_or_not_find_the_same_terms() -> None:
+    """The character CNN read "crème" (NFC) and "cre\u0300me" (NFD) differently: the
+    shipped extractor found "crème brûlée" in one form only."""
+    import unicodedata
+
+    from absa import load
+
+    ext = load(extractor="shipped").predictor.extractor
+    for text in ("The crème brûlée was great", "the jalapeño poppers and the café au lait"):
+        forms = [unicodedata.normalize(f, text) for f in ("NFC", "NFD")]
+        assert forms[0] != forms[1]
+        found = ext.extract(forms)
+        terms = [
+            [(unicodedata.normalize("NFC", t[f.start : f.end]), round(f.confidence, 5)) for f in fs]
+            for t, fs in zip(forms, found, strict=True)
+        ]
+        assert terms[0] == terms[1], terms

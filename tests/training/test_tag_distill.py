@@ -71,3 +71,7 @@ def test_unlabelled_files_need_a_teacher_and_skip_known_sentences(
     assert main([*args, "--out", str(tmp_path / "r1")]) == 0
     info = json.loads((tmp_path / "r1" / "run.json").read_text())
     assert info["sentences"]["unlabelled"] == len(sentences) - 15
+    teacher = info["inputs"]["teacher"]  # which teacher, by the sha256 of its files
+    names = {Path(f["path"]).name: f["sha256"] for f in teacher["files"]}
+    onnx = json.loads((extractor_artifact / "metadata.json").read_text())["files"]
+    assert teacher["path"] == str(extractor_artifact) and names["vocab.json"] == onnx["vocab.json"]
