@@ -175,8 +175,10 @@ class Predictor(RuntimeModel):
     # ------------------------------------------------------------------ preprocess
 
     def resolve(self, text: str, aspects: Aspects, where: str = "") -> list[Span]:
-        """Every aspect's span(s): a term found several times gives each occurrence; no
-        aspects (None or "auto"): the spans the extractor finds."""
+        """Every aspect's span(s): a term found several times gives each occurrence, and a
+        span asked for twice ("burger" and "Burger", or a term and its pinned span) is
+        answered once, where it was first asked for; no aspects (None or "auto"): the spans
+        the extractor finds."""
         lim = self.limits
         check_text(text, lim, where)
         if aspects is None or (isinstance(aspects, str) and aspects == AUTO):
@@ -187,6 +189,7 @@ class Predictor(RuntimeModel):
                 "out to have them extracted"
             )
         spans: list[Span] = []
+        seen: set[tuple[int, int]] = set()
         for i, aspect in enumerate(aspects):
             at = f"{where}aspects[{i}]: "
             fields = _pinned_fields(aspect)
@@ -194,10 +197,15 @@ class Predictor(RuntimeModel):
             if not isinstance(term, str):
                 raise InputError(f"{at}the term is a {type(term).__name__}, not a string")
             check_unicode(term, "the aspect", at)
-            if fields is None:
-                spans.extend(occurrences(text, aspect, at))
-            else:
-                spans.append(pinned(text, *fields, where=at))
+            found = (
+                occurrences(text, aspect, at)
+                if fields is None
+                else [pinned(text, *fields, where=at)]
+            )
+            for span in found:
+                if (span.start, span.end) not in seen:
+                    seen.add((span.start, span.end))
+                    spans.append(span)
             if lim.max_aspects is not None and len(spans) > lim.max_aspects:
                 raise LimitError(
                     f"{where}too many aspects (over {lim.max_aspects}, counting each "

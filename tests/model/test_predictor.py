@@ -26,6 +26,18 @@ def test_resolve_terms_every_occurrence_and_pinned_spans(predictor: Predictor) -
     assert predictor.resolve(text, [Span("Pizza", 12, 17)]) == [Span("Pizza", 12, 17)]
 
 
+def test_a_span_asked_for_twice_is_answered_once(predictor: Predictor) -> None:
+    """["burger", "burger"] gave every occurrence twice, each with its own answer."""
+    text = "The burger was great and the Burger bun was soggy"
+    both = [Span("burger", 4, 10), Span("Burger", 29, 35)]
+    assert predictor.resolve(text, ["burger", "burger"]) == both
+    assert predictor.resolve(text, ["burger", "Burger"]) == both
+    pinned = {"term": "Burger", "start": 29, "end": 35}
+    assert predictor.resolve(text, [pinned, "burger"]) == both[::-1]  # where first asked
+    results = predictor(text, ["burger", "burger"])
+    assert [(r.start, r.end) for r in results] == [(4, 10), (29, 35)]
+
+
 @pytest.mark.parametrize(
     ("text", "aspects", "message"),
     [
