@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from absa.model.crf import tag_loss
-from absa.model.spans import bio_tags, span_scores
+from absa.model.spans import bio_tags, span_scores, spans_of
 from absa.model.tagger import TaggerConfig
 from absa.model.tagtext import TagText, Window
 from absa.training.inference import batches, seed_everything
@@ -64,14 +64,30 @@ def encode(
     items = [(s.text, s.span_set, True) for s in sentences] + [
         (t, set(), False) for t in unlabelled
     ]
+    lost: list[tuple[str, tuple[int, int]]] = []  # gold spans no tagging marks exactly
     for t, spans, is_gold in items:
         parts = text.encode(t)
         if not parts:
             continue
         windows.append(parts[0])
-        tags.append(np.array(bio_tags(parts[0].tokens, spans), dtype=np.int64))
+        row = bio_tags(parts[0].tokens, spans)
+        tags.append(np.array(row, dtype=np.int64))
         gold.append(is_gold)
         texts.append(t)
+        marked = {(a, b) for _, _, a, b in spans_of(row, parts[0].tokens)}
+        lost += [(t, span) for span in sorted(spans - marked)]
+    if lost:
+        t, (a, b) = lost[0]
+        log.warning(
+            "%d of %d gold spans can never be marked exactly (inside a word, with spaces at an "
+            "edge, overlapping another, or past a sentence's first %d words): trained as the "
+            "words they touch and counted as misses; the first: %r in %r",
+            len(lost),
+            sum(len(sp) for _, sp, _ in items),
+            text.max_len,
+            t[a:b],
+            t,
+        )
     if teacher is None:
         if not all(gold):
             raise ValueError("unlabelled sentences need a teacher")

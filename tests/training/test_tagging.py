@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from absa.model.tagger_config import TaggerConfig
 from absa.training.tagging import TagTrainConfig, fit_tagger
@@ -23,3 +26,26 @@ def test_same_seed_same_run_and_word_dropout_changes_it(small_glove: Path) -> No
     dropped = _losses(small_glove, word_dropout=0.5)
     assert _losses(small_glove, word_dropout=0.5) == dropped
     assert dropped != plain
+
+
+def test_gold_spans_no_tagging_can_mark_are_counted_in_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A span inside a word, or with a space at its edge, is trained as the words it
+    touches and can never be matched exactly: it used to pass without a word."""
+    from absa.model.tagtext import TagText
+    from absa.model.text import PAD, UNK, WordPipeline
+    from absa.training.sentences import GoldSpan, Sentence
+    from absa.training.tagging import encode
+
+    text = TagText(WordPipeline([PAD, UNK, "the", "pasta", "was", "great"]))
+    good = Sentence("the pasta was great", (GoldSpan(4, 9, "positive"),), "x")
+    inside = Sentence("the pasta was great", (GoldSpan(5, 7, "positive"),), "x")  # "as"
+    spaced = Sentence("the pasta was great", (GoldSpan(3, 9, "positive"),), "x")  # " pasta"
+    with caplog.at_level(logging.WARNING, logger="absa.training.tagging"):
+        encode(text, [good])
+        assert not caplog.records
+        encode(text, [good, inside, spaced])
+    (record,) = caplog.records
+    assert record.getMessage().startswith("2 of 3 gold spans can never be marked exactly")
+    assert "the first: 'as' in 'the pasta was great'" in record.getMessage()
