@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from absa.errors import InputError
-from absa.model.aspects import find_all, occurrences, pinned
+from absa.model.aspects import check_unicode, find_all, occurrences, pinned
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,14 @@ ERROR = "error"
 LINE = "line"
 # bytes that are not UTF-8 are read as lone surrogates (errors="surrogateescape")
 _UNDECODED = re.compile("[\udc80-\udcff]")
+# any other lone surrogate: a JSON escape such as "\ud800", which no UTF-8 output can hold
+_LONE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: the longest CSV field read (the csv module's default, 131,072 characters, stopped the file
+#: on one long text; the text-length limits, not the reader, decide about long texts)
+CSV_FIELD_LIMIT = 2**31 - 1
+# a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets)
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 @dataclass
@@ -101,11 +110,14 @@ def output_columns(labels: list[str], fmt: str) -> list[str]:
 
 
 def _undecoded(value: Any, name: str = "") -> str | None:
-    """What is wrong with the first byte that was not UTF-8 in ``value``, else None."""
+    """What is wrong with the first character of ``value`` that UTF-8 cannot hold, else None:
+    a byte that was not UTF-8, or a lone surrogate (a JSON escape such as "\\ud800"), said
+    as ``check_unicode`` says it, so that ``prepare_row`` gives a text or aspect the same
+    message on every path."""
     if isinstance(value, str):
         m = _UNDECODED.search(value)
         if m is None:
-            return None
+            return _lone(value, name) if _LONE.search(value) else None
         byte = ord(m.group()) - 0xDC00
         where = f"field {name!r}" if name else "the line"
         return f"{where} is not valid UTF-8 (byte 0x{byte:02x} at character {m.start() + 1})"
@@ -123,9 +135,22 @@ def _undecoded(value: Any, name: str = "") -> str | None:
     return None
 
 
+def _lone(value: str, name: str) -> str | None:
+    names = {"text": "the text", "aspect": "the aspect", "": "the line"}
+    what = names.get(name) or (name if name == "a field name" else f"field {name!r}")
+    try:
+        check_unicode(value, what or f"field {name!r}")
+    except InputError as e:
+        return str(e)
+    return None
+
+
 def clean(value: Any) -> Any:
-    """``value`` writable as UTF-8: undecodable bytes become U+FFFD."""
+    """``value`` writable as UTF-8: undecodable bytes and lone surrogates become U+FFFD."""
     if isinstance(value, str):
+        if not _SURROGATE.search(value):
+            return value
+        value = _LONE.sub("\ufffd", value)
         if not _UNDECODED.search(value):
             return value
         return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -142,17 +167,25 @@ def _rows(
     """The CSV header (None for JSONL), and (line, row or None, error) for each input row."""
     if fmt == "jsonl":
         return None, _jsonl_rows(f, reserved)
+    # raised, never lowered: a long text is for the text-length limits to refuse, not the reader
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
     reader = csv.reader(f)
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except csv.Error as e:
+        raise ValueError(f"{path}:{reader.line_num}: {e}") from None
     if header is None or not {"text", "aspect"} <= set(header):
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
+    twice = [c for i, c in enumerate(header) if c in header[:i]]
+    if twice:  # a row would keep one of them, and the output drop the other
+        raise ValueError(f"{path}:1: column {twice[0]!r} appears twice")
     bad = _undecoded(header)
     if bad:
         raise ValueError(f"{path}:1: {bad}")
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
-    return header, _csv_rows(reader, header)
+    return header, _csv_rows(reader, header, path)
 
 
 def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
@@ -202,8 +235,18 @@ def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
         line = reader.line_num
 
 
-def _csv_rows(reader: Any, names: list[str]) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    for line, record in numbered_records(reader):
+def _csv_rows(
+    reader: Any, names: list[str], path: Path
+) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """The rows; a record the csv module cannot read stops the file, naming it and the line."""
+    records = numbered_records(reader)
+    while True:
+        try:
+            line, record = next(records)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise ValueError(f"{path}:{reader.line_num}: {e}") from None
         # as a DictReader: fields past the header's dropped, the missing ones None
         row: dict[str, Any] = dict(zip(names, record, strict=False))
         row.update(dict.fromkeys(names[len(record) :]))
@@ -223,12 +266,14 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     """The row's pinned span, or the first occurrence of its aspect, encoded (with which
     occurrence it is); InputError says what is wrong."""
     text, aspect = row.get("text"), row.get("aspect")
-    if not isinstance(text, str) or not text.strip():
-        raise InputError("text is missing or empty")
-    if not isinstance(aspect, str) or not aspect.strip():
-        raise InputError("aspect is missing or empty")
+    for name, value in (("text", text), ("aspect", aspect)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string, not {type(value).__name__}")
+        if value is None or not value.strip():
+            raise InputError(f"{name} is missing or empty")
+        check_unicode(value, f"the {name}")
     start, end = row.get("start"), row.get("end")
-    if start in (None, "") and end in (None, ""):
+    if _unpinned(start) and _unpinned(end):
         found = occurrences(text, aspect)
         return PreparedRow(
             Prepared(text, found[:1], predictor.encode(text, found[:1])), 1, len(found)
@@ -246,15 +291,28 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     )
 
 
+def _unpinned(value: Any) -> bool:
+    """A start or end that pins nothing: absent, null, an empty CSV field, or NaN (a float
+    column with no value, as pandas writes one to Parquet)."""
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
 def _offset(value: Any) -> int | None:
-    """A row's start or end as an integer: a JSON integer, or a CSV field of digits; None for
-    anything else (5.9 is not truncated to 5, true is not 1)."""
+    """A row's start or end as an integer: an integer, a float that is one (14.0: a Parquet
+    float column, as pandas writes a column with nulls), or a CSV field of ASCII digits with
+    an optional minus; None for anything else (5.9 is not truncated to 5, true is not 1,
+    "²" and "--4" are not numbers)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        try:
+            return int(value)
+        except ValueError:  # past int()'s digit limit: no offset into any text
+            return None
     return None
 
 
@@ -321,10 +379,40 @@ class _Writer:
                 added = {f"{PREFIX}{ERROR}": error}
             if line is not None:
                 added[LINE] = line
-            self.f.write(json.dumps({**out, **added}, ensure_ascii=False) + "\n")
+            self.f.write(json_line({**out, **added}))
             return
         assert self.csv is not None  # started with the input's columns
-        self.csv.writerow({**out, **added})
+        self.csv.writerow({**{k: csv_cell(v) for k, v in out.items()}, **added})
+
+
+def json_line(row: dict[str, Any], default: Any = None) -> str:
+    """``row`` as one line of JSON. NaN and infinities (JSON input may carry them, Parquet
+    float columns do) are null: written bare they would make the line invalid JSON."""
+    try:
+        text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=default)
+    except ValueError:  # a float that is not finite, somewhere in the row
+        text = json.dumps(finite(row), ensure_ascii=False, default=default)
+    return text + "\n"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity in it (nested ones too) made None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def csv_cell(value: Any) -> Any:
+    """A JSONL value as a CSV field: a string or null as it is, anything else as JSON (a list
+    ``["pizza"]``, not Python's ``['pizza']``; ``true``, not ``True``; NaN is null)."""
+    value = finite(value)
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def score_file(

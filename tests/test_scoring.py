@@ -514,3 +514,193 @@ def test_a_json_array_is_refused_before_scoring(artifact: Path, tmp_path: Path) 
     with pytest.raises(ValueError, match="a JSON array; write one JSON object per line"):
         score_file(predictor, src, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+# ------------------------------------------------- file scoring review: bad cells, bad files
+
+
+def _shipped(src: Path, dst: Path) -> int:
+    """``absa predict`` on a file with the shipped model (no --model)."""
+    return main(["predict", "--input", str(src), "--output", str(dst), "--quiet"])
+
+
+def _strict_json(line: str) -> dict:
+    """A JSONL output line as a strict JSON reader reads it (no NaN, no Infinity)."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_an_offset_that_only_looks_like_digits_is_a_bad_row(tmp_path: Path) -> None:
+    """``"--4".lstrip("-")`` and ``"²"`` pass ``isdigit()``, ``int()`` then raised and the
+    whole file stopped without naming it (so did 5,000 digits, past int()'s limit)."""
+    src = _write(
+        tmp_path / "in.csv",
+        "id,text,aspect,start,end\n"
+        "1,The pizza,pizza,--4,9\n"
+        "2,The pizza,pizza,²,9\n"
+        f"3,The pizza,pizza,{'1' * 5000},9\n"
+        "4,The pizza,pizza, 4 ,9\n",
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1  # the run finished; some rows were bad
+    rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == ["1", "2", "3", "4"]
+    for r in rows[:3]:
+        assert r["error"].startswith("start/end must be integers") and "pred_label" not in r
+    assert (rows[3]["pred_start"], rows[3]["pred_end"]) == (4, 9)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_csv_field_over_the_csv_modules_default_limit_is_read(
+    tmp_path: Path, suffix: str
+) -> None:
+    """A text over 131,072 characters stopped the file with a raw ``_csv.Error``; it is read
+    now and scored as the Parquet path scores it, the text written back whole."""
+    long_text = "The pizza was good. " * 8000  # 160,000 characters
+    src = _write(tmp_path / "in.csv", f'id,text,aspect\n1,"{long_text}",pizza\n2,The pizza,pizza\n')
+    dst = tmp_path / f"out{suffix}"
+    assert _shipped(src, dst) == 0
+    if suffix == ".csv":
+        with dst.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    else:
+        rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert rows[0]["text"] == long_text and rows[0]["pred_label"]
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert _shipped(src, tmp_path / "out.parquet") == 0
+    as_parquet = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [r["pred_label"] for r in rows] == [r["pred_label"] for r in as_parquet]
+
+
+def test_a_csv_the_csv_module_cannot_read_is_one_line_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any ``csv.Error`` came out as a traceback; it is one line naming the file and line."""
+    from absa import scoring
+
+    src = _write(tmp_path / "in.csv", f"text,aspect\nThe pizza,pizza\n{'x' * 300},pizza\n")
+    monkeypatch.setattr(scoring, "CSV_FIELD_LIMIT", 100)
+    before = csv.field_size_limit(50)
+    try:
+        assert _shipped(src, tmp_path / "out.jsonl") == 2
+    finally:
+        csv.field_size_limit(before)
+    err = capsys.readouterr().err
+    assert f"absa predict: error: {src}:3: field larger than field limit (100)" in err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == [src]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_a_lone_surrogate_is_a_bad_row_and_the_output_is_written(
+    tmp_path: Path, suffix: str
+) -> None:
+    """A JSON escape such as ``"\\ud800"`` was scored, then writing the output raised
+    UnicodeEncodeError and the whole run was lost."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = _write(
+        tmp_path / "in.jsonl",
+        '{"id": "1", "text": "The pizza \\ud800 was good", "aspect": "pizza"}\n'
+        '{"id": "2", "text": "The pizza was good", "aspect": "pi\\udfffzza"}\n'
+        '{"id": "3\\ud800", "text": "The pizza was good", "aspect": "pizza"}\n'
+        '{"id": "4", "text": "The pizza was good", "aspect": "pizza"}\n',
+    )
+    dst = tmp_path / f"out{suffix}"
+    assert _shipped(src, dst) == 1
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(dst).to_pylist()
+    elif suffix == ".csv":
+        with dst.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    else:
+        rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert rows[0]["error"] == "the text holds a lone surrogate (U+D800 at 10): not valid Unicode"
+    assert rows[1]["error"] == "the aspect holds a lone surrogate (U+DFFF at 2): not valid Unicode"
+    assert rows[2]["error"].startswith("field 'id' holds a lone surrogate (U+D800 at 1)")
+    assert rows[0]["text"] == "The pizza \ufffd was good"  # written as UTF-8 can hold it
+    assert rows[3]["pred_label"] and not rows[3].get("error")
+
+
+def test_prepare_row_refuses_a_lone_surrogate_as_the_api_does() -> None:
+    """Rows that reach ``prepare_row`` unchecked (a table scored from Python) are refused as
+    ``Predictor`` refuses such a text, not encoded."""
+    from absa import load
+    from absa.scoring import try_prepare
+
+    predictor = load().predictor
+    prep, err = try_prepare(predictor, {"text": "The pizza \ud800", "aspect": "pizza"})
+    assert prep is None and err.startswith("the text holds a lone surrogate (U+D800 at 10)")
+    prep, err = try_prepare(predictor, {"text": "The pizza", "aspect": "\udc00"})
+    assert prep is None and err.startswith("the aspect holds a lone surrogate")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_csv_column_named_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture, suffix: str
+) -> None:
+    """``text,aspect,text`` scored the second text and dropped the first from the output."""
+    src = _write(tmp_path / "in.csv", "text,aspect,text\nThe pizza was good,pizza,The burger\n")
+    assert _shipped(src, tmp_path / f"out{suffix}") == 2
+    err = capsys.readouterr().err
+    assert f"absa predict: error: {src}:1: column 'text' appears twice\n" in err
+    assert list(tmp_path.iterdir()) == [src]
+
+
+def test_nan_in_jsonl_input_is_no_pin_and_null_in_the_output(tmp_path: Path) -> None:
+    """Python's JSON reader takes NaN: it was written back bare (the output line was no
+    longer JSON), and a NaN start failed the row instead of meaning "not pinned"."""
+    src = _write(
+        tmp_path / "in.jsonl",
+        '{"id": 1, "text": "The pizza", "aspect": "pizza", "start": NaN, "end": null}\n'
+        '{"id": 2, "text": "The pizza", "aspect": "pizza", "start": 4.0, "end": 9.0,'
+        ' "w": [Infinity, 1.5]}\n'
+        '{"id": 3, "text": "The pizza", "aspect": "pizza", "start": 4.5, "end": 9}\n',
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1
+    rows = [_strict_json(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert rows[0]["start"] is None and (rows[0]["pred_start"], rows[0]["pred_end"]) == (4, 9)
+    assert (rows[1]["pred_start"], rows[1]["pred_end"]) == (4, 9) and rows[1]["w"] == [None, 1.5]
+    assert rows[2]["error"] == "start/end must be integers, got 4.5/9"  # not cut to 4
+
+
+def test_jsonl_values_written_as_csv_are_json_not_python(tmp_path: Path) -> None:
+    """A list came out as ``['pizza']``, true as ``True``, NaN as ``nan``."""
+    src = _write(
+        tmp_path / "in.jsonl",
+        '{"text": "The pizza", "aspect": "pizza", "tags": ["pizza", "é"], "ok": true,'
+        ' "meta": {"k": 1}, "n": 3, "x": 4.5, "gone": NaN, "none": null, "s": "as is"}\n',
+    )
+    dst = tmp_path / "out.csv"
+    assert _shipped(src, dst) == 0
+    with dst.open(newline="", encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["tags"] == '["pizza", "é"]' and json.loads(row["tags"]) == ["pizza", "é"]
+    assert (row["ok"], row["meta"], row["n"], row["x"]) == ("true", '{"k": 1}', "3", "4.5")
+    assert (row["gone"], row["none"], row["s"]) == ("", "", "as is")
+    assert row["pred_label"]
+
+
+def test_a_text_or_aspect_of_another_type_says_which_type(tmp_path: Path) -> None:
+    """A number or a list was reported as "missing or empty"."""
+    src = _write(
+        tmp_path / "in.jsonl",
+        '{"text": 123, "aspect": "1"}\n'
+        '{"text": "The pizza", "aspect": ["pizza"]}\n'
+        '{"text": null, "aspect": "pizza"}\n'
+        '{"text": "The pizza", "aspect": " "}\n',
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1
+    errors = [json.loads(x)["error"] for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert errors == [
+        "text must be a string, not int",
+        "aspect must be a string, not list",
+        "text is missing or empty",
+        "aspect is missing or empty",
+    ]
