@@ -44,6 +44,9 @@ def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> No
     missing = [c for c in needed if c not in names]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
+    twice = [c for i, c in enumerate(names) if c in names[:i]]
+    if twice:  # which of them would be scored, and which kept?
+        raise InputError(f"{where}: column {twice[0]!r} appears twice")
     clash = [c for c in names if c in output_schema(labels).names]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")

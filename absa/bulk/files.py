@@ -24,7 +24,7 @@ from tqdm import tqdm
 from absa.bulk.columns import check_columns, score_table
 from absa.bulk.jsonl import file_lines, jsonl_tables
 from absa.model.predictor import Predictor
-from absa.scoring import ERROR, ScoreStats, check_paths, numbered_records
+from absa.scoring import ERROR, ScoreStats, check_paths, finite, json_line, numbered_records
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,10 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
     if suffix == ".parquet":
         batches: Iterator[pa.RecordBatch] = pq.ParquetFile(src).iter_batches(batch_size=chunk)
     elif suffix == ".csv":
+        header = csv_header(str(src))
+        twice = [c for i, c in enumerate(header) if c in header[:i]]
+        if twice:  # as absa.scoring refuses it: a row would keep only one of them
+            raise ValueError(f"{src}:1: column {twice[0]!r} appears twice")
         batches = pa_csv.open_csv(
             src,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
@@ -100,6 +104,7 @@ class TableWriter:
             if sum(t.num_rows for t in self.pending) >= ROW_GROUP:
                 self._flush()
         elif self.fmt == "csv":
+            table = json_columns(table)
             if self.csv is None:
                 self.schema = table.schema
                 self.csv = pa_csv.CSVWriter(str(self.path), self.schema)
@@ -108,7 +113,7 @@ class TableWriter:
             if self.text is None:
                 self.text = self.path.open("w", encoding="utf-8")
             for row in table.to_pylist():
-                self.text.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                self.text.write(json_line(row, default=str))  # NaN: null, not a bare NaN
 
     def _flush(self) -> None:
         if not self.pending:
@@ -168,6 +173,21 @@ class TableWriter:
         open_ = [w for w in (self.parquet, self.csv, self.text) if w is not None]
         self.parquet = self.csv = self.text = None
         return open_
+
+
+def json_columns(table: pa.Table) -> pa.Table:
+    """``table`` with every nested column (list, struct, map), which a CSV file cannot hold,
+    as a string column of JSON (``["a", "b"]``, ``{"k": 1}``; null stays null)."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_nested(f.type):
+            values = [
+                None if v is None else json.dumps(finite(v), ensure_ascii=False, default=str)
+                for v in table.column(i).to_pylist()
+            ]
+            table = table.set_column(
+                i, pa.field(f.name, pa.string()), pa.array(values, pa.string())
+            )
+    return table
 
 
 def score_table_file(

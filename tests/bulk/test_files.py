@@ -315,3 +315,106 @@ def test_no_part_file_is_left_when_the_output_cannot_be_moved_into_place(
     with pytest.raises(IsADirectoryError):
         score_table_file(predictor, src, dst, progress=False)
     assert set(tmp_path.iterdir()) == {src, dst}  # no out.*.part
+
+
+# ------------------------------------------------- file scoring review: typed columns
+
+
+def _shipped(src: Path, dst: Path) -> int:
+    """``absa predict`` on a file with the shipped model (no --model)."""
+    return main(["predict", "--input", str(src), "--output", str(dst), "--quiet"])
+
+
+def _strict_jsonl(path: Path) -> list[dict[str, Any]]:
+    """JSONL as a strict JSON reader reads it: NaN or Infinity fails."""
+    import json
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    return [json.loads(x, parse_constant=refuse) for x in path.read_text().splitlines()]
+
+
+def test_a_column_named_twice_is_refused_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Parquet in: a KeyError without the file; CSV in, Parquet out: pyarrow's message
+    without it."""
+    import pyarrow as pa
+
+    src = tmp_path / "in.parquet"
+    columns = [pa.array(["The pizza was good"]), pa.array(["pizza"]), pa.array(["The burger"])]
+    pq.write_table(pa.Table.from_arrays(columns, names=["text", "aspect", "text"]), src)
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text("text,aspect,text\nThe pizza was good,pizza,The burger\n")
+    for given, output in ((src, "out.jsonl"), (src, "out.parquet"), (csv_in, "out.parquet")):
+        assert _shipped(given, tmp_path / output) == 2
+        where = f"{given}:1" if given == csv_in else str(given)
+        err = capsys.readouterr().err
+        assert f"absa predict: error: {where}: column 'text' appears twice\n" in err
+    assert sorted(tmp_path.iterdir()) == [csv_in, src]
+
+
+def test_float_offsets_as_pandas_writes_them_pin_and_nan_pins_nothing(tmp_path: Path) -> None:
+    """A float64 start/end column (pandas writes an integer column with gaps so): 14.0
+    failed its row ("must be integers"), NaN too; and NaN was written bare into JSONL."""
+    import pyarrow as pa
+
+    nan = float("nan")
+    table = pa.table(
+        {
+            "text": ["The pizza and pizza", "The pizza was good", "The pizza", "The pizza"],
+            "aspect": ["pizza"] * 4,
+            "start": pa.array([14.0, nan, None, 4.5], pa.float64()),
+            "end": pa.array([19.0, nan, None, 9.0], pa.float64()),
+        }
+    )
+    src = tmp_path / "in.parquet"
+    pq.write_table(table, src)
+    assert _shipped(src, tmp_path / "out.jsonl") == 1
+    rows = _strict_jsonl(tmp_path / "out.jsonl")
+    assert (rows[0]["pred_start"], rows[0]["pred_end"], rows[0]["pred_occurrence"]) == (14, 19, 2)
+    assert rows[1]["start"] is None and (rows[1]["pred_start"], rows[1]["pred_end"]) == (4, 9)
+    assert rows[2]["error"] is None and rows[2]["pred_start"] == 4
+    assert rows[3]["error"] == "start/end must be integers, got 4.5/9.0"
+    assert _shipped(src, tmp_path / "out.parquet") == 1  # typed output: the floats as given
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column("start").type == pa.float64()
+    assert out.column("pred_start").to_pylist() == [14, 4, 4, None]
+
+
+def test_nested_columns_are_written_to_csv_as_json(tmp_path: Path) -> None:
+    """A list or struct column stopped the run (pyarrow: "Unsupported Type", no file named);
+    every input column is kept, so a nested one is JSON text in CSV."""
+    import csv
+
+    import pyarrow as pa
+
+    table = pa.table(
+        {
+            "text": ["The pizza was good", "The pizza"],
+            "aspect": ["pizza", "pizza"],
+            "tags": pa.array([["a", "é"], None], pa.list_(pa.string())),
+            "meta": pa.array([{"k": 1, "x": 0.5}, {"k": None, "x": float("nan")}]),
+            "n": [1, 2],
+        }
+    )
+    src = tmp_path / "in.parquet"
+    pq.write_table(table, src)
+    assert _shipped(src, tmp_path / "out.csv") == 0
+    with (tmp_path / "out.csv").open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["tags"] for r in rows] == ['["a", "é"]', ""]
+    assert [r["meta"] for r in rows] == ['{"k": 1, "x": 0.5}', '{"k": null, "x": null}']
+    assert [r["n"] for r in rows] == ["1", "2"] and all(r["pred_label"] for r in rows)
+
+
+def test_a_text_of_another_type_says_which_type(tmp_path: Path) -> None:
+    """An integer text or a list aspect was "missing or empty"."""
+    import pyarrow as pa
+
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": [1], "aspect": [["pizza"]]}), src)
+    assert _shipped(src, tmp_path / "out.jsonl") == 1
+    (row,) = _strict_jsonl(tmp_path / "out.jsonl")
+    assert row["error"] == "text must be a string, not int"
