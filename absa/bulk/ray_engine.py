@@ -11,13 +11,16 @@ the write and its task index, so a retried write replaces its file rather than a
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
 import logging
 import os
 import re
+import shutil
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +68,8 @@ def input_files(source: str | Path | list[str]) -> tuple[list[str], str]:
         if "://" in src:
             files.append(src)
         elif Path(src).is_dir():
-            files.extend(sorted(str(p) for p in Path(src).rglob("*") if p.suffix in FORMATS))
+            found = Path(src).rglob("*")  # a.CSV too, as a file named on its own is read
+            files.extend(sorted(str(p) for p in found if p.suffix.lower() in FORMATS))
         else:
             files.extend(sorted(glob.glob(src)) if glob.has_magic(src) else [src])
     if not files:
@@ -118,7 +122,12 @@ def score_with_ray(
     (0: CPU, one core each), ``batch_size`` rows per call; an output file holds at least
     ``rows_per_file`` rows (but the last). Rows keep all their columns; a row that cannot be
     scored gets its ``error``. ``progress``: Ray Data's progress report (bars on a terminal,
-    log lines elsewhere). Needs the ``ray`` extra."""
+    log lines elsewhere). Needs the ``ray`` extra.
+
+    A local directory is written whole or not at all: the partitions go to a new directory
+    beside it, moved into place when the job succeeds and removed when it fails (a rerun is
+    not refused for a half-written output). Ray started here (none was running) is shut down
+    at the end: start Ray first (``ray.init``) to score several sources on one instance."""
     import ray
 
     files, fmt = input_files(source)
@@ -130,15 +139,21 @@ def score_with_ray(
     _check_empty(output)
     model_dir = _model_dir(model)
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
-    startup = connect(workers + 1, address)
-    ray.data.DataContext.get_current().enable_progress_bars = progress
-    began = time.perf_counter()
-    job = _Job(files, fmt, output, model_dir, output_format, workers, num_gpus, batch_size)
+    started = not ray.is_initialized()
     try:
-        job.run(rows_per_file)
-    except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (a ragged CSV row)
-        raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
-    seconds = time.perf_counter() - began
+        startup = connect(workers + 1, address)
+        ray.data.DataContext.get_current().enable_progress_bars = progress
+        began = time.perf_counter()
+        with _staged(output) as staging:
+            job = _Job(files, fmt, staging, model_dir, output_format, workers, num_gpus, batch_size)
+            try:
+                job.run(rows_per_file)
+            except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (ragged CSV)
+                raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
+        seconds = time.perf_counter() - began
+    finally:
+        if started and ray.is_initialized():  # the local instance connect() started
+            ray.shutdown()
     rows, bad, files_out = _count(output, output_format)
     log.info("%d rows scored into %s (%d with an error) in %.1f s", rows, output, bad, seconds)
     return BulkStats(rows, bad, files_out, seconds, startup)
@@ -173,6 +188,28 @@ class _Job:
         )
         write = scored.write_parquet if self.output_format == "parquet" else scored.write_json
         write(self.output, min_rows_per_file=rows_per_file)
+
+
+@contextlib.contextmanager
+def _staged(output: str) -> Iterator[str]:
+    """Where the job writes: for a local ``output``, a new directory beside it (same file
+    system, so the move is a rename) that replaces ``output`` (absent or empty) when the
+    block succeeds and is removed when it fails; a URI is written in place (object stores
+    have no rename)."""
+    if "://" in output:
+        yield output
+        return
+    final = Path(output)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.with_name(f".{final.name}.part-{uuid.uuid4().hex[:12]}")
+    staging.mkdir()  # the permissions a directory Ray made would get (mkdtemp's are 0700)
+    try:
+        yield str(staging)
+        _check_empty(output)  # someone wrote there meanwhile: their files are kept
+        staging.replace(final)  # onto an empty directory too
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def _first_line(error: BaseException) -> str:

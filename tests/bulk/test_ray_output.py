@@ -1,0 +1,90 @@
+"""``score_with_ray`` around the job: which files a directory holds, where the partitions
+are written (whole or not at all), and a local Ray instance it started shut down after.
+Only the last test starts Ray (one actor, two rows); the others replace the job."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def test_a_directory_is_searched_for_suffixes_in_any_case(tmp_path: Path) -> None:
+    """``a.CSV`` in a directory was skipped, though named on its own it is read as CSV."""
+    from absa.bulk.ray_engine import input_files
+
+    for name in ("a.CSV", "b.csv", "notes.txt"):
+        (tmp_path / name).write_text("text,aspect\n")
+    files, kind = input_files(tmp_path)
+    assert [Path(f).name for f in files] == ["a.CSV", "b.csv"] and kind == "csv"
+
+
+def _fake_job(monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
+    """No Ray: the job writes one partition where it is told to, then fails or not."""
+    import pyarrow as pa
+
+    from absa.bulk import ray_engine
+
+    def run(self: Any, rows_per_file: int) -> None:
+        table = pa.table({"text": ["the food"], "aspect": ["food"], "error": pa.nulls(1)})
+        Path(self.output).mkdir(parents=True, exist_ok=True)  # as Ray's write does
+        pq.write_table(table, Path(self.output) / "part-0.parquet")
+        if fail:
+            raise RuntimeError("an actor died for good")
+
+    monkeypatch.setattr(ray_engine, "connect", lambda *a: 0.0)
+    monkeypatch.setattr(ray_engine._Job, "run", run)
+
+
+def test_a_failed_job_leaves_no_output_and_a_rerun_is_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partitions written before a failure stayed in the output directory, so the rerun
+    was refused ("must be new or empty") until someone removed them."""
+    from absa.bulk import score_with_ray
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    for existing in (False, True):  # an absent output, and an empty directory
+        out = tmp_path / f"out{existing}"
+        if existing:
+            out.mkdir()
+        _fake_job(monkeypatch, fail=True)
+        with pytest.raises(RuntimeError, match="an actor died"):
+            score_with_ray(src, out)
+        assert not out.exists() or list(out.iterdir()) == []
+        _fake_job(monkeypatch, fail=False)
+        stats = score_with_ray(src, out)  # the rerun
+        assert [p.name for p in out.iterdir()] == ["part-0.parquet"]
+        assert (stats.rows, stats.bad, stats.files) == (1, 0, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "outFalse", "outTrue"]
+
+
+@pytest.mark.skipif(bool(os.environ.get("RAY_ADDRESS")), reason="starts a local instance")
+def test_a_local_instance_it_started_is_shut_down(tmp_path: Path) -> None:
+    """Each call left its local Ray instance (raylet, workers, object store) running until
+    the process ended."""
+    from absa.bulk import score_with_ray
+
+    assert not ray.is_initialized()
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": 1, "text": "the food was great", "aspect": "food"}\n' * 2)
+    try:
+        stats = score_with_ray(src, tmp_path / "out", workers=1, batch_size=2, progress=False)
+        assert not ray.is_initialized()
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    assert stats.rows == 2 and stats.bad == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out"]  # no staging left
+    rows = [
+        r
+        for f in sorted((tmp_path / "out").glob("*.parquet"))
+        for r in pq.read_table(f).to_pylist()
+    ]
+    assert [r["id"] for r in rows] == [1, 1] and all(r["pred_label"] for r in rows)
