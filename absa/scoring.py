@@ -207,7 +207,8 @@ def jsonl_fields(path: Path) -> list[str]:
     with path.open(encoding="utf-8-sig", errors="surrogateescape") as f:
         for line in f:
             row, _ = parse_line(line) if line.strip() else (None, "")
-            seen.update(dict.fromkeys(k for k in row or () if isinstance(k, str)))
+            # as the rows are written: a name that UTF-8 cannot hold with U+FFFD in its place
+            seen.update(dict.fromkeys(clean(k) for k in row or () if isinstance(k, str)))
     return list(seen)
 
 

@@ -626,6 +626,26 @@ def test_a_lone_surrogate_is_a_bad_row_and_the_output_is_written(
     assert rows[3]["pred_label"] and not rows[3].get("error")
 
 
+def test_a_field_name_utf8_cannot_hold_does_not_stop_jsonl_written_as_csv(
+    tmp_path: Path,
+) -> None:
+    """The CSV header took the names as read, and writing it raised UnicodeEncodeError (a
+    lone surrogate, or a byte that is not UTF-8, in a field name): the run was lost."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(
+        b'{"text": "The pizza", "aspect": "pizza", "a\\ud800": 1}\n'
+        b'{"text": "The pizza", "aspect": "pizza", "b\xff": 2}\n'
+        b'{"text": "The pizza", "aspect": "pizza"}\n'
+    )
+    dst = tmp_path / "out.csv"
+    assert _shipped(src, dst) == 1
+    with dst.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert (rows[0]["a\ufffd"], rows[1]["b\ufffd"]) == ("1", "2")
+    assert "lone surrogate" in rows[0]["error"] and "not valid UTF-8" in rows[1]["error"]
+    assert rows[2]["pred_label"] and not rows[2]["error"]
+
+
 def test_prepare_row_refuses_a_lone_surrogate_as_the_api_does() -> None:
     """Rows that reach ``prepare_row`` unchecked (a table scored from Python) are refused as
     ``Predictor`` refuses such a text, not encoded."""
