@@ -551,6 +551,24 @@ def network_words(cfg: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def export_words(meta: dict) -> str:
+    """How the exported graph compares with torch: the fp32 graph's parity, and what the
+    quantised graph that is served changes against it."""
+    par, q = meta["parity"], meta.get("quantization")
+    graph = "the fp32 graph" if q else "onnxruntime"
+    out = (
+        f"{graph} matches torch on\n  the dev split (max |Δp| {par['max_abs_diff']:.1e}, "
+        f"{par['prediction_mismatches']} predictions differ)"
+    )
+    if q:
+        out += (
+            f"; the served {q['type']} graph changes {q['changed_predictions']} of {par['n']} "
+            f"dev predictions against it\n  (max |Δp| {q['max_abs_prob_diff']:.3f}, dev "
+            f"accuracy {q['accuracy_change'] * 100:+.2f} points)"
+        )
+    return out
+
+
 def served_dev(meta: dict) -> str:
     """'; as served, dev ...' where export recorded the quantised graph's dev scores."""
     q = meta.get("quantization") or {}
@@ -629,8 +647,7 @@ The model `absa serve`, `absa predict` and `absa evaluate` use when no `--model`
   sentences). Labels: {json.dumps(tr.get("label_counts"))}.
 - **Selection**: {tr["dev_split"]} ({tr["n_dev"]} aspects); best epoch by dev accuracy
   {dev["accuracy"] * 100:.2f} (macro-F1 {dev["macro_f1"] * 100:.2f}). The test sets were never used to select.
-{distillation(tr, teacher, meta.get("train_config"))}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; onnxruntime matches torch on
-  the dev split (max |Δp| {meta["parity"]["max_abs_diff"]:.1e}, {meta["parity"]["prediction_mismatches"]} predictions differ).
+{distillation(tr, teacher, meta.get("train_config"))}- **Export**: ONNX opset {meta["onnx"]["opset"]}, dynamic batch and length; {export_words(meta)}.
   Size {size:.1f} MB ({meta.get("quantization", {}).get("type", "fp32")}){served_dev(meta)}.
 
 {calibration}## Intended use

@@ -227,23 +227,26 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
                 f"- `{path}`: accuracy {_pct(rep.get('accuracy'))} %, macro-F1 "
                 f"{_pct(rep.get('macro_f1'))} % on {rep.get('n', '?')} aspects."
             )
+    quant = metadata.get("quantization")
     if parity:
+        graph = "the fp32 graph" if isinstance(quant, Mapping) else "onnxruntime"
         lines.append(
-            f"- Export: onnxruntime matches torch on {parity.get('n', '?')} dev aspects (max "
+            f"- Export: {graph} matches torch on {parity.get('n', '?')} dev aspects (max "
             f"|diff| {float(parity.get('max_abs_diff', 0)):.1e}, "
             f"{parity.get('prediction_mismatches', '?')} predictions differ)."
         )
-    quant = metadata.get("quantization")
     if isinstance(quant, Mapping):
         lines.append(
-            f"- Quantized ({quant.get('type')}): dev accuracy "
+            f"- Served quantized ({quant.get('type')}): against the fp32 graph, "
+            f"{quant.get('changed_predictions', '?')} dev predictions change (max |diff| "
+            f"{float(quant.get('max_abs_prob_diff', 0)):.3f}); dev accuracy "
             f"{_pct(quant.get('dev_accuracy_int8'))} %"
             + (
                 f", macro-F1 {_pct(quant['dev_macro_f1_int8'])} %"
                 if "dev_macro_f1_int8" in quant
                 else ""
             )
-            + f", {quant.get('changed_predictions', '?')} predictions changed."
+            + "."
         )
     lines += [
         "",

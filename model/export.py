@@ -28,7 +28,7 @@ import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -303,6 +303,30 @@ def _macro_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
     return float(np.mean(np.divide(2 * tp, denom, out=np.zeros(k), where=denom > 0)))
 
 
+#: what int8 may change on dev against the fp32 graph (which passed the parity check): the
+#: served graph is the int8 one, so it is gated too (1.8.0: 0.00 points, 10 of 2,330)
+QUANT_MAX_ACCURACY_DROP = 0.005  # accuracy, as a share (half a point)
+QUANT_MAX_CHANGED = 0.02  # the share of dev predictions that may change
+QUANT_ANY_CHANGED = 2  # ... or this many, whatever the share (a dev set of a few dozen)
+
+
+def check_quantization(info: Mapping[str, Any], n: int) -> None:
+    """ParityError (nothing exported) when the int8 graph costs more than the budget: more
+    dev predictions changed than ``QUANT_MAX_CHANGED`` of them (or ``QUANT_ANY_CHANGED``),
+    or dev accuracy down by more than ``QUANT_MAX_ACCURACY_DROP`` (or that many items)."""
+    changed = int(info["changed_predictions"])
+    drop = -float(info["accuracy_change"])
+    max_changed = max(QUANT_MAX_CHANGED * n, QUANT_ANY_CHANGED)
+    max_drop = max(QUANT_MAX_ACCURACY_DROP, QUANT_ANY_CHANGED / max(n, 1))
+    if changed > max_changed or drop > max_drop + 1e-12:
+        raise ParityError(
+            f"{info['type']} quantisation changes {changed} of {n} dev predictions (at most "
+            f"{max_changed:.0f}) and dev accuracy by {-drop * 100:+.2f} points (at least "
+            f"{-max_drop * 100:.2f}); nothing exported: export without --quantize, or with "
+            "int8-embeddings (the word table alone)"
+        )
+
+
 def _quantize(
     tmp: Path,
     metadata: dict,
@@ -335,6 +359,7 @@ def _quantize(
         # depend on the items served beside it (the server batches concurrent requests)
         "max_abs_batch_dependence": _batch_dependence(tmp, items[:BATCH_CHECK], got),
     }
+    check_quantization(info, len(y))  # the graph served: refused beyond the budget
     if info["max_abs_batch_dependence"] > 1e-4:
         log.warning(
             "int8: an item's probabilities change by up to %.3f with the batch it is served "

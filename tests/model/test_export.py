@@ -379,6 +379,12 @@ def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     assert meta["onnx"]["sha256"] == artifact.sha256_file(out / "model.onnx")
     assert list(meta)[-2:] == ["parity", "quantization"]
     assert not (out / "model.int8.onnx").exists()
+    card = (out / "README.md").read_text()  # the parity record is the fp32 graph's, not int8's
+    assert "- Export: the fp32 graph matches torch on 24 dev aspects" in card
+    assert (
+        f"- Served quantized (int8-dynamic): against the fp32 graph, {q['changed_predictions']}"
+        in card
+    )
     rt = Runtime.load(out, device="cpu", threads=1)
     probs = rt.predict_proba([(e.text, e.start, e.end) for e in EXAMPLES])
     predicted = [rt.labels[i] for i in probs.argmax(1)]
@@ -395,6 +401,34 @@ def test_int8_export(loaded: LoadedRun, tmp_path: Path) -> None:
     alone = np.stack([rt.run_batch([x])[0].probs for x in encoded])
     assert q["max_abs_batch_dependence"] == pytest.approx(np.abs(alone - batched).max(), abs=1e-6)
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("changed", "change", "refused"),
+    [(10, 0.0, False), (46, -0.005, False), (47, 0.0, True), (10, -0.0056, True), (2, 0.0, False)],
+)
+def test_the_int8_graph_is_gated_as_the_served_one(
+    changed: int, change: float, refused: bool
+) -> None:
+    """The parity check covered the fp32 graph only; the int8 one is what serves (1.8.0:
+    10 of 2,330 dev predictions changed, accuracy unchanged)."""
+    info = {"type": "int8-dynamic", "changed_predictions": changed, "accuracy_change": change}
+    if refused:
+        with pytest.raises(export.ParityError, match=rf"changes {changed} of 2330 dev predictions"):
+            export.check_quantization(info, 2330)
+    else:
+        export.check_quantization(info, 2330)
+    export.check_quantization({**info, "changed_predictions": 2, "accuracy_change": -2 / 24}, 24)
+
+
+def test_an_int8_graph_past_the_budget_exports_nothing(
+    loaded: LoadedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(export, "QUANT_MAX_CHANGED", -1.0)
+    monkeypatch.setattr(export, "QUANT_ANY_CHANGED", -1)  # no change at all is allowed
+    with pytest.raises(export.ParityError, match="quantisation changes 0 of 24 dev predictions"):
+        export_loaded(loaded, tmp_path / "q", quantize="int8")
+    assert not (tmp_path / "q").exists() and leftovers(tmp_path) == []
 
 
 def test_int8_embeddings_export_answers_each_item_as_if_alone(
