@@ -23,9 +23,12 @@ side, where export runs).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 ECE_BINS = 15
 T_BOUNDS = (0.05, 20.0)  # a fitted temperature is clipped into this range
@@ -95,7 +98,15 @@ def set_top(probs: np.ndarray, q: np.ndarray) -> np.ndarray:
     # the runner-up's new share second * (1 - q) / (1 - c) stays below q iff q >= floor
     floor = second / np.maximum(1.0 - c + second, 1e-12)
     q = np.maximum(np.asarray(q, dtype=np.float64), np.minimum(floor + 1e-6, 1.0))
-    out = rest * ((1.0 - q) / np.maximum(1.0 - c, 1e-12))[:, None]
+    # the others keep their proportions, scaled by their own sum (not 1 - c: in float32 a
+    # saturated top, c = 1, left them summing to 0 and the row to q); where they are all
+    # 0, 1 - q is shared evenly: every row still sums to 1
+    mass = rest.sum(axis=1)
+    k = p.shape[1]
+    even = np.full_like(rest, 1.0 / max(k - 1, 1))
+    even[rows, top] = 0.0
+    shares = np.where((mass > 0)[:, None], rest / np.maximum(mass, 1e-300)[:, None], even)
+    out = shares * (1.0 - q)[:, None]
     out[rows, top] = q
     return out.astype(np.asarray(probs).dtype, copy=False)
 
@@ -153,6 +164,8 @@ def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> f
 
     if len(logits) == 0:
         raise ValueError("no examples to fit a temperature on")
+    if not np.isfinite(np.asarray(logits, dtype=np.float64)).all():
+        raise ValueError("the logits hold NaN or infinite values: no temperature fits them")
     z = torch.as_tensor(np.asarray(logits), dtype=torch.float64)
     target = torch.as_tensor(np.asarray(y), dtype=torch.int64)
     log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)  # start at T = 1
@@ -167,7 +180,16 @@ def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> f
         return loss
 
     opt.step(closure)
-    return float(np.clip(np.exp(log_t.item()), *T_BOUNDS))
+    fitted = float(np.exp(log_t.item()))
+    t = float(np.clip(fitted, *T_BOUNDS))
+    if t != fitted or not np.isfinite(fitted):
+        log.warning(
+            "temperature %.4g is outside %s: clipped to %g, which is not the best fit",
+            fitted,
+            T_BOUNDS,
+            t,
+        )
+    return t
 
 
 def calibration_report(

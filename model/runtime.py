@@ -105,6 +105,12 @@ class Runtime:
         self.output_names = [o.name for o in session.get_outputs()]
         self.providers = session.get_providers()
         self.top_map = top_map_of(metadata, model_dir)
+        width = next((o.shape[-1] for o in session.get_outputs() if o.name == "probs"), None)
+        if isinstance(width, int) and width != len(self.labels):  # else every request fails
+            raise ArtifactError(
+                f"{model_dir}: the metadata names {len(self.labels)} labels, the graph gives "
+                f"{width} probabilities"
+            )
 
     @classmethod
     def load(

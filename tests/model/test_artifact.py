@@ -84,6 +84,15 @@ def test_load_refuses_a_tokenizer_this_version_does_not_know(copy: Path) -> None
         artifact.load(copy)
 
 
+def test_labels_that_do_not_fit_the_graph_are_refused_at_load(copy: Path) -> None:
+    """Two labels for a graph of three probabilities loaded, then every request failed."""
+    from absa.model.runtime import Runtime
+
+    edit(copy, labels=["negative", "positive"])
+    with pytest.raises(ArtifactError, match="names 2 labels, the graph gives 3 probabilities"):
+        Runtime.load(copy, device="cpu", threads=1)
+
+
 def test_parity_is_optional_only_when_asked(copy: Path) -> None:
     edit(copy, parity=None)
     assert artifact.load(copy, require_parity=False).metadata["parity"] is None

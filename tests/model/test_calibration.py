@@ -45,6 +45,22 @@ def test_the_fit_stays_in_bounds_and_refuses_no_data() -> None:
         fit_temperature(np.zeros((0, 3)), np.zeros(0, dtype=np.int64))
 
 
+def test_a_bound_hit_is_said_and_non_finite_logits_are_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sure = np.array([[50.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]] * 10)
+    y = np.array([0, 1, 2] * 10)
+    with caplog.at_level("WARNING", logger="absa.model.calibration"):
+        fit_temperature(sure / 10, y)
+        assert not caplog.records  # inside the bounds: nothing to say
+        assert fit_temperature(sure, (y + 1) % 3) == T_BOUNDS[1]
+    assert "clipped to 20" in caplog.records[-1].getMessage()
+    bad = sure.copy()
+    bad[3, 1] = np.nan  # NaN logits used to give T = NaN, and NaN passed the graph check
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fit_temperature(bad, y)
+
+
 def test_scaling_keeps_predictions_and_lowers_ece_on_overconfident_logits() -> None:
     logits, y = sampled(2.0)  # the raw logits are twice as sharp as the truth
     rep = calibration_report(logits, y, fit_temperature(logits, y))

@@ -80,3 +80,26 @@ def test_refuses_a_calibrated_artifact_and_a_second_temperature(
     with pytest.raises(FileExistsError):
         recalibrate(raw, calibrated, SPANS, [e.label for e in DEV], "x")
     assert not any(p.name.startswith(".recalibrate-") for p in tmp_path.iterdir())
+
+
+def test_the_graph_check_refuses_nan() -> None:
+    """NaN > limit is False: NaN probabilities passed the check that guards recalibration."""
+    from absa.errors import ParityError
+    from absa.model.recalibrate import _graph_check
+
+    nan = np.full((2, 3), np.nan)
+    with pytest.raises(ParityError, match="max \\|diff\\| nan"):
+        _graph_check(nan, nan)
+
+
+def test_an_int8_record_keeps_only_what_a_new_temperature_leaves_true() -> None:
+    """Probability differences and dev ECE were measured at the old T; predictions and
+    sizes still hold (a temperature changes no prediction)."""
+    from absa.model.recalibrate import _quantization_at_new_t
+
+    old = {"type": "int8-embeddings", "changed_predictions": 10, "bytes_int8": 5,
+           "max_abs_prob_diff": 0.04, "dev_ece_int8": 0.012, "max_abs_batch_dependence": 0.0}  # fmt: skip
+    assert _quantization_at_new_t(old) == {
+        "type": "int8-embeddings", "changed_predictions": 10, "bytes_int8": 5
+    }  # fmt: skip
+    assert _quantization_at_new_t(None) is None

@@ -102,6 +102,17 @@ def test_set_top_gives_each_row_its_own_top_probability() -> None:
     np.testing.assert_allclose(q.sum(1), 1.0)
 
 
+def test_set_top_sums_to_one_when_the_top_is_saturated() -> None:
+    """The rest was scaled by (1 - q) / (1 - c), as if it summed to 1 - c: a top of 1.0
+    (or a float32 one that rounds to it) left the row summing to q."""
+    p = np.array([[1.0, 0.0, 0.0], [0.99999994, 3e-9, 1e-9]], dtype=np.float32)
+    q = set_top(p, np.array([0.9, 0.9]))
+    np.testing.assert_allclose(q.sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(q[0], [0.9, 0.05, 0.05], rtol=1e-6)  # the rest shared evenly
+    np.testing.assert_allclose(q[1, 1] / q[1, 2], 3.0, rtol=1e-3)  # else in its proportions
+    assert (q.argmax(1) == 0).all()
+
+
 def test_out_of_fold_is_honest() -> None:
     """In sample the map nearly zeroes the ECE; out of fold it is what unseen data shows."""
     p, y = sampled(3000, seed=4)
