@@ -97,8 +97,8 @@ def test_an_int8_record_keeps_only_what_a_new_temperature_leaves_true() -> None:
     sizes still hold (a temperature changes no prediction)."""
     from absa.model.recalibrate import _quantization_at_new_t
 
-    old = {"type": "int8-embeddings", "changed_predictions": 10, "bytes_int8": 5,
-           "max_abs_prob_diff": 0.04, "dev_ece_int8": 0.012, "max_abs_batch_dependence": 0.0}  # fmt: skip
+    measured = {"max_abs_prob_diff": 0.04, "dev_ece_int8": 0.012, "max_abs_batch_dependence": 0}
+    old = {"type": "int8-embeddings", "changed_predictions": 10, "bytes_int8": 5, **measured}
     assert _quantization_at_new_t(old) == {
         "type": "int8-embeddings", "changed_predictions": 10, "bytes_int8": 5
     }  # fmt: skip
