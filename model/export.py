@@ -246,9 +246,14 @@ def _torch_logits(net: ABSANet, items: Sequence[Encoded], pad_id: int, batch: in
     return np.concatenate(out)
 
 
-def _ort_probs(directory: Path, items: Sequence[Encoded], batch: int) -> np.ndarray:
-    """onnxruntime's probabilities on the artifact being built (its parity not yet recorded)."""
+def _ort_probs(
+    directory: Path, items: Sequence[Encoded], batch: int, mapped: bool = True
+) -> np.ndarray:
+    """onnxruntime's probabilities on the artifact being built (its parity not yet recorded);
+    ``mapped`` False: the graph's own (after T), before a top-label map."""
     rt = Runtime.load(directory, device="cpu", require_parity=False, task=None)
+    if not mapped:
+        rt.top_map = None
     return np.concatenate(
         [
             np.stack([o.probs for o in rt.run_batch(items[s : s + batch])])
@@ -287,8 +292,11 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
         "max_abs_diff": diff,
         "prediction_mismatches": mismatches,
         "atol": PARITY_ATOL,
+        # the exported network's own dev scores: ``metrics`` holds the run's, which differ
+        # where export changed the network (a vocabulary expansion: 1.8.0, 77.68 -> 78.11)
         "dev_accuracy_torch": float((ref.argmax(1) == y).mean()),
         "dev_accuracy_onnx": float((got.argmax(1) == y).mean()),
+        "dev_macro_f1_onnx": _macro_f1(y, got.argmax(1), got.shape[1]),
     }
 
 
@@ -351,7 +359,8 @@ def _quantize(
         "accuracy_change": acc8 - acc32,
         "changed_predictions": int((got.argmax(1) != fp32_probs.argmax(1)).sum()),
         "max_abs_prob_diff": float(np.abs(got - fp32_probs).max()),
-        # the served graph's dev ECE (calibration.dev is the fp32 graph's, where T was fitted)
+        # the served graph's dev ECE (calibration.dev is the fp32 graph's, where T was fitted);
+        # with a top-label map, in sample: the map was fitted on these very items
         "dev_ece_int8": calibration.expected_calibration_error(got, y),
         "bytes_fp32": size_fp32,
         "bytes_int8": (tmp / ONNX).stat().st_size,
@@ -360,6 +369,11 @@ def _quantize(
         "max_abs_batch_dependence": _batch_dependence(tmp, items[:BATCH_CHECK], got),
     }
     check_quantization(info, len(y))  # the graph served: refused beyond the budget
+    if metadata["calibration"].get("top_map"):  # comparable with calibration.dev.ece_after
+        pre = _ort_probs(tmp, items, batch, mapped=False)
+        info["dev_ece_int8_out_of_fold"] = calibration.expected_calibration_error(
+            calibration.out_of_fold_top_map(pre, y), y
+        )
     if info["max_abs_batch_dependence"] > 1e-4:
         log.warning(
             "int8: an item's probabilities change by up to %.3f with the batch it is served "

@@ -135,6 +135,7 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
     assert parity["atol"] == artifact.PARITY_ATOL
     assert parity["dev_accuracy_onnx"] == parity["dev_accuracy_torch"]
     assert parity["dev_accuracy_torch"] == loaded.metrics["dev"]["accuracy"]  # dev = EXAMPLES
+    assert parity["dev_macro_f1_onnx"] == pytest.approx(loaded.metrics["dev"]["macro_f1"])
     assert "quantization" not in meta
     assert meta["model_config"] == loaded.model_config.to_dict()
     # the provenance goes in as given, between the model's config and the graph

@@ -155,6 +155,23 @@ def mapped(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     return out / "t", out / "map"
 
 
+def test_an_int8_graph_with_a_map_records_its_dev_ece_out_of_fold_too(
+    tiny_run: Path, tmp_path: Path
+) -> None:
+    """dev_ece_int8 is in sample (the map fitted on those items); the number comparable
+    with calibration.dev.ece_after is measured out of fold, as that one is."""
+    run = load_run(tiny_run)
+    args = (run.net, run.pipeline, run.model_config, NOISY, tmp_path / "q", {})
+    q = export(*args, top_map=True, quantize="int8-embeddings")["quantization"]
+    rt = Runtime.load(tmp_path / "q", device="cpu", threads=1)
+    rt.top_map = None  # the graph's own probabilities, after T
+    pre = rt.predict_proba([(e.text, e.start, e.end) for e in NOISY])
+    y = np.array([rt.labels.index(e.label) for e in NOISY])
+    oof = calibration.expected_calibration_error(calibration.out_of_fold_top_map(pre, y), y)
+    assert q["dev_ece_int8_out_of_fold"] == pytest.approx(oof, abs=1e-9)
+    assert q["dev_ece_int8_out_of_fold"] > q["dev_ece_int8"]  # in sample flatters the map
+
+
 def test_the_served_probabilities_are_torchs_with_t_and_the_map(
     tiny_run: Path, mapped: tuple[Path, Path]
 ) -> None:
