@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import tempfile
-import tomllib
-import typing
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,121 +43,17 @@ from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
 from absa.model.registry import Registry, RegistryError, atomic_write_json
 from absa.training.evaluate import evaluate
-from absa.training.presets import load_config, typed_value
+from absa.training.presets import load_config
 from absa.training.provenance import code_version, file_info
 from absa.training.readers import label_counts, read_many
 from absa.training.records import DataError, Example
+from absa.training.retrain_config import (
+    Gate,
+    RetrainConfig,
+    config_record,
+)
 
 log = logging.getLogger(__name__)
-
-
-CALIBRATIONS = ("temperature", "top_map")
-
-
-@dataclass(frozen=True)
-class Gate:
-    max_accuracy_drop: float = 0.005  # challenger acc >= champion acc - this, on every set
-    max_macro_f1_drop: float = 0.01  # challenger F1 >= champion F1 - this, on every set
-    min_accuracy: float = 0.0  # absolute floor (what a first model must reach)
-
-
-@dataclass(frozen=True)
-class RetrainConfig:
-    base: list[str]
-    registry: Path
-    new: list[str] = field(default_factory=list)
-    dev: list[str] = field(default_factory=list)
-    eval: dict[str, str] = field(default_factory=dict)
-    preset: str = "fast"
-    model_config: str | None = None  # a JSON/TOML file of preset overrides
-    seed: int = 1
-    epochs: int | None = None
-    keep: int = 5
-    skip_invalid: bool = False
-    drift_threshold: float = 0.1  # total variation distance of label shares that warns
-    gate: Gate = field(default_factory=Gate)
-    # what the gate compares with while the registry has no champion: the model the service
-    # serves meanwhile (None: ABSA_MODEL_DIR, else the shipped model)
-    baseline: str | None = None
-    # "temperature", or "top_map": the top-label map after it (needs >= 500 dev items)
-    calibration: str = "temperature"
-    source: Path | None = None  # the TOML file it was read from (load sets it; not a key)
-
-    @classmethod
-    def load(cls, path: Path) -> RetrainConfig:
-        """The job's TOML file, every key and value checked before any work: ValueError
-        naming the file (and the key) for what does not fit."""
-        path = Path(path)
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path}: {e}") from None
-        base_dir = path.parent
-
-        def rel(p: str) -> str:
-            return str((base_dir / p).resolve()) if not Path(p).is_absolute() else p
-
-        tables = {name: raw.pop(name, {}) for name in ("data", "gate", "eval")}
-        for name, table in tables.items():
-            if not isinstance(table, dict):
-                raise ValueError(f"{path}: [{name}] is a {type(table).__name__}, not a table")
-        data, eval_ = tables["data"], tables["eval"]
-        _known(path, "[data]", data, {"base", "new", "dev"})
-        _known(path, "[gate]", tables["gate"], {f.name for f in fields(Gate)})
-        top = {f.name for f in fields(cls)} - {"base", "new", "dev", "source"}
-        _known(path, "the top level", raw, top)
-        files = {
-            k: [rel(f) for f in typed_value(tuple[str, ...], data.get(k, []), f"{path}: data.{k}")]
-            for k in ("base", "new", "dev")
-        }
-        evals = typed_value(dict[str, str], eval_, f"{path}: eval")
-        gate_hints = typing.get_type_hints(Gate)
-        gate = Gate(**{k: typed_value(gate_hints[k], v, f"{path}: gate.{k}")
-                       for k, v in tables["gate"].items()})  # fmt: skip
-        hints = typing.get_type_hints(cls)
-        values = {k: typed_value(hints[k], v, f"{path}: {k}") for k, v in raw.items()
-                  if k not in ("registry", "gate", "eval")}  # fmt: skip
-        registry = typed_value(str, raw.get("registry", "models"), f"{path}: registry")
-        for key in ("model_config", "baseline"):
-            if values.get(key):
-                values[key] = rel(values[key])
-        cfg = cls(
-            **files,
-            eval={k: rel(v) for k, v in evals.items()},  # type: ignore[attr-defined]
-            registry=Path(rel(registry)),  # type: ignore[arg-type]
-            gate=gate,
-            source=path.resolve(),  # type: ignore[arg-type]
-            **values,
-        )
-        if not cfg.base and not cfg.new:
-            raise ValueError(f"{path}: [data] names no training files (base, new)")
-        if not cfg.eval:
-            raise ValueError(f"{path}: [eval] names no evaluation sets")
-        if cfg.calibration not in CALIBRATIONS:
-            raise ValueError(
-                f"{path}: calibration must be one of {', '.join(CALIBRATIONS)}, "
-                f"not {cfg.calibration!r}"
-            )
-        if cfg.keep < 1:
-            raise ValueError(f"{path}: keep must be >= 1 (the versions kept), not {cfg.keep}")
-        if cfg.epochs is not None and cfg.epochs < 1:
-            raise ValueError(f"{path}: epochs must be >= 1, not {cfg.epochs}")
-        if not 0.0 <= cfg.drift_threshold <= 1.0:
-            raise ValueError(f"{path}: drift_threshold must be in [0, 1]")
-        if not 0 <= cfg.seed < 2**32:
-            raise ValueError(f"{path}: seed must be in [0, 2**32), not {cfg.seed}")
-        for key, value in cfg.gate.__dict__.items():  # NaN would let every challenger pass
-            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-                raise ValueError(
-                    f"{path}: gate.{key} must be a share in [0, 1] (0.01 is one point), not {value}"
-                )
-        return cfg
-
-
-def _known(path: Path, where: str, table: dict, known: set[str]) -> None:
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ValueError(f"{path}: unknown keys {unknown} in {where}; known: {sorted(known)}")
 
 
 def label_shares(counts: dict[str, int]) -> dict[str, float]:
@@ -289,14 +182,6 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 "writes it (marked recovered)"
             ) from e
     return report
-
-
-def config_record(cfg: RetrainConfig) -> dict:
-    """What a report keeps of the job's configuration: the file it came from (path and
-    sha256) and every value as the job ran it (seed, epochs, calibration, gate, ...)."""
-    values = json.loads(json.dumps(asdict(cfg), default=str))
-    values.pop("source", None)
-    return {"file": file_info([cfg.source])[0] if cfg.source else None, "values": values}
 
 
 def _now() -> str:

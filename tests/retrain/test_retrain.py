@@ -339,10 +339,12 @@ def test_killed_job_leaves_the_registry_as_it_was(
         t0 = time.monotonic()
         with pytest.raises(RegistryError, match="has a retraining job running"):
             retrain(second, version="v3")
-        # an operator's promote (here of the current version: nothing changes) does not
-        # wait for the job's training: the job holds the change lock only to change
-        assert main(["models", "promote", FIRST_VERSION, "--registry", str(registry)]) == 0
         assert time.monotonic() - t0 < 5
+        # an operator's promote (here of the current version: nothing changes) does not
+        # wait for the job's training, which would never end (100,000 epochs): the job
+        # holds the change lock only to change the registry
+        assert main(["models", "promote", FIRST_VERSION, "--registry", str(registry)]) == 0
+        assert job.poll() is None  # it returned while the job still trains
         time.sleep(0.2)
         assert job.poll() is None
     finally:
