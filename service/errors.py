@@ -86,16 +86,32 @@ def issues(errs: list[Any], prefix: tuple[str | int, ...] = ()) -> list[dict]:
     """pydantic's errors as ``{loc, msg, type}``: never the input itself."""
     out = []
     for e in errs[:MAX_ISSUES]:
-        loc = [*prefix, *(x if isinstance(x, int) else _safe(str(x)) for x in e.get("loc", ()))]
-        out.append({"loc": loc, "msg": _safe(str(e.get("msg", ""))), "type": e.get("type", "")})
+        loc = [*prefix, *(x if isinstance(x, int) else _safe(str(x)) for x in e.get("loc", ())
+                          if not _union_tag(x))]  # fmt: skip
+        msg = str(e.get("msg", ""))
+        reason = (e.get("ctx") or {}).get("error")
+        if e.get("type") == "json_invalid" and reason:  # what the parser found, and where
+            msg = f"{msg}: {reason}"
+        out.append({"loc": loc, "msg": _safe(msg), "type": e.get("type", "")})
     return out
 
 
+def _union_tag(part: object) -> bool:
+    """pydantic's name for a member of a union in an error's location
+    ("list[union[constrained-str,AspectSpan]]", "constrained-str", "AspectSpan"): not a
+    place in the body the client sent."""
+    return isinstance(part, str) and (
+        "[" in part or part in ("constrained-str", "str", "AspectSpan", "function-after")
+    )
+
+
 def summary(errors: list[dict], total: int) -> str:
-    """One sentence for the first problem (and how many more)."""
+    """One sentence for the first problem (and how many more): the first of the deepest,
+    which for a value that fits no member of a union (an aspect object with a bad "start")
+    is the member it came nearest to, not "Input should be a valid string"."""
     if not errors:
         return "invalid request body"
-    first = errors[0]
+    first = max(errors, key=lambda e: len(e["loc"]))  # max keeps the first of the deepest
     where = ".".join(str(x) for x in first["loc"]) or "body"
     more = f" (and {total - 1} more)" if total > 1 else ""
     return f"invalid request: {where}: {first['msg']}{more}"
@@ -147,7 +163,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     rid = getattr(request.state, "request_id", "-")
     log.error("unexpected error on %s (request %s)", request.url.path, rid, exc_info=exc)
-    return error_response(500, "internal error")
+    # answered outside the layer that adds the header to every other answer
+    headers = {"X-Request-ID": rid} if rid != "-" else None
+    return error_response(500, "internal error", headers=headers)
 
 
 def install(app: FastAPI) -> None:

@@ -76,8 +76,8 @@ class PredictRequest(Strict):
         None,
         min_length=1,
         description="aspect categories (one of the category model's, see /v1/model): one "
-        "result per category; needs a category model (ABSA_CATEGORY_MODEL)",
-        examples=[["food", "service"]],
+        "result per category; needs a category model (ABSA_CATEGORY_MODEL), e.g. "
+        '["food", "service"]',
     )
     explain: StrictBool = Field(
         False, description="also return the attention weights over the words"

@@ -23,12 +23,14 @@ async def index() -> FileResponse:
     return FileResponse(STATIC / "index.html", media_type="text/html")
 
 
+@router.head("/healthz", include_in_schema=False)  # load-balancer probes may use HEAD
 @router.get("/healthz")
 async def healthz() -> dict:
     """The process is alive."""
     return {"status": "ok"}
 
 
+@router.head("/readyz", include_in_schema=False)
 @router.get("/readyz", responses={503: {"description": "model not loaded or warming up"}})
 async def readyz(request: Request) -> JSONResponse:
     """The model is loaded and warmed up: traffic may come."""
@@ -37,6 +39,7 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "not ready"}, status_code=503)
 
 
+@router.head("/v1/model", include_in_schema=False)
 @router.get("/v1/model", response_model=ModelInfo)
 async def model_info(engine: EngineDep, category: CategoryModelDep) -> ModelInfo:
     """The model being served: name, version, labels, metrics, calibration, creation time (and
@@ -57,6 +60,15 @@ async def model_info(engine: EngineDep, category: CategoryModelDep) -> ModelInfo
     )
 
 
+def _short_key(key: object) -> object:
+    if not isinstance(key, str) or ("/" not in key and "\\" not in key):
+        return key
+    parts = [
+        x for x in PureWindowsPath(PurePosixPath(key).as_posix()).parts if x not in ("/", "\\")
+    ]
+    return "/".join(parts[-2:]) or key
+
+
 def file_name(path: str) -> str:
     """The last part of a path written on any machine ("/home/x/test.xml" -> "test.xml")."""
     return PureWindowsPath(PurePosixPath(path).name).name or path
@@ -64,19 +76,24 @@ def file_name(path: str) -> str:
 
 def public_metrics(metrics: dict) -> dict:
     """The metadata's metrics as the public endpoint shows them: evaluation sets (keyed by
-    the data path of the machine that trained) by file name only."""
-    out = dict(metrics)
-    evals = out.get("eval")
+    the data path of the machine that trained) by file name only, and every other path
+    shortened (``_names_only``)."""
+    out = {k: v for k, v in metrics.items() if k != "eval"}
+    out = _names_only(out)
+    assert isinstance(out, dict)
+    evals = metrics.get("eval")
     if isinstance(evals, dict):
         out["eval"] = {file_name(str(k)): _names_only(v) for k, v in evals.items()}
     return out
 
 
 def _names_only(value: object) -> object:
-    """``value`` with every "path"/"data"/"file" string reduced to its file name."""
+    """``value`` with every "path"/"data"/"file" string reduced to its file name, and every
+    key that is a path (``dev.by_source``: "../shared/data/mams/train.xml") to its folder
+    and file ("mams/train.xml"): nothing of the training machine's file system."""
     if isinstance(value, dict):
         return {
-            k: file_name(v)
+            _short_key(k): file_name(v)
             if k in ("path", "data", "file") and isinstance(v, str)
             else _names_only(v)
             for k, v in value.items()

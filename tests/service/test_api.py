@@ -490,6 +490,12 @@ def test_model_info_of_the_shipped_model_shows_test_set_calibration() -> None:
     shown = {k: v for k, v in cal["test"]["lap14"].items() if v is not None}
     assert shown == meta["calibration"]["test"]["lap14"]
     assert (cal["top_map"] is None) == ("top_map" not in meta["calibration"])
+    # the training machine's paths stay out: dev.by_source was keyed by them
+    assert "../shared" in json.dumps(meta["metrics"])
+    with TestClient(create_app(make_settings(DEFAULT_MODEL_DIR))) as c:
+        info = c.get("/v1/model").json()
+    assert "../" not in json.dumps(info["metrics"])
+    assert "mams/train.xml" in info["metrics"]["dev"]["by_source"]
 
 
 def test_model_info_of_an_artifact_without_calibration(artifact, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -534,6 +540,58 @@ def test_docs_and_openapi(client: TestClient) -> None:
     assert {"/v1/predict", "/v1/predict/batch", "/v1/model", "/healthz", "/readyz"} <= set(
         spec["paths"]
     )
+
+
+def test_the_documented_example_is_answered(client: TestClient) -> None:
+    """Swagger sends every field's example: with categories among them, the example it
+    built was refused ("aspects or categories, not both")."""
+    props = client.get("/openapi.json").json()["components"]["schemas"]["PredictRequest"]
+    body = {k: v["examples"][0] for k, v in props["properties"].items() if "examples" in v}
+    assert set(body) == {"text", "aspects"}
+    assert client.post("/v1/predict", json=body).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (
+            {"text": "the burger", "aspects": [{"term": "burger", "start": "4", "end": 10}]},
+            "invalid request: body.aspects.0.start: Input should be a valid integer",
+        ),
+        (b"{bad", "JSON decode error: Expecting property name enclosed in double quotes"),
+    ],
+)
+def test_a_bad_body_says_where_and_why(client: TestClient, body: object, words: str) -> None:
+    """An aspect object with a bad field was reported as "aspects.list[union[...]].0.
+    constrained-str: Input should be a valid string"; bad JSON without the parser's reason."""
+    if isinstance(body, bytes):
+        r = client.post("/v1/predict", content=body, headers={"content-type": "application/json"})
+    else:
+        r = client.post("/v1/predict", json=body)
+    assert r.status_code == 422 and words in r.json()["detail"], r.json()
+    assert not any("union" in str(x) for e in r.json().get("errors", []) for x in e["loc"])
+
+
+def test_head_answers_where_get_does(client: TestClient) -> None:
+    for path in ("/healthz", "/readyz", "/v1/model"):
+        r = client.head(path)
+        assert r.status_code == 200 and r.content == b"", path
+
+
+def test_a_server_error_carries_the_request_id(artifact) -> None:  # type: ignore[no-untyped-def]
+    """A 500 is answered outside the layer that adds X-Request-ID to every other answer."""
+    from absa.service.app import create_app
+
+    app = create_app(make_settings(artifact))
+
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    app.add_api_route("/v1/boom", boom, methods=["GET"])  # a route that fails, for the test
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/v1/boom", headers={"X-Request-ID": "req-500"})
+    assert r.status_code == 500 and r.json() == {"detail": "internal error"}
+    assert r.headers["x-request-id"] == "req-500"
 
 
 def test_every_answer_carries_a_request_id(client: TestClient) -> None:
