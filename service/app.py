@@ -92,6 +92,8 @@ class ApiGate:
             return await self.app(scope, receive, send)
         if scope["method"] == "POST" and scope["path"] in JSON_PATHS and not _is_json(scope):
             return await _reply(send, 415, "send the body as JSON (Content-Type: application/json)")
+        if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
+            return await _reply(send, 415, "send the body uncompressed (no Content-Encoding)")
         if self.in_flight >= self.limit:
             self.metrics.shed.inc()
             await errors.shed_pause(self.shed_delay_s)
@@ -107,6 +109,15 @@ class ApiGate:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+def _encoded(scope: Scope) -> bool:
+    """A Content-Encoding other than identity, which the service does not decode (RFC 9110:
+    415); a compressed body was read as bytes and refused as "not UTF-8"."""
+    for key, value in scope["headers"]:
+        if key == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+            return True
+    return False
 
 
 def _is_json(scope: Scope) -> bool:

@@ -242,6 +242,23 @@ class Calibration(BaseModel):
     )
 
 
+class Limits(BaseModel):
+    """What the server refuses beyond (413, with the limit named): the settings it runs with."""
+
+    max_text_chars: int = Field(description="characters per text (ABSA_MAX_TEXT_CHARS)")
+    max_aspects: int = Field(
+        description="aspects per text, each occurrence of a repeated term counted, and terms "
+        "the extractor may find (ABSA_MAX_ASPECTS)"
+    )
+    max_term_chars: int = Field(description="characters per aspect term")
+    max_items: int = Field(description="items per /v1/predict/batch request (ABSA_MAX_ITEMS)")
+    max_explain_aspects: int = Field(
+        description="aspects with explain per request, a batch's items together "
+        "(ABSA_MAX_EXPLAIN_ASPECTS)"
+    )
+    max_body_bytes: int = Field(description="bytes per request body (ABSA_MAX_BODY_BYTES)")
+
+
 class ModelInfo(BaseModel):
     name: str
     version: str
@@ -259,3 +276,4 @@ class ModelInfo(BaseModel):
     extractor: str | None = Field(
         None, description="name:version of the aspect extractor; null: requests must name aspects"
     )
+    limits: Limits | None = Field(None, description="what the server refuses beyond")

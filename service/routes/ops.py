@@ -8,8 +8,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep
-from absa.service.schemas import ModelInfo
+from absa.model.aspects import MAX_TERM_CHARS
+from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
+from absa.service.schemas import Limits, ModelInfo
 
 router = APIRouter(tags=["operations"])
 
@@ -41,9 +42,12 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.head("/v1/model", include_in_schema=False)
 @router.get("/v1/model", response_model=ModelInfo)
-async def model_info(engine: EngineDep, category: CategoryModelDep) -> ModelInfo:
-    """The model being served: name, version, labels, metrics, calibration, creation time (and
-    the categories of the category model, where one is served)."""
+async def model_info(
+    engine: EngineDep, category: CategoryModelDep, settings: SettingsDep
+) -> ModelInfo:
+    """The model being served: name, version, labels, metrics, calibration, creation time,
+    the limits the server enforces (and the categories of the category model, where one is
+    served)."""
     rt = engine.model.runtime
     meta = rt.metadata
     return ModelInfo(
@@ -57,6 +61,14 @@ async def model_info(engine: EngineDep, category: CategoryModelDep) -> ModelInfo
         providers=rt.providers,
         categories=None if category is None else category.categories,
         extractor=None if engine.model.extractor is None else engine.model.extractor.model_id,
+        limits=Limits(
+            max_text_chars=settings.max_text_chars,
+            max_aspects=settings.max_aspects,
+            max_term_chars=MAX_TERM_CHARS,
+            max_items=settings.max_items,
+            max_explain_aspects=settings.max_explain_aspects,
+            max_body_bytes=settings.max_body_bytes,
+        ),
     )
 
 

@@ -474,6 +474,11 @@ def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-un
     assert cal["temperature"] == meta["calibration"]["temperature"] != 1.0
     shown = {k: v for k, v in cal["dev"].items() if v is not None}
     assert cal["bins"] == 15 and shown == meta["calibration"]["dev"] and cal["test"] == {}
+    # the limits the server enforces, so a client need not learn them from 413s
+    from absa.settings import Settings
+
+    explain = Settings.model_fields["max_explain_aspects"].default
+    assert info["limits"] == {**LIMITS, "max_term_chars": 200, "max_explain_aspects": explain}
 
 
 def test_model_info_of_the_shipped_model_shows_test_set_calibration() -> None:
@@ -570,6 +575,21 @@ def test_a_bad_body_says_where_and_why(client: TestClient, body: object, words: 
         r = client.post("/v1/predict", json=body)
     assert r.status_code == 422 and words in r.json()["detail"], r.json()
     assert not any("union" in str(x) for e in r.json().get("errors", []) for x in e["loc"])
+
+
+def test_a_compressed_body_is_415_not_a_bad_json_422(client: TestClient) -> None:
+    import gzip
+
+    raw = json.dumps({"text": TEXT, "aspects": ["food"]}).encode()
+    for body in (gzip.compress(raw), raw):  # gzip'd, or plain but labelled gzip
+        r = client.post(
+            "/v1/predict",
+            content=body,
+            headers={"content-type": "application/json", "content-encoding": "gzip"},
+        )
+        assert r.status_code == 415 and "uncompressed" in r.json()["detail"]
+    headers = {"content-type": "application/json", "content-encoding": "identity"}
+    assert client.post("/v1/predict", content=raw, headers=headers).status_code == 200
 
 
 def test_head_answers_where_get_does(client: TestClient) -> None:
