@@ -88,6 +88,12 @@ class ApiGate:
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == ADMIN_RELOAD and _has_body(scope):
+            admin = "app" in scope and getattr(scope["app"].state, "admin", False)
+            if admin and not _is_json(scope):  # a form body was a "valid dictionary" 422
+                return await _reply(
+                    send, 415, "send the body as JSON (Content-Type: application/json)"
+                )
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             return await self.app(scope, receive, send)
         if scope["method"] == "POST" and scope["path"] in JSON_PATHS and not _is_json(scope):
@@ -109,6 +115,18 @@ class ApiGate:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
+
+
+def _has_body(scope: Scope) -> bool:
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            return value.strip() not in (b"", b"0")
+        if key == b"transfer-encoding":
+            return True
+    return False
 
 
 def _encoded(scope: Scope) -> bool:
@@ -246,6 +264,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.install(app)  # Swagger UI from the swagger-ui-py package, not a CDN
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token
+        app.state.admin = True
 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from absa.errors import RegistryError
 from absa.service.deps import SettingsDep
+from absa.service.schemas import ErrorResponse
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -45,7 +46,12 @@ class ReloadRequest(BaseModel):
 @router.post(
     "/reload",
     dependencies=[Depends(require_token)],
-    responses={401: {"description": "no or wrong token"}, 409: {"description": "refused"}},
+    responses={
+        401: {"model": ErrorResponse, "description": "no or wrong token"},
+        409: {"model": ErrorResponse, "description": "refused: the old model keeps serving"},
+        415: {"model": ErrorResponse, "description": "a body not sent as application/json"},
+        422: {"model": ErrorResponse, "description": "a body that does not fit the schema"},
+    },
 )
 async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
     """Load the current registry version (or ``model_dir``), warm it, swap it in, in every

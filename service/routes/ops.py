@@ -10,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from absa.model.aspects import MAX_TERM_CHARS
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
-from absa.service.schemas import Limits, ModelInfo
+from absa.service.schemas import ErrorResponse, Limits, ModelInfo
 
 router = APIRouter(tags=["operations"])
 
@@ -41,7 +41,13 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 @router.head("/v1/model", include_in_schema=False)
-@router.get("/v1/model", response_model=ModelInfo)
+@router.get(
+    "/v1/model",
+    response_model=ModelInfo,
+    responses={
+        503: {"model": ErrorResponse, "description": "overloaded or not loaded (Retry-After)"}
+    },
+)
 async def model_info(
     engine: EngineDep, category: CategoryModelDep, settings: SettingsDep
 ) -> ModelInfo:

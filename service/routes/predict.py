@@ -47,6 +47,7 @@ ERRORS: dict[int | str, dict] = {
         "description": "overloaded (too many requests in flight, or queue full; see "
         "Retry-After) or shutting down",
     },
+    500: {"model": ErrorResponse, "description": "a server error (its X-Request-ID is logged)"},
 }
 
 #: aspects in a request above which its encoding and answer are built off the event loop

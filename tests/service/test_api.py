@@ -545,6 +545,12 @@ def test_docs_and_openapi(client: TestClient) -> None:
     assert {"/v1/predict", "/v1/predict/batch", "/v1/model", "/healthz", "/readyz"} <= set(
         spec["paths"]
     )
+    # every error an integrator can meet is documented with the one error shape
+    error = {"$ref": "#/components/schemas/ErrorResponse"}
+    for path, codes in (("/v1/predict", "413 415 422 500 503"), ("/v1/model", "503")):
+        responses = next(iter(spec["paths"][path].values()))["responses"]
+        for code in codes.split():
+            assert responses[code]["content"]["application/json"]["schema"] == error, (path, code)
 
 
 def test_the_documented_example_is_answered(client: TestClient) -> None:

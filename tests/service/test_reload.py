@@ -117,6 +117,16 @@ def test_admin_needs_the_right_token(registry: Registry) -> None:
         }
 
 
+def test_a_body_not_sent_as_json_is_a_415(registry: Registry) -> None:
+    """A form body was refused as "Input should be a valid dictionary" (422)."""
+    with TestClient(create_app(settings(registry))) as c:
+        r = c.post("/admin/reload", headers=AUTH, data={"model_dir": "x"})
+        assert r.status_code == 415 and r.json()["detail"].startswith("send the body as JSON")
+        assert c.post("/admin/reload", headers=AUTH).status_code == 200  # no body: fine
+    with TestClient(create_app(settings(registry, admin_token=None))) as c:  # no admin: 404
+        assert c.post("/admin/reload", headers=AUTH, data={"model_dir": "x"}).status_code == 404
+
+
 def test_a_path_no_file_system_takes_is_a_422(registry: Registry) -> None:
     with TestClient(create_app(settings(registry))) as c:
         r = c.post("/admin/reload", headers=AUTH, json={"model_dir": "runs/\u0000x"})
