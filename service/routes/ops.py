@@ -10,6 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from absa.model.aspects import MAX_TERM_CHARS
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
+from absa.service.errors import error_response
 from absa.service.schemas import ErrorResponse, Limits, ModelInfo
 
 router = APIRouter(tags=["operations"])
@@ -32,12 +33,16 @@ async def healthz() -> dict:
 
 
 @router.head("/readyz", include_in_schema=False)
-@router.get("/readyz", responses={503: {"description": "model not loaded or warming up"}})
+@router.get(
+    "/readyz",
+    responses={503: {"model": ErrorResponse, "description": "not loaded, warming up or stopping"}},
+)
 async def readyz(request: Request) -> JSONResponse:
     """The model is loaded and warmed up: traffic may come."""
     if getattr(request.app.state, "ready", False):
         return JSONResponse({"status": "ready"})
-    return JSONResponse({"status": "not ready"}, status_code=503)
+    # the one error shape, with Retry-After, as every other 503
+    return error_response(503, "not ready: the model is loading or warming up, or the worker stops")
 
 
 @router.head("/v1/model", include_in_schema=False)
