@@ -132,6 +132,14 @@ def test_the_readme_example_is_what_the_shipped_model_answers() -> None:
     assert {k: round(v, 3) for k, v in got.items()} == quoted
 
 
+def test_the_readme_python_example_runs_as_written() -> None:
+    """Its lines used texts of "..." that raised InputError when run."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("## Python API", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md (Python API)", "exec"), {})  # noqa: S102
+
+
 def test_the_readme_quotes_the_shipped_models_test_scores() -> None:
     """README's results name the shipped version and its accuracy / macro-F1 on each test
     set; they must be the ones its eval.json records (rounded once, to one decimal)."""
