@@ -405,6 +405,17 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     sink.add(text, start, end, label, source, where)
 
 
+def json_line(line: str) -> object:
+    """One JSONL line's value; ValueError saying what is wrong ("bad JSON: ...", with the
+    column, or that it is nested too deeply to read)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"bad JSON: {e.msg} (column {e.colno})") from None
+    except RecursionError:
+        raise ValueError("bad JSON: nested too deeply to read") from None
+
+
 def _read_jsonl(text: str, sink: _Sink, add: RecordHandler | None = None) -> None:
     """Each line's object handed to ``add`` (default: an aspect-term record)."""
     add = add or _add_record
@@ -414,12 +425,9 @@ def _read_jsonl(text: str, sink: _Sink, add: RecordHandler | None = None) -> Non
             continue
         where = f"{path}:{n}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            sink.bad(where, where, f"bad JSON: {e.msg} (column {e.colno})")
-            continue
-        except RecursionError:
-            sink.bad(where, where, "bad JSON: nested too deeply to read")
+            record = json_line(line)
+        except ValueError as e:
+            sink.bad(where, where, str(e))
             continue
         if not isinstance(record, dict):
             sink.bad(where, where, f"expected a JSON object, got {type(record).__name__}")

@@ -41,6 +41,7 @@ from absa.training.readers import (
     _xml_where,
     detect_format,
     drop_overlap,
+    json_line,
     parse_label,
 )
 from absa.training.records import DataError
@@ -131,11 +132,9 @@ def _read_sentence_jsonl(lines: list[str], path: Path) -> list[Sentence]:
             continue
         where = f"{path}:{lineno}"
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: bad JSON: {e.msg} (column {e.colno})") from None
-        except RecursionError:
-            raise DataError(f"{where}: bad JSON: nested too deeply to read") from None
+            rec = json_line(line)
+        except ValueError as e:
+            raise DataError(f"{where}: {e}") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("spans"), list):
             raise DataError(f"{where}: not a sentence record (an object with a 'spans' list)")
         text = rec.get("text")
