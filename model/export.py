@@ -49,7 +49,7 @@ from absa.model.card import write_card
 from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet, ExportWrapper
-from absa.model.runtime import Runtime
+from absa.model.runtime import Runtime, top_map_of
 from absa.model.text import Encoded, Pipeline, Token, collate
 
 __all__ = ["OPSET", "PARITY_ATOL", "LabelledSpan", "ParityError", "export"]
@@ -348,7 +348,9 @@ def _quantize(
     word-vector table alone); what that changes on dev."""
     tables = kind == "int8-embeddings"
     size_fp32 = quantize_graph(tmp, metadata, op_types=["Gather"] if tables else None)
-    got = _ort_probs(tmp, items, batch)
+    pre = _ort_probs(tmp, items, batch, mapped=False)  # the graph's own, after T
+    knots = top_map_of(metadata, tmp)
+    got = pre if knots is None else calibration.apply_top_map(pre, *knots)  # as served
     acc32 = float((fp32_probs.argmax(1) == y).mean())
     acc8 = float((got.argmax(1) == y).mean())
     info = {
@@ -369,8 +371,7 @@ def _quantize(
         "max_abs_batch_dependence": _batch_dependence(tmp, items[:BATCH_CHECK], got),
     }
     check_quantization(info, len(y))  # the graph served: refused beyond the budget
-    if metadata["calibration"].get("top_map"):  # comparable with calibration.dev.ece_after
-        pre = _ort_probs(tmp, items, batch, mapped=False)
+    if knots is not None:  # comparable with calibration.dev.ece_after
         info["dev_ece_int8_out_of_fold"] = calibration.expected_calibration_error(
             calibration.out_of_fold_top_map(pre, y), y
         )
