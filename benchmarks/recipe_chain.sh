@@ -19,11 +19,13 @@
 #      2 and 3: every pair that finishes is a like-for-like comparison and a `fast` candidate
 #      to ship (SEEDS picks others). A seed cut off with the session goes on from its checkpoint;
 #   4. item 1's verdict over the seeds (card_vs_fast.py: fp32 and as served).
-# Between 2 and 3, once: the main teacher and the two fold teachers as an ensemble on the dev
-# split and the test sets (ensemble.py --runs, benchmarks/results/ensemble/teachers-main-oof-ab.json,
-# about 40 minutes through torch here): whether their mean is a better teacher for the items the
-# folds do not cover (the -3f configs, train.teachers_more) than the main one alone, for
-# nothing more than the fold teachers' scores.
+# Between 2 and 3, once, for VARIANT auto only: the main teacher and the two fold teachers as
+# an ensemble on the dev split and the test sets (ensemble.py --runs,
+# benchmarks/results/ensemble/teachers-main-oof-ab.json, about 40 minutes through torch here):
+# whether their mean is a better teacher for the items the folds do not cover (the -3f
+# configs, train.teachers_more) than the main one alone, for nothing more than the fold
+# teachers' scores. A named VARIANT needs no such check (4t: the draws' own dev scores,
+# docs/distillation.md).
 #
 #   bash benchmarks/recipe_chain.sh [TAG [VARIANT]]
 #       TAG names the students (default: the teacher's weights, first 4 hex digits; a TAG
@@ -73,10 +75,14 @@ python benchmarks/teacher_score.py --teacher "$TEACHER" --transfer "${TRANSFER[@
     --data "${TRAIN[@]}" "${MORE[@]}" --threads 2 --engine onnx  # 1.8x torch on this CPU
 echo "$(date -u +%FT%TZ) 2. the fold teachers"
 python benchmarks/rebuild_inputs.py --against "$AGAINST"
-[ -f benchmarks/results/ensemble/teachers-main-oof-ab.json ] ||
-    python benchmarks/ensemble.py --name teachers-main-oof-ab --threads 2 \
-        --runs "$TEACHER" runs/teacher-oof-a runs/teacher-oof-b
+# each fold teacher's scores of the fold it never saw: rebuild_inputs keeps a finished fold
+# teacher as done, and a chain cut off while they were scored would leave the rest to the
+# students, two at once through torch; scores in the cache are not scored again
+bash benchmarks/oof_teachers.sh teachers
 if [ "${2:-}" = auto ]; then  # the students of the three teachers' mean, if it leads enough
+    [ -f benchmarks/results/ensemble/teachers-main-oof-ab.json ] ||
+        python benchmarks/ensemble.py --name teachers-main-oof-ab --threads 2 \
+            --runs "$TEACHER" runs/teacher-oof-a runs/teacher-oof-b
     picked=$(python benchmarks/teacher_lead.py benchmarks/results/ensemble/teachers-main-oof-ab.json --variant 3f --min 0.5)
     variant=${picked:+-$picked}
     configs "$variant"

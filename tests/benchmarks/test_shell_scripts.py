@@ -236,3 +236,58 @@ def test_gpu_teachers_run_takes_a_whole_bundle(tmp_path: Path) -> None:
     done = _gpu_teachers(tmp_path, "run", "seed-2", _no_python(tmp_path))
     assert "not in the bundle" not in done.stderr  # on to the teachers, which need python
     assert "python3: command not found" in done.stdout + done.stderr, done.stderr
+
+
+def _chain_steps(tmp_path: Path, variant: str, lead: str = "") -> list[str]:
+    """recipe_chain.sh TAG VARIANT run through with stand-ins: a `python` and the two scripts it
+    runs with bash only log their arguments (teacher_lead.py prints ``lead``), so the log is
+    the chain's steps in order."""
+    (tmp_path / "benchmarks").mkdir()
+    for name in ("recipe_chain.sh", "recipe_files.sh"):
+        (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
+    (tmp_path / "benchmarks" / "configs").symlink_to(ROOT / "benchmarks" / "configs")
+    log = tmp_path / "steps.log"
+    stand_in = f'#!/bin/bash\necho "$0 $*" >> {log}\n'
+    for name in ("oof_teachers.sh", "recipe_students.sh"):
+        (tmp_path / "benchmarks" / name).write_text(stand_in)
+    bin_ = Path(_tools(tmp_path, "dirname", "date", "bash"))
+    python = bin_ / "python"
+    python.write_text(stand_in + f'[[ "$1" != *teacher_lead.py ]] || echo "{lead}"\n')
+    python.chmod(0o755)
+    done = subprocess.run(
+        ["/bin/bash", "benchmarks/recipe_chain.sh", "t", variant],
+        cwd=tmp_path,
+        env={"PATH": str(bin_), "VIRTUAL_ENV": "none", "SEEDS": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return [
+        Path(line.split()[0]).name + " " + " ".join(line.split()[1:3])
+        for line in log.read_text().splitlines()
+    ]
+
+
+def test_a_named_variant_skips_the_ensemble_check_and_finishes_the_out_of_fold_scores(
+    tmp_path: Path,
+) -> None:
+    """Session 55's chain was cut off with fold a's out-of-fold scores part done: on restart
+    rebuild_inputs counted the fold teachers as done and the chain went on without them. The
+    ensemble check (40 minutes) only serves `auto`'s choice."""
+    steps = _chain_steps(tmp_path, "4t")
+    assert not any("ensemble.py" in s for s in steps), steps
+    rebuild = max(i for i, s in enumerate(steps) if "rebuild_inputs.py" in s)
+    assert steps[rebuild + 1] == "oof_teachers.sh teachers", steps
+    assert sum("recipe_students.sh" in s for s in steps) == 2
+    assert any("fast-t-4t" in s for s in steps)
+
+
+@pytest.mark.parametrize(("lead", "tag"), [("", "fast-t"), ("3f", "fast-t-3f")])
+def test_auto_runs_the_ensemble_check_and_takes_its_pick(
+    tmp_path: Path, lead: str, tag: str
+) -> None:
+    steps = _chain_steps(tmp_path, "auto", lead)
+    check = [i for i, s in enumerate(steps) if "ensemble.py" in s]
+    pick = [i for i, s in enumerate(steps) if "teacher_lead.py" in s]
+    assert len(check) == 1 and pick and check[0] < pick[0], steps
+    assert any(tag + " " in s + " " for s in steps if "recipe_students.sh" in s), steps
