@@ -15,10 +15,15 @@
 # The default model (model/artifacts/default/) is package data: it comes with the install.
 # Every final stage runs as uid/gid 10001 and has /models (the model registry's mount point
 # in deploy/) owned by that user, so a fresh named volume mounted there is writable by it.
+# ORT_DISABLE_TELEMETRY=1 everywhere: onnxruntime would otherwise send usage events to
+# Microsoft and keep a device id under $HOME (absa sets it too, for installs without Docker).
 
 # onnxruntime-gpu from PyPI is built for CUDA 13 + cuDNN 9: it goes with the
 # nvidia/cuda:13.x-cudnn-runtime base of the gpu stages; change them together.
 ARG ORT_GPU_VERSION=1.31.1
+# the CPU image's onnxruntime, pinned so that a rebuild serves what docs/benchmarks.md measured
+# (pyproject's `onnxruntime>=1.18` would take whatever is newest); PyPI's GPU build lags it
+ARG ORT_VERSION=1.32.0
 # torch==2.13.0 for CPU; use https://pypi.org/simple for the CUDA build of torch.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 # the Ray image of the bulk stage: its Ray version is the RayJob's rayVersion
@@ -28,6 +33,7 @@ ARG RAY_IMAGE=rayproject/ray:2.60.0-py311-cpu
 # ---------------------------------------------------------------------------------------
 # builder: the serving install in a venv; only /opt/venv goes on to the runtime image.
 FROM python:3.11-slim AS builder
+ARG ORT_VERSION
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/venv/bin:$PATH
@@ -38,7 +44,8 @@ COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
-RUN pip install ".[serve]"
+RUN echo "onnxruntime==${ORT_VERSION}" > /tmp/constraints.txt \
+ && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[serve]"
 # Fail the build, not the first request: no torch on the serving path, and the shipped model
 # must be in the install (-I: import the installed package, not the sources in /src).
 RUN python -I -c "import importlib.util as u; assert u.find_spec('torch') is None, 'torch in serve'" \
@@ -89,6 +96,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     ABSA_HOST=0.0.0.0 \
     ABSA_PORT=8000 \
     ABSA_WORKERS=1 \
+    ORT_DISABLE_TELEMETRY=1 \
     ABSA_DEVICE=cuda \
     ABSA_THREADS=0 \
     ABSA_EXTRACTOR=shipped \
@@ -126,7 +134,8 @@ COPY --from=train-builder /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    MPLCONFIGDIR=/tmp/matplotlib
+    MPLCONFIGDIR=/tmp/matplotlib \
+    ORT_DISABLE_TELEMETRY=1
 WORKDIR /home/absa
 USER 10001:10001
 # A batch job, not a server: nothing to probe.
@@ -140,7 +149,8 @@ CMD ["retrain", "--config", "/config/retrain.toml"]
 # it for its user (uid 1000). Every pod of the Ray cluster runs this image.
 FROM ${RAY_IMAGE} AS bulk
 ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    ORT_DISABLE_TELEMETRY=1
 WORKDIR /tmp/absa-src
 COPY --chown=1000:100 pyproject.toml README.md ./
 COPY --chown=1000:100 absa ./absa
@@ -173,6 +183,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     ABSA_HOST=0.0.0.0 \
     ABSA_PORT=8000 \
     ABSA_WORKERS=1 \
+    ORT_DISABLE_TELEMETRY=1 \
     ABSA_DEVICE=cpu \
     ABSA_THREADS=0 \
     ABSA_EXTRACTOR=shipped \

@@ -10,8 +10,16 @@ nothing here imports torch.
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+# onnxruntime (1.32 on PyPI) otherwise writes a device-id database under $HOME/.cache and sends
+# usage events to Microsoft's collector from every serving process: a service that promises
+# nothing leaves the machine must not, and a read-only $HOME (the Deployment's) logs a warning
+# per process. Set before anything in absa imports onnxruntime; ORT_DISABLE_TELEMETRY=0 in the
+# environment opts back in.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 if TYPE_CHECKING:
     from absa.api import Classifier, load

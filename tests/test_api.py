@@ -78,6 +78,27 @@ def test_import_absa_is_light() -> None:
     assert out.stdout.strip()
 
 
+@pytest.mark.parametrize(("setting", "writes"), [(None, False), ("0", True)])
+def test_onnxruntime_telemetry_is_off_unless_asked_for(
+    tmp_path: Path, setting: str | None, writes: bool
+) -> None:
+    """onnxruntime 1.32 keeps a device id under $HOME/.cache and sends usage events to
+    Microsoft unless ORT_DISABLE_TELEMETRY is set: absa sets it, and leaves a user's own
+    setting alone."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env["HOME"] = str(tmp_path)
+    if setting is not None:
+        env["ORT_DISABLE_TELEMETRY"] = setting
+    code = f"import absa; absa.load()({TEXT!r}, aspects=['burger'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / ".cache").exists() == writes
+
+
 @pytest.mark.parametrize(
     ("text", "aspects", "words"),
     [

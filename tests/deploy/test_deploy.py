@@ -329,6 +329,8 @@ def test_dockerignore_keeps_what_the_install_needs(path):
         "docs/results.md",
         "model/__pycache__/runtime.cpython-311.pyc",
         ".pytest_cache/v/cache/nodeids",
+        ".hypothesis/examples/0a1b/2c3d",
+        ".whl/pydantic-2.14.4-py3-none-any.whl",
         "absa.egg-info/PKG-INFO",
     ],
 )
@@ -437,6 +439,10 @@ def test_rendered_overlays_validate(overlay):
         assert (surge["maxSurge"], surge["maxUnavailable"]) == (0, 1)
     else:
         assert (surge["maxSurge"], surge["maxUnavailable"]) == (1, 0)
+    # the HPA owns the count: a Deployment's own replicas would reset it on every apply; and
+    # with a rollout or a drain taking one pod down at a time, one replica would be none
+    assert "replicas" not in deployment["spec"]
+    assert k8s("HorizontalPodAutoscaler", "absa", docs)["spec"]["minReplicas"] >= 2
     if overlay == K8S_GPU:
         assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
         assert {"name": "ABSA_DEVICE", "value": "cuda"} in container["env"]
@@ -492,6 +498,14 @@ def test_service_hpa_pdb_and_network_policy_point_at_the_deployment():
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
     (rule,) = policy["spec"]["ingress"]
     assert [container_port(container, p["port"]) for p in rule["ports"]] == [8000]
+    # and they open no connections: Egress listed with no rule allows none
+    assert "Egress" in policy["spec"]["policyTypes"] and policy["spec"]["egress"] == []
+
+
+@pytest.mark.parametrize("name", ["runtime", "gpu", "train", "bulk"])
+def test_final_stages_turn_onnxruntime_telemetry_off(name):
+    """onnxruntime otherwise sends usage events to Microsoft and keeps a device id under $HOME."""
+    assert stage(name).env().get("ORT_DISABLE_TELEMETRY") == "1"
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "CronJob"])
