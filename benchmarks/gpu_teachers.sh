@@ -94,8 +94,7 @@ bundle_files() {  # the data and transfer files the bundle carries, as `run` fin
     printf '%s\n' "${TRAIN[@]/#/../}" "${MORE[@]/#/../}" "${TESTS[@]/#/../}" "${transfer[@]}"
 }
 STAGE=${GPU_STAGE:-/tmp/gpu-oof-parts}  # where `stage` puts the parts and `run` reads them
-WHEELS=(pydantic==2.14.4 pydantic_core==2.50.5 pydantic-settings==2.16.3 python-dotenv==1.2.4
-    typing-inspection==0.4.5 annotated-types==0.8.0 typing_extensions==4.16.0)
+. benchmarks/gpu_bundle.sh
 
 name_of() {  # the run (and scores) directory of a GPU_TEACHERS item
     case $1 in oof-?|oof-?-s*) echo "teacher-$1" ;; seed-*) echo "teacher-union-mpnet-s${1#seed-}" ;; esac
@@ -103,13 +102,8 @@ name_of() {  # the run (and scores) directory of a GPU_TEACHERS item
 
 if [ "$what" = parts ]; then
     mb=${2:-56}
-    b=runs/gpu-oof/bundle && rm -rf "$b" "$P" && mkdir -p "$b"/{site,wheels} "$P"
-    w=$(mktemp -d)
-    pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-        --platform manylinux2014_x86_64 -d "$b/wheels" "${WHEELS[@]}"
-    pip wheel -q --no-deps --no-build-isolation -w "$w" . && rm -rf build ./*.egg-info
-    unzip -q "$w"/absa-*.whl -x 'absa/model/artifacts/*' -d "$b/site"
+    b=runs/gpu-oof/bundle && rm -rf "$b" "$P" && mkdir -p "$b"
+    bundle_python "$b"
     if [ "${teachers[*]}" != main ]; then  # only teachers to train need the encoder, folds
         cp -r runs/encoders/mpnet "$b/mpnet" && cp -r runs/oof "$b/oof"
     fi
@@ -121,25 +115,20 @@ if [ "$what" = parts ]; then
     for f in "${TRAIN[@]}" "${MORE[@]}" "${TESTS[@]}"; do
         mkdir -p "$b/$(dirname "$f")" && cp "../$f" "$b/$f"
     done
-    # the device runs from the wheel, without .git: the runs record this commit instead
-    python3 -c "from absa.training.provenance import code_version; print(code_version())" \
-        > "$b/code_version"
-    tar -C "$b" -cf - . | split -b "${mb}M" -d - "$P/part-"
-    (cd "$P" && sha256sum part-* > SHA256SUMS)
-    rm -rf "$w" "$b"
+    bundle_parts "$b" "$P" "$mb"
+    rm -rf "$b"
     ls -l "$P"
 elif [ "$what" = files ]; then
     bundle_files
 elif [ "$what" = stage ]; then
-    mkdir -p "$STAGE" && cp "$P"/part-* "$STAGE/" && ls -l "$STAGE"
+    bundle_stage "$P" "$STAGE"
 elif [ "$what" = run ]; then
     device=${GPU_DEVICE:-cuda} limit=${GPU_LIMIT:-0} epochs=${GPU_EPOCHS:-}
     : "${OUT:?the folder for the scores (the device tool sets it)}"
     g=${GPU_WORK:-/tmp/gpu-oof} && rm -rf "$g" && mkdir -p "$g"
-    (cd "$STAGE" && sha256sum -c --quiet "$OLDPWD/$P/SHA256SUMS")
-    cat "$STAGE"/part-* | tar -C "$g" -xf -
+    bundle_open "$STAGE" "$PWD/$P/SHA256SUMS" "$g"
     if [ "$device" = cuda ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --target "$g/site" "$g"/wheels/*.whl
+        bundle_install "$g"
         export PYTHONPATH=$g/site
     fi
     # a working directory without the checkout's absa/, which would shadow the installed one;

@@ -3,9 +3,12 @@ for hours, so a typo must fail here, not after the first step."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,7 +70,7 @@ def _gpu_teachers(
     their checksums with status 1), GPU_TEACHERS=names; its staging and work directories
     under tmp_path, not /tmp."""
     (tmp_path / "benchmarks").mkdir(exist_ok=True)
-    for name in ("gpu_teachers.sh", "recipe_files.sh"):
+    for name in ("gpu_teachers.sh", "gpu_bundle.sh", "recipe_files.sh"):
         (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
     return subprocess.run(
         ["/bin/bash", "benchmarks/gpu_teachers.sh", verb],
@@ -188,6 +191,19 @@ def test_gpu_teachers_bundles_the_transfer_sets_for_the_teachers_that_score_them
     assert all((f in files) == carries for f in TRANSFER)
 
 
+def _staged(tmp_path: Path, script_dir: str, part: bytes) -> None:
+    """``part`` as the one part `stage` put in tmp_path/stage, its checksum where `parts`
+    writes it (runs/SCRIPT_DIR/parts/SHA256SUMS)."""
+    parts, stage = tmp_path / "runs" / script_dir / "parts", tmp_path / "stage"
+    parts.mkdir(parents=True)
+    stage.mkdir()
+    (stage / "part-00").write_bytes(part)
+    sums = subprocess.run(
+        ["sha256sum", "part-00"], cwd=stage, capture_output=True, text=True, check=True
+    ).stdout
+    (parts / "SHA256SUMS").write_text(sums)
+
+
 def _staged_bundle(tmp_path: Path, files: list[str]) -> None:
     """A bundle of empty files, split into one part, staged and checksummed as `parts` and
     `stage` leave it."""
@@ -201,14 +217,10 @@ def _staged_bundle(tmp_path: Path, files: list[str]) -> None:
         where.parent.mkdir(parents=True, exist_ok=True)
         where.touch()
     (bundle / "code_version").write_text("test\n")
-    parts, stage = tmp_path / "runs" / "gpu-oof" / "parts", tmp_path / "stage"
-    parts.mkdir(parents=True)
-    stage.mkdir()
-    subprocess.run(["tar", "-C", str(bundle), "-cf", str(stage / "part-00"), "."], check=True)
-    sums = subprocess.run(
-        ["sha256sum", "part-00"], cwd=stage, capture_output=True, text=True, check=True
-    ).stdout
-    (parts / "SHA256SUMS").write_text(sums)
+    tar = subprocess.run(
+        ["tar", "-C", str(bundle), "-cf", "-", "."], capture_output=True, check=True
+    )
+    _staged(tmp_path, "gpu-oof", tar.stdout)
     configs = tmp_path / "benchmarks" / "configs"
     configs.mkdir(parents=True)
     (configs / "teacher-union-mpnet.json").write_text("{}")
@@ -291,3 +303,322 @@ def test_auto_runs_the_ensemble_check_and_takes_its_pick(
     pick = [i for i, s in enumerate(steps) if "teacher_lead.py" in s]
     assert len(check) == 1 and pick and check[0] < pick[0], steps
     assert any(tag + " " in s + " " for s in steps if "recipe_students.sh" in s), steps
+
+
+STUDENT_CONFIGS = [
+    ROOT / f"benchmarks/configs/{net}-kd-mpnet-vectors-decay-states-nolap-d08-ema-apart-oof-4t.json"
+    for net in ("card-lite", "fast")
+]
+
+
+def _gpu_students(
+    tmp_path: Path, *args: str, path: str = "/usr/bin:/bin", **env: str
+) -> subprocess.CompletedProcess:
+    """gpu_students.sh ARGS from a copy of the scripts (the configs linked), its staging and
+    work directories and $OUT under tmp_path; env: more variables (GPU_NETS=...)."""
+    (tmp_path / "benchmarks").mkdir(exist_ok=True)
+    for name in ("gpu_students.sh", "gpu_bundle.sh", "recipe_files.sh", "teacher_score.py"):
+        (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
+    if not (tmp_path / "benchmarks" / "configs").exists():
+        (tmp_path / "benchmarks" / "configs").symlink_to(ROOT / "benchmarks" / "configs")
+    (tmp_path / "out").mkdir(exist_ok=True)
+    return subprocess.run(
+        ["/bin/bash", "benchmarks/gpu_students.sh", *args],
+        cwd=tmp_path,
+        env={
+            "PATH": path,
+            "GPU_STAGE": str(tmp_path / "stage"),
+            "GPU_WORK": str(tmp_path / "work"),
+            "GPU_DEVICE": "cpu",
+            "OUT": str(tmp_path / "out"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"GPU_NETS": "card-lite bogus"}, "GPU_NETS"),
+        ({"GPU_NETS": "card-gru"}, "GPU_NETS"),  # a network without an -oof-4t config
+        ({"GPU_NETS": "../card-lite"}, "GPU_NETS"),
+        ({"GPU_SEEDS": "4 x"}, "GPU_SEEDS"),
+        ({"GPU_SEEDS": " "}, "GPU_SEEDS"),
+        ({"GPU_TAG": "a b"}, "GPU_TAG"),
+    ],
+)
+def test_gpu_students_refuses_a_bad_student_before_starting_anything(
+    tmp_path: Path, env: dict[str, str], named: str
+) -> None:
+    done = _gpu_students(tmp_path, "run", **env)
+    assert done.returncode == 2 and named in done.stderr, done.stderr
+    assert not (tmp_path / "work").exists()
+
+
+def test_gpu_students_knows_its_students(tmp_path: Path) -> None:
+    done = _gpu_students(tmp_path, "run", GPU_NETS="fast card-lite", GPU_SEEDS="4 13")
+    assert done.returncode == 1 and "GPU_" not in done.stderr  # on to the checksums
+    assert "SHA256SUMS" in done.stderr, done.stderr
+
+
+def _named_inputs(config: Path) -> tuple[set[str], set[str]]:
+    """The teachers and the other inputs a -4t config's train section names."""
+    train = json.loads(config.read_text())["train"]
+    teachers = {train["teacher"], *train["teachers_more"]}
+    teachers |= {teacher for _, teacher in train["teacher_folds"]}
+    folds = {fold for fold, _ in train["teacher_folds"]}
+    return teachers, folds | {train["glove"], train["teacher_states"]}
+
+
+def test_gpu_students_bundles_every_input_of_the_configs_and_no_teacher(tmp_path: Path) -> None:
+    done = _gpu_students(tmp_path, "files")
+    assert done.returncode == 0, done.stderr
+    files = done.stdout.split()
+    for config in STUDENT_CONFIGS:
+        assert str(config.relative_to(ROOT)) in files
+        teachers, others = _named_inputs(config)
+        for path in others:
+            assert any(f == path or f.startswith(path + "/") for f in files), path
+        for path in teachers:  # a scores directory in the teacher's place
+            assert f"{path}/scores.json" in files and f"{path}/run.json" in files, path
+    assert all(f in files for f in TRANSFER)
+    assert "../shared/data/acos-laptop/train.jsonl" in files  # --train-more
+    assert "../shared/data/mams/test.xml" in files  # --exclude
+    assert not [f for f in files if f.endswith("weights.safetensors")]
+
+
+def test_gpu_students_pairs_each_fold_teacher_with_the_fold_it_scores() -> None:
+    """`parts` checks a fold teacher's scores against the fold file the configs give it."""
+    text = (ROOT / "benchmarks" / "gpu_students.sh").read_text()
+    fold_of = re.search(r"^fold_of\(\) \{ (.*) \}$", text, re.M)
+    assert fold_of
+    for config in STUDENT_CONFIGS:
+        for fold, teacher in json.loads(config.read_text())["train"]["teacher_folds"]:
+            got = subprocess.run(
+                ["bash", "-c", f"{fold_of.group(1)}", "_", teacher],
+                capture_output=True,
+                text=True,
+            )
+            # fold_of is called as `fold_of TEACHER`: its body reads $1
+            assert got.stdout.strip() == fold, (teacher, got.stdout)
+
+
+def test_gpu_students_train_as_distill_would(tmp_path: Path, monkeypatch) -> None:
+    """Each student's `absa train` is the one benchmarks/distill.py runs for that seed (recipe
+    _students.sh's name and options), so distill.py here takes the run as its own."""
+    from benchmarks import default_model, distill
+
+    class First(Exception):
+        pass
+
+    def first(cmd: list[str], execute: bool = True, record: list[str] | None = None) -> str:
+        seen.append(cmd)
+        raise First
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(default_model, "run", first)
+    monkeypatch.delenv("ABSA_DATA_DIR", raising=False)
+    lines = _gpu_students(tmp_path, "commands", GPU_SEEDS="4 6").stdout.splitlines()
+    recipe = (ROOT / "benchmarks" / "recipe_students.sh").read_text()
+    name = re.search(r"^N=(\S+)$", recipe, re.M)
+    assert name and len(lines) == 4
+    for (net, seed), line in zip(
+        [(n, s) for n in ("card-lite", "fast") for s in (4, 6)], lines, strict=True
+    ):
+        config = STUDENT_CONFIGS[0 if net == "card-lite" else 1]
+        args = argparse.Namespace(
+            name=name.group(1).replace("$short", f"{net}-ae2e-r50-4t"),
+            config=config.relative_to(ROOT),
+            transfer=[Path(t) for t in TRANSFER],
+            train_more=True,
+            dev_seed=1,
+            threads=1,
+            machine="",
+        )
+        with pytest.raises(First):
+            distill.student(args, seed, {})
+        theirs = [
+            a.replace(str(ROOT) + "/", "").replace(str(ROOT.parent) + "/", "../") for a in seen[-1]
+        ]
+        assert theirs[1:3] == ["-m", "absa.cli"]
+        assert line.split() == ["python3", *theirs[1:]]
+
+
+def _staged_student_bundle(tmp_path: Path, leave_out: str = "") -> None:
+    """A bundle of empty files, gzipped into one part, staged and checksummed as `parts` and
+    `stage` leave it; ``leave_out``: a file it lacks."""
+    files = _gpu_students(tmp_path, "files").stdout.split()
+    bundle = tmp_path / "bundle"
+    for f in files:
+        if f != leave_out:
+            where = bundle / "work" / f if not f.startswith("../") else bundle / f[3:]
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.touch()
+    (bundle / "code_version").write_text("test\n")
+    tar = subprocess.run(
+        ["tar", "-C", str(bundle), "-cf", "-", "."], capture_output=True, check=True
+    )
+    zipped = subprocess.run(["gzip", "-1"], input=tar.stdout, capture_output=True, check=True)
+    _staged(tmp_path, "gpu-students", zipped.stdout)
+
+
+def _stub_python(tmp_path: Path) -> str:
+    """A PATH whose python3 stands in for `absa train`: a finished run (run.json) of STUB_KB
+    kilobytes at its --out, at once."""
+    bin_ = tmp_path / "stub"
+    bin_.mkdir()
+    stub = bin_ / "python3"
+    stub.write_text(
+        "#!/bin/bash\n"
+        'out=""; prev=""; for a in "$@"; do [ "$prev" != --out ] || out=$a; prev=$a; done\n'
+        'mkdir -p "$out" && echo "{}" > "$out/run.json"\n'
+        'head -c $((STUB_KB * 1024)) /dev/zero > "$out/weights.safetensors"\n'
+    )
+    stub.chmod(0o755)
+    return f"{bin_}:/usr/bin:/bin"
+
+
+def _returned(out: Path) -> list[Path]:
+    """What a call's $OUT holds, checked against what a call returns: 8 files, 64 MiB."""
+    files = sorted(out.iterdir())
+    assert len(files) <= 8 and sum(f.stat().st_size for f in files) <= 64 << 20, files
+    return files
+
+
+def test_gpu_students_run_refuses_a_torn_part(tmp_path: Path) -> None:
+    _staged_student_bundle(tmp_path)
+    with (tmp_path / "stage" / "part-00").open("ab") as f:
+        f.write(b"x")
+    done = _gpu_students(tmp_path, "run", path=_stub_python(tmp_path), STUB_KB="1")
+    assert done.returncode == 1 and "did NOT match" in done.stderr, done.stderr
+    assert not (tmp_path / "work" / "opened").exists()
+    assert not list((tmp_path / "work").rglob("run.json"))
+
+
+def test_gpu_students_run_refuses_a_bundle_without_a_teacher_before_training(
+    tmp_path: Path,
+) -> None:
+    _staged_student_bundle(tmp_path, leave_out="runs/teacher-union-mpnet-s3/scores.json")
+    done = _gpu_students(tmp_path, "run", path=_stub_python(tmp_path), STUB_KB="1")
+    assert done.returncode == 1
+    assert "not in the bundle: runs/teacher-union-mpnet-s3/scores.json" in done.stderr
+    assert not list((tmp_path / "work" / "work" / "status").iterdir())
+
+
+def test_gpu_students_run_returns_each_run_within_a_calls_limits_and_unpack_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """Four students of 16 MiB (two pieces each): the first call returns three (7 files at
+    most beside logs.tar), `fetch` the fourth; `unpack` puts the four runs in place and
+    refuses to put one there again."""
+    _staged_student_bundle(tmp_path)
+    path, out = _stub_python(tmp_path), tmp_path / "out"
+    students = {"GPU_SEEDS": "4 5", "STUB_KB": str(16 << 10)}
+    done = _gpu_students(tmp_path, "run", path=path, **students)
+    assert done.returncode == 0, done.stderr
+    first = _returned(out)
+    assert len([f for f in first if ".tar." in f.name]) == 6 and out / "logs.tar" in first
+    assert done.stdout.count(": sent") == 3 and done.stdout.count(": to fetch") == 1
+    kept = tmp_path / "first"
+    shutil.move(out, kept)
+    done = _gpu_students(tmp_path, "fetch", path=path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": sent") == 4
+    second = _returned(out)
+    assert len([f for f in second if ".tar." in f.name]) == 2
+    pieces = [str(f) for f in [*sorted(kept.iterdir()), *second] if ".tar." in f.name]
+    runs = tmp_path / "unpacked"
+    env = {"GPU_UNPACK_TO": str(runs), "GPU_UNPACK_LOGS": str(tmp_path / "logs")}
+    done = _gpu_students(tmp_path, "unpack", *pieces, str(kept / "logs.tar"), **env)
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in runs.iterdir())
+    assert sorted(n.rsplit(".", 1)[1] for n in names) == ["s4", "s4", "s5", "s5"]
+    assert all((runs / n / "weights.safetensors").stat().st_size == 16 << 20 for n in names)
+    (runs / names[0] / "mark").touch()
+    done = _gpu_students(tmp_path, "unpack", *pieces, **env)
+    assert done.returncode == 1 and "is there: move it first" in done.stderr
+    assert (runs / names[0] / "mark").exists() and not list(runs.glob(".unpack*"))
+
+
+def test_gpu_students_unpack_refuses_a_run_missing_a_piece(tmp_path: Path) -> None:
+    _staged_student_bundle(tmp_path)
+    path, out = _stub_python(tmp_path), tmp_path / "out"
+    done = _gpu_students(tmp_path, "run", path=path, GPU_NETS="fast", STUB_KB=str(16 << 10))
+    assert done.returncode == 0, done.stderr
+    alone, runs = tmp_path / "alone", tmp_path / "unpacked"
+    alone.mkdir()
+    first = shutil.copy(next(out.glob("*.tar.00")), alone)  # its .01 not beside it
+    done = _gpu_students(tmp_path, "unpack", str(first), GPU_UNPACK_TO=str(runs))
+    assert done.returncode == 1 and "missing or torn" in done.stderr, done.stderr
+    assert not list(runs.iterdir())
+
+
+def _teachers_with_scores(root: Path, lacking: str) -> None:
+    """Stand-ins under root/runs for the -4t inputs `parts` reads first: three lines of each
+    fold file and transfer set, the main and fold teachers as runs (no network in them, their
+    weights a few bytes) with their cache entries in root/cache, the draws as scores
+    directories; the teacher ``lacking`` misses one aspect it is asked for."""
+    import numpy as np
+
+    from absa.training.readers import read_examples
+    from absa.training.records import Example
+    from absa.training.teacher_cache import span_key, teacher_key, write_shard
+    from absa.training.teacher_scores import export_scores
+    from absa.training.transfer_set import read_jsonl
+
+    runs, labels = root / "runs", ["negative", "neutral", "positive"]
+    (runs / "oof").mkdir(parents=True)
+    for n, fold in enumerate(("a", "b")):
+        lines = [
+            {"text": f"the food {n} {i} was great", "aspect": "food", "start": 4, "end": 8}
+            for i in range(3)
+        ]
+        (runs / "oof" / f"fold-{fold}.jsonl").write_text(
+            "".join(json.dumps({**x, "label": "positive"}) + "\n" for x in lines)
+        )
+    for n, transfer in enumerate(TRANSFER):
+        lines = [{"text": f"the wine {n} {i} was fine", "start": 4, "end": 8} for i in range(3)]
+        (root / transfer).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    folds = {f: read_examples(runs / "oof" / f"fold-{f}.jsonl").examples for f in "ab"}
+    found = read_jsonl([root / t for t in TRANSFER])
+    transfer = [Example(c.text, c.start, c.end, "positive") for c in found]
+    asked = {
+        "teacher-oof-a": folds["b"],
+        "teacher-oof-b": folds["a"],
+        **{f"teacher-union-mpnet{s}": [*folds["a"], *folds["b"], *transfer] for s in ("", "-s2")},
+    }
+    asked |= {f"teacher-union-mpnet-s{s}": asked["teacher-union-mpnet"] for s in (3, 4)}
+    for name, examples in asked.items():
+        run = (root / "draws" if "-s" in name else runs) / name
+        run.mkdir(parents=True)
+        (run / "run.json").write_text("{}")
+        (run / "weights.safetensors").write_text(name)
+        spans = [span_key(e) for e in examples][: -1 if name == lacking else None]
+        probs = np.full((len(spans), 3), 1 / 3, np.float32)
+        write_shard(root / "cache" / teacher_key(run), spans, probs, labels)
+        if "-s" in name:  # a draw comes as its scores
+            export_scores(run, root / "cache", runs / name)
+
+
+@pytest.mark.parametrize("lacking", ["teacher-oof-a", "teacher-union-mpnet-s3"])
+def test_gpu_students_parts_refuses_a_teacher_whose_scores_lack_an_aspect(
+    tmp_path: Path, lacking: str
+) -> None:
+    """A fold teacher's out-of-fold scores are written while the chain runs: a bundle made
+    then would stop on the device, its students asking for aspects its scores lack."""
+    _teachers_with_scores(tmp_path, lacking)
+    venv = str(Path(sys.executable).parent)
+    done = _gpu_students(
+        tmp_path,
+        "parts",
+        path=f"{venv}:/usr/bin:/bin",
+        GPU_LIMIT="3",
+        ABSA_TEACHER_CACHE=str(tmp_path / "cache"),
+    )
+    assert done.returncode == 1
+    assert f"refused: runs/{lacking}'s scores lack" in done.stderr, done.stderr
+    assert "lacks 1 of the" in done.stderr
+    assert not (tmp_path / "runs" / "gpu-students" / "parts").exists()
+    assert not (tmp_path / "runs" / "gpu-students" / "bundle").exists()
