@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+import absa
 from absa.service import docs, errors
 from absa.service.engine import BatchEngine
 from absa.service.metrics import Metrics
@@ -88,15 +89,16 @@ class ApiGate:
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == ADMIN_RELOAD and _has_body(scope):
+        path = route_path(scope) if scope["type"] == "http" else ""
+        if path == ADMIN_RELOAD and _has_body(scope):
             admin = "app" in scope and getattr(scope["app"].state, "admin", False)
             if admin and not _is_json(scope):  # a form body was a "valid dictionary" 422
                 return await _reply(
                     send, 415, "send the body as JSON (Content-Type: application/json)"
                 )
-        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+        if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
-        if scope["method"] == "POST" and scope["path"] in JSON_PATHS and not _is_json(scope):
+        if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
             return await _reply(send, 415, "send the body as JSON (Content-Type: application/json)")
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
             return await _reply(send, 415, "send the body uncompressed (no Content-Encoding)")
@@ -105,7 +107,7 @@ class ApiGate:
             await errors.shed_pause(self.shed_delay_s)
             return await _reply(send, 503, f"overloaded: {self.limit} requests in flight")
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
-        if engine is not None and engine.full and scope["path"] in JSON_PATHS:
+        if engine is not None and engine.full and path in JSON_PATHS:
             # the queue is full: refuse before the body is read and parsed
             engine.metrics.rejected.inc()
             await errors.shed_pause(self.shed_delay_s)
@@ -118,6 +120,17 @@ class ApiGate:
 
 
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
+
+
+def route_path(scope: Scope) -> str:
+    """The path the router matches: ``scope["path"]`` less the ``root_path`` a server puts in
+    front of it (uvicorn --root-path /absa gives "/absa/v1/predict"), as Starlette's router
+    strips it; the layers in front of the router must see the same path, or a prefix would
+    take a request past them."""
+    path, root = scope["path"], scope.get("root_path", "")
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root) :] or "/"
+    return path
 
 
 def _has_body(scope: Scope) -> bool:
@@ -150,8 +163,9 @@ async def _reply(send: Send, status: int, detail: str) -> None:
     await errors.error_response(status, detail)({"type": "http"}, _empty_receive, send)
 
 
-#: the status counted for a request the client gave up on before any answer
+#: the status counted for a request that ended without an answer (cancelled before one)
 CLIENT_CLOSED = 499
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUEST_ID = b"x-request-id"
 _ID_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-:")
 
@@ -178,8 +192,10 @@ class Observe:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
-        # no answer at all: the client went away first (nginx's 499, not a server error that
-        # would page someone), unless the app raised (500)
+        # no answer at all: the request was cancelled first (nginx's 499, not a server error
+        # that would page someone), unless the app raised (500). A client that hangs up while
+        # its answer is computed is counted with that answer's status: uvicorn lets the
+        # handler finish and drops the answer without telling it
         status = CLIENT_CLOSED
         rid = request_id(scope)
         scope.setdefault("state", {})["request_id"] = rid
@@ -199,11 +215,12 @@ class Observe:
             raise
         finally:
             route = scope.get("route")  # set by the router, on the scope all layers share
-            path = getattr(route, "path", None) or (
-                scope["path"] if scope["path"] in JSON_PATHS else "unmatched"
-            )
+            path = route_path(scope)
+            path = getattr(route, "path", None) or (path if path in JSON_PATHS else "unmatched")
+            # a label takes only known methods: any token is a method to HTTP (h11 passes them)
+            method = scope["method"] if scope["method"] in METHODS else "other"
             self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
-            self.metrics.requests.labels(path, scope["method"], str(status)).inc()
+            self.metrics.requests.labels(path, method, str(status)).inc()
 
 
 async def _empty_receive() -> Message:
@@ -248,7 +265,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="absa",
-        version="0.1.0",
+        version=absa.__version__,
         description="Aspect-level sentiment: label, probabilities and attention per aspect.",
         lifespan=lifespan,
         docs_url=None,  # /docs is served with local assets: docs.install below

@@ -23,15 +23,22 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     app.mount(ASSETS, StaticFiles(directory=static), name="docs-assets")
     oauth2 = f"{docs_url}/oauth2-redirect"
 
+    # the page's URLs are relative to it: behind a proxy that serves the app under a prefix
+    # (and strips it), absolute ones would ask the proxy's root for the assets and the schema
+    up = "../" * (docs_url.count("/") - 1)  # from docs_url's folder to the app's root
+
+    def rel(url: str) -> str:
+        return up + url.lstrip("/")
+
     @app.get(docs_url, include_in_schema=False)
     async def docs_page() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
+            openapi_url=rel(app.openapi_url or "/openapi.json"),
             title=f"{app.title} - API",
-            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
-            oauth2_redirect_url=oauth2,
+            swagger_js_url=rel(f"{ASSETS}/swagger-ui-bundle.js"),
+            swagger_css_url=rel(f"{ASSETS}/swagger-ui.css"),
+            swagger_favicon_url=rel(f"{ASSETS}/favicon-32x32.png"),
+            oauth2_redirect_url=rel(oauth2),
         )
 
     @app.get(oauth2, include_in_schema=False)

@@ -21,6 +21,8 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 class Metrics:
     def __init__(self, multiproc_dir: Path | None = None) -> None:
         self.multiproc_dir = multiproc_dir
+        if multiproc_dir is not None:  # a worker starts, maybe in place of one that died
+            forget_dead_workers(multiproc_dir)
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -96,6 +98,7 @@ class Metrics:
             return generate_latest(self.registry)
         from prometheus_client import multiprocess
 
+        forget_dead_workers(self.multiproc_dir)
         merged = CollectorRegistry()
         multiprocess.MultiProcessCollector(merged, path=str(self.multiproc_dir))
         return generate_latest(merged)
@@ -106,3 +109,26 @@ class Metrics:
             from prometheus_client import multiprocess
 
             multiprocess.mark_process_dead(os.getpid(), path=str(self.multiproc_dir))
+
+
+def forget_dead_workers(multiproc_dir: Path) -> None:
+    """Take the live gauges of workers that are gone out of the sums. A worker that stops
+    cleanly does this itself (``Metrics.close``); one that is killed (OOM, kill -9) does not,
+    and uvicorn starts another in its place: the dead one's last queue depth and model would
+    stay in /metrics beside the new one's."""
+    from prometheus_client import multiprocess
+
+    for f in Path(multiproc_dir).glob("gauge_live*_*.db"):
+        pid = f.stem.rsplit("_", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            multiprocess.mark_process_dead(int(pid), path=str(multiproc_dir))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True

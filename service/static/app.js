@@ -1,4 +1,5 @@
 // absa page: no build step, no dependencies. Talks to POST /v1/predict with explain=true.
+// Every URL is relative to the page, so it works where a proxy serves the app under a prefix.
 "use strict";
 const $ = (id) => document.getElementById(id);
 const picked = []; // aspects chosen by selecting text: {term, start, end}
@@ -83,7 +84,7 @@ function extractedBadge(confidence) {
 }
 
 async function post(body) {
-  const res = await fetch("/v1/predict", {
+  const res = await fetch("v1/predict", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
@@ -217,7 +218,7 @@ document.querySelectorAll(".example").forEach((b) => {
     analyse();
   };
 });
-fetch("/v1/model").then((r) => r.json()).then((m) => {
+fetch("v1/model").then((r) => r.json()).then((m) => {
   $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
   if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
     document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";

@@ -130,3 +130,38 @@ def test_a_client_that_goes_away_mid_body_is_not_a_server_error(client: TestClie
     assert sent == []  # nobody to answer
     after = {s: _requests(client, s) - before[s] for s in (499, 500)}
     assert after == {499: 1.0, 500: 0.0}
+
+
+def test_a_root_path_takes_no_request_past_the_outer_layers(artifact) -> None:  # type: ignore[no-untyped-def]
+    """Under a prefix (uvicorn --root-path /absa: the path is /absa/v1/predict, the router
+    strips the root path) the 415 checks and the shedding saw no /v1/ path and let every
+    request through: a text/plain body came back 422, a gzip'd one 200."""
+    from absa.service.app import create_app
+    from tests.service.conftest import make_settings
+
+    json_ = {"content-type": "application/json"}
+    with TestClient(create_app(make_settings(artifact)), root_path="/absa") as c:
+        assert c.post("/absa/v1/predict", content=REQUEST, headers=json_).status_code == 200
+        plain = c.post("/absa/v1/predict", content=REQUEST, headers={"content-type": "text/plain"})
+        assert plain.status_code == 415, plain.text
+        gzip = c.post(
+            "/absa/v1/predict", content=REQUEST, headers={**json_, "content-encoding": "gzip"}
+        )
+        assert gzip.status_code == 415, gzip.text
+        metrics = c.get("/absa/metrics").text
+    assert 'absa_requests_total{method="POST",route="/v1/predict",status="415"} 2.0' in metrics
+
+
+def test_metric_labels_take_known_methods_only(client: TestClient) -> None:
+    """Any token is a method to HTTP, and h11 passes them all: each would be a new series."""
+    assert client.request("XYZZY-1", "/v1/predict").status_code == 405
+    assert client.request("XYZZY-2", "/v1/predict").status_code == 405
+    metrics = client.get("/metrics").text
+    assert "XYZZY" not in metrics
+    assert 'absa_requests_total{method="other",route="/v1/predict",status="405"} 2.0' in metrics
+
+
+def test_the_api_reports_the_package_version(client: TestClient) -> None:
+    import absa
+
+    assert client.get("/openapi.json").json()["info"]["version"] == absa.__version__

@@ -245,7 +245,7 @@ def test_one_missing_aspect_does_not_hide_the_others(page) -> None:  # type: ign
 def test_the_page_has_a_favicon(page, page_url: str) -> None:  # type: ignore[no-untyped-def]
     href = page.get_attribute("link[rel=icon]", "href")
     assert href
-    res = page.request.get(page_url + href)
+    res = page.request.get(page_url + "/" + href)  # relative to the page at /
     assert res.status == 200 and res.headers["content-type"].startswith("image/")
 
 
@@ -295,3 +295,34 @@ def test_no_aspects_without_an_extractor_says_why(page) -> None:  # type: ignore
     page.click("#analyse")
     page.wait_for_selector("#error:not([hidden])")
     assert "no aspect extractor is configured" in page.inner_text("#error")
+
+
+def test_the_page_works_behind_a_proxy_that_serves_it_under_a_prefix(
+    page_url: str,
+) -> None:  # type: ignore[no-untyped-def]
+    """A proxy serving the app at /absa/ (and stripping that): the page, its script, style
+    and API calls all go through the prefix, and nothing is asked of the proxy's root, where
+    another site would answer."""
+    prefix = page_url + "/absa"
+    with _offline_page(page_url) as pg:
+        outside_prefix: list[str] = []
+
+        def proxy(route) -> None:  # type: ignore[no-untyped-def]
+            url = route.request.url
+            if url.startswith(prefix + "/"):
+                route.fulfill(response=route.fetch(url=page_url + url[len(prefix) :]))
+            else:
+                outside_prefix.append(url)
+                route.fulfill(status=404, body="not this app")
+
+        pg.route("**/*", proxy)
+        pg.goto(prefix + "/")
+        pg.fill("#text", "the food was great but the service was awful")
+        pg.fill("#aspects", "food, service")
+        pg.click("#analyse")
+        pg.wait_for_selector(".result")
+        assert pg.locator(".result").count() == 2
+        assert pg.locator("#model").inner_text() not in ("", "…")  # GET v1/model answered
+        pg.goto(prefix + "/docs")
+        pg.wait_for_selector(".opblock-summary-path", timeout=15_000)
+        assert outside_prefix == []
