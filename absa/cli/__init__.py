@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         if isinstance(e, ValidationError) and e.title == "Settings":
-            msg = settings_message(e)
+            msg = settings_message(e, vars(args))
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
     finally:
@@ -104,12 +104,16 @@ def _stop_on_sigterm() -> tuple[_Terminated, Any]:
     return seen, signal.signal(signal.SIGTERM, stop)
 
 
-def settings_message(e: ValidationError) -> str:
+def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) -> str:
     """A bad ``ABSA_*`` value (or the flag that sets it) in one line, named as the user set
-    it: pydantic's own text is five lines about a class the user never saw."""
+    it: pydantic's own text is five lines about a class the user never saw. ``flags``: the
+    command's parsed flags; a value given there is named as its flag (``--port``)."""
     parts = []
     for err in e.errors():
         field = ".".join(str(x) for x in err["loc"])
-        var = field if field.isupper() else f"ABSA_{field.upper()}"
+        if (flags or {}).get(field) is not None:
+            var = "--" + field.replace("_", "-")
+        else:
+            var = field if field.isupper() else f"ABSA_{field.upper()}"
         parts.append(f"{var}: {err['msg'].lower()}, not {err.get('input')!r}")
     return "; ".join(parts)

@@ -61,6 +61,8 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.threads is not None and args.threads < 1:  # torch's own words came after the data
+        raise CLIError(f"--threads is at least 1, not {args.threads}")
     if args.task == "extract" and (args.resume or args.stop_after is not None):
         raise CLIError("--resume and --stop-after are for --task terms and category")
     if args.task == "extract":

@@ -136,3 +136,21 @@ def test_sigterm_stops_file_scoring_cleanly(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143
     assert not part.exists() and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        (["--port", "99999"], {}, "--port: "),
+        (["--workers", "0"], {}, "--workers: "),
+        ([], {"ABSA_PORT": "99999"}, "ABSA_PORT: "),  # set in the environment: named so
+    ],
+)
+def test_a_bad_setting_is_named_as_the_user_gave_it(
+    argv: list[str], env: dict[str, str], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`absa serve --port 99999` said "ABSA_PORT: ...", a variable the user never set."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    line = one_line(absa("serve", *argv, timeout=30))
+    assert line.startswith(f"absa serve: error: {named}"), line

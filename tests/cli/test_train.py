@@ -530,3 +530,16 @@ def test_evaluate_refuses_skip_invalid_for_an_extractor(
     argv = ["evaluate", "--model", str(DEFAULT_EXTRACTOR_DIR), "--data", str(data)]
     assert main([*argv, "--skip-invalid"]) == 2
     assert "--skip-invalid is for sentiment models" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("threads", ["0", "-1"])
+def test_threads_below_one_are_refused_before_anything_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], threads: str
+) -> None:
+    """torch's "set_num_threads expects a positive integer" came after the data was read and
+    --out made, and named no flag."""
+    argv = ["train", "--train", str(tmp_path / "missing.jsonl"), "--threads", threads]
+    code = main([*argv, "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert err.strip() == f"absa train: error: --threads is at least 1, not {threads}"
