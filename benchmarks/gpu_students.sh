@@ -57,8 +57,9 @@
 #
 # GPU_DEVICE=cpu GPU_LIMIT=N GPU_EPOCHS=E: a dry run on this CPU. GPU_LIMIT at `parts` bundles
 # the fold files' and transfer sets' first N lines, and `run` of that bundle trains each
-# student on the two fold files for E epochs (--device cpu); GPU_STAGE and GPU_WORK move the
-# staging and work directories, GPU_UNPACK_TO and GPU_UNPACK_LOGS where `unpack` writes.
+# student on the two fold files for E epochs (--device cpu; on the GPU, such a bundle is
+# refused); GPU_STAGE and GPU_WORK move the staging and work directories, GPU_UNPACK_TO and
+# GPU_UNPACK_LOGS where `unpack` writes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?parts, files, commands, stage, run, fetch or unpack}
@@ -234,7 +235,10 @@ elif [ "$what" = run ]; then
         rm -rf "$G" && mkdir -p "$G/outbox" "$G/work/logs" "$G/work/status"
         touch "$G/sent"
         bundle_open "$STAGE" "$PWD/$P/SHA256SUMS" "$G" gzip
-        [ "$device" != cuda ] || bundle_install "$G"
+        if [ "$device" = cuda ]; then
+            [ ! -f "$G/limit" ] || { echo "a dry run's bundle (GPU_LIMIT at \`parts\`)" >&2; exit 1; }
+            bundle_install "$G"
+        fi
         cp "$P/SHA256SUMS" "$G/opened"
     fi
     cd "$G/work"
@@ -243,7 +247,6 @@ elif [ "$what" = run ]; then
     done
     limited=$([ ! -f "$G/limit" ] || echo limited)
     if [ "$device" = cuda ]; then
-        [ -z "$limited" ] || { echo "a dry run's bundle (GPU_LIMIT at \`parts\`): make it again" >&2; exit 1; }
         export PYTHONPATH=$G/site
         # the command leaves the device to the config (auto): without a GPU it would train
         # six students on the machine's CPU for the whole lend
@@ -272,9 +275,9 @@ elif [ "$what" = run ]; then
     done
     out_files=0 out_bytes=0
     while :; do
-        send_ready
-        left=()
+        left=()  # before sending: a student finishing in between is sent in the next round
         for key in "${keys[@]}"; do [ -f "status/$key" ] || left+=("$key"); done
+        send_ready
         [ ${#left[@]} -gt 0 ] || break
         if [ "$SECONDS" -ge "$wait_s" ]; then
             echo "GPU_WAIT ($wait_s s) is up; still training: ${left[*]} (\`run\` again waits for them)"

@@ -446,9 +446,9 @@ def test_gpu_students_train_as_distill_would(tmp_path: Path, monkeypatch) -> Non
         assert line.split() == ["python3", *theirs[1:]]
 
 
-def _staged_student_bundle(tmp_path: Path, leave_out: str = "") -> None:
+def _staged_student_bundle(tmp_path: Path, leave_out: str = "", limit: bool = False) -> None:
     """A bundle of empty files, gzipped into one part, staged and checksummed as `parts` and
-    `stage` leave it; ``leave_out``: a file it lacks."""
+    `stage` leave it; ``leave_out``: a file it lacks; ``limit``: a dry run's (GPU_LIMIT)."""
     files = _gpu_students(tmp_path, "files").stdout.split()
     bundle = tmp_path / "bundle"
     for f in files:
@@ -457,6 +457,8 @@ def _staged_student_bundle(tmp_path: Path, leave_out: str = "") -> None:
             where.parent.mkdir(parents=True, exist_ok=True)
             where.touch()
     (bundle / "code_version").write_text("test\n")
+    if limit:
+        (bundle / "limit").write_text("40\n")
     tar = subprocess.run(
         ["tar", "-C", str(bundle), "-cf", "-", "."], capture_output=True, check=True
     )
@@ -495,6 +497,14 @@ def test_gpu_students_run_refuses_a_torn_part(tmp_path: Path) -> None:
     assert done.returncode == 1 and "did NOT match" in done.stderr, done.stderr
     assert not (tmp_path / "work" / "opened").exists()
     assert not list((tmp_path / "work").rglob("run.json"))
+
+
+def test_gpu_students_run_refuses_a_dry_runs_bundle_on_the_gpu(tmp_path: Path) -> None:
+    """A dry run's bundle trains on 80 items: on a lent GPU, a lend spent for nothing."""
+    _staged_student_bundle(tmp_path, limit=True)
+    done = _gpu_students(tmp_path, "run", path=_stub_python(tmp_path), GPU_DEVICE="cuda")
+    assert done.returncode == 1 and "a dry run's bundle" in done.stderr, done.stderr
+    assert not (tmp_path / "work" / "work" / "runs" / "distill").exists()
 
 
 def test_gpu_students_run_refuses_a_bundle_without_a_teacher_before_training(
