@@ -85,9 +85,22 @@ def _check_startable(settings: Any) -> None:
     except ArtifactError as e:
         raise CLIError(f"ABSA_DEVICE / --device: {e}") from None
     try:
-        socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = socket.getaddrinfo(
+            settings.host, settings.port, type=socket.SOCK_STREAM
+        )[0]
     except (OSError, UnicodeError) as e:
         raise CLIError(f"ABSA_HOST / --host {settings.host!r}: not an address ({e})") from None
+    # a port in use came after the model had loaded, as "[Errno 98] Address already in use"
+    # naming no address (several workers) or in nine lines (one): try it as uvicorn will
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise CLIError(
+                f"cannot listen on {settings.host}:{settings.port} ({e.strerror}); "
+                "ABSA_PORT / --port picks another port"
+            ) from None
 
 
 def _log_config(level: str) -> dict:

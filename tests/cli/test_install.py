@@ -154,3 +154,19 @@ def test_a_bad_setting_is_named_as_the_user_gave_it(
         monkeypatch.setenv(key, value)
     line = one_line(absa("serve", *argv, timeout=30))
     assert line.startswith(f"absa serve: error: {named}"), line
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_one_line_before_the_model_loads(workers: str) -> None:
+    """It came after the model had loaded: nine lines with one worker, and with two an
+    "[Errno 98] Address already in use" that named no address."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = absa("serve", "--port", str(port), "--workers", workers, timeout=30)
+    line = one_line(done)
+    assert line.startswith(f"absa serve: error: cannot listen on 127.0.0.1:{port} ("), line
+    assert "loaded" not in done.stderr  # refused before any model was opened
