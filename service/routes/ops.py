@@ -19,10 +19,21 @@ router = APIRouter(tags=["operations"])
 STATIC = Path(__file__).resolve().parents[1] / "static"
 
 
+#: the page loads its own script, style and icon and calls the API, nothing else: a policy
+#: that allows only that keeps injected markup inert, and no other site may frame the page
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
 @router.get("/", include_in_schema=False)
 async def index() -> FileResponse:
     """The web page: type a sentence, see labels and the attention heatmap."""
-    return FileResponse(STATIC / "index.html", media_type="text/html")
+    return FileResponse(STATIC / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
 @router.head("/healthz", include_in_schema=False)  # load-balancer probes may use HEAD

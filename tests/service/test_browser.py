@@ -39,15 +39,17 @@ def page_url(artifact: Path):  # type: ignore[no-untyped-def]
 
 
 @contextmanager
-def _offline_page(service_url: str):  # type: ignore[no-untyped-def]
-    """A page with no internet: every request that is not to ``service_url`` fails."""
+def _offline_page(service_url: str, bypass_csp: bool = True):  # type: ignore[no-untyped-def]
+    """A page with no internet: every request that is not to ``service_url`` fails.
+    ``bypass_csp``: Playwright's wait_for_function evaluates its predicate with eval, which
+    the page's Content-Security-Policy refuses; the test of that policy turns this off."""
     sync_playwright = _playwright()
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
-        pg = browser.new_page()
+        pg = browser.new_page(bypass_csp=bypass_csp)
         outside: list[str] = []
 
         def only_the_service(route) -> None:  # type: ignore[no-untyped-def]
@@ -326,3 +328,30 @@ def test_the_page_works_behind_a_proxy_that_serves_it_under_a_prefix(
         pg.goto(prefix + "/docs")
         pg.wait_for_selector(".opblock-summary-path", timeout=15_000)
         assert outside_prefix == []
+
+
+def test_the_page_allows_only_its_own_resources(page_url: str) -> None:
+    """The policy is sent, and the page still runs under it (chromium enforces it): a
+    script the page did not load itself is refused."""
+    with _offline_page(page_url, bypass_csp=False) as page:
+        _runs_under_its_policy(page, page_url)
+
+
+def _runs_under_its_policy(page, page_url: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(page_url + "/")
+    headers = page.request.get(page_url + "/").headers
+    assert "default-src 'self'" in headers["content-security-policy"]
+    assert headers["x-content-type-options"] == "nosniff"
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    ran = page.evaluate(
+        """() => new Promise((done) => {
+            const s = document.createElement("script");
+            s.textContent = "window.injected = true";
+            document.body.appendChild(s);
+            setTimeout(() => done(window.injected === true), 100);
+        })"""
+    )
+    assert ran is False
