@@ -117,10 +117,33 @@ def summary(errors: list[dict], total: int) -> str:
     return f"invalid request: {where}: {first['msg']}{more}"
 
 
+def problems(locs: list[tuple]) -> int:
+    """How many things are wrong in errors at these (raw) locations: pydantic reports a value
+    that fits no member of a union once per member, and those are one problem, not "and 2
+    more". Members of one union share the location before their tags; a union counts as
+    many problems as its member with the most."""
+    if not locs:
+        return 0
+    count = 0
+    by_place: dict[tuple, list[tuple]] = {}
+    for loc in locs:
+        at = next((i for i, part in enumerate(loc) if _union_tag(part)), None)
+        if at is None:
+            count += 1  # a place in the body, no union on the way
+        else:
+            by_place.setdefault(tuple(loc[:at]), []).append(tuple(loc[at:]))
+    for tagged in by_place.values():
+        members: dict[object, list[tuple]] = {}
+        for loc in tagged:
+            members.setdefault(loc[0], []).append(loc[1:])
+        count += max(max(problems(rest), 1) for rest in members.values())
+    return count
+
+
 def validation_body(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> dict:
     errs = exc.errors(include_input=False, include_url=False)
     found = issues(errs, prefix)
-    return error_body(summary(found, len(errs)), found)
+    return error_body(summary(found, problems([tuple(e["loc"]) for e in errs])), found)
 
 
 async def shed_pause(seconds: float) -> None:
@@ -142,7 +165,7 @@ async def _invalid_body(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errs = list(exc.errors())
     found = issues(errs)
-    return error_response(422, summary(found, len(errs)), found)
+    return error_response(422, summary(found, problems([tuple(e["loc"]) for e in errs])), found)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

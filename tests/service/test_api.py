@@ -646,3 +646,22 @@ def test_the_readme_names_every_metric_and_only_real_ones() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     named = {n.removesuffix("_total") for n in re.findall(r"`(absa_[a-z_]+)", readme)}
     assert named == exposed
+
+
+@pytest.mark.parametrize(
+    ("aspects", "more"),
+    [
+        (["a" * 250], ""),  # one problem, reported once per member of the union it fits none of
+        (["a" * 250, "b" * 250], " (and 1 more)"),
+        ([{"term": "food", "start": "x", "end": 9}], ""),
+    ],
+)
+def test_the_count_of_more_problems_is_of_problems_not_union_members(
+    client: TestClient, aspects: list, more: str
+) -> None:
+    """One aspect over the length limit said "(and 2 more)": pydantic's errors for the
+    union's other members (an aspect object, "auto")."""
+    r = client.post("/v1/predict", json={"text": "good food " * 20, "aspects": aspects})
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert detail.endswith("characters" + more) or detail.endswith("integer" + more), detail
