@@ -1,4 +1,5 @@
-"""The absa command line: train, evaluate, export, predict, serve, retrain, models.
+"""The absa command line: train, evaluate, export, retrain, presets, serve, predict, models,
+vectors, states.
 
 Each command imports what it needs when it runs, so `absa serve` and `absa predict`
 work in an install without torch. A command fails with one line on stderr and exit 2

@@ -208,6 +208,8 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
                        "for one text")  # fmt: skip
     if args.output and not args.input:
         raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
+    if args.text is not None and not args.text.strip():  # said "give --text" after loading
+        raise CLIError("--text is empty: give the sentence whose aspects to classify")
     if args.engine != "ray":
         given = [
             "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))

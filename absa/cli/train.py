@@ -306,6 +306,8 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
     from absa.training.retrain import RetrainConfig, retrain, summary
 
+    if not Path(args.config).is_file():  # the reader's "[Errno 2] No such file or directory"
+        raise CLIError(f"--config {args.config}: no such file")
     cfg = RetrainConfig.load(Path(args.config))
     if args.skip_invalid:
         cfg = replace(cfg, skip_invalid=True)

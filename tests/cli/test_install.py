@@ -170,3 +170,18 @@ def test_a_port_in_use_is_one_line_before_the_model_loads(workers: str) -> None:
     line = one_line(done)
     assert line.startswith(f"absa serve: error: cannot listen on 127.0.0.1:{port} ("), line
     assert "loaded" not in done.stderr  # refused before any model was opened
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["predict", "--text", "  ", "--aspect", "food"], "--text is empty"),
+        (
+            ["retrain", "--config", "/nonexistent/retrain.toml"],
+            "--config /nonexistent/retrain.toml: no such file",
+        ),
+    ],
+)
+def test_empty_text_and_missing_config_are_named(argv: list[str], words: str) -> None:
+    line = one_line(absa(*argv, timeout=30))
+    assert line.startswith(f"absa {argv[0]}: error: {words}"), line
