@@ -25,7 +25,7 @@
 # ae2e-r50-4t, session 56's chain): runs/distill/union-SHORT-kd-...-lap4-more.sSEED. KEY, the
 # name of a student's pieces: SHORT-sSEED.
 #
-# What travels (a gzipped tar, 126 MB for the -4t inputs): every input of the two configs and
+# What travels (a gzipped tar: 125 MB, 217 MB unpacked, for the -4t inputs at 074c302): every input of the two configs and
 # of the command, under the paths they name (the device's working directory has the layout of
 # this checkout's; the data at ../shared/data), and absa with the wheels the device lacks
 # (gpu_bundle.sh). Not the teachers: in their place scores directories (training/
