@@ -260,7 +260,15 @@ class Registry:
         return dest
 
     def add(self, artifact_dir: Path, version: str) -> Path:
-        """Move a finished artifact directory in as ``version`` (atomic rename)."""
+        """Move a finished artifact directory in as ``version`` (atomic rename). The models
+        installed with absa are refused: moving one would take it out of the install (copy
+        it first to register it)."""
+        packaged = Path(__file__).resolve().parent / "artifacts"
+        if Path(artifact_dir).resolve().is_relative_to(packaged):
+            raise RegistryError(
+                f"{artifact_dir} is a model installed with absa: add moves its directory, so "
+                "copy it first (shutil.copytree) and add the copy"
+            )
         dest = self.check_new(version)
         if not (Path(artifact_dir) / "metadata.json").is_file():
             raise RegistryError(f"{artifact_dir} is not an artifact directory")

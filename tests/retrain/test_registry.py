@@ -82,6 +82,17 @@ def test_add_refuses_what_is_not_an_artifact(tmp_path: Path) -> None:
     assert reg.versions() == []
 
 
+def test_add_refuses_the_installed_model(tmp_path: Path) -> None:
+    """add moves its directory: given the packaged default (a review did so, by way of a
+    scratch registry), the install lost its model until it was checked out again."""
+    reg = Registry(tmp_path / "registry").init()
+    with pytest.raises(RegistryError, match="installed with absa"):
+        reg.add(DEFAULT_MODEL_DIR, "v1")
+    assert (DEFAULT_MODEL_DIR / "metadata.json").is_file() and reg.versions() == []
+    copy = shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "copy")
+    assert reg.add(copy, "v1").name == "v1"  # as the message says
+
+
 def test_a_half_moved_directory_is_not_a_version(tmp_path: Path) -> None:
     reg = make_registry(tmp_path, 1)
     (reg.versions_dir / "partial").mkdir()  # no metadata.json
