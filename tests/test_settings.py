@@ -34,13 +34,14 @@ def test_the_log_level_is_a_level(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_bad_setting_is_one_line_naming_its_variable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """pydantic's five lines about 'Settings' named neither the variable nor the flag."""
+    """pydantic's five lines about 'Settings' named neither the variable nor the flag: a
+    value given as a flag is named as the flag, one from the environment as its variable."""
     from absa.cli import main
 
     assert main(["serve", "--workers", "0"]) == 2
     err = capsys.readouterr().err
     assert err == (
-        "absa serve: error: ABSA_WORKERS: input should be greater than or equal to 1, not 0\n"
+        "absa serve: error: --workers: input should be greater than or equal to 1, not 0\n"
     )
     monkeypatch.setenv("ABSA_DEVICE", "gpu")
     assert main(["predict", "--text", "the food", "--aspect", "food"]) == 2
