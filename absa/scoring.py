@@ -27,7 +27,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -139,7 +139,7 @@ def _lone(value: str, name: str) -> str | None:
     names = {"text": "the text", "aspect": "the aspect", "": "the line"}
     what = names.get(name) or (name if name == "a field name" else f"field {name!r}")
     try:
-        check_unicode(value, what or f"field {name!r}")
+        check_unicode(value, what)
     except InputError as e:
         return str(e)
     return None
@@ -176,9 +176,9 @@ def _rows(
         raise ValueError(f"{path}:{reader.line_num}: {e}") from None
     if header is None or not {"text", "aspect"} <= set(header):
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
-    twice = [c for i, c in enumerate(header) if c in header[:i]]
-    if twice:  # a row would keep one of them, and the output drop the other
-        raise ValueError(f"{path}:1: column {twice[0]!r} appears twice")
+    twice = repeated(header)
+    if twice is not None:  # a row would keep one of them, and the output drop the other
+        raise ValueError(f"{path}:1: column {twice!r} appears twice")
     bad = _undecoded(header)
     if bad:
         raise ValueError(f"{path}:1: {bad}")
@@ -186,6 +186,17 @@ def _rows(
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
     return header, _csv_rows(reader, header, path)
+
+
+def repeated(names: Iterable[str]) -> str | None:
+    """The first column name that a header gives twice, else None: every reader refuses such
+    a file, since a row keeps only one of the two values."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:

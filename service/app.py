@@ -93,13 +93,11 @@ class ApiGate:
         if path == ADMIN_RELOAD and _has_body(scope):
             admin = "app" in scope and getattr(scope["app"].state, "admin", False)
             if admin and not _is_json(scope):  # a form body was a "valid dictionary" 422
-                return await _reply(
-                    send, 415, "send the body as JSON (Content-Type: application/json)"
-                )
+                return await _reply(send, 415, SEND_JSON)
         if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
         if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
-            return await _reply(send, 415, "send the body as JSON (Content-Type: application/json)")
+            return await _reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
             return await _reply(send, 415, "send the body uncompressed (no Content-Encoding)")
         if self.in_flight >= self.limit:
@@ -120,6 +118,7 @@ class ApiGate:
 
 
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
+SEND_JSON = "send the body as JSON (Content-Type: application/json)"
 
 
 def route_path(scope: Scope) -> str:

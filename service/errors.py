@@ -140,10 +140,14 @@ def problems(locs: list[tuple]) -> int:
     return count
 
 
-def validation_body(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> dict:
-    errs = exc.errors(include_input=False, include_url=False)
+def explained(errs: list[Any], prefix: tuple[str | int, ...] = ()) -> tuple[str, list[dict]]:
+    """pydantic's errors as the one-sentence detail and the ``errors`` list of a 422."""
     found = issues(errs, prefix)
-    return error_body(summary(found, problems([tuple(e["loc"]) for e in errs])), found)
+    return summary(found, problems([tuple(e["loc"]) for e in errs])), found
+
+
+def validation_body(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> dict:
+    return error_body(*explained(exc.errors(include_input=False, include_url=False), prefix))
 
 
 async def shed_pause(seconds: float) -> None:
@@ -163,9 +167,7 @@ async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _invalid_body(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errs = list(exc.errors())
-    found = issues(errs)
-    return error_response(422, summary(found, problems([tuple(e["loc"]) for e in errs])), found)
+    return error_response(422, *explained(list(exc.errors())))
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
 from absa.model.predictor import Predictor
-from absa.scoring import ERROR, PREFIX, SCORE_, predicted, try_prepare
+from absa.scoring import ERROR, PREFIX, SCORE_, predicted, repeated, try_prepare
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -44,9 +44,9 @@ def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> No
     missing = [c for c in needed if c not in names]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
-    twice = [c for i, c in enumerate(names) if c in names[:i]]
-    if twice:  # which of them would be scored, and which kept?
-        raise InputError(f"{where}: column {twice[0]!r} appears twice")
+    twice = repeated(names)
+    if twice is not None:  # which of them would be scored, and which kept?
+        raise InputError(f"{where}: column {twice!r} appears twice")
     clash = [c for c in names if c in output_schema(labels).names]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")

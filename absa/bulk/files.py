@@ -24,7 +24,15 @@ from tqdm import tqdm
 from absa.bulk.columns import check_columns, score_table
 from absa.bulk.jsonl import file_lines, jsonl_tables
 from absa.model.predictor import Predictor
-from absa.scoring import ERROR, ScoreStats, check_paths, finite, json_line, numbered_records
+from absa.scoring import (
+    ERROR,
+    ScoreStats,
+    check_paths,
+    finite,
+    json_line,
+    numbered_records,
+    repeated,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +68,9 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
     if suffix == ".parquet":
         batches: Iterator[pa.RecordBatch] = pq.ParquetFile(src).iter_batches(batch_size=chunk)
     elif suffix == ".csv":
-        header = csv_header(str(src))
-        twice = [c for i, c in enumerate(header) if c in header[:i]]
-        if twice:  # as absa.scoring refuses it: a row would keep only one of them
-            raise ValueError(f"{src}:1: column {twice[0]!r} appears twice")
+        twice = repeated(csv_header(str(src)))
+        if twice is not None:  # as absa.scoring refuses it: a row would keep only one of them
+            raise ValueError(f"{src}:1: column {twice!r} appears twice")
         batches = pa_csv.open_csv(
             src,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
