@@ -84,12 +84,16 @@ def test_onnxruntime_telemetry_is_off_unless_asked_for(
 ) -> None:
     """onnxruntime 1.32 keeps a device id under $HOME/.cache and sends usage events to
     Microsoft unless ORT_DISABLE_TELEMETRY is set: absa sets it, and leaves a user's own
-    setting alone."""
+    setting alone. (The test's own CI runs with CI=true, which silences onnxruntime too: the
+    first CI run to land this test failed on that, so the child's environment drops it.)"""
     import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    # onnxruntime also stays quiet where CI or GITHUB_ACTIONS is set (as on a CI runner)
+    # and writes under XDG_CACHE_HOME where that is set: none of them may leak in here.
+    quiet = {"ORT_DISABLE_TELEMETRY", "CI", "GITHUB_ACTIONS", "XDG_CACHE_HOME"}
+    env = {k: v for k, v in os.environ.items() if k not in quiet}
     env["HOME"] = str(tmp_path)
     if setting is not None:
         env["ORT_DISABLE_TELEMETRY"] = setting
