@@ -36,7 +36,10 @@ EXTRA_OF = {
 def build_parser() -> argparse.ArgumentParser:
     from absa import __version__
 
-    p = argparse.ArgumentParser(prog="absa", description=__doc__.splitlines()[0])
+    first = " ".join(__doc__.split("\n\n", 1)[0].split())  # the docstring's first paragraph
+    p = argparse.ArgumentParser(
+        prog="absa", description=f"{first} (absa COMMAND --help: a command's options)"
+    )
     p.add_argument("--version", action="version", version=f"absa {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging (default: info)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -44,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(sub)
     models.register(sub)
     vectors.register(sub)
+    # `absa COMMAND --help` opens with what the command does: its line in `absa --help`
+    for action in sub._choices_actions:
+        command = sub.choices[action.dest]
+        if command.description is None and action.help:
+            command.description = action.help[0].upper() + action.help[1:] + "."
     return p
 
 

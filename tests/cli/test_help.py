@@ -81,3 +81,19 @@ def test_no_restructuredtext_in_help() -> None:
     texts.update({f"absa {n}": sp.format_help() for n, sp in subparsers(parser).items()})
     bad = {name: RST.findall(text) for name, text in texts.items() if RST.search(text)}
     assert not bad, bad
+
+
+def test_every_command_help_opens_with_what_it_does() -> None:
+    """`absa COMMAND --help` has a description (its line in `absa --help` where the command
+    gives none of its own), and `absa --help` names every command, with no dangling comma."""
+    parser = build_parser()
+    commands = subparsers(parser)
+    for name, sp in commands.items():
+        assert sp.description and sp.description.strip(), f"absa {name} --help: no description"
+        assert sp.description.strip().endswith("."), (name, sp.description)
+    top = " ".join(parser.format_help().split())
+    assert "models, vectors, states." in top
+    assert ", (" not in top and not re.search(r",\s*$", parser.description or "")
+    listed = re.search(r"command line: ([^.]*)\.", top)
+    assert listed is not None
+    assert set(listed.group(1).split(", ")) == set(commands)
