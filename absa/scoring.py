@@ -96,6 +96,13 @@ def check_paths(src: Path, dst: Path) -> None:
         raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
 
 
+def check_files(src: Path, dst: Path) -> None:
+    """Everything ``score_file`` refuses about its two paths, without a model: an unknown
+    suffix on either, then ``check_paths``."""
+    _fmt(src), _fmt(dst)
+    check_paths(src, dst)
+
+
 def _starts_an_array(path: Path) -> bool:
     with path.open("rb") as f:
         head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")

@@ -180,8 +180,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     runtime = Runtime.load(servable(model_dir(args.model)), device=device)
     predictor = Predictor(runtime, extractor=extractor)
     if args.input:
-        if not args.output:
-            raise CLIError("--input needs --output")
         from absa.scoring import score_file
 
         stats = score_file(predictor, Path(args.input), Path(args.output), progress=not args.quiet)
@@ -189,8 +187,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"{stats.rows} rows: {stats.scored} scored, {len(stats.bad)} bad -> {args.output}\n"
         )
         return 0 if not stats.bad else 1
-    if not args.text:
-        raise CLIError("give --text (with --aspect, or extracted), or --input and --output")
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
     return _print(args, predictor.model_id, results)
 
@@ -202,7 +198,8 @@ RAY_ONLY = {"ray_workers": 2, "num_gpus": 0, "batch_size": 4096, "output_format"
 def _check_predict_flags(args: argparse.Namespace) -> None:
     """Refuse flags this call would ignore: --output without --input printed to stdout and
     wrote nothing; --text/--aspect/--explain beside --input, and Ray's flags without
-    --engine ray, did nothing."""
+    --engine ray, did nothing. What would fail anyway (no --output, nothing to classify, a
+    file that cannot be scored) fails here, before the model loads."""
     if args.input and (args.text or args.aspect or args.category or args.explain):
         raise CLIError("--input scores a file: --text, --aspect, --category and --explain are "
                        "for one text")  # fmt: skip
@@ -210,14 +207,23 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
         raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
     if args.text is not None and not args.text.strip():  # said "give --text" after loading
         raise CLIError("--text is empty: give the sentence whose aspects to classify")
-    if args.engine != "ray":
-        given = [
-            "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))
-            for k, default in RAY_ONLY.items()
-            if getattr(args, k) != default
-        ]
-        if given:
-            raise CLIError(f"{', '.join(given)}: for --engine ray")
+    if args.engine == "ray":
+        return  # its own checks: an output there is a directory of files
+    given = [
+        "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))
+        for k, default in RAY_ONLY.items()
+        if getattr(args, k) != default
+    ]
+    if given:
+        raise CLIError(f"{', '.join(given)}: for --engine ray")
+    if args.input and not args.output:
+        raise CLIError("--input needs --output")
+    if not args.input and not args.text and not args.category:
+        raise CLIError("give --text (with --aspect, or extracted), or --input and --output")
+    if args.input:  # a missing input, an unknown suffix, ...: said before the model loads
+        from absa.scoring import check_files
+
+        check_files(Path(args.input), Path(args.output))
 
 
 def _predict_categories(args: argparse.Namespace, device: str) -> int:

@@ -185,3 +185,30 @@ def test_a_port_in_use_is_one_line_before_the_model_loads(workers: str) -> None:
 def test_empty_text_and_missing_config_are_named(argv: list[str], words: str) -> None:
     line = one_line(absa(*argv, timeout=30))
     assert line.startswith(f"absa {argv[0]}: error: {words}"), line
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--input", "{src}"], "--input needs --output"),
+        ([], "give --text (with --aspect, or extracted), or --input and --output"),
+        (["--input", "{tmp}/gone.jsonl", "--output", "{tmp}/o.jsonl"], "{tmp}/gone.jsonl: no"),
+        (["--input", "{src}", "--output", "{tmp}/o.txt"], "{tmp}/o.txt: use a .jsonl, .csv"),
+        (["--input", "{tmp}/in.txt", "--output", "{tmp}/o.jsonl"], "{tmp}/in.txt: use a .jsonl"),
+        (["--input", "{src}", "--output", "{tmp}/no/o.jsonl"], "{tmp}/no/o.jsonl: no such dir"),
+    ],
+)
+def test_predict_says_what_is_wrong_before_the_model_loads(
+    tmp_path: Path, argv: list[str], words: str
+) -> None:
+    """These came after the shipped model had loaded (a second's wait, and a log line
+    about a model that was never going to be used)."""
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "good food", "aspect": "food"}\n')
+    (tmp_path / "in.txt").write_text("good food\n")
+    fill = {"src": str(src), "tmp": str(tmp_path)}
+    done = absa("predict", *(a.format(**fill) for a in argv), timeout=30)
+    line = one_line(done)
+    assert line.startswith(f"absa predict: error: {words.format(**fill)}"), line
+    assert "loaded" not in done.stderr
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.txt").exists()
