@@ -44,6 +44,17 @@ def word_list(glove_words: Sequence[str], texts: Iterable[str], top_k: int) -> l
     return out + [w for w in words_by_frequency(texts) if w not in seen]
 
 
+def check_encoder(source: Path) -> None:
+    """Refuse, before anything is read or loaded, a ``source`` that is neither a training
+    run nor a Hugging Face model directory (``load_encoder`` would, after the texts)."""
+    from absa.training import rundir
+
+    if not rundir.is_run(source) and not (
+        (source / "config.json").is_file() and (source / "tokenizer.json").is_file()
+    ):
+        raise FileNotFoundError(f"{source}: neither a training run nor a model directory")
+
+
 def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
     """The Hugging Face encoder and its fast tokenizer: a training run of a transformer
     model (its fine-tuned encoder: a sentiment run's or an aspect tagger run's) or a Hugging
@@ -63,12 +74,11 @@ def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
         if encoder != "transformer":
             raise ValueError(f"{source}: a run of a word-vector model has no encoder to distil")
         model = net.encoder.model
-    elif (source / "config.json").is_file() and (source / "tokenizer.json").is_file():
+    else:
+        check_encoder(source)
         from transformers import AutoModel
 
         model = AutoModel.from_pretrained(str(source), local_files_only=True).float()
-    else:
-        raise FileNotFoundError(f"{source}: neither a training run nor a model directory")
     tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
     tokenizer.no_padding()  # a saved tokenizer may pad every input to its maximum length
     return model, tokenizer

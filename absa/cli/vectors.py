@@ -17,10 +17,11 @@ log = logging.getLogger(__name__)
 
 
 def cmd_vectors(args: argparse.Namespace) -> int:
-    from absa.training.static_vectors import build, check_out, record_path
+    from absa.training.static_vectors import build, check_encoder, check_out, record_path
 
     out = Path(args.out)
     _refuse(check_out, out)
+    _refuse(check_encoder, Path(args.encoder))
     texts, extra = _texts(args)
     record = build(
         Path(args.encoder),
@@ -40,10 +41,12 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 
 def cmd_states(args: argparse.Namespace) -> int:
+    from absa.training.static_vectors import check_encoder
     from absa.training.teacher_states import build, check_out
 
     out = Path(args.out)
     _refuse(check_out, out)
+    _refuse(check_encoder, Path(args.encoder))
     texts, extra = _texts(args)
     record = build(Path(args.encoder), texts, out, dim=args.dim, extra=extra)
     sys.stdout.write(
@@ -53,12 +56,13 @@ def cmd_states(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse(check: Callable[[Path], None], out: Path) -> None:
-    """``check(out)``'s refusal as the command's one line, before the texts are read and
+def _refuse(check: Callable[[Path], None], path: Path) -> None:
+    """``check(path)``'s refusal as the command's one line, before the texts are read and
     the encoder loaded: an existing --out is never replaced (it may be a whole folder of
-    the user's), and a wrong one is said at once, not after an hour of encoding."""
+    the user's), and a wrong --out or --encoder is said at once, not after the texts are
+    read or an hour of encoding."""
     try:
-        check(out)
+        check(path)
     except OSError as e:
         raise CLIError(str(e)) from None
 

@@ -140,3 +140,22 @@ def test_vectors_refuse_an_existing_out_before_any_work(
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no .tmp, no record
     kept = out / "keep.txt" if kind == "directory" else out
     assert kept.read_text() == "the user's\n"
+
+
+@pytest.mark.parametrize("command", ["vectors", "states"])
+def test_a_wrong_encoder_is_said_before_the_texts_are_read(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --encoder was named only after every --texts file had been read (here
+    the missing texts file would have been the error); a folder without a model is refused
+    the same way."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for encoder in (tmp_path / "no-such-encoder", empty):
+        args = [command, "--encoder", str(encoder), "--texts", str(tmp_path / "gone.jsonl")]
+        assert main([*args, "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"absa {command}: error: {encoder}: neither a training run nor a model directory\n"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
