@@ -198,6 +198,7 @@ class Observe:
         status = CLIENT_CLOSED
         rid = request_id(scope)
         scope.setdefault("state", {})["request_id"] = rid
+        path = route_path(scope)  # now: a mount adds its own path to the root_path it shares
 
         async def send_status(msg: Message) -> None:
             nonlocal status
@@ -214,12 +215,24 @@ class Observe:
             raise
         finally:
             route = scope.get("route")  # set by the router, on the scope all layers share
-            path = route_path(scope)
-            path = getattr(route, "path", None) or (path if path in JSON_PATHS else "unmatched")
+            path = getattr(route, "path", None) or _unrouted(path)
             # a label takes only known methods: any token is a method to HTTP (h11 passes them)
             method = scope["method"] if scope["method"] in METHODS else "other"
             self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
             self.metrics.requests.labels(path, method, str(status)).inc()
+
+
+#: the web page's files, a mount: the router sets no route for what a mount serves
+STATIC_PATH = "/static"
+
+
+def _unrouted(path: str) -> str:
+    """The route label of a request with no route: an API path refused in front of the
+    router, the page's files (one label for the mount), or "unmatched" (any other path would
+    be a new series)."""
+    if path in JSON_PATHS:
+        return path
+    return STATIC_PATH if path.startswith(STATIC_PATH + "/") else "unmatched"
 
 
 async def _empty_receive() -> Message:
@@ -276,7 +289,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
     app.include_router(predict.router)
     app.include_router(ops.router)
-    app.mount("/static", StaticFiles(directory=ops.STATIC), name="static")
+    app.mount(STATIC_PATH, StaticFiles(directory=ops.STATIC), name="static")
     docs.install(app)  # Swagger UI from the swagger-ui-py package, not a CDN
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token

@@ -7,6 +7,7 @@ Issue #13, item 22."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
@@ -132,7 +133,7 @@ def test_a_client_that_goes_away_mid_body_is_not_a_server_error(client: TestClie
     assert after == {499: 1.0, 500: 0.0}
 
 
-def test_a_root_path_takes_no_request_past_the_outer_layers(artifact) -> None:  # type: ignore[no-untyped-def]
+def test_a_root_path_takes_no_request_past_the_outer_layers(artifact: Path) -> None:
     """Under a prefix (uvicorn --root-path /absa: the path is /absa/v1/predict, the router
     strips the root path) the 415 checks and the shedding saw no /v1/ path and let every
     request through: a text/plain body came back 422, a gzip'd one 200."""
@@ -165,3 +166,31 @@ def test_the_api_reports_the_package_version(client: TestClient) -> None:
     import absa
 
     assert client.get("/openapi.json").json()["info"]["version"] == absa.__version__
+
+
+def test_the_pages_files_are_counted_under_one_label(client: TestClient) -> None:
+    """They were "unmatched", with the 404s of any path: the mount sets no route. A file
+    that is not there is the mount's 404, under the same label; another path is still
+    "unmatched" (each path its own series would be unbounded)."""
+    assert client.get("/static/app.js").status_code == 200
+    assert client.get("/static/no-such-file.js").status_code == 404
+    assert client.get("/no-such-path").status_code == 404
+    metrics = client.get("/metrics").text
+    assert 'absa_requests_total{method="GET",route="/static",status="200"} 1.0' in metrics
+    assert 'absa_requests_total{method="GET",route="/static",status="404"} 1.0' in metrics
+    assert 'absa_requests_total{method="GET",route="unmatched",status="404"} 1.0' in metrics
+    assert "no-such" not in metrics
+
+
+def test_the_pages_files_are_counted_under_one_label_behind_a_path_prefix(
+    artifact: Path,
+) -> None:
+    """The mount adds "/static" to the root_path of the scope every layer shares: read
+    after the answer, the path lost it, and the files were "unmatched" again."""
+    from absa.service.app import create_app
+    from tests.service.conftest import make_settings
+
+    with TestClient(create_app(make_settings(artifact)), root_path="/absa") as c:
+        assert c.get("/absa/static/style.css").status_code == 200
+        metrics = c.get("/absa/metrics").text
+    assert 'absa_requests_total{method="GET",route="/static",status="200"} 1.0' in metrics
