@@ -78,7 +78,8 @@ class Metrics:
         )
         self.reloads = Counter(
             "absa_reloads",
-            "model reloads: swapped (a new model serves), refused (the old one keeps serving)",
+            "model reloads, per worker: swapped (a new model serves), refused (the old one keeps "
+            "serving)",
             ["result"],
             registry=r,
         )
