@@ -46,14 +46,17 @@ async def healthz() -> dict:
 @router.head("/readyz", include_in_schema=False)
 @router.get(
     "/readyz",
-    responses={503: {"model": ErrorResponse, "description": "not loaded, warming up or stopping"}},
+    responses={503: {"model": ErrorResponse, "description": "not loaded or warming up"}},
 )
 async def readyz(request: Request) -> JSONResponse:
     """The model is loaded and warmed up: traffic may come."""
     if getattr(request.app.state, "ready", False):
         return JSONResponse({"status": "ready"})
     # the one error shape, with Retry-After, as every other 503
-    return error_response(503, "not ready: the model is loading or warming up, or the worker stops")
+    # a stopping worker is never asked: uvicorn stops accepting (and ends kept-alive
+    # connections after their answer) before the app's shutdown, so the Deployment's preStop
+    # pause is what takes a stopping pod out of the Service
+    return error_response(503, "not ready: the model is loading or warming up")
 
 
 @router.head("/v1/model", include_in_schema=False)
