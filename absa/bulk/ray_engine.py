@@ -126,8 +126,10 @@ def score_with_ray(
 
     A local directory is written whole or not at all: the partitions go to a new directory
     beside it, moved into place when the job succeeds and removed when it fails (a rerun is
-    not refused for a half-written output). Ray started here (none was running) is shut down
-    at the end: start Ray first (``ray.init``) to score several sources on one instance."""
+    not refused for a half-written output). A URI is written in place; both get an empty
+    ``_SUCCESS`` file once every partition is there. Ray started here (none was running) is
+    shut down at the end: start Ray first (``ray.init``) to score several sources on one
+    instance."""
     import ray
 
     files, fmt = input_files(source)
@@ -150,6 +152,7 @@ def score_with_ray(
                 job.run(rows_per_file)
             except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (ragged CSV)
                 raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
+            _mark_done(staging)
         seconds = time.perf_counter() - began
     finally:
         if started and ray.is_initialized():  # the local instance connect() started
@@ -195,7 +198,7 @@ def _staged(output: str) -> Iterator[str]:
     """Where the job writes: for a local ``output``, a new directory beside it (same file
     system, so the move is a rename) that replaces ``output`` (absent or empty) when the
     block succeeds and is removed when it fails; a URI is written in place (object stores
-    have no rename)."""
+    have no rename: its readers wait for ``DONE``, written last)."""
     if "://" in output:
         yield output
         return
@@ -210,6 +213,22 @@ def _staged(output: str) -> Iterator[str]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+#: written last into a finished output (Hadoop's and Spark's convention): a reader of a URI,
+#: written in place, waits for it; pyarrow and Ray Data skip names that start with "_"
+DONE = "_SUCCESS"
+
+
+def _mark_done(output: str) -> None:
+    """An empty ``DONE`` file in ``output``, once every partition is written."""
+    import pyarrow.fs as pa_fs
+
+    fs, path = (
+        pa_fs.FileSystem.from_uri(output) if "://" in output else (pa_fs.LocalFileSystem(), output)
+    )
+    with fs.open_output_stream(f"{path.rstrip('/')}/{DONE}"):
+        pass
 
 
 def _first_line(error: BaseException) -> str:

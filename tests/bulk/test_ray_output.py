@@ -32,8 +32,9 @@ def _fake_job(monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
 
     def run(self: Any, rows_per_file: int) -> None:
         table = pa.table({"text": ["the food"], "aspect": ["food"], "error": pa.nulls(1)})
-        Path(self.output).mkdir(parents=True, exist_ok=True)  # as Ray's write does
-        pq.write_table(table, Path(self.output) / "part-0.parquet")
+        out = Path(self.output.removeprefix("file://"))
+        out.mkdir(parents=True, exist_ok=True)  # as Ray's write does
+        pq.write_table(table, out / "part-0.parquet")
         if fail:
             raise RuntimeError("an actor died for good")
 
@@ -60,9 +61,30 @@ def test_a_failed_job_leaves_no_output_and_a_rerun_is_not_refused(
         assert not out.exists() or list(out.iterdir()) == []
         _fake_job(monkeypatch, fail=False)
         stats = score_with_ray(src, out)  # the rerun
-        assert [p.name for p in out.iterdir()] == ["part-0.parquet"]
+        assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", "part-0.parquet"]
         assert (stats.rows, stats.bad, stats.files) == (1, 0, 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "outFalse", "outTrue"]
+
+
+def test_a_uri_is_written_in_place_and_marked_done_only_when_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object store has no rename: a URI output is written in place, so a reader must be
+    able to tell a finished one from a job that died half-way: _SUCCESS, written last."""
+    from absa.bulk import score_with_ray
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    failed, done = tmp_path / "failed", tmp_path / "done"
+    _fake_job(monkeypatch, fail=True)
+    with pytest.raises(RuntimeError, match="an actor died"):
+        score_with_ray(src, f"file://{failed}")
+    assert [p.name for p in failed.iterdir()] == ["part-0.parquet"]  # in place, not marked
+    _fake_job(monkeypatch, fail=False)
+    stats = score_with_ray(src, f"file://{done}")
+    assert sorted(p.name for p in done.iterdir()) == ["_SUCCESS", "part-0.parquet"]
+    assert (done / "_SUCCESS").read_bytes() == b""
+    assert (stats.rows, stats.bad, stats.files) == (1, 0, 1)  # the marker is not a partition
 
 
 @pytest.mark.skipif(bool(os.environ.get("RAY_ADDRESS")), reason="starts a local instance")
