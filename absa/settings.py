@@ -12,7 +12,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="ABSA_", extra="ignore", protected_namespaces=(), populate_by_name=True
+        env_prefix="ABSA_",
+        extra="ignore",
+        protected_namespaces=(),
+        populate_by_name=True,
+        hide_input_in_errors=True,  # a traceback never shows a value: ABSA_API_KEY is secret
     )
 
     model_dir: Path | None = Field(
@@ -37,6 +41,13 @@ class Settings(BaseSettings):
     )
     admin_token: SecretStr | None = Field(
         None, description="enables /admin/*; sent as a Bearer token"
+    )
+    api_key: SecretStr | None = Field(
+        None,
+        description="when set, every /v1/* request must send 'Authorization: Bearer KEY' "
+        "(else 401); several keys, comma-separated, are all accepted (a rotation). The "
+        "probes, /metrics, the page and /docs stay open. No flag: a key on the command line "
+        "shows in the process list",
     )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
@@ -83,6 +94,16 @@ class Settings(BaseSettings):
         "info", description="the server's logging (uvicorn's and the project's loggers)"
     )
 
+    @field_validator("api_key")
+    @classmethod
+    def _header_safe(cls, value: SecretStr | None) -> SecretStr | None:
+        # the keys travel in a header: printable ASCII, no spaces (never echo them)
+        raw = value.get_secret_value() if value is not None else ""
+        for key in (k.strip() for k in raw.split(",")):
+            if key and not all("!" <= c <= "~" for c in key):
+                raise ValueError("a key may hold printable ASCII characters only, no spaces")
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
@@ -113,6 +134,11 @@ class Settings(BaseSettings):
         description="recorded as the code version of training runs where the source tree "
         "travels without .git (git's commit wins where there is one)",
     )
+
+    def api_keys(self) -> tuple[str, ...]:
+        """The keys ``api_key`` holds (none: /v1/* is open)."""
+        raw = self.api_key.get_secret_value() if self.api_key is not None else ""
+        return tuple(k.strip() for k in raw.split(",") if k.strip())
 
     def teacher_cache_dir(self) -> Path | None:
         if self.teacher_cache == "off":

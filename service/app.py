@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import hmac
 import logging
 import sys
 import time
@@ -75,18 +76,27 @@ GIL_SWITCH_INTERVAL_S = 0.001
 
 
 class ApiGate:
-    """In front of ``/v1/*`` (never /healthz, /readyz, /metrics): a body must be sent as JSON
+    """In front of ``/v1/*`` (never /healthz, /readyz, /metrics): with API keys, a request
+    without one is refused (401) before anything else is said; a body must be sent as JSON
     (else 415), and at most ``limit`` requests are in progress at once; past it a request is
     refused at once with 503 + Retry-After, before its body is read or any work is done. The
     queue bound counts aspects waiting for the model, but under many connections the event
     loop saturates first; this cap keeps accepted requests' latency bounded."""
 
-    def __init__(self, app: ASGIApp, limit: int, metrics: Metrics, shed_delay_s: float) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        metrics: Metrics,
+        shed_delay_s: float,
+        api_keys: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.limit = limit
         self.metrics = metrics
         self.shed_delay_s = shed_delay_s
         self.in_flight = 0
+        self.accepted = tuple(k.encode() for k in api_keys)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = route_path(scope) if scope["type"] == "http" else ""
@@ -96,6 +106,8 @@ class ApiGate:
                 return await _reply(send, 415, SEND_JSON)
         if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
+        if self.accepted and not _authorized(scope, self.accepted):
+            return await _reply(send, 401, NEED_KEY, {"WWW-Authenticate": "Bearer"})
         if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
             return await _reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
@@ -119,6 +131,7 @@ class ApiGate:
 
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
 SEND_JSON = "send the body as JSON (Content-Type: application/json)"
+NEED_KEY = "this server needs an API key: send Authorization: Bearer KEY"
 
 
 def route_path(scope: Scope) -> str:
@@ -158,8 +171,27 @@ def _is_json(scope: Scope) -> bool:
     return False
 
 
-async def _reply(send: Send, status: int, detail: str) -> None:
-    await errors.error_response(status, detail)({"type": "http"}, _empty_receive, send)
+async def _reply(
+    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    response = errors.error_response(status, detail, headers=headers)
+    await response({"type": "http"}, _empty_receive, send)
+
+
+def _authorized(scope: Scope, accepted: tuple[bytes, ...]) -> bool:
+    """The request's Authorization header is "Bearer KEY" (the scheme in any case) with a
+    KEY of ``accepted``, compared in constant time with every one of them."""
+    given = b""
+    for key, value in scope["headers"]:
+        if key == b"authorization":
+            scheme, _, given = value.strip().partition(b" ")
+            if scheme.lower() != b"bearer":
+                return False
+            break
+    ok = False
+    for want in accepted:
+        ok |= hmac.compare_digest(given.strip(), want)
+    return ok
 
 
 #: the status counted for a request that ended without an answer (cancelled before one)
@@ -224,15 +256,21 @@ class Observe:
 
 #: the web page's files, a mount: the router sets no route for what a mount serves
 STATIC_PATH = "/static"
+#: the API's paths, which ApiGate may answer before the router sees them (a 401 on any)
+GATED_PATHS = JSON_PATHS | {"/v1/model"}
+OPENAPI_PATH = "/openapi.json"
 
 
 def _unrouted(path: str) -> str:
     """The route label of a request with no route: an API path refused in front of the
-    router, the page's files (one label for the mount), or "unmatched" (any other path would
-    be a new series)."""
-    if path in JSON_PATHS:
+    router, a mount's files (the page's, /docs's: one label each), or "unmatched" (any other
+    path would be a new series)."""
+    if path in GATED_PATHS or path == OPENAPI_PATH:  # FastAPI's schema route sets no route
         return path
-    return STATIC_PATH if path.startswith(STATIC_PATH + "/") else "unmatched"
+    for mount in (STATIC_PATH, docs.ASSETS):
+        if path.startswith(mount + "/"):
+            return mount
+    return "unmatched"
 
 
 async def _empty_receive() -> Message:
@@ -265,6 +303,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # of the cyclic collector's full passes, whose pause would stall the event loop
         gc.collect()
         gc.freeze()
+        if settings.api_keys():
+            log.info("/v1/* needs an API key (%d accepted)", len(settings.api_keys()))
         log.info("ready: serving %s from %s", meta.get("name"), model_dir)
         try:
             yield
@@ -297,8 +337,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
-        ApiGate, limit=settings.max_in_flight, metrics=metrics, shed_delay_s=settings.shed_delay_s
+        ApiGate,
+        limit=settings.max_in_flight,
+        metrics=metrics,
+        shed_delay_s=settings.shed_delay_s,
+        api_keys=settings.api_keys(),
     )
+    if settings.api_keys():
+        docs.require_key(app, prefix="/v1/", detail=NEED_KEY)
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)

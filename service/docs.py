@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 ASSETS = "/docs/assets"
+ERROR_SCHEMA = "#/components/schemas/ErrorResponse"
 
 
 def install(app: FastAPI, docs_url: str = "/docs") -> None:
@@ -44,3 +45,33 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     @app.get(oauth2, include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:
         return get_swagger_ui_oauth2_redirect_html()
+
+
+def require_key(app: FastAPI, prefix: str, detail: str) -> None:
+    """Say in the OpenAPI schema that the operations under ``prefix`` need a bearer key (the
+    service's ApiGate checks it): Swagger UI then has an Authorize button that sends it."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["apiKey"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "one of the keys in ABSA_API_KEY",
+        }
+        unauthorized = {
+            "description": detail,
+            "content": {"application/json": {"schema": {"$ref": ERROR_SCHEMA}}},
+        }
+        for path, operations in schema.get("paths", {}).items():
+            if not path.startswith(prefix):
+                continue
+            for operation in operations.values():
+                operation["security"] = [{"apiKey": []}]
+                operation.setdefault("responses", {})["401"] = unauthorized
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -113,6 +113,10 @@ def _stop_on_sigterm() -> tuple[_Terminated, Any]:
     return seen, signal.signal(signal.SIGTERM, stop)
 
 
+#: settings whose values are secrets (SecretStr): an error names them, never their value
+SECRET_SETTINGS = frozenset({"admin_token", "api_key"})
+
+
 def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) -> str:
     """A bad ``ABSA_*`` value (or the flag that sets it) in one line, named as the user set
     it: pydantic's own text is five lines about a class the user never saw. ``flags``: the
@@ -124,5 +128,7 @@ def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) ->
             var = "--" + field.replace("_", "-")
         else:
             var = field if field.isupper() else f"ABSA_{field.upper()}"
-        parts.append(f"{var}: {err['msg'].lower()}, not {err.get('input')!r}")
+        secret = field in SECRET_SETTINGS
+        shown = "" if secret else f", not {err.get('input')!r}"  # a key is never echoed
+        parts.append(f"{var}: {err['msg'].lower()}{shown}")
     return "; ".join(parts)

@@ -23,6 +23,19 @@ function describeError(status, body) {
   return `The service answered ${status}.`;
 }
 
+// A service run with ABSA_API_KEY answers /v1/* with 401 until a key is sent: the page then
+// asks for one, and keeps it for this tab only (sessionStorage), never in the page's URL.
+const KEY = "absa-api-key";
+const auth = () => {
+  const key = sessionStorage.getItem(KEY);
+  return key ? { Authorization: `Bearer ${key}` } : {};
+};
+
+function askForKey() {
+  $("key-row").hidden = false;
+  $("api-key").focus();
+}
+
 function renderChips() {
   const chips = $("chips");
   chips.replaceChildren();
@@ -86,11 +99,15 @@ function extractedBadge(confidence) {
 async function post(body) {
   const res = await fetch("v1/predict", {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
+    headers: { "Content-Type": "application/json", ...auth() },
     body: JSON.stringify(body),
   });
   let answer = null;
   try { answer = await res.json(); } catch (_) { /* not JSON */ }
+  if (res.status === 401) {
+    askForKey();
+    return { error: sessionStorage.getItem(KEY) ? "That API key was refused." : "This service needs an API key: enter it above." };
+  }
   return res.ok ? { results: answer.results } : { error: describeError(res.status, answer) };
 }
 
@@ -218,11 +235,25 @@ document.querySelectorAll(".example").forEach((b) => {
     analyse();
   };
 });
-fetch("v1/model").then((r) => r.json()).then((m) => {
-  $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
-  if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
-    document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";
-    $("aspects").placeholder = "burger, fries";
-  }
-})
-  .catch(() => { $("model").textContent = "unavailable"; });
+function loadModel() {
+  fetch("v1/model", { headers: auth() }).then((r) => {
+    if (r.status === 401) { askForKey(); throw new Error("needs an API key"); }
+    return r.json();
+  }).then((m) => {
+    $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
+    const label = document.querySelector("label[for=aspects]");
+    if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
+      label.textContent = "Aspects (comma-separated)";
+      $("aspects").placeholder = "burger, fries";
+    }
+  })
+    .catch((err) => { $("model").textContent = err.message === "needs an API key" ? "needs an API key" : "unavailable"; });
+}
+$("api-key").value = sessionStorage.getItem(KEY) || "";
+$("api-key").addEventListener("change", () => {
+  const key = $("api-key").value.trim();
+  if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
+  showError("");
+  loadModel();
+});
+loadModel();

@@ -355,3 +355,34 @@ def _runs_under_its_policy(page, page_url: str) -> None:  # type: ignore[no-unty
         })"""
     )
     assert ran is False
+
+
+def test_a_service_with_an_api_key_asks_for_it_and_then_answers(artifact: Path) -> None:
+    """With ABSA_API_KEY the page's calls were 401s it could not get past: it now shows a
+    key field (hidden otherwise), says why, and sends the key typed there."""
+    key = "page-key-0123456789"
+    with serve(make_settings(artifact, api_key=key)) as url, _offline_page(url) as page:
+        page.goto(url + "/")
+        page.wait_for_selector("#key-row:not([hidden])")
+        assert page.inner_text("#model") == "needs an API key"
+        page.fill("#text", "the food was great")
+        page.fill("#aspects", "food")
+        page.click("#analyse")
+        page.wait_for_selector("#error:not([hidden])")
+        assert "needs an API key" in page.inner_text("#error")
+        page.fill("#api-key", "wrong-key")
+        page.dispatch_event("#api-key", "change")
+        page.click("#analyse")
+        page.wait_for_function("document.getElementById('error').textContent.includes('refused')")
+        page.fill("#api-key", key)
+        page.dispatch_event("#api-key", "change")
+        page.click("#analyse")
+        page.wait_for_selector(".result")
+        assert "positive" in page.inner_text(".result h2")
+        page.wait_for_function("/ v1$/.test(document.getElementById('model').textContent)")
+        assert key not in page.url
+
+
+def test_without_an_api_key_the_key_field_stays_hidden(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function("!document.getElementById('model').textContent.includes('…')")
+    assert page.is_hidden("#key-row")
