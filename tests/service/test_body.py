@@ -169,13 +169,18 @@ def test_the_api_reports_the_package_version(client: TestClient) -> None:
 
 
 def test_the_pages_files_are_counted_under_one_label(client: TestClient) -> None:
-    """They were "unmatched", with the 404s of any path: the mount sets no route. A file
+    """They were "unmatched", with the 404s of any path: a mount sets no route, nor does
+    FastAPI's schema route (/openapi.json; /docs's files are a mount too). A file
     that is not there is the mount's 404, under the same label; another path is still
     "unmatched" (each path its own series would be unbounded)."""
     assert client.get("/static/app.js").status_code == 200
     assert client.get("/static/no-such-file.js").status_code == 404
     assert client.get("/no-such-path").status_code == 404
+    assert client.get("/docs/assets/swagger-ui.css").status_code == 200
+    assert client.get("/openapi.json").status_code == 200
     metrics = client.get("/metrics").text
+    assert 'absa_requests_total{method="GET",route="/docs/assets",status="200"} 1.0' in metrics
+    assert 'absa_requests_total{method="GET",route="/openapi.json",status="200"}' in metrics
     assert 'absa_requests_total{method="GET",route="/static",status="200"} 1.0' in metrics
     assert 'absa_requests_total{method="GET",route="/static",status="404"} 1.0' in metrics
     assert 'absa_requests_total{method="GET",route="unmatched",status="404"} 1.0' in metrics
