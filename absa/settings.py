@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: a web origin: http(s)://host[:port], the host a name, IPv4 or [IPv6] address
+_ORIGIN = re.compile(r"https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
 
 
 class Settings(BaseSettings):
@@ -48,6 +52,12 @@ class Settings(BaseSettings):
         "(else 401); several keys, comma-separated, are all accepted (a rotation). The "
         "probes, /metrics, the page and /docs stay open. No flag: a key on the command line "
         "shows in the process list",
+    )
+    cors_origins: str = Field(
+        "",
+        description="origins whose web pages may call /v1/* from a browser, comma-separated "
+        "(https://app.example.com), or * for any; default: none (the service's own page "
+        "needs none)",
     )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
@@ -104,6 +114,17 @@ class Settings(BaseSettings):
                 raise ValueError("a key may hold printable ASCII characters only, no spaces")
         return value
 
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        # an origin is scheme://host[:port]; a path or a typo would silently match nothing
+        for origin in (o.strip().rstrip("/") for o in value.split(",")):
+            if origin and origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: write scheme://host[:port] (no path), or *"
+                )
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
@@ -139,6 +160,10 @@ class Settings(BaseSettings):
         """The keys ``api_key`` holds (none: /v1/* is open)."""
         raw = self.api_key.get_secret_value() if self.api_key is not None else ""
         return tuple(k.strip() for k in raw.split(",") if k.strip())
+
+    def cors_origin_list(self) -> list[str]:
+        """The origins ``cors_origins`` names (none: no CORS headers at all)."""
+        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
     def teacher_cache_dir(self) -> Path | None:
         if self.teacher_cache == "off":

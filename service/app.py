@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -345,6 +346,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     if settings.api_keys():
         docs.require_key(app, prefix="/v1/", detail=NEED_KEY)
+    if settings.cors_origin_list():  # outside the gate: a preflight carries no API key
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origin_list(),
+            allow_methods=["GET", "HEAD", "POST"],
+            allow_headers=["Content-Type", "Authorization", REQUEST_ID.decode()],
+            expose_headers=[REQUEST_ID.decode(), "Retry-After"],
+        )
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)

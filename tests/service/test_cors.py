@@ -1,0 +1,107 @@
+"""ABSA_CORS_ORIGINS: a web page on another origin may call the API from a browser (the
+preflight answered, the answers readable, X-Request-ID and Retry-After exposed), only from
+the origins named, and a preflight needs no API key (browsers send none with it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import ValidationError
+
+from tests.service.conftest import make_settings
+
+APP = "https://app.example.com"
+REQUEST = {"text": "the food was great", "aspects": ["food"]}
+
+
+def preflight(c: TestClient, origin: str, headers: str = "content-type,authorization"):  # type: ignore[no-untyped-def]
+    return c.options(
+        "/v1/predict",
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": headers,
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def cors(artifact: Path) -> Iterator[TestClient]:
+    from absa.service.app import create_app
+
+    settings = make_settings(
+        artifact, cors_origins=f"{APP}/, http://localhost:3000", api_key="k-0123456789"
+    )
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def test_a_named_origin_gets_its_preflight_and_readable_answers(cors: TestClient) -> None:
+    r = preflight(cors, APP)  # no key: a browser sends none with a preflight
+    assert r.status_code == 200, r.text
+    assert r.headers["access-control-allow-origin"] == APP
+    assert {"POST", "GET"} <= {
+        m.strip() for m in r.headers["access-control-allow-methods"].split(",")
+    }
+    allowed = {h.strip().lower() for h in r.headers["access-control-allow-headers"].split(",")}
+    assert {"content-type", "authorization", "x-request-id"} <= allowed
+    for key in (None, "k-0123456789"):  # the 401 is readable by the page too
+        headers = {"Origin": APP, **({"Authorization": f"Bearer {key}"} if key else {})}
+        r = cors.post("/v1/predict", json=REQUEST, headers=headers)
+        assert r.status_code == (200 if key else 401)
+        assert r.headers["access-control-allow-origin"] == APP
+        exposed = {h.strip().lower() for h in r.headers["access-control-expose-headers"].split(",")}
+        assert {"x-request-id", "retry-after"} <= exposed
+    assert preflight(cors, "http://localhost:3000").status_code == 200
+
+
+def test_another_origin_gets_no_cors_headers(cors: TestClient) -> None:
+    r = preflight(cors, "https://evil.example.com")
+    assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
+    r = cors.post(
+        "/v1/predict",
+        json=REQUEST,
+        headers={"Origin": "https://evil.example.com", "Authorization": "Bearer k-0123456789"},
+    )
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_without_origins_there_are_no_cors_headers(client: TestClient) -> None:
+    r = preflight(client, APP)
+    assert "access-control-allow-origin" not in r.headers
+    r = client.post("/v1/predict", json=REQUEST, headers={"Origin": APP})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_any_origin(artifact: Path) -> None:
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact, cors_origins="*"))) as c:
+        assert (
+            preflight(c, "https://anywhere.example").headers["access-control-allow-origin"] == "*"
+        )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["app.example.com", "https://app.example.com/page", "ftp://app.example.com", "https://"],
+)
+def test_a_value_that_is_no_origin_is_refused(value: str) -> None:
+    """It would match no request, and the service would look broken from the browser."""
+    from absa.settings import Settings
+
+    with pytest.raises(ValidationError, match="is not an origin"):
+        Settings(cors_origins=f"https://ok.example, {value}")
+
+
+def test_origins_are_read_as_written() -> None:
+    from absa.settings import Settings
+
+    got = Settings(
+        cors_origins=" https://a.example/ ,http://[::1]:8080,, http://10.0.0.2:3000"
+    ).cors_origin_list()
+    assert got == ["https://a.example", "http://[::1]:8080", "http://10.0.0.2:3000"]
+    assert Settings().cors_origin_list() == []
