@@ -125,6 +125,12 @@ class Settings(BaseSettings):
                 )
         return value
 
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="the server's log lines: text, or one JSON object each (time, level, "
+        "logger, process, message) for a log collector",
+    )
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:

@@ -58,7 +58,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=settings.port,
             workers=settings.workers,
             log_level=settings.log_level,
-            log_config=_log_config("debug" if args.verbose else settings.log_level),
+            log_config=_log_config(
+                "debug" if args.verbose else settings.log_level, settings.log_format
+            ),
             timeout_graceful_shutdown=30,
         )
     return 0
@@ -103,10 +105,11 @@ def _check_startable(settings: Any) -> None:
             ) from None
 
 
-def _log_config(level: str) -> dict:
+def _log_config(level: str, fmt: str = "text") -> dict:
     """uvicorn's logging, plus the project's loggers at ``level`` (ABSA_LOG_LEVEL, -v:
     debug) in the format of the CLI: set up in every worker process, where the CLI's own
-    set-up (in the parent) does not reach."""
+    set-up (in the parent) does not reach. ``fmt`` "json": uvicorn's lines (its access
+    log too) and the project's, each one JSON object."""
     import copy
 
     from uvicorn.config import LOGGING_CONFIG
@@ -115,6 +118,9 @@ def _log_config(level: str) -> dict:
     config["formatters"]["absa"] = {
         "format": "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
     }
+    if fmt == "json":
+        for name in ("default", "access", "absa"):
+            config["formatters"][name] = {"()": "absa.service.logs.JsonLines"}
     config["handlers"]["absa"] = {
         "formatter": "absa",
         "class": "logging.StreamHandler",
