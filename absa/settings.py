@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "info", description="the server's logging (uvicorn's and the project's loggers)"
     )
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="the server's log lines: text, or one JSON object each (time, level, "
+        "logger, process, message) for a log collector",
+    )
 
     @field_validator("api_key")
     @classmethod
@@ -124,12 +129,6 @@ class Settings(BaseSettings):
                     f"{origin!r} is not an origin: write scheme://host[:port] (no path), or *"
                 )
         return value
-
-    log_format: Literal["text", "json"] = Field(
-        "text",
-        description="the server's log lines: text, or one JSON object each (time, level, "
-        "logger, process, message) for a log collector",
-    )
 
     @field_validator("log_level", mode="before")
     @classmethod
