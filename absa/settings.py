@@ -14,7 +14,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 _ORIGIN = re.compile(r"https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
 
 
-class Settings(BaseSettings):
+class LogSettings(BaseSettings):
+    """The logging settings: every command reads these (and only these) to set up its log,
+    before it reads the rest, so a bad value elsewhere does not change how that is said."""
+
     model_config = SettingsConfigDict(
         env_prefix="ABSA_",
         extra="ignore",
@@ -23,6 +26,22 @@ class Settings(BaseSettings):
         hide_input_in_errors=True,  # a traceback never shows a value: ABSA_API_KEY is secret
     )
 
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        "info", description="the server's logging (uvicorn's and the project's loggers)"
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="log lines as text, or one JSON object each (time, level, logger, "
+        "process, message) for a log collector: the server's, and every command's",
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+
+class Settings(LogSettings):
     model_dir: Path | None = Field(
         None, description="artifact directory (default: the shipped model)"
     )
@@ -100,14 +119,6 @@ class Settings(BaseSettings):
     max_explain_aspects: int = Field(
         64, ge=1, description="aspects answered with explain per request (bounds the response)"
     )
-    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
-        "info", description="the server's logging (uvicorn's and the project's loggers)"
-    )
-    log_format: Literal["text", "json"] = Field(
-        "text",
-        description="the server's log lines: text, or one JSON object each (time, level, "
-        "logger, process, message) for a log collector",
-    )
 
     @field_validator("api_key")
     @classmethod
@@ -129,11 +140,6 @@ class Settings(BaseSettings):
                     f"{origin!r} is not an origin: write scheme://host[:port] (no path), or *"
                 )
         return value
-
-    @field_validator("log_level", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.lower() if isinstance(value, str) else value
 
     # several workers (set by ``absa serve --workers N``, N > 1)
     run_dir: Path | None = Field(

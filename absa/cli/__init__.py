@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if _log_format() == "json":  # ABSA_LOG_FORMAT: a retraining job's lines too
+        from absa.service.logs import JsonLines
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonLines())
     terminated, previous = _stop_on_sigterm()
     try:
         return int(args.func(args) or 0)
@@ -111,6 +116,17 @@ def _stop_on_sigterm() -> tuple[_Terminated, Any]:
         raise KeyboardInterrupt
 
     return seen, signal.signal(signal.SIGTERM, stop)
+
+
+def _log_format() -> str:
+    """ABSA_LOG_FORMAT, or "text" where it cannot be read: without the serve extra (no
+    pydantic-settings), or a bad value, which `absa serve` refuses in one line."""
+    try:
+        from absa.settings import LogSettings
+
+        return LogSettings().log_format
+    except (ImportError, ValidationError):
+        return "text"
 
 
 #: settings whose values are secrets (SecretStr): an error names them, never their value

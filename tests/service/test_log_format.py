@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -59,3 +60,28 @@ def test_an_unknown_format_is_one_line(tmp_path: Path) -> None:
     assert log.read_text() == (
         "absa serve: error: ABSA_LOG_FORMAT: input should be 'text' or 'json', not 'xml'\n"
     )
+
+
+def test_every_command_follows_the_format(artifact: Path) -> None:
+    """A retraining job or a file scoring logs as the server does: with ABSA_LOG_FORMAT=json
+    its lines are JSON objects too; its output (stdout) is untouched."""
+    import subprocess
+    import sys
+
+    from tests.service.conftest import ROOT
+
+    argv = [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact)]
+    argv += ["--text", "the food was great", "--aspect", "food"]
+    for fmt in ("json", "text"):
+        env = {**os.environ, "ABSA_LOG_FORMAT": fmt}
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["results"][0]["term"] == "food"
+        logged = [line for line in done.stderr.splitlines() if line.strip()]
+        assert logged, done.stderr
+        if fmt == "json":
+            records = [json.loads(line) for line in logged]
+            assert any(r["logger"] == "absa.model.runtime" for r in records), records
+        else:
+            with pytest.raises(json.JSONDecodeError):
+                json.loads(logged[0])
