@@ -99,7 +99,8 @@ def check_paths(src: Path, dst: Path) -> None:
 def check_files(src: Path, dst: Path) -> None:
     """Everything ``score_file`` refuses about its two paths, without a model: an unknown
     suffix on either, then ``check_paths``."""
-    _fmt(src), _fmt(dst)
+    _fmt(src)
+    _fmt(dst)
     check_paths(src, dst)
 
 

@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: a web origin: http(s)://host[:port], the host a name, IPv4 or [IPv6] address
 _ORIGIN = re.compile(r"https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
+
+
+def _listed(value: str) -> list[str]:
+    """The items of a comma-separated setting, stripped, empty ones left out."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _keys(value: SecretStr | None) -> list[str]:
+    return _listed(value.get_secret_value()) if value is not None else []
+
+
+def _origins(value: str) -> list[str]:
+    return [origin.rstrip("/") for origin in _listed(value)]
 
 
 class LogSettings(BaseSettings):
@@ -124,18 +137,17 @@ class Settings(LogSettings):
     @classmethod
     def _header_safe(cls, value: SecretStr | None) -> SecretStr | None:
         # the keys travel in a header: printable ASCII, no spaces (never echo them)
-        raw = value.get_secret_value() if value is not None else ""
-        for key in (k.strip() for k in raw.split(",")):
-            if key and not all("!" <= c <= "~" for c in key):
+        for key in _keys(value):
+            if not all("!" <= c <= "~" for c in key):
                 raise ValueError("a key may hold printable ASCII characters only, no spaces")
         return value
 
     @field_validator("cors_origins")
     @classmethod
-    def _origins(cls, value: str) -> str:
+    def _an_origin_each(cls, value: str) -> str:
         # an origin is scheme://host[:port]; a path or a typo would silently match nothing
-        for origin in (o.strip().rstrip("/") for o in value.split(",")):
-            if origin and origin != "*" and not _ORIGIN.fullmatch(origin):
+        for origin in _origins(value):
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
                 raise ValueError(
                     f"{origin!r} is not an origin: write scheme://host[:port] (no path), or *"
                 )
@@ -169,12 +181,11 @@ class Settings(LogSettings):
 
     def api_keys(self) -> tuple[str, ...]:
         """The keys ``api_key`` holds (none: /v1/* is open)."""
-        raw = self.api_key.get_secret_value() if self.api_key is not None else ""
-        return tuple(k.strip() for k in raw.split(",") if k.strip())
+        return tuple(_keys(self.api_key))
 
     def cors_origin_list(self) -> list[str]:
         """The origins ``cors_origins`` names (none: no CORS headers at all)."""
-        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
+        return _origins(self.cors_origins)
 
     def teacher_cache_dir(self) -> Path | None:
         if self.teacher_cache == "off":
@@ -206,3 +217,11 @@ class Settings(LogSettings):
                 return reg.current_path()
             # an empty registry (before the first promotion) serves the fallback model
         return self.model_dir or DEFAULT_MODEL_DIR
+
+
+#: the settings whose values are secrets (SecretStr): an error names them, never the value
+SECRET_FIELDS = frozenset(
+    name
+    for name, f in Settings.model_fields.items()
+    if SecretStr in (f.annotation, *get_args(f.annotation))
+)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import gc
-import hmac
 import logging
 import sys
 import time
@@ -19,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import absa
 from absa.service import docs, errors
+from absa.service.auth import bearer_accepted
 from absa.service.engine import BatchEngine
 from absa.service.metrics import Metrics
 from absa.service.reloader import Reloader, load_category_predictor, load_predictor
@@ -180,19 +180,9 @@ async def _reply(
 
 
 def _authorized(scope: Scope, accepted: tuple[bytes, ...]) -> bool:
-    """The request's Authorization header is "Bearer KEY" (the scheme in any case) with a
-    KEY of ``accepted``, compared in constant time with every one of them."""
-    given = b""
-    for key, value in scope["headers"]:
-        if key == b"authorization":
-            scheme, _, given = value.strip().partition(b" ")
-            if scheme.lower() != b"bearer":
-                return False
-            break
-    ok = False
-    for want in accepted:
-        ok |= hmac.compare_digest(given.strip(), want)
-    return ok
+    """The request's (first) Authorization header carries one of the ``accepted`` keys."""
+    header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+    return bearer_accepted(header, accepted)
 
 
 #: the status counted for a request that ended without an answer (cancelled before one)
@@ -281,6 +271,7 @@ async def _empty_receive() -> Message:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics(settings.prometheus_multiproc_dir)  # set: several workers
+    api_keys, origins = settings.api_keys(), settings.cors_origin_list()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -304,8 +295,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # of the cyclic collector's full passes, whose pause would stall the event loop
         gc.collect()
         gc.freeze()
-        if settings.api_keys():
-            log.info("/v1/* needs an API key (%d accepted)", len(settings.api_keys()))
+        if api_keys:
+            log.info("/v1/* needs an API key (%d accepted)", len(api_keys))
         log.info("ready: serving %s from %s", meta.get("name"), model_dir)
         try:
             yield
@@ -342,14 +333,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limit=settings.max_in_flight,
         metrics=metrics,
         shed_delay_s=settings.shed_delay_s,
-        api_keys=settings.api_keys(),
+        api_keys=api_keys,
     )
-    if settings.api_keys():
+    if api_keys:
         docs.require_key(app, prefix="/v1/", detail=NEED_KEY)
-    if settings.cors_origin_list():  # outside the gate: a preflight carries no API key
+    if origins:  # outside the gate: a preflight carries no API key
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.cors_origin_list(),
+            allow_origins=origins,
             allow_methods=["GET", "HEAD", "POST"],
             allow_headers=["Content-Type", "Authorization", REQUEST_ID.decode()],
             expose_headers=[REQUEST_ID.decode(), "Retry-After"],

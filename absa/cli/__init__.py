@@ -129,14 +129,12 @@ def _log_format() -> str:
         return "text"
 
 
-#: settings whose values are secrets (SecretStr): an error names them, never their value
-SECRET_SETTINGS = frozenset({"admin_token", "api_key"})
-
-
 def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) -> str:
     """A bad ``ABSA_*`` value (or the flag that sets it) in one line, named as the user set
     it: pydantic's own text is five lines about a class the user never saw. ``flags``: the
     command's parsed flags; a value given there is named as its flag (``--port``)."""
+    from absa.settings import SECRET_FIELDS  # a Settings error: pydantic-settings is there
+
     parts = []
     for err in e.errors():
         field = ".".join(str(x) for x in err["loc"])
@@ -144,7 +142,6 @@ def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) ->
             var = "--" + field.replace("_", "-")
         else:
             var = field if field.isupper() else f"ABSA_{field.upper()}"
-        secret = field in SECRET_SETTINGS
-        shown = "" if secret else f", not {err.get('input')!r}"  # a key is never echoed
+        shown = "" if field in SECRET_FIELDS else f", not {err.get('input')!r}"  # no key shown
         parts.append(f"{var}: {err['msg'].lower()}{shown}")
     return "; ".join(parts)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +10,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from absa.errors import RegistryError
+from absa.service.auth import bearer_accepted
 from absa.service.deps import SettingsDep
 from absa.service.schemas import ErrorResponse
 
@@ -21,11 +21,7 @@ def require_token(
     settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
-    scheme, _, given = (authorization or "").strip().partition(" ")
-    if scheme.lower() != "bearer":  # the bare token, or another scheme: refused
-        given = ""
-    given = given.strip()
-    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+    if not bearer_accepted((authorization or "").encode(), [expected.encode()]):
         raise HTTPException(
             401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"}
         )
