@@ -26,6 +26,7 @@ function describeError(status, body) {
 // A service run with ABSA_API_KEY answers /v1/* with 401 until a key is sent: the page then
 // asks for one, and keeps it for this tab only (sessionStorage), never in the page's URL.
 const KEY = "absa-api-key";
+const NEEDS_KEY = "needs an API key";
 const auth = () => {
   const key = sessionStorage.getItem(KEY);
   return key ? { Authorization: `Bearer ${key}` } : {};
@@ -237,17 +238,16 @@ document.querySelectorAll(".example").forEach((b) => {
 });
 function loadModel() {
   fetch("v1/model", { headers: auth() }).then((r) => {
-    if (r.status === 401) { askForKey(); throw new Error("needs an API key"); }
+    if (r.status === 401) { askForKey(); throw new Error(NEEDS_KEY); }
     return r.json();
   }).then((m) => {
     $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
-    const label = document.querySelector("label[for=aspects]");
     if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
-      label.textContent = "Aspects (comma-separated)";
+      document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";
       $("aspects").placeholder = "burger, fries";
     }
   })
-    .catch((err) => { $("model").textContent = err.message === "needs an API key" ? "needs an API key" : "unavailable"; });
+    .catch((err) => { $("model").textContent = err.message === NEEDS_KEY ? NEEDS_KEY : "unavailable"; });
 }
 $("api-key").value = sessionStorage.getItem(KEY) || "";
 $("api-key").addEventListener("change", () => {
