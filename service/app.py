@@ -20,6 +20,7 @@ import absa
 from absa.service import docs, errors
 from absa.service.auth import bearer_accepted
 from absa.service.engine import BatchEngine
+from absa.service.hangup import CancelOnHangUp
 from absa.service.metrics import Metrics
 from absa.service.reloader import Reloader, load_category_predictor, load_predictor
 from absa.service.routes import admin, ops, predict
@@ -215,9 +216,10 @@ class Observe:
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
         # no answer at all: the request was cancelled first (nginx's 499, not a server error
-        # that would page someone), unless the app raised (500). A client that hangs up while
-        # its answer is computed is counted with that answer's status: uvicorn lets the
-        # handler finish and drops the answer without telling it
+        # that would page someone), unless the app raised (500): a predict request whose
+        # client hung up (CancelOnHangUp). Elsewhere a client that hangs up while its answer
+        # is computed is counted with that answer's status: uvicorn lets the handler finish
+        # and drops the answer
         status = CLIENT_CLOSED
         rid = request_id(scope)
         scope.setdefault("state", {})["request_id"] = rid
@@ -327,6 +329,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(admin.router)  # off without a token
         app.state.admin = True
 
+    # innermost: the body is read (BodyLimit) before the connection is watched for a hang-up
+    app.add_middleware(CancelOnHangUp, paths=JSON_PATHS, route_path=route_path)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
         ApiGate,
