@@ -49,7 +49,7 @@ def test_gold_spans_next_to_escapes_keep_their_offsets() -> None:
 
 def test_a_tagger_reads_the_words_of_its_pipelines_tokenizer(tmp_path: Path) -> None:
     text = "the 'pasta' -LRB- fresh -RRB- was good"
-    assert [t.text for t in tag_tokens(text)][:3] == ["the", "'pasta", "'"]  # version 1
+    assert [t.text for t in tag_tokens(text, 1)][:3] == ["the", "'pasta", "'"]  # version 1
     words = [t.text for t in tag_tokens(text, 2)]
     assert words == ["the", "'", "pasta", "'", "(", "fresh", ")", "was", "good"]
     vocab = [PAD, UNK, "the", "pasta", "good"]

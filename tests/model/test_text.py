@@ -99,12 +99,16 @@ QUOTED = "The 'pasta' was 'Certified', it 's I'M o'neal in W'burg"
 def test_version_1_glues_a_quote_to_the_word_after_it() -> None:
     """Version 1, the pipelines made before versions were recorded (the shipped models among
     them), as it always was: "'pasta" is one word, and out of any vocabulary."""
-    assert TOKENIZER == 1  # issue #11's students are made with it; moving it retrains them
     assert [t.text for t in tokenize(QUOTED, 1)] == [
         "The", "'pasta", "'", "was", "'Certified", "'", ",", "it", "'s", "I", "'M", "o",
         "'neal", "in", "W", "'burg",
     ]  # fmt: skip
-    assert tokenize(QUOTED) == tokenize(QUOTED, 1)
+
+
+def test_version_2_is_the_default_for_new_pipelines() -> None:
+    assert TOKENIZER == 2
+    assert tokenize(QUOTED) == tokenize(QUOTED, 2)
+    assert WordPipeline([PAD, UNK, "pasta"]).tokenizer == 2
 
 
 def test_version_2_splits_a_quote_from_the_word_after_it_and_keeps_clitics() -> None:
@@ -331,7 +335,7 @@ def test_word_pipeline_save_load_round_trip(tmp_path: Path) -> None:
     pipe = WordPipeline(vocab_for(*texts), max_len=7)
     pipe.save(tmp_path)
     spec = json.loads((tmp_path / "pipeline.json").read_text())
-    assert spec == {"kind": "word", "max_len": 7, "vocab": "vocab.json"}
+    assert spec == {"kind": "word", "max_len": 7, "vocab": "vocab.json", "word_tokenizer": 2}
     loaded = load_pipeline(tmp_path)
     assert isinstance(loaded, WordPipeline)
     assert loaded.words == pipe.words and loaded.max_len == 7
@@ -356,7 +360,8 @@ def test_a_pipeline_keeps_its_tokenizer_through_save_and_load(tmp_path: Path) ->
     assert [t.text for t in masked_tokens(enc)] == ["pasta"]
     assert enc.ids == [2, 5, 3, 5, 4, 6]  # the aspect is a known word
     # version 1 (written as before: no key) reads "'pasta", an unknown word, as the aspect
-    WordPipeline(words, max_len=9).save(tmp_path / "v1")
+    WordPipeline(words, max_len=9, tokenizer=1).save(tmp_path / "v1")
+    assert "word_tokenizer" not in json.loads((tmp_path / "v1" / "pipeline.json").read_text())
     v1 = load_pipeline(tmp_path / "v1")
     assert isinstance(v1, WordPipeline) and v1.tokenizer == 1
     assert v1.encode(text, 5, 10).ids == [2, 1, 5, 4, 6]

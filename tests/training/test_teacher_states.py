@@ -86,11 +86,26 @@ def test_a_window_of_other_words_gets_none(states_dir: Path) -> None:
     """A student whose tokenizer cut the text otherwise (here "the food" as one word) reads
     no rows, rather than rows of other words."""
     states = ts.TeacherStates(states_dir)
-    assert states.tokenizer == 1  # the record holds no version: the first
+    assert states.tokenizer == 2  # the version new states are made with, recorded
     words = tokenize(TEXTS[0])
     assert states.rows(TEXTS[0], words[:3]) is not None
     merged = [Token("the food", words[0].start, words[1].end), *words[2:4]]
     assert states.rows(TEXTS[0], merged) is None
+
+
+def test_a_record_without_a_version_is_read_with_the_first(
+    states_dir: Path, tmp_path: Path
+) -> None:
+    """States made before versions were recorded (tokenizer 1) read their texts' words as
+    that tokenizer cut them: "'pasta" one word, where version 2 reads two."""
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(states_dir, old)
+    record = json.loads((old / ts.RECORD).read_text())
+    assert record.pop("word_tokenizer") == 2
+    (old / ts.RECORD).write_text(json.dumps(record))
+    assert ts.TeacherStates(old).tokenizer == 1
 
 
 def test_a_missing_directory_says_how_to_make_one(tmp_path: Path) -> None:

@@ -75,8 +75,9 @@ def test_another_tokenizer_is_refused(tiny_run: Path, small_glove: Path, tmp_pat
     parent = tmp_path / "parent"
     shutil.copytree(tiny_run, parent)
     spec = json.loads((parent / "pipeline.json").read_text())
-    (parent / "pipeline.json").write_text(json.dumps({**spec, "word_tokenizer": 2}))
-    with pytest.raises(ValueError, match="words of tokenizer 2, this run those of 1"):
+    assert spec.pop("word_tokenizer") == 2  # the default; a pipeline without the key: 1
+    (parent / "pipeline.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match="words of tokenizer 1, this run those of 2"):
         child(parent, tmp_path / "c", small_glove)
 
 
