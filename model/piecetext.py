@@ -94,6 +94,6 @@ class PieceTagText:
     def load(cls, directory: Path) -> PieceTagText:
         directory = Path(directory)
         spec = json.loads((directory / "pipeline.json").read_text(encoding="utf-8"))
-        pieces = WordPiecePipeline(directory / spec["tokenizer"], max_len=int(spec["max_len"]))
+        pieces = WordPiecePipeline.from_spec(directory, spec)
         version = check_tokenizer(spec.get("word_tokenizer", 1), str(directory / "pipeline.json"))
         return cls(pieces, int(spec.get("max_words", 128)), version)

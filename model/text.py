@@ -218,33 +218,69 @@ class WordPipeline:
         )
 
 
+#: how a wordpiece pipeline finds the ids it puts around a text (pipeline.json "specials";
+#: absent from the pipelines made before it was recorded: "names"):
+#: "names": [CLS] and [SEP] by BERT's names, else RoBERTa's <s> and </s>. MPNet's tokenizer
+#:   holds both, and its [CLS] and [SEP] are rows its pretraining never used (it reads
+#:   <s> text </s>): the mpnet teachers before session 58 read those;
+#: "tokenizer": what the tokenizer's own post-processor puts around a text (BERT's and
+#:   MiniLM's [CLS] and [SEP], MPNet's <s> and </s>); by name where it has none.
+SPECIALS = ("names", "tokenizer")
+
+
 class WordPiecePipeline:
-    """A Hugging Face fast tokenizer (``tokenizer.json``): [CLS] text [SEP], offsets kept."""
+    """A Hugging Face fast tokenizer (``tokenizer.json``): [CLS] text [SEP] (the tokenizer's
+    own start and end tokens, ``SPECIALS``), offsets kept."""
 
     kind = "wordpiece"
 
-    def __init__(self, tokenizer_file: Path, max_len: int = 128) -> None:
+    def __init__(
+        self, tokenizer_file: Path, max_len: int = 128, specials: str = "tokenizer"
+    ) -> None:
         from tokenizers import Tokenizer
 
+        if specials not in SPECIALS:
+            raise ValueError(f"specials: {specials!r} is not one of {', '.join(SPECIALS)}")
         self.tokenizer_file = Path(tokenizer_file)
         self.tok = Tokenizer.from_file(str(tokenizer_file))
         self.tok.no_padding()
         self.tok.no_truncation()
         self.max_len = max_len
-        # BERT's names, else RoBERTa's (MPNet: <s> text </s>, <pad>, <unk>)
-        cls, sep = self._special("[CLS]", "<s>"), self._special("[SEP]", "</s>")
+        self.specials = specials
+        around = self._around() if specials == "tokenizer" else None
+        # BERT's names, else RoBERTa's; RoBERTa's first where its post-processor uses them
+        names = {"cls": ("[CLS]", "<s>"), "sep": ("[SEP]", "</s>"), "pad": ("[PAD]", "<pad>")}
+        if around is not None and self.tok.id_to_token(around[0]) == "<s>":
+            names = {k: v[::-1] for k, v in names.items()}
+        cls, sep = around or (self._special(*names["cls"]), self._special(*names["sep"]))
         if cls is None or sep is None:
             raise ValueError(f"{tokenizer_file}: no [CLS]/[SEP] (or <s>/</s>) token")
         self.cls_id: int = cls
         self.sep_id: int = sep
-        pad = self._special("[PAD]", "<pad>")
+        pad = self._special(*names["pad"])
         self.pad_id = 0 if pad is None else pad
-        unk = self._special("[UNK]", "<unk>")
+        unk = self._special("[UNK]", "<unk>")  # MPNet's wordpiece model says [UNK] too
         self.unk_id = -1 if unk is None else unk  # -1: never an id, nothing marked unknown
 
     def _special(self, *names: str) -> int | None:
         ids = [self.tok.token_to_id(n) for n in names]
         return next((i for i in ids if i is not None), None)
+
+    def _around(self) -> tuple[int, int] | None:
+        """The ids the tokenizer's post-processor puts before and after a text, if one."""
+        bare = self.tok.encode("a", add_special_tokens=False).ids
+        full = self.tok.encode("a", add_special_tokens=True).ids
+        if len(full) == len(bare) + 2 and full[1:-1] == bare:
+            return full[0], full[-1]
+        return None
+
+    @classmethod
+    def from_spec(cls, directory: Path, spec: dict) -> WordPiecePipeline:
+        """The pipeline a pipeline.json ``spec`` in ``directory`` describes."""
+        specials = spec.get("specials", "names")
+        if specials not in SPECIALS:
+            raise ValueError(f"{directory / 'pipeline.json'}: unknown specials {specials!r}")
+        return cls(directory / spec["tokenizer"], int(spec["max_len"]), specials)
 
     def __len__(self) -> int:
         return self.tok.get_vocab_size()
@@ -294,6 +330,8 @@ class WordPiecePipeline:
 
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "tokenizer": "tokenizer.json"}
+        if self.specials != "names":  # absent means "names": older pipelines stay as they were
+            spec["specials"] = self.specials
         (directory / "pipeline.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         (directory / "tokenizer.json").write_bytes(self.tokenizer_file.read_bytes())
 
@@ -306,7 +344,7 @@ def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
         version = check_tokenizer(spec.get("word_tokenizer", 1), str(directory / "pipeline.json"))
         return WordPipeline(words, max_len=int(spec["max_len"]), tokenizer=version)
     if spec["kind"] == "wordpiece":
-        return WordPiecePipeline(directory / spec["tokenizer"], max_len=int(spec["max_len"]))
+        return WordPiecePipeline.from_spec(directory, spec)
     raise ValueError(f"{directory / 'pipeline.json'}: unknown pipeline kind {spec['kind']!r}")
 
 

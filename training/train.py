@@ -137,7 +137,12 @@ def fit(
     best = EarlyStopping(tcfg.patience)
     scored: ABSANet = ema.module if ema is not None else net  # type: ignore[assignment]
     parts = {"net": net, "opt": opt, "sched": sched, "ema": ema, "hint": hint}
-    key = checkpoint.fingerprint(tcfg.to_dict(), mcfg.to_dict(), [*data.train, *data.dev])
+    # how the pipeline reads a text (word tokenizer, a transformer's start and end tokens):
+    # a checkpoint made by code with other defaults is not resumed by this one
+    reading = {k: getattr(pipe, k, None) for k in ("tokenizer", "specials")}
+    key = checkpoint.fingerprint(
+        tcfg.to_dict(), {**mcfg.to_dict(), "reading": reading}, [*data.train, *data.dev]
+    )
     first, session = 1, time.time()  # first: the first epoch this call trains
     state = checkpoint.load(run_dir, key) if resume else None
     within = None  # where the first epoch goes on from, when a checkpoint was written inside it

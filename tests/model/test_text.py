@@ -458,3 +458,67 @@ def test_wordpiece_save_load_round_trip(wordpiece: WordPiecePipeline, tmp_path: 
     assert isinstance(loaded, WordPiecePipeline) and loaded.max_len == wordpiece.max_len
     text = "The tempura was unbelievably crunchy."
     assert encode_term(loaded, text, "tempura") == encode_term(wordpiece, text, "tempura")
+
+
+def mpnet_style_tokenizer(directory: Path) -> Path:
+    """A tokenizer.json as MPNet's is made: a BERT vocabulary that still holds [CLS], [SEP]
+    and [PAD], RoBERTa's <s> </s> <pad> in front of it, and a post-processor that puts
+    <s> ... </s> around a text."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = ["<s>", "<pad>", "</s>", "<unk>", "[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "pasta"]
+    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    path = directory / "tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+def test_wordpiece_takes_the_start_and_end_tokens_its_tokenizer_puts_around_a_text(
+    tmp_path: Path,
+) -> None:
+    """MPNet reads <s> text </s>; its tokenizer holds [CLS] and [SEP] too, which the
+    pipelines found by name before ("names", kept for the pipelines that say nothing)."""
+    path = mpnet_style_tokenizer(tmp_path)
+    pipe = WordPiecePipeline(path, max_len=8)
+    assert (pipe.cls_id, pipe.sep_id, pipe.pad_id, pipe.unk_id) == (0, 2, 1, 5)
+    assert encode_term(pipe, "the pasta", "pasta").ids == [0, 8, 9, 2]
+    old = WordPiecePipeline(path, max_len=8, specials="names")
+    assert (old.cls_id, old.sep_id, old.pad_id) == (6, 7, 4)
+    assert encode_term(old, "the pasta", "pasta").ids == [6, 8, 9, 7]
+    for name, made in (("new", pipe), ("old", old)):
+        (tmp_path / name).mkdir()
+        made.save(tmp_path / name)
+    spec = json.loads((tmp_path / "new" / "pipeline.json").read_text())
+    assert spec["specials"] == "tokenizer"
+    assert "specials" not in json.loads((tmp_path / "old" / "pipeline.json").read_text())
+    assert load_pipeline(tmp_path / "new").cls_id == 0  # type: ignore[union-attr]
+    assert load_pipeline(tmp_path / "old").cls_id == 6  # type: ignore[union-attr]
+
+
+def test_wordpiece_bert_tokenizers_read_as_before(wordpiece: WordPiecePipeline) -> None:
+    """MiniLM's (BERT's) post-processor puts [CLS] ... [SEP] around a text: the ids the name
+    lookup found, so its pipelines read the same either way."""
+    old = WordPiecePipeline(wordpiece.tokenizer_file, max_len=16, specials="names")
+    assert wordpiece.specials == "tokenizer"
+    assert (wordpiece.cls_id, wordpiece.sep_id, wordpiece.pad_id, wordpiece.unk_id) == (
+        old.cls_id,
+        old.sep_id,
+        old.pad_id,
+        old.unk_id,
+    )
+    assert (wordpiece.cls_id, wordpiece.sep_id) == (101, 102)
+
+
+def test_wordpiece_unknown_specials_are_refused(tmp_path: Path) -> None:
+    path = mpnet_style_tokenizer(tmp_path)
+    with pytest.raises(ValueError, match="specials"):
+        WordPiecePipeline(path, specials="bert")
+    (tmp_path / "pipeline.json").write_text(
+        json.dumps(
+            {"kind": "wordpiece", "max_len": 8, "tokenizer": "tokenizer.json", "specials": 1}
+        )
+    )
+    with pytest.raises(ValueError, match="unknown specials"):
+        load_pipeline(tmp_path)

@@ -13,6 +13,7 @@ import pytest
 from _pytest.logging import LogCaptureFixture
 
 from absa.cli import main
+from absa.model.text import WordPipeline
 from absa.training import checkpoint, train
 from absa.training.checkpoint import CHECKPOINT, CheckpointError
 from absa.training.presets import Preset
@@ -128,6 +129,23 @@ def test_a_checkpoint_of_another_run_is_refused(small_glove: Path, tmp_path: Pat
     fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, stop_after=0)
     (tmp_path / CHECKPOINT).write_bytes(b"torn")
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, resume=True)
+
+
+def test_a_checkpoint_whose_texts_were_read_otherwise_is_refused(
+    small_glove: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped by code whose words were those of tokenizer 1, a run is not resumed by code
+    that reads tokenizer 2's: the same data and configs, other rows."""
+
+    class Version1(WordPipeline):
+        def __init__(self, words: list[str], max_len: int = 128) -> None:
+            super().__init__(words, max_len, tokenizer=1)
+
+    with monkeypatch.context() as m:
+        m.setattr(train, "WordPipeline", Version1)
+        fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, stop_after=0)
+    with pytest.raises(CheckpointError, match="another configuration or data"):
         fit(TRAIN, DEV, preset(small_glove), tmp_path, progress=False, resume=True)
 
 
