@@ -147,14 +147,14 @@ def decode(
                 conf *= 1.0 - float(probs[j, I])
         a, b = unpaired_trimmed(tokens, i, j)
         if a < b and any(c.isalnum() for t in tokens[a:b] for c in t.text):  # not "😀" alone
-            out.append(FoundSpan(_glued_quote_end(tokens, a, b), tokens[b - 1].end, conf))
+            out.append(FoundSpan(_term_start(tokens, a, b), tokens[b - 1].end, conf))
     return out
 
 
 _CLITICS = {"'s", "'re", "'ve", "'ll", "'d", "'m"}
 
 
-def _glued_quote_end(tokens: Sequence[Token], a: int, b: int) -> int:
+def _term_start(tokens: Sequence[Token], a: int, b: int) -> int:
     """Where the term of words a..b-1 starts: after an opening apostrophe that word tokenizer
     1 glued to its first word ("'pasta" of "the 'pasta' was") and whose partner is not in
     the term; a clitic ('s, 're, ...) is a word of its own and stays."""
