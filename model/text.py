@@ -257,6 +257,10 @@ class WordPiecePipeline:
             raise ValueError(f"{tokenizer_file}: no [CLS]/[SEP] (or <s>/</s>) token")
         self.cls_id: int = cls
         self.sep_id: int = sep
+        # a sentence pair: what goes before, between and after the two parts, and the token
+        # types of each (BERT: [CLS] a [SEP] b [SEP], types 0 and 1; RoBERTa and MPNet:
+        # <s> a </s></s> b </s>, all 0); by name, [CLS] a [SEP] b [SEP]
+        self._pair = self._pair_template() if around is not None else None
         pad = self._special(*names["pad"])
         self.pad_id = 0 if pad is None else pad
         unk = self._special("[UNK]", "<unk>")  # MPNet's wordpiece model says [UNK] too
@@ -273,6 +277,17 @@ class WordPiecePipeline:
         if len(full) == len(bare) + 2 and full[1:-1] == bare:
             return full[0], full[-1]
         return None
+
+    def _pair_template(self) -> tuple[list[int], list[int], list[int], list[int]] | None:
+        """The ids the post-processor puts before, between and after the two parts of a
+        pair, and the token types of a pair of one-piece parts, position by position; None
+        where it makes no such pair."""
+        enc = self.tok.encode("a", "b", add_special_tokens=True)
+        ids, parts = list(enc.ids), list(enc.sequence_ids)  # None: a token the pair adds
+        if parts.count(0) != 1 or parts.count(1) != 1 or parts.index(0) > parts.index(1):
+            return None
+        i, j = parts.index(0), parts.index(1)
+        return ids[:i], ids[i + 1 : j], ids[j + 1 :], list(enc.type_ids)
 
     @classmethod
     def from_spec(cls, directory: Path, spec: dict) -> WordPiecePipeline:
@@ -305,28 +320,42 @@ class WordPiecePipeline:
         return self.encode_span(self.tokenized(text), start, end)
 
     def encode_pair(self, text: str, second: str) -> Encoded:
-        """Sun et al.'s sentence pair ``[CLS] text [SEP] second [SEP]``: the text cut to what
-        ``max_len`` leaves after ``second``; ``second``'s pieces have empty spans at the end
-        of the text (like the special tokens, they are no word of it)."""
+        """Sun et al.'s sentence pair ``[CLS] text [SEP] second [SEP]``, in the form the
+        tokenizer's post-processor gives a pair (MPNet: ``<s> text </s></s> second </s>``):
+        the text cut to what ``max_len`` leaves after ``second``; ``second``'s pieces have
+        empty spans at the end of the text (like the special tokens, they are no word of it)."""
         if not text.strip():
             raise TextError("text is empty")
         tok = self.tokenized(text)
         tail = self.tok.encode(second, add_special_tokens=False)
-        keep = self.max_len - 3 - len(tail.ids)
+        before, between, after, types = self._pair or (
+            [self.cls_id],
+            [self.sep_id],
+            [self.sep_id],
+            [0, 0, 0, 1, 1],
+        )
+        keep = self.max_len - len(before) - len(between) - len(after) - len(tail.ids)
         if keep < 1:
             raise TextError(f"{second!r} leaves no room for the text in {self.max_len} tokens")
+        first = tok.ids[:keep]
         end = len(text)
         pieces = [
-            Token("[CLS]", 0, 0),
+            *(Token("[CLS]", 0, 0) for _ in before),
             *tok.tokens[:keep],
-            Token("[SEP]", end, end),
+            *(Token("[SEP]", end, end) for _ in between),
             *(Token(p, end, end) for p in tail.tokens),
-            Token("[SEP]", end, end),
+            *(Token("[SEP]", end, end) for _ in after),
         ]
-        ids = [self.cls_id, *tok.ids[:keep], self.sep_id, *tail.ids, self.sep_id]
-        n_first = min(keep, len(tok.ids)) + 2
-        types = [0] * n_first + [1] * (len(ids) - n_first)
-        return Encoded(ids, [0] * len(ids), pieces, token_types=types)
+        ids = [*before, *first, *between, *tail.ids, *after]
+        i, j = len(before), len(before) + 1 + len(between)  # where a and b stand in ``types``
+        token_types = [
+            *types[:i],
+            *[types[i]] * len(first),
+            *types[i + 1 : j],
+            *[types[j]] * len(tail.ids),
+            *types[j + 1 :],
+        ]
+        return Encoded(ids, [0] * len(ids), pieces, token_types=token_types)
 
     def save(self, directory: Path) -> None:
         spec = {"kind": self.kind, "max_len": self.max_len, "tokenizer": "tokenizer.json"}

@@ -522,3 +522,24 @@ def test_wordpiece_unknown_specials_are_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="unknown specials"):
         load_pipeline(tmp_path)
+
+
+def test_wordpiece_pairs_take_the_form_their_tokenizer_gives_a_pair(
+    wordpiece: WordPiecePipeline, tmp_path: Path
+) -> None:
+    """MPNet's pair is <s> a </s></s> b </s> with no token types; BERT's (MiniLM's) is
+    [CLS] a [SEP] b [SEP], types 0 then 1, as the name lookup built it."""
+    pipe = WordPiecePipeline(mpnet_style_tokenizer(tmp_path), max_len=8)
+    e = pipe.encode_pair("the pasta", "pasta")
+    assert e.ids == [0, 8, 9, 2, 2, 9, 2]
+    assert e.token_types == [0] * 7
+    cut = pipe.encode_pair("the pasta the pasta", "pasta")  # 8 at most: the text is cut
+    assert cut.ids == [0, 8, 9, 9 - 1, 2, 2, 9, 2] and len(cut.tokens) == 8
+    old = WordPiecePipeline(pipe.tokenizer_file, max_len=8, specials="names")
+    assert old.encode_pair("the pasta", "pasta").ids == [6, 8, 9, 7, 9, 7]
+    text = "The tempura was great"
+    bert = wordpiece.encode_pair(text, "food")
+    named = WordPiecePipeline(wordpiece.tokenizer_file, max_len=16, specials="names")
+    assert bert == named.encode_pair(text, "food")
+    assert bert.ids[0] == 101 and bert.ids.count(102) == 2
+    assert bert.token_types == [0] * (len(bert.ids) - 2) + [1] * 2
