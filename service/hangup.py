@@ -103,6 +103,9 @@ class CancelOnHangUp:
             log.info(
                 "%s (request %s): the client hung up; its work was dropped", scope["path"], rid
             )
+        else:
+            if hung_up:  # the app caught the cancellation and returned: it is over all the same
+                task.uncancel()
         finally:
             finished = True
             timer.cancel()

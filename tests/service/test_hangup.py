@@ -84,3 +84,59 @@ def test_a_client_that_leaves_after_its_answer_was_answered(artifact: Path) -> N
         assert requests_with(url, "/v1/predict", "200") == 1
         assert requests_with(url, "/v1/predict", "499") == 0
         assert metric(url, "absa_batch_size_count") >= 1
+
+
+def run_layer(leave_after_s: float | None, cancel_after_s: float | None) -> dict:
+    """CancelOnHangUp around an app that takes 10 s: the client leaves (http.disconnect) or
+    the server cancels the request after the given seconds. What the app and layer saw."""
+    import asyncio
+
+    from absa.service.hangup import CancelOnHangUp
+
+    seen: dict = {}
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        seen["body"] = (await receive())["body"]  # type: ignore[operator]
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen["app_cancelled"] = True
+            raise
+
+    async def main() -> None:
+        messages = [{"type": "http.request", "body": b"{}"}]
+
+        async def receive() -> dict:
+            if messages:
+                return messages.pop(0)
+            await asyncio.sleep(leave_after_s if leave_after_s is not None else 3600)
+            return {"type": "http.disconnect"}
+
+        async def send(msg: dict) -> None:
+            seen.setdefault("sent", []).append(msg["type"])
+
+        layer = CancelOnHangUp(app, frozenset({"/v1/predict"}), lambda s: s["path"])
+        scope = {"type": "http", "method": "POST", "path": "/v1/predict"}
+        task = asyncio.create_task(layer(scope, receive, send))
+        if cancel_after_s is not None:
+            await asyncio.sleep(cancel_after_s)
+            task.cancel()
+        try:
+            await task
+            seen["layer"] = "returned"
+        except asyncio.CancelledError:
+            seen["layer"] = "cancelled"
+
+    asyncio.run(main())
+    return seen
+
+
+def test_the_layer_cancels_the_app_when_the_client_leaves_and_answers_nothing() -> None:
+    seen = run_layer(leave_after_s=0.1, cancel_after_s=None)
+    assert seen == {"body": b"{}", "app_cancelled": True, "layer": "returned"}
+
+
+def test_a_cancellation_from_the_server_still_goes_through() -> None:
+    """Shutting down, the server cancels the request: that is no hang-up to swallow."""
+    seen = run_layer(leave_after_s=None, cancel_after_s=0.2)  # the watch has started by then
+    assert seen == {"body": b"{}", "app_cancelled": True, "layer": "cancelled"}
