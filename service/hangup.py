@@ -23,9 +23,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
-#: how long a request runs before its connection is watched: a watch costs a task (about
-#: 20 us a request, several % of a one-aspect request's time); a hang-up within this is
-#: not noticed, and costs at most this much work
+#: how long a request runs before its connection is watched: a watch costs a task, about
+#: as much again as the layer's own 5 us a request (benchmarks/hangup_overhead.py); a
+#: hang-up within this is not noticed, and costs at most this much work
 WATCH_AFTER_S = 0.05
 
 
