@@ -287,6 +287,8 @@ class WordPiecePipeline:
         if parts.count(0) != 1 or parts.count(1) != 1 or parts.index(0) > parts.index(1):
             return None
         i, j = parts.index(0), parts.index(1)
+        if i == 0 or j == len(ids) - 1:  # a template with no pair form adds nothing to one
+            return None
         return ids[:i], ids[i + 1 : j], ids[j + 1 :], list(enc.type_ids)
 
     @classmethod

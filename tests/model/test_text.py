@@ -543,3 +543,19 @@ def test_wordpiece_pairs_take_the_form_their_tokenizer_gives_a_pair(
     assert bert == named.encode_pair(text, "food")
     assert bert.ids[0] == 101 and bert.ids.count(102) == 2
     assert bert.token_types == [0] * (len(bert.ids) - 2) + [1] * 2
+
+
+def test_wordpiece_a_tokenizer_with_no_pair_form_pairs_by_name(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "pasta"]
+    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tok.save(str(tmp_path / "tokenizer.json"))
+    pipe = WordPiecePipeline(tmp_path / "tokenizer.json", max_len=8)
+    assert encode_term(pipe, "the pasta", "pasta").ids == [2, 4, 5, 3]
+    e = pipe.encode_pair("the pasta", "pasta")
+    assert e.ids == [2, 4, 5, 3, 5, 3] and e.token_types == [0, 0, 0, 0, 1, 1]
