@@ -23,6 +23,7 @@ from absa.model.tagger import Tagger, TaggerConfig
 from absa.model.tagtext import TagText, build_chars
 from absa.model.text import WordPiecePipeline, WordPipeline
 from absa.training.embeddings import build_vocab, embedding_matrix, load_glove, resolve_transformer
+from absa.training.optim import adamw
 from absa.training.sentences import Sentence
 from absa.training.tag_config import TagTrainConfig
 
@@ -69,7 +70,7 @@ def build(
         cfg, vocab_size=len(vocab), embed_dim=vectors.shape[1], char_vocab_size=len(chars or [])
     )
     net = Tagger(cfg, torch.from_numpy(vectors))
-    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=tcfg.lr)
+    opt = adamw([{"params": [p for p in net.parameters() if p.requires_grad], "lr": tcfg.lr}], 0.0)
     return Built(net, text, cfg, opt, None)
 
 
@@ -80,7 +81,7 @@ def _transformer(cfg: TaggerConfig, tcfg: TagTrainConfig, steps_per_epoch: int) 
     hidden = int(json.loads((src / "config.json").read_text(encoding="utf-8"))["hidden_size"])
     cfg = replace(cfg, vocab_size=len(pieces), embed_dim=hidden, char_vocab_size=0)
     net = PieceTagger(cfg, src, pretrained=True)
-    opt = torch.optim.AdamW(_groups(net, net.encoder, tcfg), weight_decay=tcfg.weight_decay)
+    opt = adamw(_groups(net, net.encoder, tcfg), weight_decay=tcfg.weight_decay)
     total = max(1, steps_per_epoch * tcfg.epochs)
     warm = max(1, int(total * tcfg.warmup))
 
