@@ -32,9 +32,10 @@ def make_optimizer(net: ABSANet, tcfg: TrainConfig) -> torch.optim.Optimizer:
 
 def adamw(groups: list[dict], weight_decay: float) -> torch.optim.AdamW:
     """AdamW, fused (one kernel over each tensor) where its parameters' device has the
-    kernel (CPU, CUDA): the same steps within float rounding (2e-7 after 50 steps), and 8x
-    faster on a 70,000-word table, half of a word-vector student's training step
-    (docs/benchmarks.md). With ``weight_decay`` 0 it is Adam."""
+    kernel (CPU, CUDA): the same steps within float rounding (2e-7 after 50 steps), and 10x
+    faster on a 70,000-word table, where the loop was half of a word-vector student's
+    training step (benchmarks/train_step.py, docs/distillation.md). With ``weight_decay`` 0
+    it is Adam."""
     params = [p for g in groups for p in g["params"]]
     fused = bool(params) and all(p.device.type in ("cpu", "cuda") for p in params)
     return torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused or None)

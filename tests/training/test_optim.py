@@ -55,3 +55,48 @@ def test_an_optimiser_setting_that_would_train_wrong_is_refused(
 def test_label_smoothing_of_one_or_more_is_refused() -> None:
     with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\)"):
         TrainConfig(label_smoothing=1.0)
+
+
+def _steps(opt: torch.optim.Optimizer, w: torch.nn.Parameter, n: int, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(n):
+        w.grad = torch.randn(w.shape, generator=g) * 0.01
+        opt.step()
+
+
+def test_adamw_is_fused_on_the_cpu_and_steps_as_the_loop_does() -> None:
+    """The fused kernel is AdamW's own update, one pass per tensor: the same weights within
+    float rounding, with and without weight decay (0: Adam)."""
+    from absa.training.optim import adamw
+
+    for decay in (0.01, 0.0):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.randn(300, 20))
+        start = w.detach().clone()
+        v = torch.nn.Parameter(w.detach().clone())
+        fused = adamw([{"params": [w], "lr": 1e-2}], weight_decay=decay)
+        assert fused.defaults["fused"] is True
+        loop = torch.optim.Adam([v], lr=1e-2) if decay == 0 else torch.optim.AdamW([v], lr=1e-2)
+        _steps(fused, w, 50, seed=1)
+        _steps(loop, v, 50, seed=1)
+        assert torch.allclose(w, v, atol=1e-5)
+        assert (w - start).abs().max() > 0.1  # 50 steps of 0.01 moved it
+
+
+def test_a_checkpoint_of_the_loop_optimiser_goes_on_under_the_fused_one() -> None:
+    """Runs stopped before the optimiser was fused resume with its state (steps, moments)."""
+    import copy
+
+    from absa.training.optim import adamw
+
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(50, 8))
+    loop = torch.optim.AdamW([w], lr=1e-2, weight_decay=0.01)
+    _steps(loop, w, 5, seed=2)
+    v = torch.nn.Parameter(w.detach().clone())
+    fused = adamw([{"params": [v], "lr": 1e-2}], weight_decay=0.01)
+    fused.load_state_dict(copy.deepcopy(loop.state_dict()))
+    _steps(loop, w, 5, seed=3)
+    _steps(fused, v, 5, seed=3)
+    assert float(fused.state[v]["step"]) == 10
+    assert torch.allclose(w, v, atol=1e-6)
