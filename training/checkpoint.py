@@ -11,6 +11,9 @@ that the epoch's order is drawn again and its first batches skipped).
 ``absa train --resume`` continues from it, with the numbers of a run that never stopped;
 ``--stop-after MINUTES`` ends a run at the first epoch's end past that time and keeps the
 checkpoint (an mpnet teacher on two CPU threads trains for longer than a working session).
+``STOP`` (set by SIGTERM under ``absa train``: a node drained, a pod evicted, a session's
+end) ends it after the batch in progress, with a checkpoint within the epoch: nothing
+trained since the last one is lost.
 
 A checkpoint belongs to one configuration and one data set: ``fingerprint`` (the train and
 model configs but for threads and device, and every train and dev item) is kept in it and a
@@ -24,6 +27,7 @@ import json
 import logging
 import os
 import random
+import threading
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -35,6 +39,10 @@ import torch
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint.pt"
+#: set when the process is asked to stop: the training loop writes a checkpoint after the
+#: batch in progress and the run stops, for ``--resume`` to go on (absa/cli/train.py sets
+#: it on SIGTERM)
+STOP = threading.Event()
 # what may differ between the run that stopped and the one that resumes it
 FREE = ("threads", "device")
 

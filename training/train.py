@@ -87,7 +87,7 @@ class RunResult:
     dev: dict
     best_epoch: int
     history: list[dict]
-    stopped: bool = False  # by ``stop_after``, before the last epoch: resume to finish
+    stopped: bool = False  # by ``stop_after`` or ``checkpoint.STOP``: resume to finish
     resumed_after: int = 0  # the epoch the checkpoint it went on from had reached (0: none)
 
 
@@ -164,23 +164,29 @@ def fit(
         log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
 
     for epoch in range(first, tcfg.epochs + 1):
-        train_loss, seconds = train_epoch(
-            net,
-            opt,
-            sched,
-            inputs,
-            data.soft,
-            pipe.pad_id,
-            tcfg,
-            rng,
-            epoch,
-            progress,
-            ema,
-            gold=data.gold,
-            hint=hint,
-            within=within if epoch == first else None,
-            save=lambda at, epoch=epoch: save_within(epoch, at),
-        )
+        try:
+            train_loss, seconds = train_epoch(
+                net,
+                opt,
+                sched,
+                inputs,
+                data.soft,
+                pipe.pad_id,
+                tcfg,
+                rng,
+                epoch,
+                progress,
+                ema,
+                gold=data.gold,
+                hint=hint,
+                within=within if epoch == first else None,
+                save=lambda at, epoch=epoch: save_within(epoch, at),
+            )
+        except _Stopped:  # a checkpoint within the epoch was written
+            log.info("stopped within epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
+            if hint is not None:
+                hint.close()
+            return RunResult(run_dir, best.dev, best.epoch, history, True, first - 1)
         dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
         history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
         if best.update(epoch, epoch_score(dev_report, dev_loss, tcfg.select_on), dev_report):
@@ -191,7 +197,8 @@ def fit(
         if epoch < tcfg.epochs:
             state = snapshot(key, epoch, parts, rng, history, best, started)
             checkpoint.save(run_dir, {**state, "code_versions": versions})
-            if stop_after is not None and time.time() - session > stop_after:
+            late = stop_after is not None and time.time() - session > stop_after
+            if late or checkpoint.STOP.is_set():
                 log.info("stopped after epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
                 if hint is not None:
                     hint.close()
@@ -356,6 +363,10 @@ HEARTBEAT_SECONDS = 600.0
 CHECKPOINT_SECONDS = 1800.0
 
 
+class _Stopped(Exception):
+    """``checkpoint.STOP`` was set: a checkpoint within the epoch is written."""
+
+
 def train_epoch(
     net: ABSANet,
     opt: torch.optim.Optimizer,
@@ -448,9 +459,16 @@ def train_epoch(
             left = (beat - t0) * (items - seen) / seen
             msg = "epoch %d: %d of %d items, %.0f s, loss %.4f, about %.0f s left"
             log.info(msg, epoch, seen, items, beat - t0, total_loss / seen, left)
-        if save is not None and time.time() - saved >= CHECKPOINT_SECONDS and done < len(order):
+        stop = checkpoint.STOP.is_set()  # the epoch's last batch: its end's checkpoint
+        if (
+            save is not None
+            and done < len(order)
+            and (stop or time.time() - saved >= CHECKPOINT_SECONDS)
+        ):
             save(checkpoint.Within(done, total_loss, seen, time.time() - t0, order_rng))
             saved = time.time()
+            if stop:
+                raise _Stopped
     return total_loss / max(1, seen), time.time() - t0
 
 

@@ -6,7 +6,8 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,39 @@ if TYPE_CHECKING:
     from absa.training.records import ReadResult
 
 log = logging.getLogger("absa")
-STOPPED = 75  # EX_TEMPFAIL: the run stopped by --stop-after, to be resumed
+STOPPED = 75  # EX_TEMPFAIL: the run stopped by --stop-after or SIGTERM, to be resumed
+
+
+@contextmanager
+def _checkpoint_on_sigterm() -> Iterator[list[bool]]:
+    """While a run trains, SIGTERM (a node drained, a pod evicted) asks it to stop after the
+    batch in progress, with a checkpoint (training/checkpoint.STOP): the same command with
+    --resume goes on from there. A second SIGTERM stops at once, as SIGTERM does elsewhere
+    (absa.cli). Yields a list that holds, once the block is left, whether SIGTERM came."""
+    import signal
+    import threading
+
+    from absa.training import checkpoint
+
+    asked: list[bool] = []
+    checkpoint.STOP.clear()
+    previous = None
+
+    def ask(signum: int, frame: object) -> None:
+        if checkpoint.STOP.is_set():
+            raise KeyboardInterrupt
+        checkpoint.STOP.set()
+        log.warning("SIGTERM: stopping after this batch with a checkpoint (again: at once)")
+
+    if threading.current_thread() is threading.main_thread():  # where Python lets one be set
+        previous = signal.signal(signal.SIGTERM, ask)
+    try:
+        yield asked
+    finally:
+        asked.append(checkpoint.STOP.is_set())
+        checkpoint.STOP.clear()  # a later run in this process starts unasked
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:
@@ -145,22 +178,24 @@ def cmd_train(args: argparse.Namespace) -> int:
     transfer = _transfer(args, info, excluded) if args.transfer else []
     # read now: a missing or bad --eval file found after hours of training lost the report
     evals = {path: _read([path], args.skip_invalid, task) for path in args.eval or []}
-    result = fit(
-        examples,
-        dev,
-        preset,
-        out,
-        data_info=info,
-        progress=not args.quiet,
-        preset_name=preset.name,
-        transfer=transfer,
-        dev_source=dev_source,
-        resume=args.resume,
-        stop_after=None if args.stop_after is None else args.stop_after * 60,
-    )
+    with _checkpoint_on_sigterm() as asked:
+        result = fit(
+            examples,
+            dev,
+            preset,
+            out,
+            data_info=info,
+            progress=not args.quiet,
+            preset_name=preset.name,
+            transfer=transfer,
+            dev_source=dev_source,
+            resume=args.resume,
+            stop_after=None if args.stop_after is None else args.stop_after * 60,
+        )
     if result.stopped:
+        by = "SIGTERM" if asked[0] else "--stop-after"
         sys.stdout.write(
-            f"stopped after epoch {len(result.history)} (--stop-after); the run in "
+            f"stopped after {len(result.history)} whole epoch(s) ({by}); the run in "
             f"{result.run_dir} is not complete: the same command with --resume goes on\n"
         )
         return STOPPED

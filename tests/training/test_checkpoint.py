@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 from _pytest.logging import LogCaptureFixture
 
 from absa.cli import main
@@ -107,6 +108,61 @@ def test_a_run_killed_within_an_epoch_goes_on_from_where_it_was(
     assert last.resumed_after == epoch - 1  # the epochs that were whole
     assert rows(last.history) == rows(whole.history)
     assert (run / WEIGHTS).read_bytes() == (tmp_path / "whole" / WEIGHTS).read_bytes()
+
+
+def test_a_run_asked_to_stop_writes_a_checkpoint_after_the_batch_and_goes_on_from_it(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """checkpoint.STOP (SIGTERM under absa train) ends a run after the batch in progress,
+    with a checkpoint within the epoch: resumed, it ends as the run that never stopped."""
+    p = preset(small_glove, batch_size=2)  # several batches an epoch
+    whole = fit(TRAIN, DEV, p, tmp_path / "whole", progress=False)
+    checkpoint.STOP.set()
+    try:
+        stopped = fit(TRAIN, DEV, p, tmp_path / "r", progress=False)
+    finally:
+        checkpoint.STOP.clear()
+    assert stopped.stopped and stopped.history == []
+    saved = torch.load(tmp_path / "r" / CHECKPOINT, weights_only=False)
+    assert saved["within"]["batches"] == 1  # after the first batch of epoch 1
+    last = fit(TRAIN, DEV, p, tmp_path / "r", progress=False, resume=True)
+    assert rows(last.history) == rows(whole.history)
+    assert (tmp_path / "r" / WEIGHTS).read_bytes() == (tmp_path / "whole" / WEIGHTS).read_bytes()
+
+
+def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """A real process: SIGTERM while it trains, exit 75 and a checkpoint; --resume ends it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=100, batch_size=2, patience=100)
+    argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
+    argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet"]
+    log = tmp_path / "log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while "training on" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "training did not start in 120 s"
+        time.sleep(0.05)
+    time.sleep(0.5)  # some epochs in
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 75, log.read_text()
+    text = log.read_text()
+    assert "(SIGTERM)" in text and "--resume goes on" in text
+    assert (tmp_path / "r" / CHECKPOINT).is_file()
+    done = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    history = json.loads((tmp_path / "r" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == list(range(1, 101))
 
 
 def test_without_resume_a_run_starts_again(small_glove: Path, tmp_path: Path) -> None:
