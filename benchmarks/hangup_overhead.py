@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import statistics
 import sys
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.service import hangup  # noqa: E402
-from absa.training.provenance import code_version, environment  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("hangup_overhead")
 SCOPE = {"type": "http", "method": "POST", "path": "/v1/predict"}
@@ -95,19 +94,13 @@ def main() -> None:
     base = medians["app alone"]
     for k, v in medians.items():
         log.info("%-24s %7.2f us a request (+%.2f)", k, v, v - base)
-    dest = ROOT / "benchmarks" / "results" / "latency" / "hangup-overhead.json"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    record = {
-        "command": " ".join(["python", "benchmarks/hangup_overhead.py", *sys.argv[1:]]),
-        "code_version": code_version(),
-        "environment": environment(),
-        "watch_after_s": hangup.WATCH_AFTER_S,
-        "requests_per_round": args.requests,
-        "median_us": medians,
-        "rounds_us": {k: [round(x, 2) for x in v] for k, v in rounds.items()},
-    }
-    dest.write_text(json.dumps(record, indent=2) + "\n")
-    log.info("wrote %s", dest.relative_to(ROOT))
+    write_record(
+        ROOT / "benchmarks" / "results" / "latency" / "hangup-overhead.json",
+        watch_after_s=hangup.WATCH_AFTER_S,
+        requests_per_round=args.requests,
+        median_us=medians,
+        rounds_us={k: [round(x, 2) for x in v] for k, v in rounds.items()},
+    )
 
 
 if __name__ == "__main__":

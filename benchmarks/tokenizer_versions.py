@@ -11,7 +11,6 @@ writes benchmarks/results/robustness/tokenizer-versions-<old>-<new>.json and log
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -20,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model.text import tokenize  # noqa: E402
-from absa.training.provenance import code_version, file_info  # noqa: E402
+from absa.training.provenance import file_info  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("tokenizer_versions")
 DATA = ROOT.parent / "shared" / "data"
@@ -77,18 +77,16 @@ def main() -> None:
             r["aspects_in_those"],
             r["aspects"],
         )
-    out = ROOT / "benchmarks" / "results" / "robustness"
-    out.mkdir(parents=True, exist_ok=True)
-    dest = out / f"tokenizer-versions-{args.old}-{args.new}.json"
-    record = {
-        "command": " ".join(["python", "benchmarks/tokenizer_versions.py", *sys.argv[1:]]),
-        "code_version": code_version(),
-        "old": args.old,
-        "new": args.new,
-        "files": rows,
-    }
-    dest.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    log.info("wrote %s", dest.relative_to(ROOT))
+    write_record(
+        ROOT
+        / "benchmarks"
+        / "results"
+        / "robustness"
+        / f"tokenizer-versions-{args.old}-{args.new}.json",
+        old=args.old,
+        new=args.new,
+        files=rows,
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ Writes benchmarks/results/latency/train-step.json.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import sys
@@ -29,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from absa.model.network import ABSANet  # noqa: E402
 from absa.training.optim import make_ema  # noqa: E402
 from absa.training.presets import load_config  # noqa: E402
-from absa.training.provenance import code_version, environment  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("train_step")
 CONFIGS = ROOT / "benchmarks" / "configs"
@@ -96,21 +95,15 @@ def main() -> None:
     for key, parts in medians.items():
         total = sum(parts.values())
         log.info("%-24s %s, step %.1f ms", key, parts, total)
-    dest = ROOT / "benchmarks" / "results" / "latency" / "train-step.json"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    record = {
-        "command": " ".join(["python", "benchmarks/train_step.py", *sys.argv[1:]]),
-        "code_version": code_version(),
-        "environment": environment(),
-        "vocab": args.vocab,
-        "batch": args.batch,
-        "length": args.length,
-        "steps": args.steps,
-        "median_ms": medians,
-        "rounds_ms": runs,
-    }
-    dest.write_text(json.dumps(record, indent=2) + "\n")
-    log.info("wrote %s", dest.relative_to(ROOT))
+    write_record(
+        ROOT / "benchmarks" / "results" / "latency" / "train-step.json",
+        vocab=args.vocab,
+        batch=args.batch,
+        length=args.length,
+        steps=args.steps,
+        median_ms=medians,
+        rounds_ms=runs,
+    )
 
 
 if __name__ == "__main__":
