@@ -163,49 +163,49 @@ def fit(
         checkpoint.save(run_dir, {**state, "within": asdict(at), "code_versions": versions})
         log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
 
-    for epoch in range(first, tcfg.epochs + 1):
-        try:
-            train_loss, seconds = train_epoch(
-                net,
-                opt,
-                sched,
-                inputs,
-                data.soft,
-                pipe.pad_id,
-                tcfg,
-                rng,
-                epoch,
-                progress,
-                ema,
-                gold=data.gold,
-                hint=hint,
-                within=within if epoch == first else None,
-                save=lambda at, epoch=epoch: save_within(epoch, at),
-            )
-        except _Stopped:  # a checkpoint within the epoch was written
-            log.info("stopped within epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
-            if hint is not None:
-                hint.close()
-            return RunResult(run_dir, best.dev, best.epoch, history, True, first - 1)
-        dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
-        history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
-        if best.update(epoch, epoch_score(dev_report, dev_loss, tcfg.select_on), dev_report):
-            rundir.save_weights(scored, run_dir)
-        elif best.exhausted:
-            log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
-            break
-        if epoch < tcfg.epochs:
-            state = snapshot(key, epoch, parts, rng, history, best, started)
-            checkpoint.save(run_dir, {**state, "code_versions": versions})
-            late = stop_after is not None and time.time() - session > stop_after
-            if late or checkpoint.STOP.is_set():
-                log.info("stopped after epoch %d of %d: --resume goes on", epoch, tcfg.epochs)
-                if hint is not None:
-                    hint.close()
-                return RunResult(run_dir, best.dev, best.epoch, history, True, first - 1)
+    def stopped(where: str) -> RunResult:
+        """A run ended before its last epoch, its checkpoint kept: ``--resume`` goes on."""
+        log.info("stopped %s of %d: --resume goes on", where, tcfg.epochs)
+        return RunResult(run_dir, best.dev, best.epoch, history, True, first - 1)
 
-    if hint is not None:
-        hint.close()
+    try:
+        for epoch in range(first, tcfg.epochs + 1):
+            try:
+                train_loss, seconds = train_epoch(
+                    net,
+                    opt,
+                    sched,
+                    inputs,
+                    data.soft,
+                    pipe.pad_id,
+                    tcfg,
+                    rng,
+                    epoch,
+                    progress,
+                    ema,
+                    gold=data.gold,
+                    hint=hint,
+                    within=within if epoch == first else None,
+                    save=lambda at, epoch=epoch: save_within(epoch, at),
+                )
+            except _Stopped:  # a checkpoint within the epoch was written
+                return stopped(f"within epoch {epoch}")
+            dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
+            history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
+            if best.update(epoch, epoch_score(dev_report, dev_loss, tcfg.select_on), dev_report):
+                rundir.save_weights(scored, run_dir)
+            elif best.exhausted:
+                log.info("early stop: no dev gain for %d epochs", best.bad_epochs)
+                break
+            if epoch < tcfg.epochs:
+                state = snapshot(key, epoch, parts, rng, history, best, started)
+                checkpoint.save(run_dir, {**state, "code_versions": versions})
+                late = stop_after is not None and time.time() - session > stop_after
+                if late or checkpoint.STOP.is_set():
+                    return stopped(f"after epoch {epoch}")
+    finally:  # the hint's hook comes off however the loop ends
+        if hint is not None:
+            hint.close()
     info = run_info(preset, preset_name, data, data_info, version, device, started, history)
     info["code_versions"] = versions
     info["teacher_states"] = hint.record if hint is not None else None
@@ -213,9 +213,6 @@ def fit(
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
     checkpoint.remove(run_dir)  # only once the run is written: a failed write can resume
     return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)
-
-
-# --------------------------------------------------------------------------- set-up
 
 
 # --------------------------------------------------------------------------- the network

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from absa.cli import models, serve, train, vectors
-from absa.cli.common import CLIError
+from absa.cli.common import CLIError, on_sigterm
 from absa.errors import AbsaError
 
 __all__ = ["CLIError", "build_parser", "main"]
@@ -67,7 +67,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonLines())
-    terminated, previous = _stop_on_sigterm()
+    terminated: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        """SIGTERM (a supervisor, ``kill``, a container stopping) unwinds a command as Ctrl-C
+        does, so its clean-up runs (no half-written ``.part`` output is left) and it exits
+        143; under the default action the process just died. ``absa serve`` sets its own."""
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    with on_sigterm(stop):
+        return _run(args, terminated)
+
+
+def _run(args: argparse.Namespace, terminated: list[int]) -> int:
+    """The command, its errors as one line and an exit status."""
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -88,34 +102,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg = settings_message(e, vars(args))
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
-    finally:
-        if previous is not None:  # main() called in a program: its own handler back
-            import signal
-
-            signal.signal(signal.SIGTERM, previous)
-
-
-class _Terminated(list):
-    """Set (non-empty) once SIGTERM arrived."""
-
-
-def _stop_on_sigterm() -> tuple[_Terminated, Any]:
-    """SIGTERM (a supervisor, ``kill``, a container stopping) unwinds a command as Ctrl-C
-    does, so its clean-up runs (no half-written ``.part`` output is left) and it exits 143;
-    under the default action the process just died. ``absa serve`` sets its own handler.
-    Only in the main thread, where Python lets a handler be set."""
-    import signal
-    import threading
-
-    seen = _Terminated()
-    if threading.current_thread() is not threading.main_thread():
-        return seen, None
-
-    def stop(signum: int, frame: object) -> None:
-        seen.append(signum)
-        raise KeyboardInterrupt
-
-    return seen, signal.signal(signal.SIGTERM, stop)
 
 
 def _log_format() -> str:

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
 class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
+
+
+@contextmanager
+def on_sigterm(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """``handler`` answers SIGTERM while the block runs; the handler before it is back once
+    the block is left (a program that calls ``main()`` keeps its own). Only in the main
+    thread, where Python lets a handler be set: elsewhere the block runs as it is."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler not set from Python, none to put back
+            signal.signal(signal.SIGTERM, previous)
 
 
 def model_dir(model: str | None) -> Path:

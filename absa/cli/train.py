@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir
+from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir, on_sigterm
 
 if TYPE_CHECKING:
     from absa.training.presets import TrainConfig
@@ -27,14 +27,10 @@ def _checkpoint_on_sigterm() -> Iterator[list[bool]]:
     batch in progress, with a checkpoint (training/checkpoint.STOP): the same command with
     --resume goes on from there. A second SIGTERM stops at once, as SIGTERM does elsewhere
     (absa.cli). Yields a list that holds, once the block is left, whether SIGTERM came."""
-    import signal
-    import threading
-
     from absa.training import checkpoint
 
     asked: list[bool] = []
     checkpoint.STOP.clear()
-    previous = None
 
     def ask(signum: int, frame: object) -> None:
         if checkpoint.STOP.is_set():
@@ -42,15 +38,12 @@ def _checkpoint_on_sigterm() -> Iterator[list[bool]]:
         checkpoint.STOP.set()
         log.warning("SIGTERM: stopping after this batch with a checkpoint (again: at once)")
 
-    if threading.current_thread() is threading.main_thread():  # where Python lets one be set
-        previous = signal.signal(signal.SIGTERM, ask)
     try:
-        yield asked
+        with on_sigterm(ask):
+            yield asked
     finally:
         asked.append(checkpoint.STOP.is_set())
         checkpoint.STOP.clear()  # a later run in this process starts unasked
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:

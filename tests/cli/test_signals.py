@@ -1,0 +1,67 @@
+"""SIGTERM's handlers under the CLI: installed for a command, the caller's back after it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.cli.common import on_sigterm
+
+
+@pytest.fixture
+def own_handler() -> Iterator[list[int]]:
+    """A program's own SIGTERM handler, as a program that calls ``main()`` would have."""
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    yield seen
+    signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_handler_answers_inside_the_block_and_the_old_one_after(
+    own_handler: list[int],
+) -> None:
+    inside: list[int] = []
+    old = signal.getsignal(signal.SIGTERM)
+    with on_sigterm(lambda signum, frame: inside.append(signum)):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert inside == [signal.SIGTERM] and own_handler == []
+    assert signal.getsignal(signal.SIGTERM) is old
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert own_handler == [signal.SIGTERM] and inside == [signal.SIGTERM]
+
+
+def test_the_old_handler_is_back_when_the_block_raises(own_handler: list[int]) -> None:
+    old = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(RuntimeError), on_sigterm(lambda signum, frame: None):
+        raise RuntimeError("the command failed")
+    assert signal.getsignal(signal.SIGTERM) is old
+
+
+def test_off_the_main_thread_the_block_runs_and_nothing_is_set() -> None:
+    old = signal.getsignal(signal.SIGTERM)
+    ran: list[bool] = []
+
+    def work() -> None:
+        with on_sigterm(lambda signum, frame: None):  # signal.signal would raise here
+            ran.append(signal.getsignal(signal.SIGTERM) is old)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert ran == [True]
+
+
+def test_main_gives_a_program_its_own_handler_back(
+    own_handler: list[int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    old = signal.getsignal(signal.SIGTERM)
+    missing = tmp_path / "no-registry"
+    assert main(["models", "--registry", str(missing), "list"]) == 2  # fails, in-process
+    assert f"{missing} does not exist" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is old
