@@ -73,12 +73,14 @@ def _fsync_tree(path: Path) -> None:
 
 
 def atomic_write_json(path: Path, obj: object) -> None:
-    """Write JSON so that readers see the old file or the new one, never a torn one."""
+    """Write JSON so that readers see the old file or the new one, never a torn one; mode
+    0644 as the versions' files (mkstemp's 0600 hid CURRENT from readers under another uid)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=1)
+            os.fchmod(f.fileno(), 0o644)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -215,6 +217,25 @@ class Registry:
 
     def current(self) -> str | None:
         return self.pointer().get("version")
+
+    def ever_served(self, version: str) -> bool:
+        """Whether history.jsonl records ``version`` as pointed at (promoted or rolled back
+        to) or pointed away from: a rollback drops the version it leaves from the pointer,
+        and only the history still says it served. Unreadable lines are passed over."""
+        try:
+            lines = (self.root / "history.jsonl").read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return False
+        except (OSError, UnicodeDecodeError) as e:
+            raise RegistryError(f"{self.root / 'history.jsonl'}: cannot read: {e}") from None
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a crash
+            if isinstance(row, dict) and version in (row.get("version"), row.get("from")):
+                return True
+        return False
 
     def current_path(self) -> Path:
         v = self.current()

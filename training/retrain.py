@@ -55,6 +55,9 @@ from absa.training.retrain_config import (
 
 log = logging.getLogger(__name__)
 
+#: float slack of the gate's comparisons (far below one item in any evaluation set)
+_GATE_EPS = 1e-9
+
 
 def label_shares(counts: dict[str, int]) -> dict[str, float]:
     total = sum(counts.values()) or 1
@@ -80,13 +83,14 @@ def check_gate(
         if champion is None:
             continue
         ch = champion[name]
-        if c["accuracy"] < ch["accuracy"] - gate.max_accuracy_drop:
+        # a drop of exactly the tolerance passes: 0.8 - 0.1 is 0.7000000000000001 in floats
+        if c["accuracy"] < ch["accuracy"] - gate.max_accuracy_drop - _GATE_EPS:
             ok = False
             reasons.append(
                 f"{name}: accuracy {c['accuracy']:.4f} < {against} {ch['accuracy']:.4f} "
                 f"- {gate.max_accuracy_drop}"
             )
-        if c["macro_f1"] < ch["macro_f1"] - gate.max_macro_f1_drop:
+        if c["macro_f1"] < ch["macro_f1"] - gate.max_macro_f1_drop - _GATE_EPS:
             ok = False
             reasons.append(
                 f"{name}: macro-F1 {c['macro_f1']:.4f} < {against} {ch['macro_f1']:.4f} "
@@ -126,6 +130,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         with reg.lock():
             reg.check_new(version)  # a bad or taken name: refused now, not after the training
             reg.clean_work()  # scratch space and pointer temporaries of killed jobs
+            clean_reports(reg)  # and their reports' temporaries
             repaired = repair(reg)
         if repaired:
             report["repaired"] = repaired
@@ -292,7 +297,13 @@ def repair(reg: Registry) -> list[dict]:
             continue
         gate = meta.get("gate") or {}
         ptr = reg.pointer()
-        promoted = version == ptr.get("version") or version in ptr.get("previous", [])
+        # a version rolled back by hand is in neither the pointer nor its previous list:
+        # only the history says it served, and it must not be promoted again
+        promoted = (
+            version == ptr.get("version")
+            or version in ptr.get("previous", [])
+            or reg.ever_served(version)
+        )
         action = "reported"
         if not promoted and gate.get("passed") and meta.get("parent") == ptr.get("version"):
             why = "finished by the next run: " + "; ".join(gate["reasons"])
@@ -462,11 +473,22 @@ def write_report(reg: Registry, report: dict) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(summary(report) + "\n")
+            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600: readable as the versions are
         os.replace(tmp, text)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     atomic_write_json(reports / f"{report['version']}.json", report)
+
+
+def clean_reports(reg: Registry) -> None:
+    """Remove the temporaries of ``write_report`` a killed job left in reports/ (hidden
+    files, never read as reports; only jobs write there: hold ``job_lock``)."""
+    reports = reg.root / "reports"
+    if reports.is_dir():
+        for tmp in reports.glob(".*"):
+            if tmp.is_file():
+                tmp.unlink(missing_ok=True)
 
 
 def _summary(rep: dict) -> dict:

@@ -77,6 +77,9 @@ def test_the_next_run_finishes_a_killed_one(
     assert "v2" in reg.versions() and not (registry / "reports" / "v2.json").exists()
     assert reg.current() == (FIRST_VERSION if where == "promote" else "v2")
     (registry / f".{POINTER}.x1y2z3").write_text('{"version": "v')  # died mid-write
+    # ... or mid-report (write_report's temporaries: hidden, never read, never removed)
+    (registry / "reports" / ".v2.txt.a1b2c3").write_text("retrain v2: PRO")
+    (registry / "reports" / ".v2.json.d4e5f6").write_text('{"version": "v')
 
     # the next run: repairs first, then does its own work (here: a gate it cannot pass)
     report = retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)), version="v3")
@@ -89,6 +92,9 @@ def test_the_next_run_finishes_a_killed_one(
     assert recovered["gate"]["passed"] is True
     assert "killed" in (registry / "reports" / "v2.txt").read_text()
     assert not list(registry.glob(f".{POINTER}.*"))
+    assert sorted(p.name for p in (registry / "reports").iterdir()) == [
+        f"{v}.{ext}" for v in (FIRST_VERSION, "v2", "v3") for ext in ("json", "txt")
+    ]
     assert (registry / "reports" / "v3.json").is_file()
     # nothing left to repair
     assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
@@ -107,3 +113,28 @@ def test_a_killed_version_that_failed_its_gate_is_reported_not_promoted(
     assert report["repaired"] == [{"version": "v2", "action": "reported"}]
     assert Registry(registry).current() == FIRST_VERSION
     assert json.loads((registry / "reports" / "v2.json").read_text())["promoted"] is False
+
+
+def test_a_version_rolled_back_by_hand_is_not_promoted_again_by_the_next_run(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job promoted v2 and could not write its report (the error says v2 serves); the
+    operator rolled v2 back. Rollback drops v2 from the pointer, so the next run took it
+    for a version killed before its promotion and promoted it again."""
+    from absa.cli import main
+
+    (registry / "reports" / "v2.json").mkdir()  # its report cannot take that name
+    toml = make_config(tmp_path / "r.toml", registry)
+    assert main(["retrain", "--config", str(toml), "--version", "v2", "--quiet"]) == 2
+    assert "v2 was promoted and serves" in capsys.readouterr().err
+    assert main(["models", "rollback", "--registry", str(registry)]) == 0
+    reg = Registry(registry)
+    assert reg.current() == FIRST_VERSION
+    (registry / "reports" / "v2.json").rmdir()
+
+    cfg = dataclasses.replace(RetrainConfig.load(toml), gate=job.Gate(min_accuracy=1.01))
+    report = retrain(cfg, version="v3")
+    assert report["repaired"] == [{"version": "v2", "action": "reported"}]
+    assert reg.current() == FIRST_VERSION  # the operator's rollback stands
+    recovered = json.loads((registry / "reports" / "v2.json").read_text())
+    assert recovered["promoted"] is True  # it did serve, until the rollback

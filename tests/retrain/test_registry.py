@@ -387,3 +387,18 @@ def test_promote_keeps_only_versions_that_are_there_in_the_history(tmp_path: Pat
     assert pointer_file(reg) == {"version": "v2", "previous": ["v1"]}
     reg.promote("v3")
     assert pointer_file(reg) == {"version": "v3", "previous": ["v2", "v1"]}
+
+
+def test_the_pointer_and_history_are_readable_by_other_users(tmp_path: Path) -> None:
+    """CURRENT was written by mkstemp and renamed as it was: mode 0600, so a reader under
+    another uid (the Ray bulk job, uid 1000 in deploy/k8s/ray, beside the CronJob's 10001)
+    could not read which version serves. The versions themselves are 0644 (artifact.py)."""
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    reg.promote("v2")
+    assert (reg.root / POINTER).stat().st_mode & 0o777 == 0o644
+    reg.rollback()
+    assert (reg.root / POINTER).stat().st_mode & 0o777 == 0o644
+    target = tmp_path / "plain.json"
+    atomic_write_json(target, {"a": 1})
+    assert target.stat().st_mode & 0o777 == 0o644

@@ -97,6 +97,27 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     assert {"python", "torch"} <= set(meta["train"]["environment"])
     assert work_entries(champion_registry) == []
     assert_whole_versions(champion_registry)
+    # readable by the other users of the registry volume, as the versions are (not 0600)
+    for path in ("CURRENT", f"reports/{FIRST_VERSION}.json", f"reports/{FIRST_VERSION}.txt"):
+        assert (champion_registry / path).stat().st_mode & 0o777 == 0o644, path
+
+
+def test_the_gate_allows_a_drop_of_exactly_the_tolerance() -> None:
+    """A drop of "no more than the allowed" one: 0.8 - 0.1 is 0.7000000000000001 in floats, so a
+    challenger at 0.7 against a champion at 0.8 with a tolerance of 0.1 was refused; so
+    was 9/200 against 10/200 under the default tolerance of 0.005 (one item in 200)."""
+    from absa.training.retrain import Gate, check_gate
+
+    def m(acc: float, f1: float) -> dict:
+        return {"s": {"accuracy": acc, "macro_f1": f1, "n": 200}}
+
+    gate = Gate(max_accuracy_drop=0.1, max_macro_f1_drop=0.1)
+    assert check_gate(gate, m(0.7, 0.7), m(0.8, 0.8))[0]
+    assert not check_gate(gate, m(0.69, 0.7), m(0.8, 0.8))[0]  # beyond it: refused
+    assert not check_gate(gate, m(0.7, 0.69), m(0.8, 0.8))[0]
+    assert check_gate(Gate(), m(9 / 200, 1.0), m(10 / 200, 1.0))[0]
+    assert not check_gate(Gate(), m(8 / 200, 1.0), m(10 / 200, 1.0))[0]
+    assert check_gate(Gate(min_accuracy=0.7), m(7 / 10, 1.0), None)[0]  # the floor itself
 
 
 def test_a_report_that_cannot_be_written_says_the_version_was_promoted(
