@@ -332,13 +332,20 @@ class Registry:
         return target
 
     def prune(self, keep: int) -> list[str]:
-        """Delete all but the newest ``keep`` versions; never the current or the previous one."""
+        """Delete all but the newest ``keep`` versions; never the current or the previous one,
+        nor one whose metadata cannot be read: it has no creation time to be old by (it lists
+        first), and the next job's repair leaves it to an operator, who would find it gone."""
         ptr = self.pointer()
         protected = {ptr.get("version"), *ptr.get("previous", [])[:1]}
         versions = self.versions()
         removed = []
         for v in versions[: max(0, len(versions) - keep)]:
             if v in protected:
+                continue
+            try:
+                self.metadata(v)
+            except RegistryError as e:
+                log.warning("not pruned, for an operator to look at: %s", e)
                 continue
             # rename first so a half-deleted version is never listed
             trash = self.new_work_dir("trash-")

@@ -210,6 +210,20 @@ def test_prune_protects_only_the_first_previous(tmp_path: Path) -> None:
     assert reg.rollback() == "v3"
 
 
+def test_prune_leaves_a_version_whose_metadata_cannot_be_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its creation time unknown, it listed first and went first, where the next job's
+    repair leaves it for an operator to look at."""
+    reg = make_registry(tmp_path, 4)
+    reg.promote("v4")
+    (reg.versions_dir / "v2" / "metadata.json").write_text('{"created": "2024-')  # torn
+    assert reg.versions()[0] == "v2"
+    assert reg.prune(keep=1) == ["v1", "v3"]
+    assert reg.versions() == ["v2", "v4"]
+    assert "v2" in caplog.text and "not pruned" in caplog.text
+
+
 def test_prune_of_an_empty_registry(tmp_path: Path) -> None:
     assert Registry(tmp_path / "none").prune(keep=0) == []
 
