@@ -355,6 +355,10 @@ class Registry:
         return removed
 
     def _history(self, action: str, version: str, old: str | None, reason: str) -> None:
+        """One line in history.jsonl for a change CURRENT already holds. A line that cannot be
+        written (a full disk) is an error in the log, not a failed command: the change took
+        effect, and an exit status saying otherwise would send an operator after the wrong
+        thing (and a job's repair would take the version for one never promoted)."""
         row = {
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
             "action": action,
@@ -362,7 +366,11 @@ class Registry:
             "from": old,
             "reason": reason,
         }
-        with open(self.root / "history.jsonl", "a") as f:
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        path = self.root / "history.jsonl"
+        try:
+            with open(path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            log.error("%s %s took effect, but %s could not record it: %s", action, version, path, e)

@@ -416,3 +416,20 @@ def test_the_pointer_and_history_are_readable_by_other_users(tmp_path: Path) -> 
     target = tmp_path / "plain.json"
     atomic_write_json(target, {"a": 1})
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_history_that_cannot_be_written_does_not_fail_a_change_that_took_effect(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CURRENT is written first: a history line lost to a full disk used to make the command
+    fail (exit 2) although the new version served."""
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    history = reg.root / "history.jsonl"
+    history.unlink()
+    history.mkdir()  # open(..., "a") fails as on a full disk
+    reg.promote("v2")
+    assert pointer_file(reg) == {"version": "v2", "previous": ["v1"]}
+    assert reg.rollback() == "v1"
+    assert pointer_file(reg) == {"version": "v1", "previous": []}
+    assert "promote v2 took effect" in caplog.text and "rollback v1 took effect" in caplog.text
