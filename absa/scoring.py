@@ -16,8 +16,9 @@ is not a JSON object has no field to match its output row back to the input by, 
 JSONL output row also gets ``line``, the input line number (blank lines are skipped).
 
 The paths are checked before the first row is read (a missing input, an output that is a
-directory or in one that does not exist): the output is written to ``OUTPUT.part`` and moved
-into place at the end, so those would otherwise fail only after the whole file was scored.
+directory or in one that does not exist): the output is written to ``OUTPUT.<random>.part``
+(of this run alone) and moved into place at the end, so those would otherwise fail only
+after the whole file was scored.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 import logging
 import math
 import re
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +57,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 CSV_FIELD_LIMIT = 2**31 - 1
 # a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets)
 _INTEGER = re.compile(r"-?[0-9]+")
+#: JSONL lines end at "\n" only (as ``absa.bulk.jsonl`` splits them): a lone "\r", JSON
+#: whitespace or a raw one in a string, does not split one row into two bad ones
+JSONL_NEWLINE = "\n"
 
 
 @dataclass
@@ -78,9 +83,10 @@ def _fmt(path: Path) -> str:
 
 def check_paths(src: Path, dst: Path) -> None:
     """Refuse, before a row is read, what would otherwise fail only after the whole input was
-    scored (the output goes to ``DST.part``, moved onto ``dst`` at the end) or fail naming
-    that ``.part`` file: a missing input, an output that is a directory or whose directory
-    does not exist, an output that is the input. Each message names the path as given."""
+    scored (the output goes to a ``.part`` beside ``dst``, moved onto it at the end) or
+    fail naming that ``.part`` file: a missing input, an output that is a directory or whose
+    directory does not exist, an output that is the input. Each message names the path as
+    given."""
     if not src.exists():
         raise ValueError(f"{src}: no such file")
     if src.is_dir():
@@ -94,6 +100,14 @@ def check_paths(src: Path, dst: Path) -> None:
     if src.suffix.lower() in (".jsonl", ".json") and _starts_an_array(src):
         # read as JSONL, each line of an indented array would be a bad row
         raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
+
+
+def part_path(dst: Path) -> Path:
+    """Where a run writes ``dst`` before moving it into place: ``DST.<random>.part`` beside
+    it, of this run alone. One ``DST.part`` for every run let a second run onto the same
+    output truncate and write into the first one's file, which the first then moved into
+    place: the output held rows of both."""
+    return dst.with_name(f"{dst.name}.{uuid.uuid4().hex[:12]}.part")
 
 
 def check_files(src: Path, dst: Path) -> None:
@@ -223,7 +237,7 @@ def jsonl_fields(path: Path) -> list[str]:
     """Every field name of a JSONL file's object rows, in the order they first occur: the
     columns of its CSV output (a field that first occurs in row 1,000 is one too)."""
     seen: dict[str, None] = {}
-    with path.open(encoding="utf-8-sig", errors="surrogateescape") as f:
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline=JSONL_NEWLINE) as f:
         for line in f:
             row, _ = parse_line(line) if line.strip() else (None, "")
             # as the rows are written: a name that UTF-8 cannot hold with U+FFFD in its place
@@ -448,11 +462,16 @@ def score_file(
         return score_table_file(predictor, src, dst, progress=progress)  # checks the paths
     check_paths(src, dst)
     stats = ScoreStats()
-    tmp = dst.with_name(dst.name + ".part")
+    tmp = part_path(dst)
     try:
         with (
-            # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first name
-            src.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as fin,
+            # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first name;
+            # JSONL lines end at "\n" only, CSV records where the csv module says
+            src.open(
+                encoding="utf-8-sig",
+                errors="surrogateescape",
+                newline=JSONL_NEWLINE if in_fmt == "jsonl" else "",
+            ) as fin,
             tmp.open("w", encoding="utf-8", newline="") as fout,
             tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar,
         ):

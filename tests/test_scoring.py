@@ -80,7 +80,7 @@ def test_jsonl_to_jsonl_one_row_per_input_row_in_order(artifact: Path, tmp_path:
     assert "not the term 'pizza'" in rows[4]["error"]
     assert "text is missing or empty" in rows[5]["error"]
     assert "JSON object" in rows[6]["error"]
-    assert not (tmp_path / "out.jsonl.part").exists()
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_bad_rows_are_reported_with_line_numbers(
@@ -470,7 +470,7 @@ def test_no_part_file_is_left_when_the_output_cannot_be_moved_into_place(
     predictor.predict_many = while_scoring  # type: ignore[attr-defined]
     with pytest.raises(IsADirectoryError):
         score_file(predictor, src, dst, progress=False)  # type: ignore[arg-type]
-    assert calls == [1] and not (tmp_path / "out.jsonl.part").exists()
+    assert calls == [1] and not list(tmp_path.glob("*.part"))
 
 
 def test_a_jsonl_line_that_cannot_be_read_says_its_line(artifact: Path, tmp_path: Path) -> None:
@@ -724,3 +724,81 @@ def test_a_text_or_aspect_of_another_type_says_which_type(tmp_path: Path) -> Non
         "text is missing or empty",
         "aspect is missing or empty",
     ]
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "out.csv"])
+def test_a_carriage_return_alone_does_not_split_a_jsonl_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, output: str
+) -> None:
+    """JSONL lines end at ``\\n``: a lone ``\\r`` (JSON whitespace between two fields, or
+    a raw one in a string) split one input line into two bad output rows, lost the row
+    and put every later line number off by one (the Parquet path splits on ``\\n``)."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(
+        b'{"text": "The pizza was great",\r"aspect": "pizza", "id": 1}\n'
+        b'{"text": "The pizza\rwas great", "aspect": "pizza", "id": 2}\r\n'
+        b"not json\n"
+        b'{"text": "The pizza was great", "aspect": "pizza", "id": 4}'
+    )
+    dst = tmp_path / output
+    with caplog.at_level("WARNING"):
+        assert _shipped(src, dst) == 1
+    if output.endswith(".csv"):
+        with dst.open(newline="", encoding="utf-8") as f:
+            rows: list[dict] = list(csv.DictReader(f))
+    else:
+        rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 4  # one output row per input line
+    assert str(rows[0]["id"]) == "1" and rows[0]["pred_label"]
+    assert "invalid JSON" in rows[1]["error"] and "invalid JSON" in rows[2]["error"]
+    assert str(rows[3]["id"]) == "4" and rows[3]["pred_label"]
+    assert [m.split(": ")[0] for m in caplog.messages if "invalid JSON" in m] == [
+        f"{src}:2",
+        f"{src}:3",
+    ]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_two_runs_onto_one_output_do_not_mix(tmp_path: Path, suffix: str) -> None:
+    """Both wrote ``OUT.part``: the second run truncated the first one's file and both wrote
+    into it, then the first moved it into place while the second still wrote there (and
+    failed its own move): the output under the final name held rows of both. Each run now
+    writes a ``.part`` of its own; the last to finish leaves its whole output."""
+    from absa import load
+    from absa.scoring import score_file
+
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    row = {"text": "The pizza was great", "aspect": "pizza"}
+    first = _write(tmp_path / "first.jsonl", json.dumps({"id": "a", **row}) + "\n")
+    second = _write(
+        tmp_path / "second.jsonl",
+        "".join(json.dumps({"id": f"b{i}", **row}) + "\n" for i in (1, 2, 3)),
+    )
+    dst = tmp_path / f"out{suffix}"
+    predictor = load().predictor
+    real = predictor.predict_many
+    others: list[object] = []
+
+    def while_scoring(items: list) -> list:
+        if not others:  # another run onto the same output, begun and finished meanwhile
+            others.append(None)
+            others[0] = score_file(predictor, second, dst, progress=False)
+        return real(items)
+
+    predictor.predict_many = while_scoring  # type: ignore[method-assign]
+    stats = score_file(predictor, first, dst, progress=False)
+    assert stats.rows == stats.scored == 1 and others[0].scored == 3  # type: ignore[attr-defined]
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        ids = pq.read_table(dst).column("id").to_pylist()
+    elif suffix == ".csv":
+        with dst.open(newline="", encoding="utf-8") as f:
+            ids = [r["id"] for r in csv.DictReader(f)]
+    else:
+        ids = [json.loads(x)["id"] for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert ids == ["a"]  # the run that finished last, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["first.jsonl", "second.jsonl", dst.name]
+    )  # no .part of either run is left

@@ -10,6 +10,7 @@ input has no lines, so there it is the row number."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 from collections.abc import Callable, Generator, Iterator
@@ -22,15 +23,17 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, score_table
-from absa.bulk.jsonl import file_lines, jsonl_tables
+from absa.bulk.jsonl import decoded, file_lines, jsonl_tables
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
     ScoreStats,
+    _undecoded,
     check_paths,
     finite,
     json_line,
     numbered_records,
+    part_path,
     repeated,
 )
 
@@ -41,16 +44,26 @@ ROW_GROUP = 65_536
 
 
 def csv_header(path: str) -> list[str]:
-    """The column names on the first line of a CSV file (a local path or a URI)."""
+    """The column names on the first line of a CSV file (a local path or a URI), the line
+    ending in ``\\n``, ``\\r\\n`` or ``\\r`` as pyarrow reads it; ValueError naming the file
+    and line 1 where the csv module cannot read it or a name is not UTF-8."""
     import pyarrow.fs as pa_fs
 
     fs, inner = (
         pa_fs.FileSystem.from_uri(path) if "://" in path else (pa_fs.LocalFileSystem(), path)
     )
     with fs.open_input_stream(inner) as f:
-        first = f.read(1 << 16).split(b"\n")[0]  # a header longer than 64 KiB is cut
+        head = f.read(1 << 16)  # a header longer than 64 KiB is cut
     # utf-8-sig: a byte-order mark is not part of the first column's name (pyarrow drops it)
-    return next(csv.reader([first.decode("utf-8-sig").rstrip("\r")]), [])
+    text = head.decode("utf-8-sig", "surrogateescape")
+    try:
+        header = next(csv.reader(io.StringIO(text, newline="")), [])
+    except csv.Error as e:
+        raise ValueError(f"{path}:1: {e}") from None
+    bad = _undecoded(header)
+    if bad:  # as absa.scoring says it
+        raise ValueError(f"{path}:1: {bad}")
+    return header
 
 
 def csv_strings(path: str) -> pa_csv.ConvertOptions:
@@ -205,7 +218,7 @@ def score_table_file(
     src, dst = Path(src), Path(dst)
     check_paths(src, dst)
     stats = ScoreStats()
-    tmp = dst.with_name(dst.name + ".part")
+    tmp = part_path(dst)
     writer = TableWriter(tmp, dst.suffix, source=str(src))
     where = _RowLines(src)
     try:
@@ -284,8 +297,8 @@ class _RowLines:
                     yield line
             return
         with self.src.open("rb") as f:  # as absa.bulk.jsonl reads it: blank lines skipped
-            for line, raw in enumerate(file_lines(f), 1):
-                if raw.decode("utf-8", "surrogateescape").strip():
+            for line, text in enumerate(decoded(file_lines(f)), 1):
+                if text.strip():
                     yield line
 
     def close(self) -> None:

@@ -6,13 +6,15 @@ UTF-8 keeps its values (the bad bytes as U+FFFD). Either way the reason travels 
 ``LINE_ERROR`` column, which ``columns.score_table`` turns into the row's ``error`` and
 drops. Blank lines are skipped, as ``absa.scoring`` skips them. Lines are split on ``\\n``
 only (a JSON string may hold U+2028), read as UTF-8 with undecodable bytes kept to be
-named. The columns of a table are the fields of its rows in the order first seen; a field
-whose values mix types (a number here, a string there) stops the run with a message
-naming the file and the field, as a Parquet column of one type cannot hold both.
+named; a byte-order mark opening the file is not part of its first line. The columns of a
+table are the fields of its rows in the order first seen; a field whose values mix types
+(a number here, a string there) stops the run with a message naming the file and the
+field, as a Parquet column of one type cannot hold both.
 """
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +33,7 @@ def jsonl_tables(lines: Iterable[bytes], where: str, rows_per_table: int) -> Ite
     ``rows_per_table`` rows, each with ``LINE_ERROR``."""
     rows: list[dict[str, Any]] = []
     errors: list[str | None] = []
-    for raw in lines:
-        line = raw.decode("utf-8", "surrogateescape")
+    for line in decoded(lines):
         if not line.strip():
             continue
         row, err = parse_line(line)
@@ -43,6 +44,15 @@ def jsonl_tables(lines: Iterable[bytes], where: str, rows_per_table: int) -> Ite
             rows, errors = [], []
     if rows:
         yield _table(rows, errors, where)
+
+
+def decoded(lines: Iterable[bytes]) -> Iterator[str]:
+    """Each raw line as text, undecodable bytes kept (``surrogateescape``) to be named; a
+    byte-order mark opening the first is dropped, as ``absa.scoring`` reads it (utf-8-sig)."""
+    for i, raw in enumerate(lines):
+        if i == 0 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        yield raw.decode("utf-8", "surrogateescape")
 
 
 def _table(rows: list[dict[str, Any]], errors: list[str | None], where: str) -> pa.Table:
@@ -73,4 +83,4 @@ def file_lines(f: Any) -> Iterator[bytes]:
         yield rest
 
 
-__all__ = ["LINE_ERROR", "file_lines", "jsonl_tables"]
+__all__ = ["LINE_ERROR", "decoded", "file_lines", "jsonl_tables"]

@@ -41,7 +41,7 @@ def test_parquet_to_parquet_keeps_every_column_in_order(
     got = out.to_pylist()
     assert [r["id"] for r in got] == list(range(len(rows)))  # one row per input row, in order
     assert_same_predictions(got, single_process(artifact, rows, tmp_path))
-    assert not (tmp_path / "out.parquet.part").exists()
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_parquet_to_jsonl_and_csv(
@@ -418,3 +418,53 @@ def test_a_text_of_another_type_says_which_type(tmp_path: Path) -> None:
     assert _shipped(src, tmp_path / "out.jsonl") == 1
     (row,) = _strict_jsonl(tmp_path / "out.jsonl")
     assert row["error"] == "text must be a string, not int"
+
+
+def test_a_jsonl_with_a_byte_order_mark_scores_its_first_row(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``absa.bulk.jsonl`` decoded the first line as UTF-8 with the mark in it: the first
+    row was a bad one ("Unexpected UTF-8 BOM") on the Parquet path and on Ray, while
+    ``absa.scoring`` (utf-8-sig) scored it; a mark alone on the first line was a bad row
+    there too, not a blank line."""
+    from absa.bulk.jsonl import file_lines, jsonl_tables
+
+    src = tmp_path / "bom.jsonl"
+    src.write_bytes(
+        b'\xef\xbb\xbf{"id": 1, "text": "The pizza was great", "aspect": "pizza"}\r\n'
+        b'{"id": 2, "text": "The pizza was great", "aspect": "pizza"}'
+    )
+    assert _shipped(src, tmp_path / "out.parquet") == 0
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [(r["id"], r["error"]) for r in rows] == [(1, None), (2, None)]
+    assert all(r["pred_label"] for r in rows)
+    with src.open("rb") as f:  # as the Ray datasource reads each file
+        (table,) = jsonl_tables(file_lines(f), str(src), 10)
+    assert table.column("id").to_pylist() == [1, 2]
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b'\xef\xbb\xbf\n{"text": "The pizza", "aspect": "pizza"}\nnot json\n')
+    with caplog.at_level("WARNING"):
+        assert _shipped(blank, tmp_path / "blank.parquet") == 1
+    errors = pq.read_table(tmp_path / "blank.parquet").column("error").to_pylist()
+    assert len(errors) == 2 and errors[0] is None
+    assert f"{blank}:3: invalid JSON" in caplog.text
+
+
+def test_a_csv_header_ending_in_a_carriage_return_or_not_utf8_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``csv_header`` split the first 64 KiB on ``\\n`` only: a CSV with ``\\r`` line ends
+    (which pyarrow and ``absa.scoring`` read) stopped with a ``_csv.Error`` traceback; a
+    header byte that is not UTF-8 was a bare ``'utf-8' codec can't decode`` naming no file."""
+    src = tmp_path / "mac.csv"
+    src.write_bytes(b"id,text,aspect\r007,The pizza was great,pizza\r008,The pizza,pizza\r")
+    assert _shipped(src, tmp_path / "out.parquet") == 0
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [(r["id"], r["error"]) for r in rows] == [("007", None), ("008", None)]
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"id,t\xe9xt,text,aspect\n1,x,The pizza,pizza\n")
+    capsys.readouterr()
+    assert _shipped(bad, tmp_path / "bad.parquet") == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:1: " in err and "not valid UTF-8 (byte 0xe9" in err
+    assert not (tmp_path / "bad.parquet").exists()
