@@ -131,7 +131,7 @@ def output_columns(labels: list[str], fmt: str) -> list[str]:
     return [n if n.startswith(PREFIX) else PREFIX + n for n in names] + [ERROR]
 
 
-def _undecoded(value: Any, name: str = "") -> str | None:
+def undecoded(value: Any, name: str = "") -> str | None:
     """What is wrong with the first character of ``value`` that UTF-8 cannot hold, else None:
     a byte that was not UTF-8, or a lone surrogate (a JSON escape such as "\\ud800"), said
     as ``check_unicode`` says it, so that ``prepare_row`` gives a text or aspect the same
@@ -145,13 +145,13 @@ def _undecoded(value: Any, name: str = "") -> str | None:
         return f"{where} is not valid UTF-8 (byte 0x{byte:02x} at character {m.start() + 1})"
     if isinstance(value, dict):
         for k, v in value.items():
-            msg = _undecoded(k, "a field name") if isinstance(k, str) else None
-            msg = msg or _undecoded(v, name or str(k))
+            msg = undecoded(k, "a field name") if isinstance(k, str) else None
+            msg = msg or undecoded(v, name or str(k))
             if msg:
                 return msg
     if isinstance(value, list):
         for v in value:
-            msg = _undecoded(v, name)
+            msg = undecoded(v, name)
             if msg:
                 return msg
     return None
@@ -201,7 +201,7 @@ def _rows(
     twice = repeated(header)
     if twice is not None:  # a row would keep one of them, and the output drop the other
         raise ValueError(f"{path}:1: column {twice!r} appears twice")
-    bad = _undecoded(header)
+    bad = undecoded(header)
     if bad:
         raise ValueError(f"{path}:1: {bad}")
     clash = [c for c in header if c in reserved]
@@ -227,10 +227,10 @@ def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as e:
-        return None, _undecoded(line) or f"invalid JSON: {e.msg}"
+        return None, undecoded(line) or f"invalid JSON: {e.msg}"
     if not isinstance(row, dict):
         return None, "a row must be a JSON object"
-    return row, _undecoded(row) or ""
+    return row, undecoded(row) or ""
 
 
 def jsonl_fields(path: Path) -> list[str]:
@@ -286,7 +286,7 @@ def _csv_rows(
         row.update(dict.fromkeys(names[len(record) :]))
         got, want = len(record), len(names)
         ragged = f"the row has {got} fields; the header names {want}" if got != want else ""
-        yield line, row, ragged or _undecoded(row) or ""
+        yield line, row, ragged or undecoded(row) or ""
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,13 @@ from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
     ScoreStats,
-    _undecoded,
     check_paths,
     finite,
     json_line,
     numbered_records,
     part_path,
     repeated,
+    undecoded,
 )
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def csv_header(path: str) -> list[str]:
         header = next(csv.reader(io.StringIO(text, newline="")), [])
     except csv.Error as e:
         raise ValueError(f"{path}:1: {e}") from None
-    bad = _undecoded(header)
+    bad = undecoded(header)
     if bad:  # as absa.scoring says it
         raise ValueError(f"{path}:1: {bad}")
     return header
