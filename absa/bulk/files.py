@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, score_table
-from absa.bulk.jsonl import decoded, file_lines, jsonl_tables
+from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
@@ -66,29 +66,66 @@ def csv_header(path: str) -> list[str]:
     return header
 
 
-def csv_strings(path: str) -> pa_csv.ConvertOptions:
+def csv_strings(path: str, kind: pa.DataType | None = None) -> pa_csv.ConvertOptions:
     """Every column of the CSV file read as a string, as ``absa.scoring`` reads CSV: the
-    types of a column do not depend on which rows a block holds."""
+    types of a column do not depend on which rows a block holds. ``kind=pa.binary()``: as
+    bytes, for ``utf8_columns`` to decode, so that a byte that is not UTF-8 fails its row
+    and not the file."""
     return pa_csv.ConvertOptions(
-        column_types=dict.fromkeys(csv_header(path), pa.string()), strings_can_be_null=False
+        column_types=dict.fromkeys(csv_header(path), kind or pa.string()),
+        strings_can_be_null=False,
     )
+
+
+def utf8_columns(table: pa.Table) -> pa.Table:
+    """``table``'s binary columns (a CSV read as bytes) as strings. A column of valid UTF-8
+    is cast at once; in one that is not, each value that is not has its bad bytes as U+FFFD
+    and its row gets ``LINE_ERROR``, worded as ``absa.scoring`` words it, so the row is
+    reported bad and the rest of the file is scored, as on the JSONL and CSV paths."""
+    errors: list[str | None] = [None] * table.num_rows
+    for i, name in enumerate(table.column_names):
+        column = table.column(i)
+        if not pa.types.is_binary(column.type):
+            continue
+        try:
+            text = column.cast(pa.string())
+        except pa.ArrowInvalid:  # a value that is not UTF-8
+            raw = [v.decode("utf-8", "surrogateescape") for v in column.to_pylist()]
+            for row, value in enumerate(raw):
+                errors[row] = errors[row] or undecoded(value, name)
+            fixed = [v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for v in raw]
+            text = pa.array(fixed, pa.string())
+        table = table.set_column(i, pa.field(name, pa.string()), text)
+    if any(errors):
+        table = table.append_column(LINE_ERROR, pa.array(errors, pa.string()))
+    return table
 
 
 def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
     """``src`` (.parquet, .csv, .jsonl) as tables of at most ``chunk`` rows. CSV columns are
-    all read as strings, as the CSV path of ``absa.scoring`` reads them."""
+    all read as strings, as the CSV path of ``absa.scoring`` reads them; a row with a byte
+    that is not UTF-8 carries its error (``utf8_columns``)."""
     suffix = src.suffix.lower()
     if suffix == ".parquet":
         batches: Iterator[pa.RecordBatch] = pq.ParquetFile(src).iter_batches(batch_size=chunk)
     elif suffix == ".csv":
-        twice = repeated(csv_header(str(src)))
+        header = csv_header(str(src))
+        twice = repeated(header)
         if twice is not None:  # as absa.scoring refuses it: a row would keep only one of them
             raise ValueError(f"{src}:1: column {twice!r} appears twice")
+        # now: a block with a bad byte carries LINE_ERROR, and its rows are not checked for
+        # these (a JSONL block's row may lack a field; a CSV's columns are its header's)
+        check_columns(header, (), str(src))
         batches = pa_csv.open_csv(
             src,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=csv_strings(str(src)),
+            convert_options=csv_strings(str(src), pa.binary()),
         )
+        for batch in batches:
+            table = utf8_columns(pa.Table.from_batches([batch]))
+            for start in range(0, table.num_rows, chunk):
+                yield table.slice(start, chunk)
+        return
     elif suffix in (".jsonl", ".json"):
         with src.open("rb") as f:
             yield from jsonl_tables(file_lines(f), str(src), chunk)

@@ -39,15 +39,20 @@ JSONL_BLOCK = 8192  # rows per block read from a JSONL file
 class Scorer:
     """The ``map_batches`` callable: one model per actor, loaded when the actor starts."""
 
-    def __init__(self, model_dir: str, num_gpus: float = 0, threads: int = 1) -> None:
+    def __init__(
+        self, model_dir: str, num_gpus: float = 0, threads: int = 1, csv: bool = False
+    ) -> None:
         from absa.model.predictor import Predictor
         from absa.model.runtime import Runtime
 
         device = "cuda" if num_gpus > 0 else "cpu"
         self.predictor = Predictor(Runtime.load(Path(model_dir), device=device, threads=threads))
+        self.csv = csv  # CSV columns come as bytes, decoded here a row at a time where bad
 
     def __call__(self, batch: Any) -> Any:  # a pyarrow.Table in, a pyarrow.Table out
-        return score_table(self.predictor, batch)
+        from absa.bulk.files import utf8_columns
+
+        return score_table(self.predictor, utf8_columns(batch) if self.csv else batch)
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,11 @@ class _Job:
         # blocks of at most a batch: a large file is spread over every actor
         scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
             Scorer,
-            fn_constructor_kwargs={"model_dir": str(self.model_dir), "num_gpus": self.num_gpus},
+            fn_constructor_kwargs={
+                "model_dir": str(self.model_dir),
+                "num_gpus": self.num_gpus,
+                "csv": self.fmt == "csv",
+            },
             batch_format="pyarrow",
             batch_size=self.batch_size,
             compute=ray.data.ActorPoolStrategy(size=self.workers),
@@ -251,6 +260,7 @@ def _count(output: str, output_format: str) -> tuple[int, int, int]:
 
 
 def _read(files: list[str], fmt: str) -> Any:
+    import pyarrow as pa
     import pyarrow.csv as pa_csv
     import ray
 
@@ -264,7 +274,8 @@ def _read(files: list[str], fmt: str) -> Any:
         return ray.data.read_datasource(_jsonl_source(files))
     return ray.data.read_csv(
         files,
-        convert_options=csv_strings(files[0]),  # the first file's columns, as strings
+        # the first file's columns, as bytes: Scorer decodes them (a bad byte fails its row)
+        convert_options=csv_strings(files[0], pa.binary()),
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
     )
 

@@ -468,3 +468,47 @@ def test_a_csv_header_ending_in_a_carriage_return_or_not_utf8_is_one_line(
     err = capsys.readouterr().err
     assert f"{bad}:1: " in err and "not valid UTF-8 (byte 0xe9" in err
     assert not (tmp_path / "bad.parquet").exists()
+
+
+def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only_into_parquet(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pyarrow stopped the whole run at the first such byte (exit 2, nothing written), where
+    CSV to JSONL or CSV fails that row alone; now Parquet output does as they do."""
+    src = tmp_path / "in.csv"
+    src.write_bytes(
+        b"id,text,aspect,note\n1,the food was great,food,ok\n2,caf\xe9 food,food,ok\n"
+        b"3,good food,food,n\xe9e\n4,good service,service,ok\n"
+    )
+    with caplog.at_level("WARNING"):
+        assert _predict(artifact, src, tmp_path / "out.parquet") == 1  # some rows bad
+    got = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [r["id"] for r in got] == ["1", "2", "3", "4"]
+    assert got[0]["pred_label"] and got[3]["pred_label"] and got[0]["error"] is None
+    assert got[1]["pred_label"] is None and got[2]["pred_label"] is None
+    assert got[1]["text"] == "caf\ufffd food" and got[2]["note"] == "n\ufffde"
+    # worded as the JSONL/CSV path words it, the row's line named
+    assert assert_csv_error(artifact, src, tmp_path) == [got[1]["error"], got[2]["error"]]
+    assert "field 'text' is not valid UTF-8 (byte 0xe9" in got[1]["error"]
+    assert f"{src}:4: field 'note' is not valid UTF-8" in caplog.text  # the header is line 1
+
+
+def assert_csv_error(artifact: Path, src: Path, tmp_path: Path) -> list[str]:
+    """The errors of the bad rows as CSV-to-JSONL scoring (absa.scoring) gives them."""
+    assert _predict(artifact, src, tmp_path / "out.jsonl") == 1
+    return [r["error"] for r in read_jsonl(tmp_path / "out.jsonl") if r.get("error")]
+
+
+def test_a_csv_without_a_text_column_is_refused_though_a_row_is_bad(
+    artifact: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "in.csv"
+    src.write_bytes(b"id,words,aspect\n1,caf\xe9 food,food\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
+         str(src), "--output", str(tmp_path / "out.parquet"), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"{src}: no column 'text'" in proc.stderr
+    assert not (tmp_path / "out.parquet").exists()

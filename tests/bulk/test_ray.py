@@ -108,6 +108,22 @@ def test_cli_reads_csv(artifact: Path, tmp_path: Path) -> None:
     assert got[0]["pred_label"] and got[1]["pred_label"] and "does not occur" in got[2]["error"]
 
 
+def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """pyarrow's CSV reader stopped the whole job at such a byte; now its row alone is bad,
+    with the error single-process scoring gives it."""
+    src = tmp_path / "in" / "rows.csv"
+    src.parent.mkdir()
+    src.write_bytes(b"id,text,aspect\n1,the food was great,food\n2,caf\xe9 food,food\n")
+    argv = ["predict", "--engine", "ray", "--model", str(artifact), "--input", str(src.parent)]
+    assert main([*argv, "--output", str(tmp_path / "out")]) == 1
+    got = sorted(_parquet_parts(tmp_path / "out"), key=lambda r: r["id"])
+    assert [r["id"] for r in got] == ["1", "2"] and got[0]["pred_label"]
+    assert got[1]["pred_label"] is None and got[1]["text"] == "caf\ufffd food"
+    assert "field 'text' is not valid UTF-8 (byte 0xe9 at character 4)" == got[1]["error"]
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
