@@ -266,7 +266,8 @@ def score_table_file(
                 writer.write(scored)
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
-            writer.write(score_table(predictor, _NO_ROWS))
+            empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
+            writer.write(score_table(predictor, empty))
         writer.close()
         tmp.replace(dst)  # the output appears whole or not at all
     except BaseException:
@@ -277,7 +278,16 @@ def score_table_file(
     return stats
 
 
-_NO_ROWS = pa.table({"text": pa.array([], pa.string()), "aspect": pa.array([], pa.string())})
+def _no_rows(src: Path) -> pa.Table:
+    """A table of no rows with the input's columns: a CSV's header (strings, as its rows
+    are read), a Parquet file's schema; a JSONL file without rows names none but text and
+    aspect."""
+    suffix = src.suffix.lower()
+    if suffix == ".csv":
+        return pa.table({name: pa.array([], pa.string()) for name in csv_header(str(src))})
+    if suffix == ".parquet":
+        return pq.read_schema(src).empty_table()
+    return pa.table({"text": pa.array([], pa.string()), "aspect": pa.array([], pa.string())})
 
 
 def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Iterator[pa.Table]:

@@ -187,6 +187,24 @@ def test_no_rows_to_parquet_is_a_readable_file_naming_the_columns(
     assert {"text", "aspect", "pred_label", "error"} <= set(out.column_names)
 
 
+def test_no_rows_keep_the_inputs_columns(
+    artifact: Path, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """A header-only CSV or a Parquet file of no rows gave text and aspect alone: a reader
+    of the output found its id column gone."""
+    csv_in = tmp_path / "hdr.csv"
+    csv_in.write_text("id,text,aspect,note\n")
+    one = pq.read_table(write_parquet(tmp_path / "one.parquet", rows[:1]))
+    pq_in = tmp_path / "none.parquet"
+    pq.write_table(one.slice(0, 0), pq_in)  # the columns, no rows
+    for src, first in ((csv_in, ["id", "text", "aspect", "note"]), (pq_in, None)):
+        assert _predict(artifact, src, tmp_path / "out.parquet") == 0
+        out = pq.read_table(tmp_path / "out.parquet")
+        want = first or pq.read_schema(pq_in).names
+        assert out.num_rows == 0 and out.column_names[: len(want)] == want
+        assert "pred_label" in out.column_names
+
+
 def test_a_csv_with_a_byte_order_mark_keeps_its_first_column_a_string(
     artifact: Path, tmp_path: Path
 ) -> None:
