@@ -119,18 +119,24 @@ class BatchEngine:
         """No room for even one more aspect: refuse before reading a request's body."""
         return self._pending >= self.max_queue
 
+    def fits(self, n: int) -> int:
+        """The most aspects one request of ``n`` may queue; ``LimitError`` where ``n`` is over
+        it: not even an empty queue takes such a request, and retrying would never help."""
+        limit = self.heavy_limit if n > self.max_batch else self.max_queue
+        if n > limit:
+            raise LimitError(
+                f"{n} aspects in one request; this server queues at most {limit} "
+                "for one request (max_queue setting): split it"
+            )
+        return limit
+
     def admit(self, n: int) -> None:
         """Refuse now if ``n`` more aspects would not fit in the queue: called before a
         request's encoding, so an overloaded server does no work it will throw away.
         ``QueueFull`` (retry later) or, for a request that could never fit, ``LimitError``."""
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")
-        limit = self.heavy_limit if n > self.max_batch else self.max_queue
-        if n > limit:  # not even an empty queue takes it: retrying would never help
-            raise LimitError(
-                f"{n} aspects in one request; this server queues at most {limit} "
-                "for one request (max_queue setting): split it"
-            )
+        limit = self.fits(n)
         if self._pending + n > limit:
             self.metrics.rejected.inc()
             raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")

@@ -14,7 +14,9 @@ makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_
 With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself; a
 version a poll refused is not tried again (nor logged, nor counted) until the pointer or the
 version's files change, and a pointer that is gone while one of the registry's versions is
-served is refused (not read as "serve the fallback model").
+served is refused (not read as "serve the fallback model"), and a worker that starts
+leaves alone a signal written before it started (the registry it has just loaded from says
+what to serve now).
 
 Metrics: ``absa_model_info`` follows every swap; ``absa_reloads{result}`` counts swapped,
 and refused reloads.
@@ -206,9 +208,15 @@ class Reloader:
             log.error("reload signalled by another worker refused: %s", e)
 
     def start_polling(self) -> None:
-        if self.settings.registry is not None and self.settings.reload_interval_s > 0:
+        polls = self.settings.registry is not None and self.settings.reload_interval_s > 0
+        if polls:
             self._tasks.append(asyncio.create_task(self._poll(), name="absa-reload-poll"))
         if self.signal_path is not None:
+            if polls:
+                # the registry says what to serve, and start-up has just loaded what it says:
+                # a signal written before this worker started (one that replaces a worker
+                # that died) is no news, and may name a version the registry has left since
+                self._seen = _stat(self.signal_path)
             self._tasks.append(asyncio.create_task(self._follow(), name="absa-reload-sync"))
 
     async def stop(self) -> None:

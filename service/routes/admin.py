@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -36,6 +37,11 @@ class ReloadRequest(BaseModel):
     def _a_path(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:  # no file system takes it (was a 500)
             raise ValueError("model_dir must not contain a NUL character")
+        if value is not None:
+            try:
+                os.fsencode(value)  # a lone surrogate JSON can carry: resolving it was a 500
+            except UnicodeEncodeError:
+                raise ValueError("model_dir holds a lone surrogate: not a file name") from None
         return value
 
 

@@ -135,6 +135,18 @@ def test_a_path_no_file_system_takes_is_a_422(registry: Registry) -> None:
         assert c.post("/admin/reload", headers=AUTH).json()["changed"] is False  # still serving
 
 
+def test_a_path_with_a_lone_surrogate_is_a_422(registry: Registry) -> None:
+    """JSON can carry a lone surrogate (\\ud800), which no file name can hold: it was a 500
+    (UnicodeEncodeError from resolving the path, before the reload's own checks)."""
+    with TestClient(create_app(settings(registry)), raise_server_exceptions=False) as c:
+        raw = b'{"model_dir": "runs/\\ud800x"}'
+        headers = {**AUTH, "content-type": "application/json"}
+        r = c.post("/admin/reload", headers=headers, content=raw)
+        assert r.status_code == 422, r.text
+        assert "surrogate" in r.json()["detail"]
+        assert c.post("/admin/reload", headers=AUTH).json()["changed"] is False  # still serving
+
+
 # --------------------------------------------------------------------------- reload
 
 
@@ -545,3 +557,25 @@ def test_serve_model_wins_over_the_registry_variable(
         timeout=60,
     )
     assert proc.returncode == 2 and "give --model or --registry, not both" in proc.stderr
+
+
+def test_a_worker_started_later_does_not_go_back_to_a_stale_signal(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Workers that poll the registry: one started after the last /admin/reload (in place of
+    one that died) took that reload's signal for news and went back to the version it named,
+    though the registry had moved on since (a rollback, say): it served the older version
+    until its own next poll."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    s = settings(registry, run_dir=run_dir, reload_interval_s=30)
+    with serve(s) as first:
+        registry.promote("v2")
+        r = reload(first)  # signals the other workers: serve v2
+        assert r.status_code == 200 and r.json()["version"] == "v2", r.text
+    registry.promote("v1")  # rolled back; the polling workers follow (not within this test)
+    with serve(s) as second:
+        assert served_version(second) == "v1"
+        time.sleep(1.0)  # several looks at the signal file (every 0.25 s)
+        assert served_version(second) == "v1"
+        assert predict_model(second) == f"{NAME}:v1"
