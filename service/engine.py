@@ -80,6 +80,9 @@ class BatchEngine:
         self._executor: ThreadPoolExecutor | None = None
         self._cpu: ThreadPoolExecutor | None = None  # heavy requests' Python work
         self._closing = False
+        self._running: list[_Job] = []  # the jobs of the model call in progress
+        #: why the batcher stopped while the service served (a bug): None while it runs
+        self.failed: BaseException | None = None
 
     @property
     def pending(self) -> int:
@@ -90,13 +93,35 @@ class BatchEngine:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="absa-infer")
         self._cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="absa-heavy")
         self._task = asyncio.create_task(self._loop(), name="absa-batcher")
+        self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        """The batcher ended. Other than at shutdown that is a bug, and without this every
+        queued request would wait for ever: they are failed at once (503, retry), new ones
+        are refused, and /healthz says so, so the orchestrator restarts the worker."""
+        if task.cancelled() or task.exception() is None:
+            return
+        self.failed = task.exception()
+        self._closing = True
+        jobs = [*self._running, *self._queue]
+        log.critical(
+            "the batcher stopped (%r): %d request(s) failed, this worker takes no more",
+            self.failed, len(jobs), exc_info=self.failed,
+        )  # fmt: skip
+        for job in jobs:
+            if not job.future.done():
+                job.future.set_exception(ShuttingDown("the service failed: retry"))
+        self._queue.clear()
+        self._running.clear()
+        self._pending = 0
+        self.metrics.queue_depth.set(0)
 
     async def stop(self) -> None:
         """Stop taking work, finish everything queued, then stop the worker."""
         self._closing = True
         if self._wakeup is not None:
             self._wakeup.set()
-        if self._task is not None:
+        if self._task is not None and self.failed is None:  # a failed one was reported
             await self._task
         if self._executor is not None:
             self._executor.shutdown(wait=True)
@@ -219,6 +244,7 @@ class BatchEngine:
             model = slices[0][0].model
             explain = any(job.explain for job, _, _ in slices)
             t0 = time.perf_counter()
+            self._running = [job for job, _, _ in slices]
             try:
                 outputs = await loop.run_in_executor(self._executor, model.forward, items, explain)
             except Exception as e:  # noqa: BLE001 - handed to every waiting request
@@ -235,3 +261,4 @@ class BatchEngine:
                 k += b - a
                 if b == len(job.items) and not job.future.done():  # skip a cancelled request
                     job.future.set_result(job.results)
+            self._running = []

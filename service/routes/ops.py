@@ -38,9 +38,13 @@ async def index() -> FileResponse:
 
 @router.head("/healthz", include_in_schema=False)  # load-balancer probes may use HEAD
 @router.get("/healthz")
-async def healthz() -> dict:
-    """The process is alive."""
-    return {"status": "ok"}
+async def healthz(request: Request) -> Response:
+    """The process is alive, and its batcher too: a worker whose batcher stopped (a bug)
+    answers 503, so that its liveness probe fails and the worker is restarted."""
+    engine = getattr(request.app.state, "engine", None)
+    if engine is not None and engine.failed is not None:
+        return error_response(503, "the batcher stopped (see the log): restart the worker")
+    return JSONResponse({"status": "ok"})
 
 
 @router.head("/readyz", include_in_schema=False)
@@ -50,8 +54,12 @@ async def healthz() -> dict:
 )
 async def readyz(request: Request) -> JSONResponse:
     """The model is loaded and warmed up: traffic may come."""
-    if getattr(request.app.state, "ready", False):
+    engine = getattr(request.app.state, "engine", None)
+    failed = engine is not None and engine.failed is not None
+    if getattr(request.app.state, "ready", False) and not failed:
         return JSONResponse({"status": "ready"})
+    if failed:
+        return error_response(503, "not ready: the batcher stopped")
     # the one error shape, with Retry-After, as every other 503
     # a stopping worker is never asked: uvicorn stops accepting (and ends kept-alive
     # connections after their answer) before the app's shutdown, so the Deployment's preStop

@@ -190,3 +190,45 @@ def test_a_light_request_larger_than_a_small_queue_is_over_a_limit(artifact: Pat
         await engine.stop()
 
     asyncio.run(main())
+
+
+def test_a_batcher_that_dies_fails_its_requests_and_refuses_more(artifact: Path) -> None:
+    """A bug that ends the batcher's task (here: a model call that returns no outputs) left
+    every queued request waiting for ever and the worker looking healthy."""
+    rt = load(artifact)
+    items = encode(rt, 3)
+    rt.forward = lambda items, explain=False: None  # type: ignore[method-assign,assignment,return-value]
+
+    async def main() -> tuple[list[BaseException | list[Output]], BatchEngine]:
+        engine = BatchEngine(rt, Metrics(), max_batch=2, max_wait_ms=20)
+        await engine.start()
+        tasks = [asyncio.create_task(engine.submit(rt, [it])) for it in items]
+        done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+        with pytest.raises(ShuttingDown):
+            await engine.submit(rt, items[:1])
+        await engine.stop()  # does not raise the batcher's error again
+        return done, engine
+
+    done, engine = asyncio.run(main())
+    assert all(isinstance(d, ShuttingDown) for d in done), done
+    assert isinstance(engine.failed, TypeError) and engine.pending == 0
+
+
+def test_a_worker_whose_batcher_died_fails_its_liveness_probe(artifact: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from absa.service.app import create_app
+    from tests.service.conftest import make_settings
+
+    with TestClient(create_app(make_settings(artifact))) as c:
+        request = {"text": "the food was great", "aspects": ["food"]}
+        assert c.post("/v1/predict", json=request).status_code == 200
+        assert c.get("/healthz").status_code == 200 and c.get("/readyz").status_code == 200
+        engine = c.app.state.engine  # type: ignore[attr-defined]
+        engine.model.forward = lambda items, explain=False: None
+        r = c.post("/v1/predict", json=request)
+        assert r.status_code == 503 and r.headers["Retry-After"], r.text
+        health = c.get("/healthz")
+        assert health.status_code == 503 and "batcher stopped" in health.json()["detail"]
+        assert c.get("/readyz").status_code == 503
+        assert c.post("/v1/predict", json=request).status_code == 503  # refused at once
