@@ -50,20 +50,44 @@ class Span:
 
 
 def find_all(text: str, term: str) -> list[tuple[int, int]]:
-    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive,
-    preferring whole-word matches; falls back to substring matches when none are whole words."""
+    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive, in either
+    Unicode form (composed or not: ``_find_composed``), preferring whole-word matches; falls
+    back to substring matches when none are whole words."""
     term = term.strip()
     if not term:
         return []
     word, anywhere = _patterns(term) if len(term) <= CACHED_TERM_CHARS else _compile(term)
     ascii_ = text.isascii()  # no combining mark to cut off
+    # a text or term with something to compose: the occurrences in the other form too (a
+    # text may spell the term both ways); NFC text and term, as most are, have none
+    composed = None
+    if not (ascii_ and term.isascii()) and not (_is_nfc(text) and _is_nfc(term)):
+        composed = _find_composed(text, term)
     spans = [(m.start(), m.end()) for m in word.finditer(text) if ascii_ or _whole(text, m)]
+    if composed is not None:
+        spans = _union(spans, composed[0])
     if not spans:
         found = anywhere.finditer(text)
         spans = [(m.start(), m.end()) for m in found if ascii_ or _whole(text, m)]
-    if not spans and not (text.isascii() and term.isascii()):
-        spans = _find_composed(text, term)
+        if composed is not None:
+            spans = _union(spans, composed[1])
     return spans
+
+
+def _is_nfc(s: str) -> bool:
+    return unicodedata.is_normalized("NFC", s)
+
+
+def _union(spans: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` and those of ``more`` that overlap none of them (the same occurrence found
+    both ways is kept once, as the plain search found it), in text order."""
+    if not more:
+        return spans
+    out = list(spans)
+    for m in more:
+        if not any(m[0] < e and s < m[1] for s, e in out):
+            out.append(m)
+    return sorted(out)
 
 
 def _whole(text: str, m: re.Match[str]) -> bool:
@@ -83,13 +107,17 @@ def _is_mark(c: str) -> bool:
     )
 
 
-def _find_composed(text: str, term: str) -> list[tuple[int, int]]:
+def _find_composed(
+    text: str, term: str
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
     """``find_all`` up to canonical equivalence: "café" with its accent as one code point
-    finds "cafe\u0301" (and the other way round), as spans of the text's own code points.
-    The text is composed (NFC) a base character and its combining marks at a time, so every
-    composed character maps back to whole characters of the text."""
+    finds "cafe\u0301" (and the other way round), as spans of the text's own code points:
+    the whole-word matches and the substring matches; None where composing changes neither
+    the text nor the term (the plain search says it all). The text is composed (NFC) a base
+    character and its combining marks at a time, so every composed character maps back to
+    whole characters of the text."""
     if not text:
-        return []
+        return None
     bounds = [i for i, c in enumerate(text) if i == 0 or unicodedata.category(c)[0] != "M"]
     composed: list[str] = []
     starts: list[int] = []
@@ -101,11 +129,12 @@ def _find_composed(text: str, term: str) -> list[tuple[int, int]]:
         ends += [b] * len(piece)
     nfc_text, nfc_term = "".join(composed), unicodedata.normalize("NFC", term.strip())
     if nfc_text == text and nfc_term == term.strip():
-        return []  # nothing was composed: the plain search said it all
+        return None  # nothing was composed: the plain search said it all
     word, anywhere = _compile(nfc_term)
-    found = [(m.start(), m.end()) for m in word.finditer(nfc_text)]
-    found = found or [(m.start(), m.end()) for m in anywhere.finditer(nfc_text)]
-    return [(starts[s], ends[e - 1]) for s, e in found]
+    whole = [(starts[m.start()], ends[m.end() - 1]) for m in word.finditer(nfc_text)]
+    if whole:  # substrings only count where no whole word is found, either way
+        return whole, []
+    return [], [(starts[m.start()], ends[m.end() - 1]) for m in anywhere.finditer(nfc_text)]
 
 
 #: terms up to this long keep their compiled patterns (bulk scoring meets far more distinct
@@ -127,9 +156,10 @@ _patterns = functools.lru_cache(maxsize=8192)(_compile)
 def occurrences(text: str, term: str, where: str = "") -> list[Span]:
     """Every occurrence of the aspect ``term``, each as the span of the text's own spelling.
     ``where`` prefixes the message ("aspects[1]: ", "items[0]: aspects[2]: ", "line 7: ")."""
-    if not term.strip():
+    stripped = term.strip()
+    if not stripped:
         raise InputError(f"{where}the aspect is empty")
-    if len(term.strip()) > len(text):
+    if len(stripped) > len(text) and not _may_compose_into(stripped, text):
         # checked before any regex is compiled: a huge term costs nothing
         raise InputError(
             f"{where}the aspect ({len(term)} characters) is longer than the text "
@@ -139,6 +169,15 @@ def occurrences(text: str, term: str, where: str = "") -> list[Span]:
     if not found:
         raise InputError(f"{where}aspect {shown(term)} does not occur in the text")
     return [Span(text[s:e], s, e) for s, e in found]
+
+
+def _may_compose_into(term: str, text: str) -> bool:
+    """Whether ``term``, longer than ``text``, may still occur in it up to canonical
+    equivalence (decomposed, "e" + U+0301, in a composed text): the composed search matches
+    the term composed in the text composed, which is never longer than the text decomposed."""
+    if term.isascii():
+        return False
+    return len(unicodedata.normalize("NFC", term)) <= len(unicodedata.normalize("NFD", text))
 
 
 def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:

@@ -305,6 +305,8 @@ class WordPiecePipeline:
     def tokenized(self, text: str) -> Tokenized:
         enc = self.tok.encode(text, add_special_tokens=False)
         pieces = [Token(p, s, e) for p, (s, e) in zip(enc.tokens, enc.offsets, strict=True)]
+        if not text.isascii():
+            pieces = _with_trailing_marks(text, pieces)
         return Tokenized(text, pieces, list(enc.ids))
 
     def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded:
@@ -365,6 +367,20 @@ class WordPiecePipeline:
             spec["specials"] = self.specials
         (directory / "pipeline.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         (directory / "tokenizer.json").write_bytes(self.tokenizer_file.read_bytes())
+
+
+def _with_trailing_marks(text: str, pieces: list[Token]) -> list[Token]:
+    r"""``pieces`` with each one's end moved over the combining marks right after it that no
+    piece covers: a normaliser that strips accents gives "cafe\u0301" the offsets of "cafe",
+    and the piece (the aspect's, the word ``explain`` names) would cut the accent off."""
+    out: list[Token] = []
+    for i, p in enumerate(pieces):
+        limit = pieces[i + 1].start if i + 1 < len(pieces) else len(text)
+        end = p.end
+        while end < limit and unicodedata.category(text[end])[0] == "M":
+            end += 1
+        out.append(p if end == p.end else Token(p.text, p.start, end))
+    return out
 
 
 def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:

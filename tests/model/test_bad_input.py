@@ -70,3 +70,20 @@ def test_error_messages_show_a_short_escaped_piece() -> None:
     with pytest.raises(InputError) as err:
         occurrences(TEXT, "pizza" * 5)
     assert "'pizzapizza" in str(err.value)
+
+
+def test_a_decomposed_term_longer_than_a_composed_text_is_still_found() -> None:
+    """The length check counts what could match: a term typed decomposed ("e" + U+0301)
+    has more code points than the same words composed in the text, and was refused as
+    'longer than the text' though it occurs in it."""
+    import unicodedata
+
+    text = "Crème brûlée!"
+    term = unicodedata.normalize("NFD", "Crème brûlée")
+    assert len(term) > len(text)
+    (span,) = occurrences(text, term)
+    assert (span.start, span.end, span.term) == (0, 12, "Crème brûlée")
+    with pytest.raises(InputError, match="does not occur"):
+        occurrences(text, term + "s")  # it could have: it is searched for, and not found
+    with pytest.raises(InputError, match="longer than the text"):
+        occurrences(text, term + "s" * 5)  # longer than any form of the text

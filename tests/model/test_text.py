@@ -207,6 +207,23 @@ def test_find_all_finds_a_term_in_either_unicode_form() -> None:
     assert [nfd[s:e] for s, e in find_all(nfd, "é")] == ["e\u0301", "e\u0301", "E\u0301"]
 
 
+def test_find_all_finds_every_occurrence_whichever_form_each_is_in() -> None:
+    """A text that spells a term once composed and once decomposed (pasted from two
+    sources) gave only the occurrences in the term's own form: the others were never
+    looked for once one was found."""
+    nfd = unicodedata.normalize("NFD", "café")
+    text = f"The {nfd} was nice, the café too, CAFÉ and {nfd.upper()} again"
+    forms = ["cafe\u0301", "café", "CAFÉ", "CAFE\u0301"]
+    for term in ("café", nfd, "CAFÉ"):
+        assert [text[s:e] for s, e in find_all(text, term)] == forms
+    # whole words first, across both forms: "caf" inside either is only a fallback
+    mixed = f"{nfd} cafés café"
+    assert [mixed[s:e] for s, e in find_all(mixed, "café")] == [nfd, "café"]
+    # a term the composed search cannot spell (Hangul jamo stay as written) is still found
+    jamo = "\u1100\u1161"
+    assert find_all(f"the {jamo} and {nfd}", jamo) == [(4, 6)]
+
+
 @pytest.mark.parametrize(
     ("text", "start", "end", "message"),
     [
@@ -442,6 +459,26 @@ def test_wordpiece_offsets_round_trip(wordpiece: WordPiecePipeline) -> None:
     marked = masked_tokens(enc)
     assert text[marked[0].start : marked[-1].end] == "crème brûlée"
     assert len(enc.ids) == len(enc.tokens) == len(enc.aspect_mask)
+
+
+def test_wordpiece_offsets_keep_a_word_s_trailing_accent(wordpiece: WordPiecePipeline) -> None:
+    """The normaliser strips accents, and the tokenizer's offsets then stop before a
+    decomposed accent at the end of a word ("cafe" + U+0301): the token, and the attention
+    word ``explain`` names after it, cut the accent off the aspect."""
+    from absa.model.runtime import Output, words
+
+    text = unicodedata.normalize("NFD", "Le café, la crème brûlée et le CAFÉ")
+    for term, nth in (("café", 0), ("crème brûlée", 0), ("café", 1)):
+        enc = encode_term(wordpiece, text, term, nth)
+        marked = masked_tokens(enc)
+        start, end = find_all(text, term)[nth]
+        assert (marked[0].start, marked[-1].end) == (start, end)
+    covered = {i for t in wordpiece.tokenized(text).tokens for i in range(t.start, t.end)}
+    assert all(text[i].isspace() for i in range(len(text)) if i not in covered)
+    enc = wordpiece.encode(text, 3, 8)
+    out = Output(np.full(3, 1 / 3), np.full(len(enc.ids), 1 / len(enc.ids)), enc.tokens)
+    named = [t.text for t, _, _ in words(out, text)]
+    assert named == unicodedata.normalize("NFD", "Le café , la crème brûlée et le CAFÉ").split()
 
 
 def test_wordpiece_truncation_keeps_aspect_and_specials(wordpiece: WordPiecePipeline) -> None:
