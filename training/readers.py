@@ -181,6 +181,7 @@ class _Sink:
         self.repeated = 0  # 3-line sentences whose $T$ occurs more than once
         self.labels: dict[tuple[str, int, int], str] = {}  # span -> its first label
         self.disagree = 0  # spans labelled twice, differently
+        self.repeats = 0  # spans given again with the same label (kept, as the file has them)
 
     def bad(self, source: str, where: str, reason: str) -> None:
         if not self.skip_invalid:
@@ -199,7 +200,10 @@ class _Sink:
         except InputError as e:
             self.bad(source, where, str(e))
             return
-        first = self.labels.setdefault((text, start, end), label)
+        key = (text, start, end)
+        if key in self.labels:
+            self.repeats += self.labels[key] == label
+        first = self.labels.setdefault(key, label)
         self.disagree += first != label
         self.result.examples.append(Example(text, start, end, label, source))
 
@@ -233,6 +237,12 @@ class _Sink:
                 "labelled",
                 self.path,
                 self.repeated,
+            )
+        if self.repeats:
+            logger.info(
+                "%s: %d record(s) repeat an earlier record exactly: kept",
+                self.path,
+                self.repeats,
             )
         if self.disagree:
             logger.warning(
@@ -286,6 +296,17 @@ def _decode(data: bytes, path: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _refuse_bare_cr(text: str, path: str) -> None:
+    """A file whose line breaks are CR alone (classic Mac OS) is one line when split on
+    ``\\n``: say so, rather than "truncated record: 1 line(s)" or "bad JSON: Extra data"."""
+    body = text.rstrip()
+    if "\r" in body and "\n" not in body:
+        raise DataError(
+            f"{path}:1: the line breaks are CR alone (old Mac style), not LF or CRLF: "
+            "convert them (e.g. mac2unix) and read it again"
+        )
+
+
 def _physical_lines(text: str) -> list[str]:
     """Lines split on ``\\n`` only (so numbering matches editors), trailing whitespace removed."""
     return [line.rstrip() for line in text.split("\n")]
@@ -296,6 +317,7 @@ def _physical_lines(text: str) -> list[str]:
 
 def _read_3line(text: str, sink: _Sink) -> None:
     path = sink.path
+    _refuse_bare_cr(text, path)
     lines = _physical_lines(text)
     while lines and not lines[-1]:
         lines.pop()
@@ -405,28 +427,65 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     sink.add(text, start, end, label, source, where)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; a key given twice raises (json.loads keeps the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"bad JSON: the key {key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
 def json_line(line: str) -> object:
     """One JSONL line's value; ValueError saying what is wrong ("bad JSON: ...", with the
-    column, or that it is nested too deeply to read)."""
+    column, a key given twice in one object, or that it is nested too deeply to read)."""
     try:
-        return json.loads(line)
+        return json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise ValueError(f"bad JSON: {e.msg} (column {e.colno})") from None
+    except _DuplicateKey as e:
+        raise ValueError(str(e)) from None
     except RecursionError:
         raise ValueError("bad JSON: nested too deeply to read") from None
+
+
+def _json_document(text: str, path: str) -> None:
+    """Refuse a file that is one JSON document spread over several lines (a pretty-printed
+    list, as a ``.json`` file often is): each of its lines would be "bad JSON"."""
+    if text.count("\n", 0, len(text.rstrip())) == 0:
+        return  # one line: its own error (or record) says what it is
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return
+    kind = {list: "list", dict: "object"}.get(type(value), type(value).__name__)
+    raise DataError(
+        f"{path}:1: one JSON document (a {kind}) over several lines, not JSON Lines: "
+        "expected one JSON object a line"
+    )
 
 
 def _read_jsonl(text: str, sink: _Sink, add: RecordHandler | None = None) -> None:
     """Each line's object handed to ``add`` (default: an aspect-term record)."""
     add = add or _add_record
     path = sink.path
+    _refuse_bare_cr(text, path)
+    first = True  # the first line that is not blank
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{n}"
+        was_first, first = first, False
         try:
             record = json_line(line)
         except ValueError as e:
+            if was_first:  # is the file one JSON document over several lines?
+                _json_document(text, path)
             sink.bad(where, where, str(e))
             continue
         if not isinstance(record, dict):

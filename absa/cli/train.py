@@ -61,6 +61,17 @@ def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> Read
     return res
 
 
+def _read_some(paths: Sequence[str], skip_invalid: bool, task: str, flag: str) -> ReadResult:
+    """``_read``, refusing files that give no valid example (every record skipped): an empty
+    --dev was replaced by a split of --train, an empty --eval reported n = 0 as a result."""
+    res = _read(paths, skip_invalid, task)
+    if not res.examples:
+        raise CLIError(
+            f"no valid examples in {flag} {' '.join(paths)} ({len(res.skipped)} invalid, skipped)"
+        )
+    return res
+
+
 def _read_exclude(paths: Sequence[str], task: str) -> dict[str, list]:
     """Each --exclude file's examples, read by the reader of ``task`` (a category test file
     read as aspect terms gave nothing, and nothing was excluded). A bad record is passed over
@@ -138,10 +149,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError("--transfer is for --task terms")
     if args.transfer and not preset.train.teacher:
         raise CLIError("--transfer needs a teacher to label it (train.teacher in --config)")
-    train = _read(args.train, args.skip_invalid, task)
-    if not train.examples:
-        raise CLIError(f"no valid examples in --train ({len(train.skipped)} invalid, skipped)")
-    dev_read = _read(args.dev, args.skip_invalid, task) if args.dev else None
+    train = _read_some(args.train, args.skip_invalid, task, "--train")
+    dev_read = _read_some(args.dev, args.skip_invalid, task, "--dev") if args.dev else None
     dev = dev_read.examples if dev_read is not None else None
     if task == "category":
         from absa.training.categories import category_preset
@@ -170,7 +179,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
     transfer = _transfer(args, info, excluded) if args.transfer else []
     # read now: a missing or bad --eval file found after hours of training lost the report
-    evals = {path: _read([path], args.skip_invalid, task) for path in args.eval or []}
+    evals = {
+        path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []
+    }
     with _checkpoint_on_sigterm() as asked:
         result = fit(
             examples,

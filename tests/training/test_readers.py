@@ -892,3 +892,59 @@ def test_a_jsonl_line_nested_too_deeply_names_the_file_and_line(tmp_path: Path) 
         read_examples(path)
     res = read_examples(path, skip_invalid=True)
     assert len(res.examples) == 2 and [s.source for s in res.skipped] == [f"{path}:2"]
+
+
+# ------------------------------------------------------------------ edge cases (review: readers)
+
+
+def test_a_jsonl_key_given_twice_is_refused_not_read_as_its_last_value(tmp_path: Path) -> None:
+    """json.loads keeps the last of two "label" keys: the record was read as negative with no
+    word, though its line also says positive."""
+    good = '{"text": "The food was good", "aspect": "food", "label": "positive"}\n'
+    twice = (
+        '{"text": "The wine was bad", "aspect": "wine", "label": "positive", "label": "negative"}'
+    )
+    path = write(tmp_path, "dup.jsonl", good + twice + "\n")
+    with pytest.raises(DataError, match=rf"^{path}:2: bad JSON: the key 'label' is given twice"):
+        read_examples(path)
+    res = read_examples(path, skip_invalid=True)
+    assert spans(res) == [("The food was good", "food", "positive")]
+    assert [s.source for s in res.skipped] == [f"{path}:2"]
+
+
+@pytest.mark.parametrize("name", ["list.json", "list.jsonl"])
+def test_a_json_document_is_named_as_one_not_as_bad_json_on_its_first_line(
+    tmp_path: Path, name: str
+) -> None:
+    """A pretty-printed JSON array (a ".json" file is read as JSON Lines) was refused as
+    "line 1: bad JSON: Expecting value", though its first line, "[", is good JSON's start."""
+    rows = [{"text": "The food was good", "aspect": "food", "label": "positive"}] * 2
+    path = write(tmp_path, name, json.dumps(rows, indent=2) + "\n")
+    with pytest.raises(DataError, match=rf"^{path}:1: .*one JSON document.*one JSON object a line"):
+        read_examples(path)
+    with pytest.raises(DataError, match="one JSON document"):
+        read_examples(path, skip_invalid=True)  # not one bad record a line
+
+
+def test_3line_with_bare_cr_line_breaks_is_named_as_such(tmp_path: Path) -> None:
+    """Old-Mac line breaks (CR alone) made a file of many records "truncated record: 1
+    line(s) where 3 are expected"."""
+    path = write(
+        tmp_path, "mac.seg", "the $T$ was good\rfood\rpositive\rthe $T$ was bad\rwine\r-1\r"
+    )
+    with pytest.raises(DataError, match=rf"^{path}:1: .*line breaks are CR alone"):
+        read_examples(path)
+
+
+def test_records_repeated_exactly_are_counted_in_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kept as the file has them (the benchmark sets carry a few), but no longer without a
+    word: only a repeat with another label was logged."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    rec = '{"text": "The food was good", "aspect": "food", "label": "positive"}\n'
+    path = write(tmp_path, "twice.jsonl", rec * 3)
+    assert len(read_examples(path).examples) == 3
+    assert "2 record(s) repeat an earlier record exactly: kept" in caplog.text
