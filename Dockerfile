@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 #
-# absa images, one Dockerfile, three targets (see deploy/README.md):
+# absa images, one Dockerfile, four targets (see deploy/README.md):
 #   runtime (default)  CPU serving: the `serve` extra only (no torch) + the shipped model
 #   gpu                the same service on onnxruntime-gpu over a CUDA + cuDNN runtime image
 #   train              the `train` extra (torch) with `absa` as entry point: `absa retrain ...`
@@ -126,6 +126,9 @@ COPY service ./service
 RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX_URL}" pip install ".[train]"
 
 FROM python:3.11-slim AS train
+# the commit the image is built from: the tree travels without .git, and every version a job
+# trains records its code (docker build --build-arg ABSA_CODE_VERSION=$(git rev-parse HEAD))
+ARG ABSA_CODE_VERSION=""
 RUN groupadd --system --gid 10001 absa \
  && useradd --system --uid 10001 --gid absa --home-dir /home/absa --create-home \
     --shell /usr/sbin/nologin absa \
@@ -135,7 +138,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     MPLCONFIGDIR=/tmp/matplotlib \
-    ORT_DISABLE_TELEMETRY=1
+    ORT_DISABLE_TELEMETRY=1 \
+    ABSA_CODE_VERSION=${ABSA_CODE_VERSION}
 WORKDIR /home/absa
 USER 10001:10001
 # A batch job, not a server: nothing to probe.

@@ -171,6 +171,18 @@ def test_final_stages_run_as_non_root(name):
     assert uid_of(stage(name).last("USER")) > 0
 
 
+def test_the_train_image_records_the_commit_it_was_built_from():
+    """The tree travels without .git: the versions a job trains record the build argument
+    (ABSA_CODE_VERSION), not "absa 0.1.0" for every commit."""
+    st = stage("train")
+    assert any(a.split("=")[0] == "ABSA_CODE_VERSION" for a in st.args("ARG"))
+    assert st.env()["ABSA_CODE_VERSION"] == "${ABSA_CODE_VERSION}"
+    assert (
+        "--build-arg ABSA_CODE_VERSION=$(git rev-parse HEAD)"
+        in (ROOT / "deploy" / "README.md").read_text()
+    )
+
+
 def test_serving_images_install_the_serve_extra_only():
     for name in SERVING_STAGES:
         installs = pip_calls(closure(name), "install")
@@ -529,16 +541,22 @@ def test_pods_are_locked_down_and_sized(kind):
     assert "/tmp" in mounts, "a read-only root needs a writable /tmp"
 
 
-def test_configmap_holds_real_settings_and_the_container_port():
+@cache
+def setting_names() -> frozenset[str]:
+    """The ABSA_* names pydantic-settings reads: ABSA_<FIELD>, or a field's aliases instead
+    (an aliased field ignores ABSA_<FIELD>: PROMETHEUS_MULTIPROC_DIR, not ABSA_PROMETHEUS_...)."""
     from absa.settings import Settings
 
-    # the names pydantic-settings reads: ABSA_<FIELD>, or a field's aliases instead (an
-    # aliased field ignores ABSA_<FIELD>: PROMETHEUS_MULTIPROC_DIR, not ABSA_PROMETHEUS_...)
     fields: set[str] = set()
     for name, f in Settings.model_fields.items():
         alias = f.validation_alias
         names = [f"ABSA_{name}"] if alias is None else getattr(alias, "choices", [alias])
         fields |= {str(n).upper() for n in names if str(n).upper().startswith("ABSA_")}
+    return frozenset(fields)
+
+
+def test_configmap_holds_real_settings_and_the_container_port():
+    fields = setting_names()
     assert "ABSA_PROMETHEUS_MULTIPROC_DIR" not in fields and "ABSA_EXTRACTOR" in fields
     config = k8s("ConfigMap", "absa-config")["data"]
     assert set(config) <= fields, f"not settings: {set(config) - fields}"
@@ -550,6 +568,55 @@ def test_configmap_holds_real_settings_and_the_container_port():
         assert {k for k in stage(st).env() if k.startswith("ABSA_")} <= fields
     service = compose()["services"]["absa"]
     assert {k for k in service["environment"] if k.startswith("ABSA_")} <= fields
+
+
+#: ABSA_* names that are docker compose's own variables (interpolated into the compose file),
+#: not settings: the host directory of the training data and the host port
+COMPOSE_VARIABLES = frozenset({"ABSA_DATA_DIR", "ABSA_PUBLISH_PORT"})
+_ABSA_NAME = re.compile(r"\bABSA_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def deployment_texts() -> dict[str, str]:
+    """Every file a deployment reads or a user copies names from: the Dockerfile, deploy/
+    (compose, manifests, overlays, the RayJob, configs, its README) and README.md's
+    Deployment section."""
+    texts = {"Dockerfile": (ROOT / "Dockerfile").read_text()}
+    for p in sorted(DEPLOY.rglob("*")):
+        if p.is_file() and p.suffix in (".yaml", ".yml", ".md", ".toml"):
+            texts[str(p.relative_to(ROOT))] = p.read_text()
+    readme = (ROOT / "README.md").read_text()
+    section = re.search(r"^## Deployment\n(.*?)(?=^## )", readme, re.S | re.M)
+    assert section, "README.md has a Deployment section"
+    texts["README.md#deployment"] = section.group(1)
+    return texts
+
+
+def unknown_settings(text: str) -> set[str]:
+    """The ABSA_* names in ``text`` that are neither a setting nor a compose variable: a
+    typo there is ignored by pydantic-settings (extra="ignore"), silently."""
+    return set(_ABSA_NAME.findall(text)) - setting_names() - COMPOSE_VARIABLES
+
+
+def test_every_absa_name_in_the_deployment_files_is_a_setting():
+    """Not only the ConfigMap: the CronJob's and the RayJob's env, the GPU overlay's patch,
+    compose's services and override, and the docs users copy from."""
+    assert unknown_settings("ABSA_RELOAD_INTERVAL: 30  # ABSA_REGISTRY=/models") == {
+        "ABSA_RELOAD_INTERVAL"
+    }  # the check itself sees a typo
+    found = {name: unknown_settings(text) for name, text in deployment_texts().items()}
+    assert not {k: v for k, v in found.items() if v}, "not settings (silently ignored)"
+    # a compose variable interpolated into a setting has the setting's name: a typo there
+    # would drop what the user exported for the default, silently too
+    for path in sorted(DEPLOY.glob("docker-compose*.yml")):
+        for doc in load_yaml(path):
+            for svc, service in doc["services"].items():
+                for key, value in (service.get("environment") or {}).items():
+                    for var in re.findall(r"\$\{(\w+)", str(value)):
+                        assert var == key, f"{path.name} {svc}: {key} reads ${{{var}}}"
+    # and the compose variables are compose's: each one is interpolated somewhere
+    compose_text = "".join(p.read_text() for p in DEPLOY.glob("docker-compose*.yml"))
+    for var in COMPOSE_VARIABLES:
+        assert "${" + var in compose_text, var
 
 
 # ------------------------------------------------------------------------------ models volume
