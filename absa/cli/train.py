@@ -228,7 +228,7 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     from absa.training.union import combine_more
 
     # files named as run.json names them elsewhere (beside the checkout: relative)
-    reads = [_read([p], args.skip_invalid) for p in args.train_more]
+    reads = [_read_some([p], args.skip_invalid, "terms", "--train-more") for p in args.train_more]
     more = [(portable(p), r.examples) for p, r in zip(args.train_more, reads, strict=True)]
     read = _read_exclude(args.exclude or [], "terms")  # --train-more: --task terms only
     tests = {portable(p): ex for p, ex in read.items()}

@@ -545,13 +545,13 @@ def test_threads_below_one_are_refused_before_anything_is_read(
     assert err.strip() == f"absa train: error: --threads is at least 1, not {threads}"
 
 
-@pytest.mark.parametrize("flag", ["--dev", "--eval"])
+@pytest.mark.parametrize("flag", ["--dev", "--eval", "--train-more"])
 def test_a_dev_or_eval_file_whose_every_record_is_skipped_is_refused(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:
     """With --skip-invalid, a --dev file of bad records gave dev = [] and the run held 10% of
     --train out instead, without a word; an --eval file gave a report of n = 0, accuracy 0,
-    after the training (absa evaluate refuses both)."""
+    after the training (absa evaluate refuses both); a --train-more file added nothing."""
     train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
     bad = tmp_path / "bad.csv"
     bad.write_text("text,aspect,label\nThe food is good,pizza,positive\n")
