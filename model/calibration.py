@@ -159,7 +159,8 @@ def held_out_folds(n: int, folds: int, seed: int) -> Iterator[np.ndarray]:
 
 def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> float:
     """The T minimising ``nll(logits, y, T)``: L-BFGS (strong Wolfe line search) on log T in
-    float64, clipped into ``T_BOUNDS``. Deterministic: the same input gives the same T."""
+    float64, clipped into ``T_BOUNDS`` (1, no temperature, where the fit ends at NaN: the
+    NLL overflowed). Deterministic: the same input gives the same T."""
     import torch
 
     if len(logits) == 0:
@@ -181,8 +182,11 @@ def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> f
 
     opt.step(closure)
     fitted = float(np.exp(log_t.item()))
+    if np.isnan(fitted):  # the NLL overflowed on the way (float64 logits near 1e308)
+        log.warning("the temperature fit ended at T = %s, not a number: T = 1 (none)", fitted)
+        return 1.0
     t = float(np.clip(fitted, *T_BOUNDS))
-    if t != fitted or not np.isfinite(fitted):
+    if t != fitted:
         log.warning(
             "temperature %.4g is outside %s: clipped to %g, which is not the best fit",
             fitted,

@@ -308,6 +308,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.expand_top_k is not None and args.expand_vocab is None:
         raise CLIError("--expand-top-k needs --expand-vocab")
+    if args.expand_top_k is not None and args.expand_top_k < 0:  # words[:-3]: all but 3
+        raise CLIError(f"--expand-top-k is a number of words, >= 0, not {args.expand_top_k}")
     if is_extraction_model(Path(args.run)):
         return cmd_export_extract(args)
 

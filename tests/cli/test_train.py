@@ -395,6 +395,18 @@ def test_export_errors_are_one_line(
     assert err.startswith("absa export: error:") and "exists" in err
 
 
+def test_export_refuses_a_negative_expand_top_k(
+    tiny_run: Path, small_glove: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--expand-top-k -3`` went through as ``words[:-3]``: every word of the file but the
+    last three, recorded as top_k -3."""
+    argv = ["export", "--run", str(tiny_run), "--out", str(tmp_path / "a")]
+    assert main([*argv, "--expand-vocab", str(small_glove), "--expand-top-k", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa export: error:") and "--expand-top-k" in err
+    assert not (tmp_path / "a").exists()
+
+
 # --------------------------------------------------------------------------- evaluate
 
 

@@ -99,3 +99,16 @@ def test_softmax_and_nll_agree() -> None:
         p = softmax(logits, t)
         np.testing.assert_allclose(p.sum(1), 1.0)
         assert nll(logits, y, t) == pytest.approx(-np.log(p[np.arange(50), y]).mean())
+
+
+def test_a_fit_that_does_not_converge_to_a_number_gives_t_1(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Finite logits whose float64 spread overflows (1e308 - -1e308 = inf) made L-BFGS end
+    at log T = NaN, and np.clip(NaN) is NaN: fit_temperature returned T = NaN ("clipped to
+    nan"). A temperature is positive and finite: the fit falls back to 1 (none) and says so."""
+    z = np.array([[1e308, -1e308, 0.0]])
+    with caplog.at_level("WARNING", logger="absa.model.calibration"):
+        t = fit_temperature(z, np.array([1]))
+    assert np.isfinite(t) and t == 1.0
+    assert "not a number" in caplog.records[-1].getMessage()
