@@ -246,6 +246,11 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
 def cmd_export_extract(args: argparse.Namespace) -> int:
     from absa.training.tagging_run import export_tag_run
 
+    # a tagger has no sentiment probabilities to calibrate: the flags would be ignored
+    given = [f for f, on in (("--no-calibrate", getattr(args, "no_calibrate", False)),
+                             ("--top-map", getattr(args, "top_map", False))) if on]  # fmt: skip
+    if given:
+        raise CLIError(f"{' and '.join(given)}: for a sentiment model, not an extractor run")
     meta = export_tag_run(
         Path(args.run), Path(args.out), name=args.name, version=args.version,
         quantize=args.quantize, expand_vocab=getattr(args, "expand_vocab", None),

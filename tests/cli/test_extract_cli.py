@@ -287,3 +287,14 @@ def test_predict_refuses_flags_it_would_ignore(
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("flag", ["--no-calibrate", "--top-map"])
+def test_export_of_an_extractor_refuses_the_sentiment_calibration_flags(
+    extract_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    """They were ignored without a word: a tagger's artifact has no temperature or map."""
+    out = tmp_path / "art"
+    assert main(["export", "--run", str(extract_run), "--out", str(out), flag]) == 2
+    assert f"{flag}: for a sentiment model, not an extractor run" in capsys.readouterr().err
+    assert not out.exists()
