@@ -27,6 +27,7 @@ from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsD
 from absa.service.errors import error_body, status_of, validation_body
 from absa.service.metrics import Metrics
 from absa.service.schemas import (
+    AspectSpan,
     BatchRequest,
     BatchResponse,
     ErrorResponse,
@@ -142,9 +143,10 @@ def _listed(item: object) -> int:
 
 async def _lists_fit(request: Request, batch: bool) -> None:
     """Before the body is validated: too many batch items, or more aspects than any one
-    request may queue, are refused (413, as they would be once validated). Validating and
-    reporting a megabyte of bad entries one by one held the event loop for seconds (18 s for
-    400,000). Reads the body as FastAPI parsed it (Starlette keeps it)."""
+    request may queue, are refused (413, as they would be once validated), and so are more
+    than ``MAX_UNKNOWN`` unknown fields (422). Validating and reporting a megabyte of bad
+    entries one by one held the event loop for seconds (18 s for 400,000). Reads the body
+    as FastAPI parsed it (Starlette keeps it)."""
     engine = getattr(request.app.state, "engine", None)
     if engine is None:
         return  # the route says the model is not loaded
@@ -154,11 +156,49 @@ async def _lists_fit(request: Request, batch: bool) -> None:
         return  # FastAPI's parsing says what is wrong
     if not batch:
         engine.fits(_listed(body))
+        _few_unknown([(body, "body.", _FIELDS)])
         return
     items = body.get("items") if isinstance(body, dict) else None
     if isinstance(items, list):
         _check_items(len(items), request.app.state.settings.max_items)
         engine.fits(sum(_listed(it) for it in items))
+        objects = [(it, f"items.{i}.", _FIELDS) for i, it in enumerate(items)]
+        _few_unknown([(body, "body.", _BATCH_FIELDS), *objects])
+
+
+#: unknown fields a request may carry before it is refused unvalidated: each one is an error
+#: of its own, and 75,000 in a megabyte took 0.3 s to report (0.6 s inside an aspect object)
+MAX_UNKNOWN = 64
+_FIELDS = frozenset(PredictRequest.model_fields)
+_SPAN_FIELDS = frozenset(AspectSpan.model_fields)
+_BATCH_FIELDS = frozenset(BatchRequest.model_fields)
+
+
+def _few_unknown(requests: list[tuple[object, str, frozenset[str]]]) -> None:
+    """InputError (422) where the request objects (a batch's body and its items, each with
+    where it is and its fields) and their aspect objects hold more than ``MAX_UNKNOWN``
+    unknown fields in all; fewer are left to validation, which names each. Called after
+    ``fits``: the aspects are few."""
+    unknown, first = 0, ""
+    for obj, where, known in requests:
+        if not isinstance(obj, dict):
+            continue
+        objects = [(obj, known, where)]
+        aspects = obj.get("aspects")
+        if isinstance(aspects, list):
+            for j, a in enumerate(aspects):
+                if isinstance(a, dict):
+                    objects.append((a, _SPAN_FIELDS, f"{where}aspects.{j}."))
+        for o, fields, at in objects:
+            extra = o.keys() - fields
+            if extra and not first:
+                first = f"{at}{min(extra)}"
+            unknown += len(extra)
+    if unknown > MAX_UNKNOWN:
+        raise InputError(
+            f"invalid request: {first}: Extra inputs are not permitted "
+            f"(and {unknown - 1} more unknown fields)"
+        )
 
 
 def _check_items(n: int, max_items: int) -> None:
@@ -168,8 +208,8 @@ def _check_items(n: int, max_items: int) -> None:
 
 class _ListsFirst(APIRoute):
     """The predict routes: ``_lists_fit`` before FastAPI validates the body. A route class,
-    not a dependency: as a dependency the check added 19.8 us to every request, as this
-    6.1 (benchmarks/route_check_overhead.py, in-process, the machine busy)."""
+    not a dependency: as a dependency the checks added 19.6 us to every request, as this
+    6.0 (benchmarks/route_check_overhead.py, in-process, the machine busy)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         validated = super().get_route_handler()

@@ -264,3 +264,46 @@ def test_lists_within_the_limits_are_still_validated_entry_by_entry(roomy: TestC
     r = roomy.post("/v1/predict/batch", json={"items": items})
     assert r.status_code == 200, r.text
     assert [("error" in e) for e in r.json()["items"]] == [False, True, True]
+
+
+def unknown_fields(n: int, **given: object) -> dict:
+    return {**given, **{f"k{i}": 0 for i in range(n)}}
+
+
+@pytest.mark.parametrize("inside", ["body", "aspect", "batch item"])
+def test_a_request_of_many_unknown_fields_is_refused_before_validation(
+    roomy: TestClient, inside: str
+) -> None:
+    """75,000 unknown fields in a megabyte were 75,000 errors, 0.3 s to validate and report
+    (0.6 s inside an aspect object): refused from the parsed body now, with the count."""
+    text = "the food was great"
+    if inside == "body":
+        path, body, where = (
+            "/v1/predict",
+            unknown_fields(75_000, text=text, aspects=["food"]),
+            "body",
+        )
+    elif inside == "aspect":
+        span = unknown_fields(75_000, term="food", start=4, end=8)
+        path, body, where = "/v1/predict", {"text": text, "aspects": [span]}, "body.aspects.0"
+    else:
+        item = unknown_fields(75_000, text=text, aspects=["food"])
+        path, body, where = "/v1/predict/batch", {"items": [item]}, "items.0"
+    r = roomy.post(path, json=body)
+    assert r.status_code == 422, r.text[:300]
+    assert r.json()["detail"] == (
+        f"invalid request: {where}.k0: Extra inputs are not permitted "
+        "(and 74999 more unknown fields)"
+    )
+
+
+def test_a_few_unknown_fields_are_still_validated_and_a_batch_item_fails_alone(
+    roomy: TestClient,
+) -> None:
+    r = roomy.post("/v1/predict", json=unknown_fields(2, text="the food", aspects=["food"]))
+    assert r.status_code == 422
+    assert r.json()["detail"].endswith("Extra inputs are not permitted (and 1 more)"), r.text
+    items = [{"text": "the food", "aspects": ["food"]}, unknown_fields(3, text="the food")]
+    r = roomy.post("/v1/predict/batch", json={"items": items})
+    assert r.status_code == 200, r.text
+    assert [("error" in e) for e in r.json()["items"]] == [False, True]
