@@ -73,7 +73,7 @@ class Settings(LogSettings):
         "requests without aspects get theirs extracted; unset: such requests are refused",
     )
     reload_interval_s: float = Field(
-        0.0, ge=0.0, description="poll the registry; 0 = only on /admin/reload"
+        0.0, ge=0.0, allow_inf_nan=False, description="poll the registry; 0 = only on /admin/reload"
     )
     admin_token: SecretStr | None = Field(
         None, description="enables /admin/*; sent as a Bearer token"
@@ -101,6 +101,7 @@ class Settings(LogSettings):
     max_wait_ms: float = Field(
         0.0,
         ge=0.0,
+        allow_inf_nan=False,  # inf: a batch would wait for ever to fill
         description="how long a batch waits to fill; 0 = no wait: batches form from the "
         "requests that arrive while the previous batch runs",
     )
@@ -120,6 +121,7 @@ class Settings(LogSettings):
     shed_delay_s: float = Field(
         0.5,
         ge=0.0,
+        allow_inf_nan=False,
         description="a request refused for overload (503) is answered after this pause, so "
         "clients that ignore Retry-After cannot keep the event loop busy refusing them "
         "(measured at 10x saturation: /healthz max 112-120 ms at 0.1 s, 34-42 ms at 0.5 s)",
@@ -140,6 +142,18 @@ class Settings(LogSettings):
         for key in _keys(value):
             if not all("!" <= c <= "~" for c in key):
                 raise ValueError("a key may hold printable ASCII characters only, no spaces")
+        return value
+
+    @field_validator("admin_token")
+    @classmethod
+    def _token_sendable(cls, value: SecretStr | None) -> SecretStr | None:
+        # what a request's header can carry and bearer_accepted compares (stripped, ASCII):
+        # any other token would turn /admin/* on with no way in (never echo it)
+        token = value.get_secret_value() if value is not None else ""
+        if token != token.strip() or not all(" " <= c <= "~" or c == "\t" for c in token):
+            raise ValueError(
+                "a token may hold printable ASCII characters only, no space at either end"
+            )
         return value
 
     @field_validator("cors_origins")

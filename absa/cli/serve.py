@@ -69,6 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _check_startable(settings: Any) -> None:
     """What would stop every worker, as one line before uvicorn starts: with several workers
     uvicorn ends with status 0 when they fail at start-up, with one a page of traceback."""
+    import os
     import socket
 
     import onnxruntime as ort
@@ -82,6 +83,16 @@ def _check_startable(settings: Any) -> None:
         servable(settings.category_model, task=CATEGORY)
     if settings.extractor_path() is not None:
         servable(settings.extractor_path(), kind=EXTRACTOR_KIND)
+    # set already, they are the workers' own (absa serve makes them only where unset): a
+    # missing one was a traceback in every worker (the metrics), or a failed /admin/reload
+    for name, shared in (
+        ("PROMETHEUS_MULTIPROC_DIR", settings.prometheus_multiproc_dir),
+        ("ABSA_RUN_DIR", settings.run_dir),
+    ):
+        if shared is not None and not Path(shared).is_dir():
+            raise CLIError(f"{name} {shared}: not a directory")
+        if shared is not None and not os.access(shared, os.W_OK | os.X_OK):
+            raise CLIError(f"{name} {shared}: not writable")
     try:
         choose_providers(settings.device, ort.get_available_providers())
     except ArtifactError as e:
