@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,36 +50,95 @@ def read_vectors(source: str = PACKAGED_GLOVE) -> Vectors:
     return _read_text_glove(Path(source))
 
 
+#: the first bytes of compressed files a GloVe download comes as, and what to do with them
+_COMPRESSED = {
+    b"\x1f\x8b": "gzip-compressed: gunzip it and pass the .txt",
+    b"PK\x03\x04": "a zip archive: unzip it and pass the .txt inside",
+    b"BZh": "bzip2-compressed: bunzip2 it and pass the .txt",
+    b"\xfd7zXZ\x00": "xz-compressed: unxz it and pass the .txt",
+}
+
+
 def _read_text_glove(path: Path) -> Vectors:
-    """A GloVe-format text file. A line with fewer than two numbers (cut short, a word
-    alone) is passed over, counted and named in a warning; blank lines and a word2vec
-    header (line 1: two integers) are not counted."""
+    """A GloVe-format text file, read a line at a time. A line with fewer than two numbers
+    (cut short, a word alone), a line that is not UTF-8 and a line whose word has spaces
+    (glove.840B's ". . .": no token has one) are passed over, counted and named in a
+    warning; so is a word's second line (the first, the more frequent, is its vector).
+    Blank lines, a BOM and a word2vec header (line 1: two integers, its dimension then
+    the one every line must have) are not counted. A line with another number of values,
+    or a value that is not a finite number: ValueError naming the file and the line."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: a directory, not a GloVe file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such GloVe file")
+    with path.open("rb") as f:
+        head = f.read(6)
+    for magic, what in _COMPRESSED.items():
+        if head.startswith(magic):
+            raise ValueError(f"{path}: {what}")
     words: list[str] = []
-    rows: list[np.ndarray] = []
-    dim = None
+    seen: set[str] = set()
+    values = array("f")  # the rows, one after another: no object per row, no copy at the end
+    lines = array("L")  # each row's line
+    dim = header_dim = None
     malformed, first = 0, 0
-    with path.open(encoding="utf-8", errors="strict") as f:
+    spaced, first_spaced = 0, 0
+    undecodable, first_undecodable = 0, 0
+    repeated, first_repeated = 0, 0
+    # surrogateescape: a byte that is not UTF-8 is kept, to be found in its line below;
+    # a number past float32 (1e40) reads as inf, refused below
+    with path.open(encoding="utf-8", errors="surrogateescape") as f, np.errstate(over="ignore"):
         for lineno, line in enumerate(f, 1):
+            if lineno == 1:
+                line = line.removeprefix("\ufeff")
+            if not line.isascii():
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:
+                    undecodable += 1
+                    first_undecodable = first_undecodable or lineno
+                    continue
             parts = line.rstrip("\n").rstrip(" ").split(" ")
             if len(parts) < 3:
                 header = lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts)
-                if line.strip() and not header:
+                if header:
+                    dim = header_dim = int(parts[1])
+                elif line.strip():
                     malformed += 1
                     first = first or lineno
                 continue
             if dim is None:
                 dim = len(parts) - 1
+            if len(parts) - 1 > dim and not any(_is_number(p) for p in parts[1:-dim]):
+                spaced += 1  # a word with spaces: parts[:-dim] is the word
+                first_spaced = first_spaced or lineno
+                continue
             if len(parts) - 1 != dim:
-                raise ValueError(f"{path}:{lineno}: expected {dim} numbers, got {len(parts) - 1}")
+                said = " (the header's)" if header_dim else ""
+                raise ValueError(
+                    f"{path}:{lineno}: expected {dim} numbers{said}, got {len(parts) - 1}"
+                )
             try:
-                rows.append(np.asarray(parts[1:], dtype=np.float32))
+                row = np.asarray(parts[1:], dtype=np.float32)
             except ValueError as e:
                 raise ValueError(f"{path}:{lineno}: {e}") from None
+            if parts[0] in seen:
+                repeated += 1
+                first_repeated = first_repeated or lineno
+                continue
+            seen.add(parts[0])
             words.append(parts[0])
-    if not rows:
+            values.frombytes(row.tobytes())
+            lines.append(lineno)
+    if not words:
         raise ValueError(f"{path}: no vectors found")
+    matrix = np.frombuffer(values, dtype=np.float32).reshape(len(words), dim)
+    for start in range(0, len(matrix), 65536):  # a block at a time: no N x D mask at once
+        finite = np.isfinite(matrix[start : start + 65536]).all(axis=1)
+        if not finite.all():
+            i = start + int(np.argmin(finite))
+            bad = matrix[i][~np.isfinite(matrix[i])][0]
+            raise ValueError(f"{path}:{lines[i]}: not a finite number ({bad} as float32)")
     if malformed:  # their words get no vector
         log.warning(
             "%s: %d malformed lines skipped (the first is line %d): a word and its numbers, "
@@ -87,7 +147,37 @@ def _read_text_glove(path: Path) -> Vectors:
             malformed,
             first,
         )
-    return Vectors(words, np.stack(rows), malformed)
+    if undecodable:
+        log.warning(
+            "%s: %d lines not UTF-8 skipped (the first is line %d)",
+            path,
+            undecodable,
+            first_undecodable,
+        )
+    if spaced:
+        log.warning(
+            "%s: %d lines whose word has spaces skipped (the first is line %d): no token has one",
+            path,
+            spaced,
+            first_spaced,
+        )
+    if repeated:
+        log.warning(
+            "%s: %d repeated words skipped (the first is line %d): a word's first line is "
+            "its vector",
+            path,
+            repeated,
+            first_repeated,
+        )
+    return Vectors(words, matrix, malformed + undecodable + spaced)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def words_by_frequency(texts: Iterable[str]) -> list[str]:
