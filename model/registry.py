@@ -42,7 +42,7 @@ from pathlib import Path
 
 from absa.errors import RegistryError
 
-__all__ = ["Registry", "RegistryError", "atomic_write_json"]
+__all__ = ["Registry", "RegistryError", "atomic_write_json", "atomic_write_text"]
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +73,19 @@ def _fsync_tree(path: Path) -> None:
 
 
 def atomic_write_json(path: Path, obj: object) -> None:
-    """Write JSON so that readers see the old file or the new one, never a torn one; mode
-    0644 as the versions' files (mkstemp's 0600 hid CURRENT from readers under another uid)."""
+    """Write JSON so that readers see the old file or the new one, never a torn one."""
+    atomic_write_text(path, json.dumps(obj, indent=1))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) so that readers see the old file or the new one, never a torn
+    one; mode 0644 as the versions' files (mkstemp's 0600 hid CURRENT from readers under
+    another uid)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
             os.fchmod(f.fileno(), 0o644)
             f.flush()
             os.fsync(f.fileno())

@@ -32,16 +32,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
-from absa.model.registry import Registry, RegistryError, atomic_write_json
+from absa.model.registry import Registry, RegistryError, atomic_write_json, atomic_write_text
 from absa.training.evaluate import evaluate
 from absa.training.presets import load_config
 from absa.training.provenance import code_version, file_info
@@ -468,16 +466,7 @@ def write_report(reg: Registry, report: dict) -> None:
     (temporary file + rename), the text first: a report's .json means it is complete."""
     reports = reg.root / "reports"
     reports.mkdir(exist_ok=True)
-    text = reports / f"{report['version']}.txt"
-    fd, tmp = tempfile.mkstemp(prefix=f".{text.name}.", dir=reports)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(summary(report) + "\n")
-            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600: readable as the versions are
-        os.replace(tmp, text)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(reports / f"{report['version']}.txt", summary(report) + "\n")
     atomic_write_json(reports / f"{report['version']}.json", report)
 
 
