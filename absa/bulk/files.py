@@ -66,14 +66,12 @@ def csv_header(path: str) -> list[str]:
     return header
 
 
-def csv_strings(path: str, kind: pa.DataType | None = None) -> pa_csv.ConvertOptions:
-    """Every column of the CSV file read as a string, as ``absa.scoring`` reads CSV: the
-    types of a column do not depend on which rows a block holds. ``kind=pa.binary()``: as
-    bytes, for ``utf8_columns`` to decode, so that a byte that is not UTF-8 fails its row
-    and not the file."""
+def csv_bytes(header: list[str]) -> pa_csv.ConvertOptions:
+    """Every column of a CSV file with this ``header`` read as bytes, for ``utf8_columns``
+    to decode (so that a byte that is not UTF-8 fails its row and not the file): strings,
+    as ``absa.scoring`` reads CSV, whose types do not depend on which rows a block holds."""
     return pa_csv.ConvertOptions(
-        column_types=dict.fromkeys(csv_header(path), kind or pa.string()),
-        strings_can_be_null=False,
+        column_types=dict.fromkeys(header, pa.binary()), strings_can_be_null=False
     )
 
 
@@ -90,11 +88,11 @@ def utf8_columns(table: pa.Table) -> pa.Table:
         try:
             text = column.cast(pa.string())
         except pa.ArrowInvalid:  # a value that is not UTF-8
-            raw = [v.decode("utf-8", "surrogateescape") for v in column.to_pylist()]
+            raw: list[bytes] = column.to_pylist()
             for row, value in enumerate(raw):
-                errors[row] = errors[row] or undecoded(value, name)
-            fixed = [v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for v in raw]
-            text = pa.array(fixed, pa.string())
+                said = undecoded(value.decode("utf-8", "surrogateescape"), name)
+                errors[row] = errors[row] or said
+            text = pa.array([v.decode("utf-8", "replace") for v in raw], pa.string())
         table = table.set_column(i, pa.field(name, pa.string()), text)
     if any(errors):
         table = table.append_column(LINE_ERROR, pa.array(errors, pa.string()))
@@ -106,6 +104,7 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
     all read as strings, as the CSV path of ``absa.scoring`` reads them; a row with a byte
     that is not UTF-8 carries its error (``utf8_columns``)."""
     suffix = src.suffix.lower()
+    decode = suffix == ".csv"
     if suffix == ".parquet":
         batches: Iterator[pa.RecordBatch] = pq.ParquetFile(src).iter_batches(batch_size=chunk)
     elif suffix == ".csv":
@@ -119,13 +118,8 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         batches = pa_csv.open_csv(
             src,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=csv_strings(str(src), pa.binary()),
+            convert_options=csv_bytes(header),
         )
-        for batch in batches:
-            table = utf8_columns(pa.Table.from_batches([batch]))
-            for start in range(0, table.num_rows, chunk):
-                yield table.slice(start, chunk)
-        return
     elif suffix in (".jsonl", ".json"):
         with src.open("rb") as f:
             yield from jsonl_tables(file_lines(f), str(src), chunk)
@@ -134,6 +128,7 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         raise ValueError(f"{src}: use a .parquet, .csv or .jsonl file")
     for batch in batches:
         table = pa.Table.from_batches([batch])
+        table = utf8_columns(table) if decode else table
         for start in range(0, table.num_rows, chunk):
             yield table.slice(start, chunk)
 

@@ -260,11 +260,10 @@ def _count(output: str, output_format: str) -> tuple[int, int, int]:
 
 
 def _read(files: list[str], fmt: str) -> Any:
-    import pyarrow as pa
     import pyarrow.csv as pa_csv
     import ray
 
-    from absa.bulk.files import csv_strings
+    from absa.bulk.files import csv_bytes, csv_header
 
     _import_before_threads()
 
@@ -275,7 +274,7 @@ def _read(files: list[str], fmt: str) -> Any:
     return ray.data.read_csv(
         files,
         # the first file's columns, as bytes: Scorer decodes them (a bad byte fails its row)
-        convert_options=csv_strings(files[0], pa.binary()),
+        convert_options=csv_bytes(csv_header(files[0])),
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
     )
 
