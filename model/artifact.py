@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import ArtifactError
+from absa.model.atomic import atomic_write_json
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 
 KIND = "absa-artifact"
@@ -52,17 +52,8 @@ def is_artifact(directory: Path) -> bool:
 
 
 def write_metadata(directory: Path, metadata: dict) -> None:
-    """Write metadata.json whole (temporary file + rename): a reader never sees half of it."""
-    directory = Path(directory)
-    fd, tmp = tempfile.mkstemp(prefix=f".{METADATA}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=1)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, directory / METADATA)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write metadata.json whole (absa.model.atomic): a reader never sees half of it."""
+    atomic_write_json(Path(directory) / METADATA, metadata)
 
 
 def read_metadata(directory: Path, kind: str = KIND) -> dict:

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import RegistryError
+from absa.model.atomic import atomic_write_json, atomic_write_text, fsync_dir
 
 __all__ = ["Registry", "RegistryError", "atomic_write_json", "atomic_write_text"]
 
@@ -49,14 +50,6 @@ log = logging.getLogger(__name__)
 POINTER = "CURRENT"
 RESUMABLE = "resumable"  # .work/resumable: a killed retraining's checkpoint, kept for the next
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # \Z: "$" allows a final newline
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fsync_tree(path: Path) -> None:
@@ -69,31 +62,7 @@ def _fsync_tree(path: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        _fsync_dir(Path(d))
-
-
-def atomic_write_json(path: Path, obj: object) -> None:
-    """Write JSON so that readers see the old file or the new one, never a torn one."""
-    atomic_write_text(path, json.dumps(obj, indent=1))
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) so that readers see the old file or the new one, never a torn
-    one; mode 0644 as the versions' files (mkstemp's 0600 hid CURRENT from readers under
-    another uid)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            os.fchmod(f.fileno(), 0o644)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        fsync_dir(Path(d))
 
 
 class Registry:
@@ -302,7 +271,7 @@ class Registry:
         self.init()
         _fsync_tree(Path(artifact_dir))
         os.rename(artifact_dir, dest)
-        _fsync_dir(self.versions_dir)
+        fsync_dir(self.versions_dir)
         return dest
 
     def promote(self, version: str, reason: str = "") -> None:
