@@ -212,10 +212,12 @@ class BatchEngine:
         return out
 
     async def _fill(self) -> None:
-        """Wait up to max_wait for the queue to hold a full batch."""
+        """Wait up to max_wait for the queue to hold a full batch: max_batch aspects, or all
+        the queue admits where max_queue is smaller (more could never come)."""
         assert self._wakeup is not None
         deadline = time.monotonic() + self.max_wait
-        while self._pending < self.max_batch and not self._closing:
+        full = min(self.max_batch, self.max_queue)
+        while self._pending < full and not self._closing:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return

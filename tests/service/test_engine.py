@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,24 @@ def test_full_queue_refuses_and_counts(artifact: Path) -> None:
 
     asyncio.run(main())
     assert metrics.registry.get_sample_value("absa_rejected_total") == 1
+
+
+def test_a_full_queue_is_a_full_batch(artifact: Path) -> None:
+    """max_queue below max_batch: the batch can never reach max_batch, so a queue that is full
+    runs at once instead of waiting out max_wait_ms for aspects that cannot be admitted."""
+    rt = load(artifact)
+    items = encode(rt, 2)
+
+    async def main() -> float:
+        engine = BatchEngine(rt, Metrics(), max_batch=64, max_wait_ms=5_000, max_queue=2)
+        await engine.start()
+        t0 = time.monotonic()
+        await engine.submit(rt, items)
+        took = time.monotonic() - t0
+        await engine.stop()
+        return took
+
+    assert asyncio.run(main()) < 2.5  # half the wait: it did not wait for the deadline
 
 
 def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_v2: Path) -> None:
