@@ -208,6 +208,15 @@ def _listed(files: dict[str, str], directory: Path, path: Path, what: str) -> No
         raise ArtifactError(f"{directory}: {what} {rel!r} has no checksum in {METADATA}")
 
 
+def require_checksum(art: Artifact, name: str, what: str) -> None:
+    """A file the model reads beyond its graph and pipeline (an extractor's character list,
+    its CRF transitions) must be hashed in the metadata, as those are, where it exists:
+    ArtifactError otherwise (metadata that leaves a file out must not let it change unseen)."""
+    path = _inside(art.directory, name, what)
+    if path.exists():
+        _listed(art.metadata["files"], art.directory, path, what)
+
+
 def _pipeline_files(directory: Path) -> list[tuple[Path, str]]:
     """pipeline.json and the file it names (vocabulary or tokenizer), each confined."""
     spec_path = _inside(directory, "pipeline.json", "pipeline file")

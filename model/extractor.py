@@ -20,8 +20,8 @@ from absa.errors import ArtifactError
 from absa.model import artifact
 from absa.model.piecetext import PieceTagText
 from absa.model.runtime import open_session
-from absa.model.spans import FoundSpan, Transitions, decode
-from absa.model.tagtext import TagText, Window, load_tag_text
+from absa.model.spans import TRANSITIONS_FILE, FoundSpan, Transitions, decode
+from absa.model.tagtext import CHARS_FILE, TagText, Window, load_tag_text
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ class Extractor:
         require_parity: bool = True,
     ) -> Extractor:
         art = artifact.load(model_dir, require_parity=require_parity, kind=artifact.EXTRACTOR_KIND)
+        artifact.require_checksum(art, CHARS_FILE, "character list")
+        artifact.require_checksum(art, TRANSITIONS_FILE, "CRF transitions")
         try:
             text = load_tag_text(art.directory)
         except (OSError, ValueError) as e:

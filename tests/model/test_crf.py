@@ -129,6 +129,7 @@ def test_transitions_round_trip_through_export(crf_run: Path, tmp_path: Path) ->
 
 
 def test_a_crf_extractor_without_its_transitions_is_refused(crf_run: Path, tmp_path: Path) -> None:
+    from absa.model import artifact
     from absa.model.extractor import Extractor
     from absa.training.tagging_run import export_tag_run
 
@@ -141,6 +142,13 @@ def test_a_crf_extractor_without_its_transitions_is_refused(crf_run: Path, tmp_p
     (changed / "transitions.json").write_text(json.dumps(spec))
     with pytest.raises(ArtifactError, match="transitions.json: sha256"):
         Extractor.load(changed, device="cpu")
+    unlisted = tmp_path / "unlisted"  # the changed transitions, and no checksum to catch it
+    shutil.copytree(changed, unlisted)
+    meta = artifact.read_metadata(unlisted, artifact.EXTRACTOR_KIND)
+    del meta["files"]["transitions.json"]
+    artifact.write_metadata(unlisted, meta)
+    with pytest.raises(ArtifactError, match="transitions.json' has no checksum"):
+        Extractor.load(unlisted, device="cpu")
     (out / "transitions.json").unlink()
     with pytest.raises(ArtifactError, match="transitions.json"):
         Extractor.load(out, device="cpu")

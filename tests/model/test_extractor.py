@@ -3,6 +3,7 @@ and the artifact kind that keeps taggers and sentiment models apart."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -197,6 +198,26 @@ def test_a_changed_character_list_is_refused(extractor_artifact: Path, tmp_path:
     shutil.copytree(extractor_artifact, copy)
     (copy / "chars.json").write_text('["<pad>", "<unk>", "a"]', encoding="utf-8")
     with pytest.raises(ArtifactError, match="chars.json: sha256"):
+        Extractor.load(copy, device="cpu")
+
+
+def test_a_character_list_without_a_checksum_is_refused(
+    extractor_artifact: Path, tmp_path: Path
+) -> None:
+    """The model reads chars.json: metadata that leaves it out of ``files`` would let it change
+    unseen, so such an artifact is refused (as one whose model file has no checksum is)."""
+    from absa.model import artifact
+    from absa.model.extractor import Extractor
+
+    copy = tmp_path / "x"
+    shutil.copytree(extractor_artifact, copy)
+    meta = artifact.read_metadata(copy, artifact.EXTRACTOR_KIND)
+    del meta["files"]["chars.json"]
+    artifact.write_metadata(copy, meta)
+    chars = json.loads((copy / "chars.json").read_text(encoding="utf-8"))
+    chars[2], chars[3] = chars[3], chars[2]  # as many characters: only a checksum sees it
+    (copy / "chars.json").write_text(json.dumps(chars), encoding="utf-8")
+    with pytest.raises(ArtifactError, match="chars.json' has no checksum"):
         Extractor.load(copy, device="cpu")
 
 
