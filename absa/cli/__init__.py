@@ -2,13 +2,16 @@
 vectors, states.
 
 Each command imports what it needs when it runs, so `absa serve` and `absa predict`
-work in an install without torch. A command fails with one line on stderr and exit 2
-(`absa <command>: error: ...`); nothing else here knows about exit codes.
+work in an install without torch. A command fails with one line on stderr
+(`absa <command>: error: ...`) and exit 2, or 75 (EX_TEMPFAIL) where the error is an I/O error
+that a second try may not meet (``TRANSIENT``: a stale NFS handle, the volume's I/O error, a
+timeout), so that a supervisor retries those alone; nothing else here knows about exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 from collections.abc import Sequence
@@ -17,10 +20,29 @@ from typing import Any
 from pydantic import ValidationError
 
 from absa.cli import models, serve, train, vectors
-from absa.cli.common import CLIError, on_sigterm
+from absa.cli.common import EX_TEMPFAIL, CLIError, on_sigterm
 from absa.errors import AbsaError
 
-__all__ = ["CLIError", "build_parser", "main"]
+__all__ = ["EX_TEMPFAIL", "CLIError", "build_parser", "main"]
+
+#: OSError numbers a retry may not meet: the network file system or the volume, not the input
+TRANSIENT = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ESTALE",
+        "EIO",
+        "ETIMEDOUT",
+        "EAGAIN",
+        "EBUSY",
+        "ECONNRESET",
+        "ENETDOWN",
+        "ENETUNREACH",
+        "EHOSTUNREACH",
+        "ENOLCK",
+        "EREMOTEIO",
+    )
+    if hasattr(errno, name)
+)
 
 #: top-level modules an optional extra installs: missing, they get one line naming the extra
 EXTRA_OF = {
@@ -100,6 +122,9 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         if isinstance(e, ValidationError) and e.title == "Settings":
             msg = settings_message(e, vars(args))
+        if isinstance(e, OSError) and e.errno in TRANSIENT:
+            sys.stderr.write(f"absa {args.command}: error: {msg} (may succeed if run again)\n")
+            return EX_TEMPFAIL
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
 

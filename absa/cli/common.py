@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+EX_TEMPFAIL = 75  # sysexits.h: a temporary failure, worth running again (or resuming)
+
 
 class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""

@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir, on_sigterm
+from absa.cli.common import EX_TEMPFAIL, MODEL_DEFAULT, CLIError, model_dir, on_sigterm
 
 if TYPE_CHECKING:
     from absa.training.presets import TrainConfig
     from absa.training.records import ReadResult
 
 log = logging.getLogger("absa")
-STOPPED = 75  # EX_TEMPFAIL: the run stopped by --stop-after or SIGTERM, to be resumed
+STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resumed
 
 
 @contextmanager

@@ -1,0 +1,43 @@
+"""The CLI's exit statuses: 2 for what the same command would fail on again, 75 (EX_TEMPFAIL)
+for an I/O error a retry may not meet (a stale NFS handle, an I/O error of the volume), so a
+supervisor (a Kubernetes Job's podFailurePolicy, deploy/k8s/base/cronjob.yaml) retries only
+those."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+
+import pytest
+
+from absa.cli import EX_TEMPFAIL, _run
+
+
+def failing(err: int) -> argparse.Namespace:
+    def func(args: argparse.Namespace) -> int:
+        raise OSError(err, os.strerror(err), "/models/versions/v2")
+
+    return argparse.Namespace(command="retrain", func=func)
+
+
+@pytest.mark.parametrize("err", [errno.ESTALE, errno.EIO, errno.ETIMEDOUT, errno.EAGAIN])
+def test_a_transient_io_error_exits_75(err: int, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(failing(err), []) == EX_TEMPFAIL == 75
+    line = capsys.readouterr().err
+    assert line.startswith("absa retrain: error: ") and "/models/versions/v2" in line
+    assert "may succeed if run again" in line
+
+
+@pytest.mark.parametrize("err", [errno.ENOENT, errno.EACCES, errno.ENOSPC, errno.EISDIR])
+def test_an_io_error_a_retry_would_meet_again_exits_2(
+    err: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(failing(err), []) == 2
+    assert "run again" not in capsys.readouterr().err
+
+
+def test_a_real_missing_file_exits_2(tmp_path: pytest.TempPathFactory) -> None:
+    from absa.cli import main
+
+    assert main(["retrain", "--config", str(tmp_path / "absent.toml")]) == 2
