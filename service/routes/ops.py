@@ -36,13 +36,18 @@ async def index() -> FileResponse:
     return FileResponse(STATIC / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
+def batcher_stopped(request: Request) -> bool:
+    """The worker's batcher ended with an error: no request can be answered any more."""
+    engine = getattr(request.app.state, "engine", None)
+    return engine is not None and engine.failed is not None
+
+
 @router.head("/healthz", include_in_schema=False)  # load-balancer probes may use HEAD
 @router.get("/healthz")
 async def healthz(request: Request) -> Response:
     """The process is alive, and its batcher too: a worker whose batcher stopped (a bug)
     answers 503, so that its liveness probe fails and the worker is restarted."""
-    engine = getattr(request.app.state, "engine", None)
-    if engine is not None and engine.failed is not None:
+    if batcher_stopped(request):
         return error_response(503, "the batcher stopped (see the log): restart the worker")
     return JSONResponse({"status": "ok"})
 
@@ -54,8 +59,7 @@ async def healthz(request: Request) -> Response:
 )
 async def readyz(request: Request) -> JSONResponse:
     """The model is loaded and warmed up: traffic may come."""
-    engine = getattr(request.app.state, "engine", None)
-    failed = engine is not None and engine.failed is not None
+    failed = batcher_stopped(request)
     if getattr(request.app.state, "ready", False) and not failed:
         return JSONResponse({"status": "ready"})
     if failed:
