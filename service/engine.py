@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -169,17 +169,30 @@ class BatchEngine:
     async def submit(
         self, model: RuntimeModel, items: list[Encoded], explain: bool = False
     ) -> list[Output]:
-        if not items:
-            self.admit(0)  # still refused while shutting down
-            return []
-        self.admit(len(items))
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._queue.append(_Job(model, items, fut, explain))
-        self._pending += len(items)
+        (out,) = await self.submit_all([(model, items, explain)])
+        return out
+
+    async def submit_all(
+        self, jobs: Sequence[tuple[RuntimeModel, list[Encoded], bool]]
+    ) -> list[list[Output]]:
+        """One request's jobs (model, items, explain), e.g. a batch's term and category items:
+        admitted and queued together, or none of them (``admit``'s errors), so a refusal
+        leaves no job running for nobody."""
+        self.admit(sum(len(items) for _, items, _ in jobs))  # refused while shutting down
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future] = []
+        for model, items, explain in jobs:
+            fut: asyncio.Future = loop.create_future()
+            futures.append(fut)
+            if not items:
+                fut.set_result([])
+                continue
+            self._queue.append(_Job(model, items, fut, explain))
+            self._pending += len(items)
         self.metrics.queue_depth.set(self._pending)
         assert self._wakeup is not None  # admit() refuses before start() and after close()
         self._wakeup.set()
-        return await fut
+        return [await fut for fut in futures]  # all queued already: awaited in turn
 
     def _take(self) -> list[tuple[_Job, int, int]]:
         """Slices (job, start, end) for one model call, same model, up to max_batch aspects:

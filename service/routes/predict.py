@@ -10,7 +10,6 @@ is serialized here, once (no response-model round trip).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Coroutine
@@ -298,9 +297,7 @@ async def predict_batch(
     explains = [
         any(isinstance(e, tuple) and e[0] is m and e[1].explain for e in prepared) for m in models
     ]
-    done = await asyncio.gather(
-        *(engine.submit(m, j, x) for m, j, x in zip(models, jobs, explains, strict=True))
-    )
+    done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)))
     outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
     def answer() -> tuple[list[dict], bytes]:

@@ -105,6 +105,34 @@ def test_a_full_queue_is_a_full_batch(artifact: Path) -> None:
     assert asyncio.run(main()) < 2.5  # half the wait: it did not wait for the deadline
 
 
+def test_jobs_for_two_models_queue_together_or_not_at_all(
+    artifact: Path, artifact_v2: Path
+) -> None:
+    """A batch request with term and category items submits a job per model: where the queue
+    has room for one but not both, neither is queued (the first one ran for nobody, since the
+    request was refused with 503 anyway)."""
+    rt, other = load(artifact), load(artifact_v2)
+    items = encode(rt, 4)
+    metrics = Metrics()
+
+    async def main() -> None:
+        engine = BatchEngine(rt, metrics, max_batch=64, max_wait_ms=100, max_queue=3)
+        await engine.start()
+        first = asyncio.create_task(engine.submit(rt, items[:2]))
+        await asyncio.sleep(0)  # queued: 2 of 3 places taken
+        with pytest.raises(QueueFull):
+            await engine.submit_all([(rt, items[2:3], False), (other, items[3:], False)])
+        assert engine.pending == 2  # the refused request queued nothing
+        assert len(await first) == 2
+        a, b = await engine.submit_all([(rt, items[:1], False), (other, items[1:3], True)])
+        assert len(a) == 1 and len(b) == 2
+        assert await engine.submit_all([]) == []
+        await engine.stop()
+
+    asyncio.run(main())
+    assert metrics.registry.get_sample_value("absa_rejected_total") == 1
+
+
 def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_v2: Path) -> None:
     old_rt, new_rt = load(artifact), load(artifact_v2)
     calls: list[tuple[str, int]] = []
