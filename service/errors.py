@@ -174,15 +174,22 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
     if exc.status_code == 400 and "error parsing the body" in detail:
-        # FastAPI's words for a body it could not decode (bytes that are not UTF-8, JSON
-        # nested past the parser's depth): invalid content, 422 as for any other bad JSON,
-        # with what to send instead
-        detail = (
-            "the body could not be read as JSON: send it encoded as UTF-8, "
-            "and nested less than a thousand levels deep"
-        )
-        return error_response(422, detail, headers=exc.headers)
+        # FastAPI's words for a body it could not decode: invalid content, 422 as for any
+        # other bad JSON, with what was wrong (FastAPI's cause) and what to send instead
+        return error_response(422, _unreadable(exc.__cause__), headers=exc.headers)
     return error_response(exc.status_code, detail, headers=exc.headers)
+
+
+def _unreadable(cause: BaseException | None) -> str:
+    """Why a body could not be read as JSON, from the parser's exception."""
+    why = "send it encoded as UTF-8, nested less than a thousand levels deep"
+    if isinstance(cause, UnicodeDecodeError):
+        why = "its bytes are not UTF-8: send it encoded as UTF-8"
+    elif isinstance(cause, RecursionError):
+        why = "it is nested a thousand levels deep or more"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        why = "it holds a number of more than 4,300 digits"
+    return f"the body could not be read as JSON: {why}"
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -70,13 +70,25 @@ def test_a_body_that_is_not_utf8_is_422_naming_utf8(client: TestClient) -> None:
     not valid JSON (README, the OpenAPI error list), with a detail that says why."""
     r = post(client, b'{"text": "the caf\xe9 food was great", "aspects": ["food"]}')
     assert r.status_code == 422, r.text
-    assert "UTF-8" in r.json()["detail"]
+    assert "UTF-8" in r.json()["detail"] and "nested" not in r.json()["detail"]
 
 
 def test_json_nested_past_the_parsers_depth_is_422(client: TestClient) -> None:
     r = post(client, b"[" * 2000 + b"]" * 2000)  # 4,000 bytes: under the test byte limit
     assert r.status_code == 422, r.text
-    assert "nested" in r.json()["detail"]
+    assert "nested" in r.json()["detail"] and "UTF-8" not in r.json()["detail"]
+
+
+def test_a_number_past_the_parsers_digits_is_422_saying_so(artifact: Path) -> None:
+    """Python reads at most 4,300 digits into an int: the detail names the number, not the
+    encoding or the nesting, which were fine (a body limit of the default's size)."""
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact, max_body_bytes=1 << 20))) as client:
+        r = post(client, b'{"text": "the food", "aspects": ["food"], "x": ' + b"1" * 5000 + b"}")
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert "digits" in detail and "UTF-8" not in detail and "nested" not in detail
 
 
 def _requests(client: TestClient, status: int) -> float:
