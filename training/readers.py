@@ -283,7 +283,8 @@ def _refuse_compressed(data: bytes, path: str) -> None:
 
 
 def _decode(data: bytes, path: str) -> str:
-    """UTF-8 text (a leading BOM is dropped); bad bytes raise a DataError with the line, a
+    """UTF-8 text (a leading BOM is dropped, and one at the start of a later line, as files
+    joined with ``cat`` leave, with a warning); bad bytes raise a DataError with the line, a
     gzip file says so."""
     _refuse_compressed(data, path)
     try:
@@ -293,7 +294,16 @@ def _decode(data: bytes, path: str) -> str:
         raise DataError(
             f"{path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})"
         ) from None
-    return text.removeprefix("\ufeff")
+    text = text.removeprefix("\ufeff")
+    if "\n\ufeff" in text:
+        line = text.count("\n", 0, text.index("\n\ufeff")) + 2
+        n = text.count("\n\ufeff")
+        logger.warning(
+            "%s:%d: a byte-order mark starts the line (files joined?): dropped there and at "
+            "the start of %d other line(s)", path, line, n - 1,
+        )  # fmt: skip
+        text = text.replace("\n\ufeff", "\n")
+    return text
 
 
 def _refuse_bare_cr(text: str, path: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import logging
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -207,6 +208,36 @@ def test_3line_no_trailing_newline(tmp_path: Path) -> None:
 def test_3line_bom_is_ignored(tmp_path: Path) -> None:
     res = read_examples(write(tmp_path, "a.seg", "\ufeffThe $T$ .\nfood\n1\n"))
     assert res.examples[0].text == "The food ."
+
+
+@pytest.mark.parametrize("name", ["a.seg", "a.jsonl", "a.csv"])
+def test_a_bom_inside_a_file_is_dropped_and_named(
+    tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Files joined with ``cat`` keep the second one's byte-order mark at the start of a line:
+    it is no part of the text (an invisible character at the start of a sentence, a JSON
+    line that does not parse, a CSV field with it), so it goes, with a warning."""
+    bom = "\ufeff"
+    first, second = {
+        "a.seg": ("The $T$ .\nfood\n1\n", "Bad $T$ .\nservice\n-1\n"),
+        "a.jsonl": (
+            '{"text": "The food .", "aspect": "food", "label": "positive"}\n',
+            '{"text": "Bad service .", "aspect": "service", "label": "negative"}\n',
+        ),
+        "a.csv": (
+            "text,aspect,label\nThe food .,food,positive\n",
+            "Bad service .,service,negative\n",
+        ),
+    }[name]
+    path = write(tmp_path, name, bom + first + bom + second)
+    with caplog.at_level(logging.WARNING, logger="absa.training.readers"):
+        res = read_examples(path)
+    assert spans(res) == [
+        ("The food .", "food", "positive"),
+        ("Bad service .", "service", "negative"),
+    ]
+    line = first.count("\n") + 1
+    assert f"{path}:{line}: a byte-order mark" in caplog.text
 
 
 def test_3line_missing_placeholder(tmp_path: Path) -> None:
