@@ -131,15 +131,42 @@ def _read_file(
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     data = _read_bytes(path_str)
     sink = _Sink(path_str, skip_invalid, keep_conflict=keep_conflict)
+    try:
+        if fmt == "xml":
+            _read_xml(data, sink)
+        elif fmt == "3line":
+            _read_3line(_decode(data, path_str), sink)
+        elif fmt == "jsonl":
+            _read_jsonl(_decode(data, path_str), sink)
+        else:
+            _read_csv(_decode(data, path_str), sink)
+        result = sink.finish(fmt)
+    except DataError as e:
+        hint = _suffix_hint(data, fmt)
+        if hint is None:
+            raise
+        raise DataError(f"{e}; {hint}") from None
+    if not result.examples and result.skipped and (hint := _suffix_hint(data, fmt)):
+        logger.warning("%s: every record was skipped; %s", path_str, hint)
+    return result
+
+
+def _suffix_hint(data: bytes, fmt: str) -> str | None:
+    """Where a file read as ``fmt`` (its suffix's format) reads as another one by its first
+    character, which suffix to give it."""
+    if data.startswith(_GZIP_MAGIC):  # said already
+        return None
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if data.startswith(_UTF16_BOMS) or head == b"<":
+        return None if fmt == "xml" else "it looks like XML: name it .xml"
     if fmt == "xml":
-        _read_xml(data, sink)
-    elif fmt == "3line":
-        _read_3line(_decode(data, path_str), sink)
-    elif fmt == "jsonl":
-        _read_jsonl(_decode(data, path_str), sink)
-    else:
-        _read_csv(_decode(data, path_str), sink)
-    return sink.finish(fmt)
+        return (
+            "it does not look like XML (the format follows the suffix): 3-line files are "
+            "named .raw, .seg or .txt, JSON lines .jsonl, CSV .csv"
+        )
+    if head in (b"{", b"[") and fmt != "jsonl":
+        return "it looks like JSON: name it .jsonl"
+    return None
 
 
 def read_many(

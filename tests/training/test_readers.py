@@ -240,6 +240,39 @@ def test_a_bom_inside_a_file_is_dropped_and_named(
     assert f"{path}:{line}: a byte-order mark" in caplog.text
 
 
+XML = (
+    '<?xml version="1.0"?>\n'
+    '<sentences><sentence id="1"><text>The food .</text></sentence></sentences>\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "hint"),
+    [
+        ("a.txt", XML, "it looks like XML: name it .xml"),
+        ("a.csv", XML, "it looks like XML: name it .xml"),
+        ("a.jsonl", XML, "it looks like XML: name it .xml"),
+        ("a.txt", '{"text": "The food .", "aspect": "food", "label": 1}\n', "name it .jsonl"),
+        ("a.xml", "The $T$ .\nfood\n1\n", "it does not look like XML"),
+    ],
+)
+def test_a_file_named_for_another_format_says_which_suffix(
+    tmp_path: Path, name: str, content: str, hint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The format follows the suffix: a file whose content is another format's gets its
+    first error with the suffix to give it; with --skip-invalid, where every record was
+    skipped, a warning says it."""
+    with pytest.raises(DataError, match=re.escape(hint)):
+        read_examples(write(tmp_path, name, content))
+    with caplog.at_level(logging.WARNING, logger="absa.training.readers"):
+        try:
+            res = read_examples(write(tmp_path, name, content), skip_invalid=True)
+        except DataError as e:  # a file that cannot be read at all (malformed XML)
+            assert hint in str(e)
+        else:
+            assert not res.examples and hint in caplog.text
+
+
 def test_3line_missing_placeholder(tmp_path: Path) -> None:
     path = write(tmp_path, "a.seg", "ok $T$\nx\n1\nno placeholder here\nfood\n1\n")
     with pytest.raises(DataError) as err:
