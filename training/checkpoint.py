@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from absa.model.atomic import fsync_dir
+
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint.pt"
@@ -96,11 +98,16 @@ def set_rng_state(state: dict, batch_order: random.Random) -> None:
 
 
 def save(run_dir: Path, state: dict) -> None:
-    """Write the checkpoint atomically: a killed write leaves the previous one whole."""
+    """Write the checkpoint atomically: a killed write leaves the previous one whole, and a
+    power cut after the rename the new one (the file and its directory are fsynced)."""
     path = Path(run_dir) / CHECKPOINT
     part = path.with_suffix(".part")
-    torch.save(state, part)
+    with part.open("wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(part, path)
+    fsync_dir(path.parent)
 
 
 def load(run_dir: Path, expected: str) -> dict | None:
@@ -113,6 +120,8 @@ def load(run_dir: Path, expected: str) -> dict | None:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as e:  # a torn or foreign file: refused, never half-read
         raise CheckpointError(f"{path}: not a readable checkpoint ({e})") from None
+    if not isinstance(state, dict) or "parts" not in state:  # torch.save of something else
+        raise CheckpointError(f"{path}: not a checkpoint (it holds a {type(state).__name__})")
     if state.get("fingerprint") != expected:
         raise CheckpointError(
             f"{path} was written by a run with another configuration or data set: train "
@@ -123,4 +132,7 @@ def load(run_dir: Path, expected: str) -> dict | None:
 
 
 def remove(run_dir: Path) -> None:
-    (Path(run_dir) / CHECKPOINT).unlink(missing_ok=True)
+    """The checkpoint, and a half-written one a killed ``save`` left (as big as a whole one)."""
+    path = Path(run_dir) / CHECKPOINT
+    path.unlink(missing_ok=True)
+    path.with_suffix(".part").unlink(missing_ok=True)

@@ -13,13 +13,18 @@ from pathlib import Path
 from absa.model.artifact import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]  # the source tree: git runs here
+SELF = Path(__file__).resolve().relative_to(ROOT)  # this file, as the checkout tracks it
 
 
 def code_version() -> str:
     """The git commit of this code (with '+dirty' for local changes). Where the tree travels
-    without .git (a Docker build), the settings' ``code_version`` (``ABSA_CODE_VERSION``),
-    else the installed package's version, else 'unknown'."""
+    without .git (a Docker build) or runs as an installed copy git does not track, the
+    settings' ``code_version`` (``ABSA_CODE_VERSION``), else the installed package's
+    version, else 'unknown'."""
     try:
+        # an installed copy (site-packages in a .venv inside the checkout) is not the
+        # checkout's code: git must track this very file, or the checkout is not what runs
+        _git("ls-files", "--error-unmatch", "--", str(SELF))
         sha = _git("rev-parse", "HEAD")
         # untracked files count too: a new module the code imports changes what runs
         dirty = _git("status", "--porcelain", "--untracked-files=normal")

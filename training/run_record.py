@@ -22,7 +22,7 @@ from absa.training.provenance import environment, file_info
 from absa.training.records import Labelled
 from absa.training.train_data import Data, teacher_dirs
 
-__all__ = ["plot_history", "run_info", "save_run"]
+__all__ = ["plot_history", "run_info", "save_run", "vectors_info"]
 
 
 def run_info(
@@ -34,8 +34,11 @@ def run_info(
     device: torch.device,
     started: float,
     history: list[dict],
+    vectors: dict | None = None,
 ) -> dict:
-    """What run.json says about the run: configuration, data, provenance, timing."""
+    """What run.json says about the run: configuration, data, provenance, timing.
+    ``vectors``: ``vectors_info``, taken as the run began (the file may change while it
+    trains)."""
     tcfg = preset.train
     return {
         "preset": preset_name,
@@ -58,18 +61,27 @@ def run_info(
         ]
         if data.folds
         else None,
-        # a word-vector file given by path (e.g. `absa vectors`): which one, by its sha256
-        "vectors": (
-            file_info([tcfg.glove])[0]
-            if preset.model.encoder == "embedding" and tcfg.glove != PACKAGED_GLOVE
-            else None
-        ),
+        "vectors": vectors,
         "code_version": version,
         "environment": {**environment(), "device": str(device)},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "train_seconds": round(time.time() - started, 1),
         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
     }
+
+
+def vectors_info(preset: Preset) -> dict | None:
+    """A word-vector file given by path (e.g. `absa vectors`): which one, by its sha256;
+    None for the packaged GloVe or a transformer (and for a path that is no file, which
+    ``load_glove`` then refuses with its own words)."""
+    tcfg = preset.train
+    if (
+        preset.model.encoder == "embedding"
+        and tcfg.glove != PACKAGED_GLOVE
+        and Path(tcfg.glove).is_file()
+    ):
+        return file_info([tcfg.glove])[0]
+    return None
 
 
 def save_run(

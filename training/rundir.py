@@ -22,7 +22,7 @@ import errno
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,10 +126,35 @@ def read_info(run_dir: Path) -> dict:
     path = Path(run_dir) / RUN_INFO
     if not path.is_file():
         raise FileNotFoundError(f"{run_dir}: not a training run directory (no {RUN_INFO})")
-    info = json.loads(path.read_text())
-    if info.get("kind") != RUN_KIND:
-        raise ValueError(f"{path}: kind is {info.get('kind')!r}, expected {RUN_KIND!r}")
+    info = read_json(path)
+    if not isinstance(info, dict) or info.get("kind") != RUN_KIND:
+        kind = info.get("kind") if isinstance(info, dict) else None
+        raise ValueError(f"{path}: kind is {kind!r}, expected {RUN_KIND!r}")
     return info
+
+
+def read_json(path: Path) -> object:
+    """A run file's JSON; ValueError naming the file where it is not JSON (a torn or foreign
+    file: the parser's own message names no file)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+
+
+def read_train_config(path: Path) -> TrainConfig:
+    """train_config.json; ValueError naming the file for a key this code does not know (a
+    run of other code) or a value its checks refuse."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a train config is a JSON object")
+    unknown = sorted(set(data) - {f.name for f in fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"{path}: unknown train config keys {unknown}")
+    try:
+        return TrainConfig(**data)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 def read_metrics(run_dir: Path) -> dict:
@@ -177,7 +202,7 @@ def load_run(run_dir: Path) -> LoadedRun:
     run_dir = Path(run_dir)
     info = read_info(run_dir)
     cfg = ModelConfig.load(run_dir / MODEL_CONFIG)
-    tcfg = TrainConfig(**json.loads((run_dir / TRAIN_CONFIG).read_text()))
+    tcfg = read_train_config(run_dir / TRAIN_CONFIG)
     encoder_dir = run_dir / ENCODER if cfg.encoder == "transformer" else None
     net = ABSANet(cfg, encoder_path=encoder_dir, pretrained_encoder=False)
     net.load_state_dict(load_file(str(run_dir / WEIGHTS)), strict=True)

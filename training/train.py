@@ -69,7 +69,7 @@ from absa.training.optim import balanced_weights, make_ema, make_optimizer, make
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version
 from absa.training.records import Labelled
-from absa.training.run_record import run_info, save_run
+from absa.training.run_record import run_info, save_run, vectors_info
 from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.state_distill import StateHint
 from absa.training.train_data import Data, prepare_data
@@ -114,6 +114,7 @@ def fit(
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(tcfg.threads)
     version = code_version()  # of the code that starts: the tree may change while it runs
+    vectors = vectors_info(preset)  # of the file read now: it may change while the run trains
     device = resolve_device(tcfg.device)
     seed_everything(tcfg.seed, device)
     started = time.time()
@@ -143,7 +144,9 @@ def fit(
     key = checkpoint.fingerprint(
         tcfg.to_dict(), {**mcfg.to_dict(), "reading": reading}, [*data.train, *data.dev]
     )
-    first, session = 1, time.time()  # first: the first epoch this call trains
+    # first: the first epoch this call trains; session: when it began (``stop_after`` counts
+    # the reading, scoring and caching above: they spend the session's time too)
+    first, session = 1, started
     state = checkpoint.load(run_dir, key) if resume else None
     within = None  # where the first epoch goes on from, when a checkpoint was written inside it
     # the code of every session this run trained in (a resumed run may span commits)
@@ -206,7 +209,14 @@ def fit(
     finally:  # the hint's hook comes off however the loop ends
         if hint is not None:
             hint.close()
-    info = run_info(preset, preset_name, data, data_info, version, device, started, history)
+    if best.epoch == 0:  # every dev score NaN: no weights were kept, nothing to write
+        raise ValueError(
+            f"{run_dir}: no epoch had a dev {tcfg.select_on} to rank (NaN): training diverged; "
+            "try a lower lr"
+        )
+    info = run_info(
+        preset, preset_name, data, data_info, version, device, started, history, vectors
+    )
     info["code_versions"] = versions
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start

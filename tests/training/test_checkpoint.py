@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -163,6 +164,59 @@ def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
     assert done.returncode == 0, done.stdout + done.stderr
     history = json.loads((tmp_path / "r" / "history.json").read_text())
     assert [h["epoch"] for h in history] == list(range(1, 101))
+
+
+class SlowStart(logging.Handler):
+    """Work before the first epoch that takes ``seconds`` (a teacher scoring train, a frozen
+    encoder's features cached): a pause at the log line ``build_network`` writes."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("training on"):
+            time.sleep(self.seconds)
+
+
+def test_stop_after_counts_the_time_before_the_first_epoch(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """--stop-after is the session's time: what ran before the first epoch counts. It was
+    counted from the first epoch, so a session that spent its time reading and scoring
+    trained on past its end."""
+    logger = logging.getLogger("absa.training.train")
+    slow = SlowStart(3.0)
+    logger.addHandler(slow)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        run = fit(TRAIN, DEV, preset(small_glove, epochs=3), tmp_path, progress=False,
+                  stop_after=1.5)  # fmt: skip
+    finally:
+        logger.removeHandler(slow)
+        logger.setLevel(level)
+    assert run.stopped and len(run.history) == 1
+
+
+def test_a_checkpoint_file_that_is_no_checkpoint_is_refused(tmp_path: Path) -> None:
+    """A torch file of something else (a tensor, a list) under the checkpoint's name is
+    refused as foreign; it failed with AttributeError ('Tensor' has no 'get')."""
+    for other in (torch.zeros(3), [1, 2]):
+        torch.save(other, tmp_path / CHECKPOINT)
+        with pytest.raises(CheckpointError, match="not a checkpoint"):
+            checkpoint.load(tmp_path, "key")
+
+
+def test_a_finished_run_keeps_no_half_written_checkpoint(small_glove: Path, tmp_path: Path) -> None:
+    """A run killed while it wrote the checkpoint after its last epoch but one leaves the
+    half-written file beside the whole one; resumed, the last epoch writes none, and that
+    file (as big as a checkpoint: 1.16 GB for an mpnet teacher) stayed in the finished run."""
+    p = preset(small_glove, epochs=2)
+    fit(TRAIN, DEV, p, tmp_path, progress=False, stop_after=0)
+    (tmp_path / CHECKPOINT).with_suffix(".part").write_bytes(b"torn")
+    fit(TRAIN, DEV, p, tmp_path, progress=False, resume=True)
+    assert sorted(f.name for f in tmp_path.iterdir() if "checkpoint" in f.name) == []
 
 
 def test_without_resume_a_run_starts_again(small_glove: Path, tmp_path: Path) -> None:

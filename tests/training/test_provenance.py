@@ -112,8 +112,9 @@ def test_an_untracked_file_makes_the_tree_dirty(
 
     try:
         git("init", "-q")
-        (tmp_path / "a.py").write_text("x = 1\n")
-        git("add", "a.py")
+        (tmp_path / "training").mkdir()
+        (tmp_path / "training" / "provenance.py").write_text("x = 1\n")
+        git("add", "training")
         git("commit", "-qm", "one")
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("no git here")
@@ -121,3 +122,34 @@ def test_an_untracked_file_makes_the_tree_dirty(
     assert re.fullmatch(r"[0-9a-f]{40}", code_version())
     (tmp_path / "b.py").write_text("y = 2\n")
     assert code_version().endswith("+dirty")
+
+
+def test_an_installed_copy_inside_a_checkout_is_not_the_checkouts_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pip install .`` into a .venv inside the checkout: the code that runs is the copy in
+    site-packages, which git does not track; the checkout's HEAD (and its '+dirty') was
+    recorded, whatever commit the copy came from. The fallback names it instead."""
+    import absa.training.provenance as provenance
+
+    def git(*args: str) -> None:
+        who = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+        subprocess.run(["git", *who, *args], cwd=tmp_path, capture_output=True, check=True)
+
+    try:
+        git("init", "-q")
+        (tmp_path / ".gitignore").write_text(".venv/\n")
+        (tmp_path / "training").mkdir()
+        (tmp_path / "training" / "provenance.py").write_text("x = 1\n")
+        git("add", ".")
+        git("commit", "-qm", "one")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git here")
+    installed = tmp_path / ".venv" / "lib" / "site-packages" / "absa"
+    (installed / "training").mkdir(parents=True)
+    (installed / "training" / "provenance.py").write_text("x = 1\n")
+    monkeypatch.setattr(provenance, "ROOT", installed)
+    monkeypatch.setenv("ABSA_CODE_VERSION", "release-7")
+    assert code_version() == "release-7"
+    monkeypatch.setattr(provenance, "ROOT", tmp_path)  # the checkout itself: its commit
+    assert re.fullmatch(r"[0-9a-f]{40}", code_version())

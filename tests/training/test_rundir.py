@@ -119,6 +119,23 @@ def test_load_run_fails_on_missing_or_foreign_run(tiny_run: Path, tmp_path: Path
         load_run(run2)
 
 
+def test_a_run_whose_files_cannot_be_read_is_refused_naming_the_file(
+    tiny_run: Path, tmp_path: Path
+) -> None:
+    """A train_config.json key this code does not know (a run of other code) failed with a
+    TypeError traceback; run.json that is not JSON, or not an object, with a message that
+    named no file (or an AttributeError)."""
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    cfg = json.loads((run / "train_config.json").read_text())
+    (run / "train_config.json").write_text(json.dumps({**cfg, "warmup_steps": 10}))
+    with pytest.raises(ValueError, match=r"train_config.json: unknown .*'warmup_steps'"):
+        load_run(run)
+    for text in ("{torn", "[]"):
+        (run / "run.json").write_text(text)
+        with pytest.raises(ValueError, match="run.json"):
+            read_info(run)
+
+
 # --------------------------------------------------------------------------- the readers
 
 

@@ -3,6 +3,8 @@ early-stopping bookkeeping and the learning-rate schedule, and a short run on re
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +18,7 @@ from absa.training.inference import resolve_device
 from absa.training.optim import balanced_weights, make_schedule
 from absa.training.presets import PRESETS, TrainConfig, get_preset
 from absa.training.records import DataError, Example
-from absa.training.rundir import DEV, WEIGHTS, read_dev_examples, read_info
+from absa.training.rundir import DEV, WEIGHTS, is_run, read_dev_examples, read_info
 from absa.training.train import EarlyStopping, fit
 from absa.training.train_data import split_dev
 from tests.helpers import data_dir, synthetic_examples, tiny_preset
@@ -183,6 +185,42 @@ def test_dev_seed_fixes_the_split_apart_from_the_seed(small_glove: Path, tmp_pat
     assert info["seed"] == 3 and "held out with seed 1" in info["dev_split"]
 
 
+class Rewrite(logging.Handler):
+    """The vectors file rewritten in place once training has read it (a chain that makes
+    its inputs again while a long run trains): at the log line ``build_network`` writes."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("training on"):
+            self.path.write_text(self.path.read_text() + "zzz " + "0.5 " * 49 + "0.5\n")
+
+
+def test_run_json_names_the_vectors_file_that_was_trained_on(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """Its sha256 was taken when the run was written, hours later: a file rewritten in the
+    meantime was recorded as what the run trained on."""
+    glove = tmp_path / "vectors.txt"
+    glove.write_bytes(small_glove.read_bytes())
+    read = hashlib.sha256(glove.read_bytes()).hexdigest()
+    base = tiny_preset("atae-lstm", glove)
+    preset = replace(base, train=replace(base.train, epochs=1))
+    logger = logging.getLogger("absa.training.train")
+    rewrite, level = Rewrite(glove), logger.level
+    logger.addHandler(rewrite)
+    logger.setLevel(logging.INFO)
+    try:
+        fit(synthetic_examples(6), None, preset, tmp_path / "run", progress=False)
+    finally:
+        logger.removeHandler(rewrite)
+        logger.setLevel(level)
+    assert hashlib.sha256(glove.read_bytes()).hexdigest() != read
+    assert read_info(tmp_path / "run")["vectors"]["sha256"] == read
+
+
 def test_fit_reports_bad_spans_with_their_source(small_glove: Path, tmp_path: Path) -> None:
     bad = [Example("the food", 3, 4, "positive", "data.jsonl:7")]  # a whitespace span
     good = synthetic_examples(3)
@@ -244,6 +282,20 @@ def test_select_on_loss_keeps_the_epoch_of_the_lowest_dev_loss(
     assert evaluate(tmp_path, examples)["accuracy"] == pytest.approx(result.dev["accuracy"])
     stop = EarlyStopping(patience=1)
     assert stop.update(1, (-1.7, 0.3), {}) and not stop.update(2, (-1.9, 0.9), {})
+
+
+def test_a_run_whose_dev_loss_is_never_a_number_is_refused_not_written(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """select_on loss and a diverged network (every dev loss NaN): no epoch ranks above
+    none, so no weights were kept. The run was written anyway, run.json with no weights and
+    metrics with an empty dev report (absa train then failed with "error: accuracy")."""
+    examples = synthetic_examples(12, seed=0)
+    base = tiny_preset("atae-lstm", small_glove)
+    tcfg = replace(base.train, epochs=2, lr=1e30, embed_lr=1e30, select_on="loss")
+    with pytest.raises(ValueError, match="diverged"):
+        fit(examples, examples, replace(base, train=tcfg), tmp_path, progress=False)
+    assert not is_run(tmp_path)
 
 
 def _factors(tcfg: TrainConfig, steps_per_epoch: int) -> list[float]:
