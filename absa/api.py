@@ -17,6 +17,7 @@ Torch-free: the same ``Predictor`` as the HTTP service and the CLI (onnxruntime)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,15 @@ class Classifier:
                 f"{where}this is an aspect-term model: ask with aspects, or load a category model"
             )
         asked = categories if is_category else aspects
-        if asked is None or (not is_category and asked == AUTO):
+        if asked is None or (not is_category and isinstance(asked, str) and asked == AUTO):
             return None  # the extractor finds them, as "aspects": "auto" asks over HTTP
         if isinstance(asked, str):
             asked = [asked]
         if not isinstance(asked, Sequence):
-            raise InputError(f"{where}aspects or categories must be a list (or None: extracted)")
+            raise InputError(
+                f"{where}aspects or categories must be a list, not {type(asked).__name__} "
+                "(or None: extracted)"
+            )
         return asked
 
     def batch(
@@ -101,23 +105,14 @@ class Classifier:
     ) -> list[list[Any]]:
         """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs (a
         category model: ``{"text", "categories"}`` or ``(text, categories)``). Items are
-        encoded, then run ``batch_size`` aspects per onnxruntime call; the answer keeps the
-        order of ``items``. A bad item raises ``InputError`` naming its index."""
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+        encoded, then run ``batch_size`` aspects per onnxruntime call (bucketed by length
+        across items, the last call the rest); the answer keeps the order of ``items``. A
+        bad item, or a bad ``batch_size``, raises ``InputError`` naming it."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
+            raise InputError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
         prepared = [self._prepare(i, item, explain) for i, item in enumerate(items)]
-        answers: list[list[Any]] = []
-        chunk: list[Any] = []
-        size = 0
-        for p in prepared:
-            if chunk and size + len(p.items) > batch_size:
-                answers.extend(self.predictor.predict_many(chunk))
-                chunk, size = [], 0
-            chunk.append(p)
-            size += len(p.items)
-        if chunk:
-            answers.extend(self.predictor.predict_many(chunk))
-        return answers
+        # the runtime's own max_batch (64) no longer caps it: a GPU wants larger calls
+        return self.predictor.predict_many(prepared, max_batch=int(batch_size))
 
     def _prepare(self, i: int, item: Any, explain: bool) -> Any:
         where = f"items[{i}]: "

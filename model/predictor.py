@@ -110,19 +110,22 @@ class Prepared:
     explain: bool = False
 
 
-def _pinned_fields(aspect: Any) -> tuple[str, int, int] | None:
-    """(term, start, end) of an aspect given as a span; None for a plain term."""
+def _pinned_fields(aspect: Any, where: str = "") -> tuple[str, int, int] | None:
+    """(term, start, end) of an aspect given as a span; None for a plain term. ``where``
+    names the aspect ("aspects[1]: "), as every other aspect error does."""
     if isinstance(aspect, str):
         return None
     if isinstance(aspect, Mapping):
         try:
             return aspect["term"], aspect["start"], aspect["end"]
         except KeyError as e:
-            raise InputError(f"an aspect span needs term, start and end (missing {e})") from None
+            raise InputError(
+                f"{where}an aspect span needs term, start and end (missing {e})"
+            ) from None
     if all(hasattr(aspect, k) for k in ("term", "start", "end")):
         return aspect.term, aspect.start, aspect.end
     raise InputError(
-        f"an aspect is a term (str) or a span with term, start, end: {shown(repr(aspect))}"
+        f"{where}an aspect is a term (str) or a span with term, start, end: {shown(repr(aspect))}"
     )
 
 
@@ -147,18 +150,22 @@ class RuntimeModel:
     def model_id(self) -> str:
         return f"{self.metadata.get('name')}:{self.metadata.get('version')}"
 
-    def forward(self, items: Sequence[Encoded], explain: bool = False) -> list[Output]:
-        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call); the
-        self-attention maps only fetched when some answer explains itself."""
-        return self.runtime.run(items, self_attention=explain)
+    def forward(
+        self, items: Sequence[Encoded], explain: bool = False, max_batch: int | None = None
+    ) -> list[Output]:
+        """One or more onnxruntime calls (bucketed by length, ``max_batch`` per call, None:
+        the runtime's); the self-attention maps only fetched when some answer explains
+        itself."""
+        return self.runtime.run(items, self_attention=explain, max_batch=max_batch)
 
     def postprocess(self, prepared: Any, outputs: Sequence[Output]) -> list:
         raise NotImplementedError
 
-    def predict_many(self, prepared: Sequence[Any]) -> list[list]:
-        """Several prepared requests in one forward pass (the runtime batches them)."""
+    def predict_many(self, prepared: Sequence[Any], max_batch: int | None = None) -> list[list]:
+        """Several prepared requests in one forward pass (the runtime batches them,
+        ``max_batch`` aspects per call; None: the runtime's own)."""
         explain = any(p.explain for p in prepared)
-        outputs = self.forward([it for p in prepared for it in p.items], explain)
+        outputs = self.forward([it for p in prepared for it in p.items], explain, max_batch)
         answers, k = [], 0
         for p in prepared:
             answers.append(self.postprocess(p, outputs[k : k + len(p.items)]))
@@ -183,6 +190,8 @@ class Predictor(RuntimeModel):
         check_text(text, lim, where)
         if aspects is None or (isinstance(aspects, str) and aspects == AUTO):
             return self.extract(text, where)
+        if isinstance(aspects, str):  # one term, as ``Classifier`` takes it: not its letters
+            aspects = [aspects]
         if not aspects:
             raise InputError(
                 f"{where}aspects is empty: name at least one aspect term, or leave aspects "
@@ -192,7 +201,7 @@ class Predictor(RuntimeModel):
         seen: set[tuple[int, int]] = set()
         for i, aspect in enumerate(aspects):
             at = f"{where}aspects[{i}]: "
-            fields = _pinned_fields(aspect)
+            fields = _pinned_fields(aspect, at)
             term = aspect if fields is None else fields[0]
             if not isinstance(term, str):
                 raise InputError(f"{at}the term is a {type(term).__name__}, not a string")

@@ -10,13 +10,14 @@ top-label map (``calibration.top_map``) has it applied here, to every batch.
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from absa.errors import ArtifactError
+from absa.errors import ArtifactError, InputError
 from absa.model import artifact
 from absa.model.calibration import apply_top_map
 from absa.model.categories import TERMS, category_words, check_task, encode_category, task_of
@@ -29,11 +30,17 @@ INPUT_NAMES = ("input_ids", "attention_mask", "aspect_mask")  # a term model's (
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "artifacts" / "default"
 
 
+def check_device(device: object) -> str:
+    """``device`` in lower case if it is auto, cpu or cuda (any case), else an InputError."""
+    if not isinstance(device, str) or device.lower() not in ("auto", "cpu", "cuda"):
+        raise InputError(f"device must be auto, cpu or cuda, not {device!r}")
+    return device.lower()
+
+
 def choose_providers(device: str, available: Sequence[str]) -> list[str]:
-    """Execution providers for ``device`` (auto|cpu|cuda) given what onnxruntime offers."""
-    device = device.lower()
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
+    """Execution providers for ``device`` (auto|cpu|cuda, any case) given what onnxruntime
+    offers; another device is the caller's InputError (a ValueError)."""
+    device = check_device(device)
     has_cuda = "CUDAExecutionProvider" in available
     if device == "cuda" and not has_cuda:
         raise ArtifactError(
@@ -50,6 +57,12 @@ def open_session(onnx_path: Path, device: str, threads: int):  # -> ort.Inferenc
     (0: onnxruntime's default); a CUDA request that cannot run on CUDA is an error."""
     import onnxruntime as ort
 
+    device = check_device(device)  # "CUDA" must meet the fallback check below as "cuda" does
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0:
+        raise InputError(
+            f"threads must be a whole number >= 0 (0: onnxruntime's default), not {threads!r}"
+        )
+    threads = int(threads)
     providers = choose_providers(device, ort.get_available_providers())
     opts = ort.SessionOptions()
     if threads > 0:
@@ -99,7 +112,7 @@ class Runtime:
         self.categories: list[str] = list(metadata.get("categories") or [])
         # a sentence-pair category model: its items carry the category's words after the text
         self.category_pair = bool(metadata.get("model_config", {}).get("category_pair", False))
-        self.max_batch = max_batch
+        self.max_batch = check_max_batch(max_batch)
         # fed by name from what the graph declares, never by position
         self.input_names = [i.name for i in session.get_inputs()]
         self.output_names = [o.name for o in session.get_outputs()]
@@ -177,12 +190,16 @@ class Runtime:
             result.append(Output(probs[i], attn[i, :n], e.tokens, sw, tuple(e.aspect_mask), oov))
         return result
 
-    def run(self, items: Sequence[Encoded], self_attention: bool = True) -> list[Output]:
-        """Any number of items: bucketed by length into batches of at most ``max_batch``."""
+    def run(
+        self, items: Sequence[Encoded], self_attention: bool = True, max_batch: int | None = None
+    ) -> list[Output]:
+        """Any number of items: bucketed by length into batches of at most ``max_batch``
+        (None: the runtime's own; a caller's batch size may be larger or smaller)."""
+        size = self.max_batch if max_batch is None else check_max_batch(max_batch)
         order = sorted(range(len(items)), key=lambda i: len(items[i].ids))
         out: list[Output | None] = [None] * len(items)
-        for s in range(0, len(order), self.max_batch):
-            idx = order[s : s + self.max_batch]
+        for s in range(0, len(order), size):
+            idx = order[s : s + size]
             batch = self.run_batch([items[i] for i in idx], self_attention)
             for i, o in zip(idx, batch, strict=True):
                 out[i] = o
@@ -197,6 +214,14 @@ class Runtime:
             self.run([self.encode("The food was great .", 4, 8)] * 2)
         else:
             self.run([self.encode_category("The food was great .", 0)] * 2)
+
+
+def check_max_batch(max_batch: object) -> int:
+    """``max_batch`` if it is a whole number >= 1, else an InputError (a zero step failed
+    every request later, inside ``range``)."""
+    if isinstance(max_batch, bool) or not isinstance(max_batch, numbers.Integral) or max_batch < 1:
+        raise InputError(f"max_batch must be at least 1, not {max_batch!r}")
+    return int(max_batch)
 
 
 def top_map_of(metadata: dict, model_dir: Path) -> tuple[np.ndarray, np.ndarray] | None:

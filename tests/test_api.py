@@ -185,3 +185,50 @@ def test_the_readme_quotes_the_shipped_models_test_scores() -> None:
     quoted = readme[start : readme.index("(accuracy / macro-F1 %", start)]
     got = dict(re.findall(r"(Rest14|Lap14|Twitter|MAMS) (\d+\.\d / \d+\.\d)", quoted))
     assert got == want, version
+
+
+def test_batch_runs_batch_size_aspects_per_onnxruntime_call() -> None:
+    """The docstring's promise: batch_size=100 ran 64 and 36, the runtime's own cap, and a
+    GPU user's large batches never reached the session."""
+    clf = absa.load(device="cpu", threads=1)
+    rt = clf.predictor.runtime
+    session, sizes = rt.session, []
+
+    class Counting:  # onnxruntime's session, its calls counted
+        def run(self, names: list[str], feed: dict) -> list:
+            sizes.append(len(feed["input_ids"]))
+            return session.run(names, feed)
+
+    rt.session = Counting()
+    items = [("The food was great", ["food"])] * 100
+    out = clf.batch(items, batch_size=100)
+    assert sizes == [100] and len(out) == 100
+    sizes.clear()
+    clf.batch([(TEXT, ["fries", "burger", "but"])] * 2, batch_size=2)  # 3 aspects in one item
+    assert sizes == [2, 2, 2]
+
+
+@pytest.mark.parametrize("size", [0, -1, "64", 2.5, None])
+def test_a_bad_batch_size_is_an_input_error(size: object) -> None:
+    """ "64" and None were TypeErrors from a comparison, 2.5 was taken."""
+    with pytest.raises(InputError, match="batch_size must be a whole number >= 1"):
+        absa.load().batch([(TEXT, ["fries"])], batch_size=size)  # type: ignore[arg-type]
+
+
+def test_a_numpy_array_of_aspects_is_an_input_error_not_an_ambiguous_truth() -> None:
+    """A list column read from Parquet gives numpy arrays: two aspects or more raised
+    numpy's "truth value of an array ... is ambiguous" from the check for "auto"."""
+    import numpy as np
+
+    clf = absa.load()
+    with pytest.raises(InputError, match="aspects or categories must be a list, not ndarray"):
+        clf(TEXT, np.array(["burger", "fries"]))
+    with pytest.raises(InputError, match=r"items\[0\]: aspects or categories must be a list"):
+        clf.batch([{"text": TEXT, "aspects": np.array(["burger", "fries"])}])
+
+
+def test_load_refuses_a_bad_device_or_thread_count_as_input() -> None:
+    with pytest.raises(InputError, match="device must be auto, cpu or cuda, not 'gpu'"):
+        absa.load(device="gpu")
+    with pytest.raises(InputError, match="threads must be a whole number >= 0"):
+        absa.load(threads=-2)

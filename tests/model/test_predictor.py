@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from absa.errors import InputError, LimitError
+from absa.errors import ArtifactError, InputError, LimitError
 from absa.model.aspects import Span
 from absa.model.predictor import Limits, Predictor
 from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime
@@ -107,3 +109,91 @@ def test_explain_marks_words_the_vocabulary_does_not_know(predictor: Predictor) 
         "great": False,
     }
     assert r.to_dict()["attention"][1]["oov"] is True
+
+
+@pytest.mark.parametrize(
+    ("aspects", "message"),
+    [
+        (["fries", {"term": "fries"}], "aspects[1]: an aspect span needs term, start and end"),
+        (["fries", 3], "aspects[1]: an aspect is a term (str) or a span"),
+    ],
+)
+def test_an_aspect_that_is_no_span_is_named_by_its_index(
+    predictor: Predictor, aspects: list, message: str
+) -> None:
+    """Every other aspect error says which aspect; these two said nothing of where."""
+    with pytest.raises(InputError) as err:
+        predictor(TEXT, aspects)
+    assert message in str(err.value)
+
+
+def test_a_bare_term_is_one_aspect_not_its_letters(predictor: Predictor) -> None:
+    """A str is a Sequence: "burger" was read as the aspects "b", "u", "r", ..., each found
+    inside other words, and answered with a result per letter."""
+    assert predictor(TEXT, "burger") == predictor(TEXT, ["burger"])
+
+
+@pytest.mark.filterwarnings("ignore:Specified provider")  # onnxruntime's, on the fallback
+def test_cuda_in_any_case_is_refused_where_the_session_falls_back_to_the_cpu(
+    artifact: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime-gpu lists CUDA on a machine where it cannot start it, then runs on the
+    CPU: "cuda" was refused, but "CUDA" (devices are case-insensitive) served on the CPU.
+    onnxruntime's own listing is what is faked here; the session is real and falls back."""
+    import onnxruntime as ort
+
+    monkeypatch.setattr(
+        ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    for device in ("cuda", "CUDA", "Cuda"):
+        with pytest.raises(ArtifactError, match="no usable GPU"):
+            Runtime.load(artifact, device=device, threads=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"device": "gpu"}, "device must be auto, cpu or cuda, not 'gpu'"),
+        ({"device": None}, "device must be auto, cpu or cuda, not None"),
+        ({"threads": -1}, "threads must be a whole number >= 0 (0: onnxruntime's default)"),
+        ({"threads": "2"}, "threads must be a whole number >= 0"),
+        ({"threads": 1.5}, "threads must be a whole number >= 0"),
+    ],
+)
+def test_a_bad_device_or_thread_count_is_an_input_error(
+    artifact: Path, kwargs: dict, message: str
+) -> None:
+    """None and a str thread count were AttributeError / TypeError, -1 was taken silently."""
+    with pytest.raises(InputError) as err:
+        Runtime.load(artifact, **kwargs)
+    assert message in str(err.value)
+
+
+def test_max_batch_below_one_is_refused_at_load(artifact: Path) -> None:
+    """It was taken, and every request then failed inside range() with a zero step."""
+    with pytest.raises(InputError, match="max_batch must be at least 1"):
+        Runtime.load(artifact, max_batch=0)
+
+
+def test_run_takes_a_batch_size_of_its_own(artifact: Path) -> None:
+    """``Classifier.batch(batch_size=...)`` promises that many aspects per onnxruntime call:
+    the runtime's max_batch capped it at 64."""
+    rt = Runtime.load(artifact, device="cpu", threads=1, max_batch=4)
+    sizes: list[int] = []
+    session = rt.session
+
+    class Counting:  # onnxruntime's session, its calls counted
+        def run(self, names: list[str], feed: dict) -> list:
+            sizes.append(len(feed["input_ids"]))
+            return session.run(names, feed)
+
+    rt.session = Counting()
+    items = [rt.encode("the food was great", 4, 8)] * 10
+    alone = rt.run(items)
+    assert sizes == [4, 4, 2]
+    sizes.clear()
+    together = rt.run(items, max_batch=10)
+    assert sizes == [10]
+    np.testing.assert_allclose([o.probs for o in together], [o.probs for o in alone], atol=1e-6)
+    with pytest.raises(InputError, match="max_batch must be at least 1"):
+        rt.run(items, max_batch=0)
