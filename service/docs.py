@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 ASSETS = "/docs/assets"
@@ -23,6 +23,7 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     static = Path(swagger_ui.__file__).resolve().parent / "static"
     app.mount(ASSETS, StaticFiles(directory=static), name="docs-assets")
     oauth2 = f"{docs_url}/oauth2-redirect"
+    schema_url = f"{docs_url}/openapi.json"
 
     # the page's URLs are relative to it: behind a proxy that serves the app under a prefix
     # (and strips it), absolute ones would ask the proxy's root for the assets and the schema
@@ -34,13 +35,21 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     @app.get(docs_url, include_in_schema=False)
     async def docs_page() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=rel(app.openapi_url or "/openapi.json"),
+            openapi_url=rel(schema_url),
             title=f"{app.title} - API",
             swagger_js_url=rel(f"{ASSETS}/swagger-ui-bundle.js"),
             swagger_css_url=rel(f"{ASSETS}/swagger-ui.css"),
             swagger_favicon_url=rel(f"{ASSETS}/favicon-32x32.png"),
             oauth2_redirect_url=rel(oauth2),
         )
+
+    # the schema names no server, which Swagger UI's "Try it out" reads as the host's root:
+    # under a prefix its requests went past the app. Its copy names the app's root, relative
+    # to the copy's URL (what a server URL is relative to), so requests go through the prefix
+    @app.get(schema_url, include_in_schema=False)
+    async def docs_schema() -> JSONResponse:
+        root = "../" * (schema_url.count("/") - 1)  # from the copy's folder to the app's root
+        return JSONResponse({**app.openapi(), "servers": [{"url": root or "./"}]})
 
     @app.get(oauth2, include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:

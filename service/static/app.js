@@ -23,6 +23,13 @@ function describeError(status, body) {
   return `The service answered ${status}.`;
 }
 
+// a 503 (overloaded, loading) says when to ask again: Retry-After, in seconds or a date
+function retryHint(res) {
+  if (res.status !== 503) return "";
+  const after = (res.headers.get("Retry-After") || "").trim();
+  return /^\d+$/.test(after) ? ` (try again in ${after} s)` : " (try again shortly)";
+}
+
 // A service run with ABSA_API_KEY answers /v1/* with 401 until a key is sent: the page then
 // asks for one, and keeps it for this tab only (sessionStorage), never in the page's URL.
 const KEY = "absa-api-key";
@@ -48,6 +55,7 @@ function renderChips() {
     x.type = "button";
     x.textContent = "×";
     x.title = "remove";
+    x.setAttribute("aria-label", `remove ${a.term}`);
     x.onclick = () => { picked.splice(i, 1); renderChips(); };
     chip.appendChild(x);
     chips.appendChild(chip);
@@ -86,7 +94,19 @@ function truncated(text, weights) {
   if (!weights.length) return false;
   const chars = Array.from(text);
   const before = cut(chars, 0, weights[0].start), after = cut(chars, weights[weights.length - 1].end);
-  return /\w/.test(before) || /\w/.test(after);
+  const word = /[\p{L}\p{N}_]/u; // in any script, as the tokenizer's (Python's) \w
+  return word.test(before) || word.test(after);
+}
+
+// the strongest words in words too: the shading alone is lost on a screen reader
+function strongest(text, weights) {
+  const chars = Array.from(text);
+  const top = [...weights].sort((a, b) => b.weight - a.weight).slice(0, 3);
+  const line = document.createElement("div");
+  line.className = "top";
+  line.textContent = "Most attention: "
+    + top.map((w) => `${cut(chars, w.start, w.end)} ${(w.weight * 100).toFixed(0)}%`).join(" · ");
+  return line;
 }
 
 function extractedBadge(confidence) {
@@ -109,7 +129,11 @@ async function post(body) {
     askForKey();
     return { error: sessionStorage.getItem(KEY) ? "That API key was refused." : "This service needs an API key: enter it above." };
   }
-  return res.ok ? { results: answer.results } : { error: describeError(res.status, answer) };
+  if (!res.ok) return { error: describeError(res.status, answer) + retryHint(res) };
+  if (!answer || !Array.isArray(answer.results)) {
+    return { error: `The answer (${res.status}) was not the service's JSON: is a proxy answering for it?` };
+  }
+  return { results: answer.results };
 }
 
 function renderResult(text, r, occurrence) {
@@ -154,6 +178,7 @@ function renderResult(text, r, occurrence) {
     card.appendChild(flag);
   }
   card.appendChild(heatmap(text, r.attention || [], r));
+  if ((r.attention || []).length) card.appendChild(strongest(text, r.attention));
   (r.self_attention || []).forEach((row, h) => {
     const note = document.createElement("div");
     note.className = "head";
@@ -165,14 +190,22 @@ function renderResult(text, r, occurrence) {
   return card;
 }
 
+let latest = 0; // the newest analysis: an older one's answer, arriving later, is dropped
+
 async function analyse() {
+  const run = ++latest;
   showError("");
   const text = $("text").value;
   const typed = $("aspects").value.split(",").map((s) => s.trim()).filter(Boolean);
   const chars = Array.from(text);
   const aspects = [...typed, ...picked.filter((a) => cut(chars, a.start, a.end) === a.term)];
-  if (!text.trim()) { showError("Type a sentence first."); return; }
   const button = $("analyse");
+  if (!text.trim()) {
+    showError("Type a sentence first.");
+    button.disabled = false;
+    $("status").textContent = "";
+    return;
+  }
   button.disabled = true;
   $("status").textContent = "Analysing…";
   try {
@@ -181,27 +214,36 @@ async function analyse() {
     const answers = aspects.length
       ? await Promise.all(aspects.map((aspect) => post({ text, aspects: [aspect], explain: true })))
       : [await post({ text, explain: true })];
+    if (run !== latest) return;
     if (!aspects.length && answers[0].results && !answers[0].results.length) {
       answers[0].error = "No aspects found in this sentence: name one, or select it in the text.";
     }
-    const errors = answers.filter((a) => a.error).map((a) => a.error);
-    const results = answers.flatMap((a) => a.results || []);
-    // a term found several times: tell its occurrences apart by number and position
-    const count = {}, seen = {};
-    results.forEach((r) => { const k = r.term.toLowerCase(); count[k] = (count[k] || 0) + 1; });
+    const errors = [...new Set(answers.filter((a) => a.error).map((a) => a.error))];
+    // one card per span: a span asked for twice (typed, and selected too) is answered twice
+    const spans = new Set();
+    const results = answers.flatMap((a) => a.results || []).filter((r) => {
+      const span = `${r.start}:${r.end}`;
+      return !spans.has(span) && spans.add(span);
+    });
+    // a term found several times: tell its occurrences apart by number (in the text's
+    // order) and position
+    const starts = {};
+    results.forEach((r) => { (starts[r.term.toLowerCase()] ||= []).push(r.start); });
+    Object.values(starts).forEach((s) => s.sort((a, b) => a - b));
     const cards = results.map((r) => {
-      const k = r.term.toLowerCase();
-      seen[k] = (seen[k] || 0) + 1;
-      return renderResult(text, r, { n: seen[k], of: count[k] });
+      const s = starts[r.term.toLowerCase()];
+      return renderResult(text, r, { n: s.indexOf(r.start) + 1, of: s.length });
     });
     showError(errors.join("\n"));
     $("results").replaceChildren(...cards);
     $("legend").hidden = !cards.length;
   } catch (err) {
-    showError(`Could not reach the service: ${err.message}`);
+    if (run === latest) showError(`Could not reach the service: ${err.message}`);
   } finally {
-    button.disabled = false;
-    $("status").textContent = "";
+    if (run === latest) {
+      button.disabled = false;
+      $("status").textContent = "";
+    }
   }
 }
 
@@ -239,6 +281,7 @@ document.querySelectorAll(".example").forEach((b) => {
 function loadModel() {
   fetch("v1/model", { headers: auth() }).then((r) => {
     if (r.status === 401) { askForKey(); throw new Error(NEEDS_KEY); }
+    if (!r.ok) throw new Error(`answered ${r.status}`); // an error's body is no model
     return r.json();
   }).then((m) => {
     $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");

@@ -386,3 +386,178 @@ def test_a_service_with_an_api_key_asks_for_it_and_then_answers(artifact: Path) 
 def test_without_an_api_key_the_key_field_stays_hidden(page) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_function("!document.getElementById('model').textContent.includes('…')")
     assert page.is_hidden("#key-row")
+
+
+# --------------------------------------------------------------------------- page review
+
+
+def test_a_model_line_error_is_not_shown_as_undefined(offline_page, page_url: str) -> None:  # type: ignore[no-untyped-def]
+    """GET v1/model answering an error (503 while the model loads): the footer said
+    "undefined undefined" and the aspects label lost its "found in the text"."""
+    offline_page.route(
+        "**/v1/model",
+        lambda route: route.fulfill(
+            status=503,
+            headers={"Retry-After": "1"},
+            json={"detail": "not ready: the model is loading or warming up"},
+        ),
+    )
+    offline_page.goto(page_url + "/")
+    offline_page.wait_for_function("!document.getElementById('model').textContent.includes('…')")
+    assert "undefined" not in offline_page.inner_text("#model")
+    assert offline_page.inner_text("#model") == "unavailable"
+
+
+def test_an_overloaded_service_says_when_to_try_again(page) -> None:  # type: ignore[no-untyped-def]
+    """A 503 with Retry-After: its detail and when to retry, said once (not once per
+    aspect, each of which is a request of its own)."""
+    page.route(
+        "**/v1/predict",
+        lambda route: route.fulfill(
+            status=503,
+            headers={"Retry-After": "3"},
+            json={"detail": "overloaded: 4 requests in flight"},
+        ),
+    )
+    page.fill("#text", "the food was great but the service was awful")
+    page.fill("#aspects", "food, service")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    error = page.inner_text("#error")
+    assert error.count("overloaded: 4 requests in flight") == 1
+    assert "try again in 3 s" in error
+
+
+def test_an_answer_that_is_not_json_is_not_called_unreachable(page) -> None:  # type: ignore[no-untyped-def]
+    """A 200 that is not the API's JSON (a proxy's login page): the service was reached."""
+    page.route(
+        "**/v1/predict",
+        lambda route: route.fulfill(status=200, content_type="text/html", body="<p>sign in</p>"),
+    )
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    error = page.inner_text("#error")
+    assert "Could not reach" not in error and "null" not in error
+    assert "not the service's JSON" in error
+
+
+def test_truncated_text_in_another_script_is_flagged(page) -> None:  # type: ignore[no-untyped-def]
+    """The words cut off are Cyrillic: JavaScript's \\w (ASCII) missed them, the API's (the
+    tokenizer's Python \\w) does not."""
+    page.fill("#text", "еда была отличной " + "а б " * 66)
+    page.fill("#aspects", "еда")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    assert page.locator(".result .truncated").count() == 1
+
+
+def test_the_same_span_asked_twice_is_one_card(page) -> None:  # type: ignore[no-untyped-def]
+    """Typed "food" (both occurrences) and the second one also selected: two cards, not a
+    third that repeats the second; and occurrences are numbered by position, whatever
+    order they were asked in."""
+    text = "the food was cold but the food of the day was great"
+    page.fill("#text", text)
+    at = text.index("food", 5)
+    for start in (at, 4):  # the second occurrence picked first
+        page.evaluate(
+            f"() => document.getElementById('text').setSelectionRange({start}, {start + 4})"
+        )
+        page.click("#add-selection")
+    page.click("#analyse")
+    page.wait_for_function("document.querySelectorAll('.result').length === 2")
+    titles = page.locator(".result h2").all_inner_texts()
+    assert any("occurrence 1 of 2, characters 4–8" in t for t in titles), titles
+    assert any(f"occurrence 2 of 2, characters {at}–{at + 4}" in t for t in titles), titles
+    page.fill("#aspects", "food")  # the typed word again names both
+    page.evaluate(f"() => document.getElementById('text').setSelectionRange({at}, {at + 4})")
+    page.click("#add-selection")
+    page.click("#analyse")
+    page.wait_for_timeout(1500)
+    assert page.locator(".result").count() == 2
+
+
+def test_an_older_answer_does_not_replace_a_newer_one(page) -> None:  # type: ignore[no-untyped-def]
+    """Enter pressed twice with an edit between: the first answer, arriving last, replaced
+    the second's cards (and re-enabled the button while the second was in flight)."""
+    held: list = []
+
+    def hold_first(route) -> None:  # type: ignore[no-untyped-def]
+        if not held:
+            held.append(route)
+        else:
+            route.fallback()
+
+    page.route("**/v1/predict", hold_first)
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.press("#aspects", "Enter")
+    page.wait_for_function("document.getElementById('analyse').disabled")
+    page.fill("#text", "the service was awful")
+    page.fill("#aspects", "service")
+    page.press("#aspects", "Enter")
+    page.wait_for_selector(".result")
+    assert "service" in page.inner_text(".result h2")
+    held[0].fallback()
+    page.wait_for_timeout(1000)
+    titles = page.locator(".result h2").all_inner_texts()
+    assert len(titles) == 1 and "service" in titles[0], titles
+
+
+def test_a_picked_aspect_can_be_removed_by_its_name(page) -> None:  # type: ignore[no-untyped-def]
+    """The chip's remove button was named "×" to a screen reader; the chips' group name
+    was on a div without a role, where it is not read."""
+    text = "the pizza was okay but the staff was great"
+    page.fill("#text", text)
+    start = text.index("staff")
+    page.evaluate(f"() => document.getElementById('text').setSelectionRange({start}, {start + 5})")
+    page.click("#add-selection")
+    assert page.get_by_role("group", name="aspects picked from the text").count() == 1
+    page.get_by_role("button", name="remove staff").click()
+    assert page.inner_text("#chips") == ""
+
+
+def test_the_heatmap_says_its_strongest_words_in_text(page) -> None:  # type: ignore[no-untyped-def]
+    """Shading (and a mouse-only title) was the only way to read the attention: a screen
+    reader, or a reader who cannot tell the shades apart, got nothing of it."""
+    page.fill("#text", "the food was great but the service was awful")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    card = page.locator(".result").first
+    words = card.locator(".heat").first.locator("span.w")
+    weights = [float(w) for w in words.evaluate_all("els => els.map(e => e.dataset.weight)")]
+    strongest = words.nth(weights.index(max(weights))).inner_text()
+    summary = card.locator(".top").first.inner_text()
+    assert summary.lower().startswith("most attention: ")
+    first = summary.split(": ", 1)[1].split(" · ")[0]  # the strongest word, and its share
+    assert first.startswith(strongest + " ") and first.endswith("%")
+    assert abs(float(first[len(strongest) + 1 : -1]) - max(weights) * 100) <= 0.5 + 1e-9
+
+
+def test_docs_try_it_out_goes_through_the_prefix(page_url: str) -> None:
+    """/docs under a prefix: its "Try it out" sent the request to the proxy's root
+    (the schema names no server, which Swagger UI reads as the host's root)."""
+    prefix = page_url + "/absa"
+    with _offline_page(page_url) as pg:
+        outside_prefix: list[str] = []
+
+        def proxy(route) -> None:  # type: ignore[no-untyped-def]
+            url = route.request.url
+            if url.startswith(prefix + "/"):
+                route.fulfill(response=route.fetch(url=page_url + url[len(prefix) :]))
+            else:
+                outside_prefix.append(url)
+                route.fulfill(status=404, body="not this app")
+
+        pg.route("**/*", proxy)
+        pg.goto(prefix + "/docs")
+        pg.click("#operations-predict-predict_v1_predict_post .opblock-summary", timeout=15_000)
+        pg.click("button.try-out__btn")
+        pg.fill(".body-param__text", '{"text": "the food was great", "aspects": ["food"]}')
+        pg.click("button.execute")
+        pg.wait_for_selector(".live-responses-table tr.response .response-col_status")
+        assert outside_prefix == []
+        status = pg.inner_text(".live-responses-table tr.response .response-col_status")
+        assert status.strip() == "200"
