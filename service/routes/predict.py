@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Body, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 
@@ -220,10 +220,30 @@ class _ListsFirst(APIRoute):
 
 router = APIRouter(prefix="/v1", tags=["predict"], route_class=_ListsFirst)
 
+#: whole requests for /docs: Swagger UI's "Try it out" otherwise builds one from every field,
+#: categories beside aspects, which the service refuses (aspects or categories, not both)
+EXAMPLES = {
+    "terms": {
+        "summary": "aspect terms",
+        "value": {
+            "text": "The fries were soggy but the burger was great",
+            "aspects": ["burger", "fries"],
+        },
+    },
+    "explain": {
+        "summary": "a span, with attention",
+        "value": {
+            "text": "The fries were soggy but the burger was great",
+            "aspects": [{"term": "fries", "start": 4, "end": 9}],
+            "explain": True,
+        },
+    },
+}
+
 
 @router.post("/predict", response_model=PredictResponse, responses=ERRORS)
 async def predict(
-    req: PredictRequest,
+    req: Annotated[PredictRequest, Body(openapi_examples=EXAMPLES)],
     engine: EngineDep,
     category: CategoryModelDep,
     settings: SettingsDep,

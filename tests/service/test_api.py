@@ -563,6 +563,15 @@ def test_the_documented_example_is_answered(client: TestClient) -> None:
     assert client.post("/v1/predict", json=body).status_code == 200
 
 
+def test_every_whole_request_example_is_answered(client: TestClient) -> None:
+    """The request examples /docs offers (Swagger UI's "Try it out" sends the first)."""
+    schema = client.get("/openapi.json").json()
+    media = schema["paths"]["/v1/predict"]["post"]["requestBody"]["content"]["application/json"]
+    assert len(media["examples"]) >= 2
+    for example in media["examples"].values():
+        assert client.post("/v1/predict", json=example["value"]).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [
