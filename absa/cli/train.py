@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -114,8 +115,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from absa.training.rundir import add_eval
     from absa.training.train import fit
 
-    if args.stop_after is not None and args.stop_after < 0:
-        raise CLIError("--stop-after is minutes, >= 0")
+    if args.stop_after is not None and not 0 <= args.stop_after < math.inf:  # nan: never
+        raise CLIError(f"--stop-after is a number of minutes, >= 0, not {args.stop_after}")
     out = Path(args.out)
     if not args.resume and out.exists() and (not out.is_dir() or any(out.iterdir())):
         # a finished run would be overwritten, or a killed one left half old, half new

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,19 @@ def test_a_real_missing_file_exits_2(tmp_path: pytest.TempPathFactory) -> None:
     from absa.cli import main
 
     assert main(["retrain", "--config", str(tmp_path / "absent.toml")]) == 2
+
+
+@pytest.mark.parametrize("minutes", ["nan", "inf", "-1"])
+def test_stop_after_is_a_finite_number_of_minutes(
+    tmp_path: Path, minutes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--stop-after nan compared false with every time and never stopped the run."""
+    from absa.cli import main
+
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "the food", "aspect": "food", "label": "positive"}\n')
+    code = main(["train", "--train", str(train), "--out", str(tmp_path / "run"),
+                 "--stop-after", minutes])  # fmt: skip
+    assert code == 2
+    assert "--stop-after is a number of minutes, >= 0" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
