@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from absa.model.atomic import atomic_write_json
 from absa.model.config import ModelConfig
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 from absa.training.presets import TrainConfig
@@ -89,7 +90,8 @@ def write_run(
     write_examples(run_dir / DEV, dev)
     (run_dir / HISTORY).write_text(json.dumps(history, indent=1))
     (run_dir / METRICS).write_text(json.dumps(metrics, indent=1))
-    (run_dir / RUN_INFO).write_text(json.dumps({"kind": RUN_KIND, **info}, indent=1))
+    # whole or absent (a torn run.json would still mark the directory a finished run)
+    atomic_write_json(run_dir / RUN_INFO, {"kind": RUN_KIND, **info})
 
 
 def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> dict:
@@ -98,7 +100,7 @@ def add_eval(run_dir: Path, reports: Mapping[str, dict]) -> dict:
     metrics = read_metrics(run_dir)
     if reports:
         metrics.setdefault("eval", {}).update(reports)
-        (Path(run_dir) / METRICS).write_text(json.dumps(metrics, indent=1))
+        atomic_write_json(Path(run_dir) / METRICS, metrics)  # rewritten: never torn
     return metrics
 
 
