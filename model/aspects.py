@@ -188,6 +188,8 @@ def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
             kind = type(value).__name__
             raise InputError(f"{where}{name} is a {kind}, not an integer offset into the text")
     start, end = int(start), int(end)
+    if 0 <= start <= len(text) and 0 <= end <= len(text) and end <= start:
+        raise InputError(f"{where}span [{start}, {end}) is empty: end must be greater than start")
     if not (0 <= start < end <= len(text)):
         raise InputError(f"{where}span [{start}, {end}) is outside the text (length {len(text)})")
     if text[start:end] != term:

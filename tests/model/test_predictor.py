@@ -49,6 +49,8 @@ def test_a_span_asked_for_twice_is_answered_once(predictor: Predictor) -> None:
         (TEXT, ["fries", " "], "aspects[1]: the aspect is empty"),
         (TEXT, [{"term": "fries", "start": 0, "end": 3}], "text[0:3] is 'The', not the term"),
         (TEXT, [{"term": "fries", "start": 40, "end": 99}], "span [40, 99) is outside the text"),
+        (TEXT, [{"term": "fries", "start": 4, "end": 4}], "span [4, 4) is empty: end must be"),
+        (TEXT, [{"term": "fries", "start": 9, "end": 4}], "span [9, 4) is empty: end must be"),
         (TEXT, [{"term": "fries"}], "needs term, start and end"),
         (TEXT, [3], "a term (str) or a span"),
     ],
