@@ -151,9 +151,10 @@ def load(
     ``extractor``: an extractor artifact ("shipped": the packaged one; default:
     ``ABSA_EXTRACTOR``, else none) that finds the aspects of a call without any."""
     from absa.model.registry import Registry
-    from absa.settings import Settings
+    from absa.settings import ModelSettings
 
-    settings = Settings() if extractor is None else Settings(extractor=extractor)
+    # these settings alone: a server's setting with a bad value is none of a script's business
+    settings = ModelSettings() if extractor is None else ModelSettings(extractor=extractor)
     ext_dir = settings.extractor_path()
     ext = None
     if ext_dir is not None:

@@ -27,17 +27,20 @@ def _origins(value: str) -> list[str]:
     return [origin.rstrip("/") for origin in _listed(value)]
 
 
+CONFIG = SettingsConfigDict(
+    env_prefix="ABSA_",
+    extra="ignore",
+    protected_namespaces=(),
+    populate_by_name=True,
+    hide_input_in_errors=True,  # a traceback never shows a value: ABSA_API_KEY is secret
+)
+
+
 class LogSettings(BaseSettings):
     """The logging settings: every command reads these (and only these) to set up its log,
     before it reads the rest, so a bad value elsewhere does not change how that is said."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="ABSA_",
-        extra="ignore",
-        protected_namespaces=(),
-        populate_by_name=True,
-        hide_input_in_errors=True,  # a traceback never shows a value: ABSA_API_KEY is secret
-    )
+    model_config = CONFIG
 
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "info", description="the server's logging (uvicorn's and the project's loggers)"
@@ -54,16 +57,16 @@ class LogSettings(BaseSettings):
         return value.lower() if isinstance(value, str) else value
 
 
-class Settings(LogSettings):
+class ModelSettings(BaseSettings):
+    """The settings that say which model (and extractor) to load: all ``absa.load`` reads,
+    so that a server's setting with a bad value does not stop a script from loading one."""
+
+    model_config = CONFIG
+
     model_dir: Path | None = Field(
         None, description="artifact directory (default: the shipped model)"
     )
     registry: Path | None = Field(None, description="serve the registry's current version instead")
-    category_model: Path | None = Field(
-        None,
-        description="an aspect-category artifact served next to the term model: /v1/predict "
-        "with categories instead of aspects (default: none, categories refused)",
-    )
     extractor: Path | Literal["shipped"] | None = Field(
         None,
         # the prefixed names only: an alias is matched as it is, and a bare EXTRACTOR in a
@@ -71,6 +74,40 @@ class Settings(LogSettings):
         validation_alias=AliasChoices("ABSA_EXTRACTOR", "ABSA_EXTRACTOR_DIR"),
         description="an aspect extractor artifact (or 'shipped': the one in the package): "
         "requests without aspects get theirs extracted; unset: such requests are refused",
+    )
+
+    def extractor_path(self) -> Path | None:
+        """The extractor artifact to load, or None (no extraction)."""
+        if self.extractor == "shipped":
+            from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+
+            return DEFAULT_EXTRACTOR_DIR
+        return self.extractor
+
+    def model_path(self) -> Path:
+        """The artifact to serve now: the registry's current version if it has one, else
+        model_dir, else the shipped model."""
+        from absa.errors import RegistryError
+        from absa.model.registry import Registry
+        from absa.model.runtime import DEFAULT_MODEL_DIR
+
+        if self.registry is not None:
+            if not Path(self.registry).is_dir():  # a typo must not serve the fallback quietly
+                raise RegistryError(
+                    f"registry {self.registry} is not a directory (ABSA_REGISTRY, --registry)"
+                )
+            reg = Registry(self.registry)
+            if reg.current() is not None:
+                return reg.current_path()
+            # an empty registry (before the first promotion) serves the fallback model
+        return self.model_dir or DEFAULT_MODEL_DIR
+
+
+class Settings(LogSettings, ModelSettings):
+    category_model: Path | None = Field(
+        None,
+        description="an aspect-category artifact served next to the term model: /v1/predict "
+        "with categories instead of aspects (default: none, categories refused)",
     )
     reload_interval_s: float = Field(
         0.0, ge=0.0, allow_inf_nan=False, description="poll the registry; 0 = only on /admin/reload"
@@ -205,32 +242,6 @@ class Settings(LogSettings):
         if self.teacher_cache == "off":
             return None
         return self.teacher_cache or Path.home() / ".cache" / "absa" / "teacher"
-
-    def extractor_path(self) -> Path | None:
-        """The extractor artifact to load, or None (no extraction)."""
-        if self.extractor == "shipped":
-            from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
-
-            return DEFAULT_EXTRACTOR_DIR
-        return self.extractor
-
-    def model_path(self) -> Path:
-        """The artifact to serve now: the registry's current version if it has one, else
-        model_dir, else the shipped model."""
-        from absa.errors import RegistryError
-        from absa.model.registry import Registry
-        from absa.model.runtime import DEFAULT_MODEL_DIR
-
-        if self.registry is not None:
-            if not Path(self.registry).is_dir():  # a typo must not serve the fallback quietly
-                raise RegistryError(
-                    f"registry {self.registry} is not a directory (ABSA_REGISTRY, --registry)"
-                )
-            reg = Registry(self.registry)
-            if reg.current() is not None:
-                return reg.current_path()
-            # an empty registry (before the first promotion) serves the fallback model
-        return self.model_dir or DEFAULT_MODEL_DIR
 
 
 #: the settings whose values are secrets (SecretStr): an error names them, never the value

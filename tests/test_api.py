@@ -36,6 +36,17 @@ def test_load_follows_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert absa.load().predictor.runtime.model_dir == copy
 
 
+def test_load_reads_only_the_settings_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server's setting with a bad value in the environment (or a log level) is no reason
+    for ``absa.load`` to fail: it reads the model, registry and extractor settings alone."""
+    monkeypatch.setenv("ABSA_MAX_QUEUE", "many")
+    monkeypatch.setenv("ABSA_LOG_LEVEL", "loud")
+    assert absa.load()("The food was great", ["food"])[0].term == "food"
+    monkeypatch.setenv("ABSA_REGISTRY", "/nonexistent/registry")  # its own are still read
+    with pytest.raises(Exception, match="registry"):
+        absa.load()
+
+
 def test_load_a_registry_serves_its_current_version(tmp_path: Path) -> None:
     reg = Registry(tmp_path / "reg").init()
     shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "v1")
