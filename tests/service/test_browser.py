@@ -299,6 +299,23 @@ def test_no_aspects_without_an_extractor_says_why(page) -> None:  # type: ignore
     assert "no aspect extractor is configured" in page.inner_text("#error")
 
 
+def _behind_prefix(pg, page_url: str, prefix: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Route the page's requests as a proxy serving the app at ``prefix`` (and stripping it)
+    would; the list fills with every URL asked of the proxy outside the prefix."""
+    outside: list[str] = []
+
+    def proxy(route) -> None:  # type: ignore[no-untyped-def]
+        url = route.request.url
+        if url.startswith(prefix + "/"):
+            route.fulfill(response=route.fetch(url=page_url + url[len(prefix) :]))
+        else:
+            outside.append(url)
+            route.fulfill(status=404, body="not this app")
+
+    pg.route("**/*", proxy)
+    return outside
+
+
 def test_the_page_works_behind_a_proxy_that_serves_it_under_a_prefix(
     page_url: str,
 ) -> None:  # type: ignore[no-untyped-def]
@@ -307,17 +324,7 @@ def test_the_page_works_behind_a_proxy_that_serves_it_under_a_prefix(
     another site would answer."""
     prefix = page_url + "/absa"
     with _offline_page(page_url) as pg:
-        outside_prefix: list[str] = []
-
-        def proxy(route) -> None:  # type: ignore[no-untyped-def]
-            url = route.request.url
-            if url.startswith(prefix + "/"):
-                route.fulfill(response=route.fetch(url=page_url + url[len(prefix) :]))
-            else:
-                outside_prefix.append(url)
-                route.fulfill(status=404, body="not this app")
-
-        pg.route("**/*", proxy)
+        outside_prefix = _behind_prefix(pg, page_url, prefix)
         pg.goto(prefix + "/")
         pg.fill("#text", "the food was great but the service was awful")
         pg.fill("#aspects", "food, service")
@@ -541,17 +548,7 @@ def test_docs_try_it_out_goes_through_the_prefix(page_url: str) -> None:
     (the schema names no server, which Swagger UI reads as the host's root)."""
     prefix = page_url + "/absa"
     with _offline_page(page_url) as pg:
-        outside_prefix: list[str] = []
-
-        def proxy(route) -> None:  # type: ignore[no-untyped-def]
-            url = route.request.url
-            if url.startswith(prefix + "/"):
-                route.fulfill(response=route.fetch(url=page_url + url[len(prefix) :]))
-            else:
-                outside_prefix.append(url)
-                route.fulfill(status=404, body="not this app")
-
-        pg.route("**/*", proxy)
+        outside_prefix = _behind_prefix(pg, page_url, prefix)
         pg.goto(prefix + "/docs")
         pg.click("#operations-predict-predict_v1_predict_post .opblock-summary", timeout=15_000)
         pg.click("button.try-out__btn")
