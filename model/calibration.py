@@ -160,7 +160,9 @@ def held_out_folds(n: int, folds: int, seed: int) -> Iterator[np.ndarray]:
 def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> float:
     """The T minimising ``nll(logits, y, T)``: L-BFGS (strong Wolfe line search) on log T in
     float64, clipped into ``T_BOUNDS`` (1, no temperature, where the fit ends at NaN: the
-    NLL overflowed). Deterministic: the same input gives the same T."""
+    NLL overflowed). Where every prediction is right (or every one wrong) the NLL has no
+    minimum (it falls all the way to T -> 0, or T -> inf): T is where L-BFGS stopped, said in
+    a warning. Deterministic: the same input gives the same T."""
     import torch
 
     if len(logits) == 0:
@@ -185,6 +187,15 @@ def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> f
     if np.isnan(fitted):  # the NLL overflowed on the way (float64 logits near 1e308)
         log.warning("the temperature fit ended at T = %s, not a number: T = 1 (none)", fitted)
         return 1.0
+    right = int((np.asarray(logits).argmax(axis=1) == np.asarray(y)).sum())
+    if right in (0, len(y)):
+        log.warning(
+            "every one of the %d dev predictions is %s: the NLL has no minimum, T = %.4g is "
+            "where the fit stopped and the dev ECE after it means little",
+            len(y),
+            "right" if right else "wrong",
+            fitted,
+        )
     t = float(np.clip(fitted, *T_BOUNDS))
     if t != fitted:
         log.warning(

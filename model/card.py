@@ -236,11 +236,14 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
             f"{parity.get('prediction_mismatches', '?')} predictions differ)."
         )
     if isinstance(quant, Mapping):
+        # a recalibrated artifact's record has no max |diff| (measured at the old T): none
+        # is stated rather than 0
+        diff = quant.get("max_abs_prob_diff")
         lines.append(
             f"- Served quantized ({quant.get('type')}): against the fp32 graph, "
-            f"{quant.get('changed_predictions', '?')} dev predictions change (max |diff| "
-            f"{float(quant.get('max_abs_prob_diff', 0)):.3f}); dev accuracy "
-            f"{_pct(quant.get('dev_accuracy_int8'))} %"
+            f"{quant.get('changed_predictions', '?')} dev predictions change"
+            + (f" (max |diff| {float(diff):.3f})" if isinstance(diff, int | float) else "")
+            + f"; dev accuracy {_pct(quant.get('dev_accuracy_int8'))} %"
             + (
                 f", macro-F1 {_pct(quant['dev_macro_f1_int8'])} %"
                 if "dev_macro_f1_int8" in quant

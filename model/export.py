@@ -88,10 +88,15 @@ def export(
     """Write the artifact directory and return its metadata. ``provenance`` (preset, train,
     train_config, metrics, code_version, source_run, ...) goes into the metadata as given;
     ``version`` defaults to a UTC timestamp; ``calibrate`` fits a temperature on ``dev``,
-    ``top_map`` a top-label map after it (ValueError under ``TOP_MAP_MIN_DEV`` dev items)."""
+    ``top_map`` a top-label map after it (ValueError under ``TOP_MAP_MIN_DEV`` dev items).
+    FileExistsError, before any work, where ``out_dir`` exists; ValueError for no ``dev``."""
     out_dir = Path(out_dir)
+    if out_dir.exists():  # staged() checks again at the end: said here before any work
+        raise FileExistsError(f"{out_dir} exists; export into a new directory")
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be int8, int8-embeddings or absent, not {quantize!r}")
+    if not dev:
+        raise ValueError("no dev examples: the parity check and the temperature need some")
     if top_map and (not calibrate or len(dev) < calibration.TOP_MAP_MIN_DEV):
         raise ValueError(
             f"a top-label map needs the temperature and at least {calibration.TOP_MAP_MIN_DEV} "

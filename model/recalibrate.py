@@ -110,6 +110,11 @@ def recalibrate(
         raise ArtifactError(f"{src}: already calibrated (T = {temperature_of(art.metadata)})")
     if dst.exists():
         raise FileExistsError(f"{dst} exists; write into a new directory")
+    if len(dev) != len(dev_labels):
+        raise ValueError(f"{len(dev)} dev spans but {len(dev_labels)} labels: one each")
+    unknown = sorted(set(dev_labels) - set(art.labels))
+    if unknown:
+        raise ValueError(f"dev labels {unknown} are not {src}'s labels ({', '.join(art.labels)})")
     y = np.array([art.labels.index(label) for label in dev_labels])
     z = logits(src, dev)
     t = calibration.fit_temperature(z, y)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from absa.model.export import export
-from absa.training.rundir import LoadedRun, load_run, read_dev_examples
+from absa.training.rundir import DEV, LoadedRun, load_run, read_dev_examples
 
 # what of run.json an artifact's metadata keeps under "train"
 TRAIN_KEYS = (
@@ -39,8 +39,13 @@ def export_run(
     top-label map after it); returns the artifact's metadata. ``name`` defaults to the
     run's preset. ``expand_vocab``: a GloVe-format file whose first ``expand_top_k`` words
     the run lacks get rows mapped into its tuned table (``training/vocab_expansion.py``)."""
-    run_dir = Path(run_dir)
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    if out_dir.exists():  # before loading the run and expanding its vocabulary
+        raise FileExistsError(f"{out_dir} exists; export into a new directory")
     run = load_run(run_dir)
+    dev = read_dev_examples(run_dir)
+    if not dev:  # export's own message cannot name the file
+        raise ValueError(f"{run_dir / DEV}: no dev examples; export checks parity on them")
     meta = provenance(run, run_dir)
     if expand_vocab is not None:
         from absa.training.vocab_expansion import expand_vocabulary
@@ -50,8 +55,8 @@ def export_run(
         run.net,
         run.pipeline,
         run.model_config,
-        read_dev_examples(run_dir),
-        Path(out_dir),
+        dev,
+        out_dir,
         meta,
         name=name or run.info.get("preset") or "absa",
         version=version,

@@ -51,7 +51,7 @@ def test_a_bound_hit_is_said_and_non_finite_logits_are_refused(
     sure = np.array([[50.0, 0.0, 0.0], [0.0, 50.0, 0.0], [0.0, 0.0, 50.0]] * 10)
     y = np.array([0, 1, 2] * 10)
     with caplog.at_level("WARNING", logger="absa.model.calibration"):
-        fit_temperature(sure / 10, y)
+        fit_temperature(*sampled(2.0, n=2000))
         assert not caplog.records  # inside the bounds: nothing to say
         assert fit_temperature(sure, (y + 1) % 3) == T_BOUNDS[1]
     assert "clipped to 20" in caplog.records[-1].getMessage()
@@ -112,3 +112,23 @@ def test_a_fit_that_does_not_converge_to_a_number_gives_t_1(
         t = fit_temperature(z, np.array([1]))
     assert np.isfinite(t) and t == 1.0
     assert "not a number" in caplog.records[-1].getMessage()
+
+
+def test_a_dev_set_without_a_wrong_or_a_right_answer_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every dev prediction right: the NLL falls all the way to T -> 0, so the fit stops
+    wherever L-BFGS's tolerance stops it (T = 0.15 on a tiny run's dev set, inside the
+    bounds, silently) and the served model claims ~100 % on every answer."""
+    sure = np.array([[5.0, 0.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, 5.0]] * 8)
+    y = np.array([0, 1, 2] * 8)
+    with caplog.at_level("WARNING", logger="absa.model.calibration"):
+        t = fit_temperature(sure, y)
+    assert T_BOUNDS[0] <= t < 1  # sharpened, as before: only said
+    assert any(
+        "every one of the 24 dev predictions is right" in r.getMessage() for r in caplog.records
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="absa.model.calibration"):
+        fit_temperature(sure, (y + 1) % 3)
+    assert any("is wrong" in r.getMessage() for r in caplog.records)

@@ -321,6 +321,27 @@ def test_export_into_existing_directory_fails(loaded: LoadedRun, tmp_path: Path)
     assert leftovers(tmp_path) == []
 
 
+def test_an_existing_output_is_refused_before_any_work(
+    loaded: LoadedRun, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The check ran only at the very end: an int8 export of a large network fitted T,
+    checked parity and quantised for minutes, then said the output path exists."""
+    out = tmp_path / "artifact"
+    out.write_text("a file, not an artifact")
+    with caplog.at_level("INFO", logger="absa.model"), pytest.raises(FileExistsError) as err:
+        export_loaded(loaded, out, quantize="int8-embeddings")
+    assert str(out) in str(err.value)
+    assert not [r for r in caplog.records if r.name.startswith("absa.model.")]  # nothing ran
+    assert out.read_text() == "a file, not an artifact" and leftovers(tmp_path) == []
+
+
+def test_an_empty_dev_set_is_refused_in_words(loaded: LoadedRun, tmp_path: Path) -> None:
+    """No dev items crashed in numpy ("need at least one array to concatenate")."""
+    with pytest.raises(ValueError, match="no dev examples"):
+        export_loaded(loaded, tmp_path / "a", dev=[])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_export_rejects_unknown_quantization(loaded: LoadedRun, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="int8"):
         export_loaded(loaded, tmp_path / "a", quantize="int4")

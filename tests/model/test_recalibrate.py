@@ -103,3 +103,32 @@ def test_an_int8_record_keeps_only_what_a_new_temperature_leaves_true() -> None:
         "type": "int8-embeddings", "changed_predictions": 10, "bytes_int8": 5
     }  # fmt: skip
     assert _quantization_at_new_t(None) is None
+
+
+def test_the_card_of_a_recalibrated_int8_artifact_states_no_stale_difference(
+    tiny_run: Path, tmp_path: Path
+) -> None:
+    """Recalibration drops the int8 record's max |diff| (measured at the old T); the card
+    printed the missing number as 0.000, a difference the new graph was never measured at."""
+    raw = tmp_path / "raw"
+    export_run(tiny_run, raw, version="q1", calibrate=False, quantize="int8-embeddings")
+    meta = recalibrate(raw, tmp_path / "q2", SPANS, [e.label for e in DEV], "q2")
+    assert "max_abs_prob_diff" not in meta["quantization"]
+    card = (tmp_path / "q2" / "README.md").read_text()
+    line = next(x for x in card.splitlines() if x.startswith("- Served quantized"))
+    assert "max |diff|" not in line and "dev predictions change" in line
+    assert "max |diff|" in (raw / "README.md").read_text()  # measured there: stated
+
+
+def test_dev_labels_the_artifact_lacks_or_miscounted_are_refused_in_words(
+    exports: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A label not among the artifact's was "'conflict' is not in list"; one label short
+    was a torch size error from inside the fit."""
+    raw = exports[0]
+    labels = [e.label for e in DEV]
+    with pytest.raises(ValueError, match="'conflict'.*negative, neutral, positive"):
+        recalibrate(raw, tmp_path / "a", SPANS, [*labels[:-1], "conflict"], "a")
+    with pytest.raises(ValueError, match=f"{len(SPANS)} dev spans but {len(SPANS) - 1} labels"):
+        recalibrate(raw, tmp_path / "b", SPANS, labels[:-1], "b")
+    assert list(tmp_path.iterdir()) == []

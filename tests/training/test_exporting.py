@@ -73,3 +73,11 @@ def test_exporting_what_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a training run"):
         export_run(tmp_path, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_with_an_empty_dev_file_names_it(tiny_run: Path, tmp_path: Path) -> None:
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    (run / "dev.jsonl").write_text("\n")
+    with pytest.raises(ValueError, match=re.escape(str(run / "dev.jsonl"))):
+        export_run(run, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
