@@ -22,6 +22,7 @@ log = logging.getLogger("absa")
 
 HELDOUT_EMPTY = "heldout_empty.jsonl"
 PARTIAL = ".partial"  # <out>.partial: the best epoch so far of a run still training
+HELDOUT_EMPTY_DEFAULT = 200  # `absa train --heldout-empty`'s default (absa/cli/train.py)
 
 
 def is_extraction_model(path: Path) -> bool:
@@ -38,6 +39,18 @@ def is_extraction_model(path: Path) -> bool:
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
             return False
     return is_tag_run(Path(path))
+
+
+def _check_new(out: Path, hint: str) -> None:
+    """An --out that exists, or lies under a file, refused before the work: the write at
+    the end would fail (naming a temporary path), or replace what the user had there."""
+    if out.exists() or out.is_symlink():
+        raise CLIError(f"{out} exists; {hint}")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CLIError(f"{parent} is not a directory; cannot write {out}")
+            return
 
 
 def _config(path: str | None) -> tuple[dict, dict]:
@@ -85,8 +98,16 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--task extract: unknown preset {args.preset!r}; choose {', '.join(PRESETS)}"
         )
-    if Path(args.out).exists():
-        raise CLIError(f"{args.out} exists; train into a new directory")
+    _check_new(Path(args.out), "train into a new directory")
+    if Path(f"{args.out}{PARTIAL}").exists():  # replaced at the first epoch, removed at the end
+        raise CLIError(
+            f"{args.out}{PARTIAL} exists: a killed run's best epoch so far (it exports); "
+            "move it away, or train into a new directory"
+        )
+    if args.heldout_empty < 0:  # [:-5]: every aspect-free sentence but the last five
+        raise CLIError(f"--heldout-empty is a number of sentences, >= 0, not {args.heldout_empty}")
+    if args.dev and args.heldout_empty != HELDOUT_EMPTY_DEFAULT:  # nothing is held out there
+        raise CLIError("--heldout-empty: for a run without --dev (its dev split is held out)")
     sentiment_only = {
         "--dev-seed": args.dev_seed is not None,
         "--skip-invalid": args.skip_invalid,
@@ -236,7 +257,12 @@ def score_extraction(model: Path, sentences: Sequence) -> dict:
 
 
 def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
-    rep = evaluate_extraction(model, args.data)
+    from absa.training.sentences import read_sentences
+
+    sentences = read_sentences(args.data)
+    if not sentences:  # scores of nothing: P, R and F1 0.00 and exit 0
+        raise CLIError(f"{', '.join(args.data)}: no sentences")
+    rep = score_extraction(model, sentences)
     rep.update(model=str(model), data=list(args.data))
     out = json.dumps(rep) if args.json else _line(rep)
     sys.stdout.write(out + "\n")
@@ -251,6 +277,7 @@ def cmd_export_extract(args: argparse.Namespace) -> int:
                              ("--top-map", getattr(args, "top_map", False))) if on]  # fmt: skip
     if given:
         raise CLIError(f"{' and '.join(given)}: for a sentiment model, not an extractor run")
+    _check_new(Path(args.out), "export into a new directory")  # before the export's work
     meta = export_tag_run(
         Path(args.run), Path(args.out), name=args.name, version=args.version,
         quantize=args.quantize, expand_vocab=getattr(args, "expand_vocab", None),

@@ -28,6 +28,7 @@ def _registry(args: argparse.Namespace) -> Registry:
 
 def cmd_models(args: argparse.Namespace) -> int:
     from absa.errors import RegistryError
+    from absa.model.registry import POINTER
 
     reg = _registry(args)
     if args.action in ("list", "rollback") and args.version:
@@ -38,7 +39,13 @@ def cmd_models(args: argparse.Namespace) -> int:
         except RegistryError as e:
             current = None
             sys.stderr.write(f"absa models: warning: {e}; promote a version to mend it\n")
-        for v in reg.versions():
+        versions = reg.versions()
+        if current is not None and current not in versions:  # the service will not start
+            sys.stderr.write(
+                f"absa models: warning: {reg.root / POINTER} names version {current!r}, which "
+                f"is not in {reg.versions_dir}; promote a version to mend it\n"
+            )
+        for v in versions:
             mark = "*" if v == current else " "
             try:
                 m = reg.metadata(v)
@@ -53,10 +60,12 @@ def cmd_models(args: argparse.Namespace) -> int:
             raise CLIError("models show needs a VERSION")
         sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
         return 0
+    if args.action == "promote":
+        if not args.version:
+            raise CLIError("models promote needs a VERSION")
+        reg.path(args.version)  # a missing one said before the lock, which creates its files
     with reg.lock():  # held by a retraining job only while it adds or promotes a version
         if args.action == "promote":
-            if not args.version:
-                raise CLIError("models promote needs a VERSION")
             reg.promote(args.version, reason="manual")
             sys.stdout.write(f"current: {args.version}\n")
         else:

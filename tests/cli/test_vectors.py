@@ -159,3 +159,52 @@ def test_a_wrong_encoder_is_said_before_the_texts_are_read(
             f"absa {command}: error: {encoder}: neither a training run nor a model directory\n"
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+
+
+@pytest.mark.parametrize(
+    ("command", "flags", "words"),
+    [
+        ("vectors", ["--dim", "0"], "--dim is at least 1, not 0"),
+        ("states", ["--dim", "-3"], "--dim is at least 1, not -3"),
+        ("vectors", ["--top-k", "-1"], "--top-k is a number of words, >= 0, not -1"),
+        ("vectors", ["--glove", "mine.txt", "--no-glove"], "--glove and --no-glove"),
+    ],
+)
+def test_numbers_and_flags_that_cannot_work_are_refused_before_any_work(
+    command: str,
+    flags: list[str],
+    words: str,
+    tmp_path: Path,
+    tiny_transformer: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--dim 0 failed in the PCA after all the encoding (an hour); --top-k -1 took all of
+    GloVe but its last word (words[:-1]: 399,999 words to encode); --glove beside
+    --no-glove was dropped without a word, the word list read from the packaged GloVe.
+    Each is one line before the texts are read (here a missing file) or the encoder
+    loaded."""
+    args = [command, "--encoder", str(tiny_transformer), "--texts", str(tmp_path / "gone.jsonl")]
+    assert main([*args, *flags, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["vectors", "states"])
+def test_no_sentence_left_after_exclude_is_one_line_before_the_encoder(
+    command: str, tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every sentence of --texts in --exclude (the test set given as both): states failed
+    with numpy's "need at least one array to concatenate" after loading the encoder, and
+    vectors (--top-k 0) with "dim must be in 1..0"."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    args = [command, "--encoder", str(tiny_transformer), "--texts", str(train)]
+    extra = ["--top-k", "0"] if command == "vectors" else []
+    code = main([*args, *extra, "--exclude", str(train), "--dim", "4",
+                 "--out", str(tmp_path / "out")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err == (
+        f"absa {command}: error: no sentences to encode in --texts and --sentences (all are "
+        "in --exclude)\n"
+    ), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]

@@ -1,0 +1,49 @@
+"""``absa models`` on a registry whose pointer names a version it lacks, and a promote of a
+version that is not there: said, and nothing created in the registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.cli import main
+from absa.model.registry import POINTER
+from tests.retrain.test_registry import make_registry
+
+
+def test_list_says_when_the_pointer_names_a_version_that_is_not_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The listing marked nothing and said nothing, while the service fails to start on
+    that registry ("points at nothing")."""
+    reg = make_registry(tmp_path, 2)
+    (reg.root / POINTER).write_text(json.dumps({"version": "v9", "previous": []}))
+    assert main(["models", "list", "--registry", str(reg.root)]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()] == ["v1", "v2"]  # none marked
+    assert err == (
+        f"absa models: warning: {reg.root / POINTER} names version 'v9', which is not in "
+        f"{reg.root / 'versions'}; promote a version to mend it\n"
+    )
+
+
+@pytest.mark.parametrize("versions", [True, False])
+def test_promote_of_a_version_that_is_not_there_creates_nothing(
+    tmp_path: Path, versions: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lock, taken before the version was looked for, made .lock, .work and versions/
+    in the registry (on a read-only one: "Permission denied: .lock" instead of the
+    missing version)."""
+    root = tmp_path / "registry"
+    if versions:
+        root = make_registry(tmp_path, 1).root
+        (root / ".work").rmdir()  # init's, as a registry copied without it
+    else:  # a pointer alone: a registry whose versions are gone
+        root.mkdir()
+        (root / POINTER).write_text(json.dumps({"version": "v1", "previous": []}))
+    before = sorted(p.name for p in root.iterdir())
+    assert main(["models", "promote", "v7", "--registry", str(root)]) == 2
+    assert capsys.readouterr().err == f"absa models: error: no version 'v7' in {root}\n"
+    assert sorted(p.name for p in root.iterdir()) == before
