@@ -85,3 +85,15 @@ def setting_help(name: str, text: str | None = None, default: str | None = None)
     shown = default if default is not None else info.default
     about = (text or info.description or "").replace("%", "%%")
     return f"{about} (default: {shown}; env ABSA_{name.upper()})".lstrip()
+
+
+def check_new_out(out: Path, hint: str) -> None:
+    """An --out that exists, or lies under a file, refused before the work: the write at
+    the end would fail (naming a temporary path), or replace what the user had there."""
+    if out.exists() or out.is_symlink():
+        raise CLIError(f"{out} exists; {hint}")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CLIError(f"{parent} is not a directory; cannot write {out}")
+            return

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from absa.cli.common import CLIError
+from absa.cli.common import CLIError, check_new_out
 
 if TYPE_CHECKING:
     from absa.model.tagger_config import TaggerConfig
@@ -39,18 +39,6 @@ def is_extraction_model(path: Path) -> bool:
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
             return False
     return is_tag_run(Path(path))
-
-
-def _check_new(out: Path, hint: str) -> None:
-    """An --out that exists, or lies under a file, refused before the work: the write at
-    the end would fail (naming a temporary path), or replace what the user had there."""
-    if out.exists() or out.is_symlink():
-        raise CLIError(f"{out} exists; {hint}")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise CLIError(f"{parent} is not a directory; cannot write {out}")
-            return
 
 
 def _config(path: str | None) -> tuple[dict, dict]:
@@ -98,7 +86,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--task extract: unknown preset {args.preset!r}; choose {', '.join(PRESETS)}"
         )
-    _check_new(Path(args.out), "train into a new directory")
+    check_new_out(Path(args.out), "train into a new directory")
     if Path(f"{args.out}{PARTIAL}").exists():  # replaced at the first epoch, removed at the end
         raise CLIError(
             f"{args.out}{PARTIAL} exists: a killed run's best epoch so far (it exports); "
@@ -277,7 +265,7 @@ def cmd_export_extract(args: argparse.Namespace) -> int:
                              ("--top-map", getattr(args, "top_map", False))) if on]  # fmt: skip
     if given:
         raise CLIError(f"{' and '.join(given)}: for a sentiment model, not an extractor run")
-    _check_new(Path(args.out), "export into a new directory")  # before the export's work
+    check_new_out(Path(args.out), "export into a new directory")  # before the export's work
     meta = export_tag_run(
         Path(args.run), Path(args.out), name=args.name, version=args.version,
         quantize=args.quantize, expand_vocab=getattr(args, "expand_vocab", None),

@@ -12,7 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import EX_TEMPFAIL, MODEL_DEFAULT, CLIError, model_dir, on_sigterm
+from absa.cli.common import (
+    EX_TEMPFAIL,
+    MODEL_DEFAULT,
+    CLIError,
+    check_new_out,
+    model_dir,
+    on_sigterm,
+)
 
 if TYPE_CHECKING:
     from absa.training.presets import TrainConfig
@@ -313,7 +320,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CLIError(f"--expand-top-k is a number of words, >= 0, not {args.expand_top_k}")
     if is_extraction_model(Path(args.run)):
         return cmd_export_extract(args)
-
+    check_new_out(Path(args.out), "export into a new directory")  # before the export's work
     meta = export_run(
         Path(args.run),
         Path(args.out),

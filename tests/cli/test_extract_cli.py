@@ -374,9 +374,14 @@ def test_evaluate_on_a_file_without_sentences_is_an_error(
     assert code == 2 and out == "" and err == f"absa evaluate: error: {empty}: no sentences\n"
 
 
+@pytest.mark.parametrize("kind", ["tagger", "sentiment"])
 @pytest.mark.parametrize("where", ["exists", "under a file"])
-def test_export_of_an_extractor_refuses_a_bad_out_before_the_export(
-    tagger_run: Path, tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+def test_export_refuses_a_bad_out_before_the_export(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    kind: str,
+    where: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """An existing --out was said only after the ONNX export and its parity check; one
     under a file was "[Errno 17] File exists: 'afile'". Here the run cannot be exported
@@ -384,7 +389,7 @@ def test_export_of_an_extractor_refuses_a_bad_out_before_the_export(
     import shutil
 
     run = tmp_path / "run"
-    shutil.copytree(tagger_run, run)
+    shutil.copytree(request.getfixturevalue("tagger_run" if kind == "tagger" else "tiny_run"), run)
     (run / "weights.safetensors").unlink()
     if where == "exists":
         out = tmp_path / "art"
