@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import os
+import unicodedata
+from typing import TextIO
+
 # 256-colour backgrounds from pale to strong yellow/orange
 _SHADES = (231, 230, 229, 228, 227, 226, 220, 214, 208, 202)
 
 
+def use_color(stream: TextIO) -> bool:
+    """Shades on a terminal, unless NO_COLOR is set (https://no-color.org)."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _visible(text: str) -> str:
+    """``text`` with its control characters as symbols: an escape sequence in a user's
+    text must not drive the terminal, nor a newline break the heatmap's line. C0 controls
+    as their control pictures (ESC as U+241B), others (C1) as U+FFFD."""
+    if text.isprintable():
+        return text
+    return "".join(
+        (chr(0x2400 + ord(c)) if ord(c) < 0x20 else "\u2421" if c == "\x7f" else "\ufffd")
+        if unicodedata.category(c) == "Cc"
+        else c
+        for c in text
+    )
+
+
 def render(text: str, results: list[dict], color: bool) -> str:
+    text = _visible(text)  # one code point for one: the offsets still hold
     lines = []
     for r in results:
         weights = r.get("attention") or []

@@ -261,9 +261,9 @@ def _predict_categories(args: argparse.Namespace, device: str) -> int:
 
 def _print(args: argparse.Namespace, model_id: str, results: list[dict]) -> int:
     if args.explain:
-        from absa.cli.heatmap import render
+        from absa.cli.heatmap import render, use_color
 
-        sys.stderr.write(render(args.text, results, color=sys.stderr.isatty()) + "\n")
+        sys.stderr.write(render(args.text, results, color=use_color(sys.stderr)) + "\n")
     sys.stdout.write(json.dumps({"model": model_id, "results": results}) + "\n")
     return 0
 
