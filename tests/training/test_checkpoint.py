@@ -280,7 +280,7 @@ def test_the_cli_stops_with_75_and_resumes(
     assert "run written to" in capsys.readouterr().out
     assert len(json.loads((tmp_path / "r" / "history.json").read_text())) == 2
     assert main([*argv, "--stop-after", "-1"]) == 2
-    assert "--stop-after is minutes" in capsys.readouterr().err
+    assert "--stop-after is a number of minutes" in capsys.readouterr().err
     assert main([*argv, "--task", "extract", "--resume"]) == 2
     assert "--resume and --stop-after are for" in capsys.readouterr().err
 
