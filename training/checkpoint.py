@@ -131,6 +131,26 @@ def load(run_dir: Path, expected: str) -> dict | None:
     return state
 
 
+SOFT_ATOL = 1e-3  # the same teacher scored again (another engine, threads) differs by ~1e-5
+
+
+def check_targets(state: dict, soft: np.ndarray | None, run_dir: Path) -> None:
+    """Refuse to resume where the teacher's probabilities of the training items are not
+    those the run trained on so far (a teacher retrained or replaced at its path between
+    sessions). A checkpoint without them (written before they were kept) is taken as it is."""
+    theirs = state.get("soft")
+    if theirs is None or soft is None:  # none kept, or no teacher (the fingerprint says so)
+        return
+    same = theirs.shape == soft.shape and bool(np.allclose(theirs, soft, atol=SOFT_ATOL))
+    if not same:
+        diff = float(np.abs(theirs - soft).max()) if theirs.shape == soft.shape else None
+        raise CheckpointError(
+            f"{Path(run_dir) / CHECKPOINT}: the teacher's probabilities of the training items "
+            f"are not those the run trained on so far (max |diff| {diff}): the teacher changed; "
+            "restore it, or train into a new --out"
+        )
+
+
 def remove(run_dir: Path) -> None:
     """The checkpoint, and a half-written one a killed ``save`` left (as big as a whole one)."""
     path = Path(run_dir) / CHECKPOINT

@@ -147,7 +147,12 @@ def fit(
     # first: the first epoch this call trains; session: when it began (``stop_after`` counts
     # the reading, scoring and caching above: they spend the session's time too)
     first, session = 1, started
+    # the teacher's probabilities (None without one): not in the fingerprint (a teacher scored
+    # again through another engine differs in the last digits), compared with a tolerance
+    soft = None if data.soft is None else data.soft.detach().cpu().numpy()
     state = checkpoint.load(run_dir, key) if resume else None
+    if state is not None:
+        checkpoint.check_targets(state, soft, run_dir)
     within = None  # where the first epoch goes on from, when a checkpoint was written inside it
     # the code of every session this run trained in (a resumed run may span commits)
     versions = [*(state or {}).get("code_versions", [])]
@@ -163,7 +168,8 @@ def fit(
 
     def save_within(epoch: int, at: checkpoint.Within) -> None:
         state = snapshot(key, epoch - 1, parts, rng, history, best, started)
-        checkpoint.save(run_dir, {**state, "within": asdict(at), "code_versions": versions})
+        extra = {"within": asdict(at), "code_versions": versions, "soft": soft}
+        checkpoint.save(run_dir, {**state, **extra})
         log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
 
     def stopped(where: str) -> RunResult:
@@ -202,7 +208,7 @@ def fit(
                 break
             if epoch < tcfg.epochs:
                 state = snapshot(key, epoch, parts, rng, history, best, started)
-                checkpoint.save(run_dir, {**state, "code_versions": versions})
+                checkpoint.save(run_dir, {**state, "code_versions": versions, "soft": soft})
                 late = stop_after is not None and time.time() - session > stop_after
                 if late or checkpoint.STOP.is_set():
                     return stopped(f"after epoch {epoch}")

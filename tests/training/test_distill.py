@@ -212,3 +212,27 @@ def test_the_teacher_cache_scores_only_new_examples_chunk_by_chunk(
     assert asked == [len(more)] and len(_shards(tmp_path)) == 4
     probs, got = cached_scores(tmp_path, liar, [], score, chunk=3)  # nothing asked
     assert probs.shape == (0, len(names)) and got == names and asked == [len(more)]
+
+
+def test_a_resume_after_the_teacher_changed_is_refused(
+    liar: Path, tiny_run: Path, small_glove: Path, tmp_path: Path
+) -> None:
+    """The checkpoint's fingerprint covers the configs and the items, not the teacher's
+    probabilities: a teacher retrained (or replaced) at the same path between two sessions
+    would have steered the rest of the run with other targets, unseen."""
+    from absa.training.checkpoint import CheckpointError
+
+    teacher = tmp_path / "teacher"
+    shutil.copytree(liar, teacher)
+    examples = synthetic_examples(12, seed=0)
+    preset = tiny_preset("atae-lstm", small_glove)
+    preset = replace(preset, train=replace(preset.train, teacher=str(teacher), epochs=2))
+    run = tmp_path / "run"
+    assert fit(examples, examples, preset, run, progress=False, stop_after=0).stopped
+    shutil.rmtree(teacher)
+    shutil.copytree(tiny_run, teacher)  # another teacher where the first one was
+    with pytest.raises(CheckpointError, match="teacher's probabilities"):
+        fit(examples, examples, preset, run, progress=False, resume=True)
+    shutil.rmtree(teacher)
+    shutil.copytree(liar, teacher)  # the same teacher again: the run goes on
+    assert not fit(examples, examples, preset, run, progress=False, resume=True).stopped
