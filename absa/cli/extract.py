@@ -22,7 +22,7 @@ log = logging.getLogger("absa")
 
 HELDOUT_EMPTY = "heldout_empty.jsonl"
 PARTIAL = ".partial"  # <out>.partial: the best epoch so far of a run still training
-HELDOUT_EMPTY_DEFAULT = 200  # `absa train --heldout-empty`'s default (absa/cli/train.py)
+HELDOUT_EMPTY_DEFAULT = 200  # `absa train --task extract --heldout-empty`'s default
 
 
 def is_extraction_model(path: Path) -> bool:
@@ -92,10 +92,12 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
             f"{args.out}{PARTIAL} exists: a killed run's best epoch so far (it exports); "
             "move it away, or train into a new directory"
         )
+    if args.dev and args.heldout_empty is not None:  # nothing is held out there
+        raise CLIError("--heldout-empty: for a run without --dev (its dev split is held out)")
+    if args.heldout_empty is None:
+        args.heldout_empty = HELDOUT_EMPTY_DEFAULT
     if args.heldout_empty < 0:  # [:-5]: every aspect-free sentence but the last five
         raise CLIError(f"--heldout-empty is a number of sentences, >= 0, not {args.heldout_empty}")
-    if args.dev and args.heldout_empty != HELDOUT_EMPTY_DEFAULT:  # nothing is held out there
-        raise CLIError("--heldout-empty: for a run without --dev (its dev split is held out)")
     sentiment_only = {
         "--dev-seed": args.dev_seed is not None,
         "--skip-invalid": args.skip_invalid,

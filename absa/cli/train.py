@@ -110,6 +110,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--threads is at least 1, not {args.threads}")
     if args.task == "extract" and (args.resume or args.stop_after is not None):
         raise CLIError("--resume and --stop-after are for --task terms and category")
+    if args.task != "extract" and args.heldout_empty is not None:  # read by extract alone
+        raise CLIError("--heldout-empty is for --task extract")
     if args.task == "extract":
         from absa.cli.extract import cmd_train_extract
 
@@ -408,7 +410,7 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--heldout-empty",
         type=int,
-        default=200,
+        default=None,
         help="--task extract without --dev: aspect-free training sentences kept out of "
         "training and dev, for a precision check (written to heldout_empty.jsonl) "
         "(default: 200)",

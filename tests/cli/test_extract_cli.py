@@ -346,6 +346,8 @@ def test_a_killed_runs_partial_is_not_thrown_away_by_the_next_run(
     [
         (["--heldout-empty", "-5"], "--heldout-empty is a number of sentences, >= 0, not -5"),
         (["--heldout-empty", "50", "--dev", "DEV"], "--heldout-empty: for a run without --dev"),
+        (["--heldout-empty", "200", "--dev", "DEV"], "--heldout-empty: for a run without --dev"),
+        (["--heldout-empty", "50", "--task", "terms"], "--heldout-empty is for --task extract"),
     ],
 )
 def test_heldout_empty_that_would_do_the_wrong_thing_is_refused(
