@@ -47,7 +47,7 @@ from absa.model.card import calibration_lines  # noqa: E402
 from absa.model.recalibrate import logits, recalibrate, temperature_of  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.presets import TrainConfig  # noqa: E402
-from absa.training.readers import drop_overlap, read_many  # noqa: E402
+from absa.training.readers import bracket_free, drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train_data import split_dev, split_dev_of_first  # noqa: E402
 from absa.training.union import combine_more  # noqa: E402
@@ -84,6 +84,14 @@ def rebuild_dev(meta: dict) -> list[Example]:
     )
     examples = read_many(recorded_files(data["train"])).examples
     excluded = read_many(recorded_files(data["exclude"])).examples
+
+    def last_look(items: list) -> list:
+        """absa train's second look for --exclude's sentences (absa/cli/train.py _last_look),
+        in runs that made it (it is recorded)."""
+        if "excluded_bracket_forms" not in data:
+            return items
+        return drop_overlap(items, excluded, key=bracket_free)[0]
+
     if data.get("train_more"):  # absa train --train-more (absa/cli/train.py _train_more)
         more = [(f, read_many([f]).examples) for f in recorded_files(data["train_more"])]
         examples, reports = combine_more(examples, more, {"exclude": excluded})
@@ -91,12 +99,14 @@ def rebuild_dev(meta: dict) -> list[Example]:
         if "(not --train-more)" in train["dev_split"]:  # --dev-from-train: --train's alone
             n = reports[0].kept
             rest, dev = split_dev_of_first(examples, n, split.dev_fraction, split.split_seed)
+            rest, dev = last_look(rest), last_look(dev)  # after the split
             given = rest  # what fit was given as train: dev was held out before
         else:
-            given = examples
-            rest, dev = split_dev(examples, split.dev_fraction, split.split_seed)
+            given = last_look(examples)
+            rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
     else:
         given, dropped = drop_overlap(examples, excluded)
+        given = last_look(given)
         rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
     counts = {lab: sum(e.label == lab for e in given) for lab in meta["labels"]}
     got = (dropped, counts, len(rest), len(dev))

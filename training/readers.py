@@ -731,11 +731,27 @@ class HasText(Protocol):
 T = TypeVar("T", bound=HasText)
 
 
-def drop_overlap(examples: Sequence[T], reference: Iterable[HasText]) -> tuple[list[T], int]:
+def drop_overlap(
+    examples: Sequence[T],
+    reference: Iterable[HasText],
+    key: Callable[[str], str] = normalise_text,
+) -> tuple[list[T], int]:
     """The examples (anything with a sentence ``text``: examples, sentences, transfer-set
     candidates) whose sentence does not occur in ``reference`` (e.g. test sets), and how many
-    were dropped, texts compared by ``normalise_text``. Public ABSA sets share sentences
-    (MAMS and SemEval-2014 restaurants)."""
-    banned = {normalise_text(e.text) for e in reference}
-    kept = [e for e in examples if normalise_text(e.text) not in banned]
+    were dropped, texts compared by ``key`` (``normalise_text``; ``bracket_free`` also
+    matches the two spellings of brackets). Public ABSA sets share sentences (MAMS and
+    SemEval-2014 restaurants)."""
+    banned = {key(e.text) for e in reference}
+    kept = [e for e in examples if key(e.text) not in banned]
     return kept, len(examples) - len(kept)
+
+
+_PTB_BRACKET = re.compile(r"-(?:LRB|RRB|LSB|RSB|LCB|RCB)-", re.IGNORECASE)
+
+
+def bracket_free(text: str) -> str:
+    """``normalise_text`` of the text without its Penn Treebank bracket tokens: the
+    SemEval-2014 .seg files and Twitter write "(" as -LRB-, MAMS and the rest write "(", and
+    ``normalise_text`` keeps the "lrb" (Rest14 test's "-LRB- including 2 drinks" is MAMS
+    train's "(including 2 drinks")."""
+    return normalise_text(_PTB_BRACKET.sub(" ", text))

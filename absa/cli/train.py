@@ -188,6 +188,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         info["excluded_overlap"] = dropped
         log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
     transfer = _transfer(args, info, excluded) if args.transfer else []
+    if excluded:
+        examples, dev, transfer = _last_look(examples, dev, transfer, excluded, info)
     # read now: a missing or bad --eval file found after hours of training lost the report
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []
@@ -228,6 +230,33 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
     )
     return 0
+
+
+def _last_look(
+    examples: list, dev: list | None, transfer: list, excluded: list, info: dict
+) -> tuple[list, list | None, list]:
+    """--exclude's sentences looked for once more in train, dev and the transfer set, their
+    brackets in either spelling (``bracket_free``: Rest14's test file writes "-LRB-", MAMS
+    train "(": one Rest14 test sentence reached training that way). After the dev split
+    ``--dev-from-train`` made, so that every other sentence stays on its side: a teacher and
+    its students share that split. (Without it, dev is held out of what is left.)"""
+    from absa.training.readers import bracket_free, drop_overlap
+
+    examples, n_train = drop_overlap(examples, excluded, key=bracket_free)
+    n_dev = 0
+    if dev is not None:
+        dev, n_dev = drop_overlap(dev, excluded, key=bracket_free)
+        if not dev:
+            raise CLIError("every dev sentence is in an --exclude file: nothing left to select on")
+    transfer, n_transfer = drop_overlap(transfer, excluded, key=bracket_free)
+    info["excluded_bracket_forms"] = {"train": n_train, "dev": n_dev, "transfer": n_transfer}
+    if n_train + n_dev + n_transfer:
+        log.warning(
+            "dropped %d training, %d dev and %d transfer example(s) whose sentence is in an "
+            "--exclude file with its brackets spelt the other way (-LRB- or \"(\")",
+            n_train, n_dev, n_transfer,
+        )  # fmt: skip
+    return examples, dev, transfer
 
 
 def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[list, list]:

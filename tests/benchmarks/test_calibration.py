@@ -101,3 +101,37 @@ def test_a_result_file_of_another_artifact_by_the_same_name_is_never_reused(
     artifact.write_metadata(first, meta)
     with pytest.raises(SystemExit, match="give --results DIR"):
         reusable(out, identity(first))
+
+
+@pytest.mark.parametrize("more", [False, True])
+def test_the_dev_split_of_a_run_with_a_bracket_spelt_test_sentence_rebuilds(
+    tmp_path: Path, small_glove: Path, more: bool
+) -> None:
+    """absa train drops --exclude's sentences a second time, brackets in either spelling,
+    after a --dev-from-train split: the rebuilt split must make the same second look."""
+    from absa.cli import main
+    from absa.training.records import Example
+    from tests.helpers import synthetic_examples, tiny_config, write_3line, write_jsonl
+
+    text = "The food was good, but (including 2 drinks, $100/person)."
+    leak = [
+        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
+        for i, t in enumerate(("drinks", "food"))
+    ]
+    examples = synthetic_examples(24, seed=3)
+    train = write_jsonl(tmp_path / "train.jsonl", [*examples[:12], *leak, *examples[12:]])
+    ptb = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
+    at = ptb.index("food")
+    test = write_3line(tmp_path / "test.seg", [Example(ptb, at, at + 4, "positive", "t")])
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
+    run, art = tmp_path / "run", tmp_path / "art"
+    argv = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]
+    argv += ["--train-more", str(train), "--dev-from-train"] if more else []
+    assert main([*argv, "--out", str(run), "--quiet"]) == 0
+    assert main(["export", "--run", str(run), "--out", str(art), "--no-calibrate"]) == 0
+    meta = artifact.read_metadata(art)
+    assert sum(meta["train"]["data"]["excluded_bracket_forms"].values()) == 2
+    dev = rebuild_dev(meta)  # checks n_train, n_dev, label counts and supports
+    assert [e.text for e in dev] == [
+        json.loads(line)["text"] for line in (run / "dev.jsonl").read_text().splitlines()
+    ]

@@ -135,6 +135,36 @@ def test_train_excludes_sentences_of_other_files(
     assert info["data"]["exclude"][0]["path"] == str(test)
 
 
+LEAK = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
+
+
+@pytest.mark.parametrize("more", [False, True])
+def test_a_test_sentence_with_brackets_spelt_otherwise_is_excluded(
+    tmp_path: Path, small_glove: Path, more: bool
+) -> None:
+    """Rest14's test file writes "(" as -LRB-, MAMS train writes "(": normalise_text kept the
+    "lrb", and one Rest14 test sentence (2 aspects) was trained on. With --train-more and
+    --dev-from-train it goes after the split, which every other sentence keeps."""
+    text = "The food was good, but (including 2 drinks, $100/person)."
+    leak = [
+        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
+        for i, t in enumerate(("drinks", "food"))
+    ]
+    train = write_jsonl(tmp_path / "train.jsonl", [*EXAMPLES, *leak])
+    start = LEAK.index("food")
+    test = write_3line(tmp_path / "test.seg", [Example(LEAK, start, start + 4, "positive", "t")])
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]
+    argv += ["--train-more", str(train), "--dev-from-train"] if more else []
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    info = read_info(out)
+    dropped = info["data"]["excluded_bracket_forms"]
+    assert dropped["train"] + dropped["dev"] == 2
+    assert info["n_train"] + info["n_dev"] == len(EXAMPLES)
+    assert "100/person" not in (out / "dev.jsonl").read_text()
+
+
 @pytest.mark.parametrize("more", [False, True])
 def test_an_exclude_file_that_gives_no_sentence_is_refused(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], more: bool

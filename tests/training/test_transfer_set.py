@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
 from absa.training.readers import normalise_text, read_examples
-from absa.training.transfer_set import candidates, write_jsonl
+from absa.training.records import Example
+from absa.training.substitute import copies, sentence_copies
+from absa.training.transfer_set import Candidate, candidates, write_jsonl
 
 
 def _extract(texts: list[str]) -> list[list[tuple[int, int, float]]]:
@@ -44,3 +48,35 @@ def test_confidence_threshold(tmp_path: Path) -> None:
     train.write_text("The $T$ was great but the service was slow .\nfood\n1\n", encoding="utf-8")
     examples = read_examples(train).examples
     assert candidates(examples, _extract, set(), min_confidence=1.01) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="left for a series boundary (the transfer files would no longer match their "
+    "records): the banned forms are normalise_text's, which keeps -LRB-'s 'lrb' (Rest14 test) "
+    "where MAMS train writes '('; absa train's second look (bracket_free) drops such a "
+    "candidate at training time",
+)
+def test_test_sentence_in_another_bracket_spelling_gives_no_candidate_or_copy() -> None:
+    # the caller bans test sentences by normalise_text; Rest14's test file writes "(" as
+    # -LRB-, MAMS train (whose sentences reach the transfer set) writes "("
+    test = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
+    banned = {normalise_text(test)}
+    text = "The food was good, but (including 2 drinks, $100/person)."
+    start = text.index("drinks")
+    train = [Example(text, start, start + 6, "neutral", "mams/train.xml:7")]
+    calls: list[list[str]] = []
+
+    def extract(texts: list[str]) -> list[list[tuple[int, int, float]]]:
+        calls.append(texts)
+        return [[(4, 8, 0.9)] for _ in texts]
+
+    assert candidates(train, extract, banned) == []
+    assert calls == [[]]
+    found = [Candidate(text, start, start + 6, 1.0, "mams/train.xml:7")]
+    near = {"good": ["great"], "food": ["meal"]}
+    assert copies(found, near, banned, n=3, p=1.0) == []
+    assert sentence_copies([text], near, banned, n=3, p=1.0) == []
+    # a PTB-spelled training sentence against a test file written with brackets
+    ptb = Candidate(test, 4, 8, 1.0, "rest.seg:1")
+    assert copies([ptb], near, {normalise_text(text)}, n=3, p=1.0) == []

@@ -150,3 +150,33 @@ def test_combine_more_is_train_then_fresh_files(files: dict[str, list]) -> None:
     assert train.name == "--train" and train.seen_before == 0
     assert (new.seen_before, new.kept) == (3, 1)
     assert [e.term for e in kept] == ["soup", "sushi", "sushi", "tv"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="left for a series boundary: combine's test check is normalise_text's, which keeps "
+    "-LRB-'s 'lrb', so Rest14 test's -LRB- spelling misses MAMS train's '(' (1 test sentence, "
+    "2 examples); dropping it here reshuffles --dev-from-train's split, which a teacher and "
+    "its students share. absa train's second look (bracket_free, after the split) drops it",
+)
+def test_test_sentence_in_penn_treebank_brackets_is_dropped(tmp_path: Path) -> None:
+    # Rest14's test file writes "(" as -LRB-; MAMS train holds the same sentence with "(":
+    # normalise_text keeps "lrb", so the two spellings differed and the sentence was trained on
+    test = _read(
+        tmp_path,
+        "test.seg",
+        [("The $T$ was good , but -LRB- including 2 drinks , $ 100/person -RRB- ...", "food", "1")],
+    )
+    mams = tmp_path / "train.xml"
+    text = "The food was good, but (including 2 drinks, $100/person)."
+    mams.write_text(
+        f'<sentences><sentence><text>{text}</text><aspectTerms><aspectTerm term="drinks" '
+        f'polarity="neutral" from="34" to="40"/></aspectTerms></sentence></sentences>',
+        encoding="utf-8",
+    )
+    train = read_examples(mams).examples
+    kept, (rep,) = combine([("mams", train)], {"rest14": test})
+    assert kept == [] and rep.test_hits == {"rest14": 1}
+    # and the other way round: a PTB-spelled training sentence, a test file with brackets
+    kept, (rep,) = combine([("rest", test)], {"mams": train})
+    assert kept == [] and rep.test_overlap == 1
