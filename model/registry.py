@@ -75,6 +75,9 @@ class Registry:
         if not cls.looks_like(root):
             what = "does not exist" if not Path(root).exists() else "is not a model registry"
             raise RegistryError(f"{root} {what} (no {POINTER} and no versions/)")
+        versions = Path(root) / "versions"
+        if versions.exists() and not versions.is_dir():  # nothing would list or promote
+            raise RegistryError(f"{versions} is not a directory: {root} is not a model registry")
         return cls(root)
 
     @staticmethod

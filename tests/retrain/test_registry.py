@@ -373,6 +373,12 @@ def test_open_refuses_what_is_not_a_registry(tmp_path: Path) -> None:
         Registry.open(tmp_path / "plain")
     reg = make_registry(tmp_path, 1)
     assert Registry.open(reg.root).versions() == ["v1"]
+    odd = tmp_path / "odd"  # a pointer, and versions a file: it listed nothing, promoted nothing
+    odd.mkdir()
+    (odd / "CURRENT").write_text('{"version": "v1", "previous": []}')
+    (odd / "versions").write_text("not a directory\n")
+    with pytest.raises(RegistryError, match="versions is not a directory"):
+        Registry.open(odd)
 
 
 def test_clean_work_removes_pointer_temporaries(tmp_path: Path) -> None:
