@@ -295,6 +295,11 @@ function loadModel() {
 $("api-key").value = sessionStorage.getItem(KEY) || "";
 $("api-key").addEventListener("change", () => {
   const key = $("api-key").value.trim();
+  // a header value fetch can send: other characters made every call "Could not reach"
+  if (/[^\x21-\x7e]/.test(key)) {
+    showError("An API key is plain ASCII text (no spaces): this one has other characters.");
+    return;
+  }
   if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
   showError("");
   loadModel();
