@@ -47,7 +47,7 @@ from absa.model.card import calibration_lines  # noqa: E402
 from absa.model.recalibrate import logits, recalibrate, temperature_of  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.presets import TrainConfig  # noqa: E402
-from absa.training.readers import bracket_free, drop_overlap, read_many  # noqa: E402
+from absa.training.readers import bracket_free, drop_overlap, normalise_text, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train_data import split_dev, split_dev_of_first  # noqa: E402
 from absa.training.union import combine_more  # noqa: E402
@@ -84,6 +84,8 @@ def rebuild_dev(meta: dict) -> list[Example]:
     )
     examples = read_many(recorded_files(data["train"])).examples
     excluded = read_many(recorded_files(data["exclude"])).examples
+    # how absa train matched sentences: bracket_free since it is recorded, normalise_text before
+    key = bracket_free if data.get("sentence_key") == "bracket_free" else normalise_text
 
     def last_look(items: list) -> list:
         """absa train's second look for --exclude's sentences (absa/cli/train.py _last_look),
@@ -94,7 +96,7 @@ def rebuild_dev(meta: dict) -> list[Example]:
 
     if data.get("train_more"):  # absa train --train-more (absa/cli/train.py _train_more)
         more = [(f, read_many([f]).examples) for f in recorded_files(data["train_more"])]
-        examples, reports = combine_more(examples, more, {"exclude": excluded})
+        examples, reports = combine_more(examples, more, {"exclude": excluded}, key)
         dropped = sum(r.test_overlap for r in reports)
         if "(not --train-more)" in train["dev_split"]:  # --dev-from-train: --train's alone
             n = reports[0].kept
@@ -105,7 +107,7 @@ def rebuild_dev(meta: dict) -> list[Example]:
             given = last_look(examples)
             rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
     else:
-        given, dropped = drop_overlap(examples, excluded)
+        given, dropped = drop_overlap(examples, excluded, key)
         given = last_look(given)
         rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
     counts = {lab: sum(e.label == lab for e in given) for lab in meta["labels"]}

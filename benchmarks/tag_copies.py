@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE, load_glove  # noqa: E402
-from absa.training.readers import normalise_text  # noqa: E402
+from absa.training.readers import bracket_free  # noqa: E402
 from absa.training.sentences import read_sentences  # noqa: E402
 from absa.training.substitute import nearest_words, sentence_copies  # noqa: E402
 from absa.training.tag_select import source_name  # noqa: E402
@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     held = [args.split_of / "dev.jsonl", args.split_of / "heldout_empty.jsonl"]
     if not held[0].is_file():
         ap.error(f"--split-of: no {held[0]}")
-    banned = {normalise_text(s.text) for s in read_sentences([str(f) for f in held if f.is_file()])}
+    banned = {bracket_free(s.text) for s in read_sentences([str(f) for f in held if f.is_file()])}
     tests = read_sentences([str(d / f) for f in TESTS.values()])
-    banned |= {normalise_text(s.text) for s in tests}
+    banned |= {bracket_free(s.text) for s in tests}
     sentences = read_sentences([str(d / f) for f in args.train])
     words, vectors = load_glove(args.vectors)
     near = nearest_words(words, vectors, vocab=args.vocab)

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor  # noqa: E402
-from absa.training.readers import normalise_text, read_examples  # noqa: E402
+from absa.training.readers import bracket_free, read_examples  # noqa: E402
 from absa.training.transfer_set import candidates, write_jsonl  # noqa: E402
 from absa.training.union import combine  # noqa: E402
 from benchmarks.datasets import TRAIN_ONLY, test_files, union_files  # noqa: E402
@@ -40,7 +40,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     tests = {n: read_examples(p).examples for n, p in test_files().items()}
-    banned = {normalise_text(e.text) for ex in tests.values() for e in ex}
+    banned = {bracket_free(e.text) for ex in tests.values() for e in ex}
     files = [(n, read_examples(p).examples) for n, p in union_files(new=True)]
     train, _ = combine(files, tests, fresh=frozenset(TRAIN_ONLY))
     ext = Extractor.load(DEFAULT_EXTRACTOR_DIR, threads=1)

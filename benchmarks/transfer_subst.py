@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import load_glove  # noqa: E402
-from absa.training.readers import normalise_text, read_examples  # noqa: E402
+from absa.training.readers import bracket_free, read_examples  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from absa.training.substitute import (  # noqa: E402
     copies,
@@ -62,9 +62,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
 
     banned = {
-        normalise_text(e.text) for p in test_files().values() for e in read_examples(p).examples
+        bracket_free(e.text) for p in test_files().values() for e in read_examples(p).examples
     }
-    dev = {normalise_text(e.text) for e in read_dev_examples(args.dev_of)}
+    dev = {bracket_free(e.text) for e in read_dev_examples(args.dev_of)}
     found: list[Candidate] = []
     for name in DATASETS:
         for e in read_examples(paths(name)["train"]).examples:
@@ -74,7 +74,7 @@ def main() -> None:
         found = from_sources(found, args.only)
         if not found:
             raise SystemExit(f"no aspect comes from a file ending in {' or '.join(args.only)}")
-    keep = [c for c in found if normalise_text(c.text) not in banned | dev]  # for the counts
+    keep = [c for c in found if bracket_free(c.text) not in banned | dev]  # for the counts
     words, vectors = load_glove(args.vectors)
     near = nearest_words(words, vectors, k=args.k, min_cosine=args.min_cosine)
     for w in words[: args.skip_top]:

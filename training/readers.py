@@ -731,21 +731,6 @@ class HasText(Protocol):
 T = TypeVar("T", bound=HasText)
 
 
-def drop_overlap(
-    examples: Sequence[T],
-    reference: Iterable[HasText],
-    key: Callable[[str], str] = normalise_text,
-) -> tuple[list[T], int]:
-    """The examples (anything with a sentence ``text``: examples, sentences, transfer-set
-    candidates) whose sentence does not occur in ``reference`` (e.g. test sets), and how many
-    were dropped, texts compared by ``key`` (``normalise_text``; ``bracket_free`` also
-    matches the two spellings of brackets). Public ABSA sets share sentences (MAMS and
-    SemEval-2014 restaurants)."""
-    banned = {key(e.text) for e in reference}
-    kept = [e for e in examples if key(e.text) not in banned]
-    return kept, len(examples) - len(kept)
-
-
 _PTB_BRACKET = re.compile(r"-(?:LRB|RRB|LSB|RSB|LCB|RCB)-", re.IGNORECASE)
 
 
@@ -755,3 +740,18 @@ def bracket_free(text: str) -> str:
     ``normalise_text`` keeps the "lrb" (Rest14 test's "-LRB- including 2 drinks" is MAMS
     train's "(including 2 drinks")."""
     return normalise_text(_PTB_BRACKET.sub(" ", text))
+
+
+def drop_overlap(
+    examples: Sequence[T],
+    reference: Iterable[HasText],
+    key: Callable[[str], str] = bracket_free,
+) -> tuple[list[T], int]:
+    """The examples (anything with a sentence ``text``: examples, sentences, transfer-set
+    candidates) whose sentence does not occur in ``reference`` (e.g. test sets), and how many
+    were dropped, texts compared by ``key`` (``bracket_free``: punctuation, spaces, case and
+    the spelling of brackets aside; runs made before it compared by ``normalise_text``).
+    Public ABSA sets share sentences (MAMS and SemEval-2014 restaurants)."""
+    banned = {key(e.text) for e in reference}
+    kept = [e for e in examples if key(e.text) not in banned]
+    return kept, len(examples) - len(kept)

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 from absa.model.text import tokenize
-from absa.training.readers import normalise_text
+from absa.training.readers import bracket_free
 from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)
@@ -118,11 +118,11 @@ def _copies_of(
     banned: set[str], n: int, p: float, seed: int, seen: set[str],
 ) -> Iterator[tuple[int, str, list[tuple[int, int]]]]:  # fmt: skip
     """Up to ``n`` copies of ``text`` (copy number, copy, where its ``spans`` went): none
-    that ``seen`` holds (each one made is added to it) or whose ``normalise_text`` form is
+    that ``seen`` holds (each one made is added to it) or whose ``bracket_free`` form is
     ``banned``."""
     for i in range(n):
         made = _copy(text, spans, near, p, _rng(seed, text, i))
-        if made is None or made[0] in seen or normalise_text(made[0]) in banned:
+        if made is None or made[0] in seen or bracket_free(made[0]) in banned:
             continue
         seen.add(made[0])
         yield i, *made
@@ -134,13 +134,13 @@ def copies(
 ) -> list[Candidate]:  # fmt: skip
     """``n`` substitution copies of each sentence of ``found`` (candidates or annotated aspects
     as candidates), every aspect of the sentence in each: unlabelled candidates whose source
-    is ``subst<i>:<the aspect's source>``. Sentences whose ``normalise_text`` form is
+    is ``subst<i>:<the aspect's source>``. Sentences whose ``bracket_free`` form is
     ``banned`` (test and dev sentences) are not copied, nor is a copy kept that turns into
     one. A copy equal to the sentence or to an earlier copy is not repeated, so a sentence
     with few replaceable words gets fewer."""
     by_text: dict[str, list[Candidate]] = {}
     for c in found:
-        if normalise_text(c.text) not in banned:
+        if bracket_free(c.text) not in banned:
             by_text.setdefault(c.text, []).append(c)
     out: list[Candidate] = []
     for text, group in by_text.items():
@@ -159,13 +159,13 @@ def sentence_copies(
 ) -> list[tuple[str, int]]:  # fmt: skip
     """``n`` substitution copies of each text, any word replaceable (aspect words too: a
     tagger's teacher labels the copy, and a neighbour of a term is often a term it never
-    saw): (copy, index of its text) pairs. Texts whose ``normalise_text`` form is ``banned``
+    saw): (copy, index of its text) pairs. Texts whose ``bracket_free`` form is ``banned``
     are not copied, nor is a copy kept that turns into one; a copy equal to its text or to an
     earlier copy is not repeated. Deterministic, as ``copies``."""
     out: list[tuple[str, int]] = []
     seen: set[str] = set()
     for k, text in enumerate(texts):
-        if normalise_text(text) in banned or text in seen:
+        if bracket_free(text) in banned or text in seen:
             continue
         seen.add(text)
         out += [(new, k) for _, new, _ in _copies_of(text, (), near, banned, n, p, seed, seen)]

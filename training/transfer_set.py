@@ -3,7 +3,7 @@
 An aspect term extractor tags every training sentence; a span that overlaps no annotated
 aspect of that sentence is a candidate, for a teacher to label (its probabilities become the
 student's only target for it: ``absa train --transfer``, ``training/distill.py``). Sentences
-of any test set are never used: ``banned`` holds their ``normalise_text`` forms.
+of any test set are never used: ``banned`` holds their ``bracket_free`` forms.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from absa.training.readers import normalise_text
+from absa.training.readers import bracket_free
 from absa.training.records import DataError, Example
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def candidates(
     at ``min_confidence`` or above; sentences whose normalised form is ``banned`` are skipped."""
     by_text: dict[str, list[Example]] = {}
     for e in examples:
-        if normalise_text(e.text) not in banned:
+        if bracket_free(e.text) not in banned:
             by_text.setdefault(e.text, []).append(e)
     texts = list(by_text)
     out: list[Candidate] = []

@@ -5,7 +5,11 @@ Public ABSA sets share sentences: MAMS and SemEval-2014 restaurants, and SemEval
 restaurants repeats 578 sentences of SemEval-2014 restaurants train (2 of its test, 9 of
 MAMS test), in another tokenisation. ``combine`` decides, file by file in the order given:
 
-- an example whose sentence (``normalise_text``) occurs in a test set is dropped; it is
+Sentences are compared by ``key``: ``bracket_free`` (case, spaces, punctuation and the
+spelling of brackets aside: Rest14's test file writes "-LRB-" where MAMS train writes "(");
+runs made before it (no ``sentence_key`` in their run.json) compared by ``normalise_text``.
+
+- an example whose sentence occurs in a test set is dropped; it is
   counted once however many test sets hold its sentence (``test_overlap``), and each test
   set's share is listed too (``test_hits``: an example may count under two sets there);
 - from the files marked ``fresh``, an example whose sentence already came from an earlier
@@ -22,10 +26,10 @@ MAMS test), in another tokenisation. ``combine`` decides, file by file in the or
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from absa.training.readers import normalise_text
+from absa.training.readers import bracket_free
 from absa.training.records import Example, Labelled
 from absa.training.substitute import comes_from
 
@@ -51,18 +55,19 @@ class FileReport:
         return asdict(self)
 
 
-def _key(e: Example) -> tuple[str, str]:
-    return normalise_text(e.text), normalise_text(e.term)
-
-
 def combine(
     files: Sequence[tuple[str, Sequence[Example]]],
     tests: Mapping[str, Sequence[Example]],
     fresh: frozenset[str] = frozenset(),
+    key: Callable[[str], str] = bracket_free,
 ) -> tuple[list[Example], list[FileReport]]:
     """The training examples of ``files`` (name, examples) in order, without test sentences,
     and the files named in ``fresh`` without sentences an earlier file gave; a report per file."""
-    banned = {name: {normalise_text(e.text) for e in ex} for name, ex in tests.items()}
+
+    def _key(e: Example) -> tuple[str, str]:
+        return key(e.text), key(e.term)
+
+    banned = {name: {key(e.text) for e in ex} for name, ex in tests.items()}
     sentences: set[str] = set()  # of the files kept so far
     labels: dict[tuple[str, str], set[str]] = {}  # (sentence, aspect) -> labels so far
     out: list[Example] = []
@@ -114,11 +119,12 @@ def combine_more(
     train: Sequence[Example],
     more: Sequence[tuple[str, Sequence[Example]]],
     tests: Mapping[str, Sequence[Example]],
+    key: Callable[[str], str] = bracket_free,
 ) -> tuple[list[Example], list[FileReport]]:
     """``absa train --train-more``'s union: --train's examples (reported as ``--train``), then
     each of ``more`` (name, examples) without the sentences an earlier file gave, all without
     ``tests``' sentences. The training run and whatever rebuilds its split both call this."""
-    return combine([("--train", train), *more], tests, fresh=frozenset(n for n, _ in more))
+    return combine([("--train", train), *more], tests, frozenset(n for n, _ in more), key)
 
 
 def oversample(

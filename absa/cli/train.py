@@ -172,6 +172,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         "dev": _data_info(args.dev or []),
         "skipped_invalid": len(train.skipped),
         "skipped_invalid_dev": len(dev_read.skipped) if dev_read is not None else 0,
+        # how --exclude's and --train-more's sentences were matched (training/union.py);
+        # benchmarks/calibration.py rebuilds the split of a run without it by normalise_text
+        "sentence_key": "bracket_free",
     }
     examples, excluded = train.examples, []
     dev_source = "file"
@@ -237,9 +240,10 @@ def _last_look(
 ) -> tuple[list, list | None, list]:
     """--exclude's sentences looked for once more in train, dev and the transfer set, their
     brackets in either spelling (``bracket_free``: Rest14's test file writes "-LRB-", MAMS
-    train "(": one Rest14 test sentence reached training that way). After the dev split
-    ``--dev-from-train`` made, so that every other sentence stays on its side: a teacher and
-    its students share that split. (Without it, dev is held out of what is left.)"""
+    train "(": one Rest14 test sentence reached training that way before the first look
+    compared sentences so too). What it finds now is a --dev file's: train and the transfer
+    set were looked at already, by the same key, before any split, so a teacher and its
+    students (--dev-from-train) hold out the same dev split."""
     from absa.training.readers import bracket_free, drop_overlap
 
     examples, n_train = drop_overlap(examples, excluded, key=bracket_free)

@@ -63,7 +63,9 @@ def test_no_setup_trains_on_what_it_is_scored_on(data: Data, scored: set[str], s
         assert left_out not in [r["name"] for r in reports]
     # the four original sets are combined exactly as the shipped model's `--exclude`
     dropped = {r["name"]: r["test_overlap"] for r in reports[:4]}
-    assert dropped == {"rest14": 45, "lap14": 1, "twitter": 4, "mams": 21}
+    # (mams 21 until sentences were compared by bracket_free: one Rest14 test sentence,
+    # spelt with -LRB- there, is 2 MAMS training examples with "(")
+    assert dropped == {"rest14": 45, "lap14": 1, "twitter": 4, "mams": 23}
     assert all(r["seen_before"] == 0 for r in reports[:4])
 
 

@@ -143,8 +143,8 @@ def test_a_test_sentence_with_brackets_spelt_otherwise_is_excluded(
     tmp_path: Path, small_glove: Path, more: bool
 ) -> None:
     """Rest14's test file writes "(" as -LRB-, MAMS train writes "(": normalise_text kept the
-    "lrb", and one Rest14 test sentence (2 aspects) was trained on. With --train-more and
-    --dev-from-train it goes after the split, which every other sentence keeps."""
+    "lrb", and one Rest14 test sentence (2 aspects) was trained on (1.8.0). The first look
+    compares by bracket_free, before any split."""
     text = "The food was good, but (including 2 drinks, $100/person)."
     leak = [
         Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
@@ -159,10 +159,38 @@ def test_a_test_sentence_with_brackets_spelt_otherwise_is_excluded(
     argv += ["--train-more", str(train), "--dev-from-train"] if more else []
     assert main([*argv, "--out", str(out), "--quiet"]) == 0
     info = read_info(out)
-    dropped = info["data"]["excluded_bracket_forms"]
-    assert dropped["train"] + dropped["dev"] == 2
+    assert info["data"]["sentence_key"] == "bracket_free"
+    assert info["data"]["excluded_overlap"] == (4 if more else 2)  # --train-more: train again
+    assert info["data"]["excluded_bracket_forms"] == {"train": 0, "dev": 0, "transfer": 0}
     assert info["n_train"] + info["n_dev"] == len(EXAMPLES)
     assert "100/person" not in (out / "dev.jsonl").read_text()
+
+
+def test_a_teacher_and_its_students_hold_out_one_dev_split(
+    tmp_path: Path, small_glove: Path
+) -> None:
+    """A teacher (plain --exclude) and its students (--train-more --dev-from-train, the same
+    seed) must hold out the same dev split, a bracket-spelt test sentence in --train or not:
+    when the teacher dropped it before its split and the students after theirs, the two
+    splits were shuffled apart and the students' dev was the teacher's training data."""
+    text = "The food was good, but (including 2 drinks, $100/person)."
+    leak = [
+        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
+        for i, t in enumerate(("drinks", "food"))
+    ]
+    examples = synthetic_examples(40, seed=5)
+    train = write_jsonl(tmp_path / "train.jsonl", [*examples[:20], *leak, *examples[20:]])
+    more = write_jsonl(tmp_path / "more.jsonl", synthetic_examples(12, seed=6))
+    start = LEAK.index("food")
+    test = write_3line(tmp_path / "test.seg", [Example(LEAK, start, start + 4, "positive", "t")])
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
+    argv = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]
+    argv += ["--seed", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "teacher")]) == 0
+    student = ["--train-more", str(more), "--dev-from-train", "--out", str(tmp_path / "student")]
+    assert main([*argv, *student]) == 0
+    devs = [(tmp_path / run / "dev.jsonl").read_text() for run in ("teacher", "student")]
+    assert devs[0] == devs[1] and "100/person" not in devs[0]
 
 
 @pytest.mark.parametrize("more", [False, True])

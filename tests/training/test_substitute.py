@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from absa.model.text import tokenize
-from absa.training.readers import normalise_text
+from absa.training.readers import bracket_free
 from absa.training.substitute import (
     copies,
     from_sources,
@@ -56,10 +56,10 @@ def test_copies_are_deterministic_and_follow_the_seed() -> None:
 
 
 def test_banned_sentences_and_sentences_with_nothing_to_replace_get_no_copy() -> None:
-    assert copies(_aspects(TEXT), NEAR, {normalise_text(TEXT)}, n=3, p=1.0) == []
+    assert copies(_aspects(TEXT), NEAR, {bracket_free(TEXT)}, n=3, p=1.0) == []
     # nor is a copy kept that is a banned (test) sentence
     (made, _) = copies(_aspects(TEXT), NEAR, set(), n=1, p=1.0)
-    assert copies(_aspects(TEXT), NEAR, {normalise_text(made.text)}, n=1, p=1.0) == []
+    assert copies(_aspects(TEXT), NEAR, {bracket_free(made.text)}, n=1, p=1.0) == []
     plain = "Service : slow ."
     assert copies([Candidate(plain, 0, 7, 1.0, "b:1")], {"service": ["staff"]}, set(), p=1.0) == []
     # p = 1 replaces every word outside the spans that has a neighbour
@@ -105,7 +105,7 @@ def test_from_sources_keeps_the_named_files_candidates() -> None:
 
 def test_sentence_copies_replace_any_word_and_skip_banned_and_repeated_texts() -> None:
     texts = [TEXT, "nothing to swap here", TEXT, "the food was slow"]
-    made = sentence_copies(texts, NEAR, banned={normalise_text("the food was slow")}, n=4, p=1.0)
+    made = sentence_copies(texts, NEAR, banned={bracket_free("the food was slow")}, n=4, p=1.0)
     # p = 1: every word with a neighbour replaced, the aspect's too ("food" -> "meal")
     both = {f"A meal seemed {w} though a service seemed sluggish ." for w in ("superb", "awful")}
     assert made and {k for _, k in made} == {0} and {t for t, _ in made} <= both

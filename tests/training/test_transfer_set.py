@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
-from absa.training.readers import normalise_text, read_examples
+from absa.training.readers import bracket_free, read_examples
 from absa.training.records import Example
 from absa.training.substitute import copies, sentence_copies
 from absa.training.transfer_set import Candidate, candidates, write_jsonl
@@ -28,7 +26,7 @@ def test_unannotated_aspects_of_training_sentences(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     examples = read_examples(train).examples
-    banned = {normalise_text(examples[2].text)}  # as if the soup sentence were in a test set
+    banned = {bracket_free(examples[2].text)}  # as if the soup sentence were in a test set
     found = candidates(examples, _extract, banned)
     aspects = {c.aspect for c in found}
     assert {"service", "battery life"} <= aspects
@@ -50,18 +48,11 @@ def test_confidence_threshold(tmp_path: Path) -> None:
     assert candidates(examples, _extract, set(), min_confidence=1.01) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left for a series boundary (the transfer files would no longer match their "
-    "records): the banned forms are normalise_text's, which keeps -LRB-'s 'lrb' (Rest14 test) "
-    "where MAMS train writes '('; absa train's second look (bracket_free) drops such a "
-    "candidate at training time",
-)
 def test_test_sentence_in_another_bracket_spelling_gives_no_candidate_or_copy() -> None:
-    # the caller bans test sentences by normalise_text; Rest14's test file writes "(" as
-    # -LRB-, MAMS train (whose sentences reach the transfer set) writes "("
+    # the caller bans test sentences by their bracket_free form; Rest14's test file writes
+    # "(" as -LRB-, MAMS train (whose sentences reach the transfer set) writes "("
     test = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
-    banned = {normalise_text(test)}
+    banned = {bracket_free(test)}
     text = "The food was good, but (including 2 drinks, $100/person)."
     start = text.index("drinks")
     train = [Example(text, start, start + 6, "neutral", "mams/train.xml:7")]
@@ -79,4 +70,4 @@ def test_test_sentence_in_another_bracket_spelling_gives_no_candidate_or_copy() 
     assert sentence_copies([text], near, banned, n=3, p=1.0) == []
     # a PTB-spelled training sentence against a test file written with brackets
     ptb = Candidate(test, 4, 8, 1.0, "rest.seg:1")
-    assert copies([ptb], near, {normalise_text(text)}, n=3, p=1.0) == []
+    assert copies([ptb], near, {bracket_free(text)}, n=3, p=1.0) == []

@@ -152,16 +152,10 @@ def test_combine_more_is_train_then_fresh_files(files: dict[str, list]) -> None:
     assert [e.term for e in kept] == ["soup", "sushi", "sushi", "tv"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left for a series boundary: combine's test check is normalise_text's, which keeps "
-    "-LRB-'s 'lrb', so Rest14 test's -LRB- spelling misses MAMS train's '(' (1 test sentence, "
-    "2 examples); dropping it here reshuffles --dev-from-train's split, which a teacher and "
-    "its students share. absa train's second look (bracket_free, after the split) drops it",
-)
 def test_test_sentence_in_penn_treebank_brackets_is_dropped(tmp_path: Path) -> None:
     # Rest14's test file writes "(" as -LRB-; MAMS train holds the same sentence with "(":
-    # normalise_text keeps "lrb", so the two spellings differed and the sentence was trained on
+    # normalise_text keeps "lrb", so the two spellings differed and the sentence was trained
+    # on (1.8.0); combine compares by bracket_free
     test = _read(
         tmp_path,
         "test.seg",
