@@ -84,8 +84,10 @@ def rebuild_dev(meta: dict) -> list[Example]:
     )
     examples = read_many(recorded_files(data["train"])).examples
     excluded = read_many(recorded_files(data["exclude"])).examples
-    # how absa train matched sentences: bracket_free since it is recorded, normalise_text before
-    key = bracket_free if data.get("sentence_key") == "bracket_free" else normalise_text
+    # how absa train matched sentences and grouped them for the split: by bracket_free since
+    # it is recorded; before, by normalise_text and by the exact text
+    new = data.get("sentence_key") == "bracket_free"
+    key, group = (bracket_free, bracket_free) if new else (normalise_text, str)
 
     def last_look(items: list) -> list:
         """absa train's second look for --exclude's sentences (absa/cli/train.py _last_look),
@@ -100,16 +102,16 @@ def rebuild_dev(meta: dict) -> list[Example]:
         dropped = sum(r.test_overlap for r in reports)
         if "(not --train-more)" in train["dev_split"]:  # --dev-from-train: --train's alone
             n = reports[0].kept
-            rest, dev = split_dev_of_first(examples, n, split.dev_fraction, split.split_seed)
+            rest, dev = split_dev_of_first(examples, n, split.dev_fraction, split.split_seed, group)
             rest, dev = last_look(rest), last_look(dev)  # after the split
             given = rest  # what fit was given as train: dev was held out before
         else:
             given = last_look(examples)
-            rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
+            rest, dev = split_dev(given, split.dev_fraction, split.split_seed, group)
     else:
         given, dropped = drop_overlap(examples, excluded, key)
         given = last_look(given)
-        rest, dev = split_dev(given, split.dev_fraction, split.split_seed)
+        rest, dev = split_dev(given, split.dev_fraction, split.split_seed, group)
     counts = {lab: sum(e.label == lab for e in given) for lab in meta["labels"]}
     got = (dropped, counts, len(rest), len(dev))
     want = (data["excluded_overlap"], train["label_counts"], train["n_train"], train["n_dev"])

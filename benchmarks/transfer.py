@@ -70,7 +70,8 @@ class Data:
             others += [e for ex in self.tests.values() for e in ex]
             seen = {normalise_text(e.text) for e in others}
             self.pool[d] = [e for e in self.read[d] if normalise_text(e.text) not in seen]
-            _, self.held[d] = split_dev(self.pool[d], HOLDOUT, HOLDOUT_SEED)
+            # by exact text, as when the results were made (split_dev's key since is bracket_free)
+            _, self.held[d] = split_dev(self.pool[d], HOLDOUT, HOLDOUT_SEED, key=str)
             held = {normalise_text(e.text) for e in self.held[d]}
             self.train_part[d] = [e for e in self.read[d] if normalise_text(e.text) not in held]
 

@@ -44,7 +44,10 @@ def run_info(
         "preset": preset_name,
         "about": preset.about,
         "seed": tcfg.seed,
-        "data": data_info or {},
+        # how sentences were matched (--exclude, --train-more: training/union.py) and kept
+        # together by the dev split (train_data.split_dev); benchmarks/calibration.py rebuilds
+        # the split of a run without it by normalise_text and the exact text
+        "data": {**(data_info or {}), "sentence_key": "bracket_free"},
         "label_counts": data.label_counts,
         "n_train": len(data.train)
         - data.oversampled

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from absa.training.augment import augment
 from absa.training.distill import ensemble_targets, fold_targets, label_transfer
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import portable
-from absa.training.readers import drop_overlap
+from absa.training.readers import bracket_free, drop_overlap
 from absa.training.records import DataError, Labelled
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
@@ -118,12 +118,21 @@ def transfer_sources(kept: Sequence[Candidate]) -> dict:
     }
 
 
-def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple[list, list]:
+def split_dev(
+    examples: Sequence[Labelled],
+    fraction: float,
+    seed: int,
+    key: Callable[[str], str] = bracket_free,
+) -> tuple[list, list]:
     """Hold out about ``fraction`` of train as dev, by whole sentences, fixed by ``seed``:
-    examples of one sentence stay on one side, so dev never shares text with train."""
+    examples of one sentence stay on one side, so dev never shares text with train. A
+    sentence is its ``key``: ``bracket_free`` puts the copies of one sentence in two
+    tokenisations (MAMS and SemEval-2014 restaurants share 29 of the shipped union's dev
+    sentences so) on one side; runs made before it (no ``sentence_key`` in run.json)
+    grouped by the exact text (``key=str``)."""
     by_text: dict[str, list[Labelled]] = {}
     for e in examples:
-        by_text.setdefault(e.text, []).append(e)
+        by_text.setdefault(key(e.text), []).append(e)
     groups = list(by_text.values())
     rng = random.Random(seed)
     rng.shuffle(groups)
@@ -138,10 +147,14 @@ def split_dev(examples: Sequence[Labelled], fraction: float, seed: int) -> tuple
 
 
 def split_dev_of_first(
-    examples: Sequence[Labelled], n: int, fraction: float, seed: int
+    examples: Sequence[Labelled],
+    n: int,
+    fraction: float,
+    seed: int,
+    key: Callable[[str], str] = bracket_free,
 ) -> tuple[list, list]:
     """``split_dev`` of the first ``n`` examples alone (``absa train --dev-from-train``:
     --train's, which ``union.combine`` keeps first): the rest of them and every later
     example are train, so examples added after them leave dev as it was."""
-    train, dev = split_dev(examples[:n], fraction, seed)
+    train, dev = split_dev(examples[:n], fraction, seed, key)
     return [*train, *examples[n:]], dev

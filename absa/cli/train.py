@@ -172,9 +172,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         "dev": _data_info(args.dev or []),
         "skipped_invalid": len(train.skipped),
         "skipped_invalid_dev": len(dev_read.skipped) if dev_read is not None else 0,
-        # how --exclude's and --train-more's sentences were matched (training/union.py);
-        # benchmarks/calibration.py rebuilds the split of a run without it by normalise_text
-        "sentence_key": "bracket_free",
     }
     examples, excluded = train.examples, []
     dev_source = "file"

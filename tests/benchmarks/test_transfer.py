@@ -71,7 +71,7 @@ def test_no_setup_trains_on_what_it_is_scored_on(data: Data, scored: set[str], s
 
 def test_held_out_parts_are_fixed_and_sized(data: Data) -> None:
     for d in NEW:
-        assert split_dev(data.pool[d], HOLDOUT, HOLDOUT_SEED)[1] == data.held[d]
+        assert split_dev(data.pool[d], HOLDOUT, HOLDOUT_SEED, key=str)[1] == data.held[d]
         assert 0.15 < len(data.held[d]) / len(data.pool[d]) < 0.25
     # most of SemEval-15 repeats SemEval-14 restaurants: only the rest is a pool
     assert len(data.pool["semeval15"]) < len(data.read["semeval15"]) / 2

@@ -31,7 +31,8 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert meta["kind"] == artifact.KIND and (meta["name"], meta["version"]) == ("tiny", "t1")
     assert meta["preset"] == info["preset"] == "atae-lstm"
     assert meta["train"] == {k: info.get(k) for k in TRAIN_KEYS}
-    assert meta["train"]["data"] == {"source": "synthetic"} and meta["train"]["teacher"] is None
+    assert meta["train"]["data"] == {"source": "synthetic", "sentence_key": "bracket_free"}
+    assert meta["train"]["teacher"] is None
     assert meta["train_config"] == run.train_config.to_dict()
     assert meta["metrics"] == run.metrics
     assert meta["code_version"] == info["code_version"]

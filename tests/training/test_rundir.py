@@ -47,7 +47,7 @@ def test_run_directory_contents(tiny_run: Path) -> None:
     info = json.loads((tiny_run / "run.json").read_text())
     assert info["kind"] == RUN_KIND and info["preset"] == "atae-lstm"
     assert info["seed"] == 3
-    assert info["data"] == {"source": "synthetic"}
+    assert info["data"] == {"source": "synthetic", "sentence_key": "bracket_free"}
     assert info["n_train"] == info["n_dev"] == 24 and info["dev_split"] == "file"
     assert isinstance(info["code_version"], str) and info["code_version"]
     history = json.loads((tiny_run / "history.json").read_text())

@@ -17,6 +17,7 @@ from absa.training.evaluate import evaluate
 from absa.training.inference import resolve_device
 from absa.training.optim import balanced_weights, make_schedule
 from absa.training.presets import PRESETS, TrainConfig, get_preset
+from absa.training.readers import bracket_free
 from absa.training.records import DataError, Example
 from absa.training.rundir import DEV, WEIGHTS, is_run, read_dev_examples, read_info
 from absa.training.train import EarlyStopping, fit
@@ -146,6 +147,24 @@ def test_split_dev_is_deterministic() -> None:
     a = split_dev(examples, 0.2, seed=1)
     assert split_dev(list(examples), 0.2, seed=1) == a
     assert split_dev(examples, 0.2, seed=2) != a
+
+
+def test_split_dev_keeps_one_sentence_in_two_spellings_on_one_side() -> None:
+    """MAMS and SemEval-2014 restaurants hold the same sentences, one with "(" and "n't",
+    the other with "-LRB-" and "n 't": grouped by the exact text, the two copies could land
+    on both sides (29 of the shipped union's dev sentences were in train so)."""
+    examples = sentences(60)
+    for i in range(0, 60, 3):  # each of 20 sentences again, another tokenisation
+        text = f"-LRB- sentence {i} -RRB- has food , service and wine"
+        s = text.index("food")
+        examples.append(Example(text, s, s + 4, LABELS[i % 3], f"other:{i}"))
+
+    def shared(train: list[Example], dev: list[Example]) -> set[str]:
+        return {bracket_free(e.text) for e in train} & {bracket_free(e.text) for e in dev}
+
+    assert not any(shared(*split_dev(examples, 0.3, seed=seed)) for seed in range(1, 6))
+    # by the exact text (runs made before sentence_key), they were split apart
+    assert any(shared(*split_dev(examples, 0.3, seed=seed, key=str)) for seed in range(1, 6))
 
 
 def test_split_dev_needs_enough_examples() -> None:
