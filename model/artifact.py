@@ -116,6 +116,13 @@ def new_metadata(
     return meta
 
 
+def refuse_existing(out_dir: Path) -> None:
+    """FileExistsError where ``out_dir`` exists, a dangling link included (a rename onto a
+    link replaces the link): an artifact is never written over what is there."""
+    if Path(out_dir).exists() or Path(out_dir).is_symlink():
+        raise FileExistsError(f"{out_dir} exists; export into a new directory")
+
+
 @contextmanager
 def staged(out_dir: Path) -> Iterator[Path]:
     """A temporary directory beside ``out_dir`` to build an artifact in; renamed to
@@ -127,8 +134,7 @@ def staged(out_dir: Path) -> Iterator[Path]:
     tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
     try:
         yield tmp
-        if out_dir.exists():
-            raise FileExistsError(f"{out_dir} exists; export into a new directory")
+        refuse_existing(out_dir)  # made while the artifact was built
         tmp.rename(out_dir)
     finally:
         if tmp.exists():

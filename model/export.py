@@ -42,6 +42,7 @@ from absa.model.artifact import (
     new_metadata,
     quantize_graph,
     record_checksums,
+    refuse_existing,
     staged,
     write_metadata,
 )
@@ -91,8 +92,7 @@ def export(
     ``top_map`` a top-label map after it (ValueError under ``TOP_MAP_MIN_DEV`` dev items).
     FileExistsError, before any work, where ``out_dir`` exists; ValueError for no ``dev``."""
     out_dir = Path(out_dir)
-    if out_dir.exists():  # staged() checks again at the end: said here before any work
-        raise FileExistsError(f"{out_dir} exists; export into a new directory")
+    refuse_existing(out_dir)  # staged() checks again at the end: here before any work
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be int8, int8-embeddings or absent, not {quantize!r}")
     if not dev:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from absa.model.artifact import refuse_existing
 from absa.model.export import export
 from absa.training.rundir import DEV, LoadedRun, load_run, read_dev_examples
 
@@ -40,8 +41,7 @@ def export_run(
     run's preset. ``expand_vocab``: a GloVe-format file whose first ``expand_top_k`` words
     the run lacks get rows mapped into its tuned table (``training/vocab_expansion.py``)."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
-    if out_dir.exists():  # before loading the run and expanding its vocabulary
-        raise FileExistsError(f"{out_dir} exists; export into a new directory")
+    refuse_existing(out_dir)  # before loading the run and expanding its vocabulary
     run = load_run(run_dir)
     dev = read_dev_examples(run_dir)
     if not dev:  # export's own message cannot name the file

@@ -335,6 +335,19 @@ def test_an_existing_output_is_refused_before_any_work(
     assert out.read_text() == "a file, not an artifact" and leftovers(tmp_path) == []
 
 
+def test_a_dangling_link_at_the_output_is_refused(loaded: LoadedRun, tmp_path: Path) -> None:
+    """exists() is False for a link to nothing, and the rename at the end replaced the link:
+    whatever the user pointed it at was never written, and the link was gone."""
+    out = tmp_path / "artifact"
+    out.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(FileExistsError, match="exists; export into a new directory"):
+        export_loaded(loaded, out)
+    assert out.is_symlink() and leftovers(tmp_path) == []
+    with pytest.raises(FileExistsError), artifact.staged(out):
+        pass  # the check at the end of staged() too
+    assert out.is_symlink() and leftovers(tmp_path) == []
+
+
 def test_an_empty_dev_set_is_refused_in_words(loaded: LoadedRun, tmp_path: Path) -> None:
     """No dev items crashed in numpy ("need at least one array to concatenate")."""
     with pytest.raises(ValueError, match="no dev examples"):
