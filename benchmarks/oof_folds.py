@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from absa.training.readers import drop_overlap, normalise_text, read_many  # noqa: E402
+from absa.training.readers import bracket_free, drop_overlap, read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.rundir import read_dev_examples, read_info, write_examples  # noqa: E402
 
@@ -47,9 +47,11 @@ def teacher_train(
 
 
 def split_folds(examples: Sequence[Example], seed: int) -> tuple[list[Example], list[Example]]:
-    """Two folds of whole sentences (by normalised text), shuffled with ``seed``, each
-    sentence to the fold that holds fewer examples so far; each fold in the given order."""
-    keys = [normalise_text(e.text) for e in examples]
+    """Two folds of whole sentences (by ``bracket_free`` text: MAMS's and Rest14's copies of
+    one sentence, "(" in one, "-LRB-" in the other, go to one fold, or a fold's teacher
+    would score out of fold a sentence it trained on), shuffled with ``seed``, each sentence
+    to the fold that holds fewer examples so far; each fold in the given order."""
+    keys = [bracket_free(e.text) for e in examples]
     sizes = Counter(keys)  # examples per sentence, in first-seen order
     order = list(sizes)
     random.Random(seed).shuffle(order)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from absa.training.readers import read_examples
+from absa.training.readers import bracket_free, read_examples
 from absa.training.records import Example
 from absa.training.rundir import RUN_KIND, write_examples
 from benchmarks.oof_folds import main, split_folds, teacher_train
@@ -27,6 +27,19 @@ def test_folds_keep_sentences_whole_and_balanced() -> None:
     assert [e for e in examples if e in a] == a  # the given order kept
     assert split_folds(examples, seed=1) == (a, b)  # fixed by the seed
     assert split_folds(examples, seed=2) != (a, b)
+
+
+def test_a_sentence_in_both_bracket_spellings_goes_to_one_fold() -> None:
+    """MAMS train writes "(", Rest14 train "-LRB-": by normalise_text the two copies were
+    two sentences, and could go to both folds (each fold's teacher scoring out of fold a
+    sentence it trained on)."""
+    examples = synthetic_examples(40, seed=1)
+    for i in range(12):  # 12 sentences, each in both spellings
+        examples.append(Example(f"the food ( {i} ) was good", 4, 8, "positive", f"mams:{i}"))
+        examples.append(Example(f"the food -LRB- {i} -RRB- was good", 4, 8, "negative", f"r:{i}"))
+    for seed in range(1, 6):
+        a, b = split_folds(examples, seed=seed)
+        assert not {bracket_free(e.text) for e in a} & {bracket_free(e.text) for e in b}
 
 
 def test_teacher_train_drops_test_and_dev_sentences() -> None:
