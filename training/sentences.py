@@ -196,7 +196,8 @@ def drop_sentences(
     sentences: Sequence[Sentence], reference: Iterable[Sentence]
 ) -> tuple[list[Sentence], int]:
     """The sentences whose text does not occur in ``reference`` (a test set), and how many
-    were dropped (texts compared lower-cased without spaces or punctuation)."""
+    were dropped (texts compared lower-cased without spaces, punctuation or Penn Treebank
+    bracket tokens: ``readers.bracket_free``)."""
     return drop_overlap(sentences, reference)
 
 
