@@ -297,7 +297,9 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
         raise ArtifactError(f"{directory / METADATA}: no labels")
     try:
         pipeline = load_pipeline(directory)
-    except (OSError, ValueError, KeyError) as e:
+    # TypeError: a file of the wrong JSON shape (a vocabulary that is an object), which
+    # verifies where another tool recorded its checksum
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise ArtifactError(f"{directory}: text pipeline: {e}") from None
     return Artifact(directory, metadata, onnx_path, pipeline)
 

@@ -3,8 +3,9 @@
 Requests already holding the old model finish on it. ``load_predictor`` is the one way the
 service opens a model, at start-up and on reload alike: an artifact whose checksums do not
 verify, or whose metadata records no passed parity check, is refused (on reload the old one
-keeps serving). A registry pointer that cannot be read (truncated JSON, not an object, a bad
-or missing version) is refused the same way, with the reason.
+keeps serving, whatever opening the new one raised). A registry pointer that cannot be read
+(truncated JSON, not an object, a bad or missing version) is refused the same way, with the
+reason.
 
 Several workers (``absa serve --workers N``) are separate processes, each with its own
 model. ``/admin/reload`` reaches one of them; after it has swapped, it writes the model it
@@ -128,11 +129,22 @@ class Reloader:
             loop = asyncio.get_running_loop()
             try:
                 rt = await loop.run_in_executor(None, self.load, target)
-            except (ArtifactError, OSError, ValueError, KeyError) as e:
+            # whatever opening it raises, the new model is refused and the old one serves: a
+            # metadata field of the wrong type (no checksum covers metadata.json) was a 500,
+            # uncounted, and a poll loaded it again every interval
+            except Exception as e:  # noqa: BLE001
                 self.failures += 1
                 self._count("refused")
-                log.error("reload of %s refused, still serving %s: %s", target, current, e)
-                raise ArtifactError(f"refused {target}: {e}") from None
+                expected = isinstance(e, ArtifactError | OSError | ValueError | KeyError)
+                reason = str(e) if expected else f"{type(e).__name__}: {e}"
+                log.error(
+                    "reload of %s refused, still serving %s: %s",
+                    target,
+                    current,
+                    reason,
+                    exc_info=not expected,  # a loader's bug, or a case it should name
+                )
+                raise ArtifactError(f"refused {target}: {reason}") from None
             old = self.engine.swap(rt)
             self.engine.metrics.swapped(old.metadata, rt.metadata)
             self._count("swapped")

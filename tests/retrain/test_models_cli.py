@@ -86,3 +86,26 @@ def test_list_shows_a_version_whose_record_is_odd(
     assert main(["models", "list", "--registry", str(reg.root)]) == 0
     out = capsys.readouterr().out
     assert "a=?/50.00 b=?/?" in out and "v2" in out
+
+
+def test_a_version_whose_vocabulary_has_the_wrong_shape_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A vocabulary that is not a list, its checksum recorded (a file another tool wrote):
+    ``promote`` ended in a traceback (a TypeError from the pipeline, where the artifact's
+    checks took only OSError, ValueError and KeyError for a bad pipeline)."""
+    from absa.model import artifact as artifacts
+
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    where = reg.path("v2")
+    (where / "vocab.json").write_text('{"the": 2}')
+    meta = artifacts.read_metadata(where)
+    artifacts.record_checksums(meta, where)
+    artifacts.write_metadata(where, meta)
+    before = (reg.root / POINTER).read_text()
+    assert main(["models", "promote", "v2", "--registry", str(reg.root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa models: error: version 'v2' fails verification: "), err
+    assert str(where) in err and "text pipeline" in err and len(err.splitlines()) == 1
+    assert (reg.root / POINTER).read_text() == before

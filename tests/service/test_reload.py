@@ -250,6 +250,58 @@ def test_a_graph_onnxruntime_cannot_open_is_refused_as_a_conflict(registry: Regi
     assert reloads == {"refused": 1.0}
 
 
+def wrong_shapes(reg: Registry) -> list[tuple[str, str]]:
+    """Two versions whose files verify but do not hold what the loader reads, with the words
+    of each refusal: a vocabulary that is not a list (its checksum recorded, as a file written
+    by another tool), and a metadata ``model_config`` that is not an object (metadata.json
+    holds the checksums, so none covers it)."""
+    from absa.model.artifact import read_metadata, record_checksums, write_metadata
+
+    vocab = add_variant(reg, "v2", "v7-vocab-object")
+    where = reg.path(vocab)
+    (where / "vocab.json").write_text("{}")
+    meta = read_metadata(where)
+    record_checksums(meta, where)
+    write_metadata(where, meta)
+    config = add_variant(reg, "v2", "v8-config-list", model_config=[])
+    return [(vocab, "text pipeline"), (config, "AttributeError")]
+
+
+def test_files_of_the_wrong_shape_are_refused_as_a_conflict(registry: Registry) -> None:
+    """They were a 500 ("internal error", a traceback in the log) and were not counted as
+    refused: only ArtifactError, OSError, ValueError and KeyError were taken for a refusal."""
+    with TestClient(create_app(settings(registry)), raise_server_exceptions=False) as c:
+        for version, words in wrong_shapes(registry):
+            point_at(registry, version)
+            r = c.post("/admin/reload", headers=AUTH)
+            assert r.status_code == 409, r.text
+            detail = r.json()["detail"]
+            assert str(registry.path(version)) in detail and words in detail, detail
+            assert c.get("/v1/model").json()["version"] == "v1"
+        text = c.get("/metrics").text
+    reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total")}
+    assert reloads == {"refused": 2.0}
+
+
+def test_a_poll_refuses_files_of_the_wrong_shape_once(registry: Registry) -> None:
+    """A polling worker loaded such a version again at every poll (every file's sha256, a
+    new onnxruntime session) and logged a line naming neither the version nor the file."""
+    with serve(settings(registry, reload_interval_s=0.2)) as url:
+        for version, _ in wrong_shapes(registry):
+            before = refused(url)
+            point_at(registry, version)
+            deadline = time.monotonic() + 15
+            while refused(url) == before:
+                assert time.monotonic() < deadline, f"{version} was never refused"
+                time.sleep(0.05)
+            n = refused(url)
+            time.sleep(0.8)  # several polls, which leave it be
+            assert refused(url) == n, version
+            assert served_version(url) == "v1"
+        registry.promote("v2")
+        wait_for_version(url, "v2")
+
+
 def test_a_version_with_failed_parity_is_refused(
     registry: Registry, exported: dict[str, Path]
 ) -> None:
