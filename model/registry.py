@@ -177,6 +177,8 @@ class Registry:
         the reason if it is not valid JSON, not an object, or names a bad version."""
         p = self.root / POINTER
         if not p.is_file():
+            if p.exists() or p.is_symlink():  # a directory or a dangling link: not "none yet"
+                raise RegistryError(f"{p}: the pointer is not a file")
             return {"version": None, "previous": []}
         try:
             ptr = json.loads(p.read_text(encoding="utf-8"))

@@ -364,6 +364,20 @@ def test_a_bad_pointer_is_a_registry_error_with_the_reason(
         reg.current_path()
 
 
+def test_a_pointer_that_is_not_a_file_is_a_registry_error(tmp_path: Path) -> None:
+    """A CURRENT that is a directory (or a link to nothing) read as "no champion yet": a
+    retrain trained against the fallback, then failed to promote ("Is a directory"), and the
+    service served the fallback without a word."""
+    reg = make_registry(tmp_path, 1)
+    (reg.root / POINTER).mkdir()
+    with pytest.raises(RegistryError, match="the pointer is not a file"):
+        reg.current()
+    (reg.root / POINTER).rmdir()
+    (reg.root / POINTER).symlink_to(tmp_path / "nowhere")
+    with pytest.raises(RegistryError, match="the pointer is not a file"):
+        reg.current()
+
+
 def test_open_refuses_what_is_not_a_registry(tmp_path: Path) -> None:
     with pytest.raises(RegistryError, match="does not exist"):
         Registry.open(tmp_path / "typo")
