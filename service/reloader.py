@@ -95,6 +95,7 @@ class Reloader:
         self._seen: tuple[int, int, int] | None = None  # the signal file's stat, last read
         self._signal_id: str | None = None
         self._refused: tuple | None = None  # what a poll found and refused (_poll_key)
+        self._tried: str | None = None  # the target the last reload went for (_poll_key's)
         self.failures = 0
 
     @property
@@ -113,10 +114,12 @@ class Reloader:
         ``publish`` (``/admin/reload``): tell the other workers to serve the same model."""
         async with self._lock:
             current = self.engine.model.runtime.model_dir
+            self._tried = str(None)
             try:
                 if path is None:
                     self._check_pointer_kept(current)
                 target = Path(path or self.settings.model_path())
+                self._tried = str(target)
             except RegistryError as e:
                 self.failures += 1
                 self._count("refused")
@@ -244,16 +247,24 @@ class Reloader:
         while True:
             await asyncio.sleep(self.settings.reload_interval_s)
             try:
-                key = self._poll_key()
-                if key == self._refused:
-                    continue  # refused as it stands: logged and counted once
-                try:
-                    await self.reload()
-                    self._refused = None
-                except (ArtifactError, RegistryError):
-                    self._refused = key  # reload logged why
+                await self.poll_once()
             except Exception as e:  # noqa: BLE001 - keep serving, keep polling
                 log.warning("registry poll: %s", e)
+
+    async def poll_once(self) -> None:
+        """One look at the registry: load what it names unless that was refused as it stands."""
+        key = self._poll_key()
+        if key == self._refused:
+            return  # refused as it stands: logged and counted once
+        try:
+            await self.reload()
+            self._refused = None
+        except (ArtifactError, RegistryError):  # reload logged why
+            # the registry as it stands now, where it still names what was refused: ``key``
+            # alone, read before the load, kept a pointer moved meanwhile as the refused one,
+            # and what that named was loaded (and counted) again at the next poll
+            after = self._poll_key()
+            self._refused = after if after[1] == self._tried else key
 
     async def _follow(self) -> None:
         while True:

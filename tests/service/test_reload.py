@@ -350,6 +350,32 @@ def test_polling_picks_up_a_promotion(registry: Registry) -> None:
         wait_for_version(url, "v1")
 
 
+def test_a_pointer_moved_during_a_poll_is_refused_once(registry: Registry) -> None:
+    """A poll read the registry, then loaded what the pointer named by then: moved in
+    between (another process promoting), the refusal was remembered for the state read
+    first, and the version refused was loaded, logged and counted again at the next poll."""
+    from absa.service.reloader import Reloader
+
+    bad = add_variant(registry, "v1", "v3-corrupt")
+    (registry.path(bad) / "model.onnx").write_bytes(b"not onnx")
+
+    class Racing(Reloader):  # another process moves the pointer just after the poll's read
+        moves = [bad]
+
+        def _poll_key(self) -> tuple:
+            key = super()._poll_key()
+            if self.moves:
+                point_at(registry, self.moves.pop())
+            return key
+
+    with TestClient(create_app(settings(registry))) as client:
+        racing = Racing(client.app.state.reloader.settings, client.app.state.reloader.engine)
+        for _ in range(3):
+            client.portal.call(racing.poll_once)
+        assert racing.failures == 1  # refused once, then left be
+        assert client.get("/v1/model").json()["version"] == "v1"
+
+
 def refused(url: str) -> float:
     text = httpx.get(f"{url}/metrics", timeout=5).text
     return sum(
