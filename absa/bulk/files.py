@@ -52,14 +52,16 @@ def csv_header(path: str) -> list[str]:
     fs, inner = (
         pa_fs.FileSystem.from_uri(path) if "://" in path else (pa_fs.LocalFileSystem(), path)
     )
-    with fs.open_input_stream(inner) as f:
-        head = f.read(1 << 16)  # a header longer than 64 KiB is cut
+    # read as far as the header goes: cut at 64 KiB, a wide file's text and aspect were "no
+    # column 'text'", and a column past the cut was not read as strings ("001" became 1).
     # utf-8-sig: a byte-order mark is not part of the first column's name (pyarrow drops it)
-    text = head.decode("utf-8-sig", "surrogateescape")
-    try:
-        header = next(csv.reader(io.StringIO(text, newline="")), [])
-    except csv.Error as e:
-        raise ValueError(f"{path}:1: {e}") from None
+    with io.TextIOWrapper(
+        fs.open_input_stream(inner), encoding="utf-8-sig", errors="surrogateescape", newline=""
+    ) as text:
+        try:
+            header = next(csv.reader(text), [])
+        except csv.Error as e:
+            raise ValueError(f"{path}:1: {e}") from None
     bad = undecoded(header)
     if bad:  # as absa.scoring says it
         raise ValueError(f"{path}:1: {bad}")
@@ -137,26 +139,39 @@ class TableWriter:
     """Scored tables to one .parquet, .jsonl or .csv file, in order. The tables may differ in
     their columns (JSONL blocks: a field absent or all null in one): the file's columns are
     those of the first row group (Parquet) or table (CSV); a later table gets nulls for the
-    ones it lacks, and a field that only appears later is an error naming ``source``."""
+    ones it lacks. A field that only appears later, or whose values change type (a JSONL
+    number, then a string), is an error naming the row: ``locate(row)`` (``FILE:LINE``),
+    by default ``SOURCE: row N``."""
 
-    def __init__(self, path: Path, fmt: str, source: str = "") -> None:
+    def __init__(
+        self,
+        path: Path,
+        fmt: str,
+        source: str = "",
+        locate: Callable[[int], str] | None = None,
+    ) -> None:
         self.path, self.fmt = path, fmt.lower().lstrip(".")
         self.source = source or str(path)
+        self.locate = locate or (lambda row: f"{self.source}: row {row}")
         if self.fmt not in ("parquet", "jsonl", "json", "csv"):
             raise ValueError(f"{path}: write a .parquet, .jsonl or .csv file")
         self.parquet: pq.ParquetWriter | None = None
         self.csv: pa_csv.CSVWriter | None = None
         self.text: IO[str] | None = None
         self.pending: list[pa.Table] = []
-        self.schema: pa.Schema | None = None
+        self.schema: pa.Schema | None = None  # the file's columns, once written
+        self.types: pa.Schema | None = None  # the columns of the tables before it is
+        self.rows = 0  # rows given to ``write``: the next table's first is row rows + 1
 
     def write(self, table: pa.Table) -> None:
         if self.fmt == "parquet":
+            self._check(table)
             self.pending.append(table)
             if sum(t.num_rows for t in self.pending) >= ROW_GROUP:
                 self._flush()
         elif self.fmt == "csv":
-            table = json_columns(table)
+            table = self._utf8_bytes(json_columns(table))
+            self._check(table)
             if self.csv is None:
                 self.schema = table.schema
                 self.csv = pa_csv.CSVWriter(str(self.path), self.schema)
@@ -166,11 +181,81 @@ class TableWriter:
                 self.text = self.path.open("w", encoding="utf-8")
             for row in table.to_pylist():
                 self.text.write(json_line(row, default=str))  # NaN: null, not a bare NaN
+        self.rows += table.num_rows
+
+    def _check(self, table: pa.Table) -> None:
+        """Refuse a column of ``table`` the file cannot take as it is: one that first has a
+        value after the file's columns were written, or whose values are of another type than
+        before (a JSONL field that was a number, now a string). Cast to the file's type,
+        "0042" became 42, 7 True, and a struct lost its new field; merged with the tables
+        pending, pyarrow stopped the run with a traceback. Until the file's columns are
+        written, a column null so far takes the type it gets, and an integer one becomes
+        float beside floats, as JSON numbers do within one block."""
+        fixed = self.schema is not None
+        before = self.schema if fixed else self.types
+        if before is None:  # the first table: its types are the ones to keep
+            self.types = table.schema
+            return
+        for f in table.schema:
+            column = table.column(f.name)
+            if column.null_count == len(column):
+                continue  # nulls fit any column
+            if f.name not in before.names:
+                if not fixed:
+                    continue
+                why = (
+                    "first appears after the first rows were written; give every row the same "
+                    "fields (null where there is no value)"
+                )
+            else:
+                had = before.field(f.name).type
+                merged = _merged(had, f.type)
+                if merged is not None and (merged == had or not fixed):
+                    continue
+                if pa.types.is_null(had):
+                    why = (
+                        f"first has a value here; rows 1-{self.rows} were written first, with "
+                        "it null in every one, which made it a column of nulls: give it a "
+                        "value in one of them, or write .jsonl"
+                    )
+                else:
+                    why = (
+                        f"is {f.type} here, {had} in the rows before; give it one type in every row"
+                    )
+            first = column.is_valid().index(True).as_py()  # the row of its first value
+            raise ValueError(f"{self.locate(self.rows + 1 + first)}: field {f.name!r} {why}")
+        if not fixed:
+            self.types = pa.unify_schemas([before, table.schema], promote_options="permissive")
+
+    def _utf8_bytes(self, table: pa.Table) -> pa.Table:
+        """``table``'s binary columns as text, for a CSV file, which cannot hold bytes: as
+        pyarrow's CSV writer writes bytes that are UTF-8; on others it stopped the run with
+        "Invalid UTF8 payload", naming no file, column or row."""
+        binary = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary)
+        for i, f in enumerate(table.schema):
+            if not any(is_binary(f.type) for is_binary in binary):
+                continue
+            try:
+                text = table.column(i).cast(pa.string())
+            except pa.ArrowInvalid as e:
+                values = enumerate(table.column(i).to_pylist())
+                at = next((n for n, v in values if v is not None and not _utf8(v)), None)
+                if at is None:  # not a value that is not UTF-8: pyarrow's own words
+                    raise ValueError(f"{self.source}: column {f.name!r}: {e}") from None
+                raise ValueError(
+                    f"{self.locate(self.rows + 1 + at)}: column {f.name!r} holds bytes that "
+                    "are not UTF-8 text, which a CSV file cannot hold; write .parquet"
+                ) from None
+            table = table.set_column(i, pa.field(f.name, pa.string()), text)
+        return table
 
     def _flush(self) -> None:
         if not self.pending:
             return
-        table = pa.concat_tables(self.pending, promote_options="permissive")
+        try:  # the types were checked (``_check``): an integer past float's range may fail
+            table = pa.concat_tables(self.pending, promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise ValueError(f"{self.source}: {e}") from None
         self.pending.clear()
         if self.parquet is None:
             self.schema = table.schema
@@ -178,24 +263,19 @@ class TableWriter:
         self.parquet.write_table(self._conform(table), row_group_size=ROW_GROUP)
 
     def _conform(self, table: pa.Table) -> pa.Table:
-        """``table`` with the file's columns, in its order and types."""
+        """``table`` with the file's columns, in its order and types (``_check``: a column
+        the file does not have is all null, one of another type widens to the file's)."""
         assert self.schema is not None
         if table.schema == self.schema:
             return table
-        late = [n for n in table.column_names if n not in self.schema.names]
-        late = [n for n in late if table.column(n).null_count < table.num_rows]
-        if late:
-            raise ValueError(
-                f"{self.source}: field {late[0]!r} first appears after the first rows were "
-                "written; give every row the same fields (null where there is no value)"
-            )
         columns = []
         for f in self.schema:
-            if f.name not in table.column_names:
+            column = table.column(f.name) if f.name in table.column_names else None
+            if column is None or column.null_count == len(column):
                 columns.append(pa.nulls(table.num_rows, f.type))
                 continue
             try:
-                columns.append(table.column(f.name).cast(f.type))
+                columns.append(column.cast(f.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise ValueError(f"{self.source}: field {f.name!r} changes type ({e})") from None
         return pa.Table.from_arrays(columns, schema=self.schema)
@@ -227,6 +307,25 @@ class TableWriter:
         return open_
 
 
+def _merged(had: pa.DataType, new: pa.DataType) -> pa.DataType | None:
+    """The type one column of ``had`` values and ``new`` ones takes, as pyarrow merges two
+    tables (null: the other; integer and float: float; structs: every field of both); None
+    where the two cannot share one (a number and a string)."""
+    one = [pa.schema([("x", had)]), pa.schema([("x", new)])]
+    try:
+        return pa.unify_schemas(one, promote_options="permissive").field(0).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def _utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def json_columns(table: pa.Table) -> pa.Table:
     """``table`` with every nested column (list, struct, map), which a CSV file cannot hold,
     as a string column of JSON (``["a", "b"]``, ``{"k": 1}``; null stays null)."""
@@ -251,14 +350,21 @@ def score_table_file(
     check_paths(src, dst)
     stats = ScoreStats()
     tmp = part_path(dst)
-    writer = TableWriter(tmp, dst.suffix, source=str(src))
     where = _RowLines(src)
+    writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
+    try:  # now: opened with its first row group, a .part that could not be made (a directory
+        # not writable, a name too long) failed after that was scored, named as the .part
+        tmp.touch()
+    except OSError as e:
+        where.close()
+        raise OSError(e.errno, f"cannot write {dst}: {e.strerror}") from None
     try:
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):
                 scored = score_table(predictor, table)
-                _count(scored, stats, src, where)
+                # written first: a row it refuses is named by ``where``, which reads forward
                 writer.write(scored)
+                _count(scored, stats, src, where)
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
             empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
@@ -342,6 +448,11 @@ class _RowLines:
             for line, text in enumerate(decoded(file_lines(f)), 1):
                 if text.strip():
                     yield line
+
+    def named(self, row: int) -> str:
+        """``row`` as an error names it: ``FILE:LINE``, or ``FILE: row N`` without lines."""
+        line = self(row)
+        return f"{self.src}: row {row}" if line is None else f"{self.src}:{line}"
 
     def close(self) -> None:
         if self.starts is not None:

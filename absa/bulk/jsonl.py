@@ -8,8 +8,9 @@ drops. Blank lines are skipped, as ``absa.scoring`` skips them. Lines are split 
 only (a JSON string may hold U+2028), read as UTF-8 with undecodable bytes kept to be
 named; a byte-order mark opening the file is not part of its first line. The columns of a
 table are the fields of its rows in the order first seen; a field whose values mix types
-(a number here, a string there) stops the run with a message naming the file and the
-field, as a Parquet column of one type cannot hold both.
+(a number here, a string there) stops the run with a message naming the file, the line
+of the first value that does not fit and the field, as a Parquet column of one type cannot
+hold both.
 """
 
 from __future__ import annotations
@@ -33,17 +34,19 @@ def jsonl_tables(lines: Iterable[bytes], where: str, rows_per_table: int) -> Ite
     ``rows_per_table`` rows, each with ``LINE_ERROR``."""
     rows: list[dict[str, Any]] = []
     errors: list[str | None] = []
-    for line in decoded(lines):
+    numbers: list[int] = []  # each row's line, for an error naming the value that stops the file
+    for number, line in enumerate(decoded(lines), 1):
         if not line.strip():
             continue
         row, err = parse_line(line)
         rows.append(clean(row) if row is not None else {})
         errors.append(err or None)
+        numbers.append(number)
         if len(rows) >= rows_per_table:
-            yield _table(rows, errors, where)
-            rows, errors = [], []
+            yield _table(rows, errors, where, numbers)
+            rows, errors, numbers = [], [], []
     if rows:
-        yield _table(rows, errors, where)
+        yield _table(rows, errors, where, numbers)
 
 
 def decoded(lines: Iterable[bytes]) -> Iterator[str]:
@@ -55,32 +58,60 @@ def decoded(lines: Iterable[bytes]) -> Iterator[str]:
         yield raw.decode("utf-8", "surrogateescape")
 
 
-def _table(rows: list[dict[str, Any]], errors: list[str | None], where: str) -> pa.Table:
+def _table(
+    rows: list[dict[str, Any]], errors: list[str | None], where: str, numbers: list[int]
+) -> pa.Table:
     import pyarrow as pa
 
     names = list(dict.fromkeys(k for row in rows for k in row))
     columns = {}
     for name in names:
+        values = [row.get(name) for row in rows]
         try:
-            columns[name] = pa.array([row.get(name) for row in rows])
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise InputError(
-                f"{where}: field {name!r} holds values of different types ({e}); "
-                "give it one type in every row"
-            ) from None
+            columns[name] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            at, err = _first_misfit(values, e)
+            if isinstance(err, OverflowError):  # was a traceback: not among pyarrow's errors
+                why = "holds an integer over 64 bits, which Parquet cannot hold; give it as text"
+            else:
+                why = f"holds values of different types ({err}); give it one type in every row"
+            raise InputError(f"{where}:{numbers[at]}: field {name!r} {why}") from None
     columns[LINE_ERROR] = pa.array(errors, pa.string())
     return pa.table(columns)
 
 
+def _first_misfit(values: list[Any], error: Exception) -> tuple[int, Exception]:
+    """The index of the first value pyarrow cannot put in one column with those before it,
+    and its error (``error``: all of ``values`` failed so): the end of the shortest prefix
+    that fails (a longer one fails too), found by bisection, so that an error in a block of
+    thousands of rows names its line."""
+    import pyarrow as pa
+
+    ok, bad = 0, len(values)  # values[:ok] convert, values[:bad] do not
+    while bad - ok > 1:
+        mid = (ok + bad) // 2
+        try:
+            pa.array(values[:mid])
+            ok = mid
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            bad, error = mid, e
+    return bad - 1, error
+
+
 def file_lines(f: Any) -> Iterator[bytes]:
-    """The lines of a binary file (a Python or pyarrow one), split on ``\\n`` only."""
-    rest = b""
+    """The lines of a binary file (a Python or pyarrow one), split on ``\\n`` only. A line
+    longer than a read is gathered in pieces and joined once: adding each read to what came
+    before copied it all again, which took minutes on a line of a few hundred MiB."""
+    pieces: list[bytes] = []  # the start of a line that the reads so far have not ended
     while chunk := f.read(1 << 20):
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        yield from parts
-    if rest:
-        yield rest
+        *ended, rest = chunk.split(b"\n")
+        if ended:
+            yield b"".join([*pieces, ended[0]])
+            yield from ended[1:]
+            pieces.clear()
+        pieces.append(rest)
+    if any(pieces):
+        yield b"".join(pieces)
 
 
 __all__ = ["LINE_ERROR", "decoded", "file_lines", "jsonl_tables"]

@@ -137,7 +137,7 @@ def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
             lambda d: (d / "a.jsonl").write_text(
                 '{"text": "a", "id": 1}\n{"text": "b", "id": "x"}'
             ),
-            "a.jsonl: field 'id' holds values of different types",
+            "a.jsonl:2: field 'id' holds values of different types",  # the line named
         ),
     ],
     ids=["empty", "mixed", "columns", "types"],
