@@ -60,6 +60,11 @@ _INTEGER = re.compile(r"-?[0-9]+")
 #: JSONL lines end at "\n" only (as ``absa.bulk.jsonl`` splits them): a lone "\r", JSON
 #: whitespace or a raw one in a string, does not split one row into two bad ones
 JSONL_NEWLINE = "\n"
+#: deeper than this, a JSONL row is a bad row: the checks and the writers walk a row's values
+#: by recursion, and a line nested some 500 levels stopped the whole run ("maximum recursion
+#: depth exceeded", naming no file or line); and a Parquet output nested 60 lists deep did
+#: not read back (pyarrow reads 100 schema levels, and a list takes two)
+MAX_DEPTH = 32
 
 
 @dataclass
@@ -228,9 +233,27 @@ def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
         row = json.loads(line)
     except json.JSONDecodeError as e:
         return None, undecoded(line) or f"invalid JSON: {e.msg}"
+    except RecursionError:  # deeper than json's own limit
+        return None, f"nested deeper than {MAX_DEPTH} levels"
     if not isinstance(row, dict):
         return None, "a row must be a JSON object"
+    if _deeper_than(row, MAX_DEPTH):
+        return None, f"nested deeper than {MAX_DEPTH} levels"
     return row, undecoded(row) or ""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest in ``value`` more than ``limit`` levels (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(v, dict):
+            stack += [(x, depth + 1) for x in v.values() if isinstance(x, dict | list)]
+        elif isinstance(v, list):
+            stack += [(x, depth + 1) for x in v if isinstance(x, dict | list)]
+    return False
 
 
 def jsonl_fields(path: Path) -> list[str]:

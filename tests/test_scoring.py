@@ -103,6 +103,34 @@ def test_bad_rows_are_reported_with_line_numbers(
     assert f"{src}:3: invalid JSON" in caplog.text
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_row_nested_too_deep_is_a_bad_row_not_the_end_of_the_run(
+    artifact: Path, tmp_path: Path, suffix: str
+) -> None:
+    """A field nested 600 levels stopped the whole run with "maximum recursion depth
+    exceeded", naming no file or line; 5,000 levels is past json's own limit."""
+    good = '{"text": "good food", "aspect": "food"}'
+    rows = [
+        good,
+        *('{"text": "t", "aspect": "t", "x": %s}' % ("[" * n + "]" * n) for n in (600, 5000)),
+    ]
+    rows.append('{"text": "good food", "aspect": "food", "x": %s}' % ("[" * 31 + "]" * 31))
+    src = _write(tmp_path / "in.jsonl", "\n".join(rows) + "\n")
+    out = tmp_path / f"o{suffix}"
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(out)]
+    assert main([*argv, "--quiet"]) == 1  # bad rows
+    if suffix == ".jsonl":
+        got = [json.loads(line) for line in out.read_text().splitlines()]
+    else:
+        import pyarrow.parquet as pq
+
+        got = pq.read_table(out).to_pylist()
+    assert [r.get("error") for r in got][1:3] == ["nested deeper than 32 levels"] * 2
+    # 32 levels are read, and make a Parquet file that reads back (60 did not: pyarrow reads
+    # 100 schema levels, a list takes two)
+    assert got[0].get("pred_label") and got[3].get("pred_label")
+
+
 def test_csv_to_csv_keeps_columns_and_quoting(artifact: Path, tmp_path: Path) -> None:
     src = _write(
         tmp_path / "in.csv",
