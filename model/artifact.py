@@ -267,6 +267,9 @@ class Artifact:
         return list(self.metadata["labels"])
 
 
+_JSON = {dict: "object", list: "list"}
+
+
 def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -> Artifact:
     """Open and verify an artifact: kind, every file the metadata and the pipeline name
     inside the directory, the sha256 of every file (``files``) and of the model file, and
@@ -293,8 +296,14 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
         )
     if require_parity:
         verify_parity(metadata, directory)
-    if not isinstance(metadata.get("labels"), list) or not metadata["labels"]:
+    labels = metadata.get("labels")
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
         raise ArtifactError(f"{directory / METADATA}: no labels")
+    # what the runtime reads of the metadata, which no checksum covers: of another shape, a
+    # server started on it ended in a traceback (and `absa serve`'s check let it through)
+    for key, shape in (("model_config", dict), ("categories", list), ("calibration", dict)):
+        if metadata.get(key) is not None and not isinstance(metadata[key], shape):
+            raise ArtifactError(f"{directory / METADATA}: {key!r} is not a JSON {_JSON[shape]}")
     try:
         pipeline = load_pipeline(directory)
     # TypeError: a file of the wrong JSON shape (a vocabulary that is an object), which

@@ -132,3 +132,29 @@ def test_an_admin_token_with_a_space_inside_is_taken(
 ) -> None:
     monkeypatch.setenv("ABSA_ADMIN_TOKEN", "two words")
     assert "cannot listen on" in _serve(capsys, artifact, busy_port)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("model_config", []), ("calibration", "1.3"), ("categories", {}), ("labels", [1, 2, 3])],
+)
+def test_metadata_the_runtime_cannot_read_is_refused_in_one_line(
+    artifact: Path,
+    busy_port: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: object,
+) -> None:
+    """No checksum covers metadata.json: a ``model_config`` that is a list passed the check
+    before the server, and every worker ended in a traceback ('list' object has no
+    attribute 'get')."""
+    import json
+    import shutil
+
+    copy = shutil.copytree(artifact, tmp_path / "a")
+    meta = json.loads((copy / "metadata.json").read_text())
+    meta[key] = value
+    (copy / "metadata.json").write_text(json.dumps(meta))
+    err = _serve(capsys, copy, busy_port)
+    assert f"{copy / 'metadata.json'}:" in err and "cannot listen" not in err, err
