@@ -244,3 +244,20 @@ def make_vectors(tmp: Path, encoder: Path, glove: Path, *more: str) -> tuple[Pat
     args += ["--sentences", str(extra), "--glove", str(glove), "--top-k", "5"]
     assert main([*args, "--dim", "6", *more, "--out", str(out)]) == 0
     return out, train, extra
+
+
+#: Rest14 test's sentence with -LRB-/-RRB- (1.8.0 trained on MAMS train's copy with "(")
+PTB_LEAK = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
+
+
+def bracket_leak(tmp_path: Path) -> tuple[list[Example], Path]:
+    """The sentence of ``PTB_LEAK`` as MAMS train spells it (2 aspects: training examples),
+    and a test file (3-line) holding it as Rest14 test spells it."""
+    text = "The food was good, but (including 2 drinks, $100/person)."
+    leak = [
+        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
+        for i, t in enumerate(("drinks", "food"))
+    ]
+    at = PTB_LEAK.index("food")
+    test = write_3line(tmp_path / "test.seg", [Example(PTB_LEAK, at, at + 4, "positive", "t")])
+    return leak, test

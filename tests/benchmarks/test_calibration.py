@@ -110,19 +110,11 @@ def test_the_dev_split_of_a_run_with_a_bracket_spelt_test_sentence_rebuilds(
     """absa train compares --exclude's sentences with the training ones by bracket_free (a
     run records it as ``sentence_key``): the rebuilt split must compare them so too."""
     from absa.cli import main
-    from absa.training.records import Example
-    from tests.helpers import synthetic_examples, tiny_config, write_3line, write_jsonl
+    from tests.helpers import bracket_leak, synthetic_examples, tiny_config, write_jsonl
 
-    text = "The food was good, but (including 2 drinks, $100/person)."
-    leak = [
-        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
-        for i, t in enumerate(("drinks", "food"))
-    ]
+    leak, test = bracket_leak(tmp_path)
     examples = synthetic_examples(24, seed=3)
     train = write_jsonl(tmp_path / "train.jsonl", [*examples[:12], *leak, *examples[12:]])
-    ptb = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
-    at = ptb.index("food")
-    test = write_3line(tmp_path / "test.seg", [Example(ptb, at, at + 4, "positive", "t")])
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
     run, art = tmp_path / "run", tmp_path / "art"
     argv = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]

@@ -14,7 +14,14 @@ from absa.cli import main
 from absa.model import artifact
 from absa.training.records import Example
 from absa.training.rundir import read_info, read_metrics
-from tests.helpers import data_dir, synthetic_examples, tiny_config, write_3line, write_jsonl
+from tests.helpers import (
+    bracket_leak,
+    data_dir,
+    synthetic_examples,
+    tiny_config,
+    write_3line,
+    write_jsonl,
+)
 
 EXAMPLES = synthetic_examples(12, seed=0)  # the set the session's tiny_run was trained on
 
@@ -135,9 +142,6 @@ def test_train_excludes_sentences_of_other_files(
     assert info["data"]["exclude"][0]["path"] == str(test)
 
 
-LEAK = "The food was good , but -LRB- including 2 drinks , $ 100/person -RRB- ..."
-
-
 @pytest.mark.parametrize("more", [False, True])
 def test_a_test_sentence_with_brackets_spelt_otherwise_is_excluded(
     tmp_path: Path, small_glove: Path, more: bool
@@ -145,14 +149,8 @@ def test_a_test_sentence_with_brackets_spelt_otherwise_is_excluded(
     """Rest14's test file writes "(" as -LRB-, MAMS train writes "(": normalise_text kept the
     "lrb", and one Rest14 test sentence (2 aspects) was trained on (1.8.0). The first look
     compares by bracket_free, before any split."""
-    text = "The food was good, but (including 2 drinks, $100/person)."
-    leak = [
-        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
-        for i, t in enumerate(("drinks", "food"))
-    ]
+    leak, test = bracket_leak(tmp_path)
     train = write_jsonl(tmp_path / "train.jsonl", [*EXAMPLES, *leak])
-    start = LEAK.index("food")
-    test = write_3line(tmp_path / "test.seg", [Example(LEAK, start, start + 4, "positive", "t")])
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
     out = tmp_path / "run"
     argv = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]
@@ -173,16 +171,10 @@ def test_a_teacher_and_its_students_hold_out_one_dev_split(
     seed) must hold out the same dev split, a bracket-spelt test sentence in --train or not:
     when the teacher dropped it before its split and the students after theirs, the two
     splits were shuffled apart and the students' dev was the teacher's training data."""
-    text = "The food was good, but (including 2 drinks, $100/person)."
-    leak = [
-        Example(text, text.index(t), text.index(t) + len(t), "neutral", f"mams:{i}")
-        for i, t in enumerate(("drinks", "food"))
-    ]
+    leak, test = bracket_leak(tmp_path)
     examples = synthetic_examples(40, seed=5)
     train = write_jsonl(tmp_path / "train.jsonl", [*examples[:20], *leak, *examples[20:]])
     more = write_jsonl(tmp_path / "more.jsonl", synthetic_examples(12, seed=6))
-    start = LEAK.index("food")
-    test = write_3line(tmp_path / "test.seg", [Example(LEAK, start, start + 4, "positive", "t")])
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
     argv = ["train", "--train", str(train), "--exclude", str(test), "--config", str(cfg)]
     argv += ["--seed", "1", "--quiet"]
