@@ -107,6 +107,18 @@ def check_paths(src: Path, dst: Path) -> None:
         raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
 
 
+def new_part(dst: Path) -> Path:
+    """``part_path(dst)``, made now (empty), before a row is scored: one that cannot be made
+    (a directory not writable, a name too long with the suffix) failed after the first rows
+    were scored, or the whole of a small file, naming the ``.part`` the user never gave."""
+    tmp = part_path(dst)
+    try:
+        tmp.touch(exist_ok=False)
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write {dst}: {e.strerror}") from None
+    return tmp
+
+
 def part_path(dst: Path) -> Path:
     """Where a run writes ``dst`` before moving it into place: ``DST.<random>.part`` beside
     it, of this run alone. One ``DST.part`` for every run let a second run onto the same
@@ -485,7 +497,7 @@ def score_file(
         return score_table_file(predictor, src, dst, progress=progress)  # checks the paths
     check_paths(src, dst)
     stats = ScoreStats()
-    tmp = part_path(dst)
+    tmp = new_part(dst)
     try:
         with (
             # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first name;

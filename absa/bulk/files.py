@@ -31,8 +31,8 @@ from absa.scoring import (
     check_paths,
     finite,
     json_line,
+    new_part,
     numbered_records,
-    part_path,
     repeated,
     undecoded,
 )
@@ -349,15 +349,13 @@ def score_table_file(
     src, dst = Path(src), Path(dst)
     check_paths(src, dst)
     stats = ScoreStats()
-    tmp = part_path(dst)
     where = _RowLines(src)
-    writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
-    try:  # now: opened with its first row group, a .part that could not be made (a directory
-        # not writable, a name too long) failed after that was scored, named as the .part
-        tmp.touch()
-    except OSError as e:
+    try:  # made now: opened with its first row group, it failed after that was scored
+        tmp = new_part(dst)
+    except OSError:
         where.close()
-        raise OSError(e.errno, f"cannot write {dst}: {e.strerror}") from None
+        raise
+    writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
     try:
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):

@@ -677,17 +677,31 @@ def test_a_binary_column_that_is_not_utf8_into_csv_is_one_line_naming_it(
     assert line.startswith('"The pizza","pizza","ok",')
 
 
+@pytest.mark.parametrize(
+    ("into", "out"), [("parquet", "parquet"), ("jsonl", "jsonl"), ("csv", "csv")]
+)
 def test_an_output_that_cannot_be_created_is_refused_before_a_row_is_scored(
-    tmp_path: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    caplog: pytest.LogCaptureFixture,
+    into: str,
+    out: str,
 ) -> None:
     """A Parquet output was first opened when its first row group was full (65,536 rows,
     or the whole of a smaller input): a directory that cannot be written, or a name whose
-    ``.part`` is too long, failed after that scoring, naming the ``.part``, not the output."""
+    ``.part`` is too long, failed after that scoring, naming the ``.part``, not the output.
+    JSONL and CSV (absa.scoring) named the ``.part`` too."""
     import pyarrow as pa
 
-    src = tmp_path / "in.parquet"  # a bad row: scored, it is logged as a WARNING
-    pq.write_table(pa.table({"text": ["The pizza"], "aspect": ["wine"]}), src)
-    dst = tmp_path / ("o" * 240 + ".parquet")  # a valid name; OUT.<random>.part is not
+    src = tmp_path / f"in.{into}"  # a bad row: scored, it is logged as a WARNING
+    table = pa.table({"text": ["The pizza"], "aspect": ["wine"]})
+    if into == "parquet":
+        pq.write_table(table, src)
+    elif into == "csv":
+        src.write_text("text,aspect\nThe pizza,wine\n")
+    else:
+        src.write_text('{"text": "The pizza", "aspect": "wine"}\n')
+    dst = tmp_path / ("o" * 240 + f".{out}")  # a valid name; OUT.<random>.part is not
     with caplog.at_level("WARNING"):
         assert _shipped(src, dst) == 2
     err = _one_line_error(capsys)
