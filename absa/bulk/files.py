@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa  # the parquet extra; the CLI names it when it is missing
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from tqdm import tqdm
@@ -328,9 +329,15 @@ def _utf8(value: bytes) -> bool:
 
 def json_columns(table: pa.Table) -> pa.Table:
     """``table`` with every nested column (list, struct, map), which a CSV file cannot hold,
-    as a string column of JSON (``["a", "b"]``, ``{"k": 1}``; null stays null)."""
+    as a string column of JSON (``["a", "b"]``, ``{"k": 1}``; null stays null), and NaN and
+    infinities in float columns empty, as the JSONL-to-CSV path writes them (pyarrow's CSV
+    writer wrote "nan" and "inf": one input, two CSV spellings by its format)."""
     for i, f in enumerate(table.schema):
-        if pa.types.is_nested(f.type):
+        if pa.types.is_floating(f.type):
+            column = table.column(i)
+            finite_ = pc.is_finite(column)
+            table = table.set_column(i, f, pc.if_else(finite_, column, pa.scalar(None, f.type)))
+        elif pa.types.is_nested(f.type):
             values = [
                 None if v is None else json.dumps(finite(v), ensure_ascii=False, default=str)
                 for v in table.column(i).to_pylist()

@@ -429,6 +429,35 @@ def test_nested_columns_are_written_to_csv_as_json(tmp_path: Path) -> None:
     assert [r["n"] for r in rows] == ["1", "2"] and all(r["pred_label"] for r in rows)
 
 
+def test_nan_and_infinity_in_a_float_column_are_empty_in_csv_as_from_jsonl(
+    tmp_path: Path,
+) -> None:
+    """Parquet to CSV wrote pyarrow's "nan" and "inf", where JSONL to CSV writes an empty
+    cell for the same values: one input, two spellings by its format."""
+    import csv
+
+    import pyarrow as pa
+
+    inf, nan = float("inf"), float("nan")
+    texts, aspects = ["The pizza was good"] * 4, ["pizza"] * 4
+    src = tmp_path / "in.parquet"
+    price = pa.array([1.5, nan, inf, None], pa.float64())
+    pq.write_table(pa.table({"text": texts, "aspect": aspects, "price": price}), src)
+    assert _shipped(src, tmp_path / "out.csv") == 0
+    with (tmp_path / "out.csv").open(newline="", encoding="utf-8") as f:
+        assert [r["price"] for r in csv.DictReader(f)] == ["1.5", "", "", ""]
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(
+        "".join(
+            f'{{"text": "{t}", "aspect": "pizza", "price": {p}}}\n'
+            for t, p in zip(texts, ["1.5", "NaN", "Infinity", "null"], strict=True)
+        )
+    )
+    assert _shipped(jsonl, tmp_path / "from-jsonl.csv") == 0
+    with (tmp_path / "from-jsonl.csv").open(newline="", encoding="utf-8") as f:
+        assert [r["price"] for r in csv.DictReader(f)] == ["1.5", "", "", ""]
+
+
 def test_a_text_of_another_type_says_which_type(tmp_path: Path) -> None:
     """An integer text or a list aspect was "missing or empty"."""
     import pyarrow as pa
