@@ -278,19 +278,27 @@ document.querySelectorAll(".example").forEach((b) => {
     analyse();
   };
 });
+let modelCall = 0; // the newest model line asked for: an older answer, arriving later, is dropped
 function loadModel() {
+  const call = ++modelCall;
+  const stale = new Error("stale");
   fetch("v1/model", { headers: auth() }).then((r) => {
+    if (call !== modelCall) throw stale; // a 401 from before the key was typed, say
     if (r.status === 401) { askForKey(); throw new Error(NEEDS_KEY); }
     if (!r.ok) throw new Error(`answered ${r.status}`); // an error's body is no model
     return r.json();
   }).then((m) => {
+    if (call !== modelCall) return;
     $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
     if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
       document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";
       $("aspects").placeholder = "burger, fries";
     }
   })
-    .catch((err) => { $("model").textContent = err.message === NEEDS_KEY ? NEEDS_KEY : "unavailable"; });
+    .catch((err) => {
+      if (err === stale || call !== modelCall) return;
+      $("model").textContent = err.message === NEEDS_KEY ? NEEDS_KEY : "unavailable";
+    });
 }
 $("api-key").value = sessionStorage.getItem(KEY) || "";
 $("api-key").addEventListener("change", () => {

@@ -395,6 +395,35 @@ def test_a_service_with_an_api_key_asks_for_it_and_then_answers(artifact: Path) 
         assert key not in page.url
 
 
+def test_an_older_model_line_does_not_replace_a_newer_one(artifact: Path) -> None:
+    """The key typed while the page's first GET v1/model (no key yet: a 401) was in flight:
+    that 401, arriving last, set the footer back to "needs an API key" over the model the
+    keyed call had named."""
+    key = "page-key-0123456789"
+    held: list = []
+
+    def hold_first(route) -> None:  # type: ignore[no-untyped-def]
+        if not held:
+            held.append(route)
+        else:
+            route.fallback()
+
+    with serve(make_settings(artifact, api_key=key)) as url, _offline_page(url) as page:
+        page.route("**/v1/model", hold_first)
+        page.goto(url + "/")
+        page.wait_for_selector("#api-key", state="attached")
+        page.evaluate(
+            "k => { const f = document.getElementById('api-key'); f.value = k;"
+            " f.dispatchEvent(new Event('change')); }",
+            key,
+        )
+        page.wait_for_function("/ v1$/.test(document.getElementById('model').textContent)")
+        assert held, "the first GET v1/model was not held"
+        held[0].fallback()
+        page.wait_for_timeout(1000)
+        assert page.inner_text("#model").endswith(" v1"), page.inner_text("#model")
+
+
 def test_without_an_api_key_the_key_field_stays_hidden(page) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_function("!document.getElementById('model').textContent.includes('…')")
     assert page.is_hidden("#key-row")
