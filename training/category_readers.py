@@ -86,18 +86,18 @@ def _add(sink: _Sink, text: Any, category: Any, polarity: Any, source: str, wher
         sink.bad(source, where, "missing or empty text")
         return
     if not isinstance(category, str) or not category.strip():
-        sink.bad(source, where, "missing or empty 'category'")
+        sink.bad(source, where, "missing or empty 'category'", text)
         return
     try:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
         check_unicode(text, "the text")
         check_unicode(category, "the category")
     except InputError as e:
-        sink.bad(source, where, str(e))
+        sink.bad(source, where, str(e), text)
         return
     if polarity is None or polarity == "":
-        sink.bad(source, where, f"category {category!r} has no label (or polarity)")
+        sink.bad(source, where, f"category {category!r} has no label (or polarity)", text)
         return
-    label = sink.label(polarity, source, where)
+    label = sink.label(polarity, source, where, text)
     if label is not None:
         sink.result.examples.append(CategoryExample(text, category.strip(), label, source))  # type: ignore[arg-type]
 

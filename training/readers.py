@@ -210,22 +210,23 @@ class _Sink:
         self.disagree = 0  # spans labelled twice, differently
         self.repeats = 0  # spans given again with the same label (kept, as the file has them)
 
-    def bad(self, source: str, where: str, reason: str) -> None:
+    def bad(self, source: str, where: str, reason: str, text: str | None = None) -> None:
+        """``text``: the record's sentence, where it has one (kept with the ``Invalid``)."""
         if not self.skip_invalid:
             raise DataError(f"{where}: {reason}")
         logger.debug("skipping %s: %s", where, reason)
-        self.result.skipped.append(Invalid(source, reason))
+        self.result.skipped.append(Invalid(source, reason, text))
 
     def add(self, text: str, start: int, end: int, label: str, source: str, where: str) -> None:
         try:
             check_span(text, start, end)
         except TextError as e:
-            self.bad(source, where, str(e))
+            self.bad(source, where, str(e), text)
             return
         try:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
             check_unicode(text, "the text")
         except InputError as e:
-            self.bad(source, where, str(e))
+            self.bad(source, where, str(e), text)
             return
         key = (text, start, end)
         if key in self.labels:
@@ -234,8 +235,9 @@ class _Sink:
         self.disagree += first != label
         self.result.examples.append(Example(text, start, end, label, source))
 
-    def label(self, value: Any, source: str, where: str) -> str | None:
-        """The normalised label, or None when the record is dropped (conflict) or bad."""
+    def label(self, value: Any, source: str, where: str, text: str | None = None) -> str | None:
+        """The normalised label, or None when the record is dropped (conflict) or bad
+        (``text``: its sentence, as ``bad`` takes it)."""
         if isinstance(value, str) and value.strip().lower() == CONFLICT:
             if self.keep_conflict:
                 return CONFLICT
@@ -244,7 +246,7 @@ class _Sink:
         try:
             return parse_label(value)
         except ValueError as e:
-            self.bad(source, where, str(e))
+            self.bad(source, where, str(e), text)
             return None
 
     def finish(self, fmt: str) -> ReadResult:
@@ -364,17 +366,18 @@ def _read_3line(text: str, sink: _Sink) -> None:
         source = f"{path}:{first}"
         sentence, term, polarity = lines[i], lines[i + 1].strip(), lines[i + 2]
         start = sentence.find(PLACEHOLDER)
-        if start < 0:
-            sink.bad(source, f"{path}:{first}", f"no {PLACEHOLDER} placeholder in the sentence")
+        if start < 0:  # the line is a whole sentence
+            why = f"no {PLACEHOLDER} placeholder in the sentence"
+            sink.bad(source, f"{path}:{first}", why, sentence)
             continue
         if not term:
             sink.bad(source, f"{path}:{first + 1}", "empty aspect term")
             continue
-        label = sink.label(polarity, source, f"{path}:{first + 2}")
+        full_text = sentence.replace(PLACEHOLDER, term)
+        label = sink.label(polarity, source, f"{path}:{first + 2}", full_text)
         if label is None:
             continue
         sink.repeated += sentence.count(PLACEHOLDER) > 1
-        full_text = sentence.replace(PLACEHOLDER, term)
         sink.add(full_text, start, start + len(term), label, source, f"{path}:{first}")
     if full < len(lines):
         first = full + 1
@@ -421,12 +424,12 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
         sink.bad(source, where, "missing or empty 'text'")
         return
     if not isinstance(aspect, str) or not aspect.strip():
-        sink.bad(source, where, "missing or empty 'aspect' (or 'term')")
+        sink.bad(source, where, "missing or empty 'aspect' (or 'term')", text)
         return
     if raw_label is None or raw_label == "":
-        sink.bad(source, where, "missing 'label' (or 'polarity')")
+        sink.bad(source, where, "missing 'label' (or 'polarity')", text)
         return
-    label = sink.label(raw_label, source, where)
+    label = sink.label(raw_label, source, where, text)
     if label is None:
         return
     raw_start, raw_end = record.get("start"), record.get("end")
@@ -434,32 +437,26 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
         try:
             first = occurrences(text, aspect)[0]  # several occurrences: the first one
         except InputError as e:
-            sink.bad(source, where, str(e))
+            sink.bad(source, where, str(e), text)
             return
         start, end = first.start, first.end
     else:
         if raw_start in (None, "") or raw_end in (None, ""):
-            sink.bad(source, where, "give both 'start' and 'end' or neither")
+            sink.bad(source, where, "give both 'start' and 'end' or neither", text)
             return
         try:
             start, end = _as_offset(raw_start), _as_offset(raw_end)
         except ValueError:
             got = f"{raw_start!r}, {raw_end!r}"
-            sink.bad(source, where, f"'start'/'end' must be integers, got {got}")
+            sink.bad(source, where, f"'start'/'end' must be integers, got {got}", text)
             return
         if not (0 <= start < end <= len(text)):
-            sink.bad(
-                source,
-                where,
-                f"span [{start}, {end}) is outside the text (length {len(text)})",
-            )
+            why = f"span [{start}, {end}) is outside the text (length {len(text)})"
+            sink.bad(source, where, why, text)
             return
         if text[start:end] != aspect:
-            sink.bad(
-                source,
-                where,
-                f"text[{start}:{end}] is {text[start:end]!r}, not the aspect {aspect!r}",
-            )
+            why = f"text[{start}:{end}] is {text[start:end]!r}, not the aspect {aspect!r}"
+            sink.bad(source, where, why, text)
             return
     sink.add(text, start, end, label, source, where)
 
@@ -687,13 +684,13 @@ def _xml_where(path: str, sid: str | None, line: int) -> str:
 def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: str) -> None:
     term = aspect.get("term")
     if term is None or not term.strip():
-        sink.bad(source, where, "aspectTerm without a 'term'")
+        sink.bad(source, where, "aspectTerm without a 'term'", text)
         return
     polarity = aspect.get("polarity")
     if polarity is None:
-        sink.bad(source, where, f"aspectTerm {term!r} has no 'polarity'")
+        sink.bad(source, where, f"aspectTerm {term!r} has no 'polarity'", text)
         return
-    label = sink.label(polarity, source, where)
+    label = sink.label(polarity, source, where, text)
     if label is None:
         return
     try:
@@ -709,6 +706,7 @@ def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: 
                 where,
                 f"aspectTerm {term!r}: from={aspect.get('from')!r} to={aspect.get('to')!r} "
                 f"do not mark it in the text and it {how} there",
+                text,
             )
             return
         logger.debug("%s: %r found at %d instead of from/to", where, term, found[0])

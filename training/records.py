@@ -61,8 +61,12 @@ Labelled = Example | CategoryExample
 
 @dataclass(frozen=True)
 class Invalid:
+    """A record a reader passed over (``skip_invalid``), and its sentence where it had one:
+    an --exclude file's bad record still names a sentence to keep out of training."""
+
     source: str
     reason: str
+    text: str | None = None
 
 
 @dataclass

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from absa.training.readers import bracket_free
+from absa.training.readers import HasText, bracket_free
 from absa.training.records import Example, Labelled
 from absa.training.substitute import comes_from
 
@@ -57,7 +57,7 @@ class FileReport:
 
 def combine(
     files: Sequence[tuple[str, Sequence[Example]]],
-    tests: Mapping[str, Sequence[Example]],
+    tests: Mapping[str, Sequence[HasText]],
     fresh: frozenset[str] = frozenset(),
     key: Callable[[str], str] = bracket_free,
 ) -> tuple[list[Example], list[FileReport]]:
@@ -118,7 +118,7 @@ def combine(
 def combine_more(
     train: Sequence[Example],
     more: Sequence[tuple[str, Sequence[Example]]],
-    tests: Mapping[str, Sequence[Example]],
+    tests: Mapping[str, Sequence[HasText]],
     key: Callable[[str], str] = bracket_free,
 ) -> tuple[list[Example], list[FileReport]]:
     """``absa train --train-more``'s union: --train's examples (reported as ``--train``), then

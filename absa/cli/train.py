@@ -82,9 +82,10 @@ def _read_some(paths: Sequence[str], skip_invalid: bool, task: str, flag: str) -
 
 def _read_exclude(paths: Sequence[str], task: str) -> dict[str, list]:
     """Each --exclude file's examples, read by the reader of ``task`` (a category test file
-    read as aspect terms gave nothing, and nothing was excluded). A bad record is passed over
-    (its sentence is not excluded: the warning names it), but a file that gives no sentence
-    at all is refused: it would exclude nothing."""
+    read as aspect terms gave nothing, and nothing was excluded), and the records it passed
+    over that name a sentence (a label it does not know, offsets that miss the aspect): their
+    sentences are test sentences all the same. A file that gives no valid record at all is
+    refused: it is not --task data, and its "sentences" would be guesses."""
     out: dict[str, list] = {}
     for path in paths:
         res = _read([path], True, task)
@@ -95,7 +96,17 @@ def _read_exclude(paths: Sequence[str], task: str) -> dict[str, list]:
                 f"--exclude {path}: no sentence to exclude read from it as --task {task} data "
                 f"({len(res.skipped)} invalid record(s){why})"
             )
-        out[path] = res.examples
+        named = [r for r in res.skipped if r.text is not None]
+        if named:
+            log.warning(
+                "--exclude %s: %d invalid record(s) (first: %s: %s); their sentences are "
+                "excluded all the same",
+                path,
+                len(named),
+                named[0].source,
+                named[0].reason,
+            )
+        out[path] = [*res.examples, *named]
     return out
 
 

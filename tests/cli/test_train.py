@@ -206,6 +206,43 @@ def test_an_exclude_file_that_gives_no_sentence_is_refused(
     assert "4 invalid record(s); first: " in err and len(err.strip().splitlines()) == 1
 
 
+def _xml(path: Path, examples: list[Example]) -> Path:
+    """SemEval-2014 XML, one <sentence> per example (its own id)."""
+    from xml.sax.saxutils import quoteattr
+
+    rows = [
+        f'<sentence id="{i}"><text>{e.text}</text><aspectTerms><aspectTerm term='
+        f'{quoteattr(e.term)} polarity="{e.label}" from="{e.start}" to="{e.end}"/>'
+        "</aspectTerms></sentence>"
+        for i, e in enumerate(examples)
+    ]
+    path.write_text("<sentences>" + "".join(rows) + "</sentences>\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "3line", "xml"])
+@pytest.mark.parametrize("more", [False, True])
+def test_the_sentence_of_an_invalid_exclude_record_is_excluded_all_the_same(
+    tmp_path: Path, small_glove: Path, caplog: pytest.LogCaptureFixture, fmt: str, more: bool
+) -> None:
+    """A test file's record the reader passes over (a label it does not know) still names a
+    test sentence: it was trained on, since only the valid records' sentences were excluded."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    bad = replace(EXAMPLES[4], label="great")  # the 3rd sentence: EXAMPLES[4:6]
+    test = [EXAMPLES[0], bad]
+    path = tmp_path / f"test.{fmt}"
+    {"jsonl": write_jsonl, "3line": write_3line, "xml": _xml}[fmt](path, test)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--dev", str(train), "--config", str(cfg)]
+    argv += ["--train-more", str(train)] if more else []
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--out", str(out), "--exclude", str(path), "--quiet"]) == 0
+    info = read_info(out)
+    assert info["n_train"] == len(EXAMPLES) - 4, info["data"]
+    assert f"{path}" in caplog.text and "excluded all the same" in caplog.text
+
+
 def test_train_more_takes_each_sentence_from_one_file(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
