@@ -17,16 +17,20 @@ JSONL output row also gets ``line``, the input line number (blank lines are skip
 
 The paths are checked before the first row is read (a missing input, an output that is a
 directory or in one that does not exist): the output is written to ``OUTPUT.<random>.part``
-(of this run alone) and moved into place at the end, so those would otherwise fail only
-after the whole file was scored.
+(of this run alone; the output's name cut short where the whole would be over the file
+system's name limit) and moved into place at the end, so those would otherwise fail only
+after the whole file was scored. A disk that fills while the output is written stops the
+run naming the output (not the ``.part``), and leaves neither.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import logging
 import math
+import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator
@@ -65,6 +69,11 @@ JSONL_NEWLINE = "\n"
 #: depth exceeded", naming no file or line); and a Parquet output nested 60 lists deep did
 #: not read back (pyarrow reads 100 schema levels, and a list takes two)
 MAX_DEPTH = 32
+#: the longest file name, in bytes, where the file system does not say (NAME_MAX on Linux)
+NAME_MAX = 255
+#: OSError numbers of a write that found no room: the disk is full, or the user's quota is
+#: used up (no EDQUOT on Windows)
+NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
 
 
 @dataclass
@@ -109,22 +118,58 @@ def check_paths(src: Path, dst: Path) -> None:
 
 def new_part(dst: Path) -> Path:
     """``part_path(dst)``, made now (empty), before a row is scored: one that cannot be made
-    (a directory not writable, a name too long with the suffix) failed after the first rows
-    were scored, or the whole of a small file, naming the ``.part`` the user never gave."""
+    (a directory not writable; before ``part_path`` fitted the name limit, a name too long
+    with the suffix) failed after the first rows were scored, or the whole of a small file,
+    naming the ``.part`` the user never gave."""
     tmp = part_path(dst)
     try:
         tmp.touch(exist_ok=False)
     except OSError as e:
-        raise OSError(e.errno, f"cannot write {dst}: {e.strerror}") from None
+        raise cannot_write(dst, e) from None
     return tmp
+
+
+def cannot_write(dst: Path, e: OSError) -> OSError:
+    """``e``, met making or writing ``dst``'s ``.part``, as one line naming ``dst`` (the
+    path the user gave), its errno kept: "cannot write DST: WHY". Where there was no room
+    (``NO_SPACE``) it says the disk is full: Python said only "[Errno 28] No space left on
+    device", pyarrow "Error writing bytes to file. Detail: [errno 28] ...", neither naming
+    a file."""
+    if e.errno in NO_SPACE:
+        why = f"the disk is full ({os.strerror(e.errno)})"
+    else:
+        why = e.strerror or str(e)
+    # one argument: str() is the message alone, without "[Errno N]" before it
+    err = OSError(f"cannot write {dst}: {why}")
+    err.errno = e.errno
+    return err
 
 
 def part_path(dst: Path) -> Path:
     """Where a run writes ``dst`` before moving it into place: ``DST.<random>.part`` beside
     it, of this run alone. One ``DST.part`` for every run let a second run onto the same
     output truncate and write into the first one's file, which the first then moved into
-    place: the output held rows of both."""
-    return dst.with_name(f"{dst.name}.{uuid.uuid4().hex[:12]}.part")
+    place: the output held rows of both. Where the whole would be longer than the file
+    system takes (``name_max``), the output's name is cut short, at a character boundary:
+    an output named within 18 bytes of the limit, valid by itself, could not be written."""
+    tag = f".{uuid.uuid4().hex[:12]}.part"
+    name = os.fsencode(dst.name)
+    room = max(name_max(dst.parent) - len(tag), 0)
+    if len(name) > room:
+        cut = room
+        while cut and (name[cut] & 0xC0) == 0x80:  # a UTF-8 continuation byte: not cut inside
+            cut -= 1
+        name = name[:cut]
+    return dst.with_name(os.fsdecode(name) + tag)
+
+
+def name_max(directory: Path) -> int:
+    """The longest file name, in bytes, that ``directory``'s file system takes."""
+    try:
+        limit = os.pathconf(directory, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
+        return NAME_MAX
+    return limit if limit > 0 else NAME_MAX  # -1: no limit given
 
 
 def check_files(src: Path, dst: Path) -> None:
@@ -548,7 +593,9 @@ def score_file(
                     flush()
             flush()
         tmp.replace(dst)  # the output appears whole or not at all
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)  # a failed move too: no .part is left behind
+        if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said of the output
+            raise cannot_write(dst, e) from None
         raise
     return stats

@@ -261,3 +261,20 @@ def bracket_leak(tmp_path: Path) -> tuple[list[Example], Path]:
     at = PTB_LEAK.index("food")
     test = write_3line(tmp_path / "test.seg", [Example(PTB_LEAK, at, at + 4, "positive", "t")])
     return leak, test
+
+
+def parts_on_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every ``.part`` file scoring creates (``Path.touch``) a link to /dev/full, so that
+    writing the output fails as on a full disk: ENOSPC from the kernel, at whichever write
+    Python or pyarrow makes, without filling a disk. Skips where there is no /dev/full."""
+    full = Path("/dev/full")
+    if not full.is_char_device():
+        pytest.skip("no /dev/full here")
+    touch = Path.touch
+
+    def linked(self: Path, mode: int = 0o666, exist_ok: bool = True) -> None:
+        if not self.name.endswith(".part"):
+            return touch(self, mode, exist_ok)
+        self.symlink_to(full)
+
+    monkeypatch.setattr(Path, "touch", linked)

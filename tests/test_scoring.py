@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import csv
+import errno
+import io
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from absa.cli import main
 from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
+from tests.helpers import parts_on_a_full_disk
 
 A, B = EXAMPLES[0], EXAMPLES[1]  # one training sentence, its two aspects (the model fits them)
 
@@ -830,3 +834,106 @@ def test_two_runs_onto_one_output_do_not_mix(tmp_path: Path, suffix: str) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["first.jsonl", "second.jsonl", dst.name]
     )  # no .part of either run is left
+
+
+# ------------------------------------------------- file scoring review: long names, full disks
+
+#: output names a file system takes (NAME_MAX 255 bytes), though not with ``.<random>.part``
+#: after them: 250 ASCII characters, and two-byte and three-byte characters near the limit
+LONG_NAMES = {
+    "ascii-jsonl": "o" * 244 + ".jsonl",
+    "ascii-csv": "o" * 246 + ".csv",
+    "two-byte-jsonl": "é" * 124 + ".jsonl",
+    "three-byte-csv": "€" * 83 + ".csv",
+}
+
+
+@pytest.mark.parametrize("name", LONG_NAMES.values(), ids=LONG_NAMES.keys())
+def test_a_part_file_fits_the_name_limit(tmp_path: Path, name: str) -> None:
+    """``OUT.<random>.part`` was 18 bytes over the output's name: one of 238 bytes or more,
+    a valid name, could not be written. The kept part of the name is cut to fit, at a
+    character boundary; it is still this run's own, beside the output and named after it."""
+    from absa.scoring import part_path
+
+    dst = tmp_path / name
+    assert len(os.fsencode(name)) <= 255  # the output's name is valid
+    parts = [part_path(dst) for _ in range(3)]
+    assert len(set(parts)) == 3  # each run its own
+    for part in parts:
+        assert part.parent == tmp_path and part.name.endswith(".part")
+        assert len(os.fsencode(part.name)) <= 255
+        part.name.encode("utf-8")  # no character cut in half (a lone surrogate fails here)
+        assert part.name.startswith(name[:60])  # recognisably the output's
+    short = part_path(tmp_path / "out.jsonl").name  # a name that fits keeps all of it
+    assert short.startswith("out.jsonl.") and len(short) == len("out.jsonl.") + 12 + 5
+
+
+@pytest.mark.parametrize("name", LONG_NAMES.values(), ids=LONG_NAMES.keys())
+def test_an_output_named_near_the_name_limit_is_written(tmp_path: Path, name: str) -> None:
+    """It failed before a row was scored: "cannot write OUT: File name too long"."""
+    from absa import load
+    from absa.scoring import score_file
+
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": "The pizza", "aspect": "pizza"}) + "\n")
+    dst = tmp_path / name
+    predictor = load().predictor
+    real = predictor.predict_many
+    seen: list[str] = []
+
+    def while_scoring(items: list) -> list:
+        seen.extend(p.name for p in tmp_path.iterdir() if p.name.endswith(".part"))
+        return real(items)
+
+    predictor.predict_many = while_scoring  # type: ignore[method-assign]
+    stats = score_file(predictor, src, dst, progress=False)
+    assert stats.rows == stats.scored == 1
+    assert len(seen) == 1 and seen[0].startswith(name[:60])  # its .part, named after it
+    assert sorted(tmp_path.iterdir()) == sorted([src, dst])  # under its full name, no .part
+    text = dst.read_text(encoding="utf-8")
+    if name.endswith(".csv"):
+        assert text.startswith("text,aspect,pred_label") and ",pizza," in text
+    else:
+        assert json.loads(text)["pred_label"]
+
+
+class _OverQuota(io.TextIOWrapper):
+    """A text file whose every write fails as when the user's disk quota is used up."""
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+
+@pytest.mark.parametrize(
+    ("output", "cause"),
+    [("out.jsonl", "ENOSPC"), ("out.csv", "ENOSPC"), ("out.jsonl", "EDQUOT")],
+)
+def test_a_full_disk_names_the_output_and_leaves_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    output: str,
+    cause: str,
+) -> None:
+    """A disk that filled while the output was written said only "[Errno 28] No space left
+    on device": no file named, nor that the disk is full. ENOSPC: each .part is a link to
+    /dev/full (the kernel's own error); EDQUOT: the .part's writes fail with it."""
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": "The pizza", "aspect": "pizza"}) + "\n")
+    dst = tmp_path / output
+    if cause == "ENOSPC":
+        parts_on_a_full_disk(monkeypatch)
+    else:
+        opened = Path.open
+
+        def over_quota(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+            if self.name.endswith(".part") and "w" in mode:
+                return _OverQuota(opened(self, "wb"), encoding="utf-8", newline="")
+            return opened(self, mode, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Path, "open", over_quota)
+    assert _shipped(src, dst) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {dst}: the disk is full" in err and ".part" not in err, err
+    assert os.strerror(getattr(errno, cause)) in err  # the system's own words too
+    assert sorted(tmp_path.iterdir()) == [src]  # no .part, no partial output
+    if cause == "ENOSPC":
+        assert Path("/dev/full").is_char_device()  # the link was removed, not what it named

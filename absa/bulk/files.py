@@ -5,10 +5,12 @@ file size. A row that cannot be scored gets its ``error``, a JSONL line that is 
 too (``absa.bulk.jsonl``); a file pyarrow cannot parse (a CSV row with too many fields) stops
 the run with one message naming the file. A bad row is logged with the file and the line it
 starts on, as ``absa.scoring`` logs it (blank lines and the CSV header counted); a Parquet
-input has no lines, so there it is the row number."""
+input has no lines, so there it is the row number. Bytes (a Parquet binary column) written
+to JSONL or CSV are text: theirs where they are UTF-8, else base64 (``bytes_text``)."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -28,7 +30,9 @@ from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
+    NO_SPACE,
     ScoreStats,
+    cannot_write,
     check_paths,
     finite,
     json_line,
@@ -171,7 +175,7 @@ class TableWriter:
             if sum(t.num_rows for t in self.pending) >= ROW_GROUP:
                 self._flush()
         elif self.fmt == "csv":
-            table = self._utf8_bytes(json_columns(table))
+            table = text_columns(json_columns(table))
             self._check(table)
             if self.csv is None:
                 self.schema = table.schema
@@ -180,8 +184,8 @@ class TableWriter:
         else:
             if self.text is None:
                 self.text = self.path.open("w", encoding="utf-8")
-            for row in table.to_pylist():
-                self.text.write(json_line(row, default=str))  # NaN: null, not a bare NaN
+            for row in table.to_pylist():  # NaN: null, not a bare NaN
+                self.text.write(json_line(row, default=json_default))
         self.rows += table.num_rows
 
     def _check(self, table: pa.Table) -> None:
@@ -227,28 +231,6 @@ class TableWriter:
             raise ValueError(f"{self.locate(self.rows + 1 + first)}: field {f.name!r} {why}")
         if not fixed:
             self.types = pa.unify_schemas([before, table.schema], promote_options="permissive")
-
-    def _utf8_bytes(self, table: pa.Table) -> pa.Table:
-        """``table``'s binary columns as text, for a CSV file, which cannot hold bytes: as
-        pyarrow's CSV writer writes bytes that are UTF-8; on others it stopped the run with
-        "Invalid UTF8 payload", naming no file, column or row."""
-        binary = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary)
-        for i, f in enumerate(table.schema):
-            if not any(is_binary(f.type) for is_binary in binary):
-                continue
-            try:
-                text = table.column(i).cast(pa.string())
-            except pa.ArrowInvalid as e:
-                values = enumerate(table.column(i).to_pylist())
-                at = next((n for n, v in values if v is not None and not _utf8(v)), None)
-                if at is None:  # not a value that is not UTF-8: pyarrow's own words
-                    raise ValueError(f"{self.source}: column {f.name!r}: {e}") from None
-                raise ValueError(
-                    f"{self.locate(self.rows + 1 + at)}: column {f.name!r} holds bytes that "
-                    "are not UTF-8 text, which a CSV file cannot hold; write .parquet"
-                ) from None
-            table = table.set_column(i, pa.field(f.name, pa.string()), text)
-        return table
 
     def _flush(self) -> None:
         if not self.pending:
@@ -319,12 +301,52 @@ def _merged(had: pa.DataType, new: pa.DataType) -> pa.DataType | None:
         return None
 
 
-def _utf8(value: bytes) -> bool:
+def bytes_text(value: bytes) -> str:
+    """Bytes as a JSONL or CSV file holds them: their text where they are UTF-8, else
+    base64. They were Python's repr in JSONL (``"b'ok'"``), and bytes that are not UTF-8
+    stopped a CSV output ("Invalid UTF8 payload", then a refusal naming the row)."""
     try:
-        value.decode("utf-8")
+        return value.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return base64.b64encode(value).decode("ascii")
+
+
+def json_default(value: Any) -> Any:
+    """A value JSON has no type for, as ``json.dumps`` writes it: bytes (a binary column, or
+    in a nested one) as ``bytes_text``; anything else (a date, a decimal) as its ``str``."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_text(bytes(value))
+    return str(value)
+
+
+def _is_bytes(type_: pa.DataType) -> bool:
+    return (
+        pa.types.is_binary(type_)
+        or pa.types.is_large_binary(type_)
+        or pa.types.is_fixed_size_binary(type_)
+    )
+
+
+def text_columns(table: pa.Table) -> pa.Table:
+    """``table``'s binary columns as string columns, for a CSV file, which cannot hold
+    bytes: each value as ``bytes_text`` (a column all UTF-8 cast at once), as JSONL output
+    writes them."""
+    for i, f in enumerate(table.schema):
+        if not _is_bytes(f.type):
+            continue
+        to = pa.large_string() if pa.types.is_large_binary(f.type) else pa.string()
+        column = table.column(i)
+        try:
+            text = column.cast(to)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a value that is not UTF-8
+            values = [None if v is None else bytes_text(v) for v in column.to_pylist()]
+            text = pa.array(values, to)
+        table = table.set_column(i, pa.field(f.name, to), text)
+    return table
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(finite(value), ensure_ascii=False, default=json_default)
 
 
 def json_columns(table: pa.Table) -> pa.Table:
@@ -338,10 +360,7 @@ def json_columns(table: pa.Table) -> pa.Table:
             finite_ = pc.is_finite(column)
             table = table.set_column(i, f, pc.if_else(finite_, column, pa.scalar(None, f.type)))
         elif pa.types.is_nested(f.type):
-            values = [
-                None if v is None else json.dumps(finite(v), ensure_ascii=False, default=str)
-                for v in table.column(i).to_pylist()
-            ]
+            values = [None if v is None else _json_text(v) for v in table.column(i).to_pylist()]
             table = table.set_column(
                 i, pa.field(f.name, pa.string()), pa.array(values, pa.string())
             )
@@ -376,8 +395,10 @@ def score_table_file(
             writer.write(score_table(predictor, empty))
         writer.close()
         tmp.replace(dst)  # the output appears whole or not at all
-    except BaseException:
+    except BaseException as e:
         writer.abort()  # a failed move too: no .part is left behind
+        if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said of the output
+            raise cannot_write(dst, e) from None
         raise
     finally:
         where.close()

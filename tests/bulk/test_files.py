@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import errno
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from tests.bulk.conftest import (
     write_jsonl,
     write_parquet,
 )
+from tests.helpers import parts_on_a_full_disk
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -685,25 +689,40 @@ def test_a_line_over_many_reads_is_joined_whole(tmp_path: Path) -> None:
     assert lines[0].startswith(b'{"text": "yyy') and lines[0].endswith(b'yyy"}')
 
 
-def test_a_binary_column_that_is_not_utf8_into_csv_is_one_line_naming_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    """pyarrow's CSV writer stopped the run with "Invalid UTF8 payload": no file, column or
-    row named. Bytes that are UTF-8 are written as their text, as before."""
+def test_a_binary_column_is_written_as_its_text_or_as_base64(tmp_path: Path) -> None:
+    """Into JSONL, a binary column (binary, large_binary, nested) was Python's repr,
+    ``"b'ok'"``; into CSV, bytes that are not UTF-8 stopped the run. Bytes that are UTF-8
+    are now their text, others base64, in JSONL and in CSV alike (Parquet keeps bytes)."""
+    import base64
+
     import pyarrow as pa
 
     src = tmp_path / "in.parquet"
-    blob = pa.array([b"ok", b"fine", b"\x00\xff"], pa.binary())
-    pq.write_table(pa.table({"text": ["The pizza"] * 3, "aspect": ["pizza"] * 3, "b": blob}), src)
-    assert _shipped(src, tmp_path / "out.csv") == 2
-    err = _one_line_error(capsys)
-    assert f"{src}: row 3: column 'b' holds bytes that are not UTF-8 text" in err
-    assert sorted(tmp_path.iterdir()) == [src]
-    utf8 = tmp_path / "utf8.parquet"
-    pq.write_table(pa.table({"text": ["The pizza"], "aspect": ["pizza"], "b": blob[:1]}), utf8)
-    assert _shipped(utf8, tmp_path / "utf8.csv") == 0
-    (line,) = (tmp_path / "utf8.csv").read_text().splitlines()[1:]
-    assert line.startswith('"The pizza","pizza","ok",')
+    raw = [b"ok", "café".encode(), b"\x00\xff", None]
+    table = pa.table(
+        {
+            "text": ["The pizza"] * 4,
+            "aspect": ["pizza"] * 4,
+            "b": pa.array(raw, pa.binary()),
+            "big": pa.array(raw, pa.large_binary()),
+            "nested": pa.array([[v] for v in raw], pa.list_(pa.binary())),
+        }
+    )
+    pq.write_table(table, src)
+    text = ["ok", "café", base64.b64encode(b"\x00\xff").decode("ascii"), None]
+    assert text[2] == "AP8="
+    assert _shipped(src, tmp_path / "out.jsonl") == 0
+    rows = _strict_jsonl(tmp_path / "out.jsonl")
+    assert [r["b"] for r in rows] == [r["big"] for r in rows] == text
+    assert [r["nested"] for r in rows] == [[v] for v in text]
+    assert _shipped(src, tmp_path / "out.csv") == 0
+    with (tmp_path / "out.csv").open(newline="", encoding="utf-8") as f:
+        cells = list(csv.DictReader(f))
+    want = [v or "" for v in text]  # a null is an empty cell
+    assert [r["b"] for r in cells] == [r["big"] for r in cells] == want
+    assert [r["nested"] for r in cells] == [json.dumps([v], ensure_ascii=False) for v in text]
+    assert _shipped(src, tmp_path / "out.parquet") == 0  # bytes as they were
+    assert pq.read_table(tmp_path / "out.parquet").column("b").to_pylist() == raw
 
 
 @pytest.mark.parametrize(
@@ -713,13 +732,15 @@ def test_an_output_that_cannot_be_created_is_refused_before_a_row_is_scored(
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
     into: str,
     out: str,
 ) -> None:
     """A Parquet output was first opened when its first row group was full (65,536 rows,
-    or the whole of a smaller input): a directory that cannot be written, or a name whose
-    ``.part`` is too long, failed after that scoring, naming the ``.part``, not the output.
-    JSONL and CSV (absa.scoring) named the ``.part`` too."""
+    or the whole of a smaller input): a directory that cannot be written failed after that
+    scoring, naming the ``.part``, not the output. JSONL and CSV (absa.scoring) named the
+    ``.part`` too. (Made here by ``Path.touch`` refusing the ``.part``: root writes any
+    directory.)"""
     import pyarrow as pa
 
     src = tmp_path / f"in.{into}"  # a bad row: scored, it is logged as a WARNING
@@ -730,10 +751,96 @@ def test_an_output_that_cannot_be_created_is_refused_before_a_row_is_scored(
         src.write_text("text,aspect\nThe pizza,wine\n")
     else:
         src.write_text('{"text": "The pizza", "aspect": "wine"}\n')
-    dst = tmp_path / ("o" * 240 + f".{out}")  # a valid name; OUT.<random>.part is not
+    dst = tmp_path / f"out.{out}"
+
+    def refused(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+
+    monkeypatch.setattr(Path, "touch", refused)
     with caplog.at_level("WARNING"):
         assert _shipped(src, dst) == 2
     err = _one_line_error(capsys)
     assert f"cannot write {dst}: " in err and ".part" not in err
     assert "wine" not in caplog.text  # refused before the row was scored
     assert sorted(tmp_path.iterdir()) == [src]
+    assert "Permission denied" in err
+
+
+#: output names a file system takes (NAME_MAX 255 bytes), though not with ``.<random>.part``
+#: after them: 250 ASCII characters, and multi-byte characters near the limit
+LONG_NAMES = {
+    "ascii-parquet": "o" * 242 + ".parquet",
+    "ascii-jsonl": "o" * 244 + ".jsonl",
+    "two-byte-parquet": "é" * 123 + ".parquet",
+    "three-byte-csv": "€" * 83 + ".csv",
+}
+
+
+@pytest.mark.parametrize("into", ["parquet", "jsonl"])
+@pytest.mark.parametrize("name", LONG_NAMES.values(), ids=LONG_NAMES.keys())
+def test_an_output_named_near_the_name_limit_is_written(
+    tmp_path: Path, into: str, name: str
+) -> None:
+    """``OUT.<random>.part`` was 18 bytes over the output's name: an output named with 238
+    bytes or more (valid by itself) failed before a row was scored, "File name too long"."""
+    src = tmp_path / f"in.{into}"
+    row = {"id": 1, "text": "The pizza", "aspect": "pizza"}
+    if into == "parquet":
+        write_parquet(src, [row])
+    else:
+        write_jsonl(src, [row])
+    dst = tmp_path / name
+    assert _shipped(src, dst) == 0
+    assert sorted(tmp_path.iterdir()) == sorted([src, dst])  # under its full name, no .part
+    if name.endswith(".parquet"):
+        got = pq.read_table(dst).to_pylist()
+    elif name.endswith(".csv"):
+        with dst.open(newline="", encoding="utf-8") as f:
+            got = list(csv.DictReader(f))
+    else:
+        got = read_jsonl(dst)
+    assert len(got) == 1 and str(got[0]["id"]) == "1" and got[0]["pred_label"]
+
+
+@pytest.mark.parametrize(
+    ("into", "out", "cause"),
+    [
+        ("parquet", "parquet", "ENOSPC"),
+        ("parquet", "jsonl", "ENOSPC"),
+        ("parquet", "csv", "ENOSPC"),
+        ("jsonl", "parquet", "ENOSPC"),
+        ("parquet", "parquet", "EDQUOT"),
+    ],
+)
+def test_a_full_disk_names_the_output_and_leaves_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    into: str,
+    out: str,
+    cause: str,
+) -> None:
+    """A disk that filled while pyarrow (or Python) wrote the output said "[Errno 28] Error
+    writing bytes to file. Detail: [errno 28] No space left on device": no file named.
+    ENOSPC: each .part is a link to /dev/full (the kernel's own error); EDQUOT: pyarrow's
+    Parquet writes fail with it."""
+    src = tmp_path / f"in.{into}"
+    rows = [{"id": i, "text": "The pizza", "aspect": "pizza"} for i in range(3)]
+    if into == "parquet":
+        write_parquet(src, rows)
+    else:
+        write_jsonl(src, rows)
+    dst = tmp_path / f"out.{out}"
+    if cause == "ENOSPC":
+        parts_on_a_full_disk(monkeypatch)
+    else:
+
+        def over_quota(*args: object, **kwargs: object) -> None:
+            raise OSError(errno.EDQUOT, "Error writing bytes to file. Detail: [errno 122]")
+
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", over_quota)
+    assert _shipped(src, dst) == 2
+    err = _one_line_error(capsys)
+    assert f"cannot write {dst}: the disk is full" in err and ".part" not in err
+    assert os.strerror(getattr(errno, cause)) in err  # the system's own words too
+    assert sorted(tmp_path.iterdir()) == [src]  # no .part, no partial output
