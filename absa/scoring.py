@@ -152,15 +152,21 @@ def part_path(dst: Path) -> Path:
     place: the output held rows of both. Where the whole would be longer than the file
     system takes (``name_max``), the output's name is cut short, at a character boundary:
     an output named within 18 bytes of the limit, valid by itself, could not be written."""
-    tag = f".{uuid.uuid4().hex[:12]}.part"
+    return beside(dst, "", f".{uuid.uuid4().hex[:12]}.part")
+
+
+def beside(dst: Path, before: str, after: str) -> Path:
+    """``before + dst.name + after`` in ``dst``'s directory, the name cut short (at a
+    character boundary) where the whole would be over the file system's limit
+    (``name_max``): a temporary beside an output named near the limit."""
+    room = max(name_max(dst.parent) - len(os.fsencode(before + after)), 0)
     name = os.fsencode(dst.name)
-    room = max(name_max(dst.parent) - len(tag), 0)
     if len(name) > room:
         cut = room
         while cut and (name[cut] & 0xC0) == 0x80:  # a UTF-8 continuation byte: not cut inside
             cut -= 1
         name = name[:cut]
-    return dst.with_name(os.fsdecode(name) + tag)
+    return dst.with_name(before + os.fsdecode(name) + after)
 
 
 def name_max(directory: Path) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 from absa.bulk.columns import check_columns, score_table
 from absa.errors import InputError
+from absa.scoring import beside
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ def _staged(output: str) -> Iterator[str]:
         return
     final = Path(output)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.with_name(f".{final.name}.part-{uuid.uuid4().hex[:12]}")
+    staging = beside(final, ".", f".part-{uuid.uuid4().hex[:12]}")  # within the name limit
     staging.mkdir()  # the permissions a directory Ray made would get (mkdtemp's are 0700)
     try:
         yield str(staging)

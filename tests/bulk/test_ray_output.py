@@ -87,6 +87,22 @@ def test_a_uri_is_written_in_place_and_marked_done_only_when_whole(
     assert (stats.rows, stats.bad, stats.files) == (1, 0, 1)  # the marker is not a partition
 
 
+@pytest.mark.parametrize("name", ["o" * 250, "é" * 127])  # 250 bytes, 254 bytes
+def test_an_output_directory_named_near_the_name_limit_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The staging directory beside it, ``.NAME.part-<12 hex>``, was 19 bytes longer than
+    the output's name: an output named within 19 bytes of the limit could not be staged."""
+    from absa.bulk import score_with_ray
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    _fake_job(monkeypatch, fail=False)
+    score_with_ray(src, tmp_path / name)
+    assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["_SUCCESS", "part-0.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.jsonl", name])
+
+
 @pytest.mark.skipif(bool(os.environ.get("RAY_ADDRESS")), reason="starts a local instance")
 def test_a_local_instance_it_started_is_shut_down(tmp_path: Path) -> None:
     """Each call left its local Ray instance (raylet, workers, object store) running until
