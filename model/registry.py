@@ -23,7 +23,9 @@ A version is verified (``absa.model.artifact.load``: every file's sha256, paths 
 parity) before ``promote`` or ``rollback`` points at it. A pointer that is not a JSON
 object naming a valid version is a RegistryError, never a crash. ``Registry.open`` is for
 commands that need an existing registry (a mistyped path is an error, not a new registry);
-``init`` creates one on purpose.
+``init`` (a retraining job) and ``add`` create one on purpose. Nothing else does: the locks,
+``promote``, ``rollback`` and ``prune`` refuse a directory that is not a registry, naming
+it, and create nothing there.
 """
 
 from __future__ import annotations
@@ -72,13 +74,20 @@ class Registry:
     @classmethod
     def open(cls, root: Path | str) -> Registry:
         """An existing registry; RegistryError if ``root`` is not one (nothing is created)."""
-        if not cls.looks_like(root):
-            what = "does not exist" if not Path(root).exists() else "is not a model registry"
+        return cls(root).require()
+
+    def require(self) -> Registry:
+        """This registry, if ``root`` is one; RegistryError naming it if not (a mistyped
+        path), and nothing created. Every change checks this first."""
+        root = self.root
+        if not self.looks_like(root):
+            what = "does not exist" if not root.exists() else "is not a model registry"
             raise RegistryError(f"{root} {what} (no {POINTER} and no versions/)")
-        versions = Path(root) / "versions"
-        if versions.exists() and not versions.is_dir():  # nothing would list or promote
-            raise RegistryError(f"{versions} is not a directory: {root} is not a model registry")
-        return cls(root)
+        if self.versions_dir.exists() and not self.versions_dir.is_dir():  # nothing would list
+            raise RegistryError(
+                f"{self.versions_dir} is not a directory: {root} is not a model registry"
+            )
+        return self
 
     @staticmethod
     def looks_like(path: Path | str) -> bool:
@@ -102,7 +111,8 @@ class Registry:
     @contextmanager
     def lock(self, blocking: bool = True) -> Iterator[None]:
         """Exclusive lock for a change (add, promote, rollback, prune, repair), held only
-        while it is made; released by the OS if the holder dies."""
+        while it is made; released by the OS if the holder dies. Only on a registry (``init``
+        makes one): RegistryError, and nothing created, on a directory that is not one."""
         with self._flock(".lock", blocking, "is being changed by another process"):
             yield
 
@@ -115,7 +125,8 @@ class Registry:
 
     @contextmanager
     def _flock(self, name: str, blocking: bool, busy: str) -> Iterator[None]:
-        self.init()
+        # not init(): a lock taken on a mistyped path made an empty registry there
+        self.require()
         with open(self.root / name, "a+") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
@@ -283,6 +294,7 @@ class Registry:
         """Point CURRENT at ``version`` after verifying it (RegistryError: nothing changes).
         A pointer that cannot be read is replaced (the way an operator mends it: the new
         one names a verified version); versions no longer there leave the history."""
+        self.require()
         self.verify(version)
         try:
             ptr = self.pointer()
@@ -299,22 +311,33 @@ class Registry:
         self._history("promote", version, old, reason)
         log.info("promoted %s (was %s)", version, old)
 
+    def rollback_target(self) -> str:
+        """The version ``rollback`` would point at; RegistryError if there is none (it only
+        reads: the CLI asks before it takes the lock, which would create the lock file)."""
+        return self._rollback_plan()[1]
+
+    def _rollback_plan(self) -> tuple[str | None, str, list[str]]:
+        """(the current version, the one to go back to, the previous ones after it)."""
+        self.require()
+        ptr = self.pointer()
+        previous = [v for v in ptr["previous"] if (self.versions_dir / v).is_dir()]
+        if not previous:
+            raise RegistryError(f"no previous version to roll back to in {self.root}")
+        return ptr.get("version"), previous[0], previous[1:]
+
     def rollback(self) -> str:
         """Point back at the previous champion."""
-        ptr = self.pointer()
-        previous = [v for v in ptr.get("previous", []) if (self.versions_dir / v).is_dir()]
-        if not previous:
-            raise RegistryError("no previous version to roll back to")
-        target, rest = previous[0], previous[1:]
+        old, target, rest = self._rollback_plan()
         self.verify(target)  # a version that fails verification is never pointed at
         atomic_write_json(self.root / POINTER, {"version": target, "previous": rest})
-        self._history("rollback", target, ptr.get("version"), "")
+        self._history("rollback", target, old, "")
         return target
 
     def prune(self, keep: int) -> list[str]:
         """Delete all but the newest ``keep`` versions; never the current or the previous one,
         nor one whose metadata cannot be read: it has no creation time to be old by (it lists
         first), and the next job's repair leaves it to an operator, who would find it gone."""
+        self.require()
         ptr = self.pointer()
         protected = {ptr.get("version"), *ptr.get("previous", [])[:1]}
         versions = self.versions()

@@ -7,6 +7,10 @@ keeps serving, whatever opening the new one raised). A registry pointer that can
 (truncated JSON, not an object, a bad or missing version) is refused the same way, with the
 reason.
 
+The model served is its directory and what its metadata.json records (every file's sha256):
+another artifact copied into the served directory (``--model /models/current``, no registry)
+is a new model to load, and the same directory as it was is no change (nothing is loaded).
+
 Several workers (``absa serve --workers N``) are separate processes, each with its own
 model. ``/admin/reload`` reaches one of them; after it has swapped, it writes the model it
 now serves to ``<run_dir>/reload.json`` (``Settings.run_dir``, a directory ``absa serve``
@@ -14,7 +18,8 @@ makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_
 ``stat``) and loads the same model: every worker follows, within a fraction of a second.
 With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself; a
 version a poll refused is not tried again (nor logged, nor counted) until the pointer or the
-version's files change, and a pointer that is gone while one of the registry's versions is
+version's files change (but one refused for want of memory or file descriptors, which the
+next poll tries again), and a pointer that is gone while one of the registry's versions is
 served is refused (not read as "serve the fallback model"), and a worker that starts
 leaves alone a signal written before it started (the registry it has just loaded from says
 what to serve now).
@@ -26,6 +31,7 @@ and refused reloads.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -33,6 +39,7 @@ import uuid
 from pathlib import Path
 
 from absa.errors import ArtifactError, RegistryError
+from absa.model.artifact import METADATA
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
 from absa.model.predictor import Limits, Predictor
@@ -45,6 +52,32 @@ log = logging.getLogger(__name__)
 
 SIGNAL = "reload.json"
 SYNC_INTERVAL_S = 0.25
+#: OSError numbers of a machine short of a resource, not of a bad artifact: a later try may load
+RESOURCE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOMEM", "EMFILE", "ENFILE", "EAGAIN", "ENOBUFS")
+    if hasattr(errno, name)
+)
+
+
+class TransientRefusal(ArtifactError):
+    """A reload refused for want of a resource (memory, file descriptors) while loading: the
+    same model may load at the next try, so a poll does not remember it as refused."""
+
+
+def _for_want_of_a_resource(e: BaseException) -> bool:
+    """Whether ``e``, or an error it was raised from (the loader wraps what onnxruntime and
+    the warm-up raise in an ArtifactError), is a MemoryError or an OSError in RESOURCE_ERRNOS."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, MemoryError):
+            return True
+        if isinstance(cause, OSError) and cause.errno in RESOURCE_ERRNOS:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def load_predictor(settings: Settings, path: Path) -> Predictor:
@@ -95,7 +128,8 @@ class Reloader:
         self._seen: tuple[int, int, int] | None = None  # the signal file's stat, last read
         self._signal_id: str | None = None
         self._refused: tuple | None = None  # what a poll found and refused (_poll_key)
-        self._tried: str | None = None  # the target the last reload went for (_poll_key's)
+        # the target the last reload went for, as _poll_key names it (None: none could be read)
+        self._tried: Path | None = None
         self.failures = 0
 
     @property
@@ -114,18 +148,18 @@ class Reloader:
         ``publish`` (``/admin/reload``): tell the other workers to serve the same model."""
         async with self._lock:
             current = self.engine.model.runtime.model_dir
-            self._tried = str(None)
+            self._tried = None
             try:
                 if path is None:
                     self._check_pointer_kept(current)
                 target = Path(path or self.settings.model_path())
-                self._tried = str(target)
+                self._tried = target
             except RegistryError as e:
                 self.failures += 1
                 self._count("refused")
                 log.error("reload refused, still serving %s: %s", current, e)
                 raise RegistryError(f"refused: {e}") from None
-            if target.resolve() == Path(current).resolve():
+            if self._serves(target):
                 if publish:
                     self._publish(target)  # a worker that is behind catches up
                 return {"changed": False, "model_dir": str(target)}
@@ -138,8 +172,14 @@ class Reloader:
             except Exception as e:  # noqa: BLE001
                 self.failures += 1
                 self._count("refused")
-                expected = isinstance(e, ArtifactError | OSError | ValueError | KeyError)
-                reason = str(e) if expected else f"{type(e).__name__}: {e}"
+                named = isinstance(e, ArtifactError | OSError | ValueError | KeyError)
+                transient = _for_want_of_a_resource(e)
+                expected = named or transient  # a MemoryError needs no traceback either
+                reason = str(e) if named else f"{type(e).__name__}: {e}"
+                if not str(e):  # a MemoryError's message is often empty: its name says it
+                    reason = repr(e)
+                if transient:
+                    reason += " (for want of a resource: a later reload may load it)"
                 log.error(
                     "reload of %s refused, still serving %s: %s",
                     target,
@@ -147,7 +187,8 @@ class Reloader:
                     reason,
                     exc_info=not expected,  # a loader's bug, or a case it should name
                 )
-                raise ArtifactError(f"refused {target}: {reason}") from None
+                refusal = TransientRefusal if transient else ArtifactError
+                raise refusal(f"refused {target}: {reason}") from None
             old = self.engine.swap(rt)
             self.engine.metrics.swapped(old.metadata, rt.metadata)
             self._count("swapped")
@@ -159,6 +200,20 @@ class Reloader:
                 "model_dir": str(target),
                 "version": rt.metadata.get("version"),
             }
+
+    def _serves(self, target: Path) -> bool:
+        """Whether ``target`` is the model served now: the same directory, whose metadata.json
+        records what the served model's did (its version, every file's sha256). Another
+        artifact copied over the served directory is another model; a metadata.json that
+        cannot be read is not the served one either (loading it says what is wrong)."""
+        runtime = self.engine.model.runtime
+        if target.resolve() != Path(runtime.model_dir).resolve():
+            return False
+        try:
+            recorded = json.loads((target / METADATA).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+        return bool(recorded == runtime.metadata)
 
     def _check_pointer_kept(self, current: Path) -> None:
         """RegistryError when the registry's pointer is gone while a version of it is served:
@@ -186,7 +241,7 @@ class Reloader:
         files = None
         if target is not None and target.is_dir():
             files = tuple(sorted((f.name, _stat(f)) for f in target.iterdir()))
-        return (pointer, str(target), files)
+        return (pointer, target, files)
 
     # ------------------------------------------------------------------ several workers
 
@@ -258,6 +313,8 @@ class Reloader:
             return  # refused as it stands: logged and counted once
         try:
             await self.reload()
+            self._refused = None
+        except TransientRefusal:  # logged and counted; not the model's fault: try at the next poll
             self._refused = None
         except (ArtifactError, RegistryError):  # reload logged why
             # the registry as it stands now, where it still names what was refused: ``key``

@@ -1,7 +1,8 @@
 """``absa models``: the model registry (list, show, promote, rollback), torch-free.
 
-The registry must exist (``absa retrain`` creates registries); promote and rollback verify
-the target version first and change nothing if it fails."""
+The registry must exist (``absa retrain`` creates registries; a mistyped path is an error,
+and nothing is created there); promote and rollback verify the target version first and
+change nothing if it fails."""
 
 from __future__ import annotations
 
@@ -60,10 +61,13 @@ def cmd_models(args: argparse.Namespace) -> int:
             raise CLIError("models show needs a VERSION")
         sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
         return 0
+    # said before the lock, whose file would be the one thing the command made
     if args.action == "promote":
         if not args.version:
             raise CLIError("models promote needs a VERSION")
-        reg.path(args.version)  # a missing one said before the lock, which creates its files
+        reg.path(args.version)
+    else:
+        reg.rollback_target()
     with reg.lock():  # held by a retraining job only while it adds or promotes a version
         if args.action == "promote":
             reg.promote(args.version, reason="manual")

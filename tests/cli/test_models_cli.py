@@ -47,3 +47,26 @@ def test_promote_of_a_version_that_is_not_there_creates_nothing(
     assert main(["models", "promote", "v7", "--registry", str(root)]) == 2
     assert capsys.readouterr().err == f"absa models: error: no version 'v7' in {root}\n"
     assert sorted(p.name for p in root.iterdir()) == before
+
+
+@pytest.mark.parametrize("versions", [True, False])
+def test_a_rollback_with_nothing_to_go_back_to_creates_nothing(
+    tmp_path: Path, versions: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As promote of a missing version: the lock, taken before rollback looked for a version
+    to go back to, made .lock (and .work, versions/) in the registry, and the message named
+    no registry."""
+    root = tmp_path / "registry"
+    if versions:
+        reg = make_registry(tmp_path, 1)
+        (root / ".work").rmdir()  # init's, as a registry copied without it
+        reg.promote("v1")
+    else:  # a pointer alone, whose previous version is gone
+        root.mkdir()
+        (root / POINTER).write_text(json.dumps({"version": "v1", "previous": ["v0"]}))
+    before = sorted(p.name for p in root.iterdir())
+    assert main(["models", "rollback", "--registry", str(root)]) == 2
+    assert capsys.readouterr().err == (
+        f"absa models: error: no previous version to roll back to in {root}\n"
+    )
+    assert sorted(p.name for p in root.iterdir()) == before

@@ -6,8 +6,11 @@ the version they point at)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -225,7 +228,8 @@ def test_prune_leaves_a_version_whose_metadata_cannot_be_read(
 
 
 def test_prune_of_an_empty_registry(tmp_path: Path) -> None:
-    assert Registry(tmp_path / "none").prune(keep=0) == []
+    # made by init: a path that holds no registry is refused (the test below)
+    assert Registry(tmp_path / "empty").init().prune(keep=0) == []
 
 
 # --------------------------------------------------------------------------- atomic pointer
@@ -274,7 +278,7 @@ def test_atomic_write_json_failure_keeps_the_old_file(tmp_path: Path) -> None:
 
 
 def test_lock_is_exclusive_across_processes(tmp_path: Path, hold_lock: LockHolder) -> None:
-    reg = Registry(tmp_path / "registry")
+    reg = Registry(tmp_path / "registry").init()  # the lock makes no registry
     holder = hold_lock(reg.root)
     try:
         with pytest.raises(RegistryError, match="is being changed by another process"):
@@ -289,7 +293,7 @@ def test_lock_is_exclusive_across_processes(tmp_path: Path, hold_lock: LockHolde
 
 
 def test_a_running_job_holds_only_the_job_lock(tmp_path: Path, hold_lock: LockHolder) -> None:
-    reg = Registry(tmp_path / "registry")
+    reg = Registry(tmp_path / "registry").init()
     holder = hold_lock(reg.root, "job_lock")
     try:
         with pytest.raises(RegistryError, match="has a retraining job running"):
@@ -304,7 +308,7 @@ def test_a_running_job_holds_only_the_job_lock(tmp_path: Path, hold_lock: LockHo
 
 
 def test_lock_of_a_killed_holder_is_released(tmp_path: Path, hold_lock: LockHolder) -> None:
-    reg = Registry(tmp_path / "registry")
+    reg = Registry(tmp_path / "registry").init()
     holder = hold_lock(reg.root)
     holder.kill()
     holder.wait(timeout=10)
@@ -393,6 +397,49 @@ def test_open_refuses_what_is_not_a_registry(tmp_path: Path) -> None:
     (odd / "versions").write_text("not a directory\n")
     with pytest.raises(RegistryError, match="versions is not a directory"):
         Registry.open(odd)
+
+
+def _enter(lock: AbstractContextManager) -> None:
+    with lock:
+        pass
+
+
+CHANGES: dict[str, Callable[[Registry], object]] = {
+    "lock": lambda reg: _enter(reg.lock()),
+    "job_lock": lambda reg: _enter(reg.job_lock()),
+    "promote": lambda reg: reg.promote("v1"),
+    "rollback": lambda reg: reg.rollback(),
+    "prune": lambda reg: reg.prune(1),
+}
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["typo", "empty-dir"])
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_change_refuses_what_is_not_a_registry_and_creates_nothing(
+    tmp_path: Path, change: str, made: bool
+) -> None:
+    """The lock (taken for every change) created versions/, .work/ and its lock file in the
+    directory it was given, a mistyped one included: an empty registry appeared where there
+    was none. rollback said "no previous version" and prune removed nothing, naming no path."""
+    root = tmp_path / "regsitry"
+    if made:
+        root.mkdir()
+    with pytest.raises(RegistryError, match=re.escape(str(root))):
+        CHANGES[change](Registry(root))
+    assert list(tmp_path.rglob("*")) == ([root] if made else [])
+
+
+def test_a_registry_is_still_created_on_purpose(tmp_path: Path) -> None:
+    """``init`` (a retraining job's first run) and ``add`` make a registry where there is none;
+    the lock then works on it."""
+    reg = Registry(tmp_path / "new").init()
+    with reg.lock(), reg.job_lock():
+        pass
+    other = Registry(tmp_path / "other")
+    other.add(artifact(tmp_path, "v1", "2024-01-01T00:00:00+00:00"), "v1")
+    with other.lock():
+        other.promote("v1")
+    assert Registry.open(other.root).current() == "v1"
 
 
 def test_clean_work_removes_pointer_temporaries(tmp_path: Path) -> None:

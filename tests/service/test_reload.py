@@ -4,6 +4,7 @@ request, refused artifacts (checksum, parity) and registry polling, on a real uv
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -162,6 +163,28 @@ def test_promote_then_reload_serves_the_new_version(registry: Registry) -> None:
         assert served_version(url) == "v2"
         assert predict_model(url) == f"{NAME}:v2"
         assert reload(url).json()["changed"] is False  # already serving it
+
+
+def test_an_artifact_copied_into_the_served_directory_is_loaded(
+    exported: dict[str, Path], tmp_path: Path
+) -> None:
+    """Served with --model DIR (no registry), another artifact copied over the directory's
+    files, then /admin/reload: the reloader compared paths alone, answered changed: false,
+    and the old model kept serving. The same directory with the same files still changes
+    nothing (and loads nothing)."""
+    current = shutil.copytree(exported["v1"], tmp_path / "current")
+    with serve(make_settings(current, admin_token=TOKEN)) as url:
+        assert reload(url).json() == {"changed": False, "model_dir": str(current)}
+        shutil.copytree(exported["v2"], current, dirs_exist_ok=True)  # an operator's cp -r
+        r = reload(url)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"changed": True, "model_dir": str(current), "version": "v2"}
+        assert served_version(url) == "v2"
+        assert predict_model(url) == f"{NAME}:v2"
+        assert reload(url).json() == {"changed": False, "model_dir": str(current)}
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+    reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total")}
+    assert reloads == {"swapped": 1.0}
 
 
 def test_no_failed_request_across_swaps_under_load(registry: Registry) -> None:
@@ -374,6 +397,56 @@ def test_a_pointer_moved_during_a_poll_is_refused_once(registry: Registry) -> No
             client.portal.call(racing.poll_once)
         assert racing.failures == 1  # refused once, then left be
         assert client.get("/v1/model").json()["version"] == "v1"
+
+
+def _memory_error_in_ort() -> Exception:
+    """What Runtime.load raises when onnxruntime runs out of memory opening the graph."""
+    from absa.errors import ArtifactError
+
+    e = ArtifactError("model.onnx: onnxruntime cannot open the graph: std::bad_alloc")
+    e.__cause__ = MemoryError()
+    return e
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError,
+        lambda: OSError(errno.EMFILE, "Too many open files"),
+        lambda: OSError(errno.ENOMEM, "Cannot allocate memory"),
+        _memory_error_in_ort,
+    ],
+    ids=["MemoryError", "EMFILE", "ENOMEM", "MemoryError-in-onnxruntime"],
+)
+def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
+    registry: Registry, error: Callable[[], Exception]
+) -> None:
+    """A load that failed for want of memory (or of file descriptors) was remembered as a
+    refusal until the registry changed: the version was never tried again, though nothing
+    was wrong with it. It is logged and counted as refused, and tried at the next poll."""
+    from absa.model.predictor import Predictor
+    from absa.service.reloader import Reloader
+
+    class Starved(Reloader):  # the machine short of memory for the first load only
+        starved = 1
+
+        def load(self, path: Path) -> Predictor:
+            if self.starved:
+                self.starved -= 1
+                raise error()
+            return super().load(path)
+
+    with TestClient(create_app(settings(registry))) as client:
+        starved = Starved(client.app.state.reloader.settings, client.app.state.reloader.engine)
+        registry.promote("v2")
+        client.portal.call(starved.poll_once)
+        assert starved.failures == 1
+        assert client.get("/v1/model").json()["version"] == "v1"
+        client.portal.call(starved.poll_once)
+        assert client.get("/v1/model").json()["version"] == "v2"
+        text = client.get("/metrics").text
+    reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total")}
+    assert reloads == {"refused": 1.0, "swapped": 1.0}
 
 
 def refused(url: str) -> float:
