@@ -32,8 +32,6 @@ def cmd_models(args: argparse.Namespace) -> int:
     from absa.model.registry import POINTER
 
     reg = _registry(args)
-    if args.action in ("list", "rollback") and args.version:
-        raise CLIError(f"models {args.action} takes no VERSION (got {args.version!r})")
     if args.action == "list":
         try:  # an unreadable pointer: the versions are still listed, to promote one
             current = reg.current()
@@ -57,14 +55,10 @@ def cmd_models(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
         return 0
     if args.action == "show":
-        if not args.version:
-            raise CLIError("models show needs a VERSION")
         sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
         return 0
     # said before the lock, whose file would be the one thing the command made
     if args.action == "promote":
-        if not args.version:
-            raise CLIError("models promote needs a VERSION")
         reg.path(args.version)
     else:
         reg.rollback_target()
@@ -77,12 +71,30 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+#: each action, what it does, and whether it names a VERSION
+ACTIONS = {
+    "list": ("the versions, oldest first, the current one marked *", False),
+    "show": ("a version's metadata as JSON", True),
+    "promote": ("verify a version, then point CURRENT at it (served at the next reload)", True),
+    "rollback": ("point CURRENT back at the previous version", False),
+}
+REGISTRY_HELP = "registry directory (default: $ABSA_REGISTRY)"
+
+
 def register(sub: Any) -> None:
     m = sub.add_parser("models", help="the model registry: list, show V, promote V, rollback")
-    m.add_argument("action", choices=["list", "show", "promote", "rollback"])
-    m.add_argument("version", nargs="?")
-    m.add_argument("--registry", help="registry directory (default: $ABSA_REGISTRY)")
-    m.set_defaults(func=cmd_models)
+    m.add_argument("--registry", help=REGISTRY_HELP)
+    # one parser per action: a VERSION positional of its own where it takes one. One optional
+    # VERSION for all made `models promote --registry DIR v2` fail ("unrecognized arguments:
+    # v2": argparse filled it, empty, before the option)
+    actions = m.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, (what, versioned) in ACTIONS.items():
+        a = actions.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".")
+        if versioned:
+            a.add_argument("version", metavar="VERSION", help="as `absa models list` names it")
+        # SUPPRESS: the action's parser leaves --registry as `models --registry DIR` set it
+        a.add_argument("--registry", default=argparse.SUPPRESS, help=REGISTRY_HELP)
+        a.set_defaults(func=cmd_models, **({} if versioned else {"version": None}))
 
 
 def _evals(metadata: dict) -> str:

@@ -70,3 +70,30 @@ def test_a_rollback_with_nothing_to_go_back_to_creates_nothing(
         f"absa models: error: no previous version to roll back to in {root}\n"
     )
     assert sorted(p.name for p in root.iterdir()) == before
+
+
+@pytest.mark.parametrize("where", ["after", "before", "models"])
+def test_the_registry_may_be_named_before_or_after_the_version(
+    tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``absa models promote --registry DIR v2`` ended in "unrecognized arguments: v2" (the
+    optional VERSION positional was filled, empty, before the option)."""
+    reg = make_registry(tmp_path, 2)
+    at = ["--registry", str(reg.root)]
+
+    def argv(action: str, *version: str) -> list[str]:
+        if where == "models":
+            return ["models", *at, action, *version]
+        return ["models", action, *(at if where == "before" else []), *version] + (
+            at if where == "after" else []
+        )
+
+    assert main(argv("show", "v2")) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == "v2"
+    for version in ("v2", "v1"):  # make_registry promotes none
+        assert main(argv("promote", version)) == 0
+        assert capsys.readouterr().out == f"current: {version}\n"
+    assert main(argv("rollback")) == 0
+    assert capsys.readouterr().out == "current: v2\n"
+    assert main(argv("list")) == 0
+    assert "\n* v2 " in capsys.readouterr().out

@@ -53,9 +53,23 @@ def test_a_version_given_where_none_is_taken_is_refused(
     reg = make_registry(tmp_path, 2)
     reg.promote("v1")
     reg.promote("v2")
-    assert main(["models", action, "v1", "--registry", str(reg.root)]) == 2
-    assert "takes no VERSION" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as ex:  # argparse's own refusal, before any command runs
+        main(["models", action, "v1", "--registry", str(reg.root)])
+    assert ex.value.code == 2
+    assert "unrecognized arguments: v1" in capsys.readouterr().err
     assert reg.current() == "v2"
+
+
+@pytest.mark.parametrize("action", ["show", "promote"])
+def test_a_version_missing_where_one_is_needed_is_refused(
+    tmp_path: Path, action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reg = make_registry(tmp_path, 1)
+    with pytest.raises(SystemExit) as ex:
+        main(["models", action, "--registry", str(reg.root)])
+    assert ex.value.code == 2
+    assert "the following arguments are required: VERSION" in capsys.readouterr().err
+    assert reg.current() is None
 
 
 def test_rollback_to_a_version_that_fails_verification_changes_nothing(
