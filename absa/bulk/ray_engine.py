@@ -41,7 +41,12 @@ class Scorer:
     """The ``map_batches`` callable: one model per actor, loaded when the actor starts."""
 
     def __init__(
-        self, model_dir: str, num_gpus: float = 0, threads: int = 1, csv: bool = False
+        self,
+        model_dir: str,
+        num_gpus: float = 0,
+        threads: int = 1,
+        csv: bool = False,
+        text: bool = False,
     ) -> None:
         from absa.model.predictor import Predictor
         from absa.model.runtime import Runtime
@@ -49,11 +54,15 @@ class Scorer:
         device = "cuda" if num_gpus > 0 else "cpu"
         self.predictor = Predictor(Runtime.load(Path(model_dir), device=device, threads=threads))
         self.csv = csv  # CSV columns come as bytes, decoded here a row at a time where bad
+        # JSONL output: bytes as text, as single-process scoring writes them (Ray's JSON
+        # writer stopped the job on bytes that are not UTF-8)
+        self.text = text
 
     def __call__(self, batch: Any) -> Any:  # a pyarrow.Table in, a pyarrow.Table out
-        from absa.bulk.files import utf8_columns
+        from absa.bulk.files import text_columns, utf8_columns
 
-        return score_table(self.predictor, utf8_columns(batch) if self.csv else batch)
+        scored = score_table(self.predictor, utf8_columns(batch) if self.csv else batch)
+        return text_columns(scored) if self.text else scored
 
 
 @dataclass(frozen=True)
@@ -192,6 +201,7 @@ class _Job:
                 "model_dir": str(self.model_dir),
                 "num_gpus": self.num_gpus,
                 "csv": self.fmt == "csv",
+                "text": self.output_format == "jsonl",
             },
             batch_format="pyarrow",
             batch_size=self.batch_size,

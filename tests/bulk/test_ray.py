@@ -75,6 +75,32 @@ def test_cli_reads_a_glob_of_jsonl_and_writes_jsonl(
     assert_same_predictions(got, single_process(artifact, rows[:80], tmp_path))
 
 
+def test_a_binary_column_written_as_jsonl_is_its_text_or_base64(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """As single-process scoring writes it (absa.bulk.files.bytes_text): Ray's JSONL writer
+    gave Python's repr, "b'ok'"."""
+    import base64
+
+    import pyarrow as pa
+
+    from absa.bulk import score_with_ray
+
+    table = pa.table(
+        {
+            "text": ["the food was great", "the service was slow"],
+            "aspect": ["food", "service"],
+            "blob": pa.array([b"ok", b"\xff\x00"], pa.binary()),
+        }
+    )
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "part-0.parquet")
+    out = tmp_path / "out"
+    score_with_ray(tmp_path / "in", out, model=artifact, workers=1, output_format="jsonl")
+    got = {r["aspect"]: r["blob"] for f in sorted(out.glob("*.json")) for r in read_jsonl(f)}
+    assert got == {"food": "ok", "service": base64.b64encode(b"\xff\x00").decode()}
+
+
 def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path) -> None:
     """Lines that are not JSON objects or not UTF-8 are rows with the error single-process
     scoring gives them; the job goes on and the rows whose fields differ are all kept."""
