@@ -39,6 +39,11 @@ class ArtifactError(AbsaError, RuntimeError):
     """The model directory is missing, incomplete, or fails verification."""
 
 
+class TransientRefusal(ArtifactError):
+    """A model refused for want of a resource (memory, file descriptors) while loading: the
+    same model may load at the next try (a 503 to retry, not a 409)."""
+
+
 class ParityError(ArtifactError):
     """onnxruntime and torch disagree on the exported model."""
 

@@ -28,6 +28,7 @@ from absa.errors import (
     Overloaded,
     RegistryError,
     ShuttingDown,
+    TransientRefusal,
 )
 from absa.model.aspects import SHOWN_CHARS
 
@@ -40,6 +41,7 @@ MAX_ISSUES = 20  # validation problems listed in one error body
 STATUS: tuple[tuple[type[AbsaError], int], ...] = (
     (LimitError, 413),  # over a size limit
     (InputError, 422),  # invalid content: empty text, aspect not in the text, ...
+    (TransientRefusal, 503),  # a model refused for want of memory: the same call may load it
     (ArtifactError, 409),  # a model refused (hot reload): the old one keeps serving
     (RegistryError, 409),
     (Overloaded, 503),  # try again later (Retry-After)

@@ -38,7 +38,7 @@ import os
 import uuid
 from pathlib import Path
 
-from absa.errors import ArtifactError, RegistryError
+from absa.errors import ArtifactError, RegistryError, TransientRefusal
 from absa.model.artifact import METADATA
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
@@ -58,11 +58,6 @@ RESOURCE_ERRNOS = frozenset(
     for name in ("ENOMEM", "EMFILE", "ENFILE", "EAGAIN", "ENOBUFS")
     if hasattr(errno, name)
 )
-
-
-class TransientRefusal(ArtifactError):
-    """A reload refused for want of a resource (memory, file descriptors) while loading: the
-    same model may load at the next try, so a poll does not remember it as refused."""
 
 
 def _for_want_of_a_resource(e: BaseException) -> bool:

@@ -53,12 +53,17 @@ class ReloadRequest(BaseModel):
         409: {"model": ErrorResponse, "description": "refused: the old model keeps serving"},
         415: {"model": ErrorResponse, "description": "a body not sent as application/json"},
         422: {"model": ErrorResponse, "description": "a body that does not fit the schema"},
+        503: {
+            "model": ErrorResponse,
+            "description": "refused for want of memory or file descriptors: retry (Retry-After)",
+        },
     },
 )
 async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
     """Load the current registry version (or ``model_dir``), warm it, swap it in, in every
     worker (the others follow within a second). A version or pointer that does not verify
-    is refused (409, with the reason) and the old model keeps serving. ``model_dir`` is
+    is refused (409, with the reason) and the old model keeps serving; one that could not be
+    loaded for want of memory or file descriptors is a 503 to retry. ``model_dir`` is
     refused (409) where the service polls its registry, whose next poll would undo it."""
     target = Path(body.model_dir) if body and body.model_dir else None
     settings = request.app.state.reloader.settings

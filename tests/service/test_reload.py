@@ -449,6 +449,33 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     assert reloads == {"refused": 1.0, "swapped": 1.0}
 
 
+def test_an_admin_reload_refused_for_want_of_memory_is_a_503_to_retry(registry: Registry) -> None:
+    """It was a 409, as for a version that can never load: a client (a deploy script) takes
+    409 as final, where the same call a moment later loads it."""
+    from absa.model.predictor import Predictor
+    from absa.service.reloader import Reloader
+
+    class Starved(Reloader):
+        starved = 1
+
+        def load(self, path: Path) -> Predictor:
+            if self.starved:
+                self.starved -= 1
+                raise MemoryError
+            return super().load(path)
+
+    with TestClient(create_app(settings(registry))) as client:
+        app = client.app
+        app.state.reloader = Starved(app.state.reloader.settings, app.state.reloader.engine)
+        registry.promote("v2")
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        r = client.post("/admin/reload", headers=auth)
+        assert r.status_code == 503, r.text
+        assert r.headers["Retry-After"] == "1" and "MemoryError" in r.json()["detail"]
+        r = client.post("/admin/reload", headers=auth)
+        assert r.status_code == 200 and r.json()["version"] == "v2", r.text
+
+
 def refused(url: str) -> float:
     text = httpx.get(f"{url}/metrics", timeout=5).text
     return sum(
