@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 SIGNAL = "reload.json"
 SYNC_INTERVAL_S = 0.25
+#: what onnxruntime says when its allocator finds no memory for a buffer
+ORT_ALLOCATION_FAILED = "Failed to allocate memory"
 #: OSError numbers of a machine short of a resource, not of a bad artifact: a later try may load
 RESOURCE_ERRNOS = frozenset(
     getattr(errno, name)
@@ -62,11 +64,13 @@ RESOURCE_ERRNOS = frozenset(
 
 def _for_want_of_a_resource(e: BaseException) -> bool:
     """Whether ``e``, or an error it was raised from (the loader wraps what onnxruntime and
-    the warm-up raise in an ArtifactError), is a MemoryError or an OSError in RESOURCE_ERRNOS."""
+    the warm-up raise in an ArtifactError), is a MemoryError, an OSError in RESOURCE_ERRNOS,
+    or onnxruntime's own allocation failure (a RuntimeException, ``ORT_ALLOCATION_FAILED``;
+    its std::bad_alloc comes as a MemoryError)."""
     seen: set[int] = set()
     cause: BaseException | None = e
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, MemoryError):
+        if isinstance(cause, MemoryError) or ORT_ALLOCATION_FAILED in str(cause):
             return True
         if isinstance(cause, OSError) and cause.errno in RESOURCE_ERRNOS:
             return True

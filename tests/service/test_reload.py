@@ -408,6 +408,20 @@ def _memory_error_in_ort() -> Exception:
     return e
 
 
+def _allocation_failed_in_ort() -> Exception:
+    """onnxruntime's allocator out of memory during the warm-up's run: its RuntimeException."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+    from absa.errors import ArtifactError
+
+    e = ArtifactError("the model fails its first prediction")
+    e.__cause__ = RuntimeException(
+        "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while "
+        "running MatMul node. Failed to allocate memory for requested buffer of size 4096"
+    )
+    return e
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -415,8 +429,9 @@ def _memory_error_in_ort() -> Exception:
         lambda: OSError(errno.EMFILE, "Too many open files"),
         lambda: OSError(errno.ENOMEM, "Cannot allocate memory"),
         _memory_error_in_ort,
+        _allocation_failed_in_ort,
     ],
-    ids=["MemoryError", "EMFILE", "ENOMEM", "MemoryError-in-onnxruntime"],
+    ids=["MemoryError", "EMFILE", "ENOMEM", "MemoryError-in-onnxruntime", "ort-allocator"],
 )
 def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     registry: Registry, error: Callable[[], Exception]
