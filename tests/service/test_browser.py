@@ -395,21 +395,27 @@ def test_a_service_with_an_api_key_asks_for_it_and_then_answers(artifact: Path) 
         assert key not in page.url
 
 
+def hold_first(held: list):  # type: ignore[no-untyped-def]
+    """A route handler that holds the first request it sees (in ``held``, for the test to
+    let go with ``fallback()``) and lets the others through."""
+
+    def handle(route) -> None:  # type: ignore[no-untyped-def]
+        if not held:
+            held.append(route)
+        else:
+            route.fallback()
+
+    return handle
+
+
 def test_an_older_model_line_does_not_replace_a_newer_one(artifact: Path) -> None:
     """The key typed while the page's first GET v1/model (no key yet: a 401) was in flight:
     that 401, arriving last, set the footer back to "needs an API key" over the model the
     keyed call had named."""
     key = "page-key-0123456789"
     held: list = []
-
-    def hold_first(route) -> None:  # type: ignore[no-untyped-def]
-        if not held:
-            held.append(route)
-        else:
-            route.fallback()
-
     with serve(make_settings(artifact, api_key=key)) as url, _offline_page(url) as page:
-        page.route("**/v1/model", hold_first)
+        page.route("**/v1/model", hold_first(held))
         page.goto(url + "/")
         page.wait_for_selector("#api-key", state="attached")
         page.evaluate(
@@ -523,14 +529,7 @@ def test_an_older_answer_does_not_replace_a_newer_one(page) -> None:  # type: ig
     """Enter pressed twice with an edit between: the first answer, arriving last, replaced
     the second's cards (and re-enabled the button while the second was in flight)."""
     held: list = []
-
-    def hold_first(route) -> None:  # type: ignore[no-untyped-def]
-        if not held:
-            held.append(route)
-        else:
-            route.fallback()
-
-    page.route("**/v1/predict", hold_first)
+    page.route("**/v1/predict", hold_first(held))
     page.fill("#text", "the food was great")
     page.fill("#aspects", "food")
     page.press("#aspects", "Enter")

@@ -399,6 +399,25 @@ def test_a_pointer_moved_during_a_poll_is_refused_once(registry: Registry) -> No
         assert client.get("/v1/model").json()["version"] == "v1"
 
 
+def starved_reloader(client: TestClient, error: Callable[[], BaseException]):  # type: ignore[no-untyped-def]
+    """The app's reloader on a machine short of memory for its first load only: that load
+    raises ``error()``, the next ones load."""
+    from absa.model.predictor import Predictor
+    from absa.service.reloader import Reloader
+
+    class Starved(Reloader):
+        starved = 1
+
+        def load(self, path: Path) -> Predictor:
+            if self.starved:
+                self.starved -= 1
+                raise error()
+            return super().load(path)
+
+    app = client.app
+    return Starved(app.state.reloader.settings, app.state.reloader.engine)  # type: ignore[attr-defined]
+
+
 def _memory_error_in_ort() -> Exception:
     """What Runtime.load raises when onnxruntime runs out of memory opening the graph."""
     from absa.errors import ArtifactError
@@ -439,20 +458,8 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     """A load that failed for want of memory (or of file descriptors) was remembered as a
     refusal until the registry changed: the version was never tried again, though nothing
     was wrong with it. It is logged and counted as refused, and tried at the next poll."""
-    from absa.model.predictor import Predictor
-    from absa.service.reloader import Reloader
-
-    class Starved(Reloader):  # the machine short of memory for the first load only
-        starved = 1
-
-        def load(self, path: Path) -> Predictor:
-            if self.starved:
-                self.starved -= 1
-                raise error()
-            return super().load(path)
-
     with TestClient(create_app(settings(registry))) as client:
-        starved = Starved(client.app.state.reloader.settings, client.app.state.reloader.engine)
+        starved = starved_reloader(client, error)
         registry.promote("v2")
         client.portal.call(starved.poll_once)
         assert starved.failures == 1
@@ -467,21 +474,8 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
 def test_an_admin_reload_refused_for_want_of_memory_is_a_503_to_retry(registry: Registry) -> None:
     """It was a 409, as for a version that can never load: a client (a deploy script) takes
     409 as final, where the same call a moment later loads it."""
-    from absa.model.predictor import Predictor
-    from absa.service.reloader import Reloader
-
-    class Starved(Reloader):
-        starved = 1
-
-        def load(self, path: Path) -> Predictor:
-            if self.starved:
-                self.starved -= 1
-                raise MemoryError
-            return super().load(path)
-
     with TestClient(create_app(settings(registry))) as client:
-        app = client.app
-        app.state.reloader = Starved(app.state.reloader.settings, app.state.reloader.engine)
+        client.app.state.reloader = starved_reloader(client, MemoryError)
         registry.promote("v2")
         auth = {"Authorization": f"Bearer {TOKEN}"}
         r = client.post("/admin/reload", headers=auth)
