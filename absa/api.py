@@ -16,6 +16,7 @@ Torch-free: the same ``Predictor`` as the HTTP service and the CLI (onnxruntime)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
@@ -89,7 +90,8 @@ class Classifier:
             return None  # the extractor finds them, as "aspects": "auto" asks over HTTP
         if isinstance(asked, str):
             asked = [asked]
-        if not isinstance(asked, Sequence):
+        # bytes is a Sequence too: b"food" would be asked for as 102, 111, ...
+        if isinstance(asked, bytes | bytearray) or not isinstance(asked, Sequence):
             raise InputError(
                 f"{where}aspects or categories must be a list, not {type(asked).__name__} "
                 "(or None: extracted)"
@@ -107,9 +109,16 @@ class Classifier:
         category model: ``{"text", "categories"}`` or ``(text, categories)``). Items are
         encoded, then run ``batch_size`` aspects per onnxruntime call (bucketed by length
         across items, the last call the rest); the answer keeps the order of ``items``. A
-        bad item, or a bad ``batch_size``, raises ``InputError`` naming it."""
+        bad item, a bad ``batch_size``, or ``items`` that are no iterable of items (a text, one
+        item's dict, None) raises ``InputError`` naming it."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
             raise InputError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
+        # a text or one item's dict would be taken apart into characters or keys
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise InputError(
+                "items must be a list of items ({'text', 'aspects'} or (text, aspects)), "
+                f"not {type(items).__name__}"
+            )
         prepared = [self._prepare(i, item, explain) for i, item in enumerate(items)]
         # the runtime's own max_batch (64) no longer caps it: a GPU wants larger calls
         return self.predictor.predict_many(prepared, max_batch=int(batch_size))
@@ -152,6 +161,10 @@ def load(
     ``ABSA_EXTRACTOR``, else none) that finds the aspects of a call without any."""
     from absa.model.registry import Registry
     from absa.settings import ModelSettings
+
+    for name, value in (("model", model), ("extractor", extractor)):
+        if value is not None and not isinstance(value, str | os.PathLike):
+            raise InputError(f"{name} must be a path (str or Path), not {type(value).__name__}")
 
     # these settings alone: a server's setting with a bad value is none of a script's business
     settings = ModelSettings() if extractor is None else ModelSettings(extractor=extractor)

@@ -243,3 +243,43 @@ def test_load_refuses_a_bad_device_or_thread_count_as_input() -> None:
         absa.load(device="gpu")
     with pytest.raises(InputError, match="threads must be a whole number >= 0"):
         absa.load(threads=-2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"model": 5}, "model must be a path .*, not int"),
+        ({"model": b"model/artifacts/default"}, "model must be a path .*, not bytes"),
+        ({"extractor": 5}, "extractor must be a path .*, not int"),
+        ({"extractor": True}, "extractor must be a path .*, not bool"),
+    ],
+)
+def test_load_refuses_a_model_or_extractor_that_is_not_a_path(kwargs: dict, words: str) -> None:
+    """load(5) was pathlib's TypeError and load(extractor=5) pydantic's ValidationError of
+    ten lines of validator names; device and threads already said what was wrong."""
+    with pytest.raises(InputError, match=words):
+        absa.load(**kwargs)
+
+
+def test_aspects_or_categories_as_bytes_are_refused_whole_not_byte_by_byte() -> None:
+    """bytes is a Sequence: b"burger" was read as the aspects 98, 117, ... ("aspects[0]: an
+    aspect is a term ...: '98'") and b"food" as the category 102."""
+    clf = absa.load()
+    with pytest.raises(InputError, match="aspects or categories must be a list, not bytes"):
+        clf(TEXT, b"burger")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"items\[0\]: aspects or categories must be a list"):
+        clf.batch([(TEXT, b"burger")])  # type: ignore[list-item]
+    cats = absa.load(DEFAULT_MODEL_DIR.parent / "category")
+    with pytest.raises(InputError, match="aspects or categories must be a list, not bytes"):
+        cats("The food was great", categories=b"food")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("items", "kind"),
+    [(None, "NoneType"), (5, "int"), (TEXT, "str"), ({"text": TEXT, "aspects": ["fries"]}, "dict")],
+)
+def test_batch_of_something_not_a_list_of_items_is_an_input_error(items: object, kind: str) -> None:
+    """None was a TypeError ("'NoneType' object is not iterable"); a text, or one item's
+    dict, was taken apart into characters or keys, each refused as "items[0]"."""
+    with pytest.raises(InputError, match=f"items must be a list of items .*, not {kind}"):
+        absa.load().batch(items)  # type: ignore[arg-type]
