@@ -61,6 +61,11 @@ def read_metadata(directory: Path, kind: str = KIND) -> dict:
     (a sentiment model is never loaded as an extractor, nor the other way round)."""
     path = Path(directory) / METADATA
     if not path.is_file():
+        # a typo, or the graph's path for its directory's, is said as such
+        if not Path(directory).exists():
+            raise ArtifactError(f"{directory}: does not exist")
+        if not Path(directory).is_dir():
+            raise ArtifactError(f"{directory}: is a file; an artifact is a directory")
         raise ArtifactError(f"{directory}: not a model artifact (no {METADATA})")
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))

@@ -59,8 +59,16 @@ def test_load_refuses(copy: Path, change: dict, message: str) -> None:
 
 
 def test_load_refuses_missing_and_broken_metadata(copy: Path, tmp_path: Path) -> None:
-    with pytest.raises(ArtifactError, match="no metadata.json"):
+    """A path that is not there, or a file, is said as such: "not a model artifact (no
+    metadata.json)" sent a user with a typo looking for a file in a directory that is not."""
+    with pytest.raises(ArtifactError, match=r"nothing: does not exist$"):
         artifact.load(tmp_path / "nothing")
+    (tmp_path / "model.onnx").write_bytes(b"")
+    with pytest.raises(ArtifactError, match=r"model.onnx: is a file; an artifact is a directory"):
+        artifact.load(tmp_path / "model.onnx")  # the graph named, not its directory
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ArtifactError, match="empty: not a model artifact [(]no metadata.json"):
+        artifact.load(tmp_path / "empty")
     (copy / "metadata.json").write_text("{not json")
     with pytest.raises(ArtifactError, match="metadata.json"):
         artifact.load(copy)

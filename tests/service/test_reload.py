@@ -339,7 +339,7 @@ def test_a_version_with_failed_parity_is_refused(
             assert words in r.json()["detail"]
             assert served_version(url) == "v1"
         r = reload(url, model_dir=str(registry.root / "nowhere"))
-        assert r.status_code == 409 and "not a model artifact" in r.json()["detail"]
+        assert r.status_code == 409 and "nowhere: does not exist" in r.json()["detail"]
         r = reload(url, model_dir=str(registry.path("v2")))  # an explicit directory is fine
         assert r.status_code == 200 and r.json()["version"] == "v2"
         assert predict_model(url) == f"{NAME}:v2"
