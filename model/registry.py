@@ -165,7 +165,7 @@ class Registry:
         try:
             meta = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise RegistryError(f"{path}: {e}") from None
+            raise RegistryError(f"{path}: {e}") from e
         if not isinstance(meta, dict):
             raise RegistryError(f"{path}: not a JSON object")
         return meta
@@ -194,7 +194,7 @@ class Registry:
         try:
             ptr = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise RegistryError(f"{p}: unreadable pointer: {e}") from None
+            raise RegistryError(f"{p}: unreadable pointer: {e}") from e
         if not isinstance(ptr, dict):
             raise RegistryError(f"{p}: the pointer is not a JSON object")
         version = ptr.get("version")
@@ -218,7 +218,7 @@ class Registry:
         except FileNotFoundError:
             return False
         except (OSError, UnicodeDecodeError) as e:
-            raise RegistryError(f"{self.root / 'history.jsonl'}: cannot read: {e}") from None
+            raise RegistryError(f"{self.root / 'history.jsonl'}: cannot read: {e}") from e
         for line in lines:
             try:
                 row = json.loads(line)

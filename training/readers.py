@@ -301,8 +301,8 @@ def _read_bytes(path: str) -> bytes:
         raise DataError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DataError(f"{path}: is a directory, not a data file") from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot read: {e.strerror or e}") from None
+    except OSError as e:  # its cause kept: the CLI exits 75 on a stale handle or EIO
+        raise DataError(f"{path}: cannot read: {e.strerror or e}") from e
 
 
 def _refuse_compressed(data: bytes, path: str) -> None:

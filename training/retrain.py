@@ -44,7 +44,7 @@ from absa.training.evaluate import evaluate
 from absa.training.presets import load_config
 from absa.training.provenance import code_version, file_info
 from absa.training.readers import label_counts, read_many
-from absa.training.records import DataError, Example
+from absa.training.records import DataError, Example, Invalid
 from absa.training.retrain_config import (
     Gate,
     RetrainConfig,
@@ -199,20 +199,7 @@ def read_data(cfg: RetrainConfig, into: dict) -> JobData:
     evals = {
         name: _read([p], cfg.skip_invalid, into, f"eval:{name}") for name, p in cfg.eval.items()
     }
-    train = base + new
-    if not train:
-        raise DataError("no training examples left after validation")
-    # a set named but left empty by skip_invalid would be passed over: an empty eval set
-    # lets any challenger through the gate, an empty dev set silently becomes a held-out part
-    named = [("new", cfg.new, new), ("dev", cfg.dev, dev or [])]
-    named += [(f"eval.{name}", [cfg.eval[name]], evals[name]) for name in evals]
-    for key, paths, examples in named:
-        if paths and not examples:
-            raise DataError(
-                f"{', '.join(paths)}: no examples left after validation ({key}; "
-                f"{into[key.replace('eval.', 'eval:')]['skipped']} skipped as invalid)"
-            )
-    return JobData(train, dev, evals)
+    return JobData(base + new, dev, evals)
 
 
 def _model_config(cfg: RetrainConfig) -> ModelConfig:
@@ -333,17 +320,30 @@ def repair(reg: Registry) -> list[dict]:
 
 
 def _read(paths: list[str], skip: bool, into: dict, key: str) -> list[Example]:
-    if not paths:
-        return []
-    res = read_many(paths, skip_invalid=skip)
-    into[key] = {
-        "files": file_info(paths),
-        "examples": len(res.examples),
-        "skipped": len(res.skipped),
-        "skipped_reasons": [f"{b.source}: {b.reason}" for b in res.skipped[:50]],
-        "labels": label_counts(res.examples),
-    }
-    return res.examples
+    """The files' examples, each file read and checked on its own: one that ``skip_invalid``
+    leaves empty (a file of another format) is a DataError, never passed over: an empty eval
+    set lets any challenger through the gate, an empty dev file silently became a held-out
+    part, an empty base file left the new data to train on alone."""
+    examples: list[Example] = []
+    skipped: list[Invalid] = []
+    for path in paths:
+        res = read_many([path], skip_invalid=skip)
+        if not res.examples:
+            raise DataError(
+                f"{path}: no examples left after validation ({key.replace(':', '.')}; "
+                f"{len(res.skipped)} skipped as invalid)"
+            )
+        examples += res.examples
+        skipped += res.skipped
+    if paths:
+        into[key] = {
+            "files": file_info(paths),
+            "examples": len(examples),
+            "skipped": len(skipped),
+            "skipped_reasons": [f"{b.source}: {b.reason}" for b in skipped[:50]],
+            "labels": label_counts(examples),
+        }
+    return examples
 
 
 def check_drift(
@@ -492,6 +492,9 @@ def summary(report: dict) -> str:
     ]
     if report.get("recovered"):
         lines.append("  (report written by the next run: this job was killed before writing it)")
+    # a version this run promoted or reported for a killed job: not only in the JSON
+    for r in report.get("repaired", []):
+        lines.append(f"  repaired {r['version']}: {r['action']}")
     d = report.get("drift")
     if d:
         lines.append(f"label drift (TVD) {d['tvd']:.3f}" + ("  WARNING" if d["warning"] else ""))
@@ -505,6 +508,8 @@ def summary(report: dict) -> str:
         lines.append(line)
     for r in (report.get("gate") or {}).get("reasons", []):
         lines.append(f"  gate: {r}")
+    if report.get("not_promoted"):  # passed the gate, and why it does not serve all the same
+        lines.append(f"  not promoted: {report['not_promoted']}")
     skipped = sum(v.get("skipped", 0) for v in report["data"].values())
     if skipped:
         lines.append(f"  {skipped} invalid records skipped")

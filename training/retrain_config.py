@@ -11,7 +11,7 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from absa.training.presets import typed_value
+from absa.training.presets import load_config, typed_value
 from absa.training.provenance import file_info
 
 CALIBRATIONS = ("temperature", "top_map")
@@ -84,6 +84,18 @@ class RetrainConfig:
         for key in ("model_config", "baseline"):
             if values.get(key):
                 values[key] = rel(values[key])
+        # the preset and its overrides, read now (not after the registry's repair and the
+        # data); where this file names no preset, model_config's own is the job's, as
+        # `absa train --config` reads it (the default "fast" silently replaced it)
+        model_config = values.get("model_config")
+        try:
+            preset = load_config(Path(model_config) if model_config else None, values.get("preset"))
+        except FileNotFoundError as e:
+            raise ValueError(f"{path}: model_config {e.filename}: no such file") from e
+        except (OSError, KeyError, ValueError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            raise ValueError(f"{path}: {msg}") from e
+        values["preset"] = preset.name
         cfg = cls(
             **files,
             eval={k: rel(v) for k, v in evals.items()},  # type: ignore[attr-defined]

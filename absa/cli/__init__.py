@@ -122,11 +122,26 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         if isinstance(e, ValidationError) and e.title == "Settings":
             msg = settings_message(e, vars(args))
-        if isinstance(e, OSError) and e.errno in TRANSIENT:
+        if _transient(e):
             sys.stderr.write(f"absa {args.command}: error: {msg} (may succeed if run again)\n")
             return EX_TEMPFAIL
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
+
+
+def _transient(e: BaseException) -> bool:
+    """An OSError of ``TRANSIENT``, or an error raised from one (``raise DataError(...) from
+    e``: a data file, the registry's pointer or a report that could not be read or written,
+    named). Only an explicit cause counts: ``from None`` says the OSError is not the matter
+    (a registry locked by another job is EAGAIN, and no retry)."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, OSError) and cur.errno in TRANSIENT:
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__
+    return False
 
 
 def _log_format() -> str:

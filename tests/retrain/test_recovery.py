@@ -96,6 +96,8 @@ def test_the_next_run_finishes_a_killed_one(
         f"{v}.{ext}" for v in (FIRST_VERSION, "v2", "v3") for ext in ("json", "txt")
     ]
     assert (registry / "reports" / "v3.json").is_file()
+    # the served model changed in this run: its text says so, not only its JSON
+    assert f"repaired v2: {action}" in (registry / "reports" / "v3.txt").read_text()
     # nothing left to repair
     assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
 

@@ -3,6 +3,7 @@ the lock, a killed job, a failed export, and the ``absa models`` commands."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -220,6 +221,10 @@ def test_bad_data_fails_naming_file_and_line(
         ({"gate": 5}, "", "[gate] is a int, not a table"),
         ({"eval": "x"}, "", "[eval] is a str, not a table"),
         ({"nwe": ["x.jsonl"]}, "", "unknown keys ['nwe'] in the top level"),
+        # the preset and its overrides were read only after the registry's repair and the
+        # data: an unknown name or a missing file failed the job there
+        ({"preset": "nonesuch"}, "", "unknown preset 'nonesuch'"),
+        ({"model_config": "absent.json"}, "", "absent.json: no such file"),
     ],
 )
 def test_a_bad_config_is_refused_before_any_work(
@@ -250,6 +255,22 @@ def test_a_bad_config_is_refused_before_any_work(
     err = capsys.readouterr().err
     assert err.startswith(f"absa retrain: error: {cfg}: ") and words in err, err
     assert state(registry) == before and work_entries(registry) == []
+
+
+def test_the_model_configs_preset_is_trained_where_the_job_names_none(
+    make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """A model_config naming its preset (as `absa train --config` reads one) was trained as
+    "fast", the job's default, in silence; a preset the job names wins, as --preset does."""
+    override = json.loads(retrain_files["model_config"].read_text())
+    (tmp_path / "own.json").write_text(json.dumps({"preset": "atae-lstm", **override}))
+    cfg = make_config(tmp_path / "r.toml", tmp_path / "registry", model_config="own.json")
+    cfg.write_text(cfg.read_text().replace('preset = "atae-lstm"\n', ""))
+    assert RetrainConfig.load(cfg).preset == "atae-lstm"
+    named = make_config(tmp_path / "n.toml", tmp_path / "registry", model_config="own.json",
+                        preset="fast")  # fmt: skip
+    assert RetrainConfig.load(named).preset == "fast"
+    assert not (tmp_path / "registry").exists()  # reading a config creates nothing
 
 
 def test_unknown_data_keys_and_a_string_for_a_list_are_refused(
@@ -304,6 +325,54 @@ def test_skip_invalid_counts_skipped_rows(
     assert reason.startswith(f"{bad}:3: unknown label 'great'")
     assert "1 invalid records skipped" in text
     assert "v2" in Registry(registry).versions()
+
+
+@pytest.mark.parametrize("where", ["data", "pointer", "report"])
+def test_a_transient_io_error_inside_the_job_exits_75(
+    registry: Path,
+    make_config: ConfigWriter,
+    retrain_files: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:
+    """A stale NFS handle or the volume's I/O error, met where the job names what it could
+    not read or write (a data file, CURRENT, the report), exited 2: the CronJob fails on 2
+    at once, where 75 is retried (README: any command exits 75 on those)."""
+    from absa.training import retrain as job
+
+    cfg = make_config(tmp_path / "r.toml", registry)
+    real_bytes, real_text = Path.read_bytes, Path.read_text
+
+    def read_bytes(self: Path) -> bytes:
+        if self == retrain_files["train"]:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_bytes(self)
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        if self == registry / "CURRENT":
+            raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+        return real_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def write_report(reg: Registry, report: dict) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(reg.root / "reports"))
+
+    before = state(registry)
+    if where == "data":
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    elif where == "pointer":
+        monkeypatch.setattr(Path, "read_text", read_text)
+    else:  # after the promotion: the version serves, its report is for the next job
+        monkeypatch.setattr(job, "write_report", write_report)
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 75
+    err = capsys.readouterr().err
+    assert "may succeed if run again" in err, err
+    monkeypatch.undo()
+    if where == "report":
+        assert "v2 was promoted and serves" in err and Registry(registry).current() == "v2"
+    else:  # met before any work
+        assert state(registry) == before and work_entries(registry) == []
 
 
 # ------------------------------------------------------------------ concurrency and crashes
@@ -411,6 +480,36 @@ def test_an_eval_set_left_empty_by_skip_invalid_is_refused_before_training(
     assert state(registry) == before and work_entries(registry) == []
 
 
+@pytest.mark.parametrize("key", ["base", "new", "dev"])
+def test_a_training_or_dev_file_left_empty_by_skip_invalid_is_refused_before_training(
+    registry: Path,
+    make_config: ConfigWriter,
+    retrain_files: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+) -> None:
+    """A file of the wrong format (every record skipped) next to good ones was passed over:
+    a base set all skipped trained on the new data alone and promoted it, and a new or dev
+    file all skipped beside another one was dropped, the job reporting success."""
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text('{"text": "x"}\nnot json\n')
+    train = retrain_files["train"]
+    files = {"base": [train], "new": [], "dev": [train]}
+    files[key] = [bad] if key == "base" else [train, bad]
+    if key == "base":
+        files["new"] = [train]  # training data all the same: the base file alone is empty
+    before = state(registry)
+    cfg = make_config(tmp_path / "r.toml", registry, **files)
+    t0 = time.monotonic()
+    argv = ["retrain", "--config", str(cfg), "--version", "v2", "--skip-invalid", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: no examples left after validation ({key}; 2 skipped as invalid)" in err, err
+    assert time.monotonic() - t0 < 10  # before any training
+    assert state(registry) == before and work_entries(registry) == []
+
+
 def test_a_baseline_that_cannot_be_read_is_refused_before_training(
     make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -448,6 +547,38 @@ def test_a_version_promoted_by_hand_during_the_job_is_not_overridden(registry: P
     shutil.copytree(reg.path(FIRST_VERSION), again)
     assert register(reg, again, "v3", FIRST_VERSION, dict(report))  # unchanged: promoted
     assert reg.current() == "v3"
+
+
+def test_a_job_not_promoted_for_a_changed_champion_says_why_in_its_text(
+    registry: Path,
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The text (and the job's output) said "NOT promoted" under "gate: passes" and no
+    reason: only the JSON had ``not_promoted``."""
+    from absa.training import retrain as job
+
+    reg = Registry(registry)
+    staging = registry.parent / "staging"
+    shutil.copytree(reg.path(FIRST_VERSION), staging)
+    reg.add(staging, "v0")
+    evaluate_on = job.evaluate_on
+
+    def operator_promotes_meanwhile(model_dir: Path, evals: dict) -> dict:
+        if Path(model_dir) == reg.path(FIRST_VERSION):  # the champion, after the training
+            reg.promote("v0", reason="by hand")
+        return evaluate_on(model_dir, evals)
+
+    monkeypatch.setattr(job, "evaluate_on", operator_promotes_meanwhile)
+    cfg = make_config(tmp_path / "r.toml", registry)  # v1's job again: the gate passes
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 3
+    out = capsys.readouterr().out
+    report, text = read_report(registry, "v2")
+    assert report["gate"]["passed"] and not report["promoted"] and reg.current() == "v0"
+    assert f"the current version changed while the job ran ({FIRST_VERSION} -> v0)" in text
+    assert "changed while the job ran" in out
 
 
 def test_an_unreadable_version_blocks_neither_jobs_nor_the_listing(
