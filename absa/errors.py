@@ -7,16 +7,54 @@ them to status codes in one place (``absa.service.errors``), the CLI to one line
     │   ├── TextError       a text / span the pipeline cannot encode (absa.model.text)
     │   └── DataError       a bad training or evaluation file, naming file and line
     ├── ArtifactError       a model directory is missing, incomplete or fails verification
+    │   ├── TransientRefusal  ... refused for want of memory: a retry may load it (HTTP 503)
     │   └── ParityError     onnxruntime and torch disagree on an export
     ├── RegistryError       the model registry refuses (no such version, locked, ...)
     ├── Overloaded          too much work waiting: try again later (HTTP 503 + Retry-After)
     └── ShuttingDown        the service no longer takes work (HTTP 503)
 
 ``InputError`` is also a ``ValueError`` and ``ArtifactError`` a ``RuntimeError``, so code that
-catches the builtin kinds keeps working.
+catches the builtin kinds keeps working. ``transient`` says whether an error came of an I/O
+error a retry may not meet (the CLI's exit 75).
 """
 
 from __future__ import annotations
+
+import errno
+
+#: OSError numbers a retry may not meet: the network file system or the volume, not the input
+TRANSIENT = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ESTALE",
+        "EIO",
+        "ETIMEDOUT",
+        "EAGAIN",
+        "EBUSY",
+        "ECONNRESET",
+        "ENETDOWN",
+        "ENETUNREACH",
+        "EHOSTUNREACH",
+        "ENOLCK",
+        "EREMOTEIO",
+    )
+    if hasattr(errno, name)
+)
+
+
+def transient(e: BaseException) -> bool:
+    """An OSError of ``TRANSIENT``, or an error raised from one (``raise DataError(...) from
+    e``: a data file, the registry's pointer or a report that could not be read or written,
+    named). Only an explicit cause counts: ``from None`` says the OSError is not the matter
+    (a registry locked by another job is EAGAIN, and no retry)."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, OSError) and cur.errno in TRANSIENT:
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__
+    return False
 
 
 class AbsaError(Exception):

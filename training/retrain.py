@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from absa.errors import transient
 from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
 from absa.model.registry import Registry, RegistryError, atomic_write_json, atomic_write_text
@@ -169,8 +170,9 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 except (OSError, RegistryError) as e:
                     log.warning("pruning old versions failed (the job's result stands): %s", e)
                     report["prune_error"] = str(e)
-        except Exception:  # failed, not killed or interrupted: nothing for the next job
-            shutil.rmtree(reg.resumable_dir, ignore_errors=True)
+        except Exception as e:  # failed, not killed or interrupted: nothing for the next job,
+            if not transient(e):  # but the retry of an I/O error (exit 75) goes on from it
+                shutil.rmtree(reg.resumable_dir, ignore_errors=True)
             raise
         finally:
             shutil.rmtree(work, ignore_errors=True)

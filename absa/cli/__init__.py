@@ -3,15 +3,15 @@ vectors, states.
 
 Each command imports what it needs when it runs, so `absa serve` and `absa predict`
 work in an install without torch. A command fails with one line on stderr
-(`absa <command>: error: ...`) and exit 2, or 75 (EX_TEMPFAIL) where the error is an I/O error
-that a second try may not meet (``TRANSIENT``: a stale NFS handle, the volume's I/O error, a
-timeout), so that a supervisor retries those alone; nothing else here knows about exit codes.
+(`absa <command>: error: ...`) and exit 2, or 75 (EX_TEMPFAIL) where the error is an I/O
+error that a second try may not meet (``absa.errors.transient``: a stale NFS handle, the
+volume's I/O error, a timeout), so that a supervisor retries those alone; nothing else here
+knows about exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
 import sys
 from collections.abc import Sequence
@@ -21,28 +21,9 @@ from pydantic import ValidationError
 
 from absa.cli import models, serve, train, vectors
 from absa.cli.common import EX_TEMPFAIL, CLIError, on_sigterm
-from absa.errors import AbsaError
+from absa.errors import AbsaError, transient
 
 __all__ = ["EX_TEMPFAIL", "CLIError", "build_parser", "main"]
-
-#: OSError numbers a retry may not meet: the network file system or the volume, not the input
-TRANSIENT = frozenset(
-    getattr(errno, name)
-    for name in (
-        "ESTALE",
-        "EIO",
-        "ETIMEDOUT",
-        "EAGAIN",
-        "EBUSY",
-        "ECONNRESET",
-        "ENETDOWN",
-        "ENETUNREACH",
-        "EHOSTUNREACH",
-        "ENOLCK",
-        "EREMOTEIO",
-    )
-    if hasattr(errno, name)
-)
 
 #: top-level modules an optional extra installs: missing, they get one line naming the extra
 EXTRA_OF = {
@@ -122,26 +103,11 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         if isinstance(e, ValidationError) and e.title == "Settings":
             msg = settings_message(e, vars(args))
-        if _transient(e):
+        if transient(e):
             sys.stderr.write(f"absa {args.command}: error: {msg} (may succeed if run again)\n")
             return EX_TEMPFAIL
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
-
-
-def _transient(e: BaseException) -> bool:
-    """An OSError of ``TRANSIENT``, or an error raised from one (``raise DataError(...) from
-    e``: a data file, the registry's pointer or a report that could not be read or written,
-    named). Only an explicit cause counts: ``from None`` says the OSError is not the matter
-    (a registry locked by another job is EAGAIN, and no retry)."""
-    seen: set[int] = set()
-    cur: BaseException | None = e
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, OSError) and cur.errno in TRANSIENT:
-            return True
-        seen.add(id(cur))
-        cur = cur.__cause__
-    return False
 
 
 def _log_format() -> str:

@@ -91,3 +91,29 @@ def test_a_failed_job_leaves_nothing_to_resume(
     with pytest.raises(OSError, match="disk full"):
         retrain(cfg, version="v2")
     assert not Registry(registry).resumable_dir.exists()
+
+
+def test_a_job_stopped_by_an_io_error_a_retry_may_not_meet_leaves_its_checkpoint(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stale NFS handle or the volume's I/O error exits 75 for a retry, and the job took
+    its checkpoint with it: the retry trained from epoch 1 again."""
+    import errno
+    import os
+
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    replace, saved = os.replace, []
+
+    def flaky_volume(src: object, dst: object, *args: object, **kwargs: object) -> None:
+        if Path(str(dst)).name == checkpoint.CHECKPOINT:
+            saved.append(dst)
+            if len(saved) == 3:  # the third epoch's checkpoint: the first two are kept
+                raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
+        replace(src, dst, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", flaky_volume)
+    with pytest.raises(OSError, match="Input/output error"):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    assert (Registry(registry).resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    assert retrain(cfg, version="v2")["resumed_after_epoch"] == 2
