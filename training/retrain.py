@@ -44,7 +44,7 @@ from absa.model.registry import Registry, RegistryError, atomic_write_json, atom
 from absa.training.evaluate import evaluate
 from absa.training.presets import load_config
 from absa.training.provenance import code_version, file_info
-from absa.training.readers import label_counts, read_many
+from absa.training.readers import bracket_free, label_counts, read_many
 from absa.training.records import DataError, Example, Invalid
 from absa.training.retrain_config import (
     Gate,
@@ -134,6 +134,9 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         if repaired:
             report["repaired"] = repaired
         data = read_data(cfg, report["data"])  # every file, before any training
+        overlap = eval_overlap(data)
+        if overlap:
+            report["eval_overlap"] = overlap
         model = _model_config(cfg)
         labels = tuple(model.labels)
         check_labels(data.train, labels)
@@ -202,6 +205,27 @@ def read_data(cfg: RetrainConfig, into: dict) -> JobData:
         name: _read([p], cfg.skip_invalid, into, f"eval:{name}") for name, p in cfg.eval.items()
     }
     return JobData(base + new, dev, evals)
+
+
+def eval_overlap(data: JobData) -> dict[str, dict[str, int]]:
+    """Per eval set whose sentences the training or dev data also hold (compared as
+    ``absa train --exclude`` compares them): how many, of how many. Logged as a warning: the
+    gate then compares challenger and champion on what the challenger learnt."""
+    seen = {bracket_free(e.text) for e in [*data.train, *(data.dev or [])]}
+    out = {}
+    for name, examples in data.evals.items():
+        sentences = {bracket_free(e.text) for e in examples}
+        shared = len(sentences & seen)
+        if shared:
+            out[name] = {"sentences": shared, "of": len(sentences)}
+            log.warning(
+                "eval %s: %d of its %d sentences are in the training or dev data: the gate "
+                "compares on sentences the challenger learnt",
+                name,
+                shared,
+                len(sentences),
+            )
+    return out
 
 
 def _model_config(cfg: RetrainConfig) -> ModelConfig:
@@ -508,6 +532,11 @@ def summary(report: dict) -> str:
                 f" | champion acc {champ['accuracy'] * 100:.2f} F1 {champ['macro_f1'] * 100:.2f}"
             )
         lines.append(line)
+    for name, o in (report.get("eval_overlap") or {}).items():
+        lines.append(
+            f"  WARNING eval {name}: {o['sentences']} of its {o['of']} sentences are in the "
+            "training or dev data"
+        )
     for r in (report.get("gate") or {}).get("reasons", []):
         lines.append(f"  gate: {r}")
     if report.get("not_promoted"):  # passed the gate, and why it does not serve all the same

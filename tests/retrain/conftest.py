@@ -58,8 +58,9 @@ def _toml_value(v: object) -> str:
 
 @pytest.fixture(scope="session")
 def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
-    """``make_config(path, registry, new=[...], base=[...], dev=[...], gate={...}, **top)``
-    writes a TOML retraining config: base = the synthetic set, dev and eval = the same set."""
+    """``make_config(path, registry, new=[...], base=[...], dev=[...], gate={...},
+    evals={name: path}, **top)`` writes a TOML retraining config: base = the synthetic set,
+    dev and eval = the same set unless given."""
 
     def write(
         path: Path,
@@ -69,6 +70,7 @@ def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
         new: list[Path] | None = None,
         dev: list[Path] | None = None,
         gate: dict | None = None,
+        evals: dict[str, Path] | None = None,
         **top: object,
     ) -> Path:
         train = retrain_files["train"]
@@ -83,7 +85,8 @@ def make_config(retrain_files: dict[str, Path]) -> ConfigWriter:
         if new:
             lines.append(f"new = {_toml_value(new)}")
         lines.append(f"dev = {_toml_value(dev if dev is not None else [train])}")
-        lines += ["[eval]", f"synthetic = {_toml_value(train)}"]
+        evals = evals if evals is not None else {"synthetic": train}
+        lines += ["[eval]", *(f"{k} = {_toml_value(v)}" for k, v in evals.items())]
         if gate:
             lines += ["[gate]", *(f"{k} = {_toml_value(v)}" for k, v in gate.items())]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")

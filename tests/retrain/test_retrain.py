@@ -686,3 +686,18 @@ def test_a_taken_or_bad_version_name_is_refused_before_training(
     assert "exists already" in err or "bad version name" in err, err
     assert state(registry) == before and work_entries(registry) == []
     assert not (registry / ".work").exists() or not any((registry / ".work").iterdir())
+
+
+def test_an_eval_set_that_shares_sentences_with_the_training_data_is_warned_of(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """The gate compared challenger and champion on sentences the challenger trained on, and
+    nothing said so: the report and its text now count them per eval set."""
+    apart = write_jsonl(tmp_path / "apart.jsonl", synthetic_examples(6, seed=9))
+    shared = write_jsonl(tmp_path / "shared.jsonl", [*EXAMPLES[:4], *synthetic_examples(3, seed=9)])
+    cfg = make_config(tmp_path / "r.toml", registry, evals={"apart": apart, "shared": shared})
+    report = retrain(RetrainConfig.load(cfg), version="v2")
+    assert report["eval_overlap"] == {"shared": {"sentences": 2, "of": 5}}
+    _, text = read_report(registry, "v2")
+    assert "WARNING eval shared: 2 of its 5 sentences are in the training or dev data" in text
+    assert "eval apart" not in text
