@@ -17,9 +17,11 @@ its report (and perhaps a ``.CURRENT.*`` temporary file); the next run of the jo
 the temporary file, promotes a version that passed its gate if its champion is still the
 current one (the killed job's last step), and writes the missing report (``recovered``).
 
-A job killed (or interrupted) while training leaves its checkpoint in the registry's
-``.work/resumable``; the next job goes on from it when its configuration and data are the
-same (the report says ``resumed_after_epoch``), with the numbers of a job never killed.
+A job killed (or interrupted) while training, exporting or evaluating leaves its
+checkpoint in the registry's ``.work/resumable`` (after training: the last epoch's but one,
+kept with the finished run); the next job goes on from it when its configuration and data
+are the same (the report says ``resumed_after_epoch``), with the numbers of a job never
+killed.
 
 The challenger is trained and exported (with the parity check) in the registry's scratch
 space, evaluated beside the current champion on the same fixed evaluation sets, added to
@@ -424,7 +426,19 @@ def train_challenger(
     run_dir = reg.resumable_dir / "run"
 
     def train() -> int:
-        res = fit(data.train, data.dev, preset, run_dir, info, progress, cfg.preset, resume=True)
+        # the checkpoint kept with the finished run: a job killed while it exports or
+        # evaluates trains the last epoch again, not all of them (the job drops it at its end)
+        res = fit(
+            data.train,
+            data.dev,
+            preset,
+            run_dir,
+            info,
+            progress,
+            cfg.preset,
+            resume=True,
+            keep_checkpoint=True,
+        )
         return res.resumed_after
 
     try:

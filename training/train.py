@@ -103,12 +103,15 @@ def fit(
     dev_source: str = "file",
     resume: bool = False,
     stop_after: float | None = None,
+    keep_checkpoint: bool = False,
 ) -> RunResult:
     """Train a network and write its run directory. Never reads test data. ``transfer``:
     unlabelled aspects for the teacher to label (soft targets only; needs a teacher).
     ``dev_source``: where a given ``dev`` came from, for run.json. ``resume``: go on from
     the run directory's checkpoint (training/checkpoint.py) when it has one; ``stop_after``
-    (seconds): end at the first epoch's end past it, the checkpoint kept (``stopped``)."""
+    (seconds): end at the first epoch's end past it, the checkpoint kept (``stopped``).
+    ``keep_checkpoint``: leave the last one (the epoch before the last) with the finished
+    run, for a caller killed in what it does next to go on from (the retraining job)."""
     tcfg = preset.train
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -227,7 +230,8 @@ def fit(
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
-    checkpoint.remove(run_dir)  # only once the run is written: a failed write can resume
+    if not keep_checkpoint:
+        checkpoint.remove(run_dir)  # only once the run is written: a failed write can resume
     return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)
 
 

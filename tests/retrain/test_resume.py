@@ -117,3 +117,29 @@ def test_a_job_stopped_by_an_io_error_a_retry_may_not_meet_leaves_its_checkpoint
     monkeypatch.undo()
     assert (Registry(registry).resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
     assert retrain(cfg, version="v2")["resumed_after_epoch"] == 2
+
+
+def test_a_job_killed_after_training_goes_on_from_its_last_checkpoint(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed while it exported (or evaluated), the job had dropped its checkpoint with the
+    run written: the next job trained every epoch again. It now trains the last one alone,
+    to the numbers of a job never killed."""
+    from absa.training import retrain as job
+
+    twin = tmp_path / "twin"
+    shutil.copytree(registry, twin)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+
+    def killed(*args: object, **kwargs: object) -> dict:
+        raise Killed("while exporting")
+
+    monkeypatch.setattr(job, "export_challenger", killed)
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    report = retrain(cfg, version="v2")
+    assert report["resumed_after_epoch"] == 9  # of 10 (tests/retrain/conftest.py)
+    assert not Registry(registry).resumable_dir.exists()
+    never_killed = retrain(dataclasses.replace(cfg, registry=twin), version="v2")
+    assert report["challenger_metrics"] == never_killed["challenger_metrics"]
