@@ -535,6 +535,10 @@ def summary(report: dict) -> str:
     # a version this run promoted or reported for a killed job: not only in the JSON
     for r in report.get("repaired", []):
         lines.append(f"  repaired {r['version']}: {r['action']}")
+    if report.get("resumed_after_epoch"):
+        lines.append(
+            f"  resumed a killed job's training after epoch {report['resumed_after_epoch']}"
+        )
     d = report.get("drift")
     if d:
         lines.append(f"label drift (TVD) {d['tvd']:.3f}" + ("  WARNING" if d["warning"] else ""))
@@ -555,6 +559,10 @@ def summary(report: dict) -> str:
         lines.append(f"  gate: {r}")
     if report.get("not_promoted"):  # passed the gate, and why it does not serve all the same
         lines.append(f"  not promoted: {report['not_promoted']}")
+    if report.get("pruned"):
+        lines.append(f"  pruned: {', '.join(report['pruned'])}")
+    if report.get("prune_error"):
+        lines.append(f"  WARNING pruning old versions failed: {report['prune_error']}")
     skipped = sum(v.get("skipped", 0) for v in report["data"].values())
     if skipped:
         lines.append(f"  {skipped} invalid records skipped")

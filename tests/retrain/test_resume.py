@@ -140,6 +140,8 @@ def test_a_job_killed_after_training_goes_on_from_its_last_checkpoint(
     monkeypatch.undo()
     report = retrain(cfg, version="v2")
     assert report["resumed_after_epoch"] == 9  # of 10 (tests/retrain/conftest.py)
+    text = (registry / "reports" / "v2.txt").read_text()
+    assert "resumed a killed job's training after epoch 9" in text
     assert not Registry(registry).resumable_dir.exists()
     never_killed = retrain(dataclasses.replace(cfg, registry=twin), version="v2")
     assert report["challenger_metrics"] == never_killed["challenger_metrics"]

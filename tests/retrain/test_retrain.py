@@ -701,3 +701,18 @@ def test_an_eval_set_that_shares_sentences_with_the_training_data_is_warned_of(
     _, text = read_report(registry, "v2")
     assert "WARNING eval shared: 2 of its 5 sentences are in the training or dev data" in text
     assert "eval apart" not in text
+
+
+def test_the_text_report_names_the_versions_pruned(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """Pruned versions were in the JSON alone: an operator reading the text did not learn
+    that a version was deleted."""
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry, keep=1))
+    for version in ("v2", "v3"):
+        report = retrain(
+            replace(cfg, gate=replace(cfg.gate, max_accuracy_drop=1.0)), version=version
+        )
+    assert report["pruned"] == [FIRST_VERSION], report
+    _, text = read_report(registry, "v3")
+    assert f"pruned: {FIRST_VERSION}" in text
