@@ -157,6 +157,8 @@ class Reloader:
                 self.failures += 1
                 self._count("refused")
                 log.error("reload refused, still serving %s: %s", current, e)
+                if _for_want_of_a_resource(e):  # CURRENT unread for want of descriptors
+                    raise TransientRefusal(f"refused: {e}") from None
                 raise RegistryError(f"refused: {e}") from None
             if self._serves(target):
                 if publish:

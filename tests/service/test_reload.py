@@ -471,6 +471,34 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     assert reloads == {"refused": 1.0, "swapped": 1.0}
 
 
+def test_a_pointer_a_poll_could_not_read_for_want_of_descriptors_is_read_again(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CURRENT unreadable for want of file descriptors (EMFILE) was remembered as a bad
+    pointer until it changed: the promotion it named was never loaded."""
+    real = Path.read_text
+    starved = [1]
+    reads: list[Path] = []
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        if self.name == POINTER:
+            reads.append(self)
+            if len(reads) == 3 and starved:  # the poll's two reads went well, the reload's not
+                starved.pop()
+                raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    with TestClient(create_app(settings(registry))) as client:
+        reloader = client.app.state.reloader
+        registry.promote("v2")
+        monkeypatch.setattr(Path, "read_text", read_text)
+        client.portal.call(reloader.poll_once)
+        assert reloader.failures == 1 and not starved
+        assert client.get("/v1/model").json()["version"] == "v1"
+        client.portal.call(reloader.poll_once)
+        assert client.get("/v1/model").json()["version"] == "v2"
+
+
 def test_an_admin_reload_refused_for_want_of_memory_is_a_503_to_retry(registry: Registry) -> None:
     """It was a 409, as for a version that can never load: a client (a deploy script) takes
     409 as final, where the same call a moment later loads it."""
