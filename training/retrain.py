@@ -187,10 +187,12 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             write_report(reg, report)
         except OSError as e:  # the version is in (and maybe serving): say so, not just "failed"
             done = "was promoted and serves" if report["promoted"] else "was added, not promoted"
+            # from None: the job's work is done, so no exit 75 (a retry would train and add
+            # another version); the next scheduled job writes the report
             raise RegistryError(
                 f"{version} {done}; its report could not be written ({e}): the next job "
                 "writes it (marked recovered)"
-            ) from e
+            ) from None
     return report
 
 
