@@ -205,14 +205,21 @@ class Reloader:
     def _serves(self, target: Path) -> bool:
         """Whether ``target`` is the model served now: the same directory, whose metadata.json
         records what the served model's did (its version, every file's sha256). Another
-        artifact copied over the served directory is another model; a metadata.json that
-        cannot be read is not the served one either (loading it says what is wrong)."""
+        artifact copied over the served directory is another model, and so is a metadata.json
+        that is not JSON (loading it says what is wrong). One that cannot be read at all (the
+        volume's I/O error, a file copied over it gone a moment) says nothing: the served
+        model stays, where a load would have refused it as broken."""
         runtime = self.engine.model.runtime
         if target.resolve() != Path(runtime.model_dir).resolve():
             return False
         try:
-            recorded = json.loads((target / METADATA).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            raw = (target / METADATA).read_bytes()
+        except OSError as e:
+            log.debug("%s: cannot read it (%s): taken as the model served", target / METADATA, e)
+            return True
+        try:
+            recorded = json.loads(raw)
+        except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError)
             return False
         return bool(recorded == runtime.metadata)
 

@@ -471,6 +471,36 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     assert reloads == {"refused": 1.0, "swapped": 1.0}
 
 
+def test_a_poll_that_cannot_read_the_served_metadata_leaves_the_model_be(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The served version's metadata.json unreadable a moment (the volume's I/O error): the
+    reloader took the served model for another one, loaded it, and refused it (logged,
+    counted, a 409), where nothing had changed."""
+    real_bytes, real_text = Path.read_bytes, Path.read_text
+    served = registry.path("v1") / "metadata.json"
+
+    def read_bytes(self: Path) -> bytes:
+        if self == served:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_bytes(self)
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        if self == served:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    with TestClient(create_app(settings(registry))) as client:
+        reloader = client.app.state.reloader
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        monkeypatch.setattr(Path, "read_text", read_text)
+        client.portal.call(reloader.poll_once)
+        monkeypatch.undo()
+        assert reloader.failures == 0
+        r = client.post("/admin/reload", headers=AUTH)
+        assert r.status_code == 200 and r.json()["changed"] is False, r.text
+
+
 def test_a_pointer_a_poll_could_not_read_for_want_of_descriptors_is_read_again(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
