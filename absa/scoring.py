@@ -135,8 +135,13 @@ def cannot_write(dst: Path, e: OSError) -> OSError:
     (``NO_SPACE``) it says the disk is full: Python said only "[Errno 28] No space left on
     device", pyarrow "Error writing bytes to file. Detail: [errno 28] ...", neither naming
     a file."""
-    if e.errno in NO_SPACE:
-        why = f"the disk is full ({os.strerror(e.errno)})"
+    if e.errno in NO_SPACE:  # the disk is full, or the user's share of it used up
+        room = (
+            "the disk quota is used up"
+            if e.errno == getattr(errno, "EDQUOT", None)
+            else ("the disk is full")
+        )
+        why = f"{room} ({os.strerror(e.errno)})"
     else:
         why = e.strerror or str(e)
     # one argument: str() is the message alone, without "[Errno N]" before it

@@ -263,6 +263,10 @@ def bracket_leak(tmp_path: Path) -> tuple[list[Example], Path]:
     return leak, test
 
 
+#: what a scoring run says of each way a disk has no room (absa.scoring.cannot_write)
+NO_ROOM = {"ENOSPC": "the disk is full", "EDQUOT": "the disk quota is used up"}
+
+
 def parts_on_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every ``.part`` file scoring creates (``Path.touch``) a link to /dev/full, so that
     writing the output fails as on a full disk: ENOSPC from the kernel, at whichever write

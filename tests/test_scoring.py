@@ -13,7 +13,7 @@ import pytest
 
 from absa.cli import main
 from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
-from tests.helpers import parts_on_a_full_disk
+from tests.helpers import NO_ROOM, parts_on_a_full_disk
 
 A, B = EXAMPLES[0], EXAMPLES[1]  # one training sentence, its two aspects (the model fits them)
 
@@ -932,7 +932,7 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(
         monkeypatch.setattr(Path, "open", over_quota)
     assert _shipped(src, dst) == 2
     err = capsys.readouterr().err
-    assert f"cannot write {dst}: the disk is full" in err and ".part" not in err, err
+    assert f"cannot write {dst}: {NO_ROOM[cause]}" in err and ".part" not in err, err
     assert os.strerror(getattr(errno, cause)) in err  # the system's own words too
     assert sorted(tmp_path.iterdir()) == [src]  # no .part, no partial output
     if cause == "ENOSPC":
