@@ -132,15 +132,12 @@ def new_part(dst: Path) -> Path:
 def cannot_write(dst: Path, e: OSError) -> OSError:
     """``e``, met making or writing ``dst``'s ``.part``, as one line naming ``dst`` (the
     path the user gave), its errno kept: "cannot write DST: WHY". Where there was no room
-    (``NO_SPACE``) it says the disk is full: Python said only "[Errno 28] No space left on
-    device", pyarrow "Error writing bytes to file. Detail: [errno 28] ...", neither naming
-    a file."""
+    (``NO_SPACE``) it says the disk is full (or the quota used up): Python said only
+    "[Errno 28] No space left on device", pyarrow "Error writing bytes to file. Detail:
+    [errno 28] ...", neither naming a file."""
     if e.errno in NO_SPACE:  # the disk is full, or the user's share of it used up
-        room = (
-            "the disk quota is used up"
-            if e.errno == getattr(errno, "EDQUOT", None)
-            else ("the disk is full")
-        )
+        quota = e.errno == getattr(errno, "EDQUOT", None)
+        room = "the disk quota is used up" if quota else "the disk is full"
         why = f"{room} ({os.strerror(e.errno)})"
     else:
         why = e.strerror or str(e)
