@@ -327,11 +327,55 @@ def _is_bytes(type_: pa.DataType) -> bool:
     )
 
 
+def _as_text(type_: pa.DataType) -> pa.DataType | None:
+    """``type_`` with every binary in it a string (a list, struct or map of bytes too), or
+    None where it holds no bytes."""
+    if _is_bytes(type_):
+        return pa.large_string() if pa.types.is_large_binary(type_) else pa.string()
+    if pa.types.is_map(type_):
+        key, item = _as_text(type_.key_type), _as_text(type_.item_type)
+        return (
+            None if key is item is None else pa.map_(key or type_.key_type, item or type_.item_type)
+        )
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        value = _as_text(type_.value_type)
+        make = pa.large_list if pa.types.is_large_list(type_) else pa.list_
+        return None if value is None else make(value)
+    if pa.types.is_fixed_size_list(type_):
+        value = _as_text(type_.value_type)
+        return None if value is None else pa.list_(value, type_.list_size)
+    if pa.types.is_struct(type_):
+        fields = [type_.field(i) for i in range(type_.num_fields)]
+        texts = [_as_text(f.type) for f in fields]
+        if all(t is None for t in texts):
+            return None
+        return pa.struct([f.with_type(t or f.type) for f, t in zip(fields, texts, strict=True)])
+    return None
+
+
+def _deep_text(value: Any) -> Any:
+    """A Python value of a nested column with its bytes as ``bytes_text``."""
+    if isinstance(value, bytes):
+        return bytes_text(value)
+    if isinstance(value, list):
+        return [_deep_text(v) for v in value]
+    if isinstance(value, tuple):  # a map's (key, item)
+        return tuple(_deep_text(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _deep_text(v) for k, v in value.items()}
+    return value
+
+
 def text_columns(table: pa.Table) -> pa.Table:
     """``table``'s binary columns as string columns, for a CSV file, which cannot hold
     bytes: each value as ``bytes_text`` (a column all UTF-8 cast at once), as JSONL output
-    writes them."""
+    writes them; bytes inside a nested column too (Ray's JSON writer stopped on them)."""
     for i, f in enumerate(table.schema):
+        to_nested = None if _is_bytes(f.type) else _as_text(f.type)
+        if to_nested is not None:
+            values = [_deep_text(v) for v in table.column(i).to_pylist()]
+            table = table.set_column(i, pa.field(f.name, to_nested), pa.array(values, to_nested))
+            continue
         if not _is_bytes(f.type):
             continue
         to = pa.large_string() if pa.types.is_large_binary(f.type) else pa.string()

@@ -91,14 +91,21 @@ def test_a_binary_column_written_as_jsonl_is_its_text_or_base64(
             "text": ["the food was great", "the service was slow"],
             "aspect": ["food", "service"],
             "blob": pa.array([b"ok", b"\xff\x00"], pa.binary()),
+            "blobs": pa.array([[b"ok"], [b"\xff\x00", None]], pa.list_(pa.binary())),
+            "part": pa.array([{"b": b"ok"}, {"b": b"\xff\x00"}], pa.struct([("b", pa.binary())])),
         }
     )
     (tmp_path / "in").mkdir()
     pq.write_table(table, tmp_path / "in" / "part-0.parquet")
     out = tmp_path / "out"
     score_with_ray(tmp_path / "in", out, model=artifact, workers=1, output_format="jsonl")
-    got = {r["aspect"]: r["blob"] for f in sorted(out.glob("*.json")) for r in read_jsonl(f)}
-    assert got == {"food": "ok", "service": base64.b64encode(b"\xff\x00").decode()}
+    rows = {r["aspect"]: r for f in sorted(out.glob("*.json")) for r in read_jsonl(f)}
+    b64 = base64.b64encode(b"\xff\x00").decode()
+    got = {a: (r["blob"], r["blobs"], r["part"]) for a, r in rows.items()}
+    assert got == {  # nested too: bytes not UTF-8 inside a list stopped the job
+        "food": ("ok", ["ok"], {"b": "ok"}),
+        "service": (b64, [b64, None], {"b": b64}),
+    }
 
 
 def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path) -> None:
