@@ -18,8 +18,8 @@ makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_
 ``stat``) and loads the same model: every worker follows, within a fraction of a second.
 With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself; a
 version a poll refused is not tried again (nor logged, nor counted) until the pointer or the
-version's files change (but one refused for want of memory or file descriptors, which the
-next poll tries again), and a pointer that is gone while one of the registry's versions is
+version's files change (but one refused for want of memory or file descriptors is tried
+again after a wait, ``TRANSIENT_WAIT_S``, as a signal refused so is followed again), and a pointer that is gone while one of the registry's versions is
 served is refused (not read as "serve the fallback model"), and a worker that starts
 leaves alone a signal written before it started (the registry it has just loaded from says
 what to serve now).
@@ -35,6 +35,7 @@ import errno
 import json
 import logging
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -52,6 +53,10 @@ log = logging.getLogger(__name__)
 
 SIGNAL = "reload.json"
 SYNC_INTERVAL_S = 0.25
+#: after a refusal for want of memory: the wait (s) before that model is tried again, the
+#: first and the longest (it doubles at each such refusal in a row): one that never fits
+#: is not verified and loaded again at every poll, nor at every look at the signal
+TRANSIENT_WAIT_S = (5.0, 300.0)
 #: what onnxruntime says when its allocator finds no memory for a buffer
 ORT_ALLOCATION_FAILED = "Failed to allocate memory"
 #: OSError numbers of a machine short of a resource, not of a bad artifact: a later try may load
@@ -129,6 +134,10 @@ class Reloader:
         self._refused: tuple | None = None  # what a poll found and refused (_poll_key)
         # the target the last reload went for, as _poll_key names it (None: none could be read)
         self._tried: Path | None = None
+        self._wait_s = 0.0  # after the last refusal for want of memory (0: none since a swap)
+        self._retry_at = 0.0  # time.monotonic() before which it is not tried again
+        self._transient_key: tuple | None = None  # the poll key it was refused at
+        self._signal_retry = False  # the last signal's reload was refused so: follow it again
         self.failures = 0
 
     @property
@@ -191,6 +200,7 @@ class Reloader:
                 refusal = TransientRefusal if transient else ArtifactError
                 raise refusal(f"refused {target}: {reason}") from None
             old = self.engine.swap(rt)
+            self._wait_s = self._retry_at = 0.0
             self.engine.metrics.swapped(old.metadata, rt.metadata)
             self._count("swapped")
             if publish:
@@ -265,7 +275,7 @@ class Reloader:
     async def sync(self) -> None:
         """Follow the signal file if another worker wrote it since the last look."""
         sig = self.signal_path
-        if sig is None:
+        if sig is None or (self._signal_retry and self._waiting()):
             return
         st = _stat(sig)
         if st is None or st == self._seen:
@@ -282,8 +292,24 @@ class Reloader:
         self._signal_id = sid
         try:
             await self.reload(target)
-        except (ArtifactError, RegistryError) as e:
+            self._signal_retry = False
+        except TransientRefusal as e:  # the same signal again once the wait has passed
             log.error("reload signalled by another worker refused: %s", e)
+            self._transient_refused()
+            self._signal_retry = True
+            self._seen = self._signal_id = None
+        except (ArtifactError, RegistryError) as e:
+            self._signal_retry = False
+            log.error("reload signalled by another worker refused: %s", e)
+
+    def _transient_refused(self) -> None:
+        """A refusal for want of memory: wait (TRANSIENT_WAIT_S) before trying it again."""
+        first, longest = TRANSIENT_WAIT_S
+        self._wait_s = min(max(2 * self._wait_s, first), longest)
+        self._retry_at = time.monotonic() + self._wait_s
+
+    def _waiting(self) -> bool:
+        return time.monotonic() < self._retry_at
 
     def start_polling(self) -> None:
         polls = self.settings.registry is not None and self.settings.reload_interval_s > 0
@@ -319,11 +345,14 @@ class Reloader:
         key = self._poll_key()
         if key == self._refused:
             return  # refused as it stands: logged and counted once
+        if key == self._transient_key and self._waiting():
+            return  # refused for want of memory a moment ago: tried once the wait has passed
         try:
             await self.reload()
-            self._refused = None
-        except TransientRefusal:  # logged and counted; not the model's fault: try at the next poll
-            self._refused = None
+            self._refused = self._transient_key = None
+        except TransientRefusal:  # logged and counted; not the model's fault: tried again
+            self._refused, self._transient_key = None, key
+            self._transient_refused()
         except (ArtifactError, RegistryError):  # reload logged why
             # the registry as it stands now, where it still names what was refused: ``key``
             # alone, read before the load, kept a pointer moved meanwhile as the refused one,

@@ -453,22 +453,51 @@ def _allocation_failed_in_ort() -> Exception:
     ids=["MemoryError", "EMFILE", "ENOMEM", "MemoryError-in-onnxruntime", "ort-allocator"],
 )
 def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
-    registry: Registry, error: Callable[[], Exception]
+    registry: Registry, error: Callable[[], Exception], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A load that failed for want of memory (or of file descriptors) was remembered as a
     refusal until the registry changed: the version was never tried again, though nothing
-    was wrong with it. It is logged and counted as refused, and tried at the next poll."""
+    was wrong with it. It is logged and counted as refused, and tried again once a wait has
+    passed (doubled at each such refusal: a model that never fits is not loaded each poll)."""
+    from absa.service import reloader as module
+
+    monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (0.3, 1.0))
     with TestClient(create_app(settings(registry))) as client:
         starved = starved_reloader(client, error)
         registry.promote("v2")
         client.portal.call(starved.poll_once)
         assert starved.failures == 1
+        client.portal.call(starved.poll_once)  # within the wait: not tried
+        assert starved.failures == 1 and starved.starved == 0
         assert client.get("/v1/model").json()["version"] == "v1"
+        time.sleep(0.35)
         client.portal.call(starved.poll_once)
         assert client.get("/v1/model").json()["version"] == "v2"
         text = client.get("/metrics").text
     reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total")}
     assert reloads == {"refused": 1.0, "swapped": 1.0}
+
+
+def test_a_signal_refused_for_want_of_memory_is_followed_once_the_wait_has_passed(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker's signal, refused here for want of memory, was never tried again (its
+    id taken as seen): this worker served the old model until the next signal."""
+    from absa.service import reloader as module
+    from absa.service.reloader import Reloader
+
+    monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (0.3, 1.0))
+    with TestClient(create_app(settings(registry, run_dir=tmp_path))) as client:
+        starved = starved_reloader(client, MemoryError)
+        other = Reloader(starved.settings, starved.engine)  # the worker that signals
+        other._publish(registry.path("v2"))
+        client.portal.call(starved.sync)
+        assert starved.failures == 1
+        client.portal.call(starved.sync)  # within the wait: not tried
+        assert starved.failures == 1 and client.get("/v1/model").json()["version"] == "v1"
+        time.sleep(0.35)
+        client.portal.call(starved.sync)
+        assert client.get("/v1/model").json()["version"] == "v2"
 
 
 def test_a_poll_that_cannot_read_the_served_metadata_leaves_the_model_be(
@@ -518,6 +547,9 @@ def test_a_pointer_a_poll_could_not_read_for_want_of_descriptors_is_read_again(
                 raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
         return real(self, *args, **kwargs)  # type: ignore[arg-type]
 
+    from absa.service import reloader as module
+
+    monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (0.3, 1.0))
     with TestClient(create_app(settings(registry))) as client:
         reloader = client.app.state.reloader
         registry.promote("v2")
@@ -525,6 +557,7 @@ def test_a_pointer_a_poll_could_not_read_for_want_of_descriptors_is_read_again(
         client.portal.call(reloader.poll_once)
         assert reloader.failures == 1 and not starved
         assert client.get("/v1/model").json()["version"] == "v1"
+        time.sleep(0.35)  # the wait after a refusal for want of a resource
         client.portal.call(reloader.poll_once)
         assert client.get("/v1/model").json()["version"] == "v2"
 
