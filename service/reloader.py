@@ -275,10 +275,14 @@ class Reloader:
     async def sync(self) -> None:
         """Follow the signal file if another worker wrote it since the last look."""
         sig = self.signal_path
-        if sig is None or (self._signal_retry and self._waiting()):
+        if sig is None:
             return
         st = _stat(sig)
-        if st is None or st == self._seen:
+        if st is None:
+            return
+        # the signal already followed: again only where it was refused for want of memory
+        # and the wait has passed (a newer signal is followed at once, waiting or not)
+        if st == self._seen and (not self._signal_retry or self._waiting()):
             return
         self._seen = st
         try:
@@ -296,8 +300,7 @@ class Reloader:
         except TransientRefusal as e:  # the same signal again once the wait has passed
             log.error("reload signalled by another worker refused: %s", e)
             self._transient_refused()
-            self._signal_retry = True
-            self._seen = self._signal_id = None
+            self._signal_retry, self._signal_id = True, None
         except (ArtifactError, RegistryError) as e:
             self._signal_retry = False
             log.error("reload signalled by another worker refused: %s", e)

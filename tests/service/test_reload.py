@@ -500,6 +500,25 @@ def test_a_signal_refused_for_want_of_memory_is_followed_once_the_wait_has_passe
         assert client.get("/v1/model").json()["version"] == "v2"
 
 
+def test_a_newer_signal_is_followed_while_an_older_one_waits_to_be_tried_again(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from absa.service import reloader as module
+    from absa.service.reloader import Reloader
+
+    monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (60.0, 60.0))
+    promoted = add_variant(registry, "v1", "v3")
+    with TestClient(create_app(settings(registry, run_dir=tmp_path))) as client:
+        starved = starved_reloader(client, MemoryError)
+        other = Reloader(starved.settings, starved.engine)
+        other._publish(registry.path("v2"))
+        client.portal.call(starved.sync)
+        assert starved.failures == 1
+        other._publish(registry.path(promoted))  # within the wait: a signal of its own
+        client.portal.call(starved.sync)
+        assert client.get("/v1/model").json()["version"] == "v3"
+
+
 def test_a_poll_that_cannot_read_the_served_metadata_leaves_the_model_be(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
