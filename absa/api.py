@@ -31,6 +31,10 @@ from absa.model.runtime import Runtime
 __all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
 
 
+#: keys a batch item may use by mistake for the one that names what it asks about
+NEAR_MISSES = {"aspect": "aspects", "term": "aspects", "terms": "aspects", "category": "categories"}
+
+
 class Classifier:
     """Aspect-level sentiment with one loaded model (of aspect terms, or of aspect
     categories: ``categories`` lists them). Thread-safe."""
@@ -126,6 +130,11 @@ class Classifier:
     def _prepare(self, i: int, item: Any, explain: bool) -> Any:
         where = f"items[{i}]: "
         if isinstance(item, Mapping):
+            # other keys (an id, a gold label) pass, but a near miss of the one that asks
+            # would leave the aspects asked for unread (and the extractor's answered)
+            for key, meant in NEAR_MISSES.items():
+                if key in item and meant not in item:
+                    raise InputError(f"{where}{key!r} is not a key of an item: {meant!r}")
             text, aspects, categories = (
                 item.get("text"),
                 item.get("aspects"),

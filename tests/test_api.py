@@ -283,3 +283,16 @@ def test_batch_of_something_not_a_list_of_items_is_an_input_error(items: object,
     dict, was taken apart into characters or keys, each refused as "items[0]"."""
     with pytest.raises(InputError, match=f"items must be a list of items .*, not {kind}"):
         absa.load().batch(items)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["aspect", "term", "terms"])
+def test_a_batch_item_that_names_its_aspects_under_another_key_is_refused(key: str) -> None:
+    """{"text", "aspect": [...]} (one letter short) had no aspects: without an extractor it
+    was refused as "no aspects", with one the aspects asked for were passed over and the
+    extractor's answered instead. Other keys (an id, a gold label) are still let through."""
+    clf = absa.load(extractor="shipped")
+    said = f"items\\[0\\]: '{key}' is not a key of an item: 'aspects'"
+    with pytest.raises(InputError, match=said):
+        clf.batch([{"text": TEXT, key: ["fries"]}])
+    (answer,) = clf.batch([{"text": TEXT, "aspects": ["fries"], "id": 7, "label": "negative"}])
+    assert [a.term for a in answer] == ["fries"]
