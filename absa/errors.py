@@ -21,6 +21,7 @@ error a retry may not meet (the CLI's exit 75).
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterator
 
 #: OSError numbers a retry may not meet: the network file system or the volume, not the input
 TRANSIENT = frozenset(
@@ -42,19 +43,23 @@ TRANSIENT = frozenset(
 )
 
 
+def chain(e: BaseException, implicit: bool = False) -> Iterator[BaseException]:
+    """``e`` and the errors it was raised from (``__cause__``; with ``implicit``, also the
+    one being handled when it was raised, ``__context__``), each once."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        yield cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or (cur.__context__ if implicit else None)
+
+
 def transient(e: BaseException) -> bool:
     """An OSError of ``TRANSIENT``, or an error raised from one (``raise DataError(...) from
     e``: a data file, the registry's pointer or a report that could not be read or written,
     named). Only an explicit cause counts: ``from None`` says the OSError is not the matter
     (a registry locked by another job is EAGAIN, and no retry)."""
-    seen: set[int] = set()
-    cur: BaseException | None = e
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, OSError) and cur.errno in TRANSIENT:
-            return True
-        seen.add(id(cur))
-        cur = cur.__cause__
-    return False
+    return any(isinstance(c, OSError) and c.errno in TRANSIENT for c in chain(e))
 
 
 class AbsaError(Exception):

@@ -39,7 +39,7 @@ import time
 import uuid
 from pathlib import Path
 
-from absa.errors import ArtifactError, RegistryError, TransientRefusal
+from absa.errors import ArtifactError, RegistryError, TransientRefusal, chain
 from absa.model.artifact import METADATA
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
@@ -72,16 +72,12 @@ def _for_want_of_a_resource(e: BaseException) -> bool:
     the warm-up raise in an ArtifactError), is a MemoryError, an OSError in RESOURCE_ERRNOS,
     or onnxruntime's own allocation failure (a RuntimeException, ``ORT_ALLOCATION_FAILED``;
     its std::bad_alloc comes as a MemoryError)."""
-    seen: set[int] = set()
-    cause: BaseException | None = e
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, MemoryError) or ORT_ALLOCATION_FAILED in str(cause):
-            return True
-        if isinstance(cause, OSError) and cause.errno in RESOURCE_ERRNOS:
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
+    return any(
+        isinstance(c, MemoryError)
+        or ORT_ALLOCATION_FAILED in str(c)
+        or (isinstance(c, OSError) and c.errno in RESOURCE_ERRNOS)
+        for c in chain(e, implicit=True)
+    )
 
 
 def load_predictor(settings: Settings, path: Path) -> Predictor:
