@@ -371,20 +371,17 @@ def text_columns(table: pa.Table) -> pa.Table:
     bytes: each value as ``bytes_text`` (a column all UTF-8 cast at once), as JSONL output
     writes them; bytes inside a nested column too (Ray's JSON writer stopped on them)."""
     for i, f in enumerate(table.schema):
-        to_nested = None if _is_bytes(f.type) else _as_text(f.type)
-        if to_nested is not None:
-            values = [_deep_text(v) for v in table.column(i).to_pylist()]
-            table = table.set_column(i, pa.field(f.name, to_nested), pa.array(values, to_nested))
+        to = _as_text(f.type)
+        if to is None:
             continue
-        if not _is_bytes(f.type):
-            continue
-        to = pa.large_string() if pa.types.is_large_binary(f.type) else pa.string()
-        column = table.column(i)
-        try:
-            text = column.cast(to)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a value that is not UTF-8
-            values = [None if v is None else bytes_text(v) for v in column.to_pylist()]
-            text = pa.array(values, to)
+        column, text = table.column(i), None
+        if _is_bytes(f.type):
+            try:  # all of it UTF-8: at once
+                text = column.cast(to)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+        if text is None:  # value by value (bytes that are not UTF-8, or inside a nested one)
+            text = pa.array([_deep_text(v) for v in column.to_pylist()], to)
         table = table.set_column(i, pa.field(f.name, to), text)
     return table
 
