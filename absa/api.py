@@ -186,7 +186,7 @@ def load(
     if model is None:
         path = settings.model_path()
     else:
-        path = Path(model)
+        path = Path(model).expanduser()
         if Registry.looks_like(path):
             path = Registry(path).current_path()
     runtime = Runtime.load(path, device=device, threads=threads, task=None)

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: a web origin: http(s)://host[:port], the host a name, IPv4 or [IPv6] address
@@ -25,6 +26,18 @@ def _keys(value: SecretStr | None) -> list[str]:
 
 def _origins(value: str) -> list[str]:
     return [origin.rstrip("/") for origin in _listed(value)]
+
+
+def _home(value: object) -> object:
+    """A path's ``~`` or ``~user`` expanded: an environment file or a unit has no shell to
+    do it (a path that starts otherwise, and the words 'shipped' and 'off', pass as given)."""
+    if isinstance(value, str | os.PathLike) and os.fspath(value).startswith("~"):
+        return Path(os.path.expanduser(os.fspath(value)))
+    return value
+
+
+#: a path setting, ``~`` expanded
+UserPath = Annotated[Path, BeforeValidator(_home)]
 
 
 CONFIG = SettingsConfigDict(
@@ -63,11 +76,13 @@ class ModelSettings(BaseSettings):
 
     model_config = CONFIG
 
-    model_dir: Path | None = Field(
+    model_dir: UserPath | None = Field(
         None, description="artifact directory (default: the shipped model)"
     )
-    registry: Path | None = Field(None, description="serve the registry's current version instead")
-    extractor: Path | Literal["shipped"] | None = Field(
+    registry: UserPath | None = Field(
+        None, description="serve the registry's current version instead"
+    )
+    extractor: UserPath | Literal["shipped"] | None = Field(
         None,
         # the prefixed names only: an alias is matched as it is, and a bare EXTRACTOR in a
         # container's environment must not choose the service's extractor
@@ -104,7 +119,7 @@ class ModelSettings(BaseSettings):
 
 
 class Settings(LogSettings, ModelSettings):
-    category_model: Path | None = Field(
+    category_model: UserPath | None = Field(
         None,
         description="an aspect-category artifact served next to the term model: /v1/predict "
         "with categories instead of aspects (default: none, categories refused)",
@@ -205,7 +220,7 @@ class Settings(LogSettings, ModelSettings):
         return value
 
     # several workers (set by ``absa serve --workers N``, N > 1)
-    run_dir: Path | None = Field(
+    run_dir: UserPath | None = Field(
         None,
         description="a directory the workers of one server share: /admin/reload in any "
         "worker signals the others through it",
@@ -217,7 +232,7 @@ class Settings(LogSettings, ModelSettings):
         "adds up every worker's files there",
     )
     # training
-    teacher_cache: Path | Literal["off"] | None = Field(
+    teacher_cache: UserPath | Literal["off"] | None = Field(
         None,
         description="where distillation keeps a teacher's probabilities, by teacher and "
         "examples, so students of other seeds or presets do not score them again (default: "

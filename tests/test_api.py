@@ -47,6 +47,16 @@ def test_load_reads_only_the_settings_it_needs(monkeypatch: pytest.MonkeyPatch) 
         absa.load()
 
 
+def test_load_expands_the_home_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``absa.load("~/models/m")`` and ``ABSA_MODEL_DIR=~/models/m`` (a compose file, a
+    systemd unit: no shell to expand it) looked for a directory named ``~``."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "models" / "m")
+    assert absa.load("~/models/m").predictor.runtime.model_dir == tmp_path / "models" / "m"
+    monkeypatch.setenv("ABSA_MODEL_DIR", "~/models/m")
+    assert absa.load().predictor.runtime.model_dir == tmp_path / "models" / "m"
+
+
 def test_load_a_registry_serves_its_current_version(tmp_path: Path) -> None:
     reg = Registry(tmp_path / "reg").init()
     shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "v1")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -48,3 +50,32 @@ def test_a_bad_setting_is_one_line_naming_its_variable(
     err = capsys.readouterr().err
     assert err.startswith("absa predict: error: ABSA_DEVICE: input should be 'auto'"), err
     assert err.count("\n") == 1 and err.rstrip().endswith("not 'gpu'")
+
+
+def test_paths_under_the_home_directory_are_expanded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An environment file or a unit has no shell to expand ``~``: every path setting does
+    it (``~user`` too); 'shipped' and 'off' stay the words they are."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name, value in (
+        ("ABSA_MODEL_DIR", "~/m"),
+        ("ABSA_REGISTRY", "~/reg"),
+        ("ABSA_EXTRACTOR", "~/ext"),
+        ("ABSA_CATEGORY_MODEL", "~/cat"),
+        ("ABSA_RUN_DIR", "~/runs"),
+        ("ABSA_TEACHER_CACHE", "~/cache"),
+    ):
+        monkeypatch.setenv(name, value)
+    s = Settings()
+    assert (s.model_dir, s.registry, s.extractor) == (
+        tmp_path / "m",
+        tmp_path / "reg",
+        tmp_path / "ext",
+    )
+    assert (s.category_model, s.run_dir) == (tmp_path / "cat", tmp_path / "runs")
+    assert s.teacher_cache == tmp_path / "cache"
+    assert Settings(model_dir=Path("~/x")).model_dir == tmp_path / "x"  # a flag's Path too
+    monkeypatch.setenv("ABSA_EXTRACTOR", "shipped")
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", "off")
+    assert (Settings().extractor, Settings().teacher_cache) == ("shipped", "off")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tomllib
 import typing
 from dataclasses import asdict, dataclass, field, fields
@@ -57,7 +58,8 @@ class RetrainConfig:
             raise ValueError(f"{path}: {e}") from None
         base_dir = path.parent
 
-        def rel(p: str) -> str:
+        def rel(p: str) -> str:  # "~/x" is the user's, not beside the file
+            p = os.path.expanduser(p)
             return str((base_dir / p).resolve()) if not Path(p).is_absolute() else p
 
         tables = {name: raw.pop(name, {}) for name in ("data", "gate", "eval")}

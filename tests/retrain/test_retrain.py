@@ -257,6 +257,17 @@ def test_a_bad_config_is_refused_before_any_work(
     assert state(registry) == before and work_entries(registry) == []
 
 
+def test_paths_under_the_home_directory_are_the_users_not_the_configs(
+    make_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``registry = "~/absa/models"`` read as a path relative to the config file: the job
+    would have made a registry in a directory named ``~`` beside it."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", Path("~/absa/models")))
+    assert cfg.registry == home / "absa" / "models"
+
+
 def test_the_model_configs_preset_is_trained_where_the_job_names_none(
     make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
 ) -> None:
