@@ -13,8 +13,9 @@
 #
 # The install steps are the ones CI and the README use: pip install ".[serve]" / ".[train]".
 # The default model (model/artifacts/default/) is package data: it comes with the install.
-# Every final stage runs as uid/gid 10001 and has /models (the model registry's mount point
-# in deploy/) owned by that user, so a fresh named volume mounted there is writable by it.
+# The runtime, gpu and train stages run as uid/gid 10001 and have /models (the model
+# registry's mount point in deploy/) owned by that user, so a fresh named volume mounted
+# there is writable by it; bulk runs as the Ray image's own user (1000:100).
 # ORT_DISABLE_TELEMETRY=1 everywhere: onnxruntime would otherwise send usage events to
 # Microsoft and keep a device id under $HOME (absa sets it too, for installs without Docker).
 
@@ -113,6 +114,7 @@ CMD []
 # train-builder / train: torch and the training extras, for `absa retrain --config FILE`.
 FROM python:3.11-slim AS train-builder
 ARG TORCH_INDEX_URL
+ARG ORT_VERSION
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/venv/bin:$PATH
@@ -123,7 +125,10 @@ COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
-RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX_URL}" pip install ".[train]"
+# the runtime image's onnxruntime: the job's gate and parity check score a version with what
+# will serve it
+RUN echo "onnxruntime==${ORT_VERSION}" > /tmp/constraints.txt \
+ && PIP_CONSTRAINT=/tmp/constraints.txt PIP_EXTRA_INDEX_URL="${TORCH_INDEX_URL}" pip install ".[train]"
 
 FROM python:3.11-slim AS train
 # the commit the image is built from: the tree travels without .git, and every version a job

@@ -192,6 +192,18 @@ def test_serving_images_install_the_serve_extra_only():
         assert not pip_calls([stage(name)], "install"), f"{name}: install in the builder stage"
 
 
+@pytest.mark.parametrize("name", ["runtime", "train"])
+def test_the_cpu_images_install_one_onnxruntime(name):
+    """The retraining job's gate and parity check score a new version with the train image's
+    onnxruntime: unpinned there, it was whatever PyPI had newest at build time, not the
+    ORT_VERSION the runtime image serves it with."""
+    (builder,) = [st for st in closure(name) if pip_calls([st], "install")]
+    assert "ORT_VERSION" in builder.args("ARG"), f"{builder.name}: no ARG ORT_VERSION"
+    (run,) = [r for r in builder.args("RUN") if '".[' in r and "pip install" in r]
+    assert 'echo "onnxruntime==${ORT_VERSION}" > /tmp/constraints.txt' in run, run
+    assert re.search(r"PIP_CONSTRAINT=/tmp/constraints\.txt (\S+=\S+ )*pip install", run), run
+
+
 def test_gpu_image_swaps_in_onnxruntime_gpu():
     chain = closure("gpu")
     assert ["onnxruntime"] in pip_calls(chain, "uninstall")
@@ -745,6 +757,76 @@ def test_compose_service_port_and_healthcheck():
     assert service["healthcheck"]["test"] == ["CMD", *healthcheck_command(stage("runtime"))]
     assert service["environment"]["ABSA_PORT"] == "8000"
     assert service["read_only"] is True and "/tmp" in service["tmpfs"]
+
+
+def readme_section(title: str) -> str:
+    """A ``## title`` section of deploy/README.md."""
+    text = (DEPLOY / "README.md").read_text()
+    found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert found, f"deploy/README.md has no section {title!r}"
+    return found.group(1)
+
+
+def test_compose_passes_the_secret_settings_from_the_shell(monkeypatch):
+    """The secrets the Deployment reads from optional Secrets (ABSA_API_KEY, ABSA_ADMIN_TOKEN)
+    come from the shell under compose, as deploy/README.md's compose section uses them
+    (`POST /admin/reload` with the admin token); unset in the shell, each is empty: off."""
+    from absa.service.app import create_app
+    from absa.settings import SECRET_FIELDS, Settings
+
+    env = compose()["services"]["absa"]["environment"]
+    for name in sorted(SECRET_FIELDS):
+        var = f"ABSA_{name.upper()}"
+        assert env.get(var) == f"${{{var}:-}}", f"compose does not pass {var} from the shell"
+        monkeypatch.setenv(var, "")  # what compose passes where the shell has none
+    section = readme_section("One machine: docker compose")
+    assert "/admin/reload" in section and "ABSA_ADMIN_TOKEN" in section, "how to turn it on"
+    settings = Settings()
+    assert settings.api_keys() == ()
+    assert getattr(create_app(settings).state, "admin", False) is False
+
+
+def test_registry_paths_in_the_deployment_files_are_the_registry_s():
+    """A path under the registry's mount that a deployment file names is one the registry
+    has (model/registry.py): the pointer is the file CURRENT, there is no /models/current."""
+    from absa.model.registry import POINTER, Registry
+
+    registry = k8s("ConfigMap", "absa-config")["data"]["ABSA_REGISTRY"]
+    reg = Registry(registry)
+    layout = {reg.versions_dir.name, reg.work_dir.name, POINTER, "history.jsonl", "reports"}
+    layout |= {".lock", ".job.lock"}
+    named = re.compile(rf"(?<![\w.-]){re.escape(registry)}/([\w.-]*\w)")
+    found = {
+        f"{name}: {registry}/{part}"
+        for name, text in deployment_texts().items()
+        for part in named.findall(text)
+        if part not in layout
+    }
+    assert not found, "not in the registry's layout"
+
+
+def test_retrain_exit_statuses_fit_the_job_s_failure_policy():
+    """`absa retrain` exits 0 (promoted), 3 (not promoted), 2 (bad configuration or data, a
+    registry locked by another job) or 75 (EX_TEMPFAIL: an I/O error a second try may not
+    meet). The CronJob's Jobs fail at once on 2 and 3 (a rerun does the same) and retry the
+    rest, 75 among them; the compose section, whose `run --rm retrain` a cron line or CI
+    runs, names all four."""
+    from absa.cli.common import EX_TEMPFAIL
+
+    cronjob = k8s("CronJob", "absa-retrain")
+    job = cronjob["spec"]["jobTemplate"]["spec"]
+    assert pod_spec(cronjob)["restartPolicy"] == "Never"  # what podFailurePolicy needs
+    (rule,) = job["podFailurePolicy"]["rules"]
+    assert rule["action"] == "FailJob"
+    codes = rule["onExitCodes"]
+    assert codes["containerName"] == only_container(cronjob)["name"]
+    assert codes["operator"] == "In" and sorted(codes["values"]) == [2, 3]
+    assert job["backoffLimit"] >= 1, f"{EX_TEMPFAIL} asks for another try"
+    section = readme_section("One machine: docker compose")
+    bullets = [" ".join(p.split()) for p in section.split("\n- ")]  # each on one line
+    (line,) = [p for p in bullets if "exits 0 when it promoted" in p]
+    for status in (0, 2, 3, EX_TEMPFAIL):
+        assert re.search(rf"\b{status}\b", line), f"exit status {status} not explained"
 
 
 # ------------------------------------------------------------------------------ README
