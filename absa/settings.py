@@ -147,7 +147,13 @@ class Settings(LogSettings, ModelSettings):
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    threads: int = Field(0, ge=0, description="onnxruntime intra-op threads; 0 = its default")
+    threads: int = Field(
+        0,
+        ge=0,
+        description="onnxruntime intra-op threads per worker; 0 = the CPUs this process may "
+        "use (its CPU affinity, and a cgroup CPU quota: docker --cpus, a Kubernetes CPU "
+        "limit), shared out among the workers",
+    )
     # micro-batching
     max_batch_size: int = Field(64, ge=1, description="aspects per onnxruntime call")
     max_wait_ms: float = Field(

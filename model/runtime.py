@@ -21,6 +21,7 @@ from absa.errors import ArtifactError, InputError
 from absa.model import artifact
 from absa.model.calibration import apply_top_map
 from absa.model.categories import TERMS, category_words, check_task, encode_category, task_of
+from absa.model.cpus import default_threads
 from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
@@ -54,15 +55,16 @@ def choose_providers(device: str, available: Sequence[str]) -> list[str]:
 
 def open_session(onnx_path: Path, device: str, threads: int):  # -> ort.InferenceSession
     """An onnxruntime session on ``device`` (auto|cpu|cuda), ``threads`` intra-op threads
-    (0: onnxruntime's default); a CUDA request that cannot run on CUDA is an error."""
+    (0: the CPUs a cgroup quota allows where one binds, else onnxruntime's default:
+    ``cpus.default_threads``); a CUDA request that cannot run on CUDA is an error."""
     import onnxruntime as ort
 
     device = check_device(device)  # "CUDA" must meet the fallback check below as "cuda" does
     if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0:
         raise InputError(
-            f"threads must be a whole number >= 0 (0: onnxruntime's default), not {threads!r}"
+            f"threads must be a whole number >= 0 (0: chosen from the CPUs), not {threads!r}"
         )
-    threads = int(threads)
+    threads = int(threads) or default_threads()
     providers = choose_providers(device, ort.get_available_providers())
     opts = ort.SessionOptions()
     if threads > 0:
@@ -135,8 +137,8 @@ class Runtime:
         require_parity: bool = True,
         task: str | None = TERMS,
     ) -> Runtime:
-        """Verify the artifact, then open an onnxruntime session on it. ``threads`` 0 leaves
-        onnxruntime's default; ``require_parity`` is off only for export's own check;
+        """Verify the artifact, then open an onnxruntime session on it. ``threads`` 0: as
+        ``open_session`` chooses; ``require_parity`` is off only for export's own check;
         ``task`` is the model kind the caller serves ("terms" or "category"; None: either),
         so a category model is never served as a term model nor the other way round."""
         art = artifact.load(model_dir, require_parity=require_parity)
@@ -149,7 +151,7 @@ class Runtime:
             art.metadata.get("version"),
             session.get_providers()[0],
             device,
-            threads or "default",
+            session.get_session_options().intra_op_num_threads or "onnxruntime's default",
         )
         return cls(art.directory, art.metadata, art.pipeline, session, max_batch)
 

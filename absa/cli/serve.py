@@ -46,6 +46,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for key, value in flags.items():  # workers re-read settings from the environment
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)
+    if settings.workers > 1 and settings.threads == 0:  # each its share, not every core
+        from absa.model.cpus import default_threads
+
+        os.environ["ABSA_THREADS"] = str(default_threads(settings.workers))
     settings = Settings()
     # After its graceful shutdown uvicorn re-raises the signal that stopped it; under the
     # default action a SIGTERM would then end a cleanly stopped server with status 143.

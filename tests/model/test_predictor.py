@@ -157,7 +157,7 @@ def test_cuda_in_any_case_is_refused_where_the_session_falls_back_to_the_cpu(
     [
         ({"device": "gpu"}, "device must be auto, cpu or cuda, not 'gpu'"),
         ({"device": None}, "device must be auto, cpu or cuda, not None"),
-        ({"threads": -1}, "threads must be a whole number >= 0 (0: onnxruntime's default)"),
+        ({"threads": -1}, "threads must be a whole number >= 0 (0: chosen from the CPUs)"),
         ({"threads": "2"}, "threads must be a whole number >= 0"),
         ({"threads": 1.5}, "threads must be a whole number >= 0"),
     ],

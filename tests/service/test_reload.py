@@ -731,9 +731,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def two_workers(reg: Registry, log_path: Path, log_level: str = "warning") -> Iterator[str]:
+def two_workers(
+    reg: Registry, log_path: Path, log_level: str = "warning", threads: str | None = "1"
+) -> Iterator[str]:
     """``absa serve --workers 2 --registry ...`` as a subprocess on a free port; yields its
-    URL once both workers serve (each reports itself in /metrics), then stops it."""
+    URL once both workers serve (each reports itself in /metrics), then stops it.
+    ``threads``: ABSA_THREADS (None: unset)."""
     from tests.service.test_shutdown import free_port
 
     port = free_port()
@@ -741,10 +744,12 @@ def two_workers(reg: Registry, log_path: Path, log_level: str = "warning") -> It
     env = {
         **{k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
         "ABSA_DEVICE": "cpu",
-        "ABSA_THREADS": "1",
         "ABSA_ADMIN_TOKEN": TOKEN,
         "ABSA_LOG_LEVEL": log_level,
     }
+    env.pop("ABSA_THREADS", None)
+    if threads is not None:
+        env["ABSA_THREADS"] = threads
     command = ["serve", "--registry", str(reg.root), "--port", str(port), "--workers", "2"]
     with log_path.open("w") as log:
         server = subprocess.Popen(
@@ -804,6 +809,19 @@ def test_every_worker_follows_a_reload(registry: Registry, tmp_path: Path) -> No
             time.sleep(0.1)
         assert len(worker_pids(url)) == 2
         assert fresh_connection_versions(url, 60) == Counter({f"{NAME}:v2": 60})
+
+
+def test_workers_share_the_cpus_when_no_thread_count_is_set(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Two workers, each with onnxruntime's pool of every core: twice as many threads as
+    CPUs, each worker's slowed by the other's. Unset, each takes its share."""
+    log_path = tmp_path / "serve.log"
+    with two_workers(registry, log_path, log_level="info", threads=None):
+        pass
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    loads = [line for line in log_path.read_text().splitlines() if "loaded " in line]
+    assert len(loads) == 2 and all(f"threads={share})" in line for line in loads), loads
 
 
 def test_metrics_add_up_every_worker(registry: Registry, tmp_path: Path) -> None:
