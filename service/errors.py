@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Mount
 
 from absa.errors import (
     AbsaError,
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = "1"
 MAX_ISSUES = 20  # validation problems listed in one error body
+#: the methods a 405's Allow may name
+ALLOW_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 # most specific first: the first class an error is an instance of decides
 STATUS: tuple[tuple[type[AbsaError], int], ...] = (
@@ -179,7 +182,25 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         # FastAPI's words for a body it could not decode: invalid content, 422 as for any
         # other bad JSON, with what was wrong (FastAPI's cause) and what to send instead
         return error_response(422, _unreadable(exc.__cause__), headers=exc.headers)
-    return error_response(exc.status_code, detail, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed(request, headers)}
+    return error_response(exc.status_code, detail, headers=headers)
+
+
+def _allowed(request: Request, headers: Mapping[str, str] | None) -> str:
+    """Every method the request's path answers: Starlette's 405 names the methods of the
+    first route on the path only, and /healthz, /readyz and /v1/model answer HEAD with a
+    route of its own beside GET's (RFC 9110: Allow lists what the resource supports). A
+    mount answers any method to the router: its own 405 names them (the given ``headers``)."""
+    given = (headers or {}).get("Allow", "")
+    allowed = {m.strip() for m in given.split(",") if m.strip()}
+    routes = [r for r in request.app.router.routes if not isinstance(r, Mount)]
+    for method in ALLOW_METHODS - allowed:
+        scope = {**request.scope, "method": method}
+        if any(r.matches(scope)[0] == Match.FULL for r in routes):
+            allowed.add(method)
+    return ", ".join(sorted(allowed))
 
 
 def _unreadable(cause: BaseException | None) -> str:

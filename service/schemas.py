@@ -165,7 +165,12 @@ class AspectResult(BaseModel):
     label: str
     score: float = Field(description="the winning label's probability")
     scores: dict[str, float] = Field(description="every label's probability")
-    attention: list[TokenWeight] | None = Field(None, description="with explain: weight per word")
+    attention: list[TokenWeight] | None = Field(
+        None,
+        description="with explain: weight per word the model read: every word, or of a text "
+        "longer than its window (128 words for the shipped model; see its card) the window "
+        "around the aspect",
+    )
     self_attention: list[list[float]] | None = Field(
         None,
         description="with explain, for models with self-attention: per head, the weight the "
@@ -181,7 +186,11 @@ class CategoryResult(BaseModel):
     label: str
     score: float = Field(description="the winning label's probability")
     scores: dict[str, float] = Field(description="every label's probability")
-    attention: list[TokenWeight] | None = Field(None, description="with explain: weight per word")
+    attention: list[TokenWeight] | None = Field(
+        None,
+        description="with explain: weight per word the model read: every word, or of a text "
+        "longer than its window (see its card) the window's worth of first words",
+    )
 
 
 class PredictResponse(BaseModel):
@@ -243,14 +252,18 @@ class Calibration(BaseModel):
 
 
 class Limits(BaseModel):
-    """What the server refuses beyond (413, with the limit named): the settings it runs with."""
+    """What the server refuses beyond (413, with the limit named; a term or category over
+    max_term_chars: 422, the schema's maxLength): the settings it runs with."""
 
     max_text_chars: int = Field(description="characters per text (ABSA_MAX_TEXT_CHARS)")
     max_aspects: int = Field(
         description="aspects per text, each occurrence of a repeated term counted, and terms "
         "the extractor may find (ABSA_MAX_ASPECTS)"
     )
-    max_term_chars: int = Field(description="characters per aspect term")
+    max_term_chars: int = Field(
+        description="characters per aspect term or category; a longer one is invalid (422, "
+        "the schema's maxLength), not 413"
+    )
     max_items: int = Field(description="items per /v1/predict/batch request (ABSA_MAX_ITEMS)")
     max_explain_aspects: int = Field(
         description="aspects with explain per request, a batch's items together "

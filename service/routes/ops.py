@@ -43,7 +43,10 @@ def batcher_stopped(request: Request) -> bool:
 
 
 @router.head("/healthz", include_in_schema=False)  # load-balancer probes may use HEAD
-@router.get("/healthz")
+@router.get(
+    "/healthz",
+    responses={503: {"model": ErrorResponse, "description": "the batcher stopped: restart"}},
+)
 async def healthz(request: Request) -> Response:
     """The process is alive, and its batcher too: a worker whose batcher stopped (a bug)
     answers 503, so that its liveness probe fails and the worker is restarted."""

@@ -86,6 +86,20 @@ def test_explain_returns_word_attention_and_self_attention_heads(client: TestCli
             assert sum(head) == pytest.approx(1.0, abs=1e-4)
 
 
+def test_attention_of_a_long_text_is_the_window_the_model_read(client: TestClient) -> None:
+    """A text of more words than the model reads: the attention names the words of the window
+    around the aspect, not every word, as the schema says (it said "weight per word")."""
+    text = "the food was great " + "a " * 130 + "wine list"  # within max_text_chars
+    (res,) = predict(client, text, ["wine list"], explain=True)["results"]
+    att = res["attention"]
+    assert 0 < len(att) < len(text.split())
+    assert all(text[a["start"] : a["end"]] == a["token"] for a in att)
+    assert [a["start"] for a in att] == sorted(a["start"] for a in att)
+    assert att[0]["start"] <= res["start"] and res["end"] <= att[-1]["end"]
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert "window" in schemas["AspectResult"]["properties"]["attention"]["description"]
+
+
 @pytest.mark.parametrize("example", EXAMPLES[:6], ids=lambda e: f"{e.term}-{e.label}")
 def test_model_gets_training_sentences_right(client: TestClient, example) -> None:  # type: ignore[no-untyped-def]
     aspect = {"term": example.term, "start": example.start, "end": example.end}
@@ -482,6 +496,16 @@ def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-un
     assert info["limits"] == {**LIMITS, "max_term_chars": 200, "max_explain_aspects": explain}
 
 
+def test_each_limit_says_the_status_past_it(client: TestClient) -> None:
+    """/v1/model's limits were all "refused beyond with 413", but a term over
+    max_term_chars fails the schema's maxLength: a 422, as its description now says."""
+    limit = client.get("/v1/model").json()["limits"]["max_term_chars"]
+    long_term = {"text": "a" * (limit + 1), "aspects": ["a" * (limit + 1)]}
+    check_error(client.post("/v1/predict", json=long_term), 422)
+    limits = client.get("/openapi.json").json()["components"]["schemas"]["Limits"]
+    assert "422" in limits["properties"]["max_term_chars"]["description"]
+
+
 def test_model_info_of_the_shipped_model_shows_test_set_calibration() -> None:
     from absa.model.runtime import DEFAULT_MODEL_DIR
     from absa.service.app import create_app
@@ -548,7 +572,8 @@ def test_docs_and_openapi(client: TestClient) -> None:
     )
     # every error an integrator can meet is documented with the one error shape
     error = {"$ref": "#/components/schemas/ErrorResponse"}
-    for path, codes in (("/v1/predict", "413 415 422 500 503"), ("/v1/model", "503")):
+    documented = (("/v1/predict", "413 415 422 500 503"), ("/v1/model", "503"), ("/healthz", "503"))
+    for path, codes in documented:
         responses = next(iter(spec["paths"][path].values()))["responses"]
         for code in codes.split():
             assert responses[code]["content"]["application/json"]["schema"] == error, (path, code)
@@ -612,6 +637,17 @@ def test_head_answers_where_get_does(client: TestClient) -> None:
     for path in ("/healthz", "/readyz", "/v1/model"):
         r = client.head(path)
         assert r.status_code == 200 and r.content == b"", path
+
+
+def test_a_405_allows_every_method_the_path_answers(client: TestClient) -> None:
+    """HEAD has a route of its own beside GET: the 405 said "Allow: GET", the first route's
+    methods, where RFC 9110 asks for every method the resource supports."""
+    for path in ("/healthz", "/readyz", "/v1/model"):
+        r = client.delete(path)
+        check_error(r, 405)
+        assert {m.strip() for m in r.headers["allow"].split(",")} == {"GET", "HEAD"}, path
+    assert client.get("/v1/predict").headers["allow"] == "POST"
+    assert client.post("/static/index.html").headers["allow"] == "GET, HEAD"
 
 
 def test_a_server_error_carries_the_request_id(artifact) -> None:  # type: ignore[no-untyped-def]
