@@ -50,8 +50,8 @@ class Span:
 
 
 def find_all(text: str, term: str) -> list[tuple[int, int]]:
-    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive, in either
-    Unicode form (composed or not: ``_find_composed``), preferring whole-word matches; falls
+    """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive, its words
+    apart by any whitespace, in either Unicode form (composed or not: ``_find_composed``), preferring whole-word matches; falls
     back to substring matches when none are whole words."""
     term = term.strip()
     if not term:
@@ -145,8 +145,10 @@ CACHED_TERM_CHARS = 40
 
 
 def _compile(term: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The whole-word and the substring pattern of ``term``, case-insensitive."""
-    pattern = re.escape(term)
+    """The whole-word and the substring pattern of ``term``, case-insensitive, any run of
+    whitespace between its words matching any other (a line break, a doubled space, a
+    no-break space: text scraped from the web)."""
+    pattern = r"\s+".join(re.escape(word) for word in term.split())
     return re.compile(rf"(?<!\w){pattern}(?!\w)", re.I), re.compile(pattern, re.I)
 
 
@@ -159,7 +161,7 @@ def occurrences(text: str, term: str, where: str = "") -> list[Span]:
     stripped = term.strip()
     if not stripped:
         raise InputError(f"{where}the aspect is empty")
-    if len(stripped) > len(text) and not _may_compose_into(stripped, text):
+    if len(" ".join(stripped.split())) > len(text) and not _may_compose_into(stripped, text):
         # checked before any regex is compiled: a huge term costs nothing
         raise InputError(
             f"{where}the aspect ({len(term)} characters) is longer than the text "

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absa.model.aspects import find_all
+from absa.model.aspects import find_all, occurrences
 from absa.model.text import (
     PAD,
     TOKENIZER,
@@ -185,6 +185,21 @@ def test_find_all_prefers_whole_words_then_falls_back() -> None:
     assert find_all("the food", "   ") == []
     assert find_all("the food", "wine") == []
     assert find_all("a (b) c", "(b)") == [(2, 5)]  # regex characters are literal
+
+
+def test_a_term_is_found_whatever_whitespace_the_text_puts_between_its_words() -> None:
+    """Text scraped from the web breaks a term over a line, doubles a space or holds a
+    no-break space (U+00A0): "ice cream" was "not in the text" of "the ice\u00a0cream"."""
+    for text in ("the ice\u00a0cream", "the ice  cream", "the ice\ncream", "the ICE \t Cream"):
+        ((s, e),) = find_all(text, "ice cream")
+        assert (s, text[e:]) == (4, "")
+    assert find_all("the ice cream", "ice \u00a0 cream") == [(4, 13)]
+    assert find_all("the icecream", "ice cream") == []  # a word break is still one
+    assert [s.term for s in occurrences("two ice\ncreams, one ice cream", "ice  cream")] == [
+        "ice cream"  # whole words first, as before
+    ]
+    # the length check before any search counts the term's words, not its spaces
+    assert [s.term for s in occurrences("ice cream", "ice      cream")] == ["ice cream"]
 
 
 def test_find_all_finds_a_term_in_either_unicode_form() -> None:
