@@ -51,8 +51,9 @@ class Span:
 
 def find_all(text: str, term: str) -> list[tuple[int, int]]:
     """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive, its words
-    apart by any whitespace, in either Unicode form (composed or not: ``_find_composed``), preferring whole-word matches; falls
-    back to substring matches when none are whole words."""
+    apart by any whitespace, in either Unicode form (composed or not: ``_find_composed``),
+    preferring whole-word matches; falls back to substring matches when none are whole
+    words."""
     term = term.strip()
     if not term:
         return []

@@ -64,7 +64,8 @@ class PredictRequest(Strict):
             None,
             description=(
                 "aspect terms: a string is looked up in the text (case-insensitive, any "
-                "whitespace between its words, whole words first) and EVERY occurrence gets a result with its own span; an object pins "
+                "whitespace between its words, whole words first) and EVERY occurrence gets "
+                "a result with its own span; an object pins "
                 'one span. Left out (or "auto"), with no categories: the service\'s aspect '
                 "extractor finds them (refused with 422 where the service has none). Give "
                 "aspects or categories, not both"
