@@ -266,14 +266,14 @@ def _rows(
         header = next(reader, None)
     except csv.Error as e:
         raise ValueError(f"{path}:{reader.line_num}: {e}") from None
+    bad = undecoded(header)  # first: a UTF-16 file's "text" is not read as text
+    if bad:
+        raise ValueError(f"{path}:1: {bad}")
     if header is None or not {"text", "aspect"} <= set(header):
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
     twice = repeated(header)
     if twice is not None:  # a row would keep one of them, and the output drop the other
         raise ValueError(f"{path}:1: column {twice!r} appears twice")
-    bad = undecoded(header)
-    if bad:
-        raise ValueError(f"{path}:1: {bad}")
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")

@@ -174,6 +174,23 @@ def test_csv_without_the_needed_columns_names_the_file(
     assert f"{src}:1:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("out", ["o.csv", "o.jsonl"])
+def test_a_csv_header_that_is_not_utf8_says_so(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, out: str
+) -> None:
+    """A UTF-16 CSV (a spreadsheet's "Unicode text" export) was told its header must name the
+    columns text and aspect, which it does; written as Parquet it was told it is not UTF-8."""
+    src = tmp_path / "in.csv"
+    src.write_text("text,aspect\nthe food,food\n", encoding="utf-16")
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--quiet", "--output"]
+    assert main([*argv, str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == f"absa predict: error: {src}:1: the line is not valid UTF-8 (byte 0xff at character 1)"
+    )
+
+
 def test_many_rows_are_scored_in_chunks(artifact: Path, tmp_path: Path) -> None:
     from absa.model.predictor import Predictor
     from absa.model.runtime import Runtime

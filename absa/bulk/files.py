@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import logging
+import re
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +30,7 @@ from absa.bulk.columns import check_columns, score_table
 from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables
 from absa.model.predictor import Predictor
 from absa.scoring import (
+    CSV_FIELD_LIMIT,
     ERROR,
     NO_SPACE,
     ScoreStats,
@@ -44,6 +46,8 @@ from absa.scoring import (
 
 log = logging.getLogger(__name__)
 
+# pyarrow's record number in a CSV parse error (blank lines and line breaks in values left out)
+_ROW = re.compile(r"Row #\d+: ")
 #: rows per Parquet row group written (the scoring itself goes ``chunk`` rows at a time)
 ROW_GROUP = 65_536
 
@@ -469,8 +473,31 @@ def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Ite
             check_columns(table.column_names, predictor.labels, where)
             row += table.num_rows
             yield table
-    except pa.ArrowException as e:
-        raise ValueError(f"{src}: {e}") from None
+    except pa.ArrowException as e:  # on one line: pyarrow quotes a row as it is, breaks too
+        said = str(e).replace("\r", "\\r").replace("\n", "\\n")
+        line = ragged_line(src)
+        if line is not None:  # pyarrow's "Row #N" counts records, not lines: said by line
+            said = _ROW.sub("", said)
+        raise ValueError(f"{line or src}: {said}") from None
+
+
+def ragged_line(src: Path) -> str | None:
+    """``FILE:LINE`` of the first record of a CSV file whose fields are not as many as its
+    header's, the line it starts on (pyarrow names none, or counts records without the
+    blank lines); None for another file, or where the csv module finds no such record."""
+    if src.suffix.lower() != ".csv":
+        return None
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))  # as pyarrow: any length
+    with src.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader, [])
+            for line, record in numbered_records(reader):
+                if len(record) != len(header):
+                    return f"{src}:{line}"
+        except csv.Error:
+            return f"{src}:{reader.line_num}"
+    return None
 
 
 class _RowLines:

@@ -15,6 +15,7 @@ import contextlib
 import glob
 import importlib
 import logging
+import math
 import os
 import re
 import shutil
@@ -150,7 +151,7 @@ def score_with_ray(
     files, fmt = input_files(source)
     if output_format not in OUTPUT_FORMATS:
         raise InputError(f"output format {output_format!r}: use parquet or jsonl")
-    if workers < 1 or batch_size < 1 or num_gpus < 0:
+    if workers < 1 or batch_size < 1 or not 0 <= num_gpus < math.inf:  # nan too
         raise InputError("workers and batch size must be at least 1, GPUs at least 0")
     output = str(output) if "://" in str(output) else str(Path(output).resolve())
     _check_empty(output)

@@ -6,13 +6,16 @@ work in an install without torch. A command fails with one line on stderr
 (`absa <command>: error: ...`) and exit 2, or 75 (EX_TEMPFAIL) where the error is an I/O
 error that a second try may not meet (``absa.errors.transient``: a stale NFS handle, the
 volume's I/O error, a timeout), so that a supervisor retries those alone; nothing else here
-knows about exit codes.
+knows about exit codes. A reader of stdout that stops early (``absa presets | head -1``)
+ends the command quietly with 141 (128 + SIGPIPE, as a shell reports a tool the pipe ended);
+one of stderr alone leaves the command its work and its own status.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +27,9 @@ from absa.cli.common import EX_TEMPFAIL, CLIError, on_sigterm
 from absa.errors import AbsaError, transient
 
 __all__ = ["EX_TEMPFAIL", "CLIError", "build_parser", "main"]
+
+#: the exit status where stdout's reader has gone: 128 + SIGPIPE, as a shell reports it
+EX_PIPE = 141
 
 #: top-level modules an optional extra installs: missing, they get one line naming the extra
 EXTRA_OF = {
@@ -80,13 +86,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     with on_sigterm(stop):
-        return _run(args, terminated)
+        code = _run(args, terminated)
+    if _gone(sys.stderr):  # `2>&1 | head`: the logs' reader left; the status is the command's
+        _to_devnull(sys.stderr)  # else Python's flush at exit fails, and it exits 120
+    return code
 
 
 def _run(args: argparse.Namespace, terminated: list[int]) -> int:
     """The command, its errors as one line and an exit status."""
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader gone: met here, not at exit ("Exception ignored ...")
+        return code
+    except BrokenPipeError as e:
+        if not _gone(sys.stdout):  # another pipe (a child's): an error like any other
+            sys.stderr.write(f"absa {args.command}: error: {e}\n")
+            return 2
+        _to_devnull(sys.stdout)
+        return EX_PIPE
     except KeyboardInterrupt:
         return 143 if terminated else 130
     except ModuleNotFoundError as e:
@@ -108,6 +125,33 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
             return EX_TEMPFAIL
         sys.stderr.write(f"absa {args.command}: error: {msg}\n")
         return 2
+
+
+def _gone(stream: Any) -> bool:
+    """Whether ``stream`` is a pipe whose reader has closed it (poll says POLLERR), so a
+    BrokenPipeError came from there. Not where that cannot be asked: without poll
+    (Windows), or a stream without a descriptor (a caller put its own there)."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return False
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _to_devnull(stream: Any) -> None:
+    """``stream``'s descriptor onto /dev/null: what it still buffers goes nowhere, at exit
+    too, instead of failing again there ("Exception ignored ... BrokenPipeError")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _log_format() -> str:

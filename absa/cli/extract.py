@@ -104,6 +104,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         "--transfer": bool(args.transfer),
         "--train-more": bool(args.train_more),
         "--dev-from-train": args.dev_from_train,
+        "--device": args.device is not None,  # the tagger trains on the CPU
     }
     given = [flag for flag, on in sentiment_only.items() if on]
     if given:  # they were ignored: a run without what was asked for

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -228,8 +229,13 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
         raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
     if args.text is not None and not args.text.strip():  # said "give --text" after loading
         raise CLIError("--text is empty: give the sentence whose aspects to classify")
-    if args.engine == "ray":
-        return  # its own checks: an output there is a directory of files
+    if args.engine == "ray":  # its own checks: an output there is a directory of files
+        for flag, n in (("--workers", args.ray_workers), ("--batch-size", args.batch_size)):
+            if n < 1:  # score_with_ray's own words named neither flag nor value
+                raise CLIError(f"{flag} is at least 1, not {n}")
+        if not 0 <= args.num_gpus < math.inf:  # nan passed a check of < 0, then failed in Ray
+            raise CLIError(f"--num-gpus is a number >= 0, not {args.num_gpus}")
+        return
     given = [
         "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))
         for k, default in RAY_ONLY.items()
@@ -354,6 +360,7 @@ def register(sub: Any) -> None:
             "extractor",
             "an extractor artifact ('shipped': the packaged one) that finds the aspects of "
             "--text when no --aspect is given",
+            "none: --text needs --aspect",
         ),
     )
     q.add_argument(

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("absa")
 STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resumed
+MAX_SEED = 2**32 - 1  # numpy's seeds; beyond, its error came after --out was made
 
 
 @contextmanager
@@ -119,6 +120,8 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
 def cmd_train(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:  # torch's own words came after the data
         raise CLIError(f"--threads is at least 1, not {args.threads}")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:  # numpy's words named no flag
+        raise CLIError(f"--seed is from 0 to {MAX_SEED}, not {args.seed}")
     if args.task == "extract" and (args.resume or args.stop_after is not None):
         raise CLIError("--resume and --stop-after are for --task terms and category")
     if args.task != "extract" and args.heldout_empty is not None:  # read by extract alone
@@ -493,7 +496,9 @@ def register(sub: Any) -> None:
         help="with --train-more and no --dev: hold the dev split out of --train's examples "
         "alone, the same split a run without --train-more holds out (default: out of all)",
     )
-    t.add_argument("--seed", type=int, help="random seed (default: the preset's, 1)")
+    t.add_argument(
+        "--seed", type=int, help="random seed, 0 to 2**32 - 1 (default: the preset's, 1)"
+    )
     t.add_argument(
         "--dev-seed",
         type=int,
@@ -516,11 +521,16 @@ def register(sub: Any) -> None:
         help="end at the first epoch's end past MINUTES, keeping the checkpoint for "
         "--resume (exit status 75); for runs longer than the machine is yours (default: none)",
     )
-    t.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, 2)")
+    t.add_argument(
+        "--threads",
+        type=int,
+        help="torch CPU threads (default: the preset's, 2; --task extract: 1)",
+    )
     t.add_argument(
         "--device",
         choices=["auto", "cpu", "cuda"],
-        help="torch device; auto: CUDA when torch sees a GPU (default: the preset's, auto)",
+        help="torch device; auto: CUDA when torch sees a GPU; not for --task extract, which "
+        "trains on the CPU (default: the preset's, auto)",
     )
     t.add_argument(
         "--skip-invalid",

@@ -156,6 +156,22 @@ def test_a_table_that_cannot_be_scored_is_one_line_naming_the_file(
     assert not (tmp_path / "out.parquet").exists()
 
 
+def test_a_ragged_csv_row_read_for_parquet_is_one_line_naming_its_line(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """pyarrow's own words named no line ("CSV parse error: Row #3: Expected 2 columns, got
+    3: ...": its count of records, blank lines left out) and quoted the row, so a row with a
+    line break in a value made the message several lines."""
+    src = tmp_path / "in.csv"
+    src.write_text('text,aspect\n\nthe food,food\n"the\nwine",wine,extra\nthe tea,tea\n')
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(err) == 1 and err[0].startswith(f"absa predict: error: {src}:4: "), err
+    assert "Expected 2 columns, got 3" in err[0] and "the\\nwine" in err[0], err
+    assert "Row #" not in err[0], err  # pyarrow's count of records (3), not the line (4)
+    assert not (tmp_path / "out.parquet").exists()
+
+
 BLOCK_PYARROW = """
 import sys
 class NoArrow:

@@ -126,3 +126,38 @@ def test_a_local_instance_it_started_is_shut_down(tmp_path: Path) -> None:
         for r in pq.read_table(f).to_pylist()
     ]
     assert [r["id"] for r in rows] == [1, 1] and all(r["pred_label"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--workers", "0", "--workers is at least 1, not 0"),
+        ("--batch-size", "0", "--batch-size is at least 1, not 0"),
+        ("--num-gpus", "-1", "--num-gpus is a number >= 0, not -1.0"),
+        ("--num-gpus", "nan", "--num-gpus is a number >= 0, not nan"),
+    ],
+)
+def test_a_flag_of_the_ray_engine_out_of_range_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, said: str
+) -> None:
+    """score_with_ray's "workers and batch size must be at least 1, GPUs at least 0" named
+    neither the flag nor its value; --num-gpus nan passed that check and failed in Ray."""
+    from absa.cli import main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    argv = ["predict", "--engine", "ray", "--input", str(src), "--output", str(tmp_path / "o")]
+    assert main([*argv, flag, value]) == 2
+    assert capsys.readouterr().err.strip() == f"absa predict: error: {said}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_score_with_ray_refuses_nan_gpus_before_ray_starts(tmp_path: Path) -> None:
+    """num_gpus=nan compared false with 0 and reached Ray ("cannot convert float NaN")."""
+    from absa.bulk import score_with_ray
+    from absa.errors import InputError
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    with pytest.raises(InputError, match="GPUs at least 0"):
+        score_with_ray(src, tmp_path / "o", num_gpus=float("nan"))

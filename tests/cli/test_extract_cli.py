@@ -128,6 +128,20 @@ def test_python_api_extracts_when_no_aspects_are_given(
     assert clf("the food was great", ["food"])[0].extracted is None
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_device_for_the_tagger_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], device: str
+) -> None:
+    """The tagger trains on the CPU alone: --device cuda was ignored without a word (a run on
+    the CPU where a GPU was asked for), as the other sentiment-only flags were once."""
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    code = main(["train", "--task", "extract", "--train", str(xml), "--device", device,
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert err == "absa train: error: --device: for sentiment models (--task terms or category)"
+
+
 def test_extract_presets_are_checked_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -97,3 +97,16 @@ def test_every_command_help_opens_with_what_it_does() -> None:
     listed = re.search(r"command line: ([^.]*)\.", top)
     assert listed is not None
     assert set(listed.group(1).split(", ")) == set(commands)
+
+
+def test_no_default_is_shown_as_a_python_value() -> None:
+    """`absa predict --help` said "(default: None; env ABSA_EXTRACTOR)": Python's None, where
+    every other flag says what happens without it."""
+    parser = build_parser()
+    texts = {"absa": parser.format_help()}
+    texts.update({f"absa {n}": sp.format_help() for n, sp in subparsers(parser).items()})
+    bad = {
+        name: re.findall(r"default: (?:None|True|False)\b", " ".join(text.split()))
+        for name, text in texts.items()
+    }
+    assert not any(bad.values()), bad

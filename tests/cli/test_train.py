@@ -644,6 +644,23 @@ def test_threads_below_one_are_refused_before_anything_is_read(
     assert err.strip() == f"absa train: error: --threads is at least 1, not {threads}"
 
 
+@pytest.mark.parametrize("task", ["terms", "extract"])
+@pytest.mark.parametrize("seed", ["-1", "4294967296"])
+def test_a_seed_numpy_cannot_take_is_refused_naming_the_flag(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], seed: str, task: str
+) -> None:
+    """numpy's "Seed must be between 0 and 2**32 - 1" named no flag, and came after --out
+    was made (an empty run directory left behind)."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    config = ["--config", str(tiny_config(tmp_path / "c.json", small_glove))]
+    out = tmp_path / "run"
+    argv = ["train", "--task", task, "--train", str(train), "--seed", seed, "--out", str(out)]
+    code = main([*argv, *(config if task == "terms" else []), "--epochs", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.strip() == f"absa train: error: --seed is from 0 to 4294967295, not {seed}"
+
+
 @pytest.mark.parametrize("flag", ["--dev", "--eval", "--train-more"])
 def test_a_dev_or_eval_file_whose_every_record_is_skipped_is_refused(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], flag: str

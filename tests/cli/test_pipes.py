@@ -1,0 +1,68 @@
+"""The CLI's output read by a pipe that closes early (`absa presets | head -1`): the
+command stops quietly with 141 (128 + SIGPIPE, as a shell reports a tool the pipe ended),
+with no error line or "Exception ignored ... BrokenPipeError" on stderr."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE = "import sys; from absa.cli import main; sys.exit(main())"
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+@pytest.mark.parametrize(
+    "argv",
+    [["presets"], ["predict", "--text", "The fries were soggy", "--aspect", "fries"]],
+    ids=["presets", "predict"],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(
+    argv: list[str], unbuffered: bool
+) -> None:
+    """Buffered, the write failed at exit ("Exception ignored in: <_io.TextIOWrapper
+    name='<stdout>'> BrokenPipeError", status 120); unbuffered (PYTHONUNBUFFERED, as in
+    many containers), inside the command ("absa presets: error: [Errno 32] Broken pipe",
+    status 2)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CODE, *argv],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the command writes its first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141, err
+    assert "Broken pipe" not in err and "BrokenPipeError" not in err, err
+    assert "Traceback" not in err and "error:" not in err, err
+
+
+def test_a_reader_of_the_logs_that_stops_early_leaves_the_status_as_it_was() -> None:
+    """`absa ... 2>&1 | head`: the logs' reader gone, the command still did its work and
+    exits with its own status, not 120 (a failed flush of stderr at exit, which Python
+    reports by that status alone: where it says so is the pipe that is gone)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    argv = ["predict", "--text", "The fries were soggy", "--aspect", "fries"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CODE, *argv],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stderr.close()  # the log lines have nowhere to go
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0
+    assert '"label"' in out
