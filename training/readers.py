@@ -153,11 +153,18 @@ def _read_file(
 
 def _suffix_hint(data: bytes, fmt: str) -> str | None:
     """Where a file read as ``fmt`` (its suffix's format) reads as another one by its first
-    character, which suffix to give it."""
+    character, which suffix to give it (or, UTF-16 but no XML, which encoding)."""
     if data.startswith(_GZIP_MAGIC):  # said already
         return None
+    if data.startswith(_UTF16_BOMS) and fmt != "xml":  # expat reads UTF-16; no other does
+        start = data[:64].decode("utf-16", errors="replace").lstrip(" \t\r\n")
+        if start[:1] != "<":
+            return "it is UTF-16: save it as UTF-8"
+        return "it looks like XML: name it .xml"
+    if data.startswith(_UTF16_BOMS):
+        return None
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    if data.startswith(_UTF16_BOMS) or head == b"<":
+    if head == b"<":
         return None if fmt == "xml" else "it looks like XML: name it .xml"
     if fmt == "xml":
         return (

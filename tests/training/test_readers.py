@@ -905,6 +905,23 @@ def test_xml_in_utf16_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     assert [e.source for e in read_examples(le).examples][0] == f"{le}:10"
 
 
+@pytest.mark.parametrize("name", ["u16.jsonl", "u16.csv", "u16.raw"])
+def test_a_utf16_file_of_another_format_is_told_to_be_utf8_not_xml(
+    tmp_path: Path, name: str
+) -> None:
+    """Any UTF-16 file was told "it looks like XML: name it .xml": a JSONL file saved as
+    UTF-16 (Windows' "Unicode") was sent off to be renamed."""
+    row = '{"text": "the food was good", "aspect": "food", "label": "positive"}\n'
+    path = write(tmp_path, name, codecs.BOM_UTF16_LE + row.encode("utf-16-le"))
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    assert "XML" not in str(err.value)
+    assert str(err.value).endswith("it is UTF-16: save it as UTF-8"), err.value
+    xml = write(tmp_path, "u16.jsonl", codecs.BOM_UTF16_LE + "<Reviews/>".encode("utf-16-le"))
+    with pytest.raises(DataError, match="it looks like XML: name it .xml"):  # as before
+        read_examples(xml)
+
+
 def test_xml_in_an_encoding_expat_refuses_names_the_file(tmp_path: Path) -> None:
     """shift_jis is a codec Python knows, but expat refuses multi-byte encodings with a bare
     ValueError (only LookupError was caught)."""
