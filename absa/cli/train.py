@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("absa")
 STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resumed
-MAX_SEED = 2**32 - 1  # numpy's seeds; beyond, its error came after --out was made
 
 
 @contextmanager
@@ -120,6 +119,8 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
 def cmd_train(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:  # torch's own words came after the data
         raise CLIError(f"--threads is at least 1, not {args.threads}")
+    from absa.training.presets import MAX_SEED
+
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:  # numpy's words named no flag
         raise CLIError(f"--seed is from 0 to {MAX_SEED}, not {args.seed}")
     if args.task == "extract" and (args.resume or args.stop_after is not None):

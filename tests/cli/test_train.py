@@ -661,6 +661,23 @@ def test_a_seed_numpy_cannot_take_is_refused_naming_the_flag(
     assert err.strip() == f"absa train: error: --seed is from 0 to 4294967295, not {seed}"
 
 
+@pytest.mark.parametrize("key", ["seed", "dev_seed"])
+def test_a_seed_numpy_cannot_take_in_a_config_file_is_refused_naming_the_file(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """``train.seed = -1`` in a --config file came to numpy as the flag did: its words,
+    naming neither the file nor the key, after --out was made."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    config = tiny_config(tmp_path / "c.json", small_glove, **{key: -1})
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--config", str(config), "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 2 and not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"absa train: error: {config}: ") and err.endswith(
+        f"{key} is from 0 to 4294967295, not -1"
+    ), err
+
+
 @pytest.mark.parametrize("flag", ["--dev", "--eval", "--train-more"])
 def test_a_dev_or_eval_file_whose_every_record_is_skipped_is_refused(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], flag: str
