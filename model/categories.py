@@ -52,7 +52,11 @@ def check_task(metadata: Mapping[str, object], expected: str, where: object) -> 
         what = {TERMS: "an aspect-term model", CATEGORY: "an aspect-category model"}
         raise ArtifactError(
             f"{where}: is {what[task]} (task {task!r}), but {what[expected]} is needed here"
-            + (" (serve it with ABSA_CATEGORY_MODEL)" if task == CATEGORY else "")
+            + (
+                " (serve it with ABSA_CATEGORY_MODEL; absa predict asks it with --category)"
+                if task == CATEGORY
+                else ""
+            )
         )
 
 

@@ -34,9 +34,9 @@ LIMITS = [
     "Confidence is the probability that the tagger marks exactly the span it decoded (B, "
     "then I's, then a word that is not I): under the per-word tag probabilities, or with a "
     "CRF summed over every allowed tag sequence (forward-backward); it is not calibrated "
-    "against held-out data. A quote or bracket without its partner, or an invisible "
-    "character, at the decoded span's edge is left out of the term; the confidence stays "
-    "that of the decoded span.",
+    "against held-out data. A quote or bracket without its partner, an invisible "
+    "character or a pictograph (an emoji) at the decoded span's edge is left out of the "
+    "term; the confidence stays that of the decoded span.",
     "Text longer than the window is tagged in windows and again in windows across each "
     "seam; every word takes its tags from the window where it sits furthest from an edge, "
     "so a term across a seam is one term.",

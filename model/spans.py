@@ -179,14 +179,20 @@ def unpaired_trimmed(tokens: Sequence[Token], i: int, j: int) -> tuple[int, int]
     tagger takes the opening quote of '"wine" was' into the term now and then, where the
     terms people annotate hold a quote or bracket only in pairs ('"sales" team',
     'host (owner)'). A closing '"' after a number stays (15" is inches), as does a closing
-    apostrophe ("maitre d'"). Invisible words at either edge (a soft hyphen) go too."""
+    apostrophe ("maitre d'"). Invisible words at either edge (a soft hyphen) go too, and so
+    do pictographs (an emoji, "™"): the tagger takes the one beside a term in now and then
+    ('wifi 📶', 'service👎'), where no annotated term starts or ends with one."""
     words = [t.text for t in tokens]
     while i < j and (
-        _invisible(words[i]) or words[i] in _CLOSES and _CLOSES[words[i]] not in words[i + 1 : j]
+        _invisible(words[i])
+        or _pictograph(words[i])
+        or words[i] in _CLOSES
+        and _CLOSES[words[i]] not in words[i + 1 : j]
     ):
         i += 1
     while i < j and (
         _invisible(words[j - 1])
+        or _pictograph(words[j - 1])
         or words[j - 1] in _OPENS
         and _OPENS[words[j - 1]] not in words[i : j - 1]
     ):
@@ -200,6 +206,18 @@ def _invisible(word: str) -> bool:
     """A word of format characters only (a soft hyphen, a zero-width space: Unicode Cf),
     which no term starts or ends with."""
     return all(unicodedata.category(c) == "Cf" for c in word)
+
+
+def _pictograph(word: str) -> bool:
+    """A word that is a symbol, not writing: it starts with an "other" or modifier symbol
+    (So, Sk: an emoji, a skin tone, "™") and holds nothing but those and the marks and
+    joiners emoji are built with (a variation selector, a keycap, a zero-width joiner).
+    A currency or maths sign ("$", "+") is no pictograph: "C++" keeps its pluses."""
+    return (
+        word[:1] != ""
+        and unicodedata.category(word[0]) in ("So", "Sk")
+        and all(unicodedata.category(c) in ("So", "Sk", "Mn", "Me", "Cf") for c in word)
+    )
 
 
 class _SpanMarginals:

@@ -154,8 +154,8 @@ class Extracted(BaseModel):
     confidence: float = Field(
         description="the extractor's probability that it marks exactly the span it decoded "
         "(B, then I's, then a word that is not I; a CRF tagger sums that over every allowed "
-        "tag sequence); an unpaired quote or bracket at the span's edge is then left out of "
-        "the term"
+        "tag sequence); an unpaired quote or bracket, or an emoji, at the span's edge is "
+        "then left out of the term"
     )
 
 

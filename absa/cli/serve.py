@@ -178,6 +178,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     _check_predict_flags(args)
     if args.engine == "ray":
         return _predict_on_ray(args)
+    from absa.model.categories import TERMS
     from absa.model.predictor import Predictor
     from absa.model.runtime import Runtime
     from absa.settings import Settings
@@ -185,7 +186,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     settings = Settings()
     device = args.device or settings.device
     if args.category:
-        return _predict_categories(args, device)
+        return _predict_categories(args, device, settings.category_model)
+    # the kind of model first: a category model asked without --category is told so, not
+    # to want --aspect or an extractor
+    path = servable(model_dir(args.model), task=TERMS)
     extractor = None
     if args.extractor:
         settings = Settings(extractor=args.extractor)
@@ -199,7 +203,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from absa.model.extractor import Extractor
 
         extractor = Extractor.load(ext_dir, device=device)
-    runtime = Runtime.load(servable(model_dir(args.model)), device=device)
+    runtime = Runtime.load(path, device=device)
     predictor = Predictor(runtime, extractor=extractor)
     if args.input:
         from absa.scoring import score_file
@@ -219,12 +223,15 @@ RAY_ONLY = {"ray_workers": 2, "num_gpus": 0, "batch_size": 4096, "output_format"
 
 def _check_predict_flags(args: argparse.Namespace) -> None:
     """Refuse flags this call would ignore: --output without --input printed to stdout and
-    wrote nothing; --text/--aspect/--explain beside --input, and Ray's flags without
-    --engine ray, did nothing. What would fail anyway (no --output, nothing to classify, a
-    file that cannot be scored) fails here, before the model loads."""
+    wrote nothing; --text/--aspect/--explain/--extractor beside --input, and Ray's flags
+    without --engine ray, did nothing. What would fail anyway (no --output, nothing to
+    classify, a file that cannot be scored) fails here, before the model loads."""
     if args.input and (args.text or args.aspect or args.category or args.explain):
         raise CLIError("--input scores a file: --text, --aspect, --category and --explain are "
                        "for one text")  # fmt: skip
+    if args.input and args.extractor:  # ignored: every row without an aspect was an error
+        raise CLIError("--extractor finds the aspects of one --text; the rows of --input name "
+                       "their aspect")  # fmt: skip
     if args.output and not args.input:
         raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
     if args.text is not None and not args.text.strip():  # said "give --text" after loading
@@ -253,9 +260,12 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
         check_files(Path(args.input), Path(args.output))
 
 
-def _predict_categories(args: argparse.Namespace, device: str) -> int:
-    """``--category``: the sentiment towards aspect categories, with a category model."""
-    from absa.model.categories import CATEGORY
+def _predict_categories(
+    args: argparse.Namespace, device: str, category_model: Path | None = None
+) -> int:
+    """``--category``: the sentiment towards aspect categories, with a category model:
+    ``--model``, else ``ABSA_CATEGORY_MODEL`` (``category_model``), else the default model."""
+    from absa.model.categories import CATEGORY, SHIPPED_CATEGORY_MODEL
     from absa.model.category_predictor import CategoryPredictor
     from absa.model.runtime import Runtime
 
@@ -263,7 +273,16 @@ def _predict_categories(args: argparse.Namespace, device: str) -> int:
         raise CLIError("--category goes with --text only (not with --aspect or --input)")
     if not args.text:
         raise CLIError("--category needs --text")
-    path = servable(model_dir(args.model))
+    given = args.model or category_model
+    try:
+        path = servable(Path(given) if given else model_dir(None), task=CATEGORY)
+    except CLIError as e:
+        if given:
+            raise
+        raise CLIError(
+            f"{e}: give --category a category model with --model DIR (the shipped one: "
+            f"{SHIPPED_CATEGORY_MODEL}) or ABSA_CATEGORY_MODEL"
+        ) from None
     predictor = CategoryPredictor(Runtime.load(path, device=device, task=CATEGORY))
     results = [r.to_dict() for r in predictor(args.text, args.category, explain=args.explain)]
     return _print(args, predictor.model_id, results)
@@ -366,8 +385,8 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--category",
         action="append",
-        help="an aspect category (with a category model, e.g. food); repeat for more "
-        "(default: none)",
+        help="an aspect category (with a category model, e.g. food; without --model: "
+        "$ABSA_CATEGORY_MODEL where set); repeat for more (default: none)",
     )
     q.add_argument(
         "--input",

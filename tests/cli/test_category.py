@@ -86,6 +86,41 @@ def test_each_kind_of_model_refuses_the_other_request(
     assert "is an aspect-term model" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "extra", [[], ["--aspect", "food"], ["--extractor", "shipped"]], ids=["none", "aspect", "ext"]
+)
+def test_a_category_model_asked_without_categories_says_category(
+    category_artifact: Path,
+    extra: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without --category, a category model was told to want --aspect or --extractor
+    (which then failed too), or to be served with ABSA_CATEGORY_MODEL: never --category."""
+    monkeypatch.delenv("ABSA_EXTRACTOR", raising=False)
+    code = main(["predict", "--model", str(category_artifact), "--text", "the food", *extra])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "aspect-category model" in err and "--category" in err, err
+
+
+def test_category_without_model_reads_the_category_model_setting(
+    category_artifact: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--category without --model took the term model, whatever ABSA_CATEGORY_MODEL said,
+    and said only that a category model is needed, not how to give one."""
+    for var in ("ABSA_MODEL_DIR", "ABSA_REGISTRY", "ABSA_CATEGORY_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["predict", "--text", "the food", "--category", "food"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--model" in err and "ABSA_CATEGORY_MODEL" in err, err
+    assert str(Path("model") / "artifacts" / "category") in err, err  # the shipped one
+    monkeypatch.setenv("ABSA_CATEGORY_MODEL", str(category_artifact))
+    assert main(["predict", "--text", "the food", "--category", "food"]) == 0
+    (res,) = last_json(capsys)["results"]
+    assert res["category"] == "food"
+
+
 def test_train_excludes_the_sentences_of_a_category_exclude_file(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

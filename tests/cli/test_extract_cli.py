@@ -287,6 +287,14 @@ def test_aspect_free_share_is_recorded_and_checked(
             ["--text", "the food", "--aspect", "food", "--num-gpus", "1"],
             "--num-gpus: for --engine ray",
         ),
+        (  # every row without an aspect was an error, the extractor never asked
+            ["--input", "i.jsonl", "--output", "o.jsonl", "--extractor", "shipped"],
+            "--extractor finds the aspects of one --text",
+        ),
+        (
+            ["--engine", "ray", "--input", "i.jsonl", "--output", "o", "--extractor", "shipped"],
+            "--extractor finds the aspects of one --text",
+        ),
     ],
 )
 def test_predict_refuses_flags_it_would_ignore(
