@@ -31,15 +31,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CODE, *argv],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
+    proc = _absa(argv, env)
     proc.stdout.close()  # the reader is gone before the command writes its first line
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 141, err
@@ -53,6 +45,15 @@ def test_a_reader_of_the_logs_that_stops_early_leaves_the_status_as_it_was() -> 
     reports by that status alone: where it says so is the pipe that is gone)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     argv = ["predict", "--text", "The fries were soggy", "--aspect", "fries"]
+    proc = _absa(argv, env)
+    proc.stderr.close()  # the log lines have nowhere to go
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0
+    assert '"label"' in out
+
+
+def _absa(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """``absa ARGV`` with its stdout and stderr on pipes of their own, for the test to close."""
     proc = subprocess.Popen(
         [sys.executable, "-c", CODE, *argv],
         cwd=ROOT,
@@ -62,7 +63,4 @@ def test_a_reader_of_the_logs_that_stops_early_leaves_the_status_as_it_was() -> 
         text=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stderr.close()  # the log lines have nowhere to go
-    out = proc.stdout.read()
-    assert proc.wait(timeout=60) == 0
-    assert '"label"' in out
+    return proc
