@@ -45,10 +45,12 @@ def limits(
     domains: str | None = None,
     category: bool = False,
     expansion: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The limits every model of this project shares (a list of Markdown bullet texts);
     ``category``: those of an aspect-category model; ``expansion``: the metadata's
-    ``vocab_expansion``, when words it never trained on were given rows."""
+    ``vocab_expansion``, when words it never trained on were given rows; ``metadata``: the
+    artifact's, for what its vocabulary holds (its encoder, size and the vectors' words)."""
     trained_on = domains or "the domains of its training data"
     finds = (
         "It does not find which categories a sentence talks about: the caller names them, "
@@ -62,7 +64,7 @@ def limits(
         finds,
         f"Text is read in a window of {max_len or 128} tokens from {window}; words "
         "outside it are not seen.",
-        _vocabulary_limit(expansion),
+        _vocabulary_limit(expansion, metadata or {}),
         f"Accuracy holds on text like {trained_on}; on other domains (legal, medical, "
         "long documents, transcripts) expect it to be lower, and measure it "
         "(`absa evaluate`).",
@@ -75,11 +77,25 @@ def limits(
     ]
 
 
-def _vocabulary_limit(expansion: Mapping[str, Any] | None) -> str:
-    if not expansion:
+def _vocabulary_limit(expansion: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> str:
+    """What its vocabulary holds, as the metadata records it: a transformer's word pieces;
+    a word model's training words and the vectors' ``glove_top_k`` most frequent (20,000 by
+    default: not only the words it saw in training), and those an expansion added."""
+    cfg = metadata.get("model_config") or {}
+    top_k = (metadata.get("train_config") or {}).get("glove_top_k")
+    if cfg.get("encoder") == "transformer":
         return (
-            "Words it never saw in training are out of vocabulary: they all read as one "
-            "unknown word."
+            "Words are read as the word pieces of the encoder's tokenizer, so none is out of "
+            "vocabulary; a rare word is read through its pieces."
+        )
+    if not expansion:
+        size = cfg.get("vocab_size")
+        if not isinstance(size, int) or not isinstance(top_k, int):  # not recorded
+            return "Words outside its vocabulary read as one unknown word."
+        more = f" and the vectors' {top_k} most frequent" if top_k else ""
+        return (
+            f"Its vocabulary is {size} words: those of its training data{more}; any other "
+            "word reads as one unknown word."
         )
     return (
         f"Words it never saw in training read through vectors mapped into its tuned table "
@@ -95,14 +111,77 @@ def _pct(x: Any) -> str:
 
 
 def _data_lines(train: Mapping[str, Any]) -> list[str]:
+    """Every file the run read, as its record names them (train, train_more, dev, exclude,
+    transfer, the retraining job's new, the --config file, ...), then the word vectors and
+    the teachers: path and sha256."""
     data = train.get("data") or {}
-    out = []
-    for role in ("train", "dev", "exclude"):
-        for f in data.get(role) or []:
-            if isinstance(f, Mapping):
-                sha = str(f.get("sha256", ""))[:12]
-                out.append(f"  - {role}: `{f.get('path')}` (sha256 {sha}...)")
-    return out
+    files = [
+        (role, f)
+        for role, listed in data.items()
+        if isinstance(listed, list)
+        for f in listed
+        if isinstance(f, Mapping) and "path" in f and "sha256" in f
+    ]
+    if isinstance(train.get("vectors"), Mapping):
+        files.append(("vectors", train["vectors"]))
+    teacher = train.get("teacher")
+    if isinstance(teacher, Mapping):
+        more = teacher.get("more") or []
+        files += [("teacher", t) for t in (teacher, *more) if isinstance(t, Mapping)]
+    return [
+        f"  - {role}: `{f.get('path')}` (sha256 {str(f.get('sha256', ''))[:12]}...)"
+        for role, f in files
+    ]
+
+
+def _code(metadata: Mapping[str, Any]) -> str:
+    """The code the run trained with: its version, or each session's where a resumed run
+    trained on more than one."""
+    versions = (metadata.get("train") or {}).get("code_versions") or []
+    if isinstance(versions, list) and len(versions) > 1:
+        return "trained in sessions on code versions " + ", ".join(f"`{v}`" for v in versions)
+    return f"code version `{metadata.get('code_version')}`"
+
+
+def _served_note(metadata: Mapping[str, Any]) -> list[str]:
+    """Where export changed the network (a vocabulary expansion, int8): the run's scores are
+    the trained network's, not what ``absa evaluate`` measures on the directory; the served
+    graph's dev scores, as export measured them."""
+    quant, parity = metadata.get("quantization"), metadata.get("parity") or {}
+    changes = []
+    if metadata.get("vocab_expansion"):
+        changes.append("the vocabulary expansion at export")
+    if isinstance(quant, Mapping):
+        changes.append(f"{quant.get('type', 'int8')} quantisation")
+    if not changes:
+        return []
+    if isinstance(quant, Mapping):
+        acc, f1 = quant.get("dev_accuracy_int8"), quant.get("dev_macro_f1_int8")
+    else:
+        acc, f1 = parity.get("dev_accuracy_onnx"), parity.get("dev_macro_f1_onnx")
+    return [
+        f"- The scores above are the trained network's, before {' and '.join(changes)}; as "
+        f"served, this directory scores accuracy {_pct(acc)} %, macro-F1 {_pct(f1)} % on the "
+        f"{parity.get('n', '?')} dev aspects."
+    ]
+
+
+def _reproduce_lines(metadata: Mapping[str, Any]) -> list[str]:
+    """The commands that train and export the model again (the metadata's ``reproduce``)."""
+    commands = metadata.get("reproduce")
+    if not commands:
+        return []
+    return [
+        "## Reproduce",
+        "",
+        f"With the code at `{metadata.get('code_version')}` and the files of the training "
+        "data above (by their sha256), from where they ran:",
+        "",
+        "```bash",
+        str(commands),
+        "```",
+        "",
+    ]
 
 
 def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
@@ -170,9 +249,13 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
     dev = metrics.get("dev") or {}
     parity = metadata.get("parity") or {}
     labels = metadata.get("labels") or cfg.get("labels") or []
-    encoder = (
-        "GloVe word vectors" if cfg.get("encoder", "embedding") == "embedding" else cfg["encoder"]
-    )
+    vectors = train.get("vectors")  # a file given by path; the packaged GloVe otherwise
+    if cfg.get("encoder", "embedding") != "embedding":
+        encoder = cfg["encoder"]
+    elif isinstance(vectors, Mapping):
+        encoder = f"the word vectors of `{vectors.get('path')}`"
+    else:
+        encoder = "GloVe word vectors"
     category = metadata.get("task") == "category"
     what = (
         "An aspect-category sentiment model of the absa project: given a sentence and one of "
@@ -195,8 +278,7 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         f" (hidden {cfg.get('hidden_size', '?')}), {cfg.get('attention', '?')} aspect attention, "
         f"on {encoder}.",
         f"- **Created**: {metadata.get('created')} from the training run "
-        f"`{metadata.get('source_run')}` (code version `{metadata.get('code_version')}`, "
-        f"seed {train.get('seed', '?')}).",
+        f"`{metadata.get('source_run')}` ({_code(metadata)}, seed {train.get('seed', '?')}).",
         "",
         "## Intended use",
         "",
@@ -206,7 +288,12 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         "",
         *[
             f"- {x}"
-            for x in limits(max_len, category=category, expansion=metadata.get("vocab_expansion"))
+            for x in limits(
+                max_len,
+                category=category,
+                expansion=metadata.get("vocab_expansion"),
+                metadata=metadata,
+            )
         ],
         "",
         "## Training data",
@@ -252,11 +339,13 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
             + "."
         )
     lines += [
+        *_served_note(metadata),
         "",
         "Measure it on your own data before use: "
         "`absa evaluate --model THIS_DIRECTORY --data FILE`.",
         "",
         *calibration_lines(metadata),
+        *_reproduce_lines(metadata),
     ]
     return "\n".join(lines)
 

@@ -115,7 +115,7 @@ def export(
     with staged(out_dir) as tmp:
         pipeline.save(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
-        onnx = {"opset": OPSET, "inputs": list(net.input_names)}
+        onnx = {"opset": OPSET, "inputs": list(net.input_names), "exported_with": _versions()}
         cfg = model_config.to_dict()
         metadata = new_metadata(
             KIND,
@@ -142,6 +142,20 @@ def export(
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
     return metadata
+
+
+def _versions() -> dict[str, str]:
+    """The libraries that make the graph (torch's exporter, onnx) and measure the parity,
+    calibration and int8 numbers the metadata records (onnxruntime): the run's environment
+    (``train.environment``) is another machine's, or another day's."""
+    import onnx
+    import onnxruntime
+
+    return {
+        "torch": torch.__version__,
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+    }
 
 
 def onnx_export(

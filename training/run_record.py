@@ -75,8 +75,8 @@ def run_info(
 
 def vectors_info(preset: Preset) -> dict | None:
     """A word-vector file given by path (e.g. `absa vectors`): which one, by its sha256;
-    None for the packaged GloVe or a transformer (and for a path that is no file, which
-    ``load_glove`` then refuses with its own words)."""
+    None for the packaged GloVe (its version is the environment's) or a transformer (and for
+    a path that is no file, which ``load_glove`` then refuses with its own words)."""
     tcfg = preset.train
     if (
         preset.model.encoder == "embedding"

@@ -9,8 +9,10 @@ side by side here; nothing else opens these files by name.
     dev.jsonl             the dev examples (export checks ONNX parity on them)
     history.json          per-epoch losses and dev scores (history.png draws them)
     metrics.json          the best epoch's dev report; ``eval`` added by ``absa train --eval``
-    run.json              kind, preset, seed, data, split, teacher, code version, environment,
-                          timing. Written last: a directory with it is a complete run.
+    run.json              kind, preset, seed, data (every file read, by sha256), split,
+                          teacher, code version(s), environment, timing, and the command
+                          that trains it again (``reproduce``: absa train's). Written last:
+                          a directory with it is a complete run.
 
 Importing this module does not import torch (``absa evaluate`` on an artifact needs none);
 writing weights and loading a run do.

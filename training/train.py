@@ -104,6 +104,7 @@ def fit(
     resume: bool = False,
     stop_after: float | None = None,
     keep_checkpoint: bool = False,
+    reproduce: str | None = None,
 ) -> RunResult:
     """Train a network and write its run directory. Never reads test data. ``transfer``:
     unlabelled aspects for the teacher to label (soft targets only; needs a teacher).
@@ -111,7 +112,8 @@ def fit(
     the run directory's checkpoint (training/checkpoint.py) when it has one; ``stop_after``
     (seconds): end at the first epoch's end past it, the checkpoint kept (``stopped``).
     ``keep_checkpoint``: leave the last one (the epoch before the last) with the finished
-    run, for a caller killed in what it does next to go on from (the retraining job)."""
+    run, for a caller killed in what it does next to go on from (the retraining job).
+    ``reproduce``: the command that trains this run again, for run.json (``absa train``'s)."""
     tcfg = preset.train
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -229,6 +231,7 @@ def fit(
     info["code_versions"] = versions
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
+    info["reproduce"] = reproduce
     save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
     if not keep_checkpoint:
         checkpoint.remove(run_dir)  # only once the run is written: a failed write can resume

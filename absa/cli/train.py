@@ -116,6 +116,32 @@ def _data_info(paths: Sequence[str]) -> list[dict]:
     return file_info(paths)
 
 
+#: options that end a session of a run or go on with one, or say how it reports: not what
+#: it trains, so not in the command that reproduces it
+SESSION = ("resume", "stop_after", "quiet")
+
+
+def command_of(args: argparse.Namespace, skip: Sequence[str] = SESSION) -> str:
+    """The ``absa`` command ``args`` were parsed from (its options in the parser's order,
+    files named as run.json names them), less ``skip``: what run.json and an artifact's
+    card give as the command that makes them again."""
+    import shlex
+
+    from absa.training.provenance import portable
+
+    def word(v: object) -> str:
+        return portable(v) if isinstance(v, str) and Path(v).is_absolute() else str(v)
+
+    out = ["absa", args.command]
+    for key, value in vars(args).items():
+        if key in (*skip, "command", "func", "verbose") or value is None or value is False:
+            continue
+        out.append("--" + key.replace("_", "-"))
+        if value is not True:
+            out += [word(v) for v in value] if isinstance(value, list) else [word(value)]
+    return shlex.join(out)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:  # torch's own words came after the data
         raise CLIError(f"--threads is at least 1, not {args.threads}")
@@ -185,6 +211,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     info = {
         "train": _data_info(args.train),
         "dev": _data_info(args.dev or []),
+        "config": _data_info([args.config] if args.config else []),  # the command names it
         "skipped_invalid": len(train.skipped),
         "skipped_invalid_dev": len(dev_read.skipped) if dev_read is not None else 0,
     }
@@ -222,6 +249,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             dev_source=dev_source,
             resume=args.resume,
             stop_after=None if args.stop_after is None else args.stop_after * 60,
+            reproduce=command_of(args),
         )
     if result.stopped:
         by = "SIGTERM" if asked[0] else "--stop-after"
@@ -378,6 +406,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         top_map=args.top_map,
         expand_vocab=args.expand_vocab,
         expand_top_k=args.expand_top_k,
+        command=command_of(args),
     )
     par, cal = meta["parity"], meta["calibration"]
     msg = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -323,6 +324,65 @@ def test_dev_from_train_keeps_the_dev_split_of_a_run_without_the_more_files(
     # it needs --train-more, and no --dev
     assert main([*common, "--dev-from-train", "--out", str(tmp_path / "x")]) != 0
     assert "--dev-from-train is for --train-more without --dev" in capsys.readouterr().err
+
+
+def test_a_run_and_its_artifact_give_the_command_that_trains_it_again(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run.json, the artifact's metadata and its card give the `absa train` command of the
+    run (less --resume, --stop-after and --quiet: they end a session or go on with one)
+    and the `absa export` one: none was recorded. Run again, the command trains the same
+    weights and dev scores."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=2)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--seed", "4", "--out", str(out)]
+    assert main([*argv, "--quiet", "--stop-after", "0"]) == 75
+    assert main([*argv, "--quiet", "--resume"]) == 0
+    command = read_info(out).get("reproduce")
+    expected = ["absa", "train", "--train", str(train), "--task", "terms", "--config", str(cfg)]
+    assert command == shlex.join([*expected, "--out", str(out), "--seed", "4"])
+    assert read_info(out)["data"]["config"] == [{"path": str(cfg), "sha256": info_sha(cfg)}]
+    first = tmp_path / "first"
+    out.rename(first)
+    assert main(shlex.split(command)[1:]) == 0
+    weights = "weights.safetensors"
+    assert info_sha(out / weights) == info_sha(first / weights)
+    assert read_metrics(out)["dev"] == read_metrics(first)["dev"]
+    art = tmp_path / "art"
+    assert main(["export", "--run", str(out), "--out", str(art), "--version", "v1"]) == 0
+    meta = artifact.load(art).metadata
+    export = shlex.join(["absa", "export", "--run", str(out), "--out", str(art), "--version", "v1"])
+    assert meta["reproduce"] == f"{command}\n{export}"
+    card = (art / "README.md").read_text(encoding="utf-8")
+    assert "## Reproduce" in card and f"```bash\n{command}\n{export}\n```" in card
+
+
+def test_the_card_names_every_file_the_run_read_and_its_vocabulary(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The card's training data listed --train, --dev and --exclude files, not --train-more
+    ones nor the word vectors; it said every word not seen in training reads as the unknown
+    word, where the vocabulary has the vectors' most frequent words too."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    more = write_jsonl(tmp_path / "more.jsonl", synthetic_examples(6, seed=9))
+    held = write_jsonl(tmp_path / "held.jsonl", synthetic_examples(3, seed=5))
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, glove_top_k=5)
+    out, art = tmp_path / "run", tmp_path / "art"
+    argv = ["train", "--train", str(train), "--train-more", str(more), "--exclude", str(held)]
+    assert main([*argv, "--config", str(cfg), "--out", str(out), "--quiet"]) == 0
+    assert main(["export", "--run", str(out), "--out", str(art)]) == 0
+    card = (art / "README.md").read_text(encoding="utf-8")
+    for role, path in (("train", train), ("train_more", more), ("exclude", held)):
+        assert f"  - {role}: `{path}` (sha256 {info_sha(path)[:12]}...)" in card
+    assert f"  - vectors: `{small_glove}` (sha256 {info_sha(small_glove)[:12]}...)" in card
+    assert f"on the word vectors of `{small_glove}`" in card and "GloVe word vectors" not in card
+    size = artifact.load(art).metadata["model_config"]["vocab_size"]
+    assert "out of vocabulary: they all read" not in card
+    assert (
+        f"Its vocabulary is {size} words: those of its training data and the vectors' 5 most "
+        "frequent; any other word reads as one unknown word."
+    ) in card
 
 
 def test_train_more_is_for_aspect_terms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

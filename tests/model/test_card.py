@@ -53,3 +53,32 @@ def test_render_needs_only_the_metadata_and_no_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("# m 1") and "## Limits" in out.stdout
     assert "## Intended use" in render({})
+
+
+def test_the_vocabulary_limit_is_the_models_own(
+    artifact: Path, pair_category_artifact: Path
+) -> None:
+    """Every card said that words never seen in training all read as one unknown word:
+    untrue of a word-piece (transformer) model, and of a word model whose vocabulary holds
+    the vectors' most frequent words besides its training words (glove_top_k, 20,000 by
+    default). The card says what the metadata records."""
+    meta = artifacts.load(artifact).metadata
+    assert meta["train_config"]["glove_top_k"] == 0  # its training words alone
+    words = (artifact / CARD).read_text(encoding="utf-8")
+    size = meta["model_config"]["vocab_size"]
+    assert (
+        f"Its vocabulary is {size} words: those of its training data; any other word reads "
+        "as one unknown word."
+    ) in words
+    pieces = (pair_category_artifact / CARD).read_text(encoding="utf-8")
+    assert "one unknown word" not in pieces and "GloVe" not in pieces
+    assert "Words are read as the word pieces of the encoder's tokenizer" in pieces
+
+
+def test_the_card_names_the_code_of_every_session_a_resumed_run_trained_in() -> None:
+    """A run resumed on other code records both versions (run.json's ``code_versions``); its
+    card named the last alone, as if the whole run had been trained with it."""
+    meta = {"code_version": "bbb+dirty", "train": {"code_versions": ["aaa", "bbb+dirty"]}}
+    assert "trained in sessions on code versions `aaa`, `bbb+dirty`" in render(meta)
+    one = render({"code_version": "aaa", "train": {"code_versions": ["aaa"]}})
+    assert "(code version `aaa`, seed ?)" in one

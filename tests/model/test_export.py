@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+import onnx
+import onnxruntime
 import pytest
 import torch
 
@@ -128,6 +130,12 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
         "sha256": artifact.sha256_file(art / "model.onnx"),
         "opset": export.OPSET,
         "inputs": ["input_ids", "attention_mask", "aspect_mask"],
+        # what made the graph and measured the parity, calibration and int8 numbers below
+        "exported_with": {
+            "torch": torch.__version__,
+            "onnx": onnx.__version__,
+            "onnxruntime": onnxruntime.__version__,
+        },
     }
     parity = meta["parity"]
     assert parity["n"] == len(EXAMPLES)

@@ -96,6 +96,10 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     assert config["values"]["seed"] == 1 and config["values"]["gate"]["min_accuracy"] == 0.0
     assert not Path(meta["source_run"]).exists()
     assert {"python", "torch"} <= set(meta["train"]["environment"])
+    # every file the run read, the dev file too (the version's card names them)
+    data = meta["train"]["data"]
+    assert data["train"] == report["data"]["base"]["files"]
+    assert data["dev"] == report["data"]["dev"]["files"] and data["dev"]
     assert work_entries(champion_registry) == []
     assert_whole_versions(champion_registry)
     # readable by the other users of the registry volume, as the versions are (not 0600)

@@ -36,6 +36,9 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert meta["train_config"] == run.train_config.to_dict()
     assert meta["metrics"] == run.metrics
     assert meta["code_version"] == info["code_version"]
+    # every session's code (the run's last session is ``code_version``): a run resumed on
+    # other code listed both in run.json, its artifact the last alone
+    assert meta["train"]["code_versions"] == info["code_versions"] == [info["code_version"]]
     assert meta["source_run"] == str(tiny_run)
     assert meta["model_config"] == run.model_config.to_dict()
     assert list(meta) == [

