@@ -14,6 +14,7 @@ notes; both off by default):
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 
 import torch
@@ -22,9 +23,20 @@ from absa.model.text import Encoded
 
 
 def sentence_groups(items: Sequence[Encoded]) -> list[int]:
-    """A group id per item: items with the same word ids (the aspects of one sentence)."""
-    ids: dict[tuple[int, ...], int] = {}
-    return [ids.setdefault(tuple(e.ids), len(ids)) for e in items]
+    """A group id per item: items with the same word ids (the aspects of one sentence). An
+    item that repeats one of its sentence (an oversampled copy: ``union.oversample``) is in
+    a copy of the sentence of its own: its n-th copy of an aspect goes with the n-th copies
+    of the others, so a one-aspect sentence given twice is two such sentences, not one
+    sentence of two aspects."""
+    groups: dict[tuple[tuple[int, ...], int], int] = {}
+    copies: Counter[tuple[tuple[int, ...], tuple[int, ...]]] = Counter()
+    out = []
+    for e in items:
+        words = tuple(e.ids)
+        n = copies[words, tuple(e.aspect_mask)]  # the copies of this aspect before it
+        copies[words, tuple(e.aspect_mask)] += 1
+        out.append(groups.setdefault((words, n), len(groups)))
+    return out
 
 
 def grouped_batches(

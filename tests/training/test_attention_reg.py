@@ -68,6 +68,21 @@ def test_sentence_groups_by_word_ids() -> None:
     assert sentence_groups(items) == [0, 0, 1]
 
 
+def test_a_copy_of_an_aspect_is_a_sentence_of_its_own_not_another_aspect() -> None:
+    """An oversampled file's copies (union.oversample) share their original's word ids: a
+    one-aspect sentence given twice counted as two aspects, its words' total 2α, and the
+    penalty Σ_t (1 − 2α_t)² pushed its attention flat (4.0 for a one-word sentence)."""
+    from absa.model.text import Encoded
+
+    first, second = Encoded([1, 2, 3], [1, 0, 0], []), Encoded([1, 2, 3], [0, 0, 1], [])
+    items = [first, first, second, second, Encoded([4], [1], []), Encoded([4], [1], [])]
+    groups = sentence_groups(items)
+    assert groups == [0, 1, 0, 1, 2, 3]  # each copy of the sentence whole, once
+    alpha = torch.tensor([[1.0], [1.0]])
+    pair = torch.tensor(sentence_groups([Encoded([4], [1], [])] * 2))
+    assert coverage_penalty(alpha, torch.ones(2, 1), pair).item() == 0.0
+
+
 @pytest.mark.parametrize(
     ("option", "value"), [("attention_coverage", 0.5), ("attention_entropy", 0.2)]
 )
