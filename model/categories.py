@@ -90,6 +90,12 @@ def encode_category(
         encode_pair = getattr(pipeline, "encode_pair", None)
         if encode_pair is None:
             raise ArtifactError("a sentence-pair category model needs a WordPiece pipeline")
+        if not getattr(pipeline, "pair_types", True):
+            raise ArtifactError(
+                "a sentence-pair category model needs a tokenizer whose pairs carry token "
+                "types (BERT's): this one's (RoBERTa's, MPNet's) are all 0, and the category "
+                "words would be read as text"
+            )
         return replace(encode_pair(text, words), category=category)
     enc = pipeline.encode(text, 0, len(text))  # a span over all of it: the window starts at 0
     return replace(enc, aspect_mask=[0] * len(enc.ids), category=category)

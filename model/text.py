@@ -278,6 +278,13 @@ class WordPiecePipeline:
             return full[0], full[-1]
         return None
 
+    @property
+    def pair_types(self) -> bool:
+        """Whether a pair's second part is of token type 1 (BERT's pairs), by which a
+        sentence-pair category model tells its category words from the text; RoBERTa's and
+        MPNet's pairs are of type 0 all through."""
+        return self._pair is None or 1 in self._pair[3]
+
     def _pair_template(self) -> tuple[list[int], list[int], list[int], list[int]] | None:
         """The ids the post-processor puts before, between and after the two parts of a
         pair, and the token types of a pair of one-piece parts, position by position; None

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from absa.errors import ArtifactError
 from absa.model import artifact
 from absa.model.categories import category_words, encode_category
 from absa.model.category_predictor import CategoryPredictor
@@ -53,6 +54,30 @@ def test_the_pair_is_text_then_category_words(tiny_transformer: Path) -> None:
         encode_category(pipe, "  ", 0, "food")
     with pytest.raises(ValueError, match="mixes sentence-pair"):
         collate([e, encode_category(pipe, text, 0)])
+
+
+def test_a_pair_needs_a_tokenizer_whose_pairs_carry_token_types(
+    tiny_transformer: Path, tmp_path: Path
+) -> None:
+    """RoBERTa's and MPNet's pairs (``<s> a </s></s> b </s>``) are of token type 0 all
+    through: the network, which tells the text from the category words by type, read the
+    category words as text (attended over, never added to v_a), without a word."""
+    import json
+
+    tok = json.loads((tiny_transformer / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = tok["model"]["vocab"]
+    tok["post_processor"] = {  # RoBERTa's: every token of a pair of type 0
+        "type": "RobertaProcessing",
+        "sep": ["[SEP]", vocab["[SEP]"]],
+        "cls": ["[CLS]", vocab["[CLS]"]],
+        "trim_offsets": True,
+        "add_prefix_space": False,
+    }
+    (tmp_path / "tokenizer.json").write_text(json.dumps(tok), encoding="utf-8")
+    pipe = WordPiecePipeline(tmp_path / "tokenizer.json", max_len=12)
+    with pytest.raises(ArtifactError, match="token types"):
+        encode_category(pipe, "the pizza was great", 2, "laptop price")
+    assert encode_category(pipe, "the pizza was great", 2).token_types is None  # no pair: fine
 
 
 def pair_net(tiny_transformer: Path) -> tuple[ModelConfig, ABSANet, WordPiecePipeline]:
