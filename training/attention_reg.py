@@ -23,18 +23,22 @@ from absa.model.text import Encoded
 
 
 def sentence_groups(items: Sequence[Encoded]) -> list[int]:
-    """A group id per item: items with the same word ids (the aspects of one sentence). An
-    item that repeats one of its sentence (an oversampled copy: ``union.oversample``) is in
-    a copy of the sentence of its own: its n-th copy of an aspect goes with the n-th copies
-    of the others, so a one-aspect sentence given twice is two such sentences, not one
-    sentence of two aspects."""
+    """A group id per item: items of the same text's word ids (the aspects, or categories,
+    of one sentence; a sentence pair's text part, token type 0, without the category words).
+    An item that repeats one of its sentence (an oversampled copy: ``union.oversample``) is
+    in a copy of the sentence of its own: its n-th copy of an aspect goes with the n-th
+    copies of the others, so a one-aspect sentence given twice is two such sentences, not
+    one sentence of two aspects."""
     groups: dict[tuple[tuple[int, ...], int], int] = {}
-    copies: Counter[tuple[tuple[int, ...], tuple[int, ...]]] = Counter()
+    copies: Counter[tuple[tuple[int, ...], tuple[int, ...], int | None]] = Counter()
     out = []
     for e in items:
         words = tuple(e.ids)
-        n = copies[words, tuple(e.aspect_mask)]  # the copies of this aspect before it
-        copies[words, tuple(e.aspect_mask)] += 1
+        if e.token_types is not None:
+            words = tuple(i for i, t in zip(e.ids, e.token_types, strict=True) if t == 0)
+        aspect = (words, tuple(e.aspect_mask), e.category)
+        n = copies[aspect]  # the copies of this aspect before it
+        copies[aspect] += 1
         out.append(groups.setdefault((words, n), len(groups)))
     return out
 

@@ -83,6 +83,23 @@ def test_a_copy_of_an_aspect_is_a_sentence_of_its_own_not_another_aspect() -> No
     assert coverage_penalty(alpha, torch.ones(2, 1), pair).item() == 0.0
 
 
+def test_the_categories_of_one_sentence_are_one_group_pair_models_too() -> None:
+    """A category model's items have no span (aspect_mask all 0): two categories of one
+    sentence are two aspects of it, not copies. A sentence-pair model's ids hold the
+    category words too: its items were each a sentence of their own, and the penalty did
+    nothing; the text's part (token type 0) says which sentence an item is of."""
+    from absa.model.text import Encoded
+
+    food, service = (Encoded([1, 2, 3], [0, 0, 0], [], category=c) for c in (0, 1))
+    assert sentence_groups([food, service, food]) == [0, 0, 1]
+    pair_food = Encoded([7, 1, 2, 8, 5, 8], [0] * 6, [], category=0, token_types=[0] * 4 + [1] * 2)
+    pair_service = Encoded(
+        [7, 1, 2, 8, 6, 6, 8], [0] * 7, [], category=1, token_types=[0] * 4 + [1] * 3
+    )
+    other = Encoded([7, 4, 8, 5, 8], [0] * 5, [], category=0, token_types=[0] * 3 + [1] * 2)
+    assert sentence_groups([pair_food, pair_service, other]) == [0, 0, 1]
+
+
 @pytest.mark.parametrize(
     ("option", "value"), [("attention_coverage", 0.5), ("attention_entropy", 0.2)]
 )
