@@ -16,7 +16,9 @@ One configurable network; every piece is chosen by ``ModelConfig``:
   sinusoidal positions, bilinear, dot);
 - optional learned scales on the positional encodings (``positional_scale="learned"``);
 - an optional multi-head self-attention layer over H (residual + LayerNorm, or pre-LN with a
-  learned residual gate that starts closed), with optional dropout on its weights;
+  learned residual gate that starts closed), with optional dropout on its weights. It runs
+  before the aspect attention: r pools the self-attended states (with positions, H + P),
+  while h_N below is the RNN's own state;
 - h* = tanh(W_p r + W_x h_N), then a linear layer to the label logits (h_N: the last
   state, or with ``summary="aspect"`` the mean state over the aspect span).
 
