@@ -30,6 +30,7 @@ from pydantic import (
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    field_validator,
     model_validator,
 )
 
@@ -83,6 +84,16 @@ class PredictRequest(Strict):
     explain: StrictBool = Field(
         False, description="also return the attention weights over the words"
     )
+
+    @field_validator("aspects", mode="before")
+    @classmethod
+    def _some_aspects(cls, value: object) -> object:
+        if isinstance(value, list) and not value:  # one issue, not one per member of the union
+            raise ValueError(
+                'an empty list asks for nothing: give at least one aspect, or leave "aspects" '
+                'out (or "auto") for the extractor to find them'
+            )
+        return value
 
     @model_validator(mode="after")
     def _aspects_or_categories(self) -> PredictRequest:

@@ -287,6 +287,16 @@ BAD_REQUESTS = {
 }
 
 
+def test_an_empty_list_of_aspects_is_one_issue_that_says_what_to_send(client: TestClient) -> None:
+    """`"aspects": []` was two issues, pydantic's "at least 1 item" and "Input should be
+    'auto'", the second pointing nowhere a client could go."""
+    r = client.post("/v1/predict", json={"text": TEXT, "aspects": []})
+    assert r.status_code == 422
+    body = r.json()
+    assert len(body["errors"]) == 1, body
+    assert "at least one aspect" in body["detail"] and '"auto"' in body["detail"], body
+
+
 def check_error(r, status: int) -> None:  # type: ignore[no-untyped-def]
     """The one documented error shape: {"detail": str, "errors": [{loc, msg, type}]?}."""
     assert r.status_code == status, r.text
