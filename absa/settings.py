@@ -186,7 +186,9 @@ class Settings(LogSettings, ModelSettings):
     )
     # request limits
     max_text_chars: int = Field(2000, ge=1)
-    max_aspects: int = Field(32, ge=1, description="aspects (after expanding repeats) per item")
+    max_aspects: int = Field(
+        32, ge=1, description="aspects per item: listed, and after expanding repeats"
+    )
     max_items: int = Field(64, ge=1, description="items per /v1/predict/batch request")
     max_body_bytes: int = Field(1_000_000, ge=1)
     max_explain_aspects: int = Field(

@@ -77,27 +77,47 @@ JSON_PATHS = frozenset({"/v1/predict", "/v1/predict/batch"})
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
+class Slots:
+    """The requests to ``/v1/*`` a worker works on at once, at most ``limit``: ApiGate refuses
+    a request while every slot is taken, before its body is read; InFlight takes a slot for
+    a request once its body has arrived (one still arriving, slowly or never, holds none)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.taken = 0
+
+    @property
+    def full(self) -> bool:
+        return self.taken >= self.limit
+
+
+async def _shed(send: Send, slots: Slots, metrics: Metrics, delay_s: float) -> None:
+    metrics.shed.inc()
+    await errors.shed_pause(delay_s)
+    await _reply(send, 503, f"overloaded: {slots.limit} requests in flight")
+
+
 class ApiGate:
     """In front of ``/v1/*`` (never /healthz, /readyz, /metrics): with API keys, a request
     without one is refused (401) before anything else is said; a body must be sent as JSON
-    (else 415), and at most ``limit`` requests are in progress at once; past it a request is
-    refused at once with 503 + Retry-After, before its body is read or any work is done. The
-    queue bound counts aspects waiting for the model, but under many connections the event
-    loop saturates first; this cap keeps accepted requests' latency bounded."""
+    (else 415), and at most ``slots.limit`` requests are in progress at once; past it a
+    request is refused at once with 503 + Retry-After, before its body is read or any work
+    is done (InFlight, behind BodyLimit, takes the slot once the body is in). The queue bound
+    counts aspects waiting for the model, but under many connections the event loop
+    saturates first; this cap keeps accepted requests' latency bounded."""
 
     def __init__(
         self,
         app: ASGIApp,
-        limit: int,
+        slots: Slots,
         metrics: Metrics,
         shed_delay_s: float,
         api_keys: tuple[str, ...] = (),
     ) -> None:
         self.app = app
-        self.limit = limit
+        self.slots = slots
         self.metrics = metrics
         self.shed_delay_s = shed_delay_s
-        self.in_flight = 0
         self.accepted = tuple(k.encode() for k in api_keys)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -114,21 +134,40 @@ class ApiGate:
             return await _reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
             return await _reply(send, 415, "send the body uncompressed (no Content-Encoding)")
-        if self.in_flight >= self.limit:
-            self.metrics.shed.inc()
-            await errors.shed_pause(self.shed_delay_s)
-            return await _reply(send, 503, f"overloaded: {self.limit} requests in flight")
+        if self.slots.full:
+            return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
         if engine is not None and engine.full and path in JSON_PATHS:
             # the queue is full: refuse before the body is read and parsed
             engine.metrics.rejected.inc()
             await errors.shed_pause(self.shed_delay_s)
             return await _reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
-        self.in_flight += 1
+        await self.app(scope, receive, send)
+
+
+class InFlight:
+    """Behind BodyLimit: a request to ``/v1/*`` whose body has arrived takes one of the
+    ``slots`` while the app works on it, or is refused (503) where they were all taken
+    meanwhile. Taken before the body arrived, a slot was held by a client that sent its
+    headers and then its body slowly, or never (uvicorn waits for ever): a few idle
+    connections kept every other request out."""
+
+    def __init__(self, app: ASGIApp, slots: Slots, metrics: Metrics, shed_delay_s: float) -> None:
+        self.app = app
+        self.slots = slots
+        self.metrics = metrics
+        self.shed_delay_s = shed_delay_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not route_path(scope).startswith("/v1/"):
+            return await self.app(scope, receive, send)
+        if self.slots.full:
+            return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
+        self.slots.taken += 1
         try:
             await self.app(scope, receive, send)
         finally:
-            self.in_flight -= 1
+            self.slots.taken -= 1
 
 
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
@@ -329,15 +368,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(admin.router)  # off without a token
         app.state.admin = True
 
-    # innermost: the body is read (BodyLimit) before the connection is watched for a hang-up
+    # innermost: the body is read (BodyLimit) before the connection is watched for a hang-up,
+    # and before the request takes one of the slots (InFlight) ApiGate refuses at once past
+    slots, shed_delay_s = Slots(settings.max_in_flight), settings.shed_delay_s
     app.add_middleware(CancelOnHangUp, paths=JSON_PATHS, route_path=route_path)
+    app.add_middleware(InFlight, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
-        ApiGate,
-        limit=settings.max_in_flight,
-        metrics=metrics,
-        shed_delay_s=settings.shed_delay_s,
-        api_keys=api_keys,
+        ApiGate, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s, api_keys=api_keys
     )
     if api_keys:
         docs.require_key(app, prefix="/v1/", detail=NEED_KEY)

@@ -269,8 +269,8 @@ class Limits(BaseModel):
 
     max_text_chars: int = Field(description="characters per text (ABSA_MAX_TEXT_CHARS)")
     max_aspects: int = Field(
-        description="aspects per text, each occurrence of a repeated term counted, and terms "
-        "the extractor may find (ABSA_MAX_ASPECTS)"
+        description="aspects per text, each occurrence of a repeated term counted, aspects "
+        "listed (a term listed twice too), and terms the extractor may find (ABSA_MAX_ASPECTS)"
     )
     max_term_chars: int = Field(
         description="characters per aspect term or category; a longer one is invalid (422, "

@@ -4,6 +4,8 @@ capacity is checked before any work, heavy work runs off the event loop."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import threading
 import time
 from pathlib import Path
@@ -74,6 +76,44 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
     finally:
         app_module.create_app = create
         release.set()
+
+
+def _status(sock: socket.socket) -> int:
+    """The status of the answer on ``sock`` (its head read; the socket's timeout applies)."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, f"the connection closed before an answer: {head!r}"
+        head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def test_a_client_that_sends_its_body_slowly_holds_no_slot(artifact: Path) -> None:
+    """A request takes one of the max_in_flight slots once its body has arrived. It took one
+    as soon as its headers had: a few connections that sent their headers and then the body
+    slowly (or never: uvicorn waits for ever) held every slot, and every other request to
+    /v1/* was refused with 503 for as long as they stayed open (64 idle connections at the
+    default limit). Those slow requests are answered once their bodies arrive."""
+    body = json.dumps(BODY).encode()
+    head = (
+        "POST /v1/predict HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with serve(make_settings(artifact, max_in_flight=2, shed_delay_s=0.0)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        slow = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
+        try:
+            for sock in slow:
+                sock.sendall(head + body[:5])  # and the rest later
+            time.sleep(0.5)  # their headers are read: the app waits for their bodies
+            r = httpx.post(f"{url}/v1/predict", json=BODY, timeout=30)
+            assert r.status_code == 200, r.text
+            for sock in slow:  # one after the other: each is answered
+                sock.sendall(body[5:])
+                assert _status(sock) == 200
+        finally:
+            for sock in slow:
+                sock.close()
 
 
 def test_full_queue_refuses_before_encoding(artifact: Path) -> None:
