@@ -67,10 +67,9 @@ def _up_from(mount: Path, path: str) -> list[Path]:
     """``mount/path`` and every directory above it up to ``mount`` (a container sees its own
     cgroup as the mount itself: ``path`` is then "/" or names nothing there)."""
     here = mount / path.lstrip("/")
-    out = [mount]
-    if here != mount and here.is_dir():
-        out = [here, *[p for p in here.parents if p.is_relative_to(mount) and p != mount], mount]
-    return out
+    if not here.is_dir():
+        here = mount
+    return [p for p in (here, *here.parents) if p.is_relative_to(mount)]
 
 
 def cpu_quota(root: Path | None = None, self_cgroup: Path | None = None) -> float | None:
