@@ -197,6 +197,12 @@ class Predictor(RuntimeModel):
                 f"{where}aspects is empty: name at least one aspect term, or leave aspects "
                 "out to have them extracted"
             )
+        if lim.max_aspects is not None and len(aspects) > lim.max_aspects:
+            # before any lookup, as for categories: a term listed again is answered once,
+            # and 1,000 copies of a long one were 1,000 searches of the text (16 s of CPU)
+            raise LimitError(
+                f"{where}too many aspects ({len(aspects)} listed; the limit is {lim.max_aspects})"
+            )
         spans: list[Span] = []
         seen: set[tuple[int, int]] = set()
         for i, aspect in enumerate(aspects):

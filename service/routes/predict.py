@@ -94,7 +94,6 @@ def _asked(req: PredictRequest) -> Any:
 def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = "") -> Any:
     """``model.preprocess`` of ``req``; a request whose aspects are extracted is timed into
     ``absa_extraction_seconds``, refused or not, where an extractor runs."""
-    _few_listed(model, req, where)
     if not req.extracts or getattr(model, "extractor", None) is None:
         return model.preprocess(req.text, _asked(req), req.explain, where)
     start = time.perf_counter()
@@ -102,17 +101,6 @@ def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = 
         return model.preprocess(req.text, _asked(req), req.explain, where)
     finally:
         metrics.extraction.observe(time.perf_counter() - start)
-
-
-def _few_listed(model: Any, req: PredictRequest, where: str = "") -> None:
-    """LimitError (413) for more aspects listed than a text may have answered (max_aspects),
-    before any is looked up, as for categories: a term repeated in the list is answered
-    once, and 1,000 copies of a long one were 1,000 searches of the text (16 s of CPU)."""
-    limit = model.limits.max_aspects
-    if isinstance(req.aspects, list) and limit is not None and len(req.aspects) > limit:
-        raise LimitError(
-            f"{where}too many aspects ({len(req.aspects)} listed; the limit is {limit})"
-        )
 
 
 def _count(results: list[dict], metrics: Metrics) -> None:
