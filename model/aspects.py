@@ -6,13 +6,12 @@ when an aspect is not there. No torch, no HTTP.
 
 from __future__ import annotations
 
-import functools
 import numbers
-import re
 import unicodedata
 from dataclasses import dataclass
 
 from absa.errors import InputError
+from absa.model.termsearch import find
 
 #: how much of a term or text an error message echoes
 SHOWN_CHARS = 60
@@ -51,25 +50,24 @@ class Span:
 
 def find_all(text: str, term: str) -> list[tuple[int, int]]:
     """Every occurrence of ``term`` in ``text`` as (start, end), case-insensitive, its words
-    apart by any whitespace, in either Unicode form (composed or not: ``_find_composed``),
-    preferring whole-word matches; falls back to substring matches when none are whole
-    words."""
+    apart by any whitespace (``termsearch.find``: time linear in the text), in either
+    Unicode form (composed or not: ``_find_composed``), preferring whole-word matches; falls
+    back to substring matches when none are whole words."""
     term = term.strip()
     if not term:
         return []
-    word, anywhere = _patterns(term) if len(term) <= CACHED_TERM_CHARS else _compile(term)
     ascii_ = text.isascii()  # no combining mark to cut off
     # a text or term with something to compose: the occurrences in the other form too (a
     # text may spell the term both ways); NFC text and term, as most are, have none
     composed = None
     if not (ascii_ and term.isascii()) and not (_is_nfc(text) and _is_nfc(term)):
         composed = _find_composed(text, term)
-    spans = [(m.start(), m.end()) for m in word.finditer(text) if ascii_ or _whole(text, m)]
+    spans = [(s, e) for s, e in find(text, term, whole=True) if ascii_ or _whole(text, s, e)]
     if composed is not None:
         spans = _union(spans, composed[0])
     if not spans:
-        found = anywhere.finditer(text)
-        spans = [(m.start(), m.end()) for m in found if ascii_ or _whole(text, m)]
+        found = find(text, term, whole=False)
+        spans = [(s, e) for s, e in found if ascii_ or _whole(text, s, e)]
         if composed is not None:
             spans = _union(spans, composed[1])
     return spans
@@ -91,11 +89,10 @@ def _union(spans: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tu
     return sorted(out)
 
 
-def _whole(text: str, m: re.Match[str]) -> bool:
+def _whole(text: str, start: int, end: int) -> bool:
     """The match neither ends before nor starts on a combining mark: "cafe" is not found in
     "cafe" + U+0301 (é decomposed), whose accent would be cut off (the tokenizer keeps the
     mark in its word, so such a span would end inside a word)."""
-    end, start = m.end(), m.start()
     cuts_end = end < len(text) and _is_mark(text[end])
     return not cuts_end and not _is_mark(text[start])
 
@@ -131,29 +128,10 @@ def _find_composed(
     nfc_text, nfc_term = "".join(composed), unicodedata.normalize("NFC", term.strip())
     if nfc_text == text and nfc_term == term.strip():
         return None  # nothing was composed: the plain search said it all
-    word, anywhere = _compile(nfc_term)
-    whole = [(starts[m.start()], ends[m.end() - 1]) for m in word.finditer(nfc_text)]
+    whole = [(starts[s], ends[e - 1]) for s, e in find(nfc_text, nfc_term, whole=True)]
     if whole:  # substrings only count where no whole word is found, either way
         return whole, []
-    return [], [(starts[m.start()], ends[m.end() - 1]) for m in anywhere.finditer(nfc_text)]
-
-
-#: terms up to this long keep their compiled patterns (bulk scoring meets far more distinct
-#: terms than the 512 patterns ``re`` caches: recompiling them was a quarter of its time).
-#: Bounded, so requests with ever new terms cannot grow memory: 8,192 terms of 40 characters
-#: hold about 8 MB (measured: 21 MB at 100 characters)
-CACHED_TERM_CHARS = 40
-
-
-def _compile(term: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The whole-word and the substring pattern of ``term``, case-insensitive, any run of
-    whitespace between its words matching any other (a line break, a doubled space, a
-    no-break space: text scraped from the web)."""
-    pattern = r"\s+".join(re.escape(word) for word in term.split())
-    return re.compile(rf"(?<!\w){pattern}(?!\w)", re.I), re.compile(pattern, re.I)
-
-
-_patterns = functools.lru_cache(maxsize=8192)(_compile)
+    return [], [(starts[s], ends[e - 1]) for s, e in find(nfc_text, nfc_term, whole=False)]
 
 
 def occurrences(text: str, term: str, where: str = "") -> list[Span]:

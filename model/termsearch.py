@@ -1,0 +1,110 @@
+"""Where a term occurs in a text, in time linear in the text: both case-folded a character
+for a character, every run of whitespace in the text made one space, then ``str.find``.
+
+A regular expression per term (its words apart by ``\\s+``, case-insensitive) tried a match
+at every word start of the text: a text that repeats itself ("a a a ...") and a long term
+that almost occurs in it ("a a ... a b") cost text x term steps, 6 ms a lookup, 13 s for
+one request of 64 such texts with 32 aspects each (benchmarks/term_lookup.py). The spans are
+the same as that expression's over the folded text (tests/model/test_termsearch.py). No torch.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass
+
+try:  # the characters re.IGNORECASE takes as one beyond lower-casing ("ſ" and "s", "ς" and "σ")
+    from re._casefix import _EXTRA_CASES
+except ImportError:  # a Python that moved the table: lower-casing alone
+    _EXTRA_CASES = {}
+
+_SPACES = re.compile(r"\s+")
+_RUNS = re.compile(r"\s\s+")  # those that make the folded text shorter
+_NOT_ONE_SPACE = re.compile(r"\s\s|[^\S ]")  # most texts have none: nothing to replace
+_NON_WORD = re.compile(r"\W")
+
+
+def is_word(c: str) -> bool:
+    """The regular expressions' ``\\w``: a letter or digit of any script, or "_"."""
+    return c.isalnum() or c == "_"
+
+
+def _one_of_each_class() -> dict[int, int]:
+    """Each letter of a class re.IGNORECASE matches to each other -> the class's first
+    letter. The one mark among them (U+0345, which re.I takes for "ι") stays itself: a word
+    character must fold to a word character and a mark to a mark (``find`` skips by them)."""
+    table = {}
+    for c, others in _EXTRA_CASES.items():
+        letters = [x for x in (c, *others) if is_word(chr(x))]
+        table.update({x: min(letters) for x in letters if x != min(letters)})
+    return table
+
+
+_CLASSES = _one_of_each_class()
+
+
+def fold(s: str) -> str:
+    """``s`` case-folded, one character for each of its characters (so offsets carry over):
+    lower-cased ("İ", which lowers to two, as "i"), then each of the characters re.IGNORECASE
+    matches to one another as one of them. ASCII lowers to its own class's first."""
+    low = s.replace("\u0130", "i").lower()
+    return low if low.isascii() else low.translate(_CLASSES)
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """A text folded, each whitespace run one space; ``starts[i]``: from where in it the
+    first i + 1 runs that were longer than one character are ``shifts[i]`` characters short."""
+
+    text: str
+    starts: list[int]
+    shifts: list[int]
+
+    def original(self, k: int) -> int:
+        """The offset in the text of the folded text's character ``k``."""
+        i = bisect.bisect_right(self.starts, k)
+        return k + self.shifts[i - 1] if i else k
+
+
+@functools.lru_cache(maxsize=256)  # the aspects of one text are looked up one after another
+def _folded(text: str) -> _Folded:
+    folded = fold(text)
+    starts: list[int] = []
+    shifts: list[int] = []
+    dropped = 0
+    for m in _RUNS.finditer(folded):
+        starts.append(m.start() - dropped + 1)
+        dropped += m.end() - m.start() - 1
+        shifts.append(dropped)
+    one_space = _NOT_ONE_SPACE.search(folded) is None
+    return _Folded(folded if one_space else _SPACES.sub(" ", folded), starts, shifts)
+
+
+def find(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
+    """Every occurrence of ``term`` in ``text`` as (start, end), left to right and not
+    overlapping, the case folded (``fold``) and any run of whitespace matching any other;
+    with ``whole``, only those with no word character just before or after."""
+    needle = " ".join(fold(term).split())
+    if not needle:
+        return []
+    folded = _folded(text)
+    hay = folded.text
+    spans: list[tuple[int, int]] = []
+    k = hay.find(needle)
+    while k >= 0:
+        start = folded.original(k)
+        if whole and start > 0 and is_word(text[start - 1]):
+            # no occurrence starting inside this run of word characters starts a word:
+            # go on after the run's end (the search stays linear on "aaaa..." and "aaa")
+            m = _NON_WORD.search(hay, k)
+            k = hay.find(needle, m.start() + 1) if m else -1
+            continue
+        end = folded.original(k + len(needle) - 1) + 1
+        if whole and end < len(text) and is_word(text[end]):
+            k = hay.find(needle, k + 1)
+            continue
+        spans.append((start, end))
+        k = hay.find(needle, k + len(needle))
+    return spans

@@ -1,0 +1,101 @@
+"""The term search in time linear in the text (absa.model.termsearch): the character facts it
+stands on, checked over every code point, and its spans against a regular expression run on
+the folded text (what the lookup did before, one pattern per term, in time that grew with
+text x term)."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from absa.model.termsearch import find, fold, is_word
+from tests.model.test_text_properties import PROPS
+
+CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+ALL = "".join(CHARS)
+
+
+def test_fold_keeps_every_character_one_character_that_re_ignorecase_takes_for_it() -> None:
+    folded = [fold(c) for c in CHARS]
+    assert [c for c, f in zip(CHARS, folded, strict=True) if len(f) != 1] == []
+    changed = [(c, f) for c, f in zip(CHARS, folded, strict=True) if f != c]
+    assert len(changed) > 1000  # every capital letter of every script, and more
+    assert [c for c, f in changed if not re.fullmatch(re.escape(c), f, re.IGNORECASE)] == []
+    # and a whole text folds character by character ("Σ" at a word's end lowers to "ς")
+    assert fold("ΟΔΟΣ İstanbul ſun") == fold("οδοσ istanbul sun") == fold("οδος ıstanbul sun")
+
+
+def test_characters_re_ignorecase_takes_as_one_fold_alike() -> None:
+    # the few beyond plain lower-casing: dotless i, long s, the Greek symbol forms, final sigma
+    for a, b in ["iı", "İi", "sſ", "σς", "µμ", "θϑ", "βϐ", "kK", "ß\u1e9e"]:
+        assert fold(a) == fold(b), (a, b)
+        assert re.fullmatch(re.escape(b), a, re.IGNORECASE) or re.fullmatch(
+            re.escape(a), b, re.IGNORECASE
+        )
+
+
+def test_word_and_space_characters_are_those_of_re() -> None:
+    assert {c for c in CHARS if is_word(c)} == set(re.findall(r"\w", ALL))
+    assert {c for c in CHARS if c.isspace()} == set(re.findall(r"\s", ALL))
+    # folding never makes a word character of a non-word one or the other way round
+    bad = [c for c in CHARS if is_word(fold(c)) != is_word(c) or fold(c).isspace() != c.isspace()]
+    assert bad == []
+
+
+def reference(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
+    """One regular expression over the folded text: the term's words apart by any whitespace,
+    whole words or anywhere (folding keeps every character one character: same offsets)."""
+    pattern = r"\s+".join(re.escape(w) for w in fold(term).split())
+    if whole:
+        pattern = rf"(?<!\w){pattern}(?!\w)"
+    return [m.span() for m in re.finditer(pattern, fold(text))]
+
+
+#: few characters, so that terms overlap and repeat: cases, word and non-word, whitespace
+NARROW = "aAb _-.\u00a0\t\nİıiſsSΣσς\u0301é"
+
+
+@st.composite
+def text_and_term(draw: st.DrawFn) -> tuple[str, str]:
+    any_char = st.characters(exclude_categories=["Cs"])
+    chars = st.sampled_from(NARROW) if draw(st.booleans()) else any_char
+    text = draw(st.text(chars, max_size=40))
+    if text and draw(st.integers(0, 3)):
+        start = draw(st.integers(0, len(text) - 1))
+        term = text[start : draw(st.integers(start + 1, len(text)))]
+    else:
+        term = draw(st.text(chars, max_size=6))
+    return text, term
+
+
+@PROPS
+@given(case=text_and_term())
+@example(case=("xa a a", "A A"))  # an occurrence that fails the left edge overlaps one that holds
+@example(case=("a-a-a-b", "-a-b"))
+@example(case=("aaa aaa", "aa"))
+@example(case=("ΟΔΟΣ οδος", "οδοσ"))
+@example(case=("a \u00a0\tb a b", "A  B"))
+def test_spans_are_those_of_one_regular_expression_over_the_folded_text(
+    case: tuple[str, str],
+) -> None:
+    text, term = case
+    if not term.split():
+        assert find(text, term, whole=True) == find(text, term, whole=False) == []
+        return
+    for whole in (True, False):
+        assert find(text, term, whole=whole) == reference(text, term, whole), whole
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_self_repeating_text(whole: bool) -> None:
+    # the security review's case, and the cases where the skipping matters
+    text = "a " * 1000
+    assert find(text, " ".join(["a"] * 90) + " b", whole) == []
+    assert find(text, "a a", whole) == [(i, i + 3) for i in range(0, 1997, 4)]
+    aaa = "a" * 2000 + " aaa"
+    expected = [(2001, 2004)] if whole else [(i, i + 3) for i in range(0, 1998, 3)] + [(2001, 2004)]
+    assert find(aaa, "AAA", whole) == expected
