@@ -61,15 +61,26 @@ def check_task(metadata: Mapping[str, object], expected: str, where: object) -> 
 
 
 def category_ids(categories: Sequence[str], wanted: Sequence[object], where: str = "") -> list[int]:
-    """The ids of the ``wanted`` categories; InputError naming the known ones otherwise."""
+    """The ids of the ``wanted`` categories, each once, in the order first asked for (as a
+    term listed twice is answered once); a name in any case ("Food", "FOOD") stands for the
+    model's own where it is the one that case folds alike. InputError naming the known ones
+    for any other."""
     index = {c: i for i, c in enumerate(categories)}
-    out = []
+    folded: dict[str, list[int]] = {}
+    for i, c in enumerate(categories):
+        folded.setdefault(c.casefold(), []).append(i)
+    out: list[int] = []
     for i, name in enumerate(wanted):
-        if not isinstance(name, str) or name not in index:
+        like = folded.get(name.casefold(), []) if isinstance(name, str) else []
+        found = index.get(name) if isinstance(name, str) else None
+        if found is None and len(like) == 1:
+            found = like[0]
+        if found is None:
             raise InputError(
                 f"{where}categories[{i}]: unknown category {name!r}; known: {', '.join(categories)}"
             )
-        out.append(index[name])
+        if found not in out:
+            out.append(found)
     return out
 
 

@@ -84,7 +84,8 @@ class CategoryPredictor(RuntimeModel):
             items = [self.runtime.encode_category(text, i) for i in ids]
         except TextError as err:
             raise InputError(f"{where}{err}") from None
-        return PreparedCategories(text, list(categories), items, explain)
+        names = [self.categories[i] for i in ids]  # the model's own, each once
+        return PreparedCategories(text, names, items, explain)
 
     def postprocess(
         self, prepared: PreparedCategories, outputs: Sequence[Output]

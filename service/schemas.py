@@ -77,8 +77,8 @@ class PredictRequest(Strict):
     categories: list[Category] | None = Field(
         None,
         min_length=1,
-        description="aspect categories (one of the category model's, see /v1/model): one "
-        "result per category; needs a category model (ABSA_CATEGORY_MODEL), e.g. "
+        description="aspect categories (the category model's, see /v1/model, in any case): "
+        "one result per category, each once; needs a category model (ABSA_CATEGORY_MODEL), e.g. "
         '["food", "service"]',
     )
     explain: StrictBool = Field(

@@ -26,6 +26,8 @@ def test_call_and_batch(category_artifact: Path) -> None:
     batch = clf.batch([{"text": a.text, "categories": [a.category]}, (b.text, [b.category])])
     assert [[p.label for p in ps] for ps in batch] == [[a.label], [b.label]]
     assert clf(a.text, categories=a.category)[0].category == a.category  # one name alone
+    again = clf(a.text, categories=[a.category.upper(), a.category, b.category.title()])
+    assert [(p.category, p.label) for p in again] == [(a.category, a.label), (b.category, b.label)]
 
 
 def test_each_kind_refuses_the_other_question(category_artifact: Path, artifact: Path) -> None:

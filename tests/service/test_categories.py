@@ -41,6 +41,13 @@ def test_one_result_per_category(both: TestClient) -> None:
     assert body["model"] == "categories:c1"
 
 
+def test_category_names_in_any_case_each_answered_once(both: TestClient) -> None:
+    # as a term listed twice is answered once, where it was first asked for
+    status, body = post(both, {"text": TEXT, "categories": ["FOOD", "Service", "food"]})
+    assert status == 200, body
+    assert [r["category"] for r in body["results"]] == ["food", "service"]  # the model's names
+
+
 def test_explain_gives_the_attention_over_the_words(both: TestClient) -> None:
     status, body = post(both, {"text": TEXT, "categories": ["food"], "explain": True})
     assert status == 200
