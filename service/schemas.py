@@ -298,6 +298,9 @@ class ModelInfo(BaseModel):
     categories: list[str] | None = Field(
         None, description="the category model's categories (ABSA_CATEGORY_MODEL), if any"
     )
+    category_model: str | None = Field(
+        None, description="name:version of the category model (ABSA_CATEGORY_MODEL), if any"
+    )
     extractor: str | None = Field(
         None, description="name:version of the aspect extractor; null: requests must name aspects"
     )

@@ -86,8 +86,8 @@ async def model_info(
     engine: EngineDep, category: CategoryModelDep, settings: SettingsDep
 ) -> ModelInfo:
     """The model being served: name, version, labels, metrics, calibration, creation time,
-    the limits the server enforces (and the categories of the category model, where one is
-    served)."""
+    the limits the server enforces (and the category model's name:version and categories,
+    where one is served)."""
     rt = engine.model.runtime
     meta = rt.metadata
     return ModelInfo(
@@ -100,6 +100,7 @@ async def model_info(
         calibration=meta.get("calibration"),
         providers=rt.providers,
         categories=None if category is None else category.categories,
+        category_model=None if category is None else category.model_id,
         extractor=None if engine.model.extractor is None else engine.model.extractor.model_id,
         limits=Limits(
             max_text_chars=settings.max_text_chars,

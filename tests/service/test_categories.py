@@ -92,7 +92,8 @@ def test_categories_without_a_category_model(client: TestClient) -> None:
     assert status == 422
     assert "no aspect-category model" in body["detail"]
     assert "ABSA_CATEGORY_MODEL" in body["detail"]
-    assert client.get("/v1/model").json()["categories"] is None
+    info = client.get("/v1/model").json()
+    assert info["categories"] is None and info["category_model"] is None
     items = [
         {"text": "the food was great", "aspects": ["food"]},
         {"text": TEXT, "categories": ["food"]},
@@ -105,7 +106,9 @@ def test_categories_without_a_category_model(client: TestClient) -> None:
 
 
 def test_model_info_lists_the_categories(both: TestClient) -> None:
-    assert both.get("/v1/model").json()["categories"] == ["ambience", "food", "service"]
+    info = both.get("/v1/model").json()
+    assert info["categories"] == ["ambience", "food", "service"]
+    assert info["category_model"] == "categories:c1"  # as its answers name it
 
 
 def test_batch_mixes_terms_and_categories(both: TestClient) -> None:
