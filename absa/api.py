@@ -41,6 +41,17 @@ class Classifier:
 
     def __init__(self, predictor: Predictor | CategoryPredictor) -> None:
         self.predictor = predictor
+        #: how ``load`` made it (artifact, extractor, device, threads): what a pickle carries
+        self._loaded_as: tuple[Path, Path | None, str, int] | None = None
+
+    def __reduce__(self) -> tuple[Any, tuple[Path, Path | None, str, int]]:
+        """Pickled (multiprocessing, Ray, Dask, Spark) as the artifact directories it loaded
+        (a registry's version as it was then), loaded again, verified, where it lands."""
+        if self._loaded_as is None:
+            raise TypeError(
+                "a Classifier pickles as the directories absa.load read: make it with absa.load"
+            )
+        return _loaded, self._loaded_as
 
     @property
     def categories(self) -> list[str] | None:
@@ -177,19 +188,26 @@ def load(
 
     # these settings alone: a server's setting with a bad value is none of a script's business
     settings = ModelSettings() if extractor is None else ModelSettings(extractor=extractor)
-    ext_dir = settings.extractor_path()
-    ext = None
-    if ext_dir is not None:
-        from absa.model.extractor import Extractor
-
-        ext = Extractor.load(ext_dir, device=device, threads=threads)
     if model is None:
         path = settings.model_path()
     else:
         path = Path(model).expanduser()
         if Registry.looks_like(path):
             path = Registry(path).current_path()
+    return _loaded(path, settings.extractor_path(), device, threads)
+
+
+def _loaded(path: Path, ext_dir: Path | None, device: str, threads: int) -> Classifier:
+    """The classifier of the artifact at ``path`` (and the extractor at ``ext_dir``)."""
+    ext = None
+    if ext_dir is not None:
+        from absa.model.extractor import Extractor
+
+        ext = Extractor.load(ext_dir, device=device, threads=threads)
     runtime = Runtime.load(path, device=device, threads=threads, task=None)
     if runtime.task == CATEGORY:
-        return Classifier(CategoryPredictor(runtime))
-    return Classifier(Predictor(runtime, extractor=ext))
+        clf = Classifier(CategoryPredictor(runtime))
+    else:
+        clf = Classifier(Predictor(runtime, extractor=ext))
+    clf._loaded_as = (runtime.model_dir, None if ext is None else ext.model_dir, device, threads)
+    return clf

@@ -306,3 +306,35 @@ def test_a_batch_item_that_names_its_aspects_under_another_key_is_refused(key: s
         clf.batch([{"text": TEXT, key: ["fries"]}])
     (answer,) = clf.batch([{"text": TEXT, "aspects": ["fries"], "id": 7, "label": "negative"}])
     assert [a.term for a in answer] == ["fries"]
+
+
+def _labels(clf: absa.Classifier, text: str) -> list[str]:  # top level: a pool pickles it
+    return [p.label for p in clf(text, "auto")]
+
+
+def test_a_classifier_pickles_as_the_artifact_it_loaded(tmp_path: Path) -> None:
+    """multiprocessing, Ray, Dask and Spark send a function's arguments by pickle: a
+    classifier travels as the artifact directory it loaded (the registry version it was
+    given then, not the one current when it arrives) and loads, verified, where it lands."""
+    import multiprocessing
+    import pickle
+
+    reg = Registry(tmp_path / "reg").init()
+    shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "v1")
+    reg.add(tmp_path / "v1", "v1")
+    reg.promote("v1")
+    clf = absa.load(reg.root, extractor="shipped", threads=1)
+    blob = pickle.dumps(clf)
+    assert len(blob) < 2000  # the paths, not the model
+    again = pickle.loads(blob)
+    assert again.predictor.runtime.model_dir == reg.path("v1")
+    assert again.predictor.runtime.session.get_session_options().intra_op_num_threads == 1
+    assert [p.to_dict() for p in again(TEXT, "auto")] == [p.to_dict() for p in clf(TEXT, "auto")]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.starmap(_labels, [(clf, TEXT)]) == [_labels(clf, TEXT)]
+    with (reg.path("v1") / "model.onnx").open("ab") as f:  # changed since: refused on arrival
+        f.write(b"\0")
+    with pytest.raises(ArtifactError, match="sha256"):
+        pickle.loads(blob)
+    with pytest.raises(TypeError, match="absa.load"):
+        pickle.dumps(absa.Classifier(clf.predictor.__class__(clf.predictor.runtime)))
