@@ -441,6 +441,7 @@ def train_challenger(
             cfg.preset,
             resume=True,
             keep_checkpoint=True,
+            reproduce=_command(cfg),
         )
         return res.resumed_after
 
@@ -450,6 +451,19 @@ def train_challenger(
         log.warning("%s; training from epoch 1", e)
         shutil.rmtree(reg.resumable_dir, ignore_errors=True)
         return run_dir, train()
+
+
+def _command(cfg: RetrainConfig) -> str | None:
+    """The command that trains the challenger again: this job's (its config file names the
+    data, whose hashes the version records; the job also gates and registers it)."""
+    import shlex
+
+    from absa.training.provenance import portable
+
+    if cfg.source is None:  # a config made in code, not read from a file
+        return None
+    flags = ["--skip-invalid"] if cfg.skip_invalid else []
+    return shlex.join(["absa", "retrain", "--config", portable(cfg.source), *flags])
 
 
 def export_challenger(

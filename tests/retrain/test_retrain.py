@@ -95,6 +95,9 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     assert config["file"]["sha256"] == hashlib.sha256(toml.read_bytes()).hexdigest()
     assert config["values"]["seed"] == 1 and config["values"]["gate"]["min_accuracy"] == 0.0
     assert not Path(meta["source_run"]).exists()
+    assert meta["reproduce"] == f"absa retrain --config {toml}"  # the job trains it again
+    card = (reg.path(FIRST_VERSION) / "README.md").read_text()
+    assert f"absa retrain --config {toml}" in card
     assert {"python", "torch"} <= set(meta["train"]["environment"])
     # every file the run read, the dev file too (the version's card names them)
     data = meta["train"]["data"]
