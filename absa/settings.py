@@ -184,6 +184,14 @@ class Settings(LogSettings, ModelSettings):
         "clients that ignore Retry-After cannot keep the event loop busy refusing them "
         "(measured at 10x saturation: /healthz max 112-120 ms at 0.1 s, 34-42 ms at 0.5 s)",
     )
+    client_timeout_s: float = Field(
+        30.0,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="a client has this long after connecting to send its request's headers "
+        "(absa serve; else the connection is closed) and after them to send its body (else "
+        "408): slow or silent clients hold no connection for ever",
+    )
     # request limits
     max_text_chars: int = Field(2000, ge=1)
     max_aspects: int = Field(

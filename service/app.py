@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -30,11 +31,14 @@ log = logging.getLogger(__name__)
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413, whatever Content-Length says."""
+    """Refuse request bodies over ``limit`` bytes with 413, whatever Content-Length says,
+    and one not all arrived ``timeout_s`` after its headers with 408 (the connection then
+    closed): a client that sends its body slowly, or never, held its connection for ever."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 30.0) -> None:
         self.app = app
         self.limit = limit
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,15 +49,20 @@ class BodyLimit:
         # Read the body here: an error raised from inside the app's receive() would be
         # swallowed by FastAPI's body parsing and answered 400, not 413.
         body = bytearray()
-        while True:
-            msg = await receive()
-            if msg["type"] != "http.request":
-                return  # the client went away
-            body += msg.get("body", b"")
-            if len(body) > self.limit:
-                return await self._refuse(send)
-            if not msg.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                while True:
+                    msg = await receive()
+                    if msg["type"] != "http.request":
+                        return  # the client went away
+                    body += msg.get("body", b"")
+                    if len(body) > self.limit:
+                        return await self._refuse(send)
+                    if not msg.get("more_body", False):
+                        break
+        except TimeoutError:
+            detail = f"the request body did not arrive within {self.timeout_s:g} s"
+            return await _reply(send, 408, detail, headers={"Connection": "close"})
         replayed = False
 
         async def replay() -> Message:
@@ -373,7 +382,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     slots, shed_delay_s = Slots(settings.max_in_flight), settings.shed_delay_s
     app.add_middleware(CancelOnHangUp, paths=JSON_PATHS, route_path=route_path)
     app.add_middleware(InFlight, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.client_timeout_s
+    )
     app.add_middleware(
         ApiGate, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s, api_keys=api_keys
     )

@@ -67,6 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "debug" if args.verbose else settings.log_level, settings.log_format
             ),
             timeout_graceful_shutdown=30,
+            http="absa.service.connections:FirstRequestDeadline",
         )
     return 0
 

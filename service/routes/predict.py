@@ -36,6 +36,10 @@ from absa.service.schemas import (
 )
 
 ERRORS: dict[int | str, dict] = {
+    408: {
+        "model": ErrorResponse,
+        "description": "the body did not all arrive within ABSA_CLIENT_TIMEOUT_S of the headers",
+    },
     413: {"model": ErrorResponse, "description": "body, text, aspects or items over their limits"},
     415: {"model": ErrorResponse, "description": "the body is not sent as application/json"},
     422: {

@@ -582,7 +582,11 @@ def test_docs_and_openapi(client: TestClient) -> None:
     )
     # every error an integrator can meet is documented with the one error shape
     error = {"$ref": "#/components/schemas/ErrorResponse"}
-    documented = (("/v1/predict", "413 415 422 500 503"), ("/v1/model", "503"), ("/healthz", "503"))
+    documented = (
+        ("/v1/predict", "408 413 415 422 500 503"),
+        ("/v1/model", "503"),
+        ("/healthz", "503"),
+    )
     for path, codes in documented:
         responses = next(iter(spec["paths"][path].values()))["responses"]
         for code in codes.split():

@@ -1,0 +1,82 @@
+"""A client that connects and then sends its request slowly, or never, is let go after
+``client_timeout_s``: a body that has not all arrived by then is a 408 (the app, under
+uvicorn in a thread), and a connection whose request headers have not (``absa serve``'s
+protocol) is closed. Without them each such connection was held for ever: enough of them
+use up the process's file descriptors."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.service.conftest import make_settings, serve, spawn, wait_ready
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (b"": closed, nothing said)."""
+    out = b""
+    while chunk := sock.recv(65536):
+        out += chunk
+    return out
+
+
+def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
+    with serve(make_settings(artifact, client_timeout_s=0.5)) as url:
+        with _connect(url) as sock:
+            head = (
+                "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b'{"text": "the')
+            start = time.monotonic()
+            answer = _read_all(sock)
+            waited = time.monotonic() - start
+        status, _, rest = answer.partition(b"\r\n")
+        assert status == b"HTTP/1.1 408 Request Timeout", answer
+        body = json.loads(rest.split(b"\r\n\r\n", 1)[1])
+        assert body["detail"] == "the request body did not arrive within 0.5 s"
+        assert 0.4 < waited < 5
+        # a request that sends its body in time is served as ever
+        r = httpx.post(f"{url}/v1/predict", json={"text": "the food", "aspects": ["food"]})
+        assert r.status_code == 200, r.text
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(
+    artifact: Path, tmp_path: Path
+) -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    log = tmp_path / "serve.log"
+    server = spawn(
+        ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"],
+        log,
+        ABSA_CLIENT_TIMEOUT_S="1",
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(server, url, log)
+        with _connect(url) as silent, _connect(url) as slow:
+            slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            start = time.monotonic()
+            assert _read_all(silent) == b""
+            assert _read_all(slow) == b""
+            assert time.monotonic() - start < 5
+        # meanwhile and after, requests are served as ever (a keep-alive connection too)
+        with httpx.Client() as client:
+            assert client.get(f"{url}/healthz").status_code == 200
+            time.sleep(1.5)
+            assert client.get(f"{url}/healthz").status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
