@@ -25,6 +25,7 @@ run naming the output (not the ``.part``), and leaves neither.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import errno
 import json
@@ -59,8 +60,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: the longest CSV field read (the csv module's default, 131,072 characters, stopped the file
 #: on one long text; the text-length limits, not the reader, decide about long texts)
 CSV_FIELD_LIMIT = 2**31 - 1
-# a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets)
-_INTEGER = re.compile(r"-?[0-9]+")
+# a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets), and a
+# fraction of zeros, as pandas writes an integer column with gaps ("14.0"; "14.5" is none)
+_INTEGER = re.compile(r"-?[0-9]+(?:\.0+)?")
 #: JSONL lines end at "\n" only (as ``absa.bulk.jsonl`` splits them): a lone "\r", JSON
 #: whitespace or a raw one in a string, does not split one row into two bad ones
 JSONL_NEWLINE = "\n"
@@ -114,6 +116,11 @@ def check_paths(src: Path, dst: Path) -> None:
     if src.suffix.lower() in (".jsonl", ".json") and _starts_an_array(src):
         # read as JSONL, each line of an indented array would be a bad row
         raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
+    if src.suffix.lower() in (".jsonl", ".json") and _wide_bom(src):
+        # read as UTF-8, every line would be a bad row (a CSV's header is refused so)
+        raise ValueError(
+            f"{src}: UTF-16 or UTF-32 text (its byte-order mark says so); write it as UTF-8"
+        )
 
 
 def new_part(dst: Path) -> Path:
@@ -186,6 +193,15 @@ def check_files(src: Path, dst: Path) -> None:
     _fmt(src)
     _fmt(dst)
     check_paths(src, dst)
+
+
+def _wide_bom(path: Path) -> bool:
+    """Whether ``path`` opens with a UTF-16 or UTF-32 byte-order mark (PowerShell's ``>``
+    writes UTF-16)."""
+    with path.open("rb") as f:
+        head = f.read(4)
+    marks = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # UTF-32-LE: 16-LE's
+    return head.startswith(marks)
 
 
 def _starts_an_array(path: Path) -> bool:
@@ -374,6 +390,9 @@ def _csv_rows(
         row.update(dict.fromkeys(names[len(record) :]))
         got, want = len(record), len(names)
         ragged = f"the row has {got} fields; the header names {want}" if got != want else ""
+        if got < want and reader.line_num > line:  # short, over several lines: a quote left
+            # open takes every line after it into one field, and the rest of the file is one row
+            ragged += f" (it runs from line {line} to line {reader.line_num}: a quote not closed?)"
         yield line, row, ragged or undecoded(row) or ""
 
 
@@ -422,8 +441,8 @@ def _unpinned(value: Any) -> bool:
 def _offset(value: Any) -> int | None:
     """A row's start or end as an integer: an integer, a float that is one (14.0: a Parquet
     float column, as pandas writes a column with nulls), or a CSV field of ASCII digits with
-    an optional minus; None for anything else (5.9 is not truncated to 5, true is not 1,
-    "²" and "--4" are not numbers)."""
+    an optional minus ("14.0" too, as pandas writes a float column to CSV); None for anything
+    else (5.9 is not truncated to 5, true is not 1, "²" and "--4" are not numbers)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -432,7 +451,7 @@ def _offset(value: Any) -> int | None:
         return int(value)
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
         try:
-            return int(value)
+            return int(value.strip().partition(".")[0])
         except ValueError:  # past int()'s digit limit: no offset into any text
             return None
     return None

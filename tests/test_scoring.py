@@ -954,3 +954,65 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(
     assert sorted(tmp_path.iterdir()) == [src]  # no .part, no partial output
     if cause == "ENOSPC":
         assert Path("/dev/full").is_char_device()  # the link was removed, not what it named
+
+
+def test_csv_offsets_as_pandas_writes_them_pin(tmp_path: Path) -> None:
+    """pandas writes an integer column with gaps as floats, ``17.0`` and an empty cell: the
+    same frame pinned its spans as JSONL or Parquet and failed every pinned row as CSV
+    ("start/end must be integers, got '17.0'/'21.0'"). A fraction is still no offset."""
+    src = _write(
+        tmp_path / "in.csv",
+        "id,text,aspect,start,end\n"
+        "1,The pizza and the pizza,pizza,,\n"
+        "2,The pizza and the pizza,pizza,18.0,23.0\n"
+        "3,The pizza and the pizza,pizza,-0.00,\n"
+        "4,The pizza and the pizza,pizza,4.5,9.0\n",
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1
+    rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert (rows[0]["pred_start"], rows[0]["pred_occurrence"]) == (4, 1)
+    assert (rows[1]["pred_start"], rows[1]["pred_end"], rows[1]["pred_occurrence"]) == (18, 23, 2)
+    assert rows[2]["error"] == "start/end must be integers, got '-0.00'/''"
+    assert rows[3]["error"] == "start/end must be integers, got '4.5'/'9.0'"
+
+
+def test_a_quote_left_open_in_a_csv_says_where_its_row_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A quote not closed takes every line after it into one field: the rest of the file was
+    one bad row, "the row has 2 fields; the header names 3", that did not say why the run
+    counted 1 row of 5, nor where the row ended."""
+    src = _write(
+        tmp_path / "in.csv",
+        'id,text,aspect\n1,"The pizza,pizza\n2,The pizza,pizza\n3,The pizza,pizza\n'
+        "4,The pizza,pizza\n5,The pizza,pizza\n",
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1
+    (row,) = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    want = (
+        "the row has 2 fields; the header names 3 (it runs from line 2 to line 6: "
+        "a quote not closed?)"
+    )
+    assert row["id"] == "1" and row["error"] == want
+    assert f"{src}:2: {want}" in caplog.text
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_utf16_jsonl_is_refused_before_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture, encoding: str
+) -> None:
+    """A JSONL file written as UTF-16 (PowerShell's ``>``) was read as UTF-8: every line a
+    bad row ("not valid UTF-8", "invalid JSON"), one more row than it has, and exit 1,
+    where a CSV in UTF-16 is refused. It is refused too, naming the file, before a row is
+    scored."""
+    rows = [{"text": "The pizza was good", "aspect": "pizza"}] * 2
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(("\ufeff" + "".join(json.dumps(r) + "\n" for r in rows)).encode(encoding))
+    for out in ("out.jsonl", "out.parquet"):
+        assert _shipped(src, tmp_path / out) == 2
+        err = capsys.readouterr().err
+        said = "UTF-16 or UTF-32 text (its byte-order mark says so); write it as UTF-8"
+        assert f"error: {src}: {said}" in err
+        assert not (tmp_path / out).exists()

@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 _ROW = re.compile(r"Row #\d+: ")
 #: rows per Parquet row group written (the scoring itself goes ``chunk`` rows at a time)
 ROW_GROUP = 65_536
+#: bytes of CSV pyarrow parses at a time (its default); grown up to ``CSV_BLOCK_MAX`` (the
+#: most pyarrow takes) where one record is longer (``csv_batches``)
+CSV_BLOCK = 1 << 20
+CSV_BLOCK_MAX = 2**31 - 1
 
 
 def csv_header(path: str) -> list[str]:
@@ -126,11 +130,7 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         # now: a block with a bad byte carries LINE_ERROR, and its rows are not checked for
         # these (a JSONL block's row may lack a field; a CSV's columns are its header's)
         check_columns(header, (), str(src))
-        batches = pa_csv.open_csv(
-            src,
-            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=csv_bytes(header),
-        )
+        batches = csv_batches(src, header)
     elif suffix in (".jsonl", ".json"):
         with src.open("rb") as f:
             yield from jsonl_tables(file_lines(f), str(src), chunk)
@@ -142,6 +142,37 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         table = utf8_columns(table) if decode else table
         for start in range(0, table.num_rows, chunk):
             yield table.slice(start, chunk)
+
+
+def csv_batches(src: Path, header: list[str]) -> Iterator[pa.RecordBatch]:
+    """The records of a CSV file read by pyarrow (every column bytes, ``csv_bytes``), in
+    blocks of ``CSV_BLOCK`` bytes, or larger where a record is: pyarrow stopped on one over
+    two blocks ("straddling object straddles two block boundaries"), where ``absa.scoring``
+    reads a field of any length. The file is then read again from its start with blocks
+    twice as large, the records already given skipped, so each comes once and in order."""
+    block, given = CSV_BLOCK, 0  # records yielded so far, by every reading
+    while True:
+        skip = given  # of this reading's records, those yielded by an earlier one
+        try:
+            reader = pa_csv.open_csv(
+                src,
+                read_options=pa_csv.ReadOptions(block_size=block),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                convert_options=csv_bytes(header),
+            )
+            for batch in reader:
+                if skip >= batch.num_rows:
+                    skip -= batch.num_rows
+                    continue
+                batch, skip = batch.slice(skip), 0
+                given += batch.num_rows
+                yield batch
+            return
+        except pa.ArrowInvalid as e:
+            if "straddling" not in str(e) or block >= CSV_BLOCK_MAX:
+                raise
+            block = min(block * 2, CSV_BLOCK_MAX)
+            log.debug("%s: a record over two blocks; reading again in blocks of %d", src, block)
 
 
 class TableWriter:

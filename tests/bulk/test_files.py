@@ -860,3 +860,24 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(
     assert f"cannot write {dst}: {NO_ROOM[cause]}" in err and ".part" not in err
     assert os.strerror(getattr(errno, cause)) in err  # the system's own words too
     assert sorted(tmp_path.iterdir()) == [src]  # no .part, no partial output
+
+
+def test_a_csv_record_over_pyarrows_block_is_read_for_parquet(tmp_path: Path) -> None:
+    """pyarrow reads CSV in 1 MiB blocks and stopped the run on a record over two of them
+    ("straddling object straddles two block boundaries (try to increase block size?)"),
+    after the rows before it were scored; the JSONL and CSV outputs read it. It is read now
+    with a block that holds it, every row once and in order."""
+    note = "n" * 4000
+    long_text = "The pizza was good and the wine was fine. " * 75_000  # 3.2 MB: 3 blocks
+    src = tmp_path / "in.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "text", "aspect", "note"])
+        w.writerows([i, "The pizza was good", "pizza", note] for i in range(300))  # 1.2 MB
+        w.writerow([300, long_text + "\nThe pizza", "pizza", ""])
+        w.writerows([i, "The pizza was good", "pizza", note] for i in range(301, 310))
+    assert _shipped(src, tmp_path / "out.parquet") == 0
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [r["id"] for r in rows] == [str(i) for i in range(310)]
+    assert rows[300]["text"] == long_text + "\nThe pizza" and rows[299]["note"] == note
+    assert all(r["error"] is None and r["pred_label"] for r in rows)
