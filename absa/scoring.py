@@ -78,12 +78,36 @@ NAME_MAX = 255
 NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
 
 
+#: bad rows a run keeps (ScoreStats.bad) and logs one by one; the rest are counted
+KEPT_BAD = 1000
+LOGGED_BAD = 100
+
+
 @dataclass
 class ScoreStats:
     rows: int = 0
     scored: int = 0
-    # (line, reason); the row number instead where the input has no lines (Parquet)
+    # (line, reason) of the first KEPT_BAD bad rows; the row number instead where the input
+    # has no lines (Parquet). How many were bad: rows - scored
     bad: list[tuple[int, str]] = field(default_factory=list)
+
+    def add_bad(self, src: Path, at: int, err: str, by_row: bool = False) -> None:
+        """A bad row: kept among the first KEPT_BAD, logged among the first LOGGED_BAD (a
+        file whose every row is bad, a field misnamed, made a log line and an entry for
+        each: memory that grew with the file, which the scored rows never take)."""
+        if len(self.bad) < KEPT_BAD:
+            self.bad.append((at, err))
+        self._logged += 1
+        if self._logged <= LOGGED_BAD:
+            log.warning("%s: row %d: %s" if by_row else "%s:%d: %s", src, at, err)
+        elif self._logged == LOGGED_BAD + 1:
+            log.warning(
+                "%s: further bad rows are not logged one by one (the output's error column "
+                "has each; the count comes at the end)",
+                src,
+            )
+
+    _logged: int = field(default=0, repr=False, compare=False)
 
 
 def _fmt(path: Path) -> str:
@@ -602,8 +626,7 @@ def score_file(
                         # a line that is not a JSON object has no field to find it back by
                         at = line if row is None else None
                         writer.write(row or {}, None, None, err, line=at)
-                        stats.bad.append((line, err))
-                        log.warning("%s:%d: %s", src, line, err)
+                        stats.add_bad(src, line, err)
                     else:
                         writer.write(row, prep, next(preds)[0], "")
                         stats.scored += 1

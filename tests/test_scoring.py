@@ -1016,3 +1016,56 @@ def test_a_utf16_jsonl_is_refused_before_scoring(
         said = "UTF-16 or UTF-32 text (its byte-order mark says so); write it as UTF-8"
         assert f"error: {src}: {said}" in err
         assert not (tmp_path / out).exists()
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_file_of_bad_rows_is_logged_and_kept_in_part(
+    artifact: Path,
+    tmp_path: Path,
+    suffix: str,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Every row of a file with the wrong field name is bad: each was a log line and an
+    entry kept in memory, for ever more rows ("constant memory" held for scored rows only).
+    The first ones are logged, the first KEPT_BAD kept; the count and the output's error
+    column say the rest."""
+    from absa.scoring import KEPT_BAD, LOGGED_BAD
+
+    n = KEPT_BAD + 500
+    rows = [{"review": f"the food was great {i}", "aspect": "food"} for i in range(n)]
+    src = tmp_path / f"in{suffix}"
+    if suffix == ".jsonl":
+        _write(src, "".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist([{"text": None, **r} for r in rows]), src)
+    out = tmp_path / f"out{suffix}"
+    with caplog.at_level("WARNING"):
+        code = main(
+            [
+                "predict",
+                "--model",
+                str(artifact),
+                "--input",
+                str(src),
+                "--output",
+                str(out),
+                "--quiet",
+            ]
+        )
+    assert code == 1
+    assert f"{n} rows: 0 scored, {n} bad" in capsys.readouterr().out
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == LOGGED_BAD + 1
+    assert "further bad rows are not logged one by one" in warned[-1]
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+    from absa.scoring import score_file
+
+    predictor = Predictor(Runtime.load(artifact, device="cpu", threads=1))
+    stats = score_file(predictor, src, tmp_path / f"again{suffix}", progress=False)
+    assert (stats.rows, stats.scored, len(stats.bad)) == (n, 0, KEPT_BAD)
+    assert [at for at, _ in stats.bad[:3]] == [1, 2, 3]  # the first ones, by line or row

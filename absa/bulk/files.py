@@ -592,11 +592,6 @@ def _count(
         if err is None:
             continue
         line = where(i)
-        if line is None:
-            stats.bad.append((i, err))
-            log.warning("%s: row %d: %s", src, i, err)
-        else:
-            stats.bad.append((line, err))
-            log.warning("%s:%d: %s", src, line, err)
+        stats.add_bad(src, i if line is None else line, err, by_row=line is None)
     stats.rows += len(errors)
     stats.scored += sum(e is None for e in errors)

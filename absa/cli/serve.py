@@ -211,7 +211,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         stats = score_file(predictor, Path(args.input), Path(args.output), progress=not args.quiet)
         sys.stdout.write(
-            f"{stats.rows} rows: {stats.scored} scored, {len(stats.bad)} bad -> {args.output}\n"
+            f"{stats.rows} rows: {stats.scored} scored, {stats.rows - stats.scored} bad -> "
+            f"{args.output}\n"
         )
         return 0 if not stats.bad else 1
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
