@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 OUTPUT_FORMATS = ("parquet", "jsonl")
 JSONL_BLOCK = 8192  # rows per block read from a JSONL file
+#: bytes of CSV a read task parses at a time: the longest record it reads is as long
+RAY_CSV_BLOCK = 64 << 20
 
 
 class Scorer:
@@ -288,6 +290,9 @@ def _read(files: list[str], fmt: str) -> Any:
         # the first file's columns, as bytes: Scorer decodes them (a bad byte fails its row)
         convert_options=csv_bytes(csv_header(files[0])),
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+        # a record over two blocks failed the job (pyarrow's 1 MiB: a 2 MB review); a
+        # task cannot read again with larger ones, as single-process scoring does
+        read_options=pa_csv.ReadOptions(block_size=RAY_CSV_BLOCK),
     )
 
 

@@ -267,3 +267,24 @@ def test_gpu_actors_load_the_model_on_cuda(artifact: Path) -> None:
         with pytest.raises(RuntimeError, match="device cuda asked for"):
             Scorer(str(artifact), num_gpus=1)
     assert Scorer(str(artifact)).predictor.runtime.providers == ["CPUExecutionProvider"]
+
+
+def test_a_csv_record_over_pyarrows_default_block_is_read(artifact: Path, tmp_path: Path) -> None:
+    """pyarrow reads CSV in 1 MiB blocks, and a record over two of them failed the job
+    ("straddling object straddles two block boundaries"); single-process scoring reads it."""
+    import csv
+
+    from absa.bulk import score_with_ray
+
+    long_text = "The pizza was good and the wine was fine. " * 75_000  # 3.2 MB
+    src = tmp_path / "in" / "part-0.csv"
+    src.parent.mkdir()
+    with src.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "text", "aspect"])
+        w.writerows([i, "The pizza was good", "pizza"] for i in range(3))
+        w.writerow([3, long_text, "wine"])
+    stats = score_with_ray(src.parent, tmp_path / "out", model=artifact, workers=1)
+    got = _parquet_parts(tmp_path / "out")
+    assert stats.rows == 4 and stats.bad == 0
+    assert sorted(r["id"] for r in got) == ["0", "1", "2", "3"]
