@@ -12,7 +12,9 @@ unless ``skip_invalid``; ``conflict`` is dropped and counted):
   ``training.readers``), as ACOS's ``*.categories.jsonl``.
 - ``"csv"``: a header row naming the same columns as JSONL, then one row per example.
 
-The format comes from the extension: ``.xml``, ``.csv``, anything else JSONL.
+The format comes from the extension: ``.xml``, ``.csv``, anything else JSONL (a file whose
+extension says 3-line, ``.seg`` or ``.raw``, and whose text is not JSON is refused as one:
+3-line files name terms, not categories).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from absa.training.readers import (
     _read_jsonl,
     _Sink,
     _xml_where,
+    detect_format,
 )
-from absa.training.records import CategoryExample, ReadResult
+from absa.training.records import CategoryExample, DataError, ReadResult
 
 __all__ = ["CATEGORY_FORMATS", "categories_of", "read_categories", "read_many_categories"]
 
@@ -58,6 +61,11 @@ def read_categories(
     if fmt not in CATEGORY_FORMATS:
         raise ValueError(f"unknown category format {fmt!r}; expected xml, jsonl or csv")
     data = _read_bytes(path_str)
+    if fmt == "jsonl" and detect_format(path) == "3line" and not _starts_json(data):
+        raise DataError(
+            f"{path_str}: a 3-line file (its lines are not JSON) names aspect terms, not "
+            "categories: give categories as SemEval XML, JSONL or CSV with a category column"
+        )
     sink = _Sink(path_str, skip_invalid)
     if fmt == "xml":
         _read_xml(data, sink)
@@ -67,6 +75,11 @@ def read_categories(
     else:
         _read_jsonl(_decode(data, path_str), sink, _add_record)
     return sink.finish(f"{fmt}, categories")
+
+
+def _starts_json(data: bytes) -> bool:
+    """The first character that is not whitespace (or a byte-order mark) opens an object."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
 def read_many_categories(paths: Iterable[str | Path], *, skip_invalid: bool = False) -> ReadResult:

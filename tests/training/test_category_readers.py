@@ -197,3 +197,18 @@ def test_jsonl_line_nested_too_deeply_names_the_file_and_line(tmp_path: Path) ->
     path = write(tmp_path / "d.jsonl", good + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(DataError, match=rf"^{path}:2: bad JSON: nested too deeply"):
         read_categories(path)
+
+
+@pytest.mark.parametrize("skip_invalid", [False, True])
+def test_a_3line_file_says_it_names_terms_not_categories(
+    tmp_path: Path, skip_invalid: bool
+) -> None:
+    """A SemEval 3-line file (.seg, .raw) was read as JSONL: "bad JSON" on its first line
+    (with --skip-invalid: every line skipped, then "no examples")."""
+    path = write(tmp_path / "rest.seg", "the $T$ was great\nfood\n1\n")
+    want = (
+        rf"^{path}: a 3-line file \(its lines are not JSON\) names aspect terms, not "
+        "categories: give categories as SemEval XML, JSONL or CSV"
+    )
+    with pytest.raises(DataError, match=want):
+        read_categories(path, skip_invalid=skip_invalid)
