@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
 import sys
@@ -20,7 +19,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import absa
 from absa.service import docs, errors
 from absa.service.auth import bearer_accepted
+from absa.service.body import BodyDeadlines, BodyLimit
 from absa.service.engine import BatchEngine
+from absa.service.errors import reply
 from absa.service.hangup import CancelOnHangUp
 from absa.service.metrics import Metrics
 from absa.service.reloader import Reloader, load_category_predictor, load_predictor
@@ -28,54 +29,6 @@ from absa.service.routes import admin, ops, predict
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413, whatever Content-Length says,
-    and one not all arrived ``timeout_s`` after its headers with 408 (the connection then
-    closed): a client that sends its body slowly, or never, held its connection for ever."""
-
-    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 30.0) -> None:
-        self.app = app
-        self.limit = limit
-        self.timeout_s = timeout_s
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await self._refuse(send)
-        # Read the body here: an error raised from inside the app's receive() would be
-        # swallowed by FastAPI's body parsing and answered 400, not 413.
-        body = bytearray()
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                while True:
-                    msg = await receive()
-                    if msg["type"] != "http.request":
-                        return  # the client went away
-                    body += msg.get("body", b"")
-                    if len(body) > self.limit:
-                        return await self._refuse(send)
-                    if not msg.get("more_body", False):
-                        break
-        except TimeoutError:
-            detail = f"the request body did not arrive within {self.timeout_s:g} s"
-            return await _reply(send, 408, detail, headers={"Connection": "close"})
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, send: Send) -> None:
-        await _reply(send, 413, f"request body over {self.limit} bytes")
 
 
 JSON_PATHS = frozenset({"/v1/predict", "/v1/predict/batch"})
@@ -103,7 +56,7 @@ class Slots:
 async def _shed(send: Send, slots: Slots, metrics: Metrics, delay_s: float) -> None:
     metrics.shed.inc()
     await errors.shed_pause(delay_s)
-    await _reply(send, 503, f"overloaded: {slots.limit} requests in flight")
+    await reply(send, 503, f"overloaded: {slots.limit} requests in flight")
 
 
 class ApiGate:
@@ -134,15 +87,15 @@ class ApiGate:
         if path == ADMIN_RELOAD and _has_body(scope):
             admin = "app" in scope and getattr(scope["app"].state, "admin", False)
             if admin and not _is_json(scope):  # a form body was a "valid dictionary" 422
-                return await _reply(send, 415, SEND_JSON)
+                return await reply(send, 415, SEND_JSON)
         if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
         if self.accepted and not _authorized(scope, self.accepted):
-            return await _reply(send, 401, NEED_KEY, {"WWW-Authenticate": "Bearer"})
+            return await reply(send, 401, NEED_KEY, {"WWW-Authenticate": "Bearer"})
         if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
-            return await _reply(send, 415, SEND_JSON)
+            return await reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
-            return await _reply(send, 415, "send the body uncompressed (no Content-Encoding)")
+            return await reply(send, 415, "send the body uncompressed (no Content-Encoding)")
         if self.slots.full:
             return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
@@ -150,7 +103,7 @@ class ApiGate:
             # the queue is full: refuse before the body is read and parsed
             engine.metrics.rejected.inc()
             await errors.shed_pause(self.shed_delay_s)
-            return await _reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
+            return await reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
         await self.app(scope, receive, send)
 
 
@@ -219,13 +172,6 @@ def _is_json(scope: Scope) -> bool:
             media = value.split(b";", 1)[0].strip().lower()
             return media == b"application/json" or media.endswith(b"+json")
     return False
-
-
-async def _reply(
-    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
-) -> None:
-    response = errors.error_response(status, detail, headers=headers)
-    await response({"type": "http"}, _empty_receive, send)
 
 
 def _authorized(scope: Scope, accepted: tuple[bytes, ...]) -> bool:
@@ -314,10 +260,6 @@ def _unrouted(path: str) -> str:
     return "unmatched"
 
 
-async def _empty_receive() -> Message:
-    return {"type": "http.request", "body": b""}
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics(settings.prometheus_multiproc_dir)  # set: several workers
@@ -332,6 +274,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             predictor, metrics, settings.max_batch_size, settings.max_wait_ms, settings.max_queue
         )
         await engine.start()
+        deadlines.start()
         meta = predictor.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
@@ -354,6 +297,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.ready = False
             await reloader.stop()
             await engine.stop()  # drains the queue: in-flight requests get their answers
+            await deadlines.stop()
             metrics.close()  # several workers: its live gauges leave /metrics
             log.info("stopped")
 
@@ -380,11 +324,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # innermost: the body is read (BodyLimit) before the connection is watched for a hang-up,
     # and before the request takes one of the slots (InFlight) ApiGate refuses at once past
     slots, shed_delay_s = Slots(settings.max_in_flight), settings.shed_delay_s
+    deadlines = BodyDeadlines(settings.client_timeout_s)  # swept while the app is started
     app.add_middleware(CancelOnHangUp, paths=JSON_PATHS, route_path=route_path)
     app.add_middleware(InFlight, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s)
-    app.add_middleware(
-        BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.client_timeout_s
-    )
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, deadlines=deadlines)
     app.add_middleware(
         ApiGate, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s, api_keys=api_keys
     )

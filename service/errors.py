@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match, Mount
+from starlette.types import Message, Send
 
 from absa.errors import (
     AbsaError,
@@ -153,6 +154,18 @@ def explained(errs: list[Any], prefix: tuple[str | int, ...] = ()) -> tuple[str,
 
 def validation_body(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> dict:
     return error_body(*explained(exc.errors(include_input=False, include_url=False), prefix))
+
+
+async def _empty_receive() -> Message:
+    return {"type": "http.request", "body": b""}
+
+
+async def reply(
+    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    """An error answered from an ASGI middleware, in the one error shape."""
+    response = error_response(status, detail, headers=headers)
+    await response({"type": "http"}, _empty_receive, send)
 
 
 async def shed_pause(seconds: float) -> None:
