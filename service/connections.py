@@ -28,16 +28,26 @@ def client_timeout_s() -> float:
 
 
 class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
-    """A connection without a whole request head ``client_timeout_s`` after it was made is
-    closed (a request under way, or a keep-alive connection between requests, is left to
-    uvicorn and the app)."""
+    """A connection without a whole request head ``client_timeout_s`` after it was made, or
+    after its last response, is closed: a request under way is left to the app (BodyLimit),
+    an idle keep-alive connection to uvicorn (whose timer stops at a new request's first
+    byte: a second request begun and never finished held the connection for ever)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._deadline = self.loop.call_later(client_timeout_s(), self._no_request)
+        self._arm()
 
-    def _no_request(self) -> None:
-        if self.cycle is None and not self.transport.is_closing():
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._deadline.cancel()
+        self._arm()
+
+    def _arm(self) -> None:
+        waiting = self.cycle  # the request answered last (None: none yet)
+        self._deadline = self.loop.call_later(client_timeout_s(), self._no_request, waiting)
+
+    def _no_request(self, waiting: object) -> None:
+        if self.cycle is waiting and not self.transport.is_closing():  # no new head since
             log.info("closed a connection that sent no whole request within the client timeout")
             self.transport.close()
 

@@ -29,6 +29,22 @@ def _read_all(sock: socket.socket) -> bytes:
     return out
 
 
+def _one_response(sock: socket.socket) -> bytes:
+    """One response with a Content-Length, read off a connection left open."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
 def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
     with serve(make_settings(artifact, client_timeout_s=0.5)) as url:
         with _connect(url) as sock:
@@ -66,11 +82,17 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(server, url, log)
-        with _connect(url) as silent, _connect(url) as slow:
+        with _connect(url) as silent, _connect(url) as slow, _connect(url) as kept:
             slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            # a request answered, then a second one begun and never finished (uvicorn's own
+            # keep-alive timer stops at its first byte)
+            kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _one_response(kept).startswith(b"HTTP/1.1 200")
+            kept.sendall(b"GET /healthz HTTP/1.1\r\n")
             start = time.monotonic()
             assert _read_all(silent) == b""
             assert _read_all(slow) == b""
+            assert _read_all(kept) == b""
             assert time.monotonic() - start < 5
         # meanwhile and after, requests are served as ever (a keep-alive connection too)
         with httpx.Client() as client:
