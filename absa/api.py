@@ -53,6 +53,12 @@ class Classifier:
             )
         return _loaded, self._loaded_as
 
+    def __copy__(self) -> Classifier:
+        """A shallow copy, sharing the model (not a reload, as a pickle is)."""
+        new = Classifier.__new__(Classifier)
+        new.__dict__.update(self.__dict__)
+        return new
+
     @property
     def categories(self) -> list[str] | None:
         """A category model's categories; None for a model of aspect terms."""
@@ -209,5 +215,7 @@ def _loaded(path: Path, ext_dir: Path | None, device: str, threads: int) -> Clas
         clf = Classifier(CategoryPredictor(runtime))
     else:
         clf = Classifier(Predictor(runtime, extractor=ext))
-    clf._loaded_as = (runtime.model_dir, None if ext is None else ext.model_dir, device, threads)
+    # absolute: a pickle is loaded by a process that may run in another directory
+    ext_path = None if ext is None else Path(ext.model_dir).resolve()
+    clf._loaded_as = (Path(runtime.model_dir).resolve(), ext_path, device, threads)
     return clf

@@ -338,3 +338,22 @@ def test_a_classifier_pickles_as_the_artifact_it_loaded(tmp_path: Path) -> None:
         pickle.loads(blob)
     with pytest.raises(TypeError, match="absa.load"):
         pickle.dumps(absa.Classifier(clf.predictor.__class__(clf.predictor.runtime)))
+
+
+def test_a_classifier_loaded_by_a_relative_path_pickles_for_another_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker of a pool or cluster runs elsewhere: the path it gets must not depend on the
+    directory the classifier was loaded from."""
+    import copy
+    import pickle
+
+    shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "m")
+    monkeypatch.chdir(tmp_path)
+    blob = pickle.dumps(absa.load("m", threads=1))
+    monkeypatch.chdir(tmp_path.parent)
+    again = pickle.loads(blob)
+    assert again.predictor.runtime.model_dir == tmp_path / "m"
+    assert again(TEXT, ["burger"])[0].label == "positive"
+    made = absa.Classifier(again.predictor)  # not by load: still copies, shares the model
+    assert copy.copy(made).predictor is made.predictor
