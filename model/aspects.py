@@ -6,13 +6,12 @@ when an aspect is not there. No torch, no HTTP.
 
 from __future__ import annotations
 
-import functools
 import numbers
 import unicodedata
 from dataclasses import dataclass
 
 from absa.errors import InputError
-from absa.model.termsearch import find
+from absa.model.termsearch import find, short_texts_cached
 
 #: how much of a term or text an error message echoes
 SHOWN_CHARS = 60
@@ -74,7 +73,7 @@ def find_all(text: str, term: str) -> list[tuple[int, int]]:
     return spans
 
 
-@functools.lru_cache(maxsize=32)  # asked of a text for each of its aspects
+@short_texts_cached(maxsize=32)  # asked of a text for each of its aspects
 def _is_nfc(s: str) -> bool:
     return unicodedata.is_normalized("NFC", s)
 
@@ -128,7 +127,7 @@ def _find_composed(
     return [], [(starts[s], ends[e - 1]) for s, e in find(nfc_text, nfc_term, whole=False)]
 
 
-@functools.lru_cache(maxsize=32)  # the aspects of one text are looked up one after another
+@short_texts_cached(maxsize=32)  # the aspects of one text are looked up one after another
 def _composed(text: str) -> tuple[str, list[int], list[int]]:
     """``text`` composed (NFC) a base character and its marks at a time, and where each of
     its characters starts and ends in ``text`` (built once a text: 1 ms for 2,000

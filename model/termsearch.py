@@ -13,7 +13,9 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 try:  # the characters re.IGNORECASE takes as one beyond lower-casing ("ſ" and "s", "ς" and "σ")
     from re._casefix import _EXTRA_CASES
@@ -70,7 +72,32 @@ class _Folded:
         return k + self.shifts[i - 1] if i else k
 
 
-@functools.lru_cache(maxsize=256)  # the aspects of one text are looked up one after another
+#: texts up to this long are kept folded (and composed, in absa.model.aspects): the service
+#: takes 2,000 characters, but bulk scoring and the Python API any length (256 texts of 100k
+#: characters held 540 MB); a longer text is worked out again for each of its aspects
+CACHED_TEXT_CHARS = 10_000
+T = TypeVar("T")
+
+
+def short_texts_cached(maxsize: int) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """``functools.lru_cache(maxsize)`` for texts up to ``CACHED_TEXT_CHARS`` (the aspects of
+    one text are looked up one after another); a longer one is not kept."""
+
+    def wrap(fn: Callable[[str], T]) -> Callable[[str], T]:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def get(text: str) -> T:
+            return cached(text) if len(text) <= CACHED_TEXT_CHARS else fn(text)
+
+        get.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        get.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return get
+
+    return wrap
+
+
+@short_texts_cached(maxsize=256)
 def _folded(text: str) -> _Folded:
     folded = fold(text)
     starts: list[int] = []

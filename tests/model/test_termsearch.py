@@ -99,3 +99,16 @@ def test_self_repeating_text(whole: bool) -> None:
     aaa = "a" * 2000 + " aaa"
     expected = [(2001, 2004)] if whole else [(i, i + 3) for i in range(0, 1998, 3)] + [(2001, 2004)]
     assert find(aaa, "AAA", whole) == expected
+
+
+def test_only_texts_up_to_a_length_are_kept() -> None:
+    from absa.model import aspects, termsearch
+
+    short, long = "é " * 100, "é " * (termsearch.CACHED_TEXT_CHARS // 2 + 1)
+    for fn in (termsearch._folded, aspects._composed, aspects._is_nfc):
+        fn.cache_clear()  # type: ignore[attr-defined]
+        fn(long)
+        assert fn.cache_info().currsize == 0, fn  # type: ignore[attr-defined]
+        fn(short)
+        assert fn.cache_info().currsize == 1, fn  # type: ignore[attr-defined]
+    assert find(long + "x", "X", whole=True) == [(len(long), len(long) + 1)]
