@@ -9,14 +9,34 @@ const picked = []; // aspects chosen by selecting text: {term, start, end}
 const cut = (chars, a, b) => chars.slice(a, b).join(""); // chars: Array.from(text)
 const codePoints = (s, unit) => Array.from(s.slice(0, unit)).length;
 
+// a term inside an English line, isolated: a right-to-left word does not reorder the line
+function bdi(s) {
+  const e = document.createElement("bdi");
+  e.textContent = s;
+  return e;
+}
+
 function showError(message) {
   const box = $("error");
   box.textContent = message;
   box.hidden = !message;
 }
 
-function describeError(status, body) {
-  if (body && typeof body.detail === "string") return body.detail;
+// each request names one aspect: a body that does not fit the schema (an aspect over the
+// length limit, say) is said of that aspect, not as the request's field path
+function describeError(status, body, aspect) {
+  const first = body && Array.isArray(body.errors) ? body.errors[0] : null;
+  if (first && typeof first.msg === "string") {
+    const field = (first.loc || [])[1];
+    const short = aspect && aspect.length > 40 ? `${aspect.slice(0, 40)}…` : aspect;
+    const what = field === "aspects" && aspect ? `The aspect “${short}”`
+      : field === "text" ? "The sentence" : "The request";
+    return `${what}: ${first.msg}`;
+  }
+  // "aspects[0]: ...": the index in a request of one aspect, which the reader never saw
+  if (body && typeof body.detail === "string") {
+    return aspect ? body.detail.replace(/^aspects\[0\]: /, "") : body.detail;
+  }
   if (body && Array.isArray(body.detail)) {
     return body.detail.map((e) => `${(e.loc || []).slice(1).join(".") || "request"}: ${e.msg}`).join("; ");
   }
@@ -50,7 +70,7 @@ function renderChips() {
   picked.forEach((a, i) => {
     const chip = document.createElement("span");
     chip.className = "chip";
-    chip.textContent = `${a.term} [${a.start}:${a.end}]`;
+    chip.append(bdi(a.term), ` [${a.start}:${a.end}]`);
     const x = document.createElement("button");
     x.type = "button";
     x.textContent = "×";
@@ -67,9 +87,39 @@ function shade(weight, max) {
   return `rgba(255, 170, 0, ${(0.08 + 0.85 * level).toFixed(3)})`;
 }
 
+// The tokenizer makes each code point of an emoji sequence (a family joined by U+200D, a
+// flag's two regional indicators, a skin tone) a token of its own: a span each would draw
+// the pieces apart. A character (grapheme) split between tokens is shown as one span, with
+// its tokens' weights added up.
+function whole(text, weights) {
+  if (typeof Intl === "undefined" || !Intl.Segmenter) return weights;
+  const edges = new Set([0]); // between characters, in code points
+  let at = 0;
+  for (const { segment } of new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text)) {
+    at += Array.from(segment).length;
+    edges.add(at);
+  }
+  const out = [];
+  for (const w of weights) {
+    let start = w.start, end = w.end;
+    while (start > 0 && !edges.has(start)) start--;
+    while (end < at && !edges.has(end)) end++;
+    const last = out[out.length - 1];
+    if (last && start < last.end) {
+      last.end = Math.max(last.end, end);
+      last.weight += w.weight;
+      last.oov = last.oov || w.oov;
+    } else {
+      out.push({ ...w, start, end });
+    }
+  }
+  return out;
+}
+
 function heatmap(text, weights, aspect) {
   const div = document.createElement("div");
   div.className = "heat";
+  div.dir = "auto"; // a right-to-left sentence reads right to left here too
   const max = Math.max(...weights.map((w) => w.weight), 0);
   const chars = Array.from(text);
   let pos = 0;
@@ -104,8 +154,10 @@ function strongest(text, weights) {
   const top = [...weights].sort((a, b) => b.weight - a.weight).slice(0, 3);
   const line = document.createElement("div");
   line.className = "top";
-  line.textContent = "Most attention: "
-    + top.map((w) => `${cut(chars, w.start, w.end)} ${(w.weight * 100).toFixed(0)}%`).join(" · ");
+  line.append("Most attention: ");
+  top.forEach((w, i) => {
+    line.append(...(i ? [" · "] : []), bdi(cut(chars, w.start, w.end)), ` ${(w.weight * 100).toFixed(0)}%`);
+  });
   return line;
 }
 
@@ -117,7 +169,7 @@ function extractedBadge(confidence) {
   return found;
 }
 
-async function post(body) {
+async function post(body, aspect) {
   const res = await fetch("v1/predict", {
     method: "POST",
     headers: { "Content-Type": "application/json", ...auth() },
@@ -129,7 +181,7 @@ async function post(body) {
     askForKey();
     return { error: sessionStorage.getItem(KEY) ? "That API key was refused." : "This service needs an API key: enter it above." };
   }
-  if (!res.ok) return { error: describeError(res.status, answer) + retryHint(res) };
+  if (!res.ok) return { error: describeError(res.status, answer, aspect) + retryHint(res) };
   if (!answer || !Array.isArray(answer.results)) {
     return { error: `The answer (${res.status}) was not the service's JSON: is a proxy answering for it?` };
   }
@@ -140,7 +192,7 @@ function renderResult(text, r, occurrence) {
   const card = document.createElement("article");
   card.className = "result";
   const h = document.createElement("h2");
-  h.append(`“${r.term}” `);
+  h.append("“", bdi(r.term), "” ");
   if (occurrence && occurrence.of > 1) {
     const pos = document.createElement("span");
     pos.className = "occurrence";
@@ -177,42 +229,67 @@ function renderResult(text, r, occurrence) {
       + "shaded part around the aspect.";
     card.appendChild(flag);
   }
-  card.appendChild(heatmap(text, r.attention || [], r));
-  if ((r.attention || []).length) card.appendChild(strongest(text, r.attention));
-  (r.self_attention || []).forEach((row, h) => {
-    const note = document.createElement("div");
-    note.className = "head";
-    note.textContent = `self-attention head ${h + 1} (from the aspect's words)`;
-    card.appendChild(note);
-    const weights = (r.attention || []).map((w, i) => ({ ...w, weight: row[i] }));
-    card.appendChild(heatmap(text, weights, r));
+  // the attention, then one row per self-attention head; each row's strongest words in
+  // words too (the shading alone is lost on a screen reader)
+  const attention = r.attention || [];
+  const rows = [attention, ...(r.self_attention || []).map(
+    (row) => attention.map((w, i) => ({ ...w, weight: row[i] })))];
+  rows.forEach((weights, h) => {
+    if (h) {
+      const note = document.createElement("div");
+      note.className = "head";
+      note.textContent = `self-attention head ${h} (from the aspect's words)`;
+      card.appendChild(note);
+    }
+    const shown = whole(text, weights);
+    card.appendChild(heatmap(text, shown, r));
+    if (shown.length) card.appendChild(strongest(text, shown));
   });
   return card;
 }
 
 let latest = 0; // the newest analysis: an older one's answer, arriving later, is dropped
+let running = null; // the input of the analysis in flight: asked again, it is not sent again
+
+// busy: aria-disabled, not disabled, which would drop the keyboard focus to the page's body
+function busy(on) {
+  if (on) $("analyse").setAttribute("aria-disabled", "true");
+  else $("analyse").removeAttribute("aria-disabled");
+}
+
+// the answer in a sentence, for the status line (a screen reader says it; the cards are
+// there to be read by heading)
+function summary(results) {
+  const parts = [`${results.length} ${results.length === 1 ? "aspect" : "aspects"}: `];
+  results.forEach((r, i) => parts.push(...(i ? [", "] : []), "“", bdi(r.term), `” ${r.label}`));
+  return parts;
+}
 
 async function analyse() {
-  const run = ++latest;
-  showError("");
   const text = $("text").value;
   const typed = $("aspects").value.split(",").map((s) => s.trim()).filter(Boolean);
   const chars = Array.from(text);
   const aspects = [...typed, ...picked.filter((a) => cut(chars, a.start, a.end) === a.term)];
-  const button = $("analyse");
+  const input = JSON.stringify([text, aspects, sessionStorage.getItem(KEY)]);
+  if (input === running) return; // Enter again while this very analysis runs
+  const run = ++latest;
+  showError("");
   if (!text.trim()) {
     showError("Type a sentence first.");
-    button.disabled = false;
+    running = null;
+    busy(false);
     $("status").textContent = "";
     return;
   }
-  button.disabled = true;
+  running = input;
+  busy(true);
   $("status").textContent = "Analysing…";
   try {
     // no aspects named: the service finds them (where it has an extractor); else one request
     // per aspect, so an aspect that is not in the text does not hide the others
     const answers = aspects.length
-      ? await Promise.all(aspects.map((aspect) => post({ text, aspects: [aspect], explain: true })))
+      ? await Promise.all(aspects.map((aspect) => post(
+        { text, aspects: [aspect], explain: true }, typeof aspect === "string" ? aspect : aspect.term)))
       : [await post({ text, explain: true })];
     if (run !== latest) return;
     if (!aspects.length && answers[0].results && !answers[0].results.length) {
@@ -237,12 +314,19 @@ async function analyse() {
     showError(errors.join("\n"));
     $("results").replaceChildren(...cards);
     $("legend").hidden = !cards.length;
+    $("status").replaceChildren(...(results.length ? summary(results) : []));
   } catch (err) {
-    if (run === latest) showError(`Could not reach the service: ${err.message}`);
+    if (run !== latest) return;
+    // the cards of the sentence before would read as the answer to this one
+    $("results").replaceChildren();
+    $("legend").hidden = true;
+    $("status").textContent = "";
+    showError(`Could not reach the service (${err.message}): check that it is running and `
+      + "that this device is online, then try again.");
   } finally {
     if (run === latest) {
-      button.disabled = false;
-      $("status").textContent = "";
+      running = null;
+      busy(false);
     }
   }
 }
@@ -261,7 +345,7 @@ $("add-selection").onclick = () => {
   showError("");
   renderChips();
 };
-$("analyse").onclick = analyse;
+$("analyse").onclick = () => { if ($("analyse").getAttribute("aria-disabled") !== "true") analyse(); };
 // Enter submits (Shift+Enter: a new line in the sentence)
 for (const id of ["text", "aspects"]) {
   $(id).addEventListener("keydown", (e) => {
@@ -290,7 +374,9 @@ function loadModel() {
   }).then((m) => {
     if (call !== modelCall) return;
     $("model").textContent = `${m.name} ${m.version}` + (m.extractor ? ` · extractor ${m.extractor}` : "");
-    if (!m.extractor) { // this service cannot find aspects: do not invite an empty box
+    // this service cannot find aspects: do not offer it (the lead, an example that only errs)
+    $("lead-auto").hidden = $("example-auto").hidden = !m.extractor;
+    if (!m.extractor) { // nor invite an empty box
       document.querySelector("label[for=aspects]").textContent = "Aspects (comma-separated)";
       $("aspects").placeholder = "burger, fries";
     }

@@ -533,7 +533,9 @@ def test_an_older_answer_does_not_replace_a_newer_one(page) -> None:  # type: ig
     page.fill("#text", "the food was great")
     page.fill("#aspects", "food")
     page.press("#aspects", "Enter")
-    page.wait_for_function("document.getElementById('analyse').disabled")
+    page.wait_for_function(
+        "document.getElementById('analyse').getAttribute('aria-disabled') === 'true'"
+    )
     page.fill("#text", "the service was awful")
     page.fill("#aspects", "service")
     page.press("#aspects", "Enter")

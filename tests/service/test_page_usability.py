@@ -1,0 +1,280 @@
+"""The web page as a keyboard-only user, a screen-reader user, a phone user and a reader of
+other scripts meet it: each test is a trip found in a review of the page (see
+test_browser.py for how the page is served and driven)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.service.conftest import make_settings, serve
+from tests.service.test_browser import _offline_page
+
+
+@pytest.fixture(scope="module")
+def page_url(artifact: Path):  # type: ignore[no-untyped-def]
+    with serve(make_settings(artifact)) as url:
+        yield url
+
+
+@pytest.fixture()
+def page(page_url: str):  # type: ignore[no-untyped-def]
+    """The page of a service without an aspect extractor (as test_browser.py's)."""
+    with _offline_page(page_url) as pg:
+        pg.goto(page_url + "/")
+        yield pg
+
+
+@pytest.fixture(scope="module")
+def auto_url(artifact: Path, extractor_artifact: Path):  # type: ignore[no-untyped-def]
+    with serve(make_settings(artifact, extractor=extractor_artifact)) as url:
+        yield url
+
+
+@pytest.fixture()
+def auto_page(auto_url: str):  # type: ignore[no-untyped-def]
+    """The page of a service with an aspect extractor."""
+    with _offline_page(auto_url) as pg:
+        pg.goto(auto_url + "/")
+        yield pg
+
+
+MODEL_LOADED = "!document.getElementById('model').textContent.includes('…')"
+
+
+def _counting_hold(seen: list, held: list):  # type: ignore[no-untyped-def]
+    """A route handler that counts every request (in ``seen``) and holds the first (in
+    ``held``, for the test to let go with ``fallback()``)."""
+
+    def handle(route) -> None:  # type: ignore[no-untyped-def]
+        seen.append(route.request.post_data)
+        if not held:
+            held.append(route)
+        else:
+            route.fallback()
+
+    return handle
+
+
+def test_the_analyse_button_keeps_the_keyboard_focus(page) -> None:  # type: ignore[no-untyped-def]
+    """Enter on the focused Analyse button disabled it, and a disabled button drops the
+    focus (to the page's body): Enter again did nothing, and a screen reader lost its place."""
+    seen: list = []
+    held: list = []
+    page.route("**/v1/predict", _counting_hold(seen, held))
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.focus("#analyse")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('status').textContent.includes('Analysing')")
+    assert page.evaluate("document.activeElement.id") == "analyse"
+    held[0].fallback()
+    page.wait_for_selector(".result")
+    assert page.evaluate("document.activeElement.id") == "analyse"
+    page.keyboard.press("Enter")  # again, from the keyboard: asked again
+    for _ in range(50):
+        if len(seen) == 2:
+            break
+        page.wait_for_timeout(100)
+    assert len(seen) == 2
+
+
+def test_enter_again_while_the_same_analysis_runs_sends_nothing_more(page) -> None:  # type: ignore[no-untyped-def]
+    """Enter pressed again (impatience, a key that repeats) with nothing changed sent the
+    whole analysis again, one request per aspect each time."""
+    seen: list = []
+    held: list = []
+    page.route("**/v1/predict", _counting_hold(seen, held))
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    for _ in range(3):
+        page.press("#aspects", "Enter")
+    page.click("#analyse", force=True)  # a click on the busy button (Playwright waits else)
+    page.wait_for_timeout(500)
+    assert len(seen) == 1, seen
+    held[0].fallback()
+    page.wait_for_selector(".result")
+    assert page.locator(".result").count() == 1
+
+
+def test_a_service_that_cannot_be_reached_leaves_no_stale_results(page) -> None:  # type: ignore[no-untyped-def]
+    """The network down (or the server stopped): the error sat above the cards of the
+    previous sentence, which read as the answer for the new one."""
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    page.route("**/v1/predict", lambda route: route.abort("connectionrefused"))
+    page.fill("#text", "the service was awful")
+    page.fill("#aspects", "service")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    error = page.inner_text("#error")
+    assert "Could not reach the service" in error and "running" in error, error
+    assert page.locator(".result").count() == 0
+    assert page.is_hidden("#legend")
+
+
+def test_a_phone_wide_page_does_not_scroll_sideways(page) -> None:  # type: ignore[no-untyped-def]
+    """At 375 px a long unbroken word (a URL) in the heatmap pushed the page to 1400 px, and
+    the aspects box was squeezed beside its button to a third of the width (its hint cut)."""
+    page.set_viewport_size({"width": 375, "height": 700})
+    width = page.evaluate("document.getElementById('text').getBoundingClientRect().width")
+    box = page.evaluate("document.getElementById('aspects').getBoundingClientRect().width")
+    assert box >= 0.9 * width, (box, width)
+    page.fill("#text", "the food was great https://example.com/" + "a" * 150)
+    page.fill("#aspects", "food, " + "b" * 60)
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    page.wait_for_selector("#error:not([hidden])")
+    scroll = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert scroll[0] <= scroll[1], scroll
+
+
+HEBREW = "האוכל היה מצוין, אבל השירות היה איטי."
+
+
+def test_right_to_left_text_reads_right_to_left(page) -> None:  # type: ignore[no-untyped-def]
+    """Hebrew in the sentence box, the heatmap, the picked aspect's chip and the "most
+    attention" line was laid out left to right: the full stop at the wrong end, the chip's
+    [start:end] and the percentages reordered around the words."""
+    page.fill("#text", HEBREW)
+    at = HEBREW.index("השירות")
+    page.evaluate(f"() => document.getElementById('text').setSelectionRange({at}, {at + 6})")
+    page.click("#add-selection")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    assert page.evaluate("document.getElementById('text').matches(':dir(rtl)')")
+    page.fill("#aspects", "השירות")
+    assert page.evaluate("document.getElementById('aspects').matches(':dir(rtl)')")
+    heats = page.locator(".result .heat")
+    assert heats.count() == 3
+    assert all(heats.evaluate_all("hs => hs.map(h => h.matches(':dir(rtl)'))"))
+    # a word of another direction inside an English line is isolated, so the line's order
+    # stays: the chip's term, then its span; the line's words in their order, left to right
+    chip = page.locator(".chip bdi")
+    assert chip.inner_text() == "השירות"
+    items = page.locator(".result .top").first.locator("bdi")
+    assert items.count() == 3
+    xs = items.evaluate_all("bs => bs.map(b => b.getBoundingClientRect().left)")
+    assert xs == sorted(xs), xs
+    assert page.locator(".result h2 bdi").first.inner_text() == "השירות"
+
+
+def test_an_emoji_of_several_code_points_stays_whole_in_the_heatmap(page) -> None:  # type: ignore[no-untyped-def]
+    """The tokenizer makes each code point of 👩‍👩‍👧 (joined by U+200D), of a flag (two
+    regional indicators) and of a skin tone its own token: a shaded span each, which drew
+    three people for one family, two letters for a flag, a thumb and a colour swatch."""
+    text = "the food 👩\u200d👩\u200d👧 was great 🇫🇷 👍🏽"
+    page.fill("#text", text)
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    split = page.evaluate(
+        """() => [...document.querySelectorAll('.result .heat')].map((heat) => {
+            // every edge between the heatmap's pieces must be an edge between characters
+            const seg = new Intl.Segmenter(undefined, {granularity: 'grapheme'});
+            const edges = new Set([0]);
+            let n = 0;
+            for (const s of seg.segment(heat.textContent)) { n += s.segment.length; edges.add(n); }
+            const bad = [];
+            let at = 0;
+            for (const node of heat.childNodes) {
+                at += node.textContent.length;
+                if (!edges.has(at)) bad.push(at);
+            }
+            return bad;
+        })"""
+    )
+    assert split == [[], [], []], split
+    assert page.evaluate("document.querySelector('.result .heat').textContent") == text
+    weights = (
+        page.locator(".result .heat")
+        .first.locator("span.w")
+        .evaluate_all("els => els.map(e => Number(e.dataset.weight))")
+    )
+    assert abs(sum(weights) - 1.0) < 1e-3  # a character's pieces' weights add up
+
+
+def test_without_an_extractor_the_page_does_not_offer_what_it_cannot_do(page) -> None:  # type: ignore[no-untyped-def]
+    """No extractor: the aspects label changed, but the lead still said "or leave them out
+    to have them found", and the "aspects found" example was a button that only errs."""
+    page.wait_for_function(MODEL_LOADED)
+    assert page.locator("button.example", has_text="aspects found").is_hidden()
+    assert "leave them out" not in page.inner_text(".lead")
+    assert page.locator("button.example:visible").count() == 4
+
+
+def test_with_an_extractor_the_page_offers_finding_aspects(auto_page) -> None:  # type: ignore[no-untyped-def]
+    auto_page.wait_for_function(MODEL_LOADED)
+    assert auto_page.locator("button.example", has_text="aspects found").is_visible()
+    assert "leave them out" in auto_page.inner_text(".lead")
+
+
+def test_the_answer_is_announced_in_a_sentence(page) -> None:  # type: ignore[no-untyped-def]
+    """The results were a polite live region: a screen reader read every card whole, the
+    sentence three times in each (the heatmap, and one row per head). The status line now
+    says the labels; the cards are there to be read by heading."""
+    page.fill("#text", "the food was great but the service was awful")
+    page.fill("#aspects", "food, service")
+    page.click("#analyse")
+    page.wait_for_function("document.querySelectorAll('.result').length === 2")
+    status = page.inner_text("#status")
+    assert "“food” positive" in status and "“service” negative" in status, status
+    assert page.get_attribute("#results", "aria-live") is None
+    assert page.get_attribute("#status", "role") == "status"
+
+
+def test_each_heatmap_row_says_its_strongest_words(page) -> None:  # type: ignore[no-untyped-def]
+    """The self-attention heads' rows were shading only: no words said what they showed."""
+    page.fill("#text", "the food was great but the service was awful")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    card = page.locator(".result").first
+    assert card.locator(".top").count() == card.locator(".heat").count() == 3
+    for heat, top in zip(
+        card.locator(".heat").all(), card.locator(".top").all_inner_texts(), strict=True
+    ):
+        words = heat.locator("span.w")
+        weights = [float(w) for w in words.evaluate_all("es => es.map(e => e.dataset.weight)")]
+        strongest = words.nth(weights.index(max(weights))).inner_text()
+        assert top.lower().startswith("most attention: " + strongest + " "), top
+
+
+def test_the_legend_is_named_to_a_screen_reader(page) -> None:  # type: ignore[no-untyped-def]
+    """Its aria-label was on a div without a role, where it is not read."""
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    assert page.get_by_role("group", name="how to read the shading").is_visible()
+
+
+def test_an_aspect_over_the_length_limit_is_said_in_words(page) -> None:  # type: ignore[no-untyped-def]
+    """A 422 of the schema read "invalid request: body.aspects.0: String should have at
+    most 200 characters": the request's field path, and not which aspect."""
+    long = "x" * 201
+    page.fill("#text", "the food was great " + long)
+    page.fill("#aspects", f"food, {long}")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    error = page.inner_text("#error")
+    assert "body." not in error and "aspects.0" not in error, error
+    assert "at most 200 characters" in error and "xxxxxxxx" in error, error
+    assert page.locator(".result").count() == 1
+
+
+def test_an_aspect_not_in_the_text_is_not_called_aspects_0(page) -> None:  # type: ignore[no-untyped-def]
+    """The page asks for each aspect alone: every such error read "aspects[0]: ...", the
+    index in a request the user never saw, whichever aspect it was."""
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food, pizza, pasta")
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    lines = page.inner_text("#error").splitlines()
+    assert lines == [
+        "aspect 'pizza' does not occur in the text",
+        "aspect 'pasta' does not occur in the text",
+    ], lines
