@@ -108,7 +108,7 @@ def run_single(src: Path, dst: Path) -> dict:
     end = time.perf_counter()
     return {
         "rows": stats.rows,
-        "bad": len(stats.bad),
+        "bad": stats.rows - stats.scored,
         "seconds": end - loaded,
         "startup_seconds": loaded - began,
     }

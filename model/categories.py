@@ -75,6 +75,12 @@ def category_ids(categories: Sequence[str], wanted: Sequence[object], where: str
         found = index.get(name) if isinstance(name, str) else None
         if found is None and len(like) == 1:
             found = like[0]
+        if found is None and len(like) > 1:
+            several = ", ".join(categories[j] for j in like)
+            raise InputError(
+                f"{where}categories[{i}]: {name!r} is several categories but for case "
+                f"({several}): give one as it is spelt"
+            )
         if found is None:
             raise InputError(
                 f"{where}categories[{i}]: unknown category {name!r}; known: {', '.join(categories)}"

@@ -43,3 +43,16 @@ def test_each_kind_refuses_the_other_question(category_artifact: Path, artifact:
         cats.batch([{"text": "the food was great"}])
     with pytest.raises(InputError, match=r"items\[0\]: categories\[0\]: unknown category 'x'"):
         cats.batch([("the food was great", ["x"])])
+
+
+def test_category_names_that_differ_by_case_alone_need_the_exact_one() -> None:
+    from absa.model.categories import category_ids
+
+    names = ["FOOD", "Food", "service"]
+    assert category_ids(names, ["Food", "SERVICE", "FOOD"]) == [1, 2, 0]  # exact first
+    with pytest.raises(
+        InputError,
+        match=r"categories\[0\]: 'food' is several categories but "
+        r"for case \(FOOD, Food\): give one as it is spelt",
+    ):
+        category_ids(names, ["food"])

@@ -12,9 +12,9 @@ unless ``skip_invalid``; ``conflict`` is dropped and counted):
   ``training.readers``), as ACOS's ``*.categories.jsonl``.
 - ``"csv"``: a header row naming the same columns as JSONL, then one row per example.
 
-The format comes from the extension: ``.xml``, ``.csv``, anything else JSONL (a file whose
-extension says 3-line, ``.seg`` or ``.raw``, and whose text is not JSON is refused as one:
-3-line files name terms, not categories).
+The format comes from the extension: ``.xml``, ``.csv``, anything else JSONL (a ``.seg``
+or ``.raw`` file whose text is not JSON is refused as SemEval's 3-line format: it names
+terms, not categories).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from absa.training.readers import (
     _read_jsonl,
     _Sink,
     _xml_where,
-    detect_format,
 )
 from absa.training.records import CategoryExample, DataError, ReadResult
 
@@ -45,6 +44,8 @@ __all__ = ["CATEGORY_FORMATS", "categories_of", "read_categories", "read_many_ca
 CATEGORY_FORMATS = ("xml", "jsonl", "csv")
 _CATEGORY_KEYS = ("category",)
 _EXTENSIONS = {".xml": "xml", ".csv": "csv"}  # anything else: JSONL
+#: the SemEval 3-line files' suffixes (the data sets': Laptops_Train.xml.seg, train.raw)
+THREE_LINE_SUFFIXES = (".seg", ".raw")
 
 
 def categories_of(examples: Iterable[CategoryExample]) -> list[str]:
@@ -57,11 +58,13 @@ def read_categories(
 ) -> ReadResult:
     """One file of labelled aspect categories (``fmt`` from the extension when None)."""
     path_str = str(path)
+    named = fmt is not None  # a format named is read as that, whatever the suffix
     fmt = fmt or _EXTENSIONS.get(Path(path).suffix.lower(), "jsonl")
     if fmt not in CATEGORY_FORMATS:
         raise ValueError(f"unknown category format {fmt!r}; expected xml, jsonl or csv")
     data = _read_bytes(path_str)
-    if fmt == "jsonl" and detect_format(path) == "3line" and not _starts_json(data):
+    three_line = Path(path).suffix.lower() in THREE_LINE_SUFFIXES
+    if not named and three_line and not _starts_json(data):
         raise DataError(
             f"{path_str}: a 3-line file (its lines are not JSON) names aspect terms, not "
             "categories: give categories as SemEval XML, JSONL or CSV with a category column"

@@ -212,3 +212,12 @@ def test_a_3line_file_says_it_names_terms_not_categories(
     )
     with pytest.raises(DataError, match=want):
         read_categories(path, skip_invalid=skip_invalid)
+
+
+def test_other_extensions_are_still_read_as_jsonl(tmp_path: Path) -> None:
+    """Only SemEval's 3-line suffixes are refused as such: a .ndjson or .txt of JSON lines,
+    a bad first line skipped with skip_invalid, is read as ever."""
+    path = write(
+        tmp_path / "c.ndjson", '# a comment\n{"text": "x", "category": "A", "label": "positive"}\n'
+    )
+    assert [e.category for e in read_categories(path, skip_invalid=True).examples] == ["A"]
