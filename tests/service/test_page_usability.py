@@ -2,43 +2,17 @@
 other scripts meet it: each test is a trip found in a review of the page (see
 test_browser.py for how the page is served and driven)."""
 
+# ruff: noqa: F811 (the fixtures imported below are the tests' parameters)
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from tests.service.conftest import make_settings, serve
-from tests.service.test_browser import _offline_page
-
-
-@pytest.fixture(scope="module")
-def page_url(artifact: Path):  # type: ignore[no-untyped-def]
-    with serve(make_settings(artifact)) as url:
-        yield url
-
-
-@pytest.fixture()
-def page(page_url: str):  # type: ignore[no-untyped-def]
-    """The page of a service without an aspect extractor (as test_browser.py's)."""
-    with _offline_page(page_url) as pg:
-        pg.goto(page_url + "/")
-        yield pg
-
-
-@pytest.fixture(scope="module")
-def auto_url(artifact: Path, extractor_artifact: Path):  # type: ignore[no-untyped-def]
-    with serve(make_settings(artifact, extractor=extractor_artifact)) as url:
-        yield url
-
-
-@pytest.fixture()
-def auto_page(auto_url: str):  # type: ignore[no-untyped-def]
-    """The page of a service with an aspect extractor."""
-    with _offline_page(auto_url) as pg:
-        pg.goto(auto_url + "/")
-        yield pg
-
+# the page's fixtures: a served page without an extractor (page) and with one (auto_page)
+from tests.service.test_browser import (  # noqa: F401
+    auto_page,
+    auto_url,
+    offline_page,
+    page,
+    page_url,
+)
 
 MODEL_LOADED = "!document.getElementById('model').textContent.includes('…')"
 
