@@ -80,7 +80,7 @@ NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(
 
 #: bad rows a run keeps (ScoreStats.bad) and logs one by one; the rest are counted
 KEPT_BAD = 1000
-LOGGED_BAD = 100
+LOGGED_BAD = 100  # under KEPT_BAD: the rows kept count those logged
 
 
 @dataclass
@@ -97,17 +97,15 @@ class ScoreStats:
         each: memory that grew with the file, which the scored rows never take)."""
         if len(self.bad) < KEPT_BAD:
             self.bad.append((at, err))
-        self._logged += 1
-        if self._logged <= LOGGED_BAD:
+        seen = len(self.bad)  # every bad row so far, up to KEPT_BAD (past LOGGED_BAD + 1)
+        if seen <= LOGGED_BAD:
             log.warning("%s: row %d: %s" if by_row else "%s:%d: %s", src, at, err)
-        elif self._logged == LOGGED_BAD + 1:
+        elif seen == LOGGED_BAD + 1:
             log.warning(
                 "%s: further bad rows are not logged one by one (the output's error column "
                 "has each; the count comes at the end)",
                 src,
             )
-
-    _logged: int = field(default=0, repr=False, compare=False)
 
 
 def _fmt(path: Path) -> str:
