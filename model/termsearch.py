@@ -24,7 +24,7 @@ except ImportError:  # a Python that moved the table: lower-casing alone
 
 _SPACES = re.compile(r"\s+")
 _RUNS = re.compile(r"\s\s+")  # those that make the folded text shorter
-_NOT_ONE_SPACE = re.compile(r"\s\s|[^\S ]")  # most texts have none: nothing to replace
+_OTHER_SPACE = re.compile(r"[^\S ]")  # whitespace but a space: most texts have none
 _NON_WORD = re.compile(r"\W")
 
 
@@ -107,8 +107,8 @@ def _folded(text: str) -> _Folded:
         starts.append(m.start() - dropped + 1)
         dropped += m.end() - m.start() - 1
         shifts.append(dropped)
-    one_space = _NOT_ONE_SPACE.search(folded) is None
-    return _Folded(folded if one_space else _SPACES.sub(" ", folded), starts, shifts)
+    as_is = not starts and _OTHER_SPACE.search(folded) is None  # nothing to replace
+    return _Folded(folded if as_is else _SPACES.sub(" ", folded), starts, shifts)
 
 
 def find(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
