@@ -27,6 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from absa.errors import InputError
+from absa.model.termsearch import is_word
 
 LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
 PAD, UNK = "<pad>", "<unk>"
@@ -114,7 +115,7 @@ def _joins(left: str, right: str) -> bool:
     ``left`` ends with one and ``right`` is word characters."""
     if unicodedata.category(right[0])[0] == "M":
         return True
-    return unicodedata.category(left[-1])[0] == "M" and (right[0].isalnum() or right[0] == "_")
+    return unicodedata.category(left[-1])[0] == "M" and is_word(right[0])
 
 
 def lookup_form(word: str) -> str:
