@@ -146,6 +146,13 @@ class Settings(LogSettings, ModelSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
+    stop_on_failure: bool = Field(
+        True,
+        description="a worker whose batcher stopped (a bug) stops itself, after answering "
+        "what it held 503: under --workers N uvicorn starts a fresh one, and a lone "
+        "absa serve exits with status 70 for its restart policy (false: it stays up, "
+        "answering 503, its /healthz failing)",
+    )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     threads: int = Field(
         0,

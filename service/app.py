@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import signal
 import sys
 import time
 import uuid
@@ -260,6 +261,20 @@ def _unrouted(path: str) -> str:
     return "unmatched"
 
 
+#: why this process stopped itself, if it did: absa serve then exits with status 70
+STOPPED_BY: list[BaseException] = []
+
+
+def stop_worker(error: BaseException) -> None:
+    """Stop this process as a SIGTERM does (uvicorn's graceful shutdown). A worker whose
+    batcher stopped answers every model request 503; under ``--workers N`` a liveness probe
+    reaches one worker at random and would leave it in rotation, while uvicorn's supervisor
+    starts a fresh worker for one that exited."""
+    STOPPED_BY.append(error)
+    log.critical("stopping this worker: its batcher stopped; a supervisor starts a fresh one")
+    signal.raise_signal(signal.SIGTERM)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics(settings.prometheus_multiproc_dir)  # set: several workers
@@ -271,7 +286,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model_dir = settings.model_path()
         predictor = load_predictor(settings, model_dir)  # the same checks as a hot reload
         engine = BatchEngine(
-            predictor, metrics, settings.max_batch_size, settings.max_wait_ms, settings.max_queue
+            predictor,
+            metrics,
+            settings.max_batch_size,
+            settings.max_wait_ms,
+            settings.max_queue,
+            on_failure=stop_worker if settings.stop_on_failure else None,
         )
         await engine.start()
         deadlines.start()

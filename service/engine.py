@@ -64,8 +64,10 @@ class BatchEngine:
         max_batch: int = 64,
         max_wait_ms: float = 0.0,
         max_queue: int = 8192,
+        on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.model = model
+        self.on_failure = on_failure  # told once the batcher stopped and its jobs failed
         self.metrics = metrics
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
@@ -115,6 +117,8 @@ class BatchEngine:
         self._running.clear()
         self._pending = 0
         self.metrics.queue_depth.set(0)
+        if self.on_failure is not None:
+            self.on_failure(self.failed)
 
     async def stop(self) -> None:
         """Stop taking work, finish everything queued, then stop the worker."""

@@ -14,6 +14,8 @@ from typing import Any
 from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir, servable, setting_help
 from absa.errors import ArtifactError
 
+EX_SOFTWARE = 70  # sysexits.h: an internal error (the batcher stopped: a bug)
+
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
@@ -69,6 +71,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=30,
             http="absa.service.connections:FirstRequestDeadline",
         )
+    from absa.service.app import STOPPED_BY  # set in this process: one worker, no supervisor
+
+    if STOPPED_BY:
+        sys.stderr.write(
+            f"absa serve: error: the batcher stopped ({STOPPED_BY[0]!r}; see the log); "
+            f"exit {EX_SOFTWARE}, for a restart policy to start the service again\n"
+        )
+        return EX_SOFTWARE
     return 0
 
 

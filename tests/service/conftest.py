@@ -25,10 +25,12 @@ LIMITS = dict(max_text_chars=300, max_aspects=4, max_items=3, max_body_bytes=409
 
 
 def make_settings(model_dir: Path, **overrides: object):  # type: ignore[no-untyped-def]
-    """Settings for tests: CPU, one thread, the small limits; ``overrides`` win."""
+    """Settings for tests: CPU, one thread, the small limits, a failed batcher leaving the
+    process alone; ``overrides`` win."""
     from absa.settings import Settings
 
-    values: dict = dict(device="cpu", threads=1, max_wait_ms=1.0, **LIMITS)
+    # the app runs in the test's own process: a failed batcher must not SIGTERM pytest
+    values: dict = dict(device="cpu", threads=1, max_wait_ms=1.0, stop_on_failure=False, **LIMITS)
     values.update(overrides)
     return Settings(model_dir=model_dir, **values)
 

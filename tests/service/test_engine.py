@@ -246,8 +246,10 @@ def test_a_batcher_that_dies_fails_its_requests_and_refuses_more(artifact: Path)
     items = encode(rt, 3)
     rt.forward = lambda items, explain=False: None  # type: ignore[method-assign,assignment,return-value]
 
+    told: list[BaseException] = []  # the app's hook: it stops the worker (test_worker_failure)
+
     async def main() -> tuple[list[BaseException | list[Output]], BatchEngine]:
-        engine = BatchEngine(rt, Metrics(), max_batch=2, max_wait_ms=20)
+        engine = BatchEngine(rt, Metrics(), max_batch=2, max_wait_ms=20, on_failure=told.append)
         await engine.start()
         tasks = [asyncio.create_task(engine.submit(rt, [it])) for it in items]
         done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
@@ -259,6 +261,7 @@ def test_a_batcher_that_dies_fails_its_requests_and_refuses_more(artifact: Path)
     done, engine = asyncio.run(main())
     assert all(isinstance(d, ShuttingDown) for d in done), done
     assert isinstance(engine.failed, TypeError) and engine.pending == 0
+    assert told == [engine.failed]  # once, after the jobs were failed
 
 
 def test_a_worker_whose_batcher_died_fails_its_liveness_probe(artifact: Path) -> None:

@@ -1,0 +1,119 @@
+"""A worker whose batcher stopped (a bug) stops itself. Under ``--workers N`` its supervisor
+then starts a fresh one: the worker's own /healthz said 503, but a liveness probe reaches one
+worker at random, so a broken worker stayed in rotation and answered its share of requests
+503 for ever. A lone ``absa serve`` ends with status 70, for a restart policy to act on.
+
+The fault is injected from outside the project: a ``sitecustomize`` on PYTHONPATH, loaded by
+the server and by every worker it spawns, makes the first model call that finds a trigger
+file return no outputs (the bug ``test_engine`` simulates in-process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.service.conftest import spawn, wait_ready
+from tests.service.test_reload import worker_pids
+from tests.service.test_shutdown import free_port
+
+FAULT = """
+import os
+
+if "ABSA_TEST_FAULT" in os.environ:
+    from absa.model import predictor
+
+    _forward = predictor.RuntimeModel.forward
+
+    def forward(self, items, explain=False, max_batch=None):
+        try:
+            os.remove(os.environ["ABSA_TEST_FAULT"])  # the first call to find it fails
+        except FileNotFoundError:
+            return _forward(self, items, explain, max_batch)
+        return None  # no outputs: the batcher's loop raises
+
+    predictor.RuntimeModel.forward = forward
+"""
+REQUEST = {"text": "the food was great", "aspects": ["food"]}
+
+
+@contextmanager
+def faulty_server(
+    artifact: Path, tmp_path: Path, *flags: str
+) -> Iterator[tuple[subprocess.Popen, str, Path, Path]]:
+    """``absa serve --model ARTIFACT FLAGS`` with the fault armed; yields the process, its
+    URL, the trigger file (absent until the test makes it) and the log."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FAULT)
+    trigger, log = tmp_path / "trigger", tmp_path / "serve.log"
+    port = free_port()
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    server = spawn(
+        ["serve", "--model", str(artifact), "--port", str(port), *flags],
+        log,
+        PYTHONPATH=path,
+        ABSA_TEST_FAULT=str(trigger),
+        ABSA_DEVICE="cpu",
+        ABSA_THREADS="1",
+        ABSA_LOG_LEVEL="info",
+    )
+    try:
+        yield server, f"http://127.0.0.1:{port}", trigger, log
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def answers(url: str, n: int) -> list[int]:
+    """The status of ``n`` requests, each on its own connection (so both workers take some)."""
+    return [httpx.post(f"{url}/v1/predict", json=REQUEST, timeout=10).status_code for _ in range(n)]
+
+
+def test_a_lone_server_whose_batcher_stopped_exits_70(artifact: Path, tmp_path: Path) -> None:
+    with faulty_server(artifact, tmp_path) as (server, url, trigger, log):
+        wait_ready(server, url, log)
+        assert answers(url, 1) == [200]
+        trigger.touch()
+        assert answers(url, 1) == [503]
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still serving 30 s after its batcher stopped:\n{log.read_text()}")
+        text = log.read_text()
+        assert server.returncode == 70, text
+        assert "the batcher stopped" in text and "stopping this worker" in text, text
+
+
+def test_a_worker_whose_batcher_stopped_is_replaced(artifact: Path, tmp_path: Path) -> None:
+    with faulty_server(artifact, tmp_path, "--workers", "2") as (server, url, trigger, log):
+        deadline = time.monotonic() + 90
+        while len(before := worker_pids(url)) < 2:
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"two workers not up in 90 s:\n{log.read_text()}"
+            time.sleep(0.2)
+        trigger.touch()
+        assert answers(url, 1) == [503]  # whichever worker took it
+        deadline = time.monotonic() + 60
+        while True:  # the failed worker gone, a fresh one in its place
+            now = worker_pids(url)
+            if len(now) == 2 and len(set(now) - set(before)) == 1:
+                break
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"not replaced in 60 s: {now}\n{log.read_text()}"
+            time.sleep(0.2)
+        assert answers(url, 20) == [200] * 20
+        health = [httpx.get(f"{url}/healthz", timeout=10).status_code for _ in range(10)]
+        assert health == [200] * 10
+        assert server.poll() is None  # the server itself goes on
