@@ -3,6 +3,8 @@
 "use strict";
 const $ = (id) => document.getElementById(id);
 const picked = []; // aspects chosen by selecting text: {term, start, end}
+// a server or proxy that takes the request and never answers: give up, say so
+const ANSWER_WITHIN_S = 60;
 
 // The API counts offsets in code points (Python's str); a JavaScript string counts UTF-16
 // units, two for a character past U+FFFF (an emoji). Slice and select in code points.
@@ -169,11 +171,12 @@ function extractedBadge(confidence) {
   return found;
 }
 
-async function post(body, aspect) {
+async function post(body, aspect, signal) {
   const res = await fetch("v1/predict", {
     method: "POST",
     headers: { "Content-Type": "application/json", ...auth() },
     body: JSON.stringify(body),
+    signal,
   });
   let answer = null;
   try { answer = await res.json(); } catch (_) { /* not JSON */ }
@@ -284,13 +287,16 @@ async function analyse() {
   running = input;
   busy(true);
   $("status").textContent = "Analysing…";
+  const stop = new AbortController(); // one analysis, one deadline for all its requests
+  const timer = setTimeout(() => stop.abort(), ANSWER_WITHIN_S * 1000);
   try {
     // no aspects named: the service finds them (where it has an extractor); else one request
     // per aspect, so an aspect that is not in the text does not hide the others
     const answers = aspects.length
       ? await Promise.all(aspects.map((aspect) => post(
-        { text, aspects: [aspect], explain: true }, typeof aspect === "string" ? aspect : aspect.term)))
-      : [await post({ text, explain: true })];
+        { text, aspects: [aspect], explain: true }, typeof aspect === "string" ? aspect : aspect.term,
+        stop.signal)))
+      : [await post({ text, explain: true }, undefined, stop.signal)];
     if (run !== latest) return;
     if (!aspects.length && answers[0].results && !answers[0].results.length) {
       answers[0].error = "No aspects found in this sentence: name one, or select it in the text.";
@@ -321,9 +327,13 @@ async function analyse() {
     $("results").replaceChildren();
     $("legend").hidden = true;
     $("status").textContent = "";
-    showError(`Could not reach the service (${err.message}): check that it is running and `
-      + "that this device is online, then try again.");
+    showError(stop.signal.aborted
+      ? `The service did not answer in ${ANSWER_WITHIN_S} s: it may be overloaded, or a proxy `
+        + "may be holding the request; try again."
+      : `Could not reach the service (${err.message}): check that it is running and `
+        + "that this device is online, then try again.");
   } finally {
+    clearTimeout(timer);
     if (run === latest) {
       running = null;
       busy(false);

@@ -252,3 +252,27 @@ def test_an_aspect_not_in_the_text_is_not_called_aspects_0(page) -> None:  # typ
         "aspect 'pizza' does not occur in the text",
         "aspect 'pasta' does not occur in the text",
     ], lines
+
+
+def test_a_service_that_never_answers_is_given_up_on(page) -> None:  # type: ignore[no-untyped-def]
+    """A server or proxy that takes the request and never answers kept the page at
+    "Analysing…", its button disabled, for ever: the page gives up after a minute, says so,
+    and can be asked again."""
+    seen: list = []
+    held: list = []
+    page.clock.install()  # the page's timers, run forward below instead of waited for
+    page.route("**/v1/predict", _counting_hold(seen, held))
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.click("#analyse")
+    page.wait_for_function("document.getElementById('status').textContent.includes('Analysing')")
+    page.clock.run_for(59_000)
+    assert page.is_hidden("#error") and page.is_disabled("#analyse")
+    page.clock.run_for(2_000)
+    page.wait_for_selector("#error:not([hidden])")
+    error = page.inner_text("#error")
+    assert "did not answer in 60 s" in error and "try again" in error, error
+    assert not page.is_disabled("#analyse") and page.locator(".result").count() == 0
+    page.click("#analyse")  # asked again: this one is let through
+    page.wait_for_selector(".result")
+    assert len(seen) == 2 and page.is_hidden("#error")
