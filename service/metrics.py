@@ -16,6 +16,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# a top label's probability is over 1/3 (three labels): finer where answers are sure
+CONFIDENCE_BUCKETS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
 class Metrics:
@@ -62,6 +64,14 @@ class Metrics:
         self.rejected = Counter("absa_rejected", "requests refused: queue full", registry=r)
         self.shed = Counter("absa_shed", "requests refused at once: too many in flight", registry=r)
         self.aspects = Counter("absa_aspects", "aspects classified", ["label"], registry=r)
+        self.confidence = Histogram(
+            "absa_confidence",
+            "the probability of each answer's label; calibrated, so their mean is the accuracy "
+            "to expect on this traffic",
+            ["label"],
+            buckets=CONFIDENCE_BUCKETS,
+            registry=r,
+        )
         # a batch answers 200 with some items refused: absa_requests cannot show those
         self.item_errors = Counter(
             "absa_batch_item_errors",

@@ -110,6 +110,7 @@ def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = 
 def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
         metrics.aspects.labels(r["label"]).inc()
+        metrics.confidence.labels(r["label"]).observe(r["score"])
 
 
 def _explained(prepared: Any, budget: int, where: str = "") -> int:

@@ -6,6 +6,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -696,7 +697,6 @@ def test_every_answer_carries_a_request_id(client: TestClient) -> None:
 
 def test_the_readme_names_every_metric_and_only_real_ones() -> None:
     import re
-    from pathlib import Path
 
     from absa.service.metrics import Metrics
 
@@ -724,3 +724,33 @@ def test_the_count_of_more_problems_is_of_problems_not_union_members(
     assert r.status_code == 422
     detail = r.json()["detail"]
     assert detail.endswith("characters" + more) or detail.endswith("integer" + more), detail
+
+
+def test_metrics_give_the_confidence_of_the_answers(artifact: Path) -> None:
+    """absa_confidence{label}: the probability of each answer's label. The probabilities are
+    calibrated, so the mean over live traffic is the accuracy to expect on it (a fall is
+    traffic the model does not know); absa_aspects_total counted labels alone."""
+    from absa.service.app import create_app
+    from tests.service.conftest import make_settings
+    from tests.service.test_reload import metric_samples
+
+    with TestClient(create_app(make_settings(artifact))) as c:
+        answers = [
+            *predict(c, TEXT, ["food", "wine list"])["results"],
+            *c.post(
+                "/v1/predict/batch", json={"items": [{"text": TEXT, "aspects": ["food"]}]}
+            ).json()["items"][0]["results"],
+        ]
+        text = c.get("/metrics").text
+    for label in {a["label"] for a in answers}:
+        mine = [a["score"] for a in answers if a["label"] == label]
+        samples = {
+            name: value
+            for name in ("absa_confidence_count", "absa_confidence_sum")
+            for labels, value in metric_samples(text, name)
+            if labels == {"label": label}
+        }
+        assert samples["absa_confidence_count"] == len(mine), (label, samples)
+        assert abs(samples["absa_confidence_sum"] - sum(mine)) < 1e-6
+    buckets = {float(labels["le"]) for labels, _ in metric_samples(text, "absa_confidence_bucket")}
+    assert {0.5, 0.9, float("inf")} <= buckets and min(buckets) > 1 / 3  # a top label's range
