@@ -1,0 +1,60 @@
+"""deploy/prometheus/alerts.yml: every series its rules and their tests read is one the
+service exports, and promtool's unit tests of the rules pass (CI installs promtool, from
+Debian's prometheus package)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from absa.service.metrics import Metrics
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
+NAME = re.compile(r"\babsa_[a-z_]+")
+
+
+def exported() -> set[str]:
+    """Every sample name /metrics can carry (a histogram's _bucket, _sum and _count, a
+    counter's _total), from the metrics' own descriptions."""
+    names: set[str] = set()
+    for family in Metrics().registry.collect():
+        if family.type == "histogram":
+            names |= {f"{family.name}{s}" for s in ("_bucket", "_sum", "_count")}
+        elif family.type == "counter":
+            names.add(f"{family.name}_total")
+        else:
+            names.add(family.name)
+    return names
+
+
+def test_the_rules_read_only_series_the_service_exports() -> None:
+    rules = yaml.safe_load((RULES / "alerts.yml").read_text())
+    read = {
+        name
+        for group in rules["groups"]
+        for rule in group["rules"]
+        for name in NAME.findall(rule["expr"])
+    }
+    fed = {
+        name
+        for test in yaml.safe_load((RULES / "alerts.test.yml").read_text())["tests"]
+        for series in test["input_series"]
+        for name in NAME.findall(series["series"].split("{")[0])
+    }
+    assert read and read <= exported(), read - exported()
+    assert fed <= exported(), fed - exported()  # the tests feed what the service writes
+    assert read <= fed  # and every series a rule reads is fed to some test
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool: apt-get install prometheus")
+def test_the_rules_pass_their_unit_tests() -> None:
+    for command in (["check", "rules", "alerts.yml"], ["test", "rules", "alerts.test.yml"]):
+        done = subprocess.run(
+            ["promtool", *command], cwd=RULES, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
