@@ -146,6 +146,27 @@ class Settings(LogSettings, ModelSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
+    sample_path: UserPath | None = Field(
+        None,
+        description="a JSONL file the service appends a sample of its answers to, for people "
+        "to label: each line a training record but its label (the texts are your users': "
+        "default none, nothing kept)",
+    )
+    sample_rate: float = Field(
+        0.01,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="with sample_path: the share of requests whose every answer is kept",
+    )
+    sample_below: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="with sample_path: every answer less sure than this is kept too (the "
+        "probability of its label), the ones most worth a label",
+    )
     stop_on_failure: bool = Field(
         True,
         description="a worker whose batcher stopped (a bug) stops itself, after answering "

@@ -27,6 +27,7 @@ from absa.service.hangup import CancelOnHangUp
 from absa.service.metrics import Metrics
 from absa.service.reloader import Reloader, load_category_predictor, load_predictor
 from absa.service.routes import admin, ops, predict
+from absa.service.sampling import AnswerSample
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -298,6 +299,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         meta = predictor.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
+        if settings.sample_path is not None:
+            app.state.sample = AnswerSample(
+                settings.sample_path, settings.sample_rate, settings.sample_below
+            )
         if settings.category_model is not None:
             app.state.category_model = load_category_predictor(settings, settings.category_model)
             log.info("categories: serving %s", settings.category_model)
@@ -317,6 +322,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.ready = False
             await reloader.stop()
             await engine.stop()  # drains the queue: in-flight requests get their answers
+            if app.state.sample is not None:
+                app.state.sample.close()  # after the last answers: their lines are written
             await deadlines.stop()
             metrics.close()  # several workers: its live gauges leave /metrics
             log.info("stopped")
@@ -333,6 +340,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.state.ready = False
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
+    app.state.sample = None  # ABSA_SAMPLE_PATH: set at start-up
     app.include_router(predict.router)
     app.include_router(ops.router)
     app.mount(STATIC_PATH, StaticFiles(directory=ops.STATIC), name="static")

@@ -109,6 +109,7 @@ def _check_startable(settings: Any) -> None:
             raise CLIError(f"{name} {shared}: not a directory")
         if shared is not None and not os.access(shared, os.W_OK | os.X_OK):
             raise CLIError(f"{name} {shared}: not writable")
+    _check_sample(settings.sample_path)
     try:
         choose_providers(settings.device, ort.get_available_providers())
     except ArtifactError as e:
@@ -130,6 +131,20 @@ def _check_startable(settings: Any) -> None:
                 f"cannot listen on {settings.host}:{settings.port} ({e.strerror}); "
                 "ABSA_PORT / --port picks another port"
             ) from None
+
+
+def _check_sample(sample: Path | None) -> None:
+    """ABSA_SAMPLE_PATH, a file the workers can append to (made by the first of them)."""
+    import os
+
+    if sample is None:
+        return
+    if sample.is_dir():
+        raise CLIError(f"ABSA_SAMPLE_PATH {sample}: a directory; name a file (answers.jsonl)")
+    if not sample.parent.is_dir():
+        raise CLIError(f"ABSA_SAMPLE_PATH {sample}: no such directory as {sample.parent}")
+    if not os.access(sample if sample.exists() else sample.parent, os.W_OK):
+        raise CLIError(f"ABSA_SAMPLE_PATH {sample}: not writable")
 
 
 def _log_config(level: str, fmt: str = "text") -> dict:

@@ -107,6 +107,13 @@ def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = 
         metrics.extraction.observe(time.perf_counter() - start)
 
 
+def _sample(request: Request, text: str, model: str, results: list[dict]) -> None:
+    """The answers to ``text`` offered to the answer sample, where one is kept."""
+    sample = request.app.state.sample
+    if sample is not None:
+        sample.offer(text, results, model, getattr(request.state, "request_id", "-"))
+
+
 def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
         metrics.aspects.labels(r["label"]).inc()
@@ -248,6 +255,7 @@ EXAMPLES = {
 
 @router.post("/predict", response_model=PredictResponse, responses=ERRORS)
 async def predict(
+    request: Request,
     req: Annotated[PredictRequest, Body(openapi_examples=EXAMPLES)],
     engine: EngineDep,
     category: CategoryModelDep,
@@ -275,11 +283,13 @@ async def predict(
 
     results, body = await engine.offload(answer) if heavy else answer()
     _count(results, metrics)
+    _sample(request, req.text, predictor.model_id, results)
     return JSONBytes(body)
 
 
 @router.post("/predict/batch", response_model=BatchResponse, responses=ERRORS)
 async def predict_batch(
+    request: Request,
     req: BatchRequest,
     engine: EngineDep,
     category: CategoryModelDep,
@@ -328,7 +338,7 @@ async def predict_batch(
     def answer() -> tuple[list[dict], bytes]:
         entries: list[dict[str, Any]] = []
         every: list[dict] = []
-        for e in prepared:
+        for it, e in zip(req.items, prepared, strict=True):
             if not isinstance(e, tuple):
                 entries.append(e)
                 metrics.item_errors.labels(str(e["error"]["status"])).inc()
@@ -338,6 +348,7 @@ async def predict_batch(
             results = _results(model, p, [next(out) for _ in p.items])
             every += results
             entries.append({"model": model.model_id, "results": results})
+            _sample(request, getattr(it, "text", ""), model.model_id, results)
         return every, _dumps({"model": terms.model_id, "items": entries})
 
     results, body = await engine.offload(answer) if heavy else answer()

@@ -158,3 +158,24 @@ def test_metadata_the_runtime_cannot_read_is_refused_in_one_line(
     (copy / "metadata.json").write_text(json.dumps(meta))
     err = _serve(capsys, copy, busy_port)
     assert f"{copy / 'metadata.json'}:" in err and "cannot listen" not in err, err
+
+
+def test_an_answer_sample_that_cannot_be_written_is_refused(
+    artifact: Path,
+    busy_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ABSA_SAMPLE_PATH in a directory that is not there, or that is a directory itself."""
+    for where, why in (
+        (tmp_path / "missing" / "s.jsonl", "no such directory"),
+        (tmp_path, "a directory"),
+    ):
+        monkeypatch.setenv("ABSA_SAMPLE_PATH", str(where))
+        err = _serve(capsys, artifact, busy_port)
+        assert err.startswith(f"absa serve: error: ABSA_SAMPLE_PATH {where}: "), err
+        assert why in err, err
+    monkeypatch.setenv("ABSA_SAMPLE_PATH", str(tmp_path / "s.jsonl"))
+    assert "cannot listen on" in _serve(capsys, artifact, busy_port)
+    assert not (tmp_path / "s.jsonl").exists()  # checked, not made, before the server starts

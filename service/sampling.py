@@ -1,0 +1,85 @@
+"""A sample of the service's answers, kept for people to label (ABSA_SAMPLE_PATH): every
+aspect of a share of the requests (ABSA_SAMPLE_RATE) and every answer less sure than
+ABSA_SAMPLE_BELOW, the ones most worth a label. One JSON line per answer, with the fields of
+a training record but the label (``text``, ``aspect``, ``start``, ``end``) and what the model
+said (``predicted``, ``score``, ``scores``, ``model``) with ``request_id`` and ``time``: add
+``label`` to the lines a person checked and the file trains (``absa retrain``). Aspect
+categories are not sampled (a category model trains from another format).
+
+The lines of one request go to the file in one ``write`` on a descriptor opened for
+appending, from a thread of their own, so the event loop never waits on the disk and the
+workers of one server may share the file (whole lines, on a local file system)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class AnswerSample:
+    def __init__(
+        self,
+        path: Path,
+        rate: float,
+        below: float,
+        draw: Callable[[], float] = random.random,
+    ) -> None:
+        self.path, self.rate, self.below, self._draw = path, rate, below, draw
+        # 0600: the texts are the service's users' own
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write, name="absa-sample", daemon=True)
+        self._writer.start()
+        log.info(
+            "keeping a sample of the answers in %s: %.3g of the requests, and every answer "
+            "under %.3g sure",
+            path, rate, below,
+        )  # fmt: skip
+
+    def offer(self, text: str, results: Sequence[dict], model: str, request_id: str) -> None:
+        """The answers to one text: those the sample keeps are queued for the file."""
+        every = self.rate > 0 and self._draw() < self.rate
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        kept = [
+            json.dumps(
+                {
+                    "text": text,
+                    "aspect": r["term"],
+                    "start": r["start"],
+                    "end": r["end"],
+                    "predicted": r["label"],
+                    "score": r["score"],
+                    "scores": r["scores"],
+                    "model": model,
+                    "request_id": request_id,
+                    "time": now,
+                },
+                ensure_ascii=False,
+            )
+            for r in results
+            if "term" in r and (every or r["score"] < self.below)
+        ]
+        if kept:  # a lone surrogate (none passes validation) would still be JSON's \ud800
+            self._lines.put(("\n".join(kept) + "\n").encode("utf-8", "backslashreplace"))
+
+    def _write(self) -> None:
+        while (data := self._lines.get()) is not None:
+            try:
+                os.write(self._fd, data)
+            except OSError as e:  # a full disk: the answers were given; the sample loses these
+                log.error("answer sample %s: %s: %d line(s) lost", self.path, e, data.count(b"\n"))
+
+    def close(self) -> None:
+        """Write what is queued, then close the file."""
+        self._lines.put(None)
+        self._writer.join()
+        os.close(self._fd)

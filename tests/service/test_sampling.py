@@ -1,0 +1,96 @@
+"""ABSA_SAMPLE_PATH: the service keeps a sample of its answers (a share of the requests, and
+every answer less sure than ABSA_SAMPLE_BELOW) as JSON lines that become a training file once
+a person adds each line's label: the loop from serving back to `absa retrain`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from absa.service.app import create_app
+from absa.training.readers import read_examples
+from tests.service.conftest import make_settings
+
+TEXT = "the wine list was great but the food was awful"
+OTHER = "the service was slow"
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_sampled_answer_is_a_training_record_once_labelled(
+    artifact: Path, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample.jsonl"
+    settings = make_settings(artifact, sample_path=sample, sample_rate=1.0, sample_below=0.0)
+    with TestClient(create_app(settings)) as c:
+        one = c.post(
+            "/v1/predict",
+            json={"text": TEXT, "aspects": ["food", "wine list"]},
+            headers={"X-Request-ID": "req-1"},
+        )
+        batch = c.post(
+            "/v1/predict/batch",
+            json={"items": [{"text": OTHER, "aspects": ["service"]}, {"text": 3}]},
+        )
+        assert one.status_code == 200 and batch.status_code == 200
+    # written by the time the app has stopped; the invalid batch item is not an answer
+    got = lines(sample)
+    answers = [*one.json()["results"], *batch.json()["items"][0]["results"]]
+    assert [(g["text"], g["aspect"], g["start"], g["end"]) for g in got] == [
+        (TEXT, "food", 32, 36),
+        (TEXT, "wine list", 4, 13),
+        (OTHER, "service", 4, 11),
+    ]
+    for g, a in zip(got, answers, strict=True):
+        assert (g["predicted"], g["score"], g["scores"]) == (a["label"], a["score"], a["scores"])
+        assert g["model"] == one.json()["model"] and g["time"].endswith("Z")
+        assert "label" not in g  # for the person who labels it
+    assert got[0]["request_id"] == got[1]["request_id"] == "req-1"
+    assert got[2]["request_id"] == batch.headers["x-request-id"]
+    # labelled (here: as predicted), the sample reads as a training file, spans and all
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({**g, "label": g["predicted"]}) + "\n" for g in got))
+    examples = read_examples(labelled).examples
+    assert [(e.text, e.start, e.end, e.label) for e in examples] == [
+        (g["text"], g["start"], g["end"], g["predicted"]) for g in got
+    ]
+
+
+def test_answers_less_sure_than_the_bar_are_all_kept(artifact: Path, tmp_path: Path) -> None:
+    """ABSA_SAMPLE_BELOW: the unsure answers, the ones most worth a person's label, are kept
+    whatever the rate; the sure ones of the same request are not."""
+    request = {"text": TEXT, "aspects": ["food", "wine list"]}
+    with TestClient(create_app(make_settings(artifact))) as c:
+        scores = [r["score"] for r in c.post("/v1/predict", json=request).json()["results"]]
+    assert scores[0] != scores[1]
+    bar = sum(scores) / 2
+    sample = tmp_path / "sample.jsonl"
+    settings = make_settings(artifact, sample_path=sample, sample_rate=0.0, sample_below=bar)
+    with TestClient(create_app(settings)) as c:
+        for _ in range(3):
+            assert c.post("/v1/predict", json=request).status_code == 200
+    unsure = request["aspects"][scores.index(min(scores))]
+    assert [g["aspect"] for g in lines(sample)] == [unsure] * 3
+
+
+def test_without_a_path_nothing_is_written(artifact: Path, tmp_path: Path) -> None:
+    settings = make_settings(artifact, sample_rate=1.0, sample_below=1.0)
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]}).status_code == 200
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("rate", ["-0.1", "1.5", "nan"])
+def test_a_rate_that_is_not_a_share_is_refused(rate: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from absa.settings import Settings
+
+    monkeypatch.setenv("ABSA_SAMPLE_RATE", rate)
+    with pytest.raises(ValidationError, match="sample_rate"):
+        Settings()
