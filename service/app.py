@@ -270,8 +270,13 @@ def stop_worker(error: BaseException) -> None:
     """Stop this process as a SIGTERM does (uvicorn's graceful shutdown). A worker whose
     batcher stopped answers every model request 503; under ``--workers N`` a liveness probe
     reaches one worker at random and would leave it in rotation, while uvicorn's supervisor
-    starts a fresh worker for one that exited."""
+    starts a fresh worker for one that exited. Only where SIGTERM has a handler (uvicorn's,
+    while it serves): a host without one (a TestClient, an embedding) would die on the
+    spot, without its shutdown; there the worker stays up, /healthz 503."""
     STOPPED_BY.append(error)
+    if not callable(signal.getsignal(signal.SIGTERM)):  # SIG_DFL, SIG_IGN, or not Python's
+        log.critical("the batcher stopped; no SIGTERM handler to stop this process with")
+        return
     log.critical("stopping this worker: its batcher stopped; a supervisor starts a fresh one")
     signal.raise_signal(signal.SIGTERM)
 

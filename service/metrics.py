@@ -93,6 +93,10 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        # each result's series from the start, at 0: a series that first appears at 1 is no
+        # increase to Prometheus, and the first refusal would raise no alert
+        for result in ("swapped", "refused"):
+            self.reloads.labels(result)
 
     def swapped(self, old: dict, new: dict) -> None:
         """``absa_model_info`` after a swap from ``old`` to ``new`` (their metadata): 0 for

@@ -117,7 +117,8 @@ def _sample(request: Request, text: str, model: str, results: list[dict]) -> Non
 def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
         metrics.aspects.labels(r["label"]).inc()
-        metrics.confidence.labels(r["label"]).observe(r["score"])
+        if "term" in r:  # the term model's: a category model's answers are another model's
+            metrics.confidence.labels(r["label"]).observe(r["score"])
 
 
 def _explained(prepared: Any, budget: int, where: str = "") -> int:

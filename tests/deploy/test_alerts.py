@@ -58,3 +58,10 @@ def test_the_rules_pass_their_unit_tests() -> None:
             ["promtool", *command], cwd=RULES, capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_refused_reload_is_a_series_before_the_first_refusal() -> None:
+    """A counter series that first appears at 1 is no increase to Prometheus: the first
+    refused reload since start-up raised no AbsaReloadRefused."""
+    text = Metrics().expose().decode()
+    assert 'absa_reloads_total{result="refused"} 0.0' in text, text

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.service.conftest import spawn, wait_ready
+from tests.service.conftest import ROOT, spawn, wait_ready
 from tests.service.test_reload import worker_pids
 from tests.service.test_shutdown import free_port
 
@@ -117,3 +118,33 @@ def test_a_worker_whose_batcher_stopped_is_replaced(artifact: Path, tmp_path: Pa
         health = [httpx.get(f"{url}/healthz", timeout=10).status_code for _ in range(10)]
         assert health == [200] * 10
         assert server.poll() is None  # the server itself goes on
+
+
+HOSTED = """
+import sys
+from fastapi.testclient import TestClient
+from absa.service.app import create_app
+from tests.service.conftest import make_settings
+
+request = {"text": "the food was great", "aspects": ["food"]}
+with TestClient(create_app(make_settings(sys.argv[1], stop_on_failure=True))) as c:
+    assert c.post("/v1/predict", json=request).status_code == 200
+    c.app.state.engine.model.forward = lambda items, explain=False: None
+    assert c.post("/v1/predict", json=request).status_code == 503
+    assert c.get("/healthz").status_code == 503
+print("alive")
+"""
+
+
+def test_a_host_without_a_sigterm_handler_is_not_killed(artifact: Path) -> None:
+    """In a process where SIGTERM has no handler (a TestClient, an app embedded in another
+    program) the signal would kill the host on the spot, without its shutdown: the worker
+    stays up instead, its /healthz 503."""
+    done = subprocess.run(
+        [sys.executable, "-c", HOSTED, str(artifact)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr[-2000:]
