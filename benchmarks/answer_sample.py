@@ -59,12 +59,12 @@ def main() -> None:
                 lambda: metrics.confidence.labels("negative").observe(0.91), args.calls, args.rounds
             ),
             "offer_not_kept": best_us(
-                lambda: skip.offer(TEXT, [ANSWER], "absa-default:1.8.0", "rid"),
+                lambda: skip.offer([(TEXT, "absa-default:1.8.0", [ANSWER])], "rid"),
                 args.calls,
                 args.rounds,
             ),
             "offer_kept": best_us(
-                lambda: keep.offer(TEXT, [ANSWER], "absa-default:1.8.0", "rid"),
+                lambda: keep.offer([(TEXT, "absa-default:1.8.0", [ANSWER])], "rid"),
                 args.calls // 10,
                 args.rounds,
             ),

@@ -36,6 +36,7 @@ class AnswerSample:
         self.path, self.rate, self.below, self._draw = path, rate, below, draw
         # 0600: the texts are the service's users' own
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._cut = False  # the last write stopped inside a line
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write, name="absa-sample", daemon=True)
         self._writer.start()
@@ -45,8 +46,9 @@ class AnswerSample:
             path, rate, below,
         )  # fmt: skip
 
-    def offer(self, text: str, results: Sequence[dict], model: str, request_id: str) -> None:
-        """The answers to one text: those the sample keeps are queued for the file."""
+    def offer(self, answered: Sequence[tuple[str, str, Sequence[dict]]], request_id: str) -> None:
+        """One request's answers, as (text, model, results) for each of its texts: those the
+        sample keeps are queued for the file, as one write. The rate draws once a request."""
         every = self.rate > 0 and self._draw() < self.rate
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         kept = [
@@ -65,6 +67,7 @@ class AnswerSample:
                 },
                 ensure_ascii=False,
             )
+            for text, model, results in answered
             for r in results
             if "term" in r and (every or r["score"] < self.below)
         ]
@@ -73,10 +76,27 @@ class AnswerSample:
 
     def _write(self) -> None:
         while (data := self._lines.get()) is not None:
-            try:
-                os.write(self._fd, data)
-            except OSError as e:  # a full disk: the answers were given; the sample loses these
-                log.error("answer sample %s: %s: %d line(s) lost", self.path, e, data.count(b"\n"))
+            self.append(data)
+
+    def append(self, data: bytes) -> None:
+        """``data``, whole lines, at the file's end. A write that stops short (a full disk:
+        the kernel writes what fits and says how much) is tried on from where it stopped;
+        one that fails inside a line leaves that line cut, and the next lines written start
+        on a line of their own (the cut one is not JSON: the retraining config's
+        ``skip_invalid`` passes over it)."""
+        ended = b"\n" if self._cut else b""  # the last write stopped inside a line
+        out, done = ended + data, 0
+        try:
+            while done < len(out):
+                done += os.write(self._fd, out[done:])
+        except OSError as e:  # the answers were given; the sample loses these lines
+            kept = out[:done].count(b"\n") - (1 if ended and done else 0)
+            cut = done > 0 and out[done - 1 : done] != b"\n"  # inside a line, this time
+            self._cut = cut or (self._cut and done == 0)
+            lost, why = data.count(b"\n") - kept, ", the first cut short" if cut else ""
+            log.error("answer sample %s: %s: %d line(s) lost%s", self.path, e, lost, why)
+            return
+        self._cut = False
 
     def close(self) -> None:
         """Write what is queued, then close the file."""

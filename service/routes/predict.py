@@ -107,11 +107,12 @@ def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = 
         metrics.extraction.observe(time.perf_counter() - start)
 
 
-def _sample(request: Request, text: str, model: str, results: list[dict]) -> None:
-    """The answers to ``text`` offered to the answer sample, where one is kept."""
+def _sample(request: Request, answered: list[tuple[str, str, list[dict]]]) -> None:
+    """A request's answers, (text, model, results) a text, offered to the answer sample,
+    where one is kept."""
     sample = request.app.state.sample
     if sample is not None:
-        sample.offer(text, results, model, getattr(request.state, "request_id", "-"))
+        sample.offer(answered, getattr(request.state, "request_id", "-"))
 
 
 def _count(results: list[dict], metrics: Metrics) -> None:
@@ -284,7 +285,7 @@ async def predict(
 
     results, body = await engine.offload(answer) if heavy else answer()
     _count(results, metrics)
-    _sample(request, req.text, predictor.model_id, results)
+    _sample(request, [(req.text, predictor.model_id, results)])
     return JSONBytes(body)
 
 
@@ -336,6 +337,8 @@ async def predict_batch(
     done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)))
     outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
+    answered: list[tuple[str, str, list[dict]]] = []  # for the answer sample
+
     def answer() -> tuple[list[dict], bytes]:
         entries: list[dict[str, Any]] = []
         every: list[dict] = []
@@ -349,9 +352,10 @@ async def predict_batch(
             results = _results(model, p, [next(out) for _ in p.items])
             every += results
             entries.append({"model": model.model_id, "results": results})
-            _sample(request, getattr(it, "text", ""), model.model_id, results)
+            answered.append((getattr(it, "text", ""), model.model_id, results))
         return every, _dumps({"model": terms.model_id, "items": entries})
 
     results, body = await engine.offload(answer) if heavy else answer()
     _count(results, metrics)
+    _sample(request, answered)
     return JSONBytes(body)

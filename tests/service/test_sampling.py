@@ -94,3 +94,60 @@ def test_a_rate_that_is_not_a_share_is_refused(rate: str, monkeypatch: pytest.Mo
     monkeypatch.setenv("ABSA_SAMPLE_RATE", rate)
     with pytest.raises(ValidationError, match="sample_rate"):
         Settings()
+
+
+def test_the_rate_draws_once_a_request(tmp_path: Path) -> None:
+    """A batch's items are one request: drawn once, its kept lines one write."""
+    from absa.service.sampling import AnswerSample
+
+    draws: list[int] = []
+    sample = AnswerSample(
+        tmp_path / "s.jsonl", rate=0.5, below=0.0, draw=lambda: draws.append(1) or 0.1
+    )
+    answer = {"term": "food", "start": 4, "end": 8, "label": "positive", "score": 0.9,
+              "scores": {"negative": 0.05, "neutral": 0.05, "positive": 0.9}}  # fmt: skip
+    sample.offer([("the food", "m:1", [answer]), ("the food", "m:1", [answer])], "r1")
+    sample.close()
+    assert draws == [1] and len(lines(tmp_path / "s.jsonl")) == 2
+
+
+CUT = """
+import resource, signal, sys
+from pathlib import Path
+from absa.service.sampling import AnswerSample
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit: a short write, then EFBIG
+sample = AnswerSample(Path(sys.argv[1]), rate=1.0, below=0.0)
+line = b'{"n": %d, "pad": "' + b"x" * 80 + b'"}\\n'  # 100 bytes
+unlimited = resource.RLIM_INFINITY
+resource.setrlimit(resource.RLIMIT_FSIZE, (250, unlimited))  # a disk that fills mid-line
+sample.append(line % 1 + line % 2 + line % 3)
+sample.append(line % 4)  # still full: lost whole
+resource.setrlimit(resource.RLIMIT_FSIZE, (unlimited, unlimited))  # room again
+sample.append(line % 5)
+sample.close()
+"""
+
+
+def test_a_line_cut_short_by_a_full_disk_is_not_glued_to_the_next(tmp_path: Path) -> None:
+    """The kernel writes what fits and says how much: the rest of the lines were dropped
+    unsaid, and the next request's lines went on from inside the cut one, so that line and
+    the next both stopped the retraining job (not JSON)."""
+    import subprocess
+    import sys
+
+    from tests.service.conftest import ROOT
+
+    path = tmp_path / "s.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", CUT, str(path)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    got = path.read_bytes().split(b"\n")
+    assert got[-1] == b"" and len(got) == 5, got  # four lines, the last one ended
+    assert [json.loads(got[i])["n"] for i in (0, 1, 3)] == [1, 2, 5]
+    assert got[2] == (b'{"n": 3, "pad": "' + b"x" * 80)[:50]  # the cut line, alone
+    said = [line for line in done.stderr.splitlines() if "line(s) lost" in line]
+    assert len(said) == 2, done.stderr
+    assert said[0].endswith("1 line(s) lost, the first cut short")  # line 3
+    assert said[1].endswith("1 line(s) lost")  # line 4, whole
