@@ -179,7 +179,11 @@ async function post(body, aspect, signal) {
     signal,
   });
   let answer = null;
-  try { answer = await res.json(); } catch (_) { /* not JSON */ }
+  try {
+    answer = await res.json();
+  } catch (err) {
+    if (signal && signal.aborted) throw err; // the deadline passed while the body came
+  }
   if (res.status === 401) {
     askForKey();
     return { error: sessionStorage.getItem(KEY) ? "That API key was refused." : "This service needs an API key: enter it above." };
@@ -253,6 +257,7 @@ function renderResult(text, r, occurrence) {
 
 let latest = 0; // the newest analysis: an older one's answer, arriving later, is dropped
 let running = null; // the input of the analysis in flight: asked again, it is not sent again
+let inFlight = null; // its requests' AbortController: a newer analysis cancels them
 
 // busy: aria-disabled, not disabled, which would drop the keyboard focus to the page's body
 function busy(on) {
@@ -289,6 +294,8 @@ async function analyse() {
   $("status").textContent = "Analysing…";
   const stop = new AbortController(); // one analysis, one deadline for all its requests
   const timer = setTimeout(() => stop.abort(), ANSWER_WITHIN_S * 1000);
+  if (inFlight) inFlight.abort(); // the answer it waits for would be dropped: stop asking
+  inFlight = stop;
   try {
     // no aspects named: the service finds them (where it has an extractor); else one request
     // per aspect, so an aspect that is not in the text does not hide the others
@@ -334,6 +341,7 @@ async function analyse() {
         + "that this device is online, then try again.");
   } finally {
     clearTimeout(timer);
+    if (inFlight === stop) inFlight = null;
     if (run === latest) {
       running = null;
       busy(false);

@@ -276,3 +276,27 @@ def test_a_service_that_never_answers_is_given_up_on(page) -> None:  # type: ign
     page.click("#analyse")  # asked again: this one is let through
     page.wait_for_selector(".result")
     assert len(seen) == 2 and page.is_hidden("#error")
+
+
+def test_a_new_analysis_cancels_the_one_it_replaces(page) -> None:  # type: ignore[no-untyped-def]
+    """Enter on a new sentence while the last one's requests were out: their answers were
+    dropped on arrival, but the requests ran on, each holding a slot of the server."""
+    seen: list = []
+    held: list = []
+    failed: list = []
+    page.on("requestfailed", lambda request: failed.append(request.post_data))
+    page.route("**/v1/predict", _counting_hold(seen, held))
+    page.fill("#text", "the food was great")
+    page.fill("#aspects", "food")
+    page.press("#aspects", "Enter")
+    page.wait_for_function("document.getElementById('status').textContent.includes('Analysing')")
+    page.fill("#text", "the service was awful")
+    page.fill("#aspects", "service")
+    page.press("#aspects", "Enter")
+    page.wait_for_selector(".result")
+    for _ in range(50):
+        if failed:
+            break
+        page.wait_for_timeout(100)
+    assert len(failed) == 1 and "food was great" in failed[0], failed
+    assert "service" in page.inner_text(".result h2") and len(seen) == 2
