@@ -93,6 +93,8 @@ def test_probes_metrics_page_and_docs_stay_open(keyed: TestClient) -> None:
         "/openapi.json",
     ):
         assert keyed.get(path).status_code == 200, path
+    # its own refusal: another test's, on the module's client, may run in another process
+    assert keyed.get("/v1/model").status_code == 401
     metrics = keyed.get("/metrics").text
     assert 'route="/v1/model",status="401"' in metrics  # refused in front of the router
 
