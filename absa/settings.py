@@ -167,6 +167,13 @@ class Settings(LogSettings, ModelSettings):
         description="with sample_path: every answer less sure than this is kept too (the "
         "probability of its label), the ones most worth a label",
     )
+    sample_max_mb: float = Field(
+        1024.0,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="with sample_path: no more is kept once the file is this large (MiB), "
+        "until it is rotated: a sample never fills the disk",
+    )
     stop_on_failure: bool = Field(
         True,
         description="a worker whose batcher stopped (a bug) stops itself, after answering "

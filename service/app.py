@@ -306,7 +306,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.engine = engine
         if settings.sample_path is not None:
             app.state.sample = AnswerSample(
-                settings.sample_path, settings.sample_rate, settings.sample_below
+                settings.sample_path,
+                settings.sample_rate,
+                settings.sample_below,
+                max_bytes=int(settings.sample_max_mb * 2**20),
             )
         if settings.category_model is not None:
             app.state.category_model = load_category_predictor(settings, settings.category_model)

@@ -32,8 +32,11 @@ class AnswerSample:
         rate: float,
         below: float,
         draw: Callable[[], float] = random.random,
+        max_bytes: int | None = None,
     ) -> None:
         self.path, self.rate, self.below, self._draw = path, rate, below, draw
+        self.max_bytes = max_bytes  # past it, nothing is kept until the file is rotated
+        self._full = False  # the cap was met (and said): said again only after a rotation
         # 0600: the texts are the service's users' own
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self._cut = False  # the last write stopped inside a line
@@ -83,7 +86,17 @@ class AnswerSample:
         the kernel writes what fits and says how much) is tried on from where it stopped;
         one that fails inside a line leaves that line cut, and the next lines written start
         on a line of their own (the cut one is not JSON: the retraining config's
-        ``skip_invalid`` passes over it)."""
+        ``skip_invalid`` passes over it). A file at ``max_bytes`` takes nothing more (said
+        once) until it is smaller again (rotated)."""
+        if self.max_bytes is not None:
+            size = os.fstat(self._fd).st_size  # the file's, all workers' lines in it
+            if size >= self.max_bytes:
+                if not self._full:
+                    why = "answer sample %s has reached its cap (%d bytes): none kept until rotated"
+                    log.warning(why, self.path, self.max_bytes)
+                self._full = True
+                return
+            self._full = False
         ended = b"\n" if self._cut else b""  # the last write stopped inside a line
         out, done = ended + data, 0
         try:

@@ -151,3 +151,24 @@ def test_a_line_cut_short_by_a_full_disk_is_not_glued_to_the_next(tmp_path: Path
     assert len(said) == 2, done.stderr
     assert said[0].endswith("1 line(s) lost, the first cut short")  # line 3
     assert said[1].endswith("1 line(s) lost")  # line 4, whole
+
+
+def test_the_sample_stops_at_its_size_cap(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """ABSA_SAMPLE_MAX_MB: at a share of the traffic the file grew for ever, until the disk
+    the service (and its logs) write to was full. Past the cap lines are dropped, said once;
+    a file made smaller (rotated, truncated) takes lines again."""
+    from absa.service.sampling import AnswerSample
+
+    path = tmp_path / "s.jsonl"
+    line = b'{"n": 1}\n'  # 9 bytes
+    sample = AnswerSample(path, rate=1.0, below=0.0, max_bytes=30)
+    with caplog.at_level("WARNING", logger="absa.service.sampling"):
+        for _ in range(6):
+            sample.append(line)
+        assert path.stat().st_size == 36  # the write that reached 30 was the last whole one
+        said = [r.message for r in caplog.records if "cap" in r.message]
+        assert len(said) == 1 and "30 bytes" in said[0], said
+        path.write_bytes(b"")  # logrotate's copytruncate
+        sample.append(line)
+    sample.close()
+    assert path.read_bytes() == line
