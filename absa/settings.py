@@ -149,8 +149,8 @@ class Settings(LogSettings, ModelSettings):
     sample_path: UserPath | None = Field(
         None,
         description="a JSONL file the service appends a sample of its answers to, for people "
-        "to label: each line a training record but its label (the texts are your users': "
-        "default none, nothing kept)",
+        "to label: each line a training record but its label (a category model's beside "
+        "it, NAME.categories.jsonl; the texts are your users': default none, nothing kept)",
     )
     sample_rate: float = Field(
         0.01,

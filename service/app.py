@@ -27,7 +27,7 @@ from absa.service.hangup import CancelOnHangUp
 from absa.service.metrics import Metrics
 from absa.service.reloader import Reloader, load_category_predictor, load_predictor
 from absa.service.routes import admin, ops, predict
-from absa.service.sampling import AnswerSample
+from absa.service.sampling import AnswerSample, categories_path
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -281,6 +281,21 @@ def stop_worker(error: BaseException) -> None:
     signal.raise_signal(signal.SIGTERM)
 
 
+def _samples(settings: Settings) -> list[AnswerSample]:
+    """The answer samples ABSA_SAMPLE_PATH asks for: the term model's, and the category
+    model's beside it where one is served."""
+    if settings.sample_path is None:
+        return []
+    rate, below, cap = settings.sample_rate, settings.sample_below, settings.sample_max_mb
+    paths = {"term": settings.sample_path}
+    if settings.category_model is not None:
+        paths["category"] = categories_path(settings.sample_path)
+    return [
+        AnswerSample(path, rate, below, max_bytes=int(cap * 2**20), kind=kind)
+        for kind, path in paths.items()
+    ]
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics(settings.prometheus_multiproc_dir)  # set: several workers
@@ -304,16 +319,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         meta = predictor.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
-        if settings.sample_path is not None:
-            app.state.sample = AnswerSample(
-                settings.sample_path,
-                settings.sample_rate,
-                settings.sample_below,
-                max_bytes=int(settings.sample_max_mb * 2**20),
-            )
         if settings.category_model is not None:
             app.state.category_model = load_category_predictor(settings, settings.category_model)
             log.info("categories: serving %s", settings.category_model)
+        app.state.samples = _samples(settings)
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
         app.state.ready = True
@@ -330,8 +339,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.ready = False
             await reloader.stop()
             await engine.stop()  # drains the queue: in-flight requests get their answers
-            if app.state.sample is not None:
-                app.state.sample.close()  # after the last answers: their lines are written
+            for sample in app.state.samples:
+                sample.close()  # after the last answers: their lines are written
             await deadlines.stop()
             metrics.close()  # several workers: its live gauges leave /metrics
             log.info("stopped")
@@ -348,7 +357,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.state.ready = False
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
-    app.state.sample = None  # ABSA_SAMPLE_PATH: set at start-up
+    app.state.samples = []  # ABSA_SAMPLE_PATH: the answer samples, set at start-up
     app.include_router(predict.router)
     app.include_router(ops.router)
     app.mount(STATIC_PATH, StaticFiles(directory=ops.STATIC), name="static")

@@ -3,8 +3,9 @@ aspect of a share of the requests (ABSA_SAMPLE_RATE) and every answer less sure 
 ABSA_SAMPLE_BELOW, the ones most worth a label. One JSON line per answer, with the fields of
 a training record but the label (``text``, ``aspect``, ``start``, ``end``) and what the model
 said (``predicted``, ``score``, ``scores``, ``model``) with ``request_id`` and ``time``: add
-``label`` to the lines a person checked and the file trains (``absa retrain``). Aspect
-categories are not sampled (a category model trains from another format).
+``label`` to the lines a person checked and the file trains (``absa retrain``). A category
+model's answers go beside it (``answers.categories.jsonl`` for ``answers.jsonl``), each line
+a category record but its label (``text``, ``category``), as the category reader reads them.
 
 The lines of one request go to the file in one ``write`` on a descriptor opened for
 appending, from a thread of their own, so the event loop never waits on the disk and the
@@ -25,6 +26,12 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+def categories_path(path: Path) -> Path:
+    """Where a category model's sampled answers go: ``answers.categories.jsonl`` beside
+    ``answers.jsonl``."""
+    return path.with_suffix(".categories" + (path.suffix or ".jsonl"))
+
+
 class AnswerSample:
     def __init__(
         self,
@@ -33,8 +40,11 @@ class AnswerSample:
         below: float,
         draw: Callable[[], float] = random.random,
         max_bytes: int | None = None,
+        kind: str = "term",
     ) -> None:
+        """``kind``: the answers kept, "term" (aspect terms) or "category"."""
         self.path, self.rate, self.below, self._draw = path, rate, below, draw
+        self.kind = kind
         self.max_bytes = max_bytes  # past it, nothing is kept until the file is rotated
         self._full = False  # the cap was met (and said): said again only after a rotation
         # 0600: the texts are the service's users' own
@@ -58,9 +68,7 @@ class AnswerSample:
             json.dumps(
                 {
                     "text": text,
-                    "aspect": r["term"],
-                    "start": r["start"],
-                    "end": r["end"],
+                    **self._what(r),
                     "predicted": r["label"],
                     "score": r["score"],
                     "scores": r["scores"],
@@ -72,10 +80,16 @@ class AnswerSample:
             )
             for text, model, results in answered
             for r in results
-            if "term" in r and (every or r["score"] < self.below)
+            if self.kind in r and (every or r["score"] < self.below)
         ]
         if kept:  # a lone surrogate (none passes validation) would still be JSON's \ud800
             self._lines.put(("\n".join(kept) + "\n").encode("utf-8", "backslashreplace"))
+
+    def _what(self, r: dict) -> dict:
+        """What an answer was about, as its kind's training record names it."""
+        if self.kind == "category":
+            return {"category": r["category"]}
+        return {"aspect": r["term"], "start": r["start"], "end": r["end"]}
 
     def _write(self) -> None:
         while (data := self._lines.get()) is not None:

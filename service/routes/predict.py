@@ -108,10 +108,9 @@ def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = 
 
 
 def _sample(request: Request, answered: list[tuple[str, str, list[dict]]]) -> None:
-    """A request's answers, (text, model, results) a text, offered to the answer sample,
-    where one is kept."""
-    sample = request.app.state.sample
-    if sample is not None:
+    """A request's answers, (text, model, results) a text, offered to the answer samples
+    (ABSA_SAMPLE_PATH), each keeping its kind's."""
+    for sample in request.app.state.samples:
         sample.offer(answered, getattr(request.state, "request_id", "-"))
 
 

@@ -172,3 +172,34 @@ def test_the_sample_stops_at_its_size_cap(tmp_path: Path, caplog: pytest.LogCapt
         sample.append(line)
     sample.close()
     assert path.read_bytes() == line
+
+
+def test_category_answers_go_to_a_category_training_file(
+    artifact: Path, category_artifact: Path, tmp_path: Path
+) -> None:
+    """A category model's answers are category records once labelled (text, category,
+    label): they go beside the term sample, as answers.categories.jsonl, read by the
+    category reader; the term file keeps term records alone."""
+    from absa.training.category_readers import read_categories
+
+    sample = tmp_path / "answers.jsonl"
+    settings = make_settings(
+        artifact, category_model=category_artifact, sample_path=sample, sample_rate=1.0
+    )
+    text = "the food was great but the service was slow"
+    with TestClient(create_app(settings)) as c:
+        cats = c.post("/v1/predict", json={"text": text, "categories": ["food", "service"]})
+        terms = c.post("/v1/predict", json={"text": text, "aspects": ["food"]})
+        assert cats.status_code == 200 and terms.status_code == 200
+    got = lines(tmp_path / "answers.categories.jsonl")
+    answers = cats.json()["results"]
+    assert [(g["text"], g["category"], g["predicted"], g["score"]) for g in got] == [
+        (text, a["category"], a["label"], a["score"]) for a in answers
+    ]
+    assert [g["aspect"] for g in lines(sample)] == ["food"]
+    labelled = tmp_path / "labelled.categories.jsonl"
+    labelled.write_text("".join(json.dumps({**g, "label": g["predicted"]}) + "\n" for g in got))
+    examples = read_categories(labelled).examples
+    assert [(e.text, e.category, e.label) for e in examples] == [
+        (g["text"], g["category"], g["predicted"]) for g in got
+    ]
