@@ -79,13 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     terminated: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
-        """SIGTERM (a supervisor, ``kill``, a container stopping) unwinds a command as Ctrl-C
-        does, so its clean-up runs (no half-written ``.part`` output is left) and it exits
-        143; under the default action the process just died. ``absa serve`` sets its own."""
+        """SIGTERM (a supervisor, ``kill``, a container stopping) and SIGHUP (the terminal
+        closed) unwind a command as Ctrl-C does, so its clean-up runs (no half-written
+        ``.part`` output is left) and it exits 128 + the signal (143, 129); under the default
+        action the process just died. ``absa serve`` sets its own SIGTERM and leaves SIGHUP
+        to uvicorn (its supervisor restarts the workers on it)."""
         terminated.append(signum)
         raise KeyboardInterrupt
 
-    with on_sigterm(stop):
+    with on_sigterm(stop, hangup=getattr(args, "command", None) != "serve"):
         code = _run(args, terminated)
     if _gone(sys.stderr):  # `2>&1 | head`: the logs' reader left; the status is the command's
         _to_devnull(sys.stderr)  # else Python's flush at exit fails, and it exits 120
@@ -105,7 +107,7 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         _to_devnull(sys.stdout)
         return EX_PIPE
     except KeyboardInterrupt:
-        return 143 if terminated else 130
+        return 128 + terminated[0] if terminated else 130
     except ModuleNotFoundError as e:
         top = (e.name or "").split(".")[0]
         if top not in EXTRA_OF:

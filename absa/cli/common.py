@@ -14,9 +14,11 @@ class CLIError(Exception):
 
 
 @contextmanager
-def on_sigterm(handler: Callable[[int, object], None]) -> Iterator[None]:
-    """``handler`` answers SIGTERM while the block runs; the handler before it is back once
-    the block is left (a program that calls ``main()`` keeps its own). Only in the main
+def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> Iterator[None]:
+    """``handler`` answers SIGTERM while the block runs, and SIGHUP too with ``hangup`` where
+    it has its default action (a closed terminal or SSH session ended the command on the
+    spot; ``nohup`` sets it ignored, and ignored it stays); the handlers before them are back
+    once the block is left (a program that calls ``main()`` keeps its own). Only in the main
     thread, where Python lets a handler be set: elsewhere the block runs as it is."""
     import signal
     import threading
@@ -24,12 +26,16 @@ def on_sigterm(handler: Callable[[int, object], None]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, handler)
+    signals = [signal.SIGTERM]
+    if hangup and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+        signals.append(signal.SIGHUP)
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
         yield
     finally:
-        if previous is not None:  # None: a handler not set from Python, none to put back
-            signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            if before is not None:  # None: a handler not set from Python, none to put back
+                signal.signal(signum, before)
 
 
 def model_dir(model: str | None) -> Path:

@@ -115,24 +115,54 @@ def test_predict_and_serve_still_work_without_torch(artifact: Path) -> None:
     assert json.loads(proc.stdout)["results"][0]["term"] == "food"
 
 
-def test_sigterm_stops_file_scoring_cleanly(tmp_path: Path) -> None:
-    """A supervisor's SIGTERM killed `absa predict --input` on the spot, leaving OUT.part;
-    it now unwinds as Ctrl-C does: status 143, no .part, no output."""
-    import signal
+def _scoring(tmp_path: Path, hangup: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """`absa predict --input` on a file long enough to be stopped while it writes, started
+    with SIGHUP's action ``hangup`` ("SIG_DFL", or "SIG_IGN" as under nohup); returned once
+    its .part exists."""
     import time
 
     src = tmp_path / "in.jsonl"
     row = json.dumps({"text": "the food was great but the service was slow", "aspect": "food"})
     src.write_text((row + "\n") * 200_000)
     out = tmp_path / "out.jsonl"
-    code = "import sys; from absa.cli import main; sys.exit(main())"
+    code = (
+        f"import signal, sys; signal.signal(signal.SIGHUP, signal.{hangup}); "
+        "from absa.cli import main; sys.exit(main())"
+    )
     argv = ["predict", "--input", str(src), "--output", str(out), "--quiet"]
     proc = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=ROOT, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob("out.jsonl.*.part")):  # the run's own .part
         assert proc.poll() is None and time.monotonic() < deadline, "never started writing"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    return proc, out
+
+
+@pytest.mark.parametrize(("signame", "status"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_and_sighup_stop_file_scoring_cleanly(
+    tmp_path: Path, signame: str, status: int
+) -> None:
+    """A supervisor's SIGTERM, or a closed terminal's SIGHUP, killed `absa predict --input` on
+    the spot, leaving OUT.part; it now unwinds as Ctrl-C does: 128 + the signal, no .part, no
+    output."""
+    import signal
+
+    proc, out = _scoring(tmp_path, "SIG_DFL")
+    proc.send_signal(getattr(signal, signame))
+    assert proc.wait(timeout=60) == status
+    assert not list(tmp_path.glob("*.part")) and not out.exists()
+
+
+def test_under_nohup_a_hangup_does_not_stop_file_scoring(tmp_path: Path) -> None:
+    """`nohup absa predict ...` sets SIGHUP ignored: it stays ignored, and the run goes on."""
+    import signal
+    import time
+
+    proc, out = _scoring(tmp_path, "SIG_IGN")
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    proc.send_signal(signal.SIGTERM)  # no need to score 200,000 rows to the end
     assert proc.wait(timeout=60) == 143
     assert not list(tmp_path.glob("*.part")) and not out.exists()
 

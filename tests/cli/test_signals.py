@@ -65,3 +65,24 @@ def test_main_gives_a_program_its_own_handler_back(
     assert main(["models", "--registry", str(missing), "list"]) == 2  # fails, in-process
     assert f"{missing} does not exist" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is old
+
+
+@pytest.mark.parametrize("before", [signal.SIG_DFL, signal.SIG_IGN])
+def test_a_hangup_is_answered_where_it_would_kill_and_stays_ignored_under_nohup(
+    before: signal.Handlers,
+) -> None:
+    def handler(signum: int, frame: object) -> None:
+        pass
+
+    outer = signal.signal(signal.SIGHUP, before)
+    try:
+        with on_sigterm(handler, hangup=True):
+            assert signal.getsignal(signal.SIGHUP) is (
+                handler if before is signal.SIG_DFL else before
+            )
+            assert signal.getsignal(signal.SIGTERM) is handler
+        assert signal.getsignal(signal.SIGHUP) is before
+        with on_sigterm(handler):  # without hangup (absa serve: uvicorn's own)
+            assert signal.getsignal(signal.SIGHUP) is before
+    finally:
+        signal.signal(signal.SIGHUP, outer)
