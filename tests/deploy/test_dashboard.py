@@ -1,0 +1,171 @@
+"""deploy/grafana/absa.json: every panel reads series the service exports, every metric the
+service exports is on some panel, and each query is PromQL that gives data on the metrics of
+a real app that served requests (checked with promtool: a rule ``absent(<query>)`` per panel
+query, fed the app's own /metrics, must stay quiet)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.deploy.test_alerts import NAME, exported
+from tests.service.conftest import make_settings
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "absa.json"
+TEXT = "the wine list was great but the food was awful"
+# Grafana's variables as a query with "All" chosen gives them to Prometheus
+VARIABLES = {"$__rate_interval": "5m", "$namespace": ".*", "$job": ".*"}
+
+
+def queries() -> list[tuple[str, str]]:
+    """(panel title, query) of every panel target."""
+    dash = json.loads(DASHBOARD.read_text())
+    return [
+        (panel["title"], target["expr"])
+        for panel in dash["panels"]
+        for target in panel.get("targets", [])
+    ]
+
+
+def test_panels_read_what_the_service_exports_and_show_all_of_it() -> None:
+    dash = json.loads(DASHBOARD.read_text())
+    ids = [panel["id"] for panel in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    read = {name for _, expr in queries() for name in NAME.findall(expr)}
+    assert read <= exported(), read - exported()
+    families = {re.sub(r"_(total|bucket|sum|count)$", "", name) for name in exported()}
+    shown = {re.sub(r"_(total|bucket|sum|count)$", "", name) for name in read}
+    assert families <= shown, families - shown  # a new metric needs a panel
+
+
+@pytest.fixture(scope="module")
+def scraped(artifact: Path, extractor_artifact: Path) -> Iterator[str]:
+    """/metrics of the real app after it answered named and extracted aspects, a batch with
+    a bad item, and an explain request."""
+    from absa.service.app import create_app
+
+    settings = make_settings(artifact, extractor=extractor_artifact, max_items=8)
+    with TestClient(create_app(settings)) as client:
+        for _ in range(3):
+            assert client.post("/v1/predict", json={"text": TEXT}).status_code == 200
+            r = client.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]})
+            assert r.status_code == 200, r.text
+        items = [{"text": TEXT, "aspects": ["food"]}, {"text": TEXT, "aspects": ["burger"]}]
+        assert client.post("/v1/predict/batch", json={"items": items}).status_code == 200
+        yield client.get("/metrics").text
+
+
+def series(metrics: str) -> list[dict[str, str]]:
+    """promtool input series for the app's absa samples, as Prometheus would store them from
+    a deployment's scrapes (``namespace`` and ``job`` added): counters grow by their value a
+    minute, gauges hold it."""
+    out = []
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            if not sample.name.startswith("absa_") or sample.name.endswith("_created"):
+                continue
+            labels = {**sample.labels, "namespace": "prod", "job": "absa"}
+            body = ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+            value = sample.value
+            growing = family.type in ("counter", "histogram") and not sample.name.endswith("info")
+            out.append(
+                {
+                    "series": f"{sample.name}{{{body}}}",
+                    "values": f"0+{value}x30" if growing else f"{value}x30",
+                }
+            )
+    return out
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool: apt-get install prometheus")
+def test_every_panel_query_gives_data_on_a_served_apps_metrics(
+    scraped: str, tmp_path: Path
+) -> None:
+    rules = []
+    for i, (title, expr) in enumerate(queries()):
+        for name, value in VARIABLES.items():
+            expr = expr.replace(name, value)
+        rules.append({"alert": f"Empty{i}", "expr": f"absent({expr})", "labels": {"q": title}})
+    rules.append({"alert": "Control", "expr": "absent(absa_no_such_metric)"})  # it does fire
+    (tmp_path / "rules.yml").write_text(
+        yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]})
+    )
+    checks = [{"eval_time": "20m", "alertname": r["alert"], "exp_alerts": []} for r in rules[:-1]]
+    checks.append({"eval_time": "20m", "alertname": "Control", "exp_alerts": [{"exp_labels": {}}]})
+    test = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series(scraped), "alert_rule_test": checks}],
+    }
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    for command in (["check", "rules", "rules.yml"], ["test", "rules", "test.yml"]):
+        done = subprocess.run(
+            ["promtool", *command], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def mounts(service: dict) -> dict[str, Path]:
+    """A compose service's bind mounts: container path -> path under deploy/."""
+    out = {}
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source.startswith("./"):
+            out[target] = DASHBOARD.parents[1] / source[2:]
+    return out
+
+
+def test_the_compose_monitoring_profile_scrapes_the_service_and_shows_the_dashboard() -> None:
+    compose = yaml.safe_load((DASHBOARD.parents[1] / "docker-compose.yml").read_text())
+    services = compose["services"]
+    prometheus, grafana = services["prometheus"], services["grafana"]
+    assert prometheus["profiles"] == grafana["profiles"] == ["monitoring"]
+    # Prometheus reads deploy/prometheus: its config scrapes the absa service's port and
+    # loads the alerting rules tested in test_alerts.py
+    config_flag = next(a for a in prometheus["command"] if a.startswith("--config.file="))
+    config_path = config_flag.split("=", 1)[1]
+    folder = mounts(prometheus)[str(Path(config_path).parent)]
+    config = yaml.safe_load((folder / Path(config_path).name).read_text())
+    (job,) = config["scrape_configs"]
+    (target,) = job["static_configs"][0]["targets"]
+    assert target == f"absa:{services['absa']['environment']['ABSA_PORT']}"
+    assert job.get("metrics_path", "/metrics") == "/metrics"
+    assert config["rule_files"] == ["alerts.yml"] and (folder / "alerts.yml").is_file()
+    # Grafana: the provisioned data source is that Prometheus, the provider's folder holds
+    # the dashboard
+    grafana_mounts = mounts(grafana)
+    provisioning = grafana_mounts["/etc/grafana/provisioning"]
+    (source,) = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())[
+        "datasources"
+    ]
+    port = prometheus["ports"][0].rsplit(":", 1)[1]
+    assert source["url"] == f"http://prometheus:{port}" and source["type"] == "prometheus"
+    assert source["isDefault"] is True
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "absa.yml").read_text())[
+        "providers"
+    ]
+    shown = [t for t, p in grafana_mounts.items() if p == DASHBOARD]
+    assert [str(Path(t).parent) for t in shown] == [provider["options"]["path"]]
+    home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert home in shown
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool: apt-get install prometheus")
+def test_the_compose_prometheus_config_is_valid() -> None:
+    done = subprocess.run(
+        ["promtool", "check", "config", "prometheus.yml"],
+        cwd=DASHBOARD.parents[1] / "prometheus",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
