@@ -1,0 +1,57 @@
+"""deploy/k8s/monitoring: the Prometheus Operator component renders with the base, its
+ServiceMonitor scrapes the server's Service on a port and path the service has, and its
+PrometheusRule holds the very rules deploy/prometheus/alerts.yml has (which promtool tests)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy.test_deploy import DEPLOY, K8S_BASE, K8S_GPU, k8s, load_yaml, routes
+
+MONITORING = DEPLOY / "k8s" / "monitoring"
+
+
+def test_the_prometheus_rule_holds_the_tested_rules() -> None:
+    (rule,) = load_yaml(MONITORING / "prometheusrule.yaml")
+    alerts = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    assert rule["spec"]["groups"] == alerts["groups"], "edit both files alike"
+    assert rule["metadata"]["namespace"] == k8s("Namespace")["metadata"]["name"]
+
+
+def test_the_service_monitor_scrapes_the_server_service() -> None:
+    (monitor,) = load_yaml(MONITORING / "servicemonitor.yaml")
+    service = k8s("Service", "absa")
+    assert monitor["metadata"]["namespace"] == service["metadata"]["namespace"]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert endpoint["path"] in routes()
+
+
+@pytest.mark.parametrize("overlay", [K8S_BASE, K8S_GPU], ids=lambda p: p.name)
+def test_the_component_renders_with_each_overlay(overlay: Path, tmp_path: Path) -> None:
+    """As a user's overlay would add it (kustomize takes relative paths only)."""
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        pytest.skip("kubectl is not installed")
+    mine = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(overlay, tmp_path)],
+        "components": [os.path.relpath(MONITORING, tmp_path)],
+        "labels": [{"pairs": {"release": "prometheus"}}],  # what kube-prometheus-stack selects
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(mine))
+    out = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    docs = tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        assert k8s(kind, "absa", docs)["metadata"]["labels"]["release"] == "prometheus"
+    assert k8s("Deployment", "absa", docs)  # the overlay's own objects are all there
