@@ -147,7 +147,7 @@ def decode(
                 conf *= 1.0 - float(probs[j, I])
         a, b = unpaired_trimmed(tokens, i, j)
         if a < b and any(c.isalnum() for t in tokens[a:b] for c in t.text):  # not "😀" alone
-            out.append(FoundSpan(_term_start(tokens, a, b), tokens[b - 1].end, conf))
+            out.append(FoundSpan(_term_start(tokens, a, b), _term_end(tokens[b - 1]), conf))
     return out
 
 
@@ -166,7 +166,22 @@ def _term_start(tokens: Sequence[Token], a: int, b: int) -> int:
         and not any("'" in t.text for t in tokens[a + 1 : b])
     ):
         return tokens[a].start + 1
-    return tokens[a].start
+    return tokens[a].start + _format_run(first)
+
+
+def _term_end(last: Token) -> int:
+    """Where a term whose last word is ``last`` ends: before the format characters that word
+    ends with (a soft hyphen or a joiner is part of its word's token, not of a term)."""
+    return last.end - _format_run(last.text[::-1])
+
+
+def _format_run(text: str) -> int:
+    """How many format characters (Unicode Cf: a soft hyphen, a zero-width joiner) ``text``
+    starts with."""
+    n = 0
+    while n < len(text) and unicodedata.category(text[n]) == "Cf":
+        n += 1
+    return n
 
 
 #: an opening mark -> the marks that close it

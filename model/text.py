@@ -83,8 +83,11 @@ class Tokenized:
 def tokenize(text: str, version: int = TOKENIZER) -> list[Token]:
     r"""Stanford/GloVe-style tokens, each with its character span, by the tokenizer of
     ``version`` (``TOKENIZERS``). A combining mark (a decomposed accent: "cre\u0300me", the
-    vowel signs of Devanagari) stays inside its word: ``\w`` does not match marks, and the
-    word would otherwise fall apart into pieces."""
+    vowel signs of Devanagari, an emoji's variation selector) stays inside its word: ``\w``
+    does not match marks, and the word would otherwise fall apart into pieces. So do joiners
+    and an emoji's modifiers: a thumbs-up with a skin tone, a family of emoji joined by
+    U+200D, a flag are one token each (``_joins``; no training or test text of ../shared/data
+    holds one, so every version's models saw the same tokens either way)."""
     pattern = TOKENIZERS[check_tokenizer(version)]
     tokens = [Token(m.group(0), m.start(), m.end()) for m in pattern.finditer(text)]
     if text.isascii():  # no combining mark: the tokens as the pattern found them
@@ -110,18 +113,46 @@ def check_tokenizer(version: object, where: str = "word tokenizer") -> int:
     return version
 
 
+# Characters that hold two pieces of one word or one emoji together: zero-width non-joiner and
+# joiner (Persian and Indic words; emoji sequences such as the family U+1F468 U+200D U+1F469),
+# the word joiner and the soft hyphen.
+_JOINERS = frozenset("\u200c\u200d\u2060\u00ad")
+# Emoji skin-tone modifiers and tag characters (subdivision flags) belong to what precedes them.
+_MODIFIERS = ((0x1F3FB, 0x1F3FF), (0xE0020, 0xE007F))
+_REGIONAL = "".join(map(chr, range(0x1F1E6, 0x1F200)))  # two regional indicators: one flag
+# Dropped from a word to look it up: variation selectors (the emoji and text presentations of
+# one symbol: "\u2665\ufe0f" is the vocabulary's "\u2665"), skin tones (a thumbs-up of any tone is
+# the thumbs-up), the invisible word joiner and soft hyphen.
+_IGNORED = dict.fromkeys(
+    [0xFE0E, 0xFE0F, 0x2060, 0xAD, *range(_MODIFIERS[0][0], _MODIFIERS[0][1] + 1)]
+)
+
+
+def _in(c: str, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(lo <= ord(c) <= hi for lo, hi in ranges)
+
+
 def _joins(left: str, right: str) -> bool:
-    """``right`` continues the word ``left`` across a combining mark: it starts with one, or
-    ``left`` ends with one and ``right`` is word characters."""
-    if unicodedata.category(right[0])[0] == "M":
+    """``right`` continues the token ``left``: across a combining mark (``right`` starts with
+    one, or ``left`` ends with one and ``right`` is word characters), across a joiner, with an
+    emoji modifier or tag, or as the second regional indicator of a flag."""
+    first, last = right[0], left[-1]
+    if unicodedata.category(first)[0] == "M" or first in _JOINERS or last in _JOINERS:
         return True
-    return unicodedata.category(left[-1])[0] == "M" and is_word(right[0])
+    if _in(first, _MODIFIERS):
+        return True
+    if first in _REGIONAL and last in _REGIONAL:  # "🇺🇸🇬🇧" is two flags: join to an odd run
+        return (len(left) - len(left.rstrip(_REGIONAL))) % 2 == 1
+    return unicodedata.category(last)[0] == "M" and is_word(first)
 
 
 def lookup_form(word: str) -> str:
     r"""A word as the vocabulary holds it: lower case, composed (NFC: "cre\u0300me" and
-    "crème" are one word)."""
-    return (word if word.isascii() else unicodedata.normalize("NFC", word)).lower()
+    "crème" are one word), without variation selectors, skin tones, word joiners and soft
+    hyphens (``_IGNORED``)."""
+    if word.isascii():
+        return word.lower()
+    return unicodedata.normalize("NFC", word).translate(_IGNORED).lower()
 
 
 def check_span(text: str, start: int, end: int) -> None:

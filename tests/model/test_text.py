@@ -151,7 +151,35 @@ def test_a_decomposed_accent_stays_inside_its_word_and_finds_the_same_row() -> N
     assert [t.text for t in tokens] == nfd.replace(",", " , ").split()
     assert all(nfd[t.start : t.end] == t.text for t in tokens)
     assert lookup_form(tokens[1].text) == "crème" and lookup_form("BRÛLÉE") == "brûlée"
-    assert words_of("can't x\u200dy") == ["ca", "n't", "x", "\u200d", "y"]  # no marks: as before
+    assert words_of("can't xy") == ["ca", "n't", "xy"]  # no marks: as before
+
+
+def test_an_emoji_with_its_modifiers_joiners_and_flags_is_one_token() -> None:
+    """A thumbs-up with a skin tone was two tokens, a family joined by U+200D five (the
+    joiners among them, each a "word" of the explanation), a flag two; and the emoji
+    presentation of a symbol the vocabulary holds ("\u2665\ufe0f") was out of it."""
+    thumbs, family, flags = (
+        "\U0001f44d\U0001f3fb",
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "\U0001f1fa\U0001f1f8\U0001f1ec\U0001f1e7\U0001f1eb",
+    )
+    text = f"great {thumbs}! I \u2665\ufe0f it {family} {flags} infor\u00admation"
+    tokens = tokenize(text)
+    assert [t.text for t in tokens] == [
+        "great", thumbs, "!", "I", "\u2665\ufe0f", "it", family,
+        "\U0001f1fa\U0001f1f8", "\U0001f1ec\U0001f1e7", "\U0001f1eb", "infor\u00admation",
+    ]  # fmt: skip
+    assert all(text[t.start : t.end] == t.text for t in tokens)
+    assert [lookup_form(t.text) for t in tokens[1:5:3]] == ["\U0001f44d", "\u2665"]
+    assert lookup_form("infor\u00admation") == "information"
+    pipe = WordPipeline([PAD, UNK, "great", "\u2665", "\U0001f44d", "information"])
+    ids = pipe.ids(tokens)
+    assert [ids[i] for i in (1, 4, 10)] == [4, 3, 5] and ids[6] == pipe.unk_id
+    # Persian and Indic words keep their zero-width (non-)joiners inside
+    assert words_of("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 x") == [
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+        "x",
+    ]
 
 
 def test_tokenize_non_ascii_words_stay_whole() -> None:
