@@ -89,10 +89,10 @@ function shade(weight, max) {
   return `rgba(255, 170, 0, ${(0.08 + 0.85 * level).toFixed(3)})`;
 }
 
-// The tokenizer makes each code point of an emoji sequence (a family joined by U+200D, a
-// flag's two regional indicators, a skin tone) a token of its own: a span each would draw
-// the pieces apart. A character (grapheme) split between tokens is shown as one span, with
-// its tokens' weights added up.
+// The tokenizer keeps an emoji sequence (a family joined by U+200D, a flag, a skin tone) in
+// one token, but not every user-perceived character (grapheme): one it splits between tokens
+// (a prepended concatenation mark, a Hangul syllable typed as jamo) is still shown as one
+// span here, with its tokens' weights added up, so no span draws a character apart.
 function whole(text, weights) {
   if (typeof Intl === "undefined" || !Intl.Segmenter) return weights;
   const edges = new Set([0]); // between characters, in code points
