@@ -91,7 +91,7 @@ function shade(weight, max) {
 
 // The tokenizer keeps an emoji sequence (a family joined by U+200D, a flag, a skin tone) in
 // one token, but not every user-perceived character (grapheme): one it splits between tokens
-// (a prepended concatenation mark, a Hangul syllable typed as jamo) is still shown as one
+// (an Arabic number sign, U+0600, before its digits) is still shown as one
 // span here, with its tokens' weights added up, so no span draws a character apart.
 function whole(text, weights) {
   if (typeof Intl === "undefined" || !Intl.Segmenter) return weights;
