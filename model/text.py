@@ -132,12 +132,21 @@ def _in(c: str, ranges: tuple[tuple[int, int], ...]) -> bool:
     return any(lo <= ord(c) <= hi for lo, hi in ranges)
 
 
+def _joinable(c: str) -> bool:
+    """What a joiner holds together: letters and digits, symbols (emoji), marks, joiners; not
+    punctuation ("pasta\u00ad," is the word and its comma)."""
+    return is_word(c) or c in _JOINERS or unicodedata.category(c)[0] in "MS"
+
+
 def _joins(left: str, right: str) -> bool:
     """``right`` continues the token ``left``: across a combining mark (``right`` starts with
-    one, or ``left`` ends with one and ``right`` is word characters), across a joiner, with an
-    emoji modifier or tag, or as the second regional indicator of a flag."""
+    one, or ``left`` ends with one and ``right`` is word characters), across a joiner between
+    joinable characters, with an emoji modifier or tag, or as the second regional indicator
+    of a flag."""
     first, last = right[0], left[-1]
-    if unicodedata.category(first)[0] == "M" or first in _JOINERS or last in _JOINERS:
+    if unicodedata.category(first)[0] == "M":
+        return True
+    if (first in _JOINERS and _joinable(last)) or (last in _JOINERS and _joinable(first)):
         return True
     if _in(first, _MODIFIERS):
         return True
@@ -149,10 +158,11 @@ def _joins(left: str, right: str) -> bool:
 def lookup_form(word: str) -> str:
     r"""A word as the vocabulary holds it: lower case, composed (NFC: "cre\u0300me" and
     "crème" are one word), without variation selectors, skin tones, word joiners and soft
-    hyphens (``_IGNORED``)."""
+    hyphens (``_IGNORED``), nor a zero-width (non-)joiner at either edge."""
     if word.isascii():
         return word.lower()
-    return unicodedata.normalize("NFC", word).translate(_IGNORED).lower()
+    form = unicodedata.normalize("NFC", word).translate(_IGNORED)
+    return (form.strip("".join(_JOINERS)) or form).lower()  # a joiner at an edge joins nothing
 
 
 def check_span(text: str, start: int, end: int) -> None:

@@ -57,6 +57,8 @@ def test_two_touching_spans_are_decoded_as_one_or_apart() -> None:
         ("the chef 's special", [O, B, I, I], "chef 's special"),  # a clitic stays
         ("the pasta\xad was", [O, B, O], "pasta"),  # an invisible soft hyphen at the end
         ("the \u200dpasta\u200d was", [O, B, O], "pasta"),  # joiners, in its token, left out
+        ("the pasta\xad, was", [O, B, O, O], "pasta"),  # a joiner does not take the comma in
+        ("(\u200dpasta was", [B, I, O], "pasta"),
         ("the \U0001f600 was", [O, B, O], None),  # no letter or digit: no term
     ],
 )

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from absa.model.aspects import find_all
-from absa.model.text import PAD, UNK, TextError, WordPipeline, tokenize
+from absa.model.text import PAD, UNK, TextError, WordPipeline, lookup_form, tokenize
 
 PROPS = settings(
     max_examples=300,
@@ -64,6 +64,8 @@ def test_tokens_round_trip_and_cover_all_but_whitespace(text: str) -> None:
 @example(case=("don't", 2, 3), pipe=PIPES[0])
 @example(case=("a \u200b b", 2, 3), pipe=PIPES[0])
 @example(case=("x" * 3 + " y" * 10, 0, 23), pipe=PIPES[1])
+@example(case=("\u00e9\xad x", 0, 2), pipe=PIPES[0])  # looked up as the vocabulary's "\u00e9"
+@example(case=("e\u0301 x", 0, 2), pipe=PIPES[0])  # composed to it
 def test_encode_any_span(case: tuple[str, int, int], pipe: WordPipeline) -> None:
     text, start, end = case
     all_tokens = tokenize(text)
@@ -83,7 +85,7 @@ def test_encode_any_span(case: tuple[str, int, int], pipe: WordPipeline) -> None
     inside = [t for t in all_tokens if overlaps(t, start, end)]
     if len(inside) <= pipe.max_len:
         assert inside == [t for t, m in zip(enc.tokens, enc.aspect_mask, strict=True) if m]
-    assert enc.ids == [pipe.index.get(t.text.lower(), pipe.unk_id) for t in enc.tokens]
+    assert enc.ids == [pipe.index.get(lookup_form(t.text), pipe.unk_id) for t in enc.tokens]
     for t in enc.tokens:
         assert text[t.start : t.end] == t.text
 
