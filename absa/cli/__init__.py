@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from absa.cli import models, serve, train, vectors
-from absa.cli.common import EX_TEMPFAIL, CLIError, on_sigterm
+from absa.cli.common import EX_TEMPFAIL, CLIError, after_hangup, on_sigterm, to_devnull
 from absa.errors import AbsaError, transient
 
 __all__ = ["EX_TEMPFAIL", "CLIError", "build_parser", "main"]
@@ -82,15 +81,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         """SIGTERM (a supervisor, ``kill``, a container stopping) and SIGHUP (the terminal
         closed) unwind a command as Ctrl-C does, so its clean-up runs (no half-written
         ``.part`` output is left) and it exits 128 + the signal (143, 129); under the default
-        action the process just died. ``absa serve`` sets its own SIGTERM and leaves SIGHUP
-        to uvicorn (its supervisor restarts the workers on it)."""
+        action the process just died. Once: a second signal (a closed terminal sends SIGHUP
+        twice, the shell's and the kernel's) must not cut the clean-up short. ``absa serve``
+        sets its own (absa/cli/serve.py)."""
+        if terminated:
+            return
         terminated.append(signum)
+        after_hangup(signum)
         raise KeyboardInterrupt
 
     with on_sigterm(stop, hangup=getattr(args, "command", None) != "serve"):
         code = _run(args, terminated)
+    if terminated:  # whatever the unwinding met (a write to the gone terminal): stopped by it
+        code = 128 + terminated[0]
     if _gone(sys.stderr):  # `2>&1 | head`: the logs' reader left; the status is the command's
-        _to_devnull(sys.stderr)  # else Python's flush at exit fails, and it exits 120
+        to_devnull(sys.stderr)  # else Python's flush at exit fails, and it exits 120
     return code
 
 
@@ -104,7 +109,7 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         if not _gone(sys.stdout):  # another pipe (a child's): an error like any other
             sys.stderr.write(f"absa {args.command}: error: {e}\n")
             return 2
-        _to_devnull(sys.stdout)
+        to_devnull(sys.stdout)
         return EX_PIPE
     except KeyboardInterrupt:
         return 128 + terminated[0] if terminated else 130
@@ -144,16 +149,6 @@ def _gone(stream: Any) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return any(events & select.POLLERR for _, events in poller.poll(0))
-
-
-def _to_devnull(stream: Any) -> None:
-    """``stream``'s descriptor onto /dev/null: what it still buffers goes nowhere, at exit
-    too, instead of failing again there ("Exception ignored ... BrokenPipeError")."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, stream.fileno())
-    finally:
-        os.close(devnull)
 
 
 def _log_format() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 EX_TEMPFAIL = 75  # sysexits.h: a temporary failure, worth running again (or resuming)
 
@@ -15,11 +16,11 @@ class CLIError(Exception):
 
 @contextmanager
 def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> Iterator[None]:
-    """``handler`` answers SIGTERM while the block runs, and SIGHUP too with ``hangup`` where
-    it has its default action (a closed terminal or SSH session ended the command on the
-    spot; ``nohup`` sets it ignored, and ignored it stays); the handlers before them are back
-    once the block is left (a program that calls ``main()`` keeps its own). Only in the main
-    thread, where Python lets a handler be set: elsewhere the block runs as it is."""
+    """``handler`` answers SIGTERM while the block runs, and SIGHUP too with ``hangup`` unless
+    it is ignored (a closed terminal or SSH session ended the command on the spot; ``nohup``
+    sets it ignored, and ignored it stays); the handlers before them are back once the block
+    is left (a program that calls ``main()`` keeps its own). Only in the main thread, where
+    Python lets a handler be set: elsewhere the block runs as it is."""
     import signal
     import threading
 
@@ -27,7 +28,7 @@ def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> 
         yield
         return
     signals = [signal.SIGTERM]
-    if hangup and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+    if hangup and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         signals.append(signal.SIGHUP)
     previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
@@ -36,6 +37,36 @@ def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> 
         for signum, before in previous.items():
             if before is not None:  # None: a handler not set from Python, none to put back
                 signal.signal(signum, before)
+
+
+def after_hangup(signum: int) -> None:
+    """After SIGHUP the terminal is gone and a write to it fails (EIO): a progress bar or a
+    log line would then end the command's clean-up, or a training run before its checkpoint.
+    Standard output and error that are a terminal go to /dev/null from here on (redirected
+    to a file, they are left alone)."""
+    import signal
+    import sys
+
+    if signum != signal.SIGHUP:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and stream.isatty():
+                to_devnull(stream)
+        except (OSError, ValueError):  # closed, or no descriptor
+            pass
+
+
+def to_devnull(stream: Any) -> None:
+    """``stream``'s descriptor onto /dev/null: what it still buffers goes nowhere, at exit
+    too, instead of failing again there ("Exception ignored ... BrokenPipeError")."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def model_dir(model: str | None) -> Path:

@@ -57,6 +57,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # After its graceful shutdown uvicorn re-raises the signal that stopped it; under the
     # default action a SIGTERM would then end a cleanly stopped server with status 143.
     signal.signal(signal.SIGTERM, lambda *_: None)
+    # One worker: a closed terminal's SIGHUP ended the server on the spot, requests in flight
+    # cut; it now shuts down as SIGTERM does (gracefully). More workers: uvicorn's supervisor
+    # sets its own (it restarts the workers). Under nohup it stays ignored.
+    if settings.workers == 1 and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, lambda *_: signal.raise_signal(signal.SIGTERM))
     with _shared_by_workers(settings):
         uvicorn.run(
             "absa.service.app:create_app",

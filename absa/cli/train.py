@@ -16,6 +16,7 @@ from absa.cli.common import (
     EX_TEMPFAIL,
     MODEL_DEFAULT,
     CLIError,
+    after_hangup,
     check_new_out,
     model_dir,
     on_sigterm,
@@ -30,27 +31,34 @@ STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resum
 
 
 @contextmanager
-def _checkpoint_on_sigterm() -> Iterator[list[bool]]:
-    """While a run trains, SIGTERM (a node drained, a pod evicted) asks it to stop after the
-    batch in progress, with a checkpoint (training/checkpoint.STOP): the same command with
-    --resume goes on from there. A second SIGTERM stops at once, as SIGTERM does elsewhere
-    (absa.cli). Yields a list that holds, once the block is left, whether SIGTERM came."""
+def _checkpoint_on_sigterm() -> Iterator[list[str]]:
+    """While a run trains, SIGTERM (a node drained, a pod evicted) or SIGHUP (the terminal or
+    SSH session closed; not under nohup) asks it to stop after the batch in progress, with a
+    checkpoint (training/checkpoint.STOP): the same command with --resume goes on from
+    there. A second SIGTERM stops at once, as SIGTERM does elsewhere (absa.cli); a second
+    SIGHUP does not (a closed terminal sends two). Yields a list that holds, once the block
+    is left, the name of the signal that asked for a stop, if one did."""
+    import signal
+
     from absa.training import checkpoint
 
-    asked: list[bool] = []
+    asked: list[str] = []
     checkpoint.STOP.clear()
 
     def ask(signum: int, frame: object) -> None:
         if checkpoint.STOP.is_set():
+            if signum == signal.SIGHUP:
+                return
             raise KeyboardInterrupt
         checkpoint.STOP.set()
-        log.warning("SIGTERM: stopping after this batch with a checkpoint (again: at once)")
+        after_hangup(signum)
+        asked.append(signal.Signals(signum).name)
+        log.warning("%s: stopping after this batch with a checkpoint (SIGTERM: at once)", asked[0])
 
     try:
-        with on_sigterm(ask):
+        with on_sigterm(ask, hangup=True):
             yield asked
     finally:
-        asked.append(checkpoint.STOP.is_set())
         checkpoint.STOP.clear()  # a later run in this process starts unasked
 
 
@@ -252,7 +260,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             reproduce=command_of(args),
         )
     if result.stopped:
-        by = "SIGTERM" if asked[0] else "--stop-after"
+        by = asked[0] if asked else "--stop-after"
         sys.stdout.write(
             f"stopped after {len(result.history)} whole epoch(s) ({by}); the run in "
             f"{result.run_dir} is not complete: the same command with --resume goes on\n"

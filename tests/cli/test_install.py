@@ -115,7 +115,9 @@ def test_predict_and_serve_still_work_without_torch(artifact: Path) -> None:
     assert json.loads(proc.stdout)["results"][0]["term"] == "food"
 
 
-def _scoring(tmp_path: Path, hangup: str) -> tuple[subprocess.Popen[bytes], Path]:
+def _scoring(
+    tmp_path: Path, hangup: str, stderr: int = subprocess.PIPE, quiet: bool = True
+) -> tuple[subprocess.Popen[bytes], Path]:
     """`absa predict --input` on a file long enough to be stopped while it writes, started
     with SIGHUP's action ``hangup`` ("SIG_DFL", or "SIG_IGN" as under nohup); returned once
     its .part exists."""
@@ -129,8 +131,8 @@ def _scoring(tmp_path: Path, hangup: str) -> tuple[subprocess.Popen[bytes], Path
         f"import signal, sys; signal.signal(signal.SIGHUP, signal.{hangup}); "
         "from absa.cli import main; sys.exit(main())"
     )
-    argv = ["predict", "--input", str(src), "--output", str(out), "--quiet"]
-    proc = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=ROOT, stderr=subprocess.PIPE)
+    argv = ["predict", "--input", str(src), "--output", str(out), *(["--quiet"] * quiet)]
+    proc = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=ROOT, stderr=stderr)
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob("out.jsonl.*.part")):  # the run's own .part
         assert proc.poll() is None and time.monotonic() < deadline, "never started writing"
@@ -149,7 +151,28 @@ def test_sigterm_and_sighup_stop_file_scoring_cleanly(
 
     proc, out = _scoring(tmp_path, "SIG_DFL")
     proc.send_signal(getattr(signal, signame))
+    proc.send_signal(getattr(signal, signame))  # a closed terminal sends SIGHUP twice
     assert proc.wait(timeout=60) == status
+    assert not list(tmp_path.glob("*.part")) and not out.exists()
+
+
+def test_a_hangup_with_the_progress_bar_on_the_gone_terminal_still_cleans_up(
+    tmp_path: Path,
+) -> None:
+    """The progress bar draws on a terminal; once it is gone, each write fails (EIO): the
+    unwinding after SIGHUP met that, and ended with another status."""
+    import os
+    import pty
+    import signal
+
+    master, terminal = pty.openpty()
+    try:
+        proc, out = _scoring(tmp_path, "SIG_DFL", stderr=terminal, quiet=False)
+    finally:
+        os.close(terminal)
+    os.close(master)  # the terminal hangs up: writes to it fail from here on
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=60) == 129
     assert not list(tmp_path.glob("*.part")) and not out.exists()
 
 

@@ -77,7 +77,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def spawn(argv: list[str], log_path: Path, **env: str) -> subprocess.Popen:
     """``absa ARGV`` as a subprocess in the project root, the environment plus ``env``,
-    stdout and stderr into ``log_path``."""
+    stdout and stderr into ``log_path``; SIGHUP at its default action, as from a terminal
+    (a test run under nohup would hand it down ignored)."""
+    import signal
+
     with log_path.open("w") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "absa.cli", *argv],
@@ -85,6 +88,7 @@ def spawn(argv: list[str], log_path: Path, **env: str) -> subprocess.Popen:
             env={**os.environ, **env},
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
         )
 
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
@@ -49,7 +50,11 @@ def refuses_connections(port: int) -> bool:
     return False
 
 
-def test_sigterm_drains_queued_requests_and_exits_0(artifact: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_drains_queued_requests_and_exits_0(
+    artifact: Path, tmp_path: Path, signame: str
+) -> None:
+    """SIGHUP too (a closed terminal): one worker ended on the spot, the requests cut."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
@@ -70,9 +75,9 @@ def test_sigterm_drains_queued_requests_and_exits_0(artifact: Path, tmp_path: Pa
             time.sleep(0.02)
 
         t0 = time.monotonic()
-        server.send_signal(signal.SIGTERM)
+        server.send_signal(getattr(signal, signame))
         while not refuses_connections(port):  # the listener closes at once ...
-            assert time.monotonic() - t0 < 5, "still accepting connections 5 s after SIGTERM"
+            assert time.monotonic() - t0 < 5, f"still accepting connections 5 s after {signame}"
             time.sleep(0.02)
         assert server.poll() is None  # ... while the queued requests are still being answered
 

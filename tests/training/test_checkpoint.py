@@ -131,11 +131,17 @@ def test_a_run_asked_to_stop_writes_a_checkpoint_after_the_batch_and_goes_on_fro
     assert (tmp_path / "r" / WEIGHTS).read_bytes() == (tmp_path / "whole" / WEIGHTS).read_bytes()
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
 def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
-    small_glove: Path, tmp_path: Path
+    small_glove: Path, tmp_path: Path, signame: str
 ) -> None:
-    """A real process: SIGTERM while it trains, exit 75 and a checkpoint; --resume ends it."""
+    """A real process: SIGTERM while it trains, exit 75 and a checkpoint; --resume ends it.
+    SIGHUP too, twice (a closed terminal sends two), with the run's output on that terminal,
+    where every write fails once it is gone: SIGHUP ended the run on the spot, and the
+    message after the checkpoint, written to the gone terminal, ended it with another
+    status."""
     import os
+    import pty
     import signal
     import subprocess
     import sys
@@ -146,18 +152,29 @@ def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
     argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
     argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet"]
     log = tmp_path / "log"
+    master, terminal = pty.openpty()
     with log.open("w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv,
+            stdout=terminal if signame == "SIGHUP" else out,
+            stderr=out,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+        )
+    os.close(terminal)
     deadline = time.monotonic() + 120
     while "training on" not in log.read_text():
         assert proc.poll() is None, log.read_text()
         assert time.monotonic() < deadline, "training did not start in 120 s"
         time.sleep(0.05)
     time.sleep(0.5)  # some epochs in
-    proc.send_signal(signal.SIGTERM)
+    os.close(master)  # the terminal is gone
+    for _ in range(1 + (signame == "SIGHUP")):
+        proc.send_signal(getattr(signal, signame))
     assert proc.wait(timeout=120) == 75, log.read_text()
     text = log.read_text()
-    assert "(SIGTERM)" in text and "--resume goes on" in text
+    assert f"{signame}: stopping after this batch" in text
+    if signame == "SIGTERM":  # its standard output is the log
+        assert "(SIGTERM)" in text and "--resume goes on" in text
     assert (tmp_path / "r" / CHECKPOINT).is_file()
     done = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
