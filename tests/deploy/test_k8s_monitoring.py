@@ -18,9 +18,14 @@ MONITORING = DEPLOY / "k8s" / "monitoring"
 
 
 def test_the_prometheus_rule_holds_the_tested_rules() -> None:
+    import runpy
+
+    render = runpy.run_path(str(MONITORING / "render_rules.py"))["render"]
+    rendered = (MONITORING / "prometheusrule.yaml").read_text()
+    assert render() == rendered, "run python deploy/k8s/monitoring/render_rules.py"
     (rule,) = load_yaml(MONITORING / "prometheusrule.yaml")
     alerts = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yml").read_text())
-    assert rule["spec"]["groups"] == alerts["groups"], "edit both files alike"
+    assert rule["spec"]["groups"] == alerts["groups"]
     assert rule["metadata"]["namespace"] == k8s("Namespace")["metadata"]["name"]
 
 
