@@ -22,8 +22,6 @@ from tests.service.conftest import make_settings
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "absa.json"
 TEXT = "the wine list was great but the food was awful"
-# Grafana's variables as a query with "All" chosen gives them to Prometheus
-VARIABLES = {"$__rate_interval": "5m", "$namespace": ".*", "$job": ".*"}
 
 
 def queries() -> list[tuple[str, str]]:
@@ -45,6 +43,11 @@ def test_panels_read_what_the_service_exports_and_show_all_of_it() -> None:
     families = {re.sub(r"_(total|bucket|sum|count)$", "", name) for name in exported()}
     shown = {re.sub(r"_(total|bucket|sum|count)$", "", name) for name in read}
     assert families <= shown, families - shown  # a new metric needs a panel
+    # one deployment at a time: "All" summed a staging and a production absa together
+    chosen = {v["name"]: v for v in dash["templating"]["list"]}
+    for name in ("namespace", "job"):
+        assert not chosen[name]["includeAll"] and not chosen[name]["multi"]
+        assert all(f'{name}=~"${name}"' in expr for _, expr in queries() if "absa_" in expr)
 
 
 @pytest.fixture(scope="module")
@@ -64,19 +67,21 @@ def scraped(artifact: Path, extractor_artifact: Path) -> Iterator[str]:
         yield client.get("/metrics").text
 
 
-def series(metrics: str) -> list[dict[str, str]]:
+def series(metrics: str, deployment: dict[str, str], version: str) -> list[dict[str, str]]:
     """promtool input series for the app's absa samples, as Prometheus would store them from
-    a deployment's scrapes (``namespace`` and ``job`` added): counters grow by their value a
-    minute, gauges hold it."""
+    a deployment's scrapes (its labels added; absa_model_info's version set to ``version``):
+    counters grow by their value a minute, gauges hold it."""
     out = []
     for family in text_string_to_metric_families(metrics):
         for sample in family.samples:
             if not sample.name.startswith("absa_") or sample.name.endswith("_created"):
                 continue
-            labels = {**sample.labels, "namespace": "prod", "job": "absa"}
+            labels = {**sample.labels, **deployment}
+            if sample.name == "absa_model_info" and sample.value == 1:
+                labels["version"] = version
             body = ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
             value = sample.value
-            growing = family.type in ("counter", "histogram") and not sample.name.endswith("info")
+            growing = family.type in ("counter", "histogram")
             out.append(
                 {
                     "series": f"{sample.name}{{{body}}}",
@@ -87,24 +92,57 @@ def series(metrics: str) -> list[dict[str, str]]:
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool: apt-get install prometheus")
+@pytest.mark.parametrize(
+    "labels",
+    [{"namespace": "prod", "job": "absa"}, {"job": "absa"}],  # Kubernetes; compose (no namespace)
+    ids=["kubernetes", "compose"],
+)
 def test_every_panel_query_gives_data_on_a_served_apps_metrics(
-    scraped: str, tmp_path: Path
+    scraped: str, tmp_path: Path, labels: dict[str, str]
 ) -> None:
-    rules = []
+    """Each query, with the dashboard's variables set to the deployment (an empty namespace
+    where the scrape has none), gives data; and a second deployment scraped by the same
+    Prometheus (another job, on another model) is not mixed in: "Models served" shows one."""
+    chosen = {"$__rate_interval": "5m", "$namespace": labels.get("namespace", ""), "$job": "absa"}
+    rules: list[dict] = []
     for i, (title, expr) in enumerate(queries()):
-        for name, value in VARIABLES.items():
+        for name, value in chosen.items():
             expr = expr.replace(name, value)
         rules.append({"alert": f"Empty{i}", "expr": f"absent({expr})", "labels": {"q": title}})
+        if title == "Models served":
+            rules.append({"record": "models_served", "expr": expr})
     rules.append({"alert": "Control", "expr": "absent(absa_no_such_metric)"})  # it does fire
     (tmp_path / "rules.yml").write_text(
         yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]})
     )
-    checks = [{"eval_time": "20m", "alertname": r["alert"], "exp_alerts": []} for r in rules[:-1]]
+    alerts = [r["alert"] for r in rules if "alert" in r]
+    checks = [{"eval_time": "20m", "alertname": a, "exp_alerts": []} for a in alerts[:-1]]
     checks.append({"eval_time": "20m", "alertname": "Control", "exp_alerts": [{"exp_labels": {}}]})
+    other = {**labels, "job": "absa-staging"}
+    mine = series(scraped, labels, "1.0.0")
+    (name,) = set(re.findall(r'^absa_model_info\{[^}]*name="([^"]+)"', scraped, re.M))
     test = {
         "rule_files": ["rules.yml"],
         "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series(scraped), "alert_rule_test": checks}],
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": mine + series(scraped, other, "2.0.0"),
+                "alert_rule_test": checks,
+                "promql_expr_test": [
+                    {
+                        "expr": "models_served",
+                        "eval_time": "20m",
+                        "exp_samples": [
+                            {
+                                "labels": f'models_served{{name="{name}", version="1.0.0"}}',
+                                "value": 1,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
     }
     (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
     for command in (["check", "rules", "rules.yml"], ["test", "rules", "test.yml"]):
