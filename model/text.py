@@ -133,9 +133,11 @@ def _in(c: str, ranges: tuple[tuple[int, int], ...]) -> bool:
 
 
 def _joinable(c: str) -> bool:
-    """What a joiner holds together: letters and digits, symbols (emoji), marks, joiners; not
-    punctuation ("pasta\u00ad," is the word and its comma)."""
-    return is_word(c) or c in _JOINERS or unicodedata.category(c)[0] in "MS"
+    """What a joiner holds together: letters and digits, pictographs (emoji; their skin
+    tones), marks, joiners; not punctuation or a currency or maths sign ("pasta\u00ad," is
+    the word and its comma, "a\u00ad+b" three tokens)."""
+    cat = unicodedata.category(c)
+    return is_word(c) or c in _JOINERS or cat == "So" or cat[0] == "M" or _in(c, _MODIFIERS)
 
 
 def _joins(left: str, right: str) -> bool:
@@ -161,8 +163,9 @@ def lookup_form(word: str) -> str:
     hyphens (``_IGNORED``), nor a zero-width (non-)joiner at either edge."""
     if word.isascii():
         return word.lower()
-    form = unicodedata.normalize("NFC", word).translate(_IGNORED)
-    return (form.strip("".join(_JOINERS)) or form).lower()  # a joiner at an edge joins nothing
+    form = unicodedata.normalize("NFC", word)
+    clean = form.translate(_IGNORED).strip("".join(_JOINERS))  # a joiner at an edge joins nothing
+    return (clean or form).lower()  # a token of nothing else stays itself
 
 
 def check_span(text: str, start: int, end: int) -> None:

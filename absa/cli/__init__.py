@@ -22,7 +22,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from absa.cli import models, serve, train, vectors
-from absa.cli.common import EX_TEMPFAIL, CLIError, after_hangup, on_sigterm, to_devnull
+from absa.cli.common import (
+    EX_TEMPFAIL,
+    CLIError,
+    after_hangup,
+    on_sigterm,
+    remember_terminals,
+    to_devnull,
+)
 from absa.errors import AbsaError, transient
 
 __all__ = ["EX_TEMPFAIL", "CLIError", "build_parser", "main"]
@@ -90,8 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         after_hangup(signum)
         raise KeyboardInterrupt
 
-    with on_sigterm(stop, hangup=getattr(args, "command", None) != "serve"):
-        code = _run(args, terminated)
+    remember_terminals()
+    try:
+        with on_sigterm(stop, hangup=getattr(args, "command", None) != "serve"):
+            code = _run(args, terminated)
+    except KeyboardInterrupt:  # a signal after the command's own handling, before the block's end
+        code = 130
     if terminated:  # whatever the unwinding met (a write to the gone terminal): stopped by it
         code = 128 + terminated[0]
     if _gone(sys.stderr):  # `2>&1 | head`: the logs' reader left; the status is the command's

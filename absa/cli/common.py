@@ -28,7 +28,8 @@ def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> 
         yield
         return
     signals = [signal.SIGTERM]
-    if hangup and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+    # ignored (nohup) stays ignored; one set outside Python (None) cannot be put back: kept
+    if hangup and signal.getsignal(signal.SIGHUP) not in (signal.SIG_IGN, None):
         signals.append(signal.SIGHUP)
     previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
@@ -39,20 +40,36 @@ def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> 
                 signal.signal(signum, before)
 
 
-def after_hangup(signum: int) -> None:
-    """After SIGHUP the terminal is gone and a write to it fails (EIO): a progress bar or a
-    log line would then end the command's clean-up, or a training run before its checkpoint.
-    Standard output and error that are a terminal go to /dev/null from here on (redirected
-    to a file, they are left alone)."""
-    import signal
+#: the standard streams that were a terminal when the command started (remember_terminals):
+#: once the terminal has hung up, isatty() on them says False (its ioctl fails with EIO)
+TERMINALS: list[Any] = []
+
+
+def remember_terminals() -> None:
+    """Note which of standard output and error are a terminal, for ``after_hangup``."""
     import sys
 
-    if signum != signal.SIGHUP:
-        return
+    TERMINALS.clear()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None and stream.isatty():
-                to_devnull(stream)
+                TERMINALS.append(stream)
+        except (OSError, ValueError):  # closed, or no descriptor
+            pass
+
+
+def after_hangup(signum: int) -> None:
+    """After SIGHUP the terminal is gone and a write to it fails (EIO): a progress bar or a
+    log line would then end the command's clean-up, or a training run before its checkpoint.
+    The standard streams that were a terminal (``TERMINALS``) go to /dev/null from here on
+    (redirected to a file, they are left alone)."""
+    import signal
+
+    if signum != signal.SIGHUP:
+        return
+    for stream in TERMINALS:
+        try:
+            to_devnull(stream)
         except (OSError, ValueError):  # closed, or no descriptor
             pass
 

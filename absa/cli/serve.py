@@ -54,28 +54,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         os.environ["ABSA_THREADS"] = str(default_threads(settings.workers))
     settings = Settings()
-    # After its graceful shutdown uvicorn re-raises the signal that stopped it; under the
-    # default action a SIGTERM would then end a cleanly stopped server with status 143.
-    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGTERM, _outside_uvicorn)
     # One worker: a closed terminal's SIGHUP ended the server on the spot, requests in flight
     # cut; it now shuts down as SIGTERM does (gracefully). More workers: uvicorn's supervisor
     # sets its own (it restarts the workers). Under nohup it stays ignored.
-    if settings.workers == 1 and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, lambda *_: signal.raise_signal(signal.SIGTERM))
-    with _shared_by_workers(settings):
-        uvicorn.run(
-            "absa.service.app:create_app",
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            workers=settings.workers,
-            log_level=settings.log_level,
-            log_config=_log_config(
-                "debug" if args.verbose else settings.log_level, settings.log_format
-            ),
-            timeout_graceful_shutdown=30,
-            http="absa.service.connections:FirstRequestDeadline",
-        )
+    hangup = signal.getsignal(signal.SIGHUP)
+    ours = settings.workers == 1 and hangup not in (signal.SIG_IGN, None)
+    if ours:
+        signal.signal(signal.SIGHUP, _hangup)
+    try:
+        with _shared_by_workers(settings):
+            uvicorn.run(
+                "absa.service.app:create_app",
+                factory=True,
+                host=settings.host,
+                port=settings.port,
+                workers=settings.workers,
+                log_level=settings.log_level,
+                log_config=_log_config(
+                    "debug" if args.verbose else settings.log_level, settings.log_format
+                ),
+                timeout_graceful_shutdown=30,
+                http="absa.service.connections:FirstRequestDeadline",
+            )
+    finally:
+        if ours:
+            signal.signal(signal.SIGHUP, hangup)  # a program that called main() keeps its own
     from absa.service.app import STOPPED_BY  # set in this process: one worker, no supervisor
 
     if STOPPED_BY:
@@ -85,6 +89,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return EX_SOFTWARE
     return 0
+
+
+def _outside_uvicorn(signum: int, frame: object) -> None:
+    """SIGTERM while uvicorn's own handler is not set: after its graceful shutdown uvicorn
+    re-raises the signal that stopped it, and under the default action a SIGTERM would end a
+    cleanly stopped server with status 143. Nothing to do."""
+
+
+def _hangup(signum: int, frame: object) -> None:
+    """SIGHUP under one worker: uvicorn's graceful shutdown, as SIGTERM gets; before uvicorn
+    has set its handler (or after it put ours back), an exit with 128 + the signal."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is _outside_uvicorn:
+        raise SystemExit(128 + signum)
+    signal.raise_signal(signal.SIGTERM)
 
 
 def _check_startable(settings: Any) -> None:

@@ -39,16 +39,20 @@ def _checkpoint_on_sigterm() -> Iterator[list[str]]:
     SIGHUP does not (a closed terminal sends two). Yields a list that holds, once the block
     is left, the name of the signal that asked for a stop, if one did."""
     import signal
+    import threading
 
     from absa.training import checkpoint
 
     asked: list[str] = []
     checkpoint.STOP.clear()
+    outer = signal.getsignal(signal.SIGTERM)  # the CLI's: unwinds, exit 143
 
     def ask(signum: int, frame: object) -> None:
         if checkpoint.STOP.is_set():
             if signum == signal.SIGHUP:
                 return
+            if callable(outer):
+                outer(signum, frame)
             raise KeyboardInterrupt
         checkpoint.STOP.set()
         after_hangup(signum)
@@ -60,6 +64,11 @@ def _checkpoint_on_sigterm() -> Iterator[list[str]]:
             yield asked
     finally:
         checkpoint.STOP.clear()  # a later run in this process starts unasked
+        if asked == ["SIGHUP"] and threading.current_thread() is threading.main_thread():
+            # the hangup's second SIGHUP may come after the block: the command ends as
+            # asked (its checkpoint written, exit 75), not stopped by it; main() puts the
+            # handler before it back
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:

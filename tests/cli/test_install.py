@@ -170,8 +170,8 @@ def test_a_hangup_with_the_progress_bar_on_the_gone_terminal_still_cleans_up(
         proc, out = _scoring(tmp_path, "SIG_DFL", stderr=terminal, quiet=False)
     finally:
         os.close(terminal)
-    os.close(master)  # the terminal hangs up: writes to it fail from here on
     proc.send_signal(signal.SIGHUP)
+    os.close(master)  # the terminal hangs up: writes to it fail from here on
     assert proc.wait(timeout=60) == 129
     assert not list(tmp_path.glob("*.part")) and not out.exists()
 

@@ -167,12 +167,13 @@ def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
         assert time.monotonic() < deadline, "training did not start in 120 s"
         time.sleep(0.05)
     time.sleep(0.5)  # some epochs in
-    os.close(master)  # the terminal is gone
     for _ in range(1 + (signame == "SIGHUP")):
         proc.send_signal(getattr(signal, signame))
+    os.close(master)  # the terminal is gone: the message after the checkpoint goes nowhere
     assert proc.wait(timeout=120) == 75, log.read_text()
     text = log.read_text()
     assert f"{signame}: stopping after this batch" in text
+    assert "absa train: error" not in text  # (it was "[Errno 5] Input/output error")
     if signame == "SIGTERM":  # its standard output is the log
         assert "(SIGTERM)" in text and "--resume goes on" in text
     assert (tmp_path / "r" / CHECKPOINT).is_file()
@@ -181,6 +182,35 @@ def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
     assert done.returncode == 0, done.stdout + done.stderr
     history = json.loads((tmp_path / "r" / "history.json").read_text())
     assert [h["epoch"] for h in history] == list(range(1, 101))
+
+
+def test_a_second_sigterm_stops_absa_train_at_once_with_143(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """As SIGTERM stops any other command (it ended with 130, Ctrl-C's status)."""
+    import signal
+    import subprocess
+    import sys
+
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1000, batch_size=2, patience=1000)
+    argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
+    argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet"]
+    log = tmp_path / "log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while "training on" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "training did not start in 120 s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    while "stopping after this batch" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=120)  # 143 here every time; 75 if the run stopped in between
+    assert code in (143, 75), log.read_text()  # (130 before)
 
 
 class SlowStart(logging.Handler):
