@@ -174,6 +174,12 @@ class Settings(LogSettings, ModelSettings):
         description="with sample_path: no more is kept once the file is this large (MiB), "
         "until it is rotated: a sample never fills the disk",
     )
+    tracing: bool = Field(
+        False,
+        description="send OpenTelemetry traces of the API's requests by OTLP over HTTP, to "
+        "the collector the standard OTEL_EXPORTER_OTLP_* variables name (needs absa[otel]; "
+        "service/tracing.py)",
+    )
     stop_on_failure: bool = Field(
         True,
         description="a worker whose batcher stopped (a bug) stops itself, after answering "

@@ -28,6 +28,7 @@ from absa.service.metrics import Metrics
 from absa.service.reloader import Reloader, load_category_predictor, load_predictor
 from absa.service.routes import admin, ops, predict
 from absa.service.sampling import AnswerSample, categories_path
+from absa.service.tracing import Tracing
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -342,6 +343,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for sample in app.state.samples:
                 sample.close()  # after the last answers: their lines are written
             await deadlines.stop()
+            app.state.tracing.shutdown()  # the spans still held are sent
             metrics.close()  # several workers: its live gauges leave /metrics
             log.info("stopped")
 
@@ -358,6 +360,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.ready = False
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
     app.state.samples = []  # ABSA_SAMPLE_PATH: the answer samples, set at start-up
+    app.state.tracing = Tracing(settings.tracing)  # off: does nothing
     app.include_router(predict.router)
     app.include_router(ops.router)
     app.mount(STATIC_PATH, StaticFiles(directory=ops.STATIC), name="static")
@@ -389,4 +392,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)
+    app.state.tracing.instrument(app)  # ABSA_TRACING: a span per request, around them all
     return app

@@ -119,6 +119,13 @@ def _check_startable(settings: Any) -> None:
     from absa.model.categories import CATEGORY, TERMS
     from absa.model.runtime import choose_providers
 
+    if settings.tracing:  # before the model loads: the extra is missing
+        from absa.service.tracing import check_installed
+
+        try:
+            check_installed()
+        except ImportError as e:
+            raise CLIError(str(e)) from None
     servable(settings.model_path(), task=TERMS)  # a wrong --model
     if settings.category_model is not None:
         servable(settings.category_model, task=CATEGORY)

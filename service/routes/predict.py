@@ -276,7 +276,11 @@ async def predict(
         return p
 
     prepared = await engine.offload(prepare) if heavy else prepare()
-    outputs = await engine.submit(predictor, prepared.items, req.explain)
+    tracing = request.app.state.tracing
+    n = len(prepared.items)
+    tracing.annotate(**{"absa.model": predictor.model_id, "absa.aspects": n})
+    with tracing.span("absa.inference", **{"absa.aspects": n}):  # its batch: wait and run
+        outputs = await engine.submit(predictor, prepared.items, req.explain)
 
     def answer() -> tuple[list[dict], bytes]:
         results = _results(predictor, prepared, outputs)
@@ -333,7 +337,13 @@ async def predict_batch(
     explains = [
         any(isinstance(e, tuple) and e[0] is m and e[1].explain for e in prepared) for m in models
     ]
-    done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)))
+    tracing = request.app.state.tracing
+    n = sum(len(job) for job in jobs)
+    tracing.annotate(
+        **{"absa.model": terms.model_id, "absa.aspects": n, "absa.items": len(req.items)}
+    )
+    with tracing.span("absa.inference", **{"absa.aspects": n}):  # their batches: wait and run
+        done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)))
     outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
     answered: list[tuple[str, str, list[dict]]] = []  # for the answer sample

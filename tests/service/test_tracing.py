@@ -1,0 +1,126 @@
+"""ABSA_TRACING: the real app sends its spans by OTLP over HTTP to a collector, here a small
+HTTP server in the test that decodes what arrives (OpenTelemetry's own protobuf messages)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.service.conftest import EXAMPLES, make_settings
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra")
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
+    ExportTraceServiceRequest,
+)
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER = f"00-{TRACE_ID}-00f067aa0ba902b7-01"  # the caller's span, sampled
+
+
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[ExportTraceServiceRequest]]:
+    """An OTLP/HTTP trace receiver; the OTEL_* variables point the exporter at it."""
+    received: list[ExportTraceServiceRequest] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path == "/v1/traces":
+                received.append(ExportTraceServiceRequest.FromString(body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    yield received
+    server.shutdown()
+    server.server_close()
+
+
+def spans_of(received: list[ExportTraceServiceRequest]) -> list[tuple[dict, object]]:
+    """(resource attributes, span) of everything received."""
+    out = []
+    for request in received:
+        for rs in request.resource_spans:
+            resource = {a.key: a.value.string_value for a in rs.resource.attributes}
+            out += [(resource, span) for ss in rs.scope_spans for span in ss.spans]
+    return out
+
+
+def attributes(span: object) -> dict:
+    values = {}
+    for a in span.attributes:  # type: ignore[attr-defined]
+        v = a.value
+        values[a.key] = v.string_value if v.HasField("string_value") else v.int_value
+    return values
+
+
+def test_a_request_is_a_span_in_the_callers_trace_with_its_inference(
+    artifact: Path, collector: list[ExportTraceServiceRequest]
+) -> None:
+    from absa.service.app import create_app
+
+    e = EXAMPLES[0]
+    body = {"text": e.text, "aspects": [{"term": e.term, "start": e.start, "end": e.end}]}
+    with TestClient(create_app(make_settings(artifact, tracing=True))) as client:
+        r = client.post("/v1/predict", json=body, headers={"traceparent": CALLER})
+        assert r.status_code == 200, r.text
+        model = r.json()["model"]
+        items = {"items": [body, body]}
+        assert client.post("/v1/predict/batch", json=items).status_code == 200
+        for path in ("/healthz", "/readyz", "/metrics"):
+            assert client.get(path).status_code == 200
+    # the app stopped: what its batch processor held has been sent
+    spans = spans_of(collector)
+    assert spans, "nothing reached the collector"
+    assert {resource["service.name"] for resource, _ in spans} == {"absa"}
+    by_name: dict[str, list] = {}
+    for _, span in spans:
+        by_name.setdefault(span.name, []).append(span)
+    (server,) = by_name["POST /v1/predict"]
+    assert server.trace_id.hex() == TRACE_ID  # joined to the caller's trace
+    assert attributes(server)["absa.model"] == model
+    assert attributes(server)["absa.aspects"] == 1
+    (batch,) = by_name["POST /v1/predict/batch"]
+    assert attributes(batch)["absa.aspects"] == 2 and attributes(batch)["absa.items"] == 2
+    inference = by_name["absa.inference"]
+    assert sorted(s.parent_span_id for s in inference) == sorted([server.span_id, batch.span_id])
+    assert not [n for n in by_name if any(p in n for p in ("healthz", "readyz", "metrics"))]
+
+
+def test_off_no_span_is_made(artifact: Path, collector: list[ExportTraceServiceRequest]) -> None:
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact))) as client:
+        r = client.post("/v1/predict", json={"text": "good food", "aspects": ["food"]})
+        assert r.status_code == 200, r.text
+    assert collector == []
+
+
+def test_without_the_extra_serve_says_so_in_one_line(
+    artifact: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from absa.cli import main
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.instrumentation.fastapi", None)
+    monkeypatch.setenv("ABSA_TRACING", "true")
+    assert main(["serve", "--model", str(artifact), "--port", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("absa serve: error: ABSA_TRACING needs the otel extra"), err
+    assert len(err.splitlines()) == 1
