@@ -45,8 +45,10 @@ COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
+# the otel extra too: ABSA_TRACING works in the image (OpenTelemetry, a few MB; off unless set)
 RUN echo "onnxruntime==${ORT_VERSION}" > /tmp/constraints.txt \
- && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[serve]"
+ && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[serve]" \
+ && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[otel]"
 # Fail the build, not the first request: no torch on the serving path, and the shipped model
 # must be in the install (-I: import the installed package, not the sources in /src).
 RUN python -I -c "import importlib.util as u; assert u.find_spec('torch') is None, 'torch in serve'" \
@@ -71,7 +73,7 @@ COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
-RUN pip install ".[serve]"
+RUN pip install ".[serve]" && pip install ".[otel]"
 # Both distributions provide the `onnxruntime` module: only one may be installed.
 RUN pip uninstall -y onnxruntime \
  && pip install "onnxruntime-gpu==${ORT_GPU_VERSION}" \

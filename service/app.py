@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import signal
@@ -324,6 +325,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.category_model = load_category_predictor(settings, settings.category_model)
             log.info("categories: serving %s", settings.category_model)
         app.state.samples = _samples(settings)
+        app.state.tracing.start()
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
         app.state.ready = True
@@ -343,8 +345,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for sample in app.state.samples:
                 sample.close()  # after the last answers: their lines are written
             await deadlines.stop()
-            app.state.tracing.shutdown()  # the spans still held are sent
             metrics.close()  # several workers: its live gauges leave /metrics
+            # the spans still held are sent (a few seconds at most: the collector may be down)
+            await asyncio.to_thread(app.state.tracing.shutdown)
             log.info("stopped")
 
     app = FastAPI(

@@ -5,20 +5,31 @@ it. Spans go out by OTLP over HTTP in batches, set up by the standard variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_SERVICE_NAME`` (default ``absa``),
 ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``). Probes, /metrics and the page's
-files make none. Off, nothing of OpenTelemetry is imported and every call here does nothing.
+files make none. Off, no provider, exporter or instrumentation is loaded (FastAPI imports
+OpenTelemetry's API where it is installed, a no-op without a provider) and every call here
+does nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
+import threading
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-#: requests that make no span: probes and scrapes come every few seconds
-UNTRACED = "/healthz,/readyz,/metrics,/static"
+#: requests that make no span: probes and scrapes come every few seconds (each a regular
+#: expression searched in the request's URL)
+UNTRACED = "/healthz$,/readyz$,/metrics$,/static/"
+#: seconds an export may take (OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT, where set, instead): the
+#: exporter's default, 10 s with retries, would hold a shutdown past a pod's grace period
+#: while the collector is down
+EXPORT_TIMEOUT_S = 2.0
+#: seconds the app's shutdown waits for the spans still held to be sent
+SHUTDOWN_WAIT_S = 5.0
+_OFF = nullcontext()
 NEEDS = "ABSA_TRACING needs the otel extra: pip install 'absa[otel]'"
 
 
@@ -34,7 +45,8 @@ def check_installed() -> None:
 
 class Tracing:
     """The app's tracer provider, or nothing (``enabled`` False): each worker process has its
-    own, made with its app and shut down (what it holds sent) when the app stops."""
+    own, made with its app; spans go out once the app has started (``start``: the batch
+    processor's thread) and what is still held is sent when it stops (``shutdown``)."""
 
     def __init__(self, enabled: bool) -> None:
         self.provider: Any = None
@@ -42,18 +54,16 @@ class Tracing:
         if not enabled:
             return
         check_installed()
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         import absa
 
         resource = Resource.create({"service.version": absa.__version__})  # and the OTEL_* ones
         if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
             resource = resource.merge(Resource({"service.name": "absa"}))  # none given
-        self.provider = TracerProvider(resource=resource)
-        self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        # shut down by the app, within SHUTDOWN_WAIT_S: not again at the interpreter's exit
+        self.provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         self.tracer = self.provider.get_tracer("absa")
 
     def instrument(self, app: Any) -> None:
@@ -70,16 +80,24 @@ class Tracing:
             excluded_urls=UNTRACED,
             exclude_spans=["receive", "send"],
         )
+
+    def start(self) -> None:
+        """Spans go out from here on, in batches from a thread of their own (app start-up)."""
+        if self.provider is None:
+            return
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        given = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+        timeout = None if any(os.environ.get(v) for v in given) else EXPORT_TIMEOUT_S
+        self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=timeout)))
         log.info("tracing: spans go out by OTLP over HTTP")
 
-    @contextmanager
-    def span(self, name: str, **attributes: Any) -> Iterator[None]:
-        """A child span of the request's around the block."""
+    def span(self, name: str, **attributes: Any) -> AbstractContextManager[Any]:
+        """A child span of the request's around a ``with`` block."""
         if self.tracer is None:
-            yield
-            return
-        with self.tracer.start_as_current_span(name, attributes=attributes):
-            yield
+            return _OFF
+        return self.tracer.start_as_current_span(name, attributes=attributes)
 
     def annotate(self, **attributes: Any) -> None:
         """Attributes on the request's span (the current one)."""
@@ -90,6 +108,13 @@ class Tracing:
         trace.get_current_span().set_attributes(attributes)
 
     def shutdown(self) -> None:
-        """Send what is still held, and stop (the app's shutdown)."""
-        if self.provider is not None:
-            self.provider.shutdown()
+        """Send what is still held, and stop (the app's shutdown): at most SHUTDOWN_WAIT_S,
+        so that a collector that is down does not hold the worker past its grace period (the
+        spans it could not take are dropped)."""
+        if self.provider is None:
+            return
+        stopping = threading.Thread(target=self.provider.shutdown, daemon=True)
+        stopping.start()
+        stopping.join(SHUTDOWN_WAIT_S)
+        if stopping.is_alive():
+            log.warning("tracing: spans not all sent in %.0f s; dropped", SHUTDOWN_WAIT_S)

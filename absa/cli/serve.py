@@ -205,6 +205,13 @@ def _log_config(level: str, fmt: str = "text") -> dict:
         "level": "DEBUG" if level == "trace" else level.upper(),
         "propagate": False,
     }
+    # ABSA_TRACING: the exporter's warnings (a collector down) in the same format, not
+    # through Python's bare fallback handler
+    config["loggers"]["opentelemetry"] = {
+        "handlers": ["absa"],
+        "level": "WARNING",
+        "propagate": False,
+    }
     return config
 
 

@@ -84,6 +84,8 @@ def test_a_request_is_a_span_in_the_callers_trace_with_its_inference(
         assert client.post("/v1/predict/batch", json=items).status_code == 200
         for path in ("/healthz", "/readyz", "/metrics"):
             assert client.get(path).status_code == 200
+        big = {"text": "x " * 5000, "aspects": ["x"]}  # over the body limit: 413, traced too
+        assert client.post("/v1/predict", json=big).status_code == 413
     # the app stopped: what its batch processor held has been sent
     spans = spans_of(collector)
     assert spans, "nothing reached the collector"
@@ -91,7 +93,11 @@ def test_a_request_is_a_span_in_the_callers_trace_with_its_inference(
     by_name: dict[str, list] = {}
     for _, span in spans:
         by_name.setdefault(span.name, []).append(span)
-    (server,) = by_name["POST /v1/predict"]
+    refused, server = sorted(
+        by_name["POST /v1/predict"], key=lambda s: "absa.model" in attributes(s)
+    )
+    status = attributes(refused)
+    assert status.get("http.response.status_code", status.get("http.status_code")) == 413
     assert server.trace_id.hex() == TRACE_ID  # joined to the caller's trace
     assert attributes(server)["absa.model"] == model
     assert attributes(server)["absa.aspects"] == 1
@@ -124,3 +130,45 @@ def test_without_the_extra_serve_says_so_in_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("absa serve: error: ABSA_TRACING needs the otel extra"), err
     assert len(err.splitlines()) == 1
+
+
+def test_off_no_provider_exporter_or_instrumentation_is_loaded(artifact: Path) -> None:
+    """(FastAPI imports OpenTelemetry's API where it is installed, a no-op without a
+    provider: the SDK, the exporter and the instrumentation are what tracing would add.)"""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from fastapi.testclient import TestClient; "
+        "from absa.service.app import create_app; from absa.settings import Settings; "
+        f"c = TestClient(create_app(Settings(model_dir={str(artifact)!r}, device='cpu'))); "
+        "c.__enter__(); assert c.get('/healthz').status_code == 200; c.__exit__(None, None, None); "
+        "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', "
+        "'opentelemetry.exporter', 'opentelemetry.instrumentation'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_collector_that_is_down_does_not_hold_the_shutdown(
+    artifact: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter's default (10 s an export, with retries) held a stopping worker for up to
+    half a minute, past a pod's grace period."""
+    import socket
+    import time
+
+    from absa.service.app import create_app
+    from absa.service.tracing import SHUTDOWN_WAIT_S
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    with TestClient(create_app(make_settings(artifact, tracing=True))) as client:
+        for _ in range(20):
+            r = client.post("/v1/predict", json={"text": "good food", "aspects": ["food"]})
+            assert r.status_code == 200, r.text
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 < SHUTDOWN_WAIT_S + 2
