@@ -207,3 +207,20 @@ def test_the_compose_prometheus_config_is_valid() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_compose_monitoring_profile_takes_the_services_traces() -> None:
+    """`ABSA_TRACING=true docker compose --profile monitoring up`: the service's exporter
+    points at the profile's Jaeger, on the port where Jaeger takes OTLP over HTTP."""
+    compose = yaml.safe_load((DASHBOARD.parents[1] / "docker-compose.yml").read_text())
+    services = compose["services"]
+    env = services["absa"]["environment"]
+    assert env["ABSA_TRACING"] == "${ABSA_TRACING:-false}"  # off unless the shell says so
+    endpoint = re.fullmatch(
+        r"\$\{OTEL_EXPORTER_OTLP_ENDPOINT:-(.+)\}", env["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    )
+    assert endpoint, env["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    host, port = endpoint.group(1).removeprefix("http://").split(":")
+    jaeger = services[host]
+    assert jaeger["profiles"] == ["monitoring"] and port == "4318"  # Jaeger's OTLP/HTTP port
+    assert jaeger["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
