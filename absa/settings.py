@@ -125,7 +125,11 @@ class Settings(LogSettings, ModelSettings):
         "with categories instead of aspects (default: none, categories refused)",
     )
     reload_interval_s: float = Field(
-        0.0, ge=0.0, allow_inf_nan=False, description="poll the registry; 0 = only on /admin/reload"
+        30.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="with a registry: look at its pointer every this many seconds and serve "
+        "what it names (a promotion, a rollback); 0 = only on /admin/reload",
     )
     admin_token: SecretStr | None = Field(
         None, description="enables /admin/*; sent as a Bearer token"

@@ -16,13 +16,14 @@ model. ``/admin/reload`` reaches one of them; after it has swapped, it writes th
 now serves to ``<run_dir>/reload.json`` (``Settings.run_dir``, a directory ``absa serve``
 makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_S`` (one
 ``stat``) and loads the same model: every worker follows, within a fraction of a second.
-With ``ABSA_RELOAD_INTERVAL_S`` each worker also polls the registry pointer itself; a
-version a poll refused is not tried again (nor logged, nor counted) until the pointer or
-the version's files change (but one refused for want of memory or file descriptors is tried
-again after a wait, ``TRANSIENT_WAIT_S``, as a signal refused so is followed again), and a
-pointer that is gone while one of the registry's versions is served is refused (not read as
-"serve the fallback model"), and a worker that starts leaves alone a signal written before
-it started (the registry it has just loaded from says what to serve now).
+With a registry each worker also polls its pointer itself (every ``ABSA_RELOAD_INTERVAL_S``,
+30 s by default; 0: only on ``/admin/reload``); a version a poll refused is not tried again
+(nor logged, nor counted) until the pointer or the version's files change (but one refused
+for want of memory or file descriptors is tried again after a wait, ``TRANSIENT_WAIT_S``, as
+a signal refused so is followed again), and a pointer that is gone while one of the
+registry's versions is served is refused (not read as "serve the fallback model"), and a
+worker that starts leaves alone a signal written before it started (the registry it has
+just loaded from says what to serve now).
 
 Metrics: ``absa_model_info`` follows every swap; ``absa_reloads{result}`` counts swapped,
 and refused reloads.

@@ -70,8 +70,8 @@ async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
     if target is not None and settings.registry is not None and settings.reload_interval_s > 0:
         # the next poll would put the registry's version back, each worker on its own clock
         raise RegistryError(
-            "this service follows its registry (ABSA_RELOAD_INTERVAL_S): another model_dir "
-            "would be undone at the next poll; add it to the registry and promote it instead "
-            "(absa models promote)"
+            f"this service follows its registry (every {settings.reload_interval_s:g} s, "
+            "ABSA_RELOAD_INTERVAL_S; 0 turns that off): another model_dir would be undone at "
+            "the next poll; add it to the registry and promote it instead (absa models promote)"
         )
     return await request.app.state.reloader.reload(target, publish=True)

@@ -76,7 +76,8 @@ def point_at(reg: Registry, version: str) -> None:
 
 def settings(reg: Registry, **overrides: object):  # type: ignore[no-untyped-def]
     """The app serves the registry's current version; the exported v1 is only the fallback."""
-    values: dict = {"registry": reg.root, "admin_token": TOKEN, **overrides}
+    values: dict = {"registry": reg.root, "admin_token": TOKEN, "reload_interval_s": 0}
+    values.update(overrides)  # polling only where a test asks for it
     return make_settings(reg.path("v1"), **values)
 
 
@@ -619,8 +620,13 @@ def test_a_pointer_that_is_gone_keeps_the_served_version(registry: Registry) -> 
         wait_for_version(url, "v1")
 
 
-def test_an_admin_model_dir_is_refused_where_polling_would_undo_it(registry: Registry) -> None:
-    with serve(settings(registry, reload_interval_s=0.2)) as url:
+@pytest.mark.parametrize("interval", [{"reload_interval_s": 0.2}, {}], ids=["set", "default"])
+def test_an_admin_model_dir_is_refused_where_polling_would_undo_it(
+    registry: Registry, interval: dict
+) -> None:
+    """A service given a registry follows it by default (ABSA_REGISTRY alone is enough)."""
+    s = make_settings(registry.path("v1"), registry=registry.root, admin_token=TOKEN, **interval)
+    with serve(s) as url:
         r = reload(url, model_dir=str(registry.path("v2")))
         assert r.status_code == 409 and "promote it instead" in r.json()["detail"]
         assert served_version(url) == "v1"
