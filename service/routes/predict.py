@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
@@ -254,6 +255,16 @@ EXAMPLES = {
 }
 
 
+@contextmanager
+def _inference(request: Request, model_id: str, n: int, **more: object) -> Iterator[None]:
+    """The request's span annotated (its model, aspects and ``more``), and a child span
+    ``absa.inference`` around the block: the wait for the aspects' batches and their run."""
+    tracing = request.app.state.tracing
+    tracing.annotate(**{"absa.model": model_id, "absa.aspects": n, **more})
+    with tracing.span("absa.inference", **{"absa.aspects": n}):
+        yield
+
+
 @router.post("/predict", response_model=PredictResponse, responses=ERRORS)
 async def predict(
     request: Request,
@@ -276,10 +287,7 @@ async def predict(
         return p
 
     prepared = await engine.offload(prepare) if heavy else prepare()
-    tracing = request.app.state.tracing
-    n = len(prepared.items)
-    tracing.annotate(**{"absa.model": predictor.model_id, "absa.aspects": n})
-    with tracing.span("absa.inference", **{"absa.aspects": n}):  # its batch: wait and run
+    with _inference(request, predictor.model_id, len(prepared.items)):
         outputs = await engine.submit(predictor, prepared.items, req.explain)
 
     def answer() -> tuple[list[dict], bytes]:
@@ -337,12 +345,8 @@ async def predict_batch(
     explains = [
         any(isinstance(e, tuple) and e[0] is m and e[1].explain for e in prepared) for m in models
     ]
-    tracing = request.app.state.tracing
     n = sum(len(job) for job in jobs)
-    tracing.annotate(
-        **{"absa.model": terms.model_id, "absa.aspects": n, "absa.items": len(req.items)}
-    )
-    with tracing.span("absa.inference", **{"absa.aspects": n}):  # their batches: wait and run
+    with _inference(request, terms.model_id, n, **{"absa.items": len(req.items)}):
         done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)))
     outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
