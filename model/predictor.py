@@ -12,7 +12,7 @@ answer on every path. No torch, no HTTP: bad input raises ``InputError`` / ``Lim
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
@@ -59,9 +59,11 @@ class AspectPrediction:
     end: int
     label: str
     score: float  # the winning probability
-    scores: dict[str, float]  # every label's probability
-    attention: list[WordWeight] | None = None  # with explain: weight per word
-    self_attention: list[list[float]] | None = None  # with explain, per head
+    # the fields held in lists and dicts are compared, not hashed: an answer is hashable
+    # (a set member, a key), equal answers hash alike, and the hash needs no more than these
+    scores: dict[str, float] = field(hash=False)  # every label's probability
+    attention: list[WordWeight] | None = field(default=None, hash=False)  # with explain
+    self_attention: list[list[float]] | None = field(default=None, hash=False)  # per head
     extracted: float | None = None  # found by the extractor: its confidence in the span
 
     @property

@@ -29,6 +29,17 @@ def test_load_the_shipped_model_and_classify() -> None:
     assert explained.attention and explained.attention[0].token == "The"
 
 
+def test_answers_are_values_that_can_be_set_members_and_keys() -> None:
+    """Frozen, so hashable as a user expects: equal answers hash alike, different ones differ."""
+    clf = absa.load()
+    first = clf(TEXT, aspects=["burger", "fries"], explain=True)
+    again = clf(TEXT, aspects=["burger", "fries"], explain=True)
+    assert first == again and {*first, *again} == set(first) and len(set(first)) == 2
+    assert {first[0]: "seen"}[again[0]] == "seen"
+    plain = clf(TEXT, aspects=["burger"])[0]
+    assert plain != first[0]  # the same answer without its explanation is another value
+
+
 def test_load_follows_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     copy = tmp_path / "m"
     shutil.copytree(DEFAULT_MODEL_DIR, copy)
