@@ -334,16 +334,22 @@ class Registry:
         return target
 
     def prune(self, keep: int) -> list[str]:
-        """Delete all but the newest ``keep`` versions; never the current or the previous one,
-        nor one whose metadata cannot be read: it has no creation time to be old by (it lists
-        first), and the next job's repair leaves it to an operator, who would find it gone."""
+        """Delete old versions: of those that served (promoted, or rolled back to or from),
+        all but the newest ``keep``; of those that never did (challengers the gate rejected),
+        all but those among the newest ``keep`` versions, so that rejections never push out
+        a rollback target. Never the current or the previous one, nor one whose metadata
+        cannot be read: it has no creation time to be old by (it lists first), and the next
+        job's repair leaves it to an operator, who would find it gone."""
         self.require()
         ptr = self.pointer()
         protected = {ptr.get("version"), *ptr.get("previous", [])[:1]}
         versions = self.versions()
+        served = [v for v in versions if v in ptr["previous"] or self.ever_served(v)]
+        kept = protected | set(versions[max(0, len(versions) - keep) :])
+        kept |= set(served[max(0, len(served) - keep) :])
         removed = []
-        for v in versions[: max(0, len(versions) - keep)]:
-            if v in protected:
+        for v in versions:
+            if v in kept:
                 continue
             try:
                 self.metadata(v)
@@ -370,9 +376,14 @@ class Registry:
             "reason": reason,
         }
         path = self.root / "history.jsonl"
+        line = (json.dumps(row) + "\n").encode("utf-8")
         try:
-            with open(path, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            with open(path, "a+b") as f:
+                # a line an earlier append left torn (a full disk): this one starts on a new
+                # line, else the two would be one unreadable line and the change forgotten
+                if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+                    line = b"\n" + line
+                f.write(line)
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as e:

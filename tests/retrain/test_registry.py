@@ -213,6 +213,35 @@ def test_prune_protects_only_the_first_previous(tmp_path: Path) -> None:
     assert reg.rollback() == "v3"
 
 
+def test_rejected_challengers_never_push_out_versions_that_served(tmp_path: Path) -> None:
+    """Each job prunes after it adds its version: challengers the gate rejected used to count
+    toward ``keep`` like the rest, so weeks of rejections deleted the rollback targets. The
+    versions that served are kept by their own count; one that never served only while it is
+    among the newest ``keep``."""
+    reg = make_registry(tmp_path, 8)
+    for v in ("v1", "v2", "v3"):
+        reg.promote(v)  # served; v4..v8: rejected challengers, never promoted
+    assert reg.prune(keep=5) == []
+    assert reg.prune(keep=3) == ["v4", "v5"]  # never served, and older than the newest 3
+    assert reg.rollback() == "v2" and reg.rollback() == "v1"  # both rollback targets there
+    reg.promote("v3")  # {"version": "v3", "previous": ["v1"]}
+    assert reg.prune(keep=2) == ["v6"]  # served: the newest two, and the rollback target v1
+    assert reg.prune(keep=1) == ["v2", "v7"]
+    assert reg.versions() == ["v1", "v3", "v8"]
+    assert reg.rollback() == "v1"
+
+
+def test_a_version_rolled_back_from_is_a_version_that_served(tmp_path: Path) -> None:
+    """The pointer forgets the version a rollback leaves; the history still counts it."""
+    reg = make_registry(tmp_path, 5)
+    reg.promote("v1")
+    reg.promote("v2")
+    reg.rollback()  # v2 leaves the pointer: {"version": "v1", "previous": []}
+    assert reg.prune(keep=2) == ["v3"]  # never served, older than the newest 2 (v4, v5)
+    assert reg.prune(keep=1) == ["v4"]  # v2 is the newest that served: kept
+    assert reg.versions() == ["v1", "v2", "v5"]
+
+
 def test_prune_leaves_a_version_whose_metadata_cannot_be_read(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -483,6 +512,25 @@ def test_the_pointer_and_history_are_readable_by_other_users(tmp_path: Path) -> 
     target = tmp_path / "plain.json"
     atomic_write_json(target, {"a": 1})
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_history_line_torn_by_a_full_disk_does_not_swallow_the_next_one(
+    tmp_path: Path,
+) -> None:
+    """An append cut short leaves half a line with no newline; the next change's line was
+    written onto it, both unreadable, so the history forgot that a rolled-back version had
+    served and the next job's repair promoted it again."""
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    history = reg.root / "history.jsonl"
+    with open(history, "a") as f:  # v2's promotion, cut short after CURRENT was written
+        f.write('{"time": "2024-01-02T00:00:00+00:00", "action": "prom')
+    reg.promote("v2")
+    reg.rollback()
+    lines = history.read_text().splitlines()
+    assert [json.loads(ln)["action"] for ln in lines[-2:]] == ["promote", "rollback"]
+    assert lines[1].endswith('"action": "prom')  # the torn line stays, on its own
+    assert reg.ever_served("v2")
 
 
 def test_a_history_that_cannot_be_written_does_not_fail_a_change_that_took_effect(
