@@ -97,6 +97,11 @@ class RetrainConfig:
         except (OSError, KeyError, ValueError) as e:
             msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
             raise ValueError(f"{path}: {msg}") from e
+        if preset.model.is_category:  # its data would be read as aspect terms
+            raise ValueError(
+                f"{path}: absa retrain trains aspect-term models: {model_config} is a category "
+                "model (train one with absa train --task category)"
+            )
         values["preset"] = preset.name
         cfg = cls(
             **files,

@@ -264,6 +264,18 @@ def test_a_bad_config_is_refused_before_any_work(
     assert state(registry) == before and work_entries(registry) == []
 
 
+def test_a_category_model_config_is_refused_before_any_work(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """The job reads aspect-term data: a category preset read it so, trained, and failed
+    only then ("a category model needs category_ids")."""
+    model = {"model": {"aspect_source": "category", "categories": ["food", "service"]}}
+    (tmp_path / "categories.json").write_text(json.dumps(model))
+    cfg = make_config(tmp_path / "r.toml", registry, model_config="categories.json")
+    with pytest.raises(ValueError, match="trains aspect-term models: .* a category model"):
+        RetrainConfig.load(cfg)
+
+
 def test_paths_under_the_home_directory_are_the_users_not_the_configs(
     make_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
