@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import glob
 import importlib
+import io
+import json
 import logging
 import math
 import os
@@ -196,7 +198,10 @@ class _Job:
         import ray
 
         ds = _read(self.files, self.fmt)
-        check_columns(ds.schema().names, _labels(self.model_dir), self.files[0])
+        schema = ds.schema()
+        if schema is None:  # no rows at all (an empty file, a CSV header alone): none to write
+            return
+        check_columns(schema.names, _labels(self.model_dir), self.files[0])
         # blocks of at most a batch: a large file is spread over every actor
         scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
             Scorer,
@@ -265,12 +270,23 @@ def _first_line(error: BaseException) -> str:
 
 
 def _count(output: str, output_format: str) -> tuple[int, int, int]:
-    """(rows, rows with an error, files) written under ``output``, read back with pyarrow."""
+    """(rows, rows with an error, files) written under ``output``, read back: Parquet with
+    pyarrow, JSONL line by line (pyarrow's JSON reader fails on a row over its block, 1 MiB,
+    and the job's rows may be of any length)."""
     import pyarrow.dataset as pa_ds
 
     written = pa_ds.dataset(output, format="parquet" if output_format == "parquet" else "json")
-    bad = written.count_rows(filter=pa_ds.field("error").is_valid()) if written.files else 0
-    return written.count_rows(), bad, len(written.files)
+    if output_format == "parquet":
+        bad = written.count_rows(filter=pa_ds.field("error").is_valid()) if written.files else 0
+        return written.count_rows(), bad, len(written.files)
+    rows = bad = 0
+    for path in written.files:
+        with written.filesystem.open_input_stream(path) as f, io.TextIOWrapper(f, "utf-8") as t:
+            for line in t:
+                if line.strip():
+                    rows += 1
+                    bad += json.loads(line).get("error") is not None
+    return rows, bad, len(written.files)
 
 
 def _read(files: list[str], fmt: str) -> Any:

@@ -288,3 +288,33 @@ def test_a_csv_record_over_pyarrows_default_block_is_read(artifact: Path, tmp_pa
     got = _parquet_parts(tmp_path / "out")
     assert stats.rows == 4 and stats.bad == 0
     assert sorted(r["id"] for r in got) == ["0", "1", "2", "3"]
+
+
+def test_a_jsonl_output_row_over_pyarrows_default_block_is_counted(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """The rows written were read back with pyarrow's JSON reader (1 MiB blocks) to count
+    them: a longer row failed the job after its output was whole."""
+    from absa.bulk import score_with_ray
+
+    long_text = "The pizza was good and the wine was fine. " * 75_000  # 3.2 MB
+    rows = [{"id": i, "text": "The pizza was good", "aspect": "pizza"} for i in range(3)]
+    src = write_jsonl(tmp_path / "in" / "part-0.jsonl", [*rows, {"text": long_text}])
+    out = tmp_path / "out"
+    stats = score_with_ray(src.parent, out, model=artifact, workers=1, output_format="jsonl")
+    assert (stats.rows, stats.bad) == (4, 1)  # the long row has no aspect: its error
+    got = [r for f in sorted(out.glob("*.json")) for r in read_jsonl(f)]
+    assert len(got) == 4 and sum(r["error"] is not None for r in got) == 1
+
+
+@pytest.mark.parametrize("content", ["", "id,text,aspect\n"], ids=["empty", "header-only"])
+def test_an_input_without_rows_is_an_empty_output_not_a_traceback(
+    artifact: Path, tmp_path: Path, content: str
+) -> None:
+    src = tmp_path / "in" / ("part-0.csv" if content else "part-0.jsonl")
+    src.parent.mkdir()
+    src.write_text(content)
+    out = tmp_path / "out"
+    argv = ["predict", "--engine", "ray", "--workers", "1", "--input", str(src.parent)]
+    assert main([*argv, "--output", str(out), "--model", str(artifact), "--quiet"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS"]
