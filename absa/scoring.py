@@ -43,6 +43,7 @@ from tqdm import tqdm
 
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, find_all, occurrences, pinned
+from absa.model.atomic import fsync_dir
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,17 @@ def new_part(dst: Path) -> Path:
     except OSError as e:
         raise cannot_write(dst, e) from None
     return tmp
+
+
+def publish(tmp: Path, dst: Path) -> None:
+    """Move a finished ``.part`` into place for good: its data reach the disk before the
+    rename, and the rename before the command ends (the file, then its directory, fsynced).
+    Renamed alone, a power cut could leave ``dst`` empty or short where the run had said
+    it was whole."""
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    tmp.replace(dst)  # the output appears whole or not at all
+    fsync_dir(dst.parent)
 
 
 def cannot_write(dst: Path, e: OSError) -> OSError:
@@ -640,7 +652,7 @@ def score_file(
                 if len(pending) >= chunk:
                     flush()
             flush()
-        tmp.replace(dst)  # the output appears whole or not at all
+        publish(tmp, dst)
     except BaseException as e:
         tmp.unlink(missing_ok=True)  # a failed move too: no .part is left behind
         if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said of the output

@@ -1069,3 +1069,31 @@ def test_a_file_of_bad_rows_is_logged_and_kept_in_part(
     stats = score_file(predictor, src, tmp_path / f"again{suffix}", progress=False)
     assert (stats.rows, stats.scored, len(stats.bad)) == (n, 0, KEPT_BAD)
     assert [at for at, _ in stats.bad[:3]] == [1, 2, 3]  # the first ones, by line or row
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_the_output_is_on_disk_before_it_is_renamed_into_place(
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
+) -> None:
+    """The .part was renamed without an fsync: after a power cut the output could be there,
+    empty or short, where the run had said it was whole. Now the file's data are synced
+    before the rename, and the directory (the rename) after it."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": B.text, "aspect": B.term}) + "\n")
+    dst = tmp_path / "out" / f"scored{suffix}"
+    dst.parent.mkdir()
+    synced: list[tuple[str, bool]] = []  # (what the descriptor is, the output there yet)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        synced.append((path, dst.exists()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 0
+    part = [(p, there) for p, there in synced if p.endswith(".part")]
+    assert part and not any(there for _, there in part)  # the whole .part, before the rename
+    assert synced[-1] == (str(dst.parent), True)  # then the rename itself

@@ -40,6 +40,7 @@ from absa.scoring import (
     json_line,
     new_part,
     numbered_records,
+    publish,
     repeated,
     undecoded,
 )
@@ -470,7 +471,7 @@ def score_table_file(
             empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
             writer.write(score_table(predictor, empty))
         writer.close()
-        tmp.replace(dst)  # the output appears whole or not at all
+        publish(tmp, dst)
     except BaseException as e:
         writer.abort()  # a failed move too: no .part is left behind
         if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said of the output
