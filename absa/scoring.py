@@ -130,6 +130,10 @@ def check_paths(src: Path, dst: Path) -> None:
         raise ValueError(f"{src}: no such file")
     if src.is_dir():
         raise ValueError(f"{src}: is a directory, not a file to score")
+    if not src.is_file():  # checked (a byte-order mark, the header) before it is read whole
+        raise ValueError(
+            f"{src}: not a regular file (a named pipe or a device): write it to a file first"
+        )
     if dst.is_dir():
         raise ValueError(f"{dst}: is a directory; give the path of the file to write")
     if not dst.parent.is_dir():

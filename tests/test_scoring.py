@@ -1097,3 +1097,15 @@ def test_the_output_is_on_disk_before_it_is_renamed_into_place(
     part = [(p, there) for p, there in synced if p.endswith(".part")]
     assert part and not any(there for _, there in part)  # the whole .part, before the rename
     assert synced[-1] == (str(dst.parent), True)  # then the rename itself
+
+
+def test_a_named_pipe_as_input_is_refused_not_waited_on(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The input is opened more than once (its first bytes are looked at first): a named
+    pipe's first look took the writer's data, and the run then waited for ever."""
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    argv = ["predict", "--model", str(artifact), "--input", str(fifo)]
+    assert main([*argv, "--output", str(tmp_path / "out.jsonl"), "--quiet"]) == 2
+    assert f"{fifo}: not a regular file" in capsys.readouterr().err
