@@ -117,11 +117,32 @@ def connect(num_cpus: int | None = None, address: str | None = None) -> float:
     began = time.perf_counter()
     if not ray.is_initialized():
         address = address or os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        with _stop_handlers_kept():
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
     return time.perf_counter() - began
+
+
+@contextlib.contextmanager
+def _stop_handlers_kept() -> Iterator[None]:
+    """SIGTERM's and SIGHUP's handlers as they were before the block: ray.init sets its own
+    SIGTERM handler, which ended a command's job in an abort (exit 134) instead of its
+    clean-up (the staging directory removed, the local instance shut down) and exit 143."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            if handler is not None and signal.getsignal(s) is not handler:
+                signal.signal(s, handler)
 
 
 def score_with_ray(

@@ -161,3 +161,25 @@ def test_score_with_ray_refuses_nan_gpus_before_ray_starts(tmp_path: Path) -> No
     src.write_text('{"text": "the food", "aspect": "food"}\n')
     with pytest.raises(InputError, match="GPUs at least 0"):
         score_with_ray(src, tmp_path / "o", num_gpus=float("nan"))
+
+
+def test_starting_ray_leaves_the_commands_stop_handlers_in_place() -> None:
+    """ray.init put its own SIGTERM handler in place of the command's: SIGTERM during a job
+    ended it in an abort (exit 134, a stack dump) instead of its clean-up and exit 143."""
+    import signal
+
+    from absa.bulk.ray_engine import connect
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("not called here")
+
+    before = {s: signal.signal(s, mine) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        connect(1)
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert signal.getsignal(signal.SIGHUP) is mine
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        for s, handler in before.items():
+            signal.signal(s, handler)
