@@ -344,6 +344,9 @@ def repair(reg: Registry) -> list[dict]:
             "code_version": meta.get("code_version"),
             "preset": meta.get("preset"),
             "data": {},
+            # the killed job's own record of its data went with it: the version's metadata
+            # still names its seed and training files with their sha256
+            "trained_on": meta.get("train"),
             "champion": meta.get("parent"),
             "challenger_metrics": meta.get("eval"),
             "champion_metrics": None,

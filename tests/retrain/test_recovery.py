@@ -89,6 +89,8 @@ def test_the_next_run_finishes_a_killed_one(
     assert report["champion"] == "v2" and report["promoted"] is False
     recovered = json.loads((registry / "reports" / "v2.json").read_text())
     assert recovered["recovered"] is True and recovered["promoted"] is True
+    trained_on = recovered["trained_on"]  # provenance: seed, and each training file's sha256
+    assert trained_on["seed"] == cfg.seed and all(f["sha256"] for f in trained_on["data"]["train"])
     assert recovered["gate"]["passed"] is True
     assert "killed" in (registry / "reports" / "v2.txt").read_text()
     assert not list(registry.glob(f".{POINTER}.*"))
