@@ -154,6 +154,19 @@ def _listed(item: object) -> int:
     return sum(len(asked) for asked in lists if isinstance(asked, list))
 
 
+def _within_max_aspects(item: object, limit: int, where: str) -> None:
+    """LimitError where a raw request item lists more aspects (or categories) than one text
+    may have, as the model says it once validated: named before the queue's limit, which
+    a list that long is over too ("split it" would not help)."""
+    if not isinstance(item, dict):
+        return
+    aspects, categories = item.get("aspects"), item.get("categories")
+    if isinstance(aspects, list) and len(aspects) > limit:
+        raise LimitError(f"{where}too many aspects ({len(aspects)} listed; the limit is {limit})")
+    if isinstance(categories, list) and len(categories) > limit:
+        raise LimitError(f"{where}too many categories ({len(categories)}; the limit is {limit})")
+
+
 async def _lists_fit(request: Request, batch: bool) -> None:
     """Before the body is validated: too many batch items, or more aspects than any one
     request may queue, are refused (413, as they would be once validated), and so are more
@@ -167,16 +180,23 @@ async def _lists_fit(request: Request, batch: bool) -> None:
         body = await request.json()
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return  # FastAPI's parsing says what is wrong
+    settings = request.app.state.settings
     if not batch:
+        _within_max_aspects(body, settings.max_aspects, "")
         engine.fits(_listed(body))
         _few_unknown([(body, "body.", _FIELDS)])
         return
     items = body.get("items") if isinstance(body, dict) else None
     if isinstance(items, list):
-        limit = request.app.state.settings.max_items
+        limit = settings.max_items
         if len(items) > limit:
             raise LimitError(f"{len(items)} items; the limit is {limit}")
-        engine.fits(sum(_listed(it) for it in items))
+        try:
+            engine.fits(sum(_listed(it) for it in items))
+        except LimitError:  # more than the queue holds: an item over max_aspects is why
+            for i, it in enumerate(items):
+                _within_max_aspects(it, settings.max_aspects, f"items[{i}]: ")
+            raise
         objects = [(it, f"items.{i}.", _FIELDS) for i, it in enumerate(items)]
         _few_unknown([(body, "body.", _BATCH_FIELDS), *objects])
 
@@ -255,6 +275,13 @@ EXAMPLES = {
 }
 
 
+def _queued(req: PredictRequest, settings: Any) -> int:
+    """The aspects ``req`` may queue: more than ``max_aspects`` are refused (413, that limit
+    named) before any is queued, so they are not counted against the queue's room, whose
+    refusal ("split it") would name the wrong limit, and in a batch refuse every item."""
+    return req.n_aspects if req.n_aspects <= settings.max_aspects else 0
+
+
 @contextmanager
 def _inference(request: Request, model_id: str, n: int, **more: object) -> Iterator[None]:
     """The request's span annotated (its model, aspects and ``more``), and a child span
@@ -278,7 +305,8 @@ async def predict(
     probabilities (and attention with explain)."""
     # one model for the whole request, even across a hot reload
     predictor: Any = _model(req, engine.model, category)
-    engine.admit(req.n_aspects)  # before any work: an overloaded server refuses at once
+    # before any work: an overloaded server refuses at once
+    engine.admit(_queued(req, settings))
     heavy = _heavy([req])
 
     def prepare() -> Any:
@@ -315,7 +343,7 @@ async def predict_batch(
     # over max_items: refused by _ListsFirst before validation
     terms = engine.model
     valid = [it for it in req.items if isinstance(it, PredictRequest)]
-    engine.admit(sum(it.n_aspects for it in valid))
+    engine.admit(sum(_queued(it, settings) for it in valid))
 
     def prepare() -> list[tuple[RuntimeModel, Any] | dict]:
         out: list[tuple[RuntimeModel, Any] | dict] = []

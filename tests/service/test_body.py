@@ -7,6 +7,7 @@ Issue #13, item 22."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -256,7 +257,7 @@ def test_more_aspects_than_one_request_may_queue_are_refused_before_validation(
     length was), said at once: it was validated entry by entry first (a 422 after 18 s)."""
     r = roomy.post("/v1/predict", content=body, headers=JSON)
     assert r.status_code == 413, r.text[:300]
-    assert "split it" in r.json()["detail"]
+    assert re.fullmatch(r"too many \w+ \(\d+( listed)?; the limit is 4\)", r.json()["detail"])
 
 
 def test_a_batch_whose_items_list_too_many_aspects_is_refused_before_validation(
@@ -266,7 +267,7 @@ def test_a_batch_whose_items_list_too_many_aspects_is_refused_before_validation(
     body = b'{"items": [' + b",".join([item] * 3) + b"]}"
     r = roomy.post("/v1/predict/batch", content=body, headers=JSON)
     assert r.status_code == 413, r.text[:300]  # validated first: a 200 of per-item errors
-    assert "split it" in r.json()["detail"]
+    assert r.json()["detail"] == "items[0]: too many aspects (130000 listed; the limit is 4)"
 
 
 def test_lists_within_the_limits_are_still_validated_entry_by_entry(roomy: TestClient) -> None:
@@ -319,6 +320,31 @@ def test_a_few_unknown_fields_are_still_validated_and_a_batch_item_fails_alone(
     r = roomy.post("/v1/predict/batch", json={"items": items})
     assert r.status_code == 200, r.text
     assert [("error" in e) for e in r.json()["items"]] == [False, True]
+
+
+def test_a_text_with_more_aspects_than_the_queue_holds_is_told_the_aspects_limit(
+    artifact: Path,
+) -> None:
+    """The queue's check came first: 7,000 aspects were told "this server queues at most
+    6144 (max_queue setting): split it", where the limit that applies is max_aspects (32).
+    A batch over the queue is refused whole still (its lists are not validated), naming the
+    item and the limit."""
+    from absa.service.app import create_app
+
+    settings = make_settings(artifact, max_body_bytes=1_000_000, max_queue=8)
+    body = {"text": "the food was great", "aspects": ["food"] * 9}
+    limit = LIMITS["max_aspects"]
+    with TestClient(create_app(settings)) as c:
+        r = c.post("/v1/predict", json=body)
+        assert r.status_code == 413, r.text[:300]
+        assert r.json()["detail"] == f"too many aspects (9 listed; the limit is {limit})"
+        good = {"text": "the food was great", "aspects": ["food"]}
+        r = c.post("/v1/predict/batch", json={"items": [good, body]})  # all refused, unread
+        assert r.status_code == 413, r.text[:300]
+        assert r.json()["detail"] == f"items[1]: too many aspects (9 listed; the limit is {limit})"
+        body = {"text": "the food was great", "categories": ["food"] * 9}
+        r = c.post("/v1/predict", json=body)
+        assert r.status_code == 413 and "too many categories (9; the limit is 4)" in r.text
 
 
 @pytest.mark.parametrize("copies", [LIMITS["max_aspects"] + 1, 1000])
