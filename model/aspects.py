@@ -187,4 +187,12 @@ def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
         raise InputError(
             f"{where}text[{start}:{end}] is {shown(text[start:end])}, not the term {shown(term)}"
         )
+    if not term.strip():
+        raise InputError(f"{where}the aspect is empty")
+    if not _whole(text, start, end):  # as the search never finds it: a letter without its mark
+        cut = "starts on" if _is_mark(text[start]) else "ends before"
+        raise InputError(
+            f"{where}span [{start}, {end}) {cut} a combining mark: it cuts a character apart "
+            "(pin the letter with its marks)"
+        )
     return Span(term, start, end)

@@ -87,3 +87,33 @@ def test_a_decomposed_term_longer_than_a_composed_text_is_still_found() -> None:
         occurrences(text, term + "s")  # it could have: it is searched for, and not found
     with pytest.raises(InputError, match="longer than the text"):
         occurrences(text, term + "s" * 5)  # longer than any form of the text
+
+
+@pytest.mark.parametrize(
+    ("term", "start", "end", "words"),
+    [
+        ("\u0301", 8, 9, "starts on a combining mark"),  # the accent alone
+        ("cafe", 4, 8, "ends before a combining mark"),  # the word without its accent
+    ],
+)
+def test_a_pinned_span_that_cuts_a_character_apart_is_refused(
+    predictor: Predictor, term: str, start: int, end: int, words: str
+) -> None:
+    """The same terms given as strings are not found (the search keeps a mark with its
+    letter); pinned, the accent alone was classified as if it were the word."""
+    text = "The cafe\u0301 was nice"
+    with pytest.raises(InputError, match=words):
+        predictor(text, [{"term": term, "start": start, "end": end}])
+    with pytest.raises(InputError, match="does not occur"):
+        predictor(text, [term])
+    assert predictor(text, [{"term": "cafe\u0301", "start": 4, "end": 9}])[0].term == "cafe\u0301"
+
+
+def test_a_pinned_span_of_whitespace_is_an_empty_aspect_named_by_its_place(
+    predictor: Predictor,
+) -> None:
+    """As the same aspect given as a string is: its place in the list was missing."""
+    with pytest.raises(InputError, match=r"^aspects\[1\]: the aspect is empty$"):
+        predictor("The burger", ["burger", {"term": " ", "start": 3, "end": 4}])
+    with pytest.raises(InputError, match=r"^aspects\[0\]: the aspect is empty$"):
+        predictor("The burger", ["   "])
