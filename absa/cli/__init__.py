@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,6 +25,7 @@ from absa.cli import models, serve, train, vectors
 from absa.cli.common import (
     EX_TEMPFAIL,
     CLIError,
+    Stopped,
     after_hangup,
     on_sigterm,
     remember_terminals,
@@ -83,23 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonLines())
     terminated: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        """SIGTERM (a supervisor, ``kill``, a container stopping) and SIGHUP (the terminal
-        closed) unwind a command as Ctrl-C does, so its clean-up runs (no half-written
-        ``.part`` output is left) and it exits 128 + the signal (143, 129); under the default
-        action the process just died. Once: a second signal (a closed terminal sends SIGHUP
-        twice, the shell's and the kernel's) must not cut the clean-up short. ``absa serve``
-        sets its own (absa/cli/serve.py)."""
-        if terminated:
-            return
-        terminated.append(signum)
-        after_hangup(signum)
-        raise KeyboardInterrupt
-
     remember_terminals()
     try:
-        with on_sigterm(stop, hangup=getattr(args, "command", None) != "serve"):
+        with on_sigterm(_stopper(terminated), hangup=getattr(args, "command", None) != "serve"):
             code = _run(args, terminated)
     except KeyboardInterrupt:  # a signal after the command's own handling, before the block's end
         code = 130
@@ -108,6 +95,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _gone(sys.stderr):  # `2>&1 | head`: the logs' reader left; the status is the command's
         to_devnull(sys.stderr)  # else Python's flush at exit fails, and it exits 120
     return code
+
+
+def _stopper(terminated: list[int]) -> Callable[[int, object], None]:
+    """``main``'s handler of SIGTERM and SIGHUP, noting the signal in ``terminated``."""
+
+    def stop(signum: int, frame: object) -> None:
+        """SIGTERM (a supervisor, ``kill``, a container stopping) and SIGHUP (the terminal
+        closed) unwind a command as Ctrl-C does (``Stopped``), so its clean-up runs (no
+        half-written ``.part`` output is left) and it exits 128 + the signal (143, 129);
+        under the default action the process just died. Once: a second signal (a closed
+        terminal sends SIGHUP twice, the shell's and the kernel's) must not cut the clean-up
+        short. ``absa serve`` sets its own (absa/cli/serve.py)."""
+        if terminated:
+            return
+        terminated.append(signum)
+        after_hangup(signum)
+        raise Stopped
+
+    return stop
 
 
 def _run(args: argparse.Namespace, terminated: list[int]) -> int:

@@ -14,6 +14,16 @@ class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
+class Stopped(KeyboardInterrupt):  # noqa: N818 (KeyboardInterrupt's kin, named as it is)
+    """A command stopped by a signal (SIGTERM, SIGHUP): it unwinds as on Ctrl-C, and
+    ``except KeyboardInterrupt`` catches it. Not KeyboardInterrupt itself: that one, raised
+    in code that ``exec`` runs from source text (a dataclass being made, as torch's lazy
+    imports make them), marks the interpreter, which then kills itself with SIGINT at exit
+    whatever status the command returned (CPython's ``_Py_UnhandledKeyboardInterrupt``,
+    under ``python -m``): a stopped ``absa train`` ended with -2, not 143, about one run in
+    six."""
+
+
 @contextmanager
 def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> Iterator[None]:
     """``handler`` answers SIGTERM while the block runs, and SIGHUP too with ``hangup`` unless

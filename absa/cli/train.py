@@ -16,6 +16,7 @@ from absa.cli.common import (
     EX_TEMPFAIL,
     MODEL_DEFAULT,
     CLIError,
+    Stopped,
     after_hangup,
     check_new_out,
     model_dir,
@@ -53,7 +54,7 @@ def _checkpoint_on_sigterm() -> Iterator[list[str]]:
                 return
             if callable(outer):
                 outer(signum, frame)
-            raise KeyboardInterrupt
+            raise Stopped
         checkpoint.STOP.set()
         after_hangup(signum)
         asked.append(signal.Signals(signum).name)

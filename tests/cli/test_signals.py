@@ -88,3 +88,49 @@ def test_a_hangup_is_answered_unless_ignored_as_under_nohup(before: object) -> N
             assert signal.getsignal(signal.SIGHUP) is before
     finally:
         signal.signal(signal.SIGHUP, outer)
+
+
+# A signal's handler that runs inside code `exec` runs from source text (a dataclass being
+# made, as torch's lazy imports make them while a run starts): the command's stop, though
+# caught, must leave the process its own status, not a death by SIGINT (-2) at exit. Run as
+# `python -m` runs the CLI (a script's sys.exit passes by that check).
+STOPPED_IN_EXEC = """
+import os, signal, sys
+from absa.cli import _stopper
+from absa.cli.common import on_sigterm
+terminated = []
+with on_sigterm(_stopper(terminated)):
+    try:
+        {inside}
+    except KeyboardInterrupt:
+        sys.exit(128 + terminated[0])
+sys.exit(1)
+"""
+KILL_IN_EXEC = 'exec("import os, signal; os.kill(os.getpid(), signal.SIGTERM)")'
+
+
+def _run_module(code: str, where: Path) -> int:
+    import subprocess
+    import sys
+
+    (where / "stopped_in_exec.py").write_text(code)
+    argv = [sys.executable, "-m", "stopped_in_exec"]
+    return subprocess.run(argv, cwd=where, timeout=120).returncode
+
+
+def test_a_sigterm_met_inside_exec_still_exits_143(tmp_path: Path) -> None:
+    assert _run_module(STOPPED_IN_EXEC.format(inside=KILL_IN_EXEC), tmp_path) == 143  # -2 before
+
+
+def test_absa_trains_second_sigterm_inside_exec_still_exits_143(tmp_path: Path) -> None:
+    """``absa train``'s own handler: the first SIGTERM asks for a checkpoint, the second
+    stops at once, here inside ``exec``."""
+    inside = "\n        ".join(
+        [
+            "from absa.cli.train import _checkpoint_on_sigterm",
+            "with _checkpoint_on_sigterm():",
+            "    os.kill(os.getpid(), signal.SIGTERM)",
+            f"    {KILL_IN_EXEC}",
+        ]
+    )
+    assert _run_module(STOPPED_IN_EXEC.format(inside=inside), tmp_path) == 143  # -2 before

@@ -209,7 +209,8 @@ def test_a_second_sigterm_stops_absa_train_at_once_with_143(
         assert proc.poll() is None, log.read_text()
         time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
-    code = proc.wait(timeout=120)  # 143 here every time; 75 if the run stopped in between
+    code = proc.wait(timeout=120)  # 75 if the run stopped in between; -2 one run in six
+    # before absa.cli.common.Stopped (the second signal met inside a dataclass being made)
     assert code in (143, 75), log.read_text()  # (130 before)
 
 
