@@ -57,15 +57,20 @@ CSV_BLOCK = 1 << 20
 CSV_BLOCK_MAX = 2**31 - 1
 
 
+def file_system(path: str) -> tuple[Any, str]:
+    """(the pyarrow file system, the path within it) of a local path or a URI."""
+    import pyarrow.fs as pa_fs
+
+    if "://" in path:
+        return pa_fs.FileSystem.from_uri(path)
+    return pa_fs.LocalFileSystem(), path
+
+
 def csv_header(path: str) -> list[str]:
     """The column names on the first line of a CSV file (a local path or a URI), the line
     ending in ``\\n``, ``\\r\\n`` or ``\\r`` as pyarrow reads it; ValueError naming the file
     and line 1 where the csv module cannot read it or a name is not UTF-8."""
-    import pyarrow.fs as pa_fs
-
-    fs, inner = (
-        pa_fs.FileSystem.from_uri(path) if "://" in path else (pa_fs.LocalFileSystem(), path)
-    )
+    fs, inner = file_system(path)
     # read as far as the header goes: cut at 64 KiB, a wide file's text and aspect were "no
     # column 'text'", and a column past the cut was not read as strings ("001" became 1).
     # utf-8-sig: a byte-order mark is not part of the first column's name (pyarrow drops it)

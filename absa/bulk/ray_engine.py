@@ -271,11 +271,9 @@ DONE = "_SUCCESS"
 
 def _mark_done(output: str) -> None:
     """An empty ``DONE`` file in ``output``, once every partition is written."""
-    import pyarrow.fs as pa_fs
+    from absa.bulk.files import file_system
 
-    fs, path = (
-        pa_fs.FileSystem.from_uri(output) if "://" in output else (pa_fs.LocalFileSystem(), output)
-    )
+    fs, path = file_system(output)
     with fs.open_output_stream(f"{path.rstrip('/')}/{DONE}"):
         pass
 
@@ -292,22 +290,30 @@ def _first_line(error: BaseException) -> str:
 
 def _count(output: str, output_format: str) -> tuple[int, int, int]:
     """(rows, rows with an error, files) written under ``output``, read back: Parquet with
-    pyarrow, JSONL line by line (pyarrow's JSON reader fails on a row over its block, 1 MiB,
-    and the job's rows may be of any length)."""
+    pyarrow, JSONL line by line (pyarrow's JSON reader, its schema too, fails on a row over
+    its block, 1 MiB, and the job's rows may be of any length)."""
     import pyarrow.dataset as pa_ds
+    import pyarrow.fs as pa_fs
 
-    written = pa_ds.dataset(output, format="parquet" if output_format == "parquet" else "json")
+    from absa.bulk.files import file_system
+
     if output_format == "parquet":
+        written = pa_ds.dataset(output, format="parquet")
         bad = written.count_rows(filter=pa_ds.field("error").is_valid()) if written.files else 0
         return written.count_rows(), bad, len(written.files)
+    fs, root = file_system(output)
+    found = fs.get_file_info(pa_fs.FileSelector(root, recursive=True))
+    files = [  # as a dataset lists them: not `_SUCCESS`, nor hidden files
+        i.path for i in found if i.is_file and not i.base_name.startswith(("_", "."))
+    ]
     rows = bad = 0
-    for path in written.files:
-        with written.filesystem.open_input_stream(path) as f, io.TextIOWrapper(f, "utf-8") as t:
+    for path in files:
+        with fs.open_input_stream(path) as f, io.TextIOWrapper(f, "utf-8") as t:
             for line in t:
                 if line.strip():
                     rows += 1
                     bad += json.loads(line).get("error") is not None
-    return rows, bad, len(written.files)
+    return rows, bad, len(files)
 
 
 def _read(files: list[str], fmt: str) -> Any:

@@ -290,16 +290,19 @@ def test_a_csv_record_over_pyarrows_default_block_is_read(artifact: Path, tmp_pa
     assert sorted(r["id"] for r in got) == ["0", "1", "2", "3"]
 
 
+@pytest.mark.parametrize("first", [False, True], ids=["last", "first"])
 def test_a_jsonl_output_row_over_pyarrows_default_block_is_counted(
-    artifact: Path, tmp_path: Path
+    artifact: Path, tmp_path: Path, first: bool
 ) -> None:
     """The rows written were read back with pyarrow's JSON reader (1 MiB blocks) to count
-    them: a longer row failed the job after its output was whole."""
+    them: a longer row failed the job after its output was whole (first in a file: its
+    schema was still read so, to list the files)."""
     from absa.bulk import score_with_ray
 
     long_text = "The pizza was good and the wine was fine. " * 75_000  # 3.2 MB
     rows = [{"id": i, "text": "The pizza was good", "aspect": "pizza"} for i in range(3)]
-    src = write_jsonl(tmp_path / "in" / "part-0.jsonl", [*rows, {"text": long_text}])
+    long = {"id": 3, "text": long_text}
+    src = write_jsonl(tmp_path / "in" / "part-0.jsonl", [long, *rows] if first else [*rows, long])
     out = tmp_path / "out"
     stats = score_with_ray(src.parent, out, model=artifact, workers=1, output_format="jsonl")
     assert (stats.rows, stats.bad) == (4, 1)  # the long row has no aspect: its error
