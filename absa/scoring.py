@@ -167,11 +167,21 @@ def publish(tmp: Path, dst: Path) -> None:
     """Move a finished ``.part`` into place for good: its data reach the disk before the
     rename, and the rename before the command ends (the file, then its directory, fsynced).
     Renamed alone, a power cut could leave ``dst`` empty or short where the run had said
-    it was whole."""
+    it was whole. The directory's sync comes after the rename: one that fails (a file system
+    that refuses it, EINVAL on some FUSE and network mounts) is a warning, not the run's
+    failure, as the output is in place by then."""
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     tmp.replace(dst)  # the output appears whole or not at all
-    fsync_dir(dst.parent)
+    try:
+        fsync_dir(dst.parent)
+    except OSError as e:
+        log.warning(
+            "%s: written, but its directory could not be synced (%s): a power cut now "
+            "could still lose the rename",
+            dst,
+            e.strerror or e,
+        )
 
 
 def cannot_write(dst: Path, e: OSError) -> OSError:

@@ -1099,6 +1099,35 @@ def test_the_output_is_on_disk_before_it_is_renamed_into_place(
     assert synced[-1] == (str(dst.parent), True)  # then the rename itself
 
 
+def test_a_directory_that_cannot_be_synced_does_not_fail_a_run_already_in_place(
+    artifact: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Some file systems (FUSE, network mounts) refuse fsync on a directory (EINVAL). It
+    comes after the rename: the run said it failed (exit 2) where the old output was
+    already replaced, against "a run that fails leaves it as it was"."""
+    import errno
+
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": B.text, "aspect": B.term}) + "\n")
+    dst = tmp_path / "out" / "scored.jsonl"
+    dst.parent.mkdir()
+    dst.write_text("OLD OUTPUT\n")
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 0
+    assert json.loads(dst.read_text())["pred_label"]  # the new output, whole
+    assert f"{dst}: written, but its directory could not be synced" in caplog.text
+
+
 def test_a_named_pipe_as_input_is_refused_not_waited_on(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
