@@ -176,15 +176,19 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                     log.warning("pruning old versions failed (the job's result stands): %s", e)
                     report["prune_error"] = str(e)
         except Exception as e:  # failed, not killed or interrupted: nothing for the next job,
-            added = (reg.versions_dir / version).is_dir()
+            try:
+                added, known = (reg.versions_dir / version).is_dir(), True
+            except OSError:  # the volume fails this look too (a stale handle): maybe added,
+                added, known = True, False  # and a retry must not add it a second time
             if added or not transient(e):  # but the retry of an I/O error (exit 75) goes on
                 shutil.rmtree(reg.resumable_dir, ignore_errors=True)
             if added and transient(e):
                 # from None: the training is done and in the registry, so no exit 75 (a retry
                 # would repair it, then train and add another version on the same data)
                 raise RegistryError(
-                    f"{version} was added, not promoted ({e}): the next job promotes it if it "
-                    "passed its gate and its champion still serves, and writes its report"
+                    f"{version} {'was' if known else 'may have been'} added, not promoted "
+                    f"({e}): the next job promotes it if it passed its gate and its champion "
+                    "still serves, and writes its report"
                 ) from None
             raise
         finally:

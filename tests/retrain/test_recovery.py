@@ -134,6 +134,38 @@ def test_an_io_error_after_the_version_is_added_is_no_call_to_run_again(
     assert "resumed_after_epoch" not in report
 
 
+def test_a_failing_volume_that_cannot_say_whether_the_version_is_in_is_no_call_to_run_again(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the I/O error, the look at whether the version was added met a stale handle
+    too: its error went up (exit 75, the checkpoint kept), and a retry could train and add
+    the version a second time. Unknown counts as added."""
+    import errno
+    import pathlib
+
+    from absa.errors import RegistryError, transient
+
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+
+    def eio(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EIO, "Input/output error", str(registry / POINTER))
+
+    real = pathlib.Path.is_dir
+
+    def stale(self: pathlib.Path) -> bool:
+        if self == Registry(registry).versions_dir / "v2":
+            raise OSError(errno.ESTALE, "Stale file handle", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Registry, "promote", eio)
+    monkeypatch.setattr(pathlib.Path, "is_dir", stale)
+    with pytest.raises(RegistryError, match="v2 may have been added, not promoted") as caught:
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    assert not transient(caught.value)  # exit 2, not 75
+    assert not Registry(registry).resumable_dir.exists()
+
+
 def test_a_killed_version_that_failed_its_gate_is_reported_not_promoted(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
