@@ -9,7 +9,7 @@ raises ``InputError`` / ``LimitError``; an unknown category's error lists the kn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from absa.errors import ArtifactError, InputError, LimitError
@@ -33,9 +33,9 @@ class CategoryPrediction:
     category: str
     label: str
     score: float  # the winning probability
-    scores: dict[str, float]  # every label's probability
-    attention: list[WordWeight] | None = None  # with explain: weight per word
-    self_attention: list[list[float]] | None = None  # with explain, per head
+    scores: dict[str, float] = field(hash=False)  # every label's probability
+    attention: list[WordWeight] | None = field(default=None, hash=False)  # with explain
+    self_attention: list[list[float]] | None = field(default=None, hash=False)  # per head
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the explain-only fields only when present."""

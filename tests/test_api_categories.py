@@ -30,6 +30,20 @@ def test_call_and_batch(category_artifact: Path) -> None:
     assert [(p.category, p.label) for p in again] == [(a.category, a.label), (b.category, b.label)]
 
 
+def test_category_answers_are_values_that_can_be_set_members_and_keys(
+    category_artifact: Path,
+) -> None:
+    """Frozen, so hashable, as the term model's answers are (its dict of scores made it
+    unhashable)."""
+    clf = load(category_artifact, device="cpu")
+    a, b = EXAMPLES[0], EXAMPLES[1]
+    first = clf(a.text, categories=[a.category, b.category], explain=True)
+    again = clf(a.text, categories=[a.category, b.category], explain=True)
+    assert first == again and {*first, *again} == set(first) and len(set(first)) == 2
+    assert {first[0]: "seen"}[again[0]] == "seen"
+    assert clf(a.text, categories=[a.category])[0] != first[0]  # without its explanation
+
+
 def test_each_kind_refuses_the_other_question(category_artifact: Path, artifact: Path) -> None:
     cats, terms = load(category_artifact, device="cpu"), load(artifact, device="cpu")
     assert terms.categories is None
