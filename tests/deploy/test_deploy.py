@@ -394,6 +394,32 @@ def k8s(kind: str, name: str | None = None, docs: tuple | None = None) -> dict:
     return found[0]
 
 
+def with_component(
+    overlay: Path, component: Path, tmp_path: Path, **more: object
+) -> tuple[dict, ...]:
+    """``overlay`` with ``component`` (and ``more`` of a kustomization), rendered by
+    ``kubectl kustomize`` as a user's overlay adds them (kustomize takes relative paths
+    only); skipped without kubectl."""
+    import shutil
+    import subprocess
+
+    yaml = pytest.importorskip("yaml")
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        pytest.skip("kubectl is not installed")
+    mine = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(overlay, tmp_path)],
+        "components": [os.path.relpath(component, tmp_path)],
+        **more,
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(mine))
+    out = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+
+
 def pod_spec(workload: dict) -> dict:
     spec = workload["spec"]
     if workload["kind"] == "CronJob":

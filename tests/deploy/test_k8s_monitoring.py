@@ -4,15 +4,20 @@ PrometheusRule holds the very rules deploy/prometheus/alerts.yml has (which prom
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.deploy.test_deploy import DEPLOY, K8S_BASE, K8S_GPU, k8s, load_yaml, routes
+from tests.deploy.test_deploy import (
+    DEPLOY,
+    K8S_BASE,
+    K8S_GPU,
+    k8s,
+    load_yaml,
+    routes,
+    with_component,
+)
 
 MONITORING = DEPLOY / "k8s" / "monitoring"
 
@@ -42,21 +47,10 @@ def test_the_service_monitor_scrapes_the_server_service() -> None:
 
 @pytest.mark.parametrize("overlay", [K8S_BASE, K8S_GPU], ids=lambda p: p.name)
 def test_the_component_renders_with_each_overlay(overlay: Path, tmp_path: Path) -> None:
-    """As a user's overlay would add it (kustomize takes relative paths only)."""
-    kubectl = shutil.which("kubectl")
-    if not kubectl:
-        pytest.skip("kubectl is not installed")
-    mine = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [os.path.relpath(overlay, tmp_path)],
-        "components": [os.path.relpath(MONITORING, tmp_path)],
-        "labels": [{"pairs": {"release": "prometheus"}}],  # what kube-prometheus-stack selects
-    }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(mine))
-    out = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    docs = tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+    """As a user's overlay would add it, with the label kube-prometheus-stack selects."""
+    docs = with_component(
+        overlay, MONITORING, tmp_path, labels=[{"pairs": {"release": "prometheus"}}]
+    )
     for kind in ("ServiceMonitor", "PrometheusRule"):
         assert k8s(kind, "absa", docs)["metadata"]["labels"]["release"] == "prometheus"
     assert k8s("Deployment", "absa", docs)  # the overlay's own objects are all there

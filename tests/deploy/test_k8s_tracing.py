@@ -4,35 +4,18 @@ nothing more; the sampler it sets is one the OpenTelemetry SDK knows."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
-from tests.deploy.test_deploy import DEPLOY, K8S_BASE, K8S_GPU, k8s, load_yaml
+from tests.deploy.test_deploy import DEPLOY, K8S_BASE, K8S_GPU, k8s, load_yaml, with_component
 
 TRACING = DEPLOY / "k8s" / "tracing"
 
 
 def rendered(overlay: Path, tmp_path: Path) -> tuple[dict, ...]:
-    """The overlay with the component, as a user's overlay adds it (relative paths only)."""
-    kubectl = shutil.which("kubectl")
-    if not kubectl:
-        pytest.skip("kubectl is not installed")
-    mine = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [os.path.relpath(overlay, tmp_path)],
-        "components": [os.path.relpath(TRACING, tmp_path)],
-    }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(mine))
-    out = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+    return with_component(overlay, TRACING, tmp_path)
 
 
 def settings_patch() -> dict[str, str]:
