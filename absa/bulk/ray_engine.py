@@ -292,20 +292,17 @@ def _count(output: str, output_format: str) -> tuple[int, int, int]:
     """(rows, rows with an error, files) written under ``output``, read back: Parquet with
     pyarrow, JSONL line by line (pyarrow's JSON reader, its schema too, fails on a row over
     its block, 1 MiB, and the job's rows may be of any length)."""
+    import pyarrow as pa
     import pyarrow.dataset as pa_ds
-    import pyarrow.fs as pa_fs
-
-    from absa.bulk.files import file_system
 
     if output_format == "parquet":
         written = pa_ds.dataset(output, format="parquet")
         bad = written.count_rows(filter=pa_ds.field("error").is_valid()) if written.files else 0
         return written.count_rows(), bad, len(written.files)
-    fs, root = file_system(output)
-    found = fs.get_file_info(pa_fs.FileSelector(root, recursive=True))
-    files = [  # as a dataset lists them: not `_SUCCESS`, nor hidden files
-        i.path for i in found if i.is_file and not i.base_name.startswith(("_", "."))
-    ]
+    # listed as a dataset lists them (no `_SUCCESS`, nothing under `_temporary/` or a hidden
+    # folder), its schema given: read from the first file, a row over 1 MiB failed it
+    listed = pa_ds.dataset(output, format="json", schema=pa.schema([]))
+    fs, files = listed.filesystem, listed.files
     rows = bad = 0
     for path in files:
         with fs.open_input_stream(path) as f, io.TextIOWrapper(f, "utf-8") as t:

@@ -310,6 +310,29 @@ def test_a_jsonl_output_row_over_pyarrows_default_block_is_counted(
     assert len(got) == 4 and sum(r["error"] is not None for r in got) == 1
 
 
+@pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])
+def test_the_jsonl_output_is_counted_as_a_dataset_lists_it(tmp_path: Path, uri: bool) -> None:
+    """The job's own files only: not `_SUCCESS`, nor what lies under `_temporary/` or a
+    hidden folder (a URI output may hold them from before; one not JSON failed the job
+    after its output was whole), and a first row over 1 MiB is counted, not read as a
+    schema."""
+    import json
+
+    from absa.bulk.ray_engine import _count
+
+    out = tmp_path / "out"
+    for rel, text in {
+        "a.json": json.dumps({"text": "x" * 3_000_000, "error": None}) + "\n",
+        "sub/b.json": '{"error": "no aspect"}\n{"error": null}\n',
+        "_SUCCESS": "",
+        "_temporary/0/t.json": "not json\n",
+        ".hidden/h.json": '{"error": null}\n',
+    }.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    assert _count(out.as_uri() if uri else str(out), "jsonl") == (3, 1, 2)
+
+
 @pytest.mark.parametrize("content", ["", "id,text,aspect\n"], ids=["empty", "header-only"])
 def test_an_input_without_rows_is_an_empty_output_not_a_traceback(
     artifact: Path, tmp_path: Path, content: str
