@@ -154,17 +154,17 @@ def _listed(item: object) -> int:
     return sum(len(asked) for asked in lists if isinstance(asked, list))
 
 
-def _within_max_aspects(item: object, limit: int, where: str) -> None:
-    """LimitError where a raw request item lists more aspects (or categories) than one text
-    may have, as the model says it once validated: named before the queue's limit, which
-    a list that long is over too ("split it" would not help)."""
+def _over_max_aspects(item: object, limit: int) -> str | None:
+    """Why a raw request item lists more aspects (or categories) than one text may have, as
+    the model says it once validated; None where it does not."""
     if not isinstance(item, dict):
-        return
+        return None
     aspects, categories = item.get("aspects"), item.get("categories")
     if isinstance(aspects, list) and len(aspects) > limit:
-        raise LimitError(f"{where}too many aspects ({len(aspects)} listed; the limit is {limit})")
+        return f"too many aspects ({len(aspects)} listed; the limit is {limit})"
     if isinstance(categories, list) and len(categories) > limit:
-        raise LimitError(f"{where}too many categories ({len(categories)}; the limit is {limit})")
+        return f"too many categories ({len(categories)}; the limit is {limit})"
+    return None
 
 
 async def _lists_fit(request: Request, batch: bool) -> None:
@@ -181,21 +181,29 @@ async def _lists_fit(request: Request, batch: bool) -> None:
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return  # FastAPI's parsing says what is wrong
     settings = request.app.state.settings
+    limit = settings.max_aspects
     if not batch:
-        _within_max_aspects(body, settings.max_aspects, "")
+        over = _over_max_aspects(body, limit)
+        if over is not None:  # named before the queue's limit, which a list that long is
+            raise LimitError(over)  # over too ("split it" would not help)
         engine.fits(_listed(body))
         _few_unknown([(body, "body.", _FIELDS)])
         return
     items = body.get("items") if isinstance(body, dict) else None
     if isinstance(items, list):
-        limit = settings.max_items
-        if len(items) > limit:
-            raise LimitError(f"{len(items)} items; the limit is {limit}")
+        if len(items) > settings.max_items:
+            raise LimitError(f"{len(items)} items; the limit is {settings.max_items}")
         try:
             engine.fits(sum(_listed(it) for it in items))
-        except LimitError:  # more than the queue holds: an item over max_aspects is why
-            for i, it in enumerate(items):
-                _within_max_aspects(it, settings.max_aspects, f"items[{i}]: ")
+        except LimitError:  # more than the queue holds: refused whole, its lists unread
+            over = [_over_max_aspects(it, limit) for it in items]
+            # the items within max_aspects over the queue alone: its own refusal, since
+            # mending the items over max_aspects would not make the batch fit
+            within = (it for it, why in zip(items, over, strict=True) if why is None)
+            engine.fits(sum(_listed(it) for it in within))
+            for i, why in enumerate(over):  # else the first item over max_aspects is why
+                if why is not None:
+                    raise LimitError(f"items[{i}]: {why}") from None
             raise
         objects = [(it, f"items.{i}.", _FIELDS) for i, it in enumerate(items)]
         _few_unknown([(body, "body.", _BATCH_FIELDS), *objects])

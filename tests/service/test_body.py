@@ -347,6 +347,25 @@ def test_a_text_with_more_aspects_than_the_queue_holds_is_told_the_aspects_limit
         assert r.status_code == 413 and "too many categories (9; the limit is 4)" in r.text
 
 
+def test_a_batch_over_the_queue_without_its_items_over_max_aspects_is_told_to_split(
+    artifact: Path,
+) -> None:
+    """The first item over max_aspects was named where the other items alone were over the
+    queue too: mending that item, the client was still refused."""
+    from absa.service.app import create_app
+
+    settings = make_settings(artifact, max_body_bytes=1_000_000, max_queue=6)
+    limit = LIMITS["max_aspects"]
+    full = {"text": "the food was great", "aspects": ["food"] * limit}
+    over = {"text": "the food was great", "aspects": ["food"] * (limit + 1)}
+    with TestClient(create_app(settings)) as c:
+        r = c.post("/v1/predict/batch", json={"items": [full, full, over]})
+        assert r.status_code == 413, r.text[:300]
+        assert "split it" in r.json()["detail"], r.json()["detail"]
+        r = c.post("/v1/predict/batch", json={"items": [full, full]})  # mended: the same
+        assert r.status_code == 413 and "split it" in r.json()["detail"]
+
+
 @pytest.mark.parametrize("copies", [LIMITS["max_aspects"] + 1, 1000])
 def test_more_aspects_listed_than_a_text_may_have_are_refused_before_any_lookup(
     roomy: TestClient, copies: int
