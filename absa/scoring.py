@@ -167,9 +167,9 @@ def publish(tmp: Path, dst: Path) -> None:
     """Move a finished ``.part`` into place for good: its data reach the disk before the
     rename, and the rename before the command ends (the file, then its directory, fsynced).
     Renamed alone, a power cut could leave ``dst`` empty or short where the run had said
-    it was whole. The directory's sync comes after the rename: one that fails (a file system
-    that refuses it, EINVAL on some FUSE and network mounts) is a warning, not the run's
-    failure, as the output is in place by then."""
+    it was whole. The directory's sync comes after the rename: one that fails (an I/O error;
+    a file system that does not sync directories is left at that, ``fsync_dir``) is a
+    warning, not the run's failure, as the output is in place by then."""
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     tmp.replace(dst)  # the output appears whole or not at all

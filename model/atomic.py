@@ -1,23 +1,37 @@
 """Files written whole: a reader sees the old file or the new one, never a torn one, and a
-power cut after the rename keeps the new one (the file and its directory are fsynced). The
-registry's pointer, the retraining reports, the reload signal and every artifact's
-metadata.json are written this way. No torch.
+power cut after the rename keeps the new one (the file and its directory are fsynced; a file
+system that does not sync directories, as some FUSE and network mounts answer EINVAL, is
+left at that). The registry's pointer, the retraining reports, the reload signal and every
+artifact's metadata.json are written this way. No torch.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write_json", "atomic_write_text", "fsync_dir"]
 
+log = logging.getLogger(__name__)
+
+#: fsync's answer on a directory where the file system does not sync directories: nothing to
+#: do there. It came after the rename, so raised, a write already done was reported failed
+NO_DIR_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
+
 
 def fsync_dir(path: Path) -> None:
+    """Sync ``path``, a directory: the renames into it reach the disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
+    except OSError as e:
+        if e.errno not in NO_DIR_SYNC:
+            raise
+        log.debug("%s: the file system does not sync directories (%s)", path, e.strerror)
     finally:
         os.close(fd)
 

@@ -294,6 +294,34 @@ def test_readers_never_see_a_torn_pointer(tmp_path: Path) -> None:
     assert pointer_file(reg)["version"] == "v1"
 
 
+@pytest.mark.parametrize("code", ["EINVAL", "EIO"])
+def test_a_directory_the_file_system_will_not_sync_is_no_failed_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str
+) -> None:
+    """fsync on a directory comes after the rename: where the file system does not sync
+    directories (EINVAL, some FUSE and network mounts) the write was reported failed with the
+    new pointer already in place. A disk's I/O error is still one."""
+    import errno
+    import os
+
+    target = tmp_path / POINTER
+    atomic_write_json(target, {"version": "v1"})
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    if code == "EIO":
+        with pytest.raises(OSError, match="Input/output error"):
+            atomic_write_json(target, {"version": "v2"})
+    else:
+        atomic_write_json(target, {"version": "v2"})
+    assert json.loads(target.read_text()) == {"version": "v2"}  # renamed, either way
+
+
 def test_atomic_write_json_failure_keeps_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "CURRENT"
     atomic_write_json(target, {"version": "v1"})
