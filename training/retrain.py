@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import stat
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -176,10 +178,9 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                     log.warning("pruning old versions failed (the job's result stands): %s", e)
                     report["prune_error"] = str(e)
         except Exception as e:  # failed, not killed or interrupted: nothing for the next job,
-            try:
-                added, known = (reg.versions_dir / version).is_dir(), True
-            except OSError:  # the volume fails this look too (a stale handle): maybe added,
-                added, known = True, False  # and a retry must not add it a second time
+            known = _is_dir(reg.versions_dir / version)
+            added = known is not False  # unknown (the volume fails this look too): maybe
+            # added, and a retry must not add it a second time
             if added or not transient(e):  # but the retry of an I/O error (exit 75) goes on
                 shutil.rmtree(reg.resumable_dir, ignore_errors=True)
             if added and transient(e):
@@ -599,3 +600,14 @@ def summary(report: dict) -> str:
     if skipped:
         lines.append(f"  {skipped} invalid records skipped")
     return "\n".join(lines)
+
+
+def _is_dir(path: Path) -> bool | None:
+    """Whether ``path`` is a directory; None where the file system cannot say (a stale
+    handle, an I/O error), which ``Path.is_dir`` answers False on some Python versions."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return None

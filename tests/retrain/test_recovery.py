@@ -141,24 +141,29 @@ def test_a_failing_volume_that_cannot_say_whether_the_version_is_in_is_no_call_t
     too: its error went up (exit 75, the checkpoint kept), and a retry could train and add
     the version a second time. Unknown counts as added."""
     import errno
+    import os
     import pathlib
 
     from absa.errors import RegistryError, transient
 
     cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
 
+    failing: list[bool] = []  # from the promotion on
+
     def eio(*args: object, **kwargs: object) -> None:
+        failing.append(True)
         raise OSError(errno.EIO, "Input/output error", str(registry / POINTER))
 
-    real = pathlib.Path.is_dir
+    real = os.stat
+    v2 = Registry(registry).versions_dir / "v2"
 
-    def stale(self: pathlib.Path) -> bool:
-        if self == Registry(registry).versions_dir / "v2":
-            raise OSError(errno.ESTALE, "Stale file handle", str(self))
-        return real(self)
+    def stale(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if failing and pathlib.Path(path) == v2:  # type: ignore[arg-type]
+            raise OSError(errno.ESTALE, "Stale file handle", str(path))
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Registry, "promote", eio)
-    monkeypatch.setattr(pathlib.Path, "is_dir", stale)
+    monkeypatch.setattr(os, "stat", stale)
     with pytest.raises(RegistryError, match="v2 may have been added, not promoted") as caught:
         retrain(cfg, version="v2")
     monkeypatch.undo()
