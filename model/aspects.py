@@ -93,9 +93,10 @@ def _union(spans: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tu
 def _whole(text: str, start: int, end: int) -> bool:
     """The match neither ends before nor starts on a combining mark: "cafe" is not found in
     "cafe" + U+0301 (é decomposed), whose accent would be cut off (the tokenizer keeps the
-    mark in its word, so such a span would end inside a word)."""
+    mark in its word, so such a span would end inside a word). A mark that opens the text
+    belongs to no letter: a span may start there."""
     cuts_end = end < len(text) and _is_mark(text[end])
-    return not cuts_end and not _is_mark(text[start])
+    return not cuts_end and not (start > 0 and _is_mark(text[start]))
 
 
 def _is_mark(c: str) -> bool:

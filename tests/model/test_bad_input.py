@@ -109,6 +109,17 @@ def test_a_pinned_span_that_cuts_a_character_apart_is_refused(
     assert predictor(text, [{"term": "cafe\u0301", "start": 4, "end": 9}])[0].term == "cafe\u0301"
 
 
+def test_a_text_that_opens_on_a_stray_combining_mark_keeps_it_with_the_first_word(
+    predictor: Predictor,
+) -> None:
+    """No letter comes before it to cut it from: a span from 0 was refused with "pin the
+    letter with its marks", which the caller could not do, and the search never found it."""
+    text = "\u0301cafe was nice"
+    pinned = predictor(text, [{"term": "\u0301cafe", "start": 0, "end": 5}])[0]
+    assert (pinned.term, pinned.start, pinned.end) == ("\u0301cafe", 0, 5)
+    assert predictor(text, ["\u0301cafe"])[0].start == 0
+
+
 def test_a_pinned_span_of_whitespace_is_an_empty_aspect_named_by_its_place(
     predictor: Predictor,
 ) -> None:
