@@ -112,10 +112,40 @@ class ModelSettings(BaseSettings):
                     f"registry {self.registry} is not a directory (ABSA_REGISTRY, --registry)"
                 )
             reg = Registry(self.registry)
-            if reg.current() is not None:
+            if not reg.looks_like(reg.root):
+                _check_fresh(reg.root)
+            elif reg.current() is not None:
                 return reg.current_path()
             # an empty registry (before the first promotion) serves the fallback model
         return self.model_dir or DEFAULT_MODEL_DIR
+
+
+def _check_fresh(root: Path) -> None:
+    """A folder given as the registry that is not one yet must be empty (a fresh volume
+    before the first promotion; lost+found and hidden entries aside): an artifact or a
+    folder of something else there is a mistake, not a registry to wait for."""
+    from absa.errors import RegistryError
+    from absa.model.artifact import is_artifact
+
+    if is_artifact(root):
+        raise RegistryError(
+            f"registry {root} is a model artifact, not a registry: serve it with "
+            "ABSA_MODEL_DIR (--model) instead"
+        )
+    try:
+        found = sorted(p.name for p in root.iterdir() if not _volume_entry(p.name))
+    except OSError as e:
+        raise RegistryError(f"registry {root} cannot be listed: {e.strerror or e}") from None
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise RegistryError(
+            f"registry {root} is not a model registry (no CURRENT and no versions/) and "
+            f"not empty: it holds {shown} (ABSA_REGISTRY, --registry)"
+        )
+
+
+def _volume_entry(name: str) -> bool:
+    return name.startswith(".") or name == "lost+found"
 
 
 class Settings(LogSettings, ModelSettings):

@@ -79,3 +79,34 @@ def test_paths_under_the_home_directory_are_expanded(
     monkeypatch.setenv("ABSA_EXTRACTOR", "shipped")
     monkeypatch.setenv("ABSA_TEACHER_CACHE", "off")
     assert (Settings().extractor, Settings().teacher_cache) == ("shipped", "off")
+
+
+def test_a_registry_that_is_no_registry_is_refused_not_the_fallback_served(
+    tmp_path: Path,
+) -> None:
+    """ABSA_REGISTRY on an artifact or on a folder of something else served the shipped
+    model without a word (it looked like a registry before its first promotion). Only an
+    empty folder is that (a fresh volume: its lost+found and hidden entries aside)."""
+    from absa.errors import RegistryError
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    (artifact / "metadata.json").write_text("{}")
+    (artifact / "model.onnx").write_bytes(b"")
+    with pytest.raises(RegistryError, match="is a model artifact, not a registry") as e:
+        Settings(registry=artifact).model_path()
+    assert "ABSA_MODEL_DIR" in str(e.value)
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("hello")
+    with pytest.raises(RegistryError, match="is not a model registry") as e:
+        Settings(registry=other).model_path()
+    assert "notes.txt" in str(e.value)
+
+    fresh = tmp_path / "fresh"
+    (fresh / "lost+found").mkdir(parents=True)
+    (fresh / ".lock").write_text("")
+    assert Settings(registry=fresh).model_path() == DEFAULT_MODEL_DIR
+    assert Settings(registry=fresh, model_dir=artifact).model_path() == artifact

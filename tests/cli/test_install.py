@@ -78,6 +78,8 @@ def test_serve_on_a_directory_that_is_no_model_says_so(tmp_path: Path) -> None:
     line = one_line(absa("serve", "--registry", str(tmp_path / "typo"), timeout=30))
     assert line.startswith("absa serve: error: registry "), line  # not the fallback, quietly
     assert "is not a directory" in line, line
+    line = one_line(absa("serve", "--registry", str(tmp_path), "--port", "1", timeout=30))
+    assert "is not a model registry" in line and "notes.txt" in line, line
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
