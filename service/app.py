@@ -88,14 +88,20 @@ class ApiGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = route_path(scope) if scope["type"] == "http" else ""
-        if path == ADMIN_RELOAD and _has_body(scope):
-            admin = "app" in scope and getattr(scope["app"].state, "admin", False)
-            if admin and not _is_json(scope):  # a form body was a "valid dictionary" 422
+        if path == ADMIN_RELOAD and _has_body(scope) and not _is_json(scope):
+            # a form body was a "valid dictionary" 422; and the token comes first (the route's
+            # own check would come after this 415, telling anyone what the route takes)
+            state = scope["app"].state if "app" in scope else None
+            if getattr(state, "admin", False):
+                token = state.settings.admin_token.get_secret_value().encode()
+                if not _authorized(scope, (token,)):
+                    return await reply(send, 401, admin.NEED_TOKEN, BEARER)
                 return await reply(send, 415, SEND_JSON)
         if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
         if self.accepted and not _authorized(scope, self.accepted):
-            return await reply(send, 401, NEED_KEY, {"WWW-Authenticate": "Bearer"})
+            sent = any(k == b"authorization" for k, _ in scope["headers"])
+            return await reply(send, 401, WRONG_KEY if sent else NEED_KEY, BEARER)
         if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
             return await reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
@@ -139,6 +145,10 @@ class InFlight:
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
 SEND_JSON = "send the body as JSON (Content-Type: application/json)"
 NEED_KEY = "this server needs an API key: send Authorization: Bearer KEY"
+WRONG_KEY = (
+    "the API key sent is not accepted: send Authorization: Bearer KEY, a key of this server's"
+)
+BEARER = {"WWW-Authenticate": "Bearer"}
 
 
 def route_path(scope: Scope) -> str:
@@ -248,7 +258,7 @@ class Observe:
 #: the web page's files, a mount: the router sets no route for what a mount serves
 STATIC_PATH = "/static"
 #: the API's paths, which ApiGate may answer before the router sees them (a 401 on any)
-GATED_PATHS = JSON_PATHS | {"/v1/model"}
+GATED_PATHS = JSON_PATHS | {"/v1/model", ADMIN_RELOAD}
 OPENAPI_PATH = "/openapi.json"
 
 

@@ -16,6 +16,7 @@ from absa.service.deps import SettingsDep
 from absa.service.schemas import ErrorResponse
 
 router = APIRouter(prefix="/admin", tags=["admin"])
+NEED_TOKEN = "a valid admin token is required"
 
 
 def require_token(
@@ -23,9 +24,7 @@ def require_token(
 ) -> None:
     expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
     if not bearer_accepted((authorization or "").encode(), [expected.encode()]):
-        raise HTTPException(
-            401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"}
-        )
+        raise HTTPException(401, NEED_TOKEN, headers={"WWW-Authenticate": "Bearer"})
 
 
 class ReloadRequest(BaseModel):
