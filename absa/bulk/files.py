@@ -511,11 +511,22 @@ def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Ite
             row += table.num_rows
             yield table
     except pa.ArrowException as e:  # on one line: pyarrow quotes a row as it is, breaks too
-        said = str(e).replace("\r", "\\r").replace("\n", "\\n")
+        said = _one_line(str(e))
         line = ragged_line(src)
         if line is not None:  # pyarrow's "Row #N" counts records, not lines: said by line
             said = _ROW.sub("", said)
         raise ValueError(f"{line or src}: {said}") from None
+    except OSError as e:
+        if e.errno is not None or e.filename is not None:  # the system's: says what it is
+            raise
+        # pyarrow's IOError status: a damaged file ("Couldn't deserialize thrift"), unnamed
+        raise ValueError(f"{src}: {_one_line(str(e).strip())}") from None
+
+
+def _one_line(said: str) -> str:
+    """``said`` on one line: line breaks and other control characters escaped."""
+    said = said.replace("\r", "\\r").replace("\n", "\\n")
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in said)
 
 
 def ragged_line(src: Path) -> str | None:

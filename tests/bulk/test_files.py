@@ -881,3 +881,26 @@ def test_a_csv_record_over_pyarrows_block_is_read_for_parquet(tmp_path: Path) ->
     assert [r["id"] for r in rows] == [str(i) for i in range(310)]
     assert rows[300]["text"] == long_text + "\nThe pizza" and rows[299]["note"] == note
     assert all(r["error"] is None and r["pred_label"] for r in rows)
+
+
+@pytest.mark.parametrize("damage", ["footer", "metadata", "page"])
+def test_a_damaged_parquet_file_is_one_line_naming_it(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, damage: str
+) -> None:
+    """pyarrow reports a damaged file's metadata ("Couldn't deserialize thrift") as an
+    OSError without the file's name, which the CLI printed as it was."""
+    good = write_parquet(tmp_path / "good.parquet", [{"text": "the food", "aspect": "food"}] * 50)
+    data = bytearray(good.read_bytes())
+    if damage == "footer":  # cut short: no magic bytes at the end
+        data = data[: len(data) // 2]
+    elif damage == "metadata":  # the footer's thrift metadata overwritten
+        size = int.from_bytes(data[-8:-4], "little")
+        data[-8 - size : -8] = b"\xff" * size
+    else:  # a column chunk's page header overwritten
+        data[4:40] = b"\xff" * 36
+    src = tmp_path / "in.parquet"
+    src.write_bytes(bytes(data))
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 2
+    line = _one_line_error(capsys)
+    assert f"error: {src}: " in line, line
+    assert not (tmp_path / "out.parquet").exists()
