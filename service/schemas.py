@@ -129,14 +129,56 @@ class ErrorResponse(BaseModel):
     )
 
 
-class InvalidItem:
-    """A batch item that does not fit ``PredictRequest`` (kept, answered with an error)."""
+#: unknown fields one request, or one batch item, may carry before it is refused unvalidated:
+#: each is an error of its own, and 75,000 in a megabyte took 0.3 s to report (0.6 s inside
+#: an aspect object)
+MAX_UNKNOWN = 64
 
-    def __init__(self, error: ValidationError) -> None:
+
+def unknown_fields(obj: object, known: frozenset[str] | None = None) -> tuple[int, str]:
+    """How many unknown fields a request object (``known``: its fields; default a
+    ``PredictRequest``'s, whose aspect objects are counted with it) holds, and the first
+    one's location relative to it ("k0", "aspects.0.k0")."""
+    if not isinstance(obj, dict):
+        return 0, ""
+    objects = [(obj, _REQUEST_FIELDS if known is None else known, "")]
+    aspects = obj.get("aspects") if known is None else None
+    if isinstance(aspects, list):
+        objects += [
+            (a, _SPAN_FIELDS, f"aspects.{j}.") for j, a in enumerate(aspects) if isinstance(a, dict)
+        ]
+    unknown, first = 0, ""
+    for o, fields, at in objects:
+        extra = o.keys() - fields
+        if extra and not first:
+            first = f"{at}{min(extra)}"
+        unknown += len(extra)
+    return unknown, first
+
+
+def too_many_unknown(where: str, unknown: int, first: str) -> str:
+    """The refusal of a request object over ``MAX_UNKNOWN`` unknown fields (``where``: its
+    location, "body." or "items.3.")."""
+    return (
+        f"invalid request: {where}{first}: Extra inputs are not permitted "
+        f"(and {unknown - 1} more unknown fields)"
+    )
+
+
+class InvalidItem:
+    """A batch item that does not fit ``PredictRequest`` (kept, answered with an error):
+    its validation error, or, past ``MAX_UNKNOWN`` unknown fields, their count and the first
+    (not validated: each would be an error of its own)."""
+
+    def __init__(self, error: ValidationError | None, unknown: tuple[int, str] = (0, "")) -> None:
         self.error = error
+        self.unknown = unknown
 
 
 def _item_or_invalid(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    counted = unknown_fields(value)
+    if counted[0] > MAX_UNKNOWN:  # each batch item counted alone: the others are answered
+        return InvalidItem(None, counted)
     try:
         return handler(value)
     except ValidationError as e:
@@ -151,6 +193,11 @@ class BatchRequest(Strict):
     items: list[BatchItemRequest] = Field(
         min_length=1, description="at most max_items (setting) items; answered in this order"
     )
+
+
+_REQUEST_FIELDS = frozenset(PredictRequest.model_fields)
+_SPAN_FIELDS = frozenset(AspectSpan.model_fields)
+BATCH_FIELDS = frozenset(BatchRequest.model_fields)
 
 
 class TokenWeight(BaseModel):

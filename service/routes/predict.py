@@ -27,13 +27,16 @@ from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsD
 from absa.service.errors import error_body, status_of, validation_body
 from absa.service.metrics import Metrics
 from absa.service.schemas import (
-    AspectSpan,
+    BATCH_FIELDS,
+    MAX_UNKNOWN,
     BatchRequest,
     BatchResponse,
     ErrorResponse,
     InvalidItem,
     PredictRequest,
     PredictResponse,
+    too_many_unknown,
+    unknown_fields,
 )
 
 ERRORS: dict[int | str, dict] = {
@@ -187,7 +190,7 @@ async def _lists_fit(request: Request, batch: bool) -> None:
         if over is not None:  # named before the queue's limit, which a list that long is
             raise LimitError(over)  # over too ("split it" would not help)
         engine.fits(_listed(body))
-        _few_unknown([(body, "body.", _FIELDS)])
+        _few_unknown(body)
         return
     items = body.get("items") if isinstance(body, dict) else None
     if isinstance(items, list):
@@ -205,43 +208,17 @@ async def _lists_fit(request: Request, batch: bool) -> None:
                 if why is not None:
                     raise LimitError(f"items[{i}]: {why}") from None
             raise
-        objects = [(it, f"items.{i}.", _FIELDS) for i, it in enumerate(items)]
-        _few_unknown([(body, "body.", _BATCH_FIELDS), *objects])
+        _few_unknown(body, BATCH_FIELDS)  # its items: each alone, as they are validated
 
 
-#: unknown fields a request may carry before it is refused unvalidated: each one is an error
-#: of its own, and 75,000 in a megabyte took 0.3 s to report (0.6 s inside an aspect object)
-MAX_UNKNOWN = 64
-_FIELDS = frozenset(PredictRequest.model_fields)
-_SPAN_FIELDS = frozenset(AspectSpan.model_fields)
-_BATCH_FIELDS = frozenset(BatchRequest.model_fields)
-
-
-def _few_unknown(requests: list[tuple[object, str, frozenset[str]]]) -> None:
-    """InputError (422) where the request objects (a batch's body and its items, each with
-    where it is and its fields) and their aspect objects hold more than ``MAX_UNKNOWN``
-    unknown fields in all; fewer are left to validation, which names each. Called after
-    ``fits``: the aspects are few."""
-    unknown, first = 0, ""
-    for obj, where, known in requests:
-        if not isinstance(obj, dict):
-            continue
-        objects = [(obj, known, where)]
-        aspects = obj.get("aspects")
-        if isinstance(aspects, list):
-            for j, a in enumerate(aspects):
-                if isinstance(a, dict):
-                    objects.append((a, _SPAN_FIELDS, f"{where}aspects.{j}."))
-        for o, fields, at in objects:
-            extra = o.keys() - fields
-            if extra and not first:
-                first = f"{at}{min(extra)}"
-            unknown += len(extra)
+def _few_unknown(obj: object, known: frozenset[str] | None = None) -> None:
+    """InputError (422) where a request body (``known``: its fields; default a
+    ``PredictRequest``'s) holds more than ``MAX_UNKNOWN`` unknown fields, its aspect objects
+    counted with it; fewer are left to validation, which names each. Called after ``fits``:
+    the aspects are few. A batch's items are counted one by one as they are validated."""
+    unknown, first = unknown_fields(obj, known)
     if unknown > MAX_UNKNOWN:
-        raise InputError(
-            f"invalid request: {first}: Extra inputs are not permitted "
-            f"(and {unknown - 1} more unknown fields)"
-        )
+        raise InputError(too_many_unknown("body.", unknown, first))
 
 
 class _ListsFirst(APIRoute):
@@ -358,7 +335,11 @@ async def predict_batch(
         budget = settings.max_explain_aspects
         for i, it in enumerate(req.items):
             if isinstance(it, InvalidItem):
-                out.append({"error": {"status": 422, **validation_body(it.error, ("items", i))}})
+                if it.error is None:  # too many unknown fields: counted, not validated
+                    said = error_body(too_many_unknown(f"items.{i}.", *it.unknown))
+                else:
+                    said = validation_body(it.error, ("items", i))
+                out.append({"error": {"status": 422, **said}})
                 continue
             where = f"items[{i}]: "
             try:
