@@ -125,17 +125,19 @@ def _count(results: list[dict], metrics: Metrics) -> None:
             metrics.confidence.labels(r["label"]).observe(r["score"])
 
 
-def _explained(prepared: Any, budget: int, where: str = "") -> int:
-    """What is left of the explain budget after ``prepared``; LimitError past it."""
+def _explained(prepared: Any, budget: tuple[int, int], where: str = "") -> tuple[int, int]:
+    """The explain budget (aspects explained so far in this request, the limit) after
+    ``prepared``; LimitError past it."""
     if not prepared.explain:
         return budget
-    budget -= len(prepared.items)
-    if budget < 0:
+    used, limit = budget[0] + len(prepared.items), budget[1]
+    if used > limit:
         raise LimitError(
-            f"{where}too many aspects with explain in one request (the limit is the "
-            "max_explain_aspects setting): ask for explain on fewer aspects"
+            f"{where}too many aspects with explain ({used} in this request, each occurrence "
+            f"counted; the limit is {limit}, the max_explain_aspects setting): ask for "
+            "explain on fewer aspects"
         )
-    return budget
+    return used, limit
 
 
 def _results(predictor: RuntimeModel, prepared: Any, outputs: list) -> list[dict]:
@@ -296,7 +298,7 @@ async def predict(
 
     def prepare() -> Any:
         p = _preprocess(predictor, req, metrics)
-        _explained(p, settings.max_explain_aspects)
+        _explained(p, (0, settings.max_explain_aspects))
         return p
 
     prepared = await engine.offload(prepare) if heavy else prepare()
@@ -332,7 +334,7 @@ async def predict_batch(
 
     def prepare() -> list[tuple[RuntimeModel, Any] | dict]:
         out: list[tuple[RuntimeModel, Any] | dict] = []
-        budget = settings.max_explain_aspects
+        budget = (0, settings.max_explain_aspects)
         for i, it in enumerate(req.items):
             if isinstance(it, InvalidItem):
                 if it.error is None:  # too many unknown fields: counted, not validated

@@ -398,13 +398,24 @@ def test_explain_is_bounded_per_request(artifact) -> None:  # type: ignore[no-un
 
     with TestClient(create_app(make_settings(artifact, max_explain_aspects=2))) as c:
         body = {"text": TEXT, "aspects": ["wine list", "food", "the"], "explain": True}
-        check_error(c.post("/v1/predict", json=body), 413)
+        r = c.post("/v1/predict", json=body)
+        check_error(r, 413)
+        assert r.json()["detail"] == (  # the numbers, as the other limits say them
+            "too many aspects with explain (4 in this request, each occurrence counted; the "
+            "limit is 2, the "
+            "max_explain_aspects setting): ask for explain on fewer aspects"
+        )
         body["explain"] = False
         assert c.post("/v1/predict", json=body).status_code == 200
         items = [{"text": TEXT, "aspects": ["food", "wine list"], "explain": True}] * 2
         got = c.post("/v1/predict/batch", json={"items": items}).json()["items"]
         assert len(got[0]["results"]) == 2
-        assert got[1]["error"]["status"] == 413
+        assert got[1]["error"] == {
+            "status": 413,
+            "detail": "items[1]: too many aspects with explain (4 in this request, each "
+            "occurrence counted; the limit "
+            "is 2, the max_explain_aspects setting): ask for explain on fewer aspects",
+        }
 
 
 def test_schema_states_what_is_refused(client: TestClient) -> None:
