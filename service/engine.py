@@ -148,6 +148,12 @@ class BatchEngine:
         """No room for even one more aspect: refuse before reading a request's body."""
         return self._pending >= self.max_queue
 
+    @property
+    def request_limit(self) -> int:
+        """The most aspects one request may queue (``fits``): up to one batch, the whole
+        queue; past it, ``heavy_limit``."""
+        return max(min(self.max_batch, self.max_queue), self.heavy_limit)
+
     def fits(self, n: int) -> int:
         """The most aspects one request of ``n`` may queue; ``LimitError`` where ``n`` is over
         it: not even an empty queue takes such a request, and retrying would never help."""

@@ -329,6 +329,12 @@ class Limits(BaseModel):
         "(ABSA_MAX_EXPLAIN_ASPECTS)"
     )
     max_body_bytes: int = Field(description="bytes per request body (ABSA_MAX_BODY_BYTES)")
+    max_request_aspects: int = Field(
+        description="aspects one request may queue, a batch's items together (each "
+        "occurrence counted): past one onnxruntime batch (ABSA_MAX_BATCH_SIZE) a request may "
+        "take only part of the queue (ABSA_MAX_QUEUE), the rest kept for small requests; "
+        "more is refused (413, split it)"
+    )
 
 
 class ModelInfo(BaseModel):

@@ -109,6 +109,7 @@ async def model_info(
             max_items=settings.max_items,
             max_explain_aspects=settings.max_explain_aspects,
             max_body_bytes=settings.max_body_bytes,
+            max_request_aspects=engine.request_limit,
         ),
     )
 

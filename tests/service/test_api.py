@@ -515,7 +515,35 @@ def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-un
     from absa.settings import Settings
 
     explain = Settings.model_fields["max_explain_aspects"].default
+    queued = info["limits"].pop("max_request_aspects")
     assert info["limits"] == {**LIMITS, "max_term_chars": 200, "max_explain_aspects": explain}
+    assert queued == 6144  # the default queue of 8192 less the quarter kept for light requests
+
+
+@pytest.mark.parametrize(("max_queue", "queued"), [(40, 30), (8, 4), (100, 75)])
+def test_the_model_info_says_how_many_aspects_one_request_may_queue(
+    artifact: Path, max_queue: int, queued: int
+) -> None:
+    """The limit a batch of many items meets (413 "split it"), which the settings do not
+    say by themselves: a request over one onnxruntime batch may take only part of the queue.
+    One more aspect than it says is refused; as many as it says are not."""
+    from absa.service.app import create_app
+
+    settings = make_settings(
+        artifact,
+        max_queue=max_queue,
+        max_batch_size=4,
+        max_items=100,
+        max_aspects=1,
+        max_body_bytes=100_000,
+    )
+    item = {"text": "the food was great", "aspects": ["food"]}
+    with TestClient(create_app(settings)) as c:
+        assert c.get("/v1/model").json()["limits"]["max_request_aspects"] == queued
+        r = c.post("/v1/predict/batch", json={"items": [item] * (queued + 1)})
+        assert r.status_code == 413 and "split it" in r.json()["detail"], r.text[:300]
+        r = c.post("/v1/predict/batch", json={"items": [item] * queued})
+        assert r.status_code == 200, r.text[:300]
 
 
 def test_each_limit_says_the_status_past_it(client: TestClient) -> None:
