@@ -44,6 +44,7 @@ from tqdm import tqdm
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, find_all, occurrences, pinned
 from absa.model.atomic import fsync_dir
+from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
 log = logging.getLogger(__name__)
@@ -357,11 +358,15 @@ def repeated(names: Iterable[str]) -> str | None:
 
 def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
     """One JSONL line (read with errors="surrogateescape") as a row, and what is wrong with
-    it: (None, why) when it is not a JSON object, (row, why) when a value is not UTF-8."""
+    it: (None, why) when it is not a JSON object or an object gives a key twice (which of
+    the two was meant no one knows: the training readers refuse it too), (row, why) when a
+    value is not UTF-8."""
     try:
-        row = json.loads(line)
+        row = json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         return None, undecoded(line) or f"invalid JSON: {e.msg}"
+    except DuplicateKey as e:
+        return None, undecoded(line) or f"invalid JSON: {e}"
     except RecursionError:  # deeper than json's own limit
         return None, f"nested deeper than {MAX_DEPTH} levels"
     if not isinstance(row, dict):

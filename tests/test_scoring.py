@@ -360,6 +360,29 @@ def _score(artifact: Path, src: Path, dst: Path) -> int:
     return main([*argv, "--quiet"])
 
 
+def test_a_jsonl_line_giving_a_key_twice_is_a_bad_row(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``{"text": "a", "text": "b", ...}`` was scored as its last "text" without a word,
+    where the training readers refuse a key given twice: which one was meant, no one knows."""
+    good = json.dumps({"text": A.text, "aspect": A.term, "id": 1})
+    text, term = json.dumps(A.text), json.dumps(A.term)
+    twice = f'{{"text": {text}, "text": "the pizza was okay", "aspect": "pizza"}}'
+    nested = f'{{"text": {text}, "aspect": {term}, "meta": {{"k": 1, "k": 2}}}}'
+    src = _write(tmp_path / "in.jsonl", f"{good}\n{twice}\n{nested}\n{good}\n")
+    dst = tmp_path / "out.jsonl"
+    with caplog.at_level("WARNING"):
+        assert _score(artifact, src, dst) == 1  # some rows were bad; the run still finished
+    rows = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert len(rows) == 4
+    message = "invalid JSON: the key {!r} is given twice in one object"
+    assert rows[1] == {"error": message.format("text"), "line": 2}
+    assert rows[2] == {"error": message.format("k"), "line": 3}
+    assert rows[0]["pred_label"] == rows[3]["pred_label"] == A.label
+    assert f"{src}:2: {message.format('text')}" in caplog.text
+    assert f"{src}:3: {message.format('k')}" in caplog.text
+
+
 def test_the_output_cannot_be_the_input(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -37,6 +37,7 @@ from xml.parsers import expat
 
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, occurrences
+from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.text import LABELS, TextError, check_span
 from absa.training.records import DataError, Example, Invalid, ReadResult
 
@@ -468,29 +469,15 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     sink.add(text, start, end, label, source, where)
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object's pairs as a dict; a key given twice raises (json.loads keeps the last)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(f"bad JSON: the key {key!r} is given twice in one object")
-        out[key] = value
-    return out
-
-
 def json_line(line: str) -> object:
     """One JSONL line's value; ValueError saying what is wrong ("bad JSON: ...", with the
     column, a key given twice in one object, or that it is nested too deeply to read)."""
     try:
-        return json.loads(line, object_pairs_hook=_unique_keys)
+        return json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         raise ValueError(f"bad JSON: {e.msg} (column {e.colno})") from None
-    except _DuplicateKey as e:
-        raise ValueError(str(e)) from None
+    except DuplicateKey as e:  # a key given twice: the model/jsonio helper the scorer shares
+        raise ValueError(f"bad JSON: {e}") from None
     except RecursionError:
         raise ValueError("bad JSON: nested too deeply to read") from None
 
