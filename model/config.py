@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
+from absa.model.jsonio import read_json
 from absa.model.text import LABELS
 
 Cell = Literal["lstm", "gru"]
@@ -108,6 +109,9 @@ class ModelConfig:
             )
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.self_attention_dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
+        if not self.labels or len(set(self.labels)) != len(self.labels):
+            # none: nothing to classify into; one twice: a gold label's index is ambiguous
+            raise ValueError(f"labels must be distinct, and at least one, not {list(self.labels)}")
         if self.positional_origin not in ("start", "aspect"):
             raise ValueError(
                 f"positional_origin must be start or aspect, not {self.positional_origin!r}"
@@ -185,4 +189,13 @@ class ModelConfig:
 
     @classmethod
     def load(cls, path: Path) -> ModelConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """A model_config.json; ValueError naming the file for one that is not JSON, not an
+        object, of a key this code does not know (a run of other code) or a value its
+        checks refuse."""
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a model config is a JSON object")
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as e:  # TypeError: labels that are a number, say
+            raise ValueError(f"{path}: {e}") from None

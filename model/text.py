@@ -27,6 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from absa.errors import InputError
+from absa.model.jsonio import read_json
 from absa.model.termsearch import is_word
 
 LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
@@ -287,7 +288,10 @@ class WordPiecePipeline:
         if specials not in SPECIALS:
             raise ValueError(f"specials: {specials!r} is not one of {', '.join(SPECIALS)}")
         self.tokenizer_file = Path(tokenizer_file)
-        self.tok = Tokenizer.from_file(str(tokenizer_file))
+        try:
+            self.tok = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as e:  # tokenizers raises a bare Exception, naming no file
+            raise ValueError(f"{tokenizer_file}: not a tokenizer file ({e})") from None
         self.tok.no_padding()
         self.tok.no_truncation()
         self.max_len = max_len
@@ -345,11 +349,14 @@ class WordPiecePipeline:
 
     @classmethod
     def from_spec(cls, directory: Path, spec: dict) -> WordPiecePipeline:
-        """The pipeline a pipeline.json ``spec`` in ``directory`` describes."""
+        """The pipeline a pipeline.json ``spec`` in ``directory`` describes; ValueError
+        naming the file (pipeline.json, the tokenizer's) for what does not make one."""
+        path = directory / "pipeline.json"
         specials = spec.get("specials", "names")
         if specials not in SPECIALS:
-            raise ValueError(f"{directory / 'pipeline.json'}: unknown specials {specials!r}")
-        return cls(directory / spec["tokenizer"], int(spec["max_len"]), specials)
+            raise ValueError(f"{path}: unknown specials {specials!r}")
+        tokenizer = _spec_file(path, spec, "tokenizer")
+        return cls(directory / tokenizer, _spec_max_len(path, spec), specials)
 
     def __len__(self) -> int:
         return self.tok.get_vocab_size()
@@ -436,15 +443,46 @@ def _with_trailing_marks(text: str, pieces: list[Token]) -> list[Token]:
 
 
 def load_pipeline(directory: Path) -> WordPipeline | WordPiecePipeline:
+    """The text pipeline a run's or an artifact's pipeline.json describes; ValueError naming
+    the file (pipeline.json, the vocabulary, the tokenizer's) that is not JSON, not of its
+    shape, or refused: a damaged run's files are checked by nothing else."""
     directory = Path(directory)
-    spec = json.loads((directory / "pipeline.json").read_text(encoding="utf-8"))
+    path = directory / "pipeline.json"
+    spec = read_json(path)
+    if not isinstance(spec, dict) or "kind" not in spec:
+        raise ValueError(f"{path}: a pipeline is a JSON object with a kind")
     if spec["kind"] == "word":
-        words = json.loads((directory / spec["vocab"]).read_text(encoding="utf-8"))
-        version = check_tokenizer(spec.get("word_tokenizer", 1), str(directory / "pipeline.json"))
-        return WordPipeline(words, max_len=int(spec["max_len"]), tokenizer=version)
+        vocab = directory / _spec_file(path, spec, "vocab")
+        max_len = _spec_max_len(path, spec)
+        version = check_tokenizer(spec.get("word_tokenizer", 1), str(path))
+        words = read_json(vocab)
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise ValueError(f"{vocab}: a vocabulary is a JSON list of words")
+        try:
+            return WordPipeline(words, max_len=max_len, tokenizer=version)
+        except ValueError as e:  # the words' own checks: <pad>, <unk> first, no word twice
+            raise ValueError(f"{vocab}: {e}") from None
     if spec["kind"] == "wordpiece":
         return WordPiecePipeline.from_spec(directory, spec)
-    raise ValueError(f"{directory / 'pipeline.json'}: unknown pipeline kind {spec['kind']!r}")
+    raise ValueError(f"{path}: unknown pipeline kind {spec['kind']!r}")
+
+
+def _spec_file(path: Path, spec: dict, key: str) -> str:
+    """The file a pipeline.json (``path``) names under ``key`` (its vocabulary, its
+    tokenizer), beside it; ValueError naming ``path`` where it names none."""
+    name = spec.get(key)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{path}: {key} names no file ({name!r})")
+    return name
+
+
+def _spec_max_len(path: Path, spec: dict) -> int:
+    """A pipeline.json's ``max_len``; ValueError naming ``path`` where it is not a number."""
+    value = spec.get("max_len")
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: max_len is a number of tokens, not {value!r}") from None
 
 
 def collate(items: Sequence[Encoded], pad_id: int = 0) -> dict[str, np.ndarray]:

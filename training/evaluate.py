@@ -4,7 +4,6 @@ Evaluating an artifact imports no torch."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from absa.model import artifact
 from absa.model.calibration import ECE_BINS, expected_calibration_error
+from absa.model.config import ModelConfig
 from absa.training import rundir
 from absa.training.metrics import classification_report
 from absa.training.records import Labelled
@@ -34,9 +34,9 @@ def model_task(model_dir: Path) -> str:
     """What a run or artifact classifies: "terms" or "category"."""
     from absa.model.categories import task_of
 
-    if model_kind(model_dir) == "run":
-        cfg = json.loads((Path(model_dir) / rundir.MODEL_CONFIG).read_text())
-        return "category" if cfg.get("aspect_source") == "category" else "terms"
+    if model_kind(model_dir) == "run":  # a damaged config: ValueError naming it
+        cfg = ModelConfig.load(Path(model_dir) / rundir.MODEL_CONFIG)
+        return "category" if cfg.is_category else "terms"
     return task_of(artifact.read_metadata(model_dir))
 
 

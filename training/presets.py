@@ -103,6 +103,8 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
+        if self.glove_top_k < 0:  # glove_words[:-1]: every GloVe word but the last
+            raise ValueError(f"glove_top_k must be >= 0, not {self.glove_top_k}")
         for name in ("seed", "dev_seed"):  # numpy's words came after the run was made
             value = getattr(self, name)
             if value is not None and not 0 <= value <= MAX_SEED:
@@ -385,9 +387,18 @@ def load_config(path: Path | None, preset: str | None) -> Preset:
     """A preset, optionally overridden by a JSON or TOML file:
     ``{"preset": "atae-lstm", "model": {...}, "train": {...}}``."""
     data = {} if path is None else read_config_file(path, ("preset", "model", "train", "about"))
-    name = preset or data.get("preset") or "fast"
-    base = get_preset(name)
     src = str(path) if path else "config"
+    for key, what in (("preset", "the name of a preset"), ("about", "a text")):
+        if key in data and not isinstance(data[key], str):  # ["fast"]: a TypeError traceback
+            raise ValueError(f"{src}: {key} is a {type(data[key]).__name__}, not {what}")
+    if preset:  # --preset: the file's own is not read
+        base = get_preset(preset)
+    else:
+        try:
+            base = get_preset(data.get("preset", "fast"))
+        except KeyError as e:  # an unknown name: the message names the file and the key
+            raise ValueError(f"{src}: preset: {e.args[0]}") from None
+    name = preset or data.get("preset", "fast")
     return Preset(
         _override(base.model, data.get("model", {}), "model", src),
         _override(base.train, data.get("train", {}), "train", src),

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from absa.model.atomic import atomic_write_json
 from absa.model.config import ModelConfig
+from absa.model.jsonio import read_json
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 from absa.training.presets import TrainConfig
 from absa.training.records import CategoryExample, Example, Labelled
@@ -137,15 +138,6 @@ def read_info(run_dir: Path) -> dict:
     return info
 
 
-def read_json(path: Path) -> object:
-    """A run file's JSON; ValueError naming the file where it is not JSON (a torn or foreign
-    file: the parser's own message names no file)."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not JSON ({e})") from None
-
-
 def read_train_config(path: Path) -> TrainConfig:
     """train_config.json; ValueError naming the file for a key this code does not know (a
     run of other code) or a value its checks refuse."""
@@ -162,29 +154,61 @@ def read_train_config(path: Path) -> TrainConfig:
 
 
 def read_metrics(run_dir: Path) -> dict:
-    """metrics.json, or {} where the run has none."""
+    """metrics.json, or {} where the run has none; ValueError naming the file where it is
+    not a JSON object."""
     path = Path(run_dir) / METRICS
-    metrics = json.loads(path.read_text()) if path.is_file() else {}
+    metrics = read_json(path) if path.is_file() else {}
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{path}: metrics are a JSON object")
     dev = metrics.get("dev", {})
-    if "by_source" in dev:
+    if isinstance(dev, dict) and "by_source" in dev:
         dev["by_source"] = portable_names(dev["by_source"])
     return metrics
 
 
 def read_dev_examples(run_dir: Path) -> list[Labelled]:
-    """The run's dev examples (aspect terms or categories), in the order training saw them."""
+    """The run's dev examples (aspect terms or categories), in the order training saw them;
+    ValueError naming the file and line of one that is not as ``write_examples`` writes it
+    (a torn or edited file)."""
     path = Path(run_dir) / DEV
     out: list[Labelled] = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.strip():
-                row = json.loads(line)
-                src = f"{path}:{lineno}"
-                if "category" in row:
-                    out.append(CategoryExample(row["text"], row["category"], row["label"], src))
-                else:
-                    out.append(Example(row["text"], row["start"], row["end"], row["label"], src))
+    try:
+        with path.open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if line.strip():
+                    out.append(_dev_example(line, f"{path}:{lineno}"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 ({e.reason})") from None
     return out
+
+
+#: the fields of a dev.jsonl line, and their JSON types, by kind
+_DEV_FIELDS = {
+    "category": {"text": str, "category": str, "label": str},
+    "terms": {"text": str, "start": int, "end": int, "label": str},
+}
+
+
+def _dev_example(line: str, src: str) -> Labelled:
+    """One dev.jsonl line; ValueError naming ``src`` (file:line) where it is not JSON, not
+    an object, or lacks a field (or has one of another type)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{src}: not JSON ({e.msg}, column {e.colno})") from None
+    except RecursionError:
+        raise ValueError(f"{src}: not JSON (nested too deeply to read)") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{src}: a dev example is a JSON object")
+    for key, kind in _DEV_FIELDS["category" if "category" in row else "terms"].items():
+        if key not in row:
+            raise ValueError(f"{src}: no {key!r}")
+        value = row[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{src}: {key!r} is {value!r}, not a {kind.__name__}")
+    if "category" in row:
+        return CategoryExample(row["text"], row["category"], row["label"], src)
+    return Example(row["text"], row["start"], row["end"], row["label"], src)
 
 
 @dataclass
@@ -198,7 +222,9 @@ class LoadedRun:
 
 
 def load_run(run_dir: Path) -> LoadedRun:
-    """Rebuild the exact network of a run and load its weights strictly."""
+    """Rebuild the exact network of a run and load its weights strictly; ValueError (or
+    RuntimeError, for weights that do not fit the config) naming the file that is damaged."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from absa.model.network import ABSANet
@@ -209,6 +235,15 @@ def load_run(run_dir: Path) -> LoadedRun:
     tcfg = read_train_config(run_dir / TRAIN_CONFIG)
     encoder_dir = run_dir / ENCODER if cfg.encoder == "transformer" else None
     net = ABSANet(cfg, encoder_path=encoder_dir, pretrained_encoder=False)
-    net.load_state_dict(load_file(str(run_dir / WEIGHTS)), strict=True)
+    weights = run_dir / WEIGHTS
+    try:
+        state = load_file(str(weights))
+    except SafetensorError as e:  # truncated, torn or not safetensors at all
+        raise ValueError(f"{weights}: cannot be read as safetensors ({e})") from None
+    try:
+        net.load_state_dict(state, strict=True)
+    except RuntimeError as e:  # torch's message runs over many lines: one for the CLI
+        why = " ".join(str(e).split())
+        raise RuntimeError(f"{weights}: does not fit {MODEL_CONFIG}: {why}") from None
     net.eval()
     return LoadedRun(net, load_pipeline(run_dir), cfg, tcfg, info, read_metrics(run_dir))

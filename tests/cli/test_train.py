@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shlex
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -464,6 +465,61 @@ def test_config_errors_are_clear(
     assert not out.exists()
 
 
+def _config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str) -> str:
+    """``absa train --config`` of a c.json or c.toml holding ``config``: its one error line,
+    checked to come before any training."""
+    cfg = tmp_path / ("c.json" if config.lstrip().startswith("{") else "c.toml")
+    cfg.write_text(config, encoding="utf-8")
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
+    out = tmp_path / "run"
+    code = main(["train", "--train", str(train), "--config", str(cfg), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("absa train: error: ") and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('{"preset": ["fast"]}', "c.json: preset is a list, not the name of a preset"),
+        ('{"preset": 5}', "c.json: preset is a int, not the name of a preset"),
+        ('{"preset": null}', "c.json: preset is a NoneType, not the name of a preset"),
+        ('{"preset": ""}', "c.json: preset: unknown preset ''; choose one of "),
+        ('preset = "nope"\n', "c.toml: preset: unknown preset 'nope'; choose one of "),
+        ('{"about": 5, "train": {"epochs": 1}}', "c.json: about is a int, not a text"),
+    ],
+)
+def test_a_config_preset_that_is_not_a_preset_name_is_one_line_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, message: str
+) -> None:
+    """``{"preset": ["fast"]}`` ended in a TypeError traceback (unhashable list); a number,
+    or a name no preset has, in a message that named neither the file nor the key; an
+    empty name or null silently trained the default preset."""
+    assert message in _config_error(tmp_path, capsys, config)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('{"model": {"labels": []}}', "c.json: labels must be distinct, and at least one"),
+        (
+            '{"model": {"labels": ["negative", "positive", "negative"]}}',
+            "c.json: labels must be distinct, and at least one, not "
+            "['negative', 'positive', 'negative']",
+        ),
+        ('{"train": {"glove_top_k": -1, "epochs": 1}}', "c.json: glove_top_k must be >= 0, not -1"),
+    ],
+)
+def test_config_labels_and_glove_top_k_are_checked_when_the_config_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, message: str
+) -> None:
+    """Empty or repeated ``model.labels`` failed late, with a KeyError; a negative
+    ``train.glove_top_k`` was taken (as ``words[:-1]``: every GloVe word but the last)."""
+    assert message in _config_error(tmp_path, capsys, config)
+
+
 def test_unknown_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
     code = main(["train", "--train", str(train), "--preset", "nope", "--out", str(tmp_path / "r")])
@@ -551,6 +607,77 @@ def test_export_refuses_a_negative_expand_top_k(
     assert main([*argv, "--expand-vocab", str(small_glove), "--expand-top-k", "-3"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("absa export: error:") and "--expand-top-k" in err
+    assert not (tmp_path / "a").exists()
+
+
+def _damage_line(path: Path, lineno: int, text: str) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[lineno - 1] = text
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _without_label(path: Path) -> None:
+    row = json.loads(path.read_text(encoding="utf-8").splitlines()[2])
+    del row["label"]
+    _damage_line(path, 3, json.dumps(row))
+
+
+def _start_is(value: object) -> str:
+    return json.dumps({"text": "the food was good", "start": value, "end": 8, "label": "positive"})
+
+
+#: (a name, the run file damaged, how, what the message names after the file, the commands
+#: that read it): each gave a traceback (safetensors' own error, a TypeError) or a message that
+#: named no file ("Expecting value: line 1 column 1 (char 0)", "label", "kind")
+DAMAGED_RUNS = [
+    ("truncated", "weights.safetensors", lambda p: p.write_bytes(p.read_bytes()[:100]), "", "both"),
+    ("garbage", "weights.safetensors", lambda p: p.write_bytes(b"garbage" * 20), "", "both"),
+    ("empty", "weights.safetensors", lambda p: p.write_bytes(b""), "", "both"),
+    ("torn", "weights.safetensors", lambda p: p.write_bytes(p.read_bytes()[:-100]), "", "both"),
+    ("bad-json", "dev.jsonl", lambda p: _damage_line(p, 3, "{torn"), ":3: ", "export"),
+    ("no-label", "dev.jsonl", _without_label, ":3: ", "export"),
+    ("bad-start", "dev.jsonl", lambda p: _damage_line(p, 3, _start_is("3")), ":3: ", "export"),
+    ("not-object", "dev.jsonl", lambda p: _damage_line(p, 3, "[1, 2]"), ":3: ", "export"),
+    ("garbage", "pipeline.json", lambda p: p.write_text("garbage{"), "", "both"),
+    ("list", "pipeline.json", lambda p: p.write_text("[]"), "", "both"),
+    ("no-kind", "pipeline.json", lambda p: p.write_text("{}"), "", "both"),
+    ("garbage", "vocab.json", lambda p: p.write_text("garbage{"), "", "both"),
+    ("garbage", "model_config.json", lambda p: p.write_text("garbage{"), "", "both"),
+    ("garbage", "metrics.json", lambda p: p.write_text("garbage{"), "", "both"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "damage", "where"),
+    [
+        pytest.param(command, name, damage, where, id=f"{command}-{name}-{how}")
+        for how, name, damage, where, commands in DAMAGED_RUNS
+        for command in ("export", "evaluate")
+        if commands in ("both", command)
+    ],
+)
+def test_a_damaged_run_is_one_line_naming_the_file(
+    tiny_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    name: str,
+    damage: object,
+    where: str,
+) -> None:
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    damage(run / name)  # type: ignore[operator]
+    if command == "export":
+        argv = ["export", "--run", str(run), "--out", str(tmp_path / "a")]
+    else:
+        data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES[:3])
+        argv = ["evaluate", "--model", str(run), "--data", str(data)]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith(f"absa {command}: ")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"absa {command}: error: {run / name}{where}"), lines[0]
     assert not (tmp_path / "a").exists()
 
 

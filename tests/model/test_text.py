@@ -452,6 +452,41 @@ def test_load_pipeline_unknown_kind(tmp_path: Path) -> None:
         load_pipeline(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("files", "bad"),
+    [
+        ({"pipeline.json": "garbage{"}, "pipeline.json"),
+        ({"pipeline.json": "[]"}, "pipeline.json"),
+        ({"pipeline.json": "{}"}, "pipeline.json"),
+        ({"pipeline.json": '{"kind": "word", "max_len": 8}'}, "pipeline.json"),
+        ({"pipeline.json": '{"kind": "word", "vocab": "vocab.json"}'}, "pipeline.json"),
+        ({"vocab.json": "garbage{"}, "vocab.json"),
+        ({"vocab.json": '{"<pad>": 0}'}, "vocab.json"),
+        ({"vocab.json": '["a", "b"]'}, "vocab.json"),
+        ({"pipeline.json": '{"kind": "wordpiece", "max_len": 8}'}, "pipeline.json"),
+        (
+            {
+                "pipeline.json": '{"kind": "wordpiece", "max_len": 8, "tokenizer": "t.json"}',
+                "t.json": "garbage{",
+            },
+            "t.json",
+        ),
+    ],
+)
+def test_a_damaged_pipeline_is_refused_naming_its_file(
+    tmp_path: Path, files: dict[str, str], bad: str
+) -> None:
+    """A pipeline.json or vocabulary that is not JSON, or not of a pipeline's shape, failed
+    with the parser's own words ("Expecting value: line 1 column 1"), a bare "kind", or a
+    TypeError; a tokenizer.json that is not one with the tokenizers library's bare
+    Exception: none named the file."""
+    WordPipeline([PAD, UNK, "a"]).save(tmp_path)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{tmp_path / bad}: "):
+        load_pipeline(tmp_path)
+
+
 # --------------------------------------------------------------------------- collate
 
 
