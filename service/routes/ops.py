@@ -30,6 +30,7 @@ PAGE_HEADERS = {
 }
 
 
+@router.head("/", include_in_schema=False)  # an uptime check of the page
 @router.get("/", include_in_schema=False)
 async def index() -> FileResponse:
     """The web page: type a sentence, see labels and the attention heatmap."""
@@ -157,6 +158,7 @@ def _names_only(value: object) -> object:
     return value
 
 
+@router.head("/metrics", include_in_schema=False)
 @router.get("/metrics", include_in_schema=False)
 async def metrics(m: MetricsDep) -> Response:
     """Prometheus metrics: every worker's, added up, when there are several."""

@@ -688,15 +688,17 @@ def test_a_compressed_body_is_415_not_a_bad_json_422(client: TestClient) -> None
 
 
 def test_head_answers_where_get_does(client: TestClient) -> None:
-    for path in ("/healthz", "/readyz", "/v1/model"):
+    """The page and /metrics too (an uptime check of the page, a scraper's HEAD): 405."""
+    for path in ("/healthz", "/readyz", "/v1/model", "/", "/metrics"):
         r = client.head(path)
         assert r.status_code == 200 and r.content == b"", path
+        assert r.headers["content-type"] == client.get(path).headers["content-type"], path
 
 
 def test_a_405_allows_every_method_the_path_answers(client: TestClient) -> None:
     """HEAD has a route of its own beside GET: the 405 said "Allow: GET", the first route's
     methods, where RFC 9110 asks for every method the resource supports."""
-    for path in ("/healthz", "/readyz", "/v1/model"):
+    for path in ("/healthz", "/readyz", "/v1/model", "/", "/metrics"):
         r = client.delete(path)
         check_error(r, 405)
         assert {m.strip() for m in r.headers["allow"].split(",")} == {"GET", "HEAD"}, path
