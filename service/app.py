@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import absa
@@ -115,6 +117,26 @@ class ApiGate:
             await errors.shed_pause(self.shed_delay_s)
             return await reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
         await self.app(scope, receive, send)
+
+
+class JsonCORS(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight answered in the service's one error shape
+    (JSON), saying what is allowed: it was text/plain, "Disallowed CORS origin"."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        said = bytes(response.body).decode("utf-8", "replace")  # "Disallowed CORS origin, headers"
+        headers = {
+            k: v for k, v in response.headers.items() if k not in ("content-type", "content-length")
+        }
+        detail = (
+            f"{said}: origins named by ABSA_CORS_ORIGINS may call the API from a browser, "
+            f"with {', '.join(sorted(self.allow_methods))} and the headers "
+            f"{', '.join(sorted(self.allow_headers))}"
+        )
+        return errors.error_response(400, detail, headers=headers)
 
 
 class InFlight:
@@ -396,7 +418,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs.require_key(app, prefix="/v1/", detail=NEED_KEY)
     if origins:  # outside the gate: a preflight carries no API key
         app.add_middleware(
-            CORSMiddleware,
+            JsonCORS,
             allow_origins=origins,
             allow_methods=["GET", "HEAD", "POST"],
             allow_headers=["Content-Type", "Authorization", REQUEST_ID.decode()],

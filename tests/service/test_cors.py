@@ -61,6 +61,12 @@ def test_a_named_origin_gets_its_preflight_and_readable_answers(cors: TestClient
 def test_another_origin_gets_no_cors_headers(cors: TestClient) -> None:
     r = preflight(cors, "https://evil.example.com")
     assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
+    # in the one error shape, saying what is allowed (it was text/plain)
+    assert r.headers["content-type"] == "application/json", r.headers
+    assert r.json()["detail"].startswith("Disallowed CORS origin: "), r.text
+    assert "ABSA_CORS_ORIGINS" in r.json()["detail"]
+    r = preflight(cors, APP, headers="content-type,x-secret")
+    assert r.status_code == 400 and r.json()["detail"].startswith("Disallowed CORS headers")
     r = cors.post(
         "/v1/predict",
         json=REQUEST,
