@@ -169,7 +169,8 @@ class Reloader:
             if self._serves(target):
                 if publish:
                     self._publish(target)  # a worker that is behind catches up
-                return {"changed": False, "model_dir": str(target)}
+                served = self.engine.model.runtime.metadata.get("version")
+                return {"changed": False, "model_dir": str(target), "version": served}
             loop = asyncio.get_running_loop()
             try:
                 rt = await loop.run_in_executor(None, self.load, target)

@@ -116,6 +116,7 @@ def test_admin_needs_the_right_token(registry: Registry) -> None:
         assert c.post("/admin/reload", headers=AUTH).json() == {
             "changed": False,
             "model_dir": str(registry.path("v1")),
+            "version": "v1",  # the one answer shape: what is served, changed or not
         }
 
 
@@ -186,14 +187,14 @@ def test_an_artifact_copied_into_the_served_directory_is_loaded(
     nothing (and loads nothing)."""
     current = shutil.copytree(exported["v1"], tmp_path / "current")
     with serve(make_settings(current, admin_token=TOKEN)) as url:
-        assert reload(url).json() == {"changed": False, "model_dir": str(current)}
+        assert reload(url).json() == {"changed": False, "model_dir": str(current), "version": "v1"}
         shutil.copytree(exported["v2"], current, dirs_exist_ok=True)  # an operator's cp -r
         r = reload(url)
         assert r.status_code == 200, r.text
         assert r.json() == {"changed": True, "model_dir": str(current), "version": "v2"}
         assert served_version(url) == "v2"
         assert predict_model(url) == f"{NAME}:v2"
-        assert reload(url).json() == {"changed": False, "model_dir": str(current)}
+        assert reload(url).json() == {"changed": False, "model_dir": str(current), "version": "v2"}
         text = httpx.get(f"{url}/metrics", timeout=5).text
     reloads = {lab["result"]: v for lab, v in metric_samples(text, "absa_reloads_total") if v}
     assert reloads == {"swapped": 1.0}
