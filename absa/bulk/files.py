@@ -181,6 +181,19 @@ def csv_batches(src: Path, header: list[str]) -> Iterator[pa.RecordBatch]:
             log.debug("%s: a record over two blocks; reading again in blocks of %d", src, block)
 
 
+def _has_empty_struct(t: pa.DataType) -> bool:
+    """``t`` is, or holds, a struct of no fields (a JSON ``{}``), which Parquet cannot store."""
+    if pa.types.is_struct(t):
+        return t.num_fields == 0 or any(
+            _has_empty_struct(t.field(i).type) for i in range(t.num_fields)
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has_empty_struct(t.value_type)
+    if pa.types.is_map(t):
+        return _has_empty_struct(t.key_type) or _has_empty_struct(t.item_type)
+    return False
+
+
 class TableWriter:
     """Scored tables to one .parquet, .jsonl or .csv file, in order. The tables may differ in
     their columns (JSONL blocks: a field absent or all null in one): the file's columns are
@@ -237,6 +250,15 @@ class TableWriter:
         pending, pyarrow stopped the run with a traceback. Until the file's columns are
         written, a column null so far takes the type it gets, and an integer one becomes
         float beside floats, as JSON numbers do within one block."""
+        for f in table.schema:
+            column = table.column(f.name)
+            if _has_empty_struct(f.type) and column.null_count < len(column):
+                first = column.is_valid().index(True).as_py()
+                raise ValueError(
+                    f"{self.locate(self.rows + 1 + first)}: field {f.name!r} holds an object "
+                    "with no fields ({}), which Parquet cannot store: give it a field or null, "
+                    "or write .jsonl or .csv"
+                )
         fixed = self.schema is not None
         before = self.schema if fixed else self.types
         if before is None:  # the first table: its types are the ones to keep

@@ -904,3 +904,20 @@ def test_a_damaged_parquet_file_is_one_line_naming_it(
     line = _one_line_error(capsys)
     assert f"error: {src}: " in line, line
     assert not (tmp_path / "out.parquet").exists()
+
+
+@pytest.mark.parametrize("value", [{}, [{}], {"a": {}}], ids=["object", "in-list", "nested"])
+def test_an_empty_object_into_parquet_is_one_line_naming_file_line_and_field(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, value: object
+) -> None:
+    """Parquet cannot store an object with no fields: pyarrow's "Cannot write struct type
+    'x' with no child field" named neither the input nor its line. JSONL and CSV take it."""
+    src = tmp_path / "in.jsonl"
+    rows = [{"text": "the food", "aspect": "food"}, {"text": "the food", "aspect": "food"}]
+    rows[1]["x"] = value
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 2
+    line = _one_line_error(capsys)
+    assert f"error: {src}:2: field 'x' " in line and "no fields" in line, line
+    assert not (tmp_path / "out.parquet").exists()
+    assert _predict(artifact, src, tmp_path / "out.jsonl") == 0
