@@ -412,7 +412,18 @@ def _jsonl_rows(
         clash = [c for c in row or () if c in reserved]
         if clash:
             err = f"field {clash[0]!r} is one the output adds; rename it"
+        elif row is not None and ERROR in row and PRED_ERROR in row:
+            # its error would go in pred_error, over its own: written as an unread line is
+            row, err = None, BOTH_ERRORS
         yield lineno, row, err
+
+
+PRED_ERROR = f"{PREFIX}{ERROR}"
+#: an input with both: the row's error goes in pred_error where the input has an error field
+BOTH_ERRORS = (
+    f"fields {ERROR!r} and {PRED_ERROR!r} are both in the input, and a row's error is written "
+    f"to {PRED_ERROR!r} where the input has {ERROR!r}: rename one"
+)
 
 
 def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
@@ -644,6 +655,8 @@ def score_file(
             if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
             if header is not None and out_fmt == "csv":
+                if in_fmt == "jsonl" and ERROR in header and PRED_ERROR in header:
+                    raise ValueError(f"{src}: {BOTH_ERRORS}")  # one column for both
                 writer.start_csv(header)
             pending: list[tuple[int, dict | None, PreparedRow | None, str]] = []
 

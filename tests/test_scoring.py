@@ -421,6 +421,29 @@ def test_jsonl_to_csv_keeps_every_rows_fields_and_its_own_error_field(
     assert rows[3]["error"] == "upstream too" and "does not occur" in rows[3]["pred_error"]
 
 
+def test_an_input_with_both_error_fields_never_mixes_them_with_the_rows_error(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A JSONL input with "error" and "pred_error" fields of its own: into CSV, its
+    pred_error values filled the column of the rows' errors (a scored row read as failed);
+    into JSONL, a bad row's error replaced its pred_error. Refused up front into CSV (the
+    header is known); into JSONL such a row is bad, written as an unreadable line is."""
+    lines = [
+        json.dumps({"text": A.text, "aspect": A.term}),
+        json.dumps({"text": A.text, "aspect": A.term, "error": "up", "pred_error": "mine"}),
+    ]
+    src = _write(tmp_path / "in.jsonl", "\n".join(lines) + "\n")
+    assert _score(artifact, src, tmp_path / "out.csv") == 2
+    err = capsys.readouterr().err
+    assert f"{src}: fields 'error' and 'pred_error'" in err and "rename one" in err, err
+    assert not (tmp_path / "out.csv").exists()
+    assert _score(artifact, src, tmp_path / "out.jsonl") == 1
+    rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert rows[0]["pred_label"] == A.label
+    assert rows[1]["line"] == 2 and "rename one" in rows[1]["error"], rows[1]
+    assert "pred_error" not in rows[1]
+
+
 def test_a_ragged_csv_row_is_a_bad_row_not_cut(artifact: Path, tmp_path: Path) -> None:
     src = _write(
         tmp_path / "in.csv",
