@@ -371,8 +371,8 @@ def read_config_file(path: Path | str, keys: tuple[str, ...]) -> dict:
     that is not a table or an unknown key."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Notepad's UTF-8) is no error
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: {e}") from None
     if not isinstance(data, dict):

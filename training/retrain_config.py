@@ -53,7 +53,7 @@ class RetrainConfig:
         naming the file (and the key) for what does not fit."""
         path = Path(path)
         try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+            raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is no error
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"{path}: {e}") from None
         base_dir = path.parent

@@ -1,0 +1,40 @@
+"""Config files as editors save them: a byte-order mark (Windows Notepad saves UTF-8 with
+one) and an upper-case suffix are read, not refused as bad JSON or read as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from absa.training.presets import load_config
+from absa.training.retrain_config import RetrainConfig
+
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize("name", ["c.json", "c.toml", "C.TOML", "c.Json"])
+@pytest.mark.parametrize("bom", ["", BOM], ids=["plain", "bom"])
+def test_a_training_config_is_read_with_a_bom_and_any_suffix_case(
+    tmp_path: Path, name: str, bom: str
+) -> None:
+    path = tmp_path / name
+    if name.lower().endswith(".toml"):
+        text = 'preset = "atae-gru"\n[model]\nhidden_size = 6\n'
+    else:
+        text = json.dumps({"preset": "atae-gru", "model": {"hidden_size": 6}})
+    path.write_text(bom + text, encoding="utf-8")
+    preset = load_config(path, None)
+    assert preset.model.cell == "gru" and preset.model.hidden_size == 6
+
+
+def test_a_retrain_config_is_read_with_a_bom(tmp_path: Path) -> None:
+    (tmp_path / "train.jsonl").write_text("")
+    path = tmp_path / "r.toml"
+    path.write_text(
+        BOM + 'registry = "reg"\n[data]\nbase = ["train.jsonl"]\n[eval]\ntest = "train.jsonl"\n',
+        encoding="utf-8",
+    )
+    cfg = RetrainConfig.load(path)
+    assert Path(cfg.registry) == (tmp_path / "reg").resolve()
