@@ -63,16 +63,17 @@ def check_task(metadata: Mapping[str, object], expected: str, where: object) -> 
 def category_ids(categories: Sequence[str], wanted: Sequence[object], where: str = "") -> list[int]:
     """The ids of the ``wanted`` categories, each once, in the order first asked for (as a
     term listed twice is answered once); a name in any case ("Food", "FOOD") stands for the
-    model's own where it is the one that case folds alike. InputError naming the known ones
-    for any other."""
+    model's own where it is the one that case folds alike, and spaces around a name are not
+    read. InputError naming the known ones for any other."""
     index = {c: i for i, c in enumerate(categories)}
     folded: dict[str, list[int]] = {}
     for i, c in enumerate(categories):
         folded.setdefault(c.casefold(), []).append(i)
     out: list[int] = []
     for i, name in enumerate(wanted):
-        like = folded.get(name.casefold(), []) if isinstance(name, str) else []
-        found = index.get(name) if isinstance(name, str) else None
+        given = name.strip() if isinstance(name, str) else None  # " food ": food
+        like = folded.get(given.casefold(), []) if given is not None else []
+        found = index.get(given) if given is not None else None
         if found is None and len(like) == 1:
             found = like[0]
         if found is None and len(like) > 1:

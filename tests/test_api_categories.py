@@ -70,3 +70,16 @@ def test_category_names_that_differ_by_case_alone_need_the_exact_one() -> None:
         r"for case \(FOOD, Food\): give one as it is spelt",
     ):
         category_ids(names, ["food"])
+
+
+def test_a_category_name_with_spaces_around_it_is_the_category() -> None:
+    """Case was ignored, spaces around the name were not (" food " from a form or a CSV was
+    an unknown category); spaces inside still count ("anecdotes / misc" is no category)."""
+    from absa.model.categories import category_ids
+
+    names = ["food", "service", "anecdotes/miscellaneous"]
+    assert category_ids(names, [" food ", "\tService\n"]) == [0, 1]
+    with pytest.raises(InputError, match="unknown category 'anecdotes / miscellaneous'"):
+        category_ids(names, ["anecdotes / miscellaneous"])
+    with pytest.raises(InputError, match="unknown category ' '"):
+        category_ids(names, [" "])
