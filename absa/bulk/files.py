@@ -194,6 +194,14 @@ def _has_empty_struct(t: pa.DataType) -> bool:
     return False
 
 
+def _holds_empty_object(value: object) -> bool:
+    if isinstance(value, dict):
+        return not value or any(_holds_empty_object(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_empty_object(v) for v in value)
+    return False
+
+
 class TableWriter:
     """Scored tables to one .parquet, .jsonl or .csv file, in order. The tables may differ in
     their columns (JSONL blocks: a field absent or all null in one): the file's columns are
@@ -226,8 +234,10 @@ class TableWriter:
         if self.fmt == "parquet":
             self._check(table)
             self.pending.append(table)
+            self.rows += table.num_rows
             if sum(t.num_rows for t in self.pending) >= ROW_GROUP:
                 self._flush()
+            return
         elif self.fmt == "csv":
             table = text_columns(json_columns(table))
             self._check(table)
@@ -250,15 +260,6 @@ class TableWriter:
         pending, pyarrow stopped the run with a traceback. Until the file's columns are
         written, a column null so far takes the type it gets, and an integer one becomes
         float beside floats, as JSON numbers do within one block."""
-        for f in table.schema:
-            column = table.column(f.name)
-            if _has_empty_struct(f.type) and column.null_count < len(column):
-                first = column.is_valid().index(True).as_py()
-                raise ValueError(
-                    f"{self.locate(self.rows + 1 + first)}: field {f.name!r} holds an object "
-                    "with no fields ({}), which Parquet cannot store: give it a field or null, "
-                    "or write .jsonl or .csv"
-                )
         fixed = self.schema is not None
         before = self.schema if fixed else self.types
         if before is None:  # the first table: its types are the ones to keep
@@ -302,11 +303,29 @@ class TableWriter:
             table = pa.concat_tables(self.pending, promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
             raise ValueError(f"{self.source}: {e}") from None
+        first_row = self.rows + 1 - table.num_rows  # the pending rows are the last ones
         self.pending.clear()
         if self.parquet is None:
+            self._no_empty_objects(table, first_row)
             self.schema = table.schema
             self.parquet = pq.ParquetWriter(self.path, self.schema)
         self.parquet.write_table(self._conform(table), row_group_size=ROW_GROUP)
+
+    def _no_empty_objects(self, table: pa.Table, first_row: int) -> None:
+        """Refuse a column of the file's first row group that is, or holds, an object with
+        no fields, which Parquet cannot store: a JSONL ``{}`` beside no object with fields
+        in that row group (beside one, it is that object's fields null). Names the line of
+        the first such value."""
+        for f in table.schema:
+            if not _has_empty_struct(f.type):
+                continue
+            values = table.column(f.name).to_pylist()
+            at = next((i for i, v in enumerate(values) if _holds_empty_object(v)), 0)
+            raise ValueError(
+                f"{self.locate(first_row + at)}: field {f.name!r} holds an object with no "
+                "fields ({}), which Parquet cannot store: give it a field or null, or write "
+                ".jsonl or .csv"
+            )
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """``table`` with the file's columns, in its order and types (``_check``: a column

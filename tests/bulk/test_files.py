@@ -921,3 +921,44 @@ def test_an_empty_object_into_parquet_is_one_line_naming_file_line_and_field(
     assert f"error: {src}:2: field 'x' " in line and "no fields" in line, line
     assert not (tmp_path / "out.parquet").exists()
     assert _predict(artifact, src, tmp_path / "out.jsonl") == 0
+
+
+@pytest.mark.parametrize(
+    ("values", "line"),
+    [([{"b": 1}, {"a": {}}], 2), ([[], [{}]], 2), ([None, {}], 2)],
+    ids=["nested-after-a-field", "in-a-list-after-an-empty-list", "after-a-null"],
+)
+def test_the_line_named_for_an_empty_object_is_the_one_holding_it(
+    artifact: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    values: list,
+    line: int,
+) -> None:
+    src = tmp_path / "in.jsonl"
+    rows = [{"text": "the food", "aspect": "food", "x": v} for v in values]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _predict(artifact, src, tmp_path / "out.parquet") == 2
+    assert f"error: {src}:{line}: field 'x' " in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("order", ["empty-first", "empty-later"])
+def test_an_empty_object_beside_objects_with_fields_in_its_row_group_is_written(
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str
+) -> None:
+    """{} in a column whose other rows of the row group have fields is stored as those
+    fields null, as before the check: it refused such a file when {} came in a chunk of its
+    own (the review's regression). The row group is made small to put them in one."""
+    import pyarrow.parquet as pq
+
+    from absa.bulk import files
+
+    monkeypatch.setattr(files, "ROW_GROUP", 64)
+    xs: list = [{}] * 40 + [{"a": 1}] * 40 if order == "empty-first" else [{"a": 1}] * 40 + [{}]
+    src = tmp_path / "in.jsonl"
+    rows = [{"text": "the food", "aspect": "food", "x": x} for x in xs]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    predictor = _predictor(artifact)
+    files.score_table_file(predictor, src, tmp_path / "out.parquet", chunk=16, progress=False)
+    got = pq.read_table(tmp_path / "out.parquet").column("x").to_pylist()
+    assert got == [x or {"a": None} for x in xs]
