@@ -412,9 +412,6 @@ def _jsonl_rows(
         clash = [c for c in row or () if c in reserved]
         if clash:
             err = f"field {clash[0]!r} is one the output adds; rename it"
-        elif row is not None and ERROR in row and PRED_ERROR in row:
-            # its error would go in pred_error, over its own: written as an unread line is
-            row, err = None, BOTH_ERRORS
         yield lineno, row, err
 
 
@@ -568,9 +565,11 @@ class _Writer:
         answer: AspectPrediction | None,
         error: str,
         line: int | None = None,
+        row_line: int | None = None,
     ) -> None:
         """One output row. ``line``: the input line of a row that could not be read at all,
-        written beside its error in JSONL (CSV columns are fixed by the header)."""
+        written beside its error in JSONL (CSV columns are fixed by the header); ``row_line``
+        that of a bad row, written so too where the row leaves its error no field."""
         out = clean(row)
         added: dict[str, Any] = {}
         if answer is not None and prep is not None:
@@ -582,6 +581,9 @@ class _Writer:
         if self.fmt == "jsonl":
             if ERROR in out and answer is None:  # the input's own "error" field is kept
                 added = {f"{PREFIX}{ERROR}": error}
+                if PRED_ERROR in out:  # and pred_error too: no field left for the error
+                    out, added = {}, {ERROR: f"{error}; {BOTH_ERRORS}"}
+                    line = row_line
             if line is not None:
                 added[LINE] = line
             self.f.write(json_line({**out, **added}))
@@ -667,7 +669,7 @@ def score_file(
                     if prep is None:
                         # a line that is not a JSON object has no field to find it back by
                         at = line if row is None else None
-                        writer.write(row or {}, None, None, err, line=at)
+                        writer.write(row or {}, None, None, err, line=at, row_line=line)
                         stats.add_bad(src, line, err)
                     else:
                         writer.write(row, prep, next(preds)[0], "")

@@ -427,10 +427,13 @@ def test_an_input_with_both_error_fields_never_mixes_them_with_the_rows_error(
     """A JSONL input with "error" and "pred_error" fields of its own: into CSV, its
     pred_error values filled the column of the rows' errors (a scored row read as failed);
     into JSONL, a bad row's error replaced its pred_error. Refused up front into CSV (the
-    header is known); into JSONL such a row is bad, written as an unreadable line is."""
+    header is known); into JSONL a scored row keeps both, and a bad one is written as an
+    unread line is (its error and line), since its error has no field left to go in."""
+    both = {"error": "up", "pred_error": "mine"}
     lines = [
         json.dumps({"text": A.text, "aspect": A.term}),
-        json.dumps({"text": A.text, "aspect": A.term, "error": "up", "pred_error": "mine"}),
+        json.dumps({"text": A.text, "aspect": A.term, **both}),
+        json.dumps({"text": A.text, "aspect": "pizza", **both}),
     ]
     src = _write(tmp_path / "in.jsonl", "\n".join(lines) + "\n")
     assert _score(artifact, src, tmp_path / "out.csv") == 2
@@ -439,9 +442,10 @@ def test_an_input_with_both_error_fields_never_mixes_them_with_the_rows_error(
     assert not (tmp_path / "out.csv").exists()
     assert _score(artifact, src, tmp_path / "out.jsonl") == 1
     rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert rows[0]["pred_label"] == A.label
-    assert rows[1]["line"] == 2 and "rename one" in rows[1]["error"], rows[1]
-    assert "pred_error" not in rows[1]
+    assert rows[0]["pred_label"] == rows[1]["pred_label"] == A.label
+    assert (rows[1]["error"], rows[1]["pred_error"]) == ("up", "mine")
+    assert set(rows[2]) == {"error", "line"} and rows[2]["line"] == 3, rows[2]
+    assert "does not occur" in rows[2]["error"] and "rename one" in rows[2]["error"]
 
 
 def test_a_ragged_csv_row_is_a_bad_row_not_cut(artifact: Path, tmp_path: Path) -> None:
