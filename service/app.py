@@ -90,20 +90,20 @@ class ApiGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = route_path(scope) if scope["type"] == "http" else ""
-        if path == ADMIN_RELOAD and _has_body(scope) and not _is_json(scope):
-            # a form body was a "valid dictionary" 422; and the token comes first (the route's
-            # own check would come after this 415, telling anyone what the route takes)
+        if path == ADMIN_RELOAD and _has_body(scope):
+            # the token before anything about the body (its type, its syntax: the route's own
+            # check comes after FastAPI parsed it); a form body was a "valid dictionary" 422
             state = scope["app"].state if "app" in scope else None
             if getattr(state, "admin", False):
                 token = state.settings.admin_token.get_secret_value().encode()
                 if not _authorized(scope, (token,)):
                     return await reply(send, 401, admin.NEED_TOKEN, BEARER)
-                return await reply(send, 415, SEND_JSON)
+                if not _is_json(scope):
+                    return await reply(send, 415, SEND_JSON)
         if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
         if self.accepted and not _authorized(scope, self.accepted):
-            sent = any(k == b"authorization" for k, _ in scope["headers"])
-            return await reply(send, 401, WRONG_KEY if sent else NEED_KEY, BEARER)
+            return await reply(send, 401, WRONG_KEY if _sent_bearer(scope) else NEED_KEY, BEARER)
         if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
             return await reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
@@ -208,6 +208,13 @@ def _is_json(scope: Scope) -> bool:
             media = value.split(b";", 1)[0].strip().lower()
             return media == b"application/json" or media.endswith(b"+json")
     return False
+
+
+def _sent_bearer(scope: Scope) -> bool:
+    """The request's (first) Authorization header is "Bearer TOKEN", a token given."""
+    header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+    scheme, _, given = header.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and bool(given.strip())
 
 
 def _authorized(scope: Scope, accepted: tuple[bytes, ...]) -> bool:

@@ -126,11 +126,15 @@ def test_a_body_not_sent_as_json_is_a_415(registry: Registry) -> None:
         r = c.post("/admin/reload", headers=AUTH, data={"model_dir": "x"})
         assert r.status_code == 415 and r.json()["detail"].startswith("send the body as JSON")
         assert c.post("/admin/reload", headers=AUTH).status_code == 200  # no body: fine
-        # without the token, or with a wrong one, the form is not looked at: 401 first
+        # without the token, or with a wrong one, no body is looked at (a form's type, a
+        # JSON body's syntax): 401 first
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             r = c.post("/admin/reload", headers=headers, data={"model_dir": "x"})
             assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", r.text
             assert r.json()["detail"] == "a valid admin token is required"
+            json_type = {**headers, "content-type": "application/json"}
+            r = c.post("/admin/reload", headers=json_type, content=b"{")
+            assert r.status_code == 401, r.text
         # the 415s and 401s are counted under the route, not as "unmatched"
         counted = {
             (lab["route"], lab["status"])
