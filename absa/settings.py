@@ -103,7 +103,7 @@ class ModelSettings(BaseSettings):
         """The artifact to serve now: the registry's current version if it has one, else
         model_dir, else the shipped model."""
         from absa.errors import RegistryError
-        from absa.model.registry import Registry
+        from absa.model.registry import POINTER, Registry
         from absa.model.runtime import DEFAULT_MODEL_DIR
 
         if self.registry is not None:
@@ -112,8 +112,9 @@ class ModelSettings(BaseSettings):
                     f"registry {self.registry} is not a directory (ABSA_REGISTRY, --registry)"
                 )
             reg = Registry(self.registry)
-            if not reg.looks_like(reg.root):
-                _check_fresh(reg.root)
+            pointer = reg.root / POINTER
+            if not (reg.looks_like(reg.root) or pointer.exists() or pointer.is_symlink()):
+                _check_fresh(reg.root)  # a CURRENT of any kind: the registry says what is wrong
             elif reg.current() is not None:
                 return reg.current_path()
             # an empty registry (before the first promotion) serves the fallback model

@@ -105,6 +105,12 @@ def test_a_registry_that_is_no_registry_is_refused_not_the_fallback_served(
         Settings(registry=other).model_path()
     assert "notes.txt" in str(e.value)
 
+    pointer = tmp_path / "pointer"  # CURRENT a directory: the registry's own message
+    (pointer / "CURRENT").mkdir(parents=True)
+    with pytest.raises(RegistryError, match="CURRENT") as e:
+        Settings(registry=pointer).model_path()
+    assert "not a model registry" not in str(e.value) and "not a file" in str(e.value)
+
     fresh = tmp_path / "fresh"
     (fresh / "lost+found").mkdir(parents=True)
     (fresh / ".lock").write_text("")
