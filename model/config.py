@@ -181,7 +181,12 @@ class ModelConfig:
         d = dict(d)
         for key in ("labels", "categories"):
             if key in d:
-                d[key] = tuple(d[key])
+                names = d[key]
+                if not isinstance(names, list | tuple) or not all(
+                    isinstance(n, str) for n in names
+                ):
+                    raise ValueError(f"{key} must be a list of names, not {names!r}")
+                d[key] = tuple(names)
         return cls(**d)
 
     def save(self, path: Path) -> None:

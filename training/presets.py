@@ -383,25 +383,39 @@ def read_config_file(path: Path | str, keys: tuple[str, ...]) -> dict:
     return data
 
 
+def _named(preset: str | None) -> str:
+    """The preset a config file names: null (or none given) is the default, "fast"."""
+    return "fast" if preset is None else preset
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON (or TOML) value is, in the file's words."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
 def load_config(path: Path | None, preset: str | None) -> Preset:
     """A preset, optionally overridden by a JSON or TOML file:
     ``{"preset": "atae-lstm", "model": {...}, "train": {...}}``."""
     data = {} if path is None else read_config_file(path, ("preset", "model", "train", "about"))
     src = str(path) if path else "config"
     for key, what in (("preset", "the name of a preset"), ("about", "a text")):
-        if key in data and not isinstance(data[key], str):  # ["fast"]: a TypeError traceback
-            raise ValueError(f"{src}: {key} is a {type(data[key]).__name__}, not {what}")
+        if data.get(key) is not None and not isinstance(data[key], str):  # ["fast"]: TypeError
+            raise ValueError(f"{src}: {key} is {_json_kind(data[key])}, not {what}")
     if preset:  # --preset: the file's own is not read
         base = get_preset(preset)
     else:
         try:
-            base = get_preset(data.get("preset", "fast"))
+            base = get_preset(_named(data.get("preset")))
         except KeyError as e:  # an unknown name: the message names the file and the key
             raise ValueError(f"{src}: preset: {e.args[0]}") from None
-    name = preset or data.get("preset", "fast")
+    name = preset or _named(data.get("preset"))
     return Preset(
         _override(base.model, data.get("model", {}), "model", src),
         _override(base.train, data.get("train", {}), "train", src),
-        data.get("about", base.about),
+        data.get("about") or base.about,
         name,
     )

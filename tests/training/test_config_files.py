@@ -38,3 +38,30 @@ def test_a_retrain_config_is_read_with_a_bom(tmp_path: Path) -> None:
     )
     cfg = RetrainConfig.load(path)
     assert Path(cfg.registry) == (tmp_path / "reg").resolve()
+
+
+def test_a_null_preset_is_the_default_as_an_absent_one(tmp_path: Path) -> None:
+    """JSON null is no value: the default preset, as before the preset's type was checked
+    (it was refused as "a NoneType")."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"preset": None, "about": None, "model": {"hidden_size": 6}}))
+    preset = load_config(path, None)
+    assert preset.name == load_config(None, None).name and preset.model.hidden_size == 6
+
+
+def test_labels_that_are_not_a_list_of_names_are_refused(tmp_path: Path) -> None:
+    """A string was split into letters ("neg": n, e, g) and passed the check."""
+    for labels in ("neg", ["negative", 3]):
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps({"model": {"labels": labels}}))
+        with pytest.raises(ValueError, match=f"{path}: .*labels"):
+            load_config(path, None)
+
+
+def test_a_model_config_file_with_labels_of_one_string_is_refused(tmp_path: Path) -> None:
+    from absa.model.config import ModelConfig
+
+    path = tmp_path / "model_config.json"
+    path.write_text(json.dumps({"labels": "neg"}))
+    with pytest.raises(ValueError, match=f"{path}: labels must be a list of names"):
+        ModelConfig.load(path)
