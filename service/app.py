@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import absa
 from absa.service import docs, errors
-from absa.service.auth import bearer_accepted
+from absa.service.auth import bearer_accepted, bearer_token
 from absa.service.body import BodyDeadlines, BodyLimit
 from absa.service.engine import BatchEngine
 from absa.service.errors import reply
@@ -210,17 +210,19 @@ def _is_json(scope: Scope) -> bool:
     return False
 
 
+def _authorization(scope: Scope) -> bytes:
+    """The request's (first) Authorization header, b"" where none was sent."""
+    return next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+
+
 def _sent_bearer(scope: Scope) -> bool:
-    """The request's (first) Authorization header is "Bearer TOKEN", a token given."""
-    header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-    scheme, _, given = header.strip().partition(b" ")
-    return scheme.lower() == b"bearer" and bool(given.strip())
+    """The request's Authorization header is "Bearer TOKEN", a token given."""
+    return bool(bearer_token(_authorization(scope)))
 
 
 def _authorized(scope: Scope, accepted: tuple[bytes, ...]) -> bool:
     """The request's (first) Authorization header carries one of the ``accepted`` keys."""
-    header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-    return bearer_accepted(header, accepted)
+    return bearer_accepted(_authorization(scope), accepted)
 
 
 #: the status counted for a request that ended without an answer (cancelled before one)

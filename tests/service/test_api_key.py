@@ -148,3 +148,24 @@ def test_secret_settings_are_every_secret_field() -> None:
     from absa.settings import SECRET_FIELDS
 
     assert SECRET_FIELDS == {"admin_token", "api_key"}
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        (b"Bearer abc", b"abc"),
+        (b"  bEaReR   abc  ", b"abc"),
+        (b"abc", b""),  # the bare token
+        (b"Basic abc", b""),
+        (b"Bearer", b""),
+        (b"Bearer ", b""),
+        (b"", b""),
+    ],
+)
+def test_the_one_reading_of_a_bearer_header(header: bytes, token: bytes) -> None:
+    """The API keys, the admin token and the 'not accepted' wording read the header one way."""
+    from absa.service.auth import bearer_accepted, bearer_token
+
+    assert bearer_token(header) == token
+    assert bearer_accepted(header, [b"abc"]) is (token == b"abc")
+    assert not bearer_accepted(header, [b""])  # an empty key accepts nothing
