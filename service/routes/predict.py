@@ -22,6 +22,7 @@ from fastapi.routing import APIRoute
 
 from absa.errors import InputError, LimitError
 from absa.model.category_predictor import CategoryPredictor
+from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import RuntimeModel
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_body, status_of, validation_body
@@ -182,7 +183,9 @@ async def _lists_fit(request: Request, batch: bool) -> None:
     if engine is None:
         return  # the route says the model is not loaded
     try:
-        body = await request.json()
+        body = await _strict_json(request)
+    except DuplicateKey as e:
+        raise InputError(f"{e}: send each field once") from None
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return  # FastAPI's parsing says what is wrong
     settings = request.app.state.settings
@@ -211,6 +214,15 @@ async def _lists_fit(request: Request, batch: bool) -> None:
                     raise LimitError(f"items[{i}]: {why}") from None
             raise
         _few_unknown(body, BATCH_FIELDS)  # its items: each alone, as they are validated
+
+
+async def _strict_json(request: Request) -> Any:
+    """The body's JSON, with no key given twice in one object (DuplicateKey): ``json.loads``
+    keeps the last value without a word. Kept where Starlette keeps ``request.json()``'s
+    answer, so FastAPI validates this parse and does not read the body again."""
+    body = json.loads(await request.body(), object_pairs_hook=unique_keys)
+    request._json = body  # Starlette's cache of request.json()
+    return body
 
 
 def _few_unknown(obj: object, known: frozenset[str] | None = None) -> None:

@@ -92,6 +92,41 @@ def test_a_number_past_the_parsers_digits_is_422_saying_so(artifact: Path) -> No
     assert "digits" in detail and "UTF-8" not in detail and "nested" not in detail
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "key"),
+    [
+        # the text given twice: the last one was read ("aspect 'food' does not occur")
+        ("/v1/predict", b'{"text": "good food", "aspects": ["food"], "text": "bad staff"}', "text"),
+        (
+            "/v1/predict",
+            b'{"text": "good food", "aspects": [{"term": "food", "term": "good"}]}',
+            "term",
+        ),
+        (
+            "/v1/predict/batch",
+            b'{"items": [{"text": "good food", "aspects": ["food"]}], "items": []}',
+            "items",
+        ),
+    ],
+)
+def test_a_key_given_twice_in_one_object_is_422_naming_it(
+    client: TestClient, path: str, body: bytes, key: str
+) -> None:
+    """JSON leaves a repeated key's meaning open and Python keeps the last value without a
+    word: the body is refused, naming the key, as ``absa predict`` and the training readers
+    refuse such a line."""
+    r = client.post(path, content=body, headers=JSON)
+    assert r.status_code == 422, r.text
+    assert f"'{key}' is given twice" in r.json()["detail"], r.text
+
+
+def test_the_same_keys_in_different_objects_are_fine(client: TestClient) -> None:
+    body = {"items": [{"text": "good food", "aspects": ["food"]}] * 2}
+    r = client.post("/v1/predict/batch", json=body)
+    assert r.status_code == 200, r.text
+    assert [it["results"][0]["term"] for it in r.json()["items"]] == ["food", "food"]
+
+
 def _requests(client: TestClient, status: int) -> float:
     for line in client.get("/metrics").text.splitlines():
         if line.startswith("absa_requests_total{") and f'status="{status}"' in line:
