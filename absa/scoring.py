@@ -365,8 +365,8 @@ def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
         row = json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         return None, undecoded(line) or f"invalid JSON: {e.msg}"
-    except DuplicateKey as e:
-        return None, undecoded(line) or f"invalid JSON: {e}"
+    except DuplicateKey as e:  # JSON, but which of the two values is meant no one knows
+        return None, undecoded(line) or str(e)
     except RecursionError:  # deeper than json's own limit
         return None, f"nested deeper than {MAX_DEPTH} levels"
     if not isinstance(row, dict):

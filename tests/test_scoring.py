@@ -375,7 +375,7 @@ def test_a_jsonl_line_giving_a_key_twice_is_a_bad_row(
         assert _score(artifact, src, dst) == 1  # some rows were bad; the run still finished
     rows = [json.loads(x) for x in dst.read_text().splitlines()]
     assert len(rows) == 4
-    message = "invalid JSON: the key {!r} is given twice in one object"
+    message = "the key {!r} is given twice in one object"  # JSON, but which value is meant?
     assert rows[1] == {"error": message.format("text"), "line": 2}
     assert rows[2] == {"error": message.format("k"), "line": 3}
     assert rows[0]["pred_label"] == rows[3]["pred_label"] == A.label

@@ -471,13 +471,14 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
 
 def json_line(line: str) -> object:
     """One JSONL line's value; ValueError saying what is wrong ("bad JSON: ...", with the
-    column, a key given twice in one object, or that it is nested too deeply to read)."""
+    column, or that it is nested too deeply to read; or a key given twice in one object,
+    which is JSON, but no one knows which value was meant)."""
     try:
         return json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         raise ValueError(f"bad JSON: {e.msg} (column {e.colno})") from None
     except DuplicateKey as e:  # a key given twice: the model/jsonio helper the scorer shares
-        raise ValueError(f"bad JSON: {e}") from None
+        raise ValueError(str(e)) from None
     except RecursionError:
         raise ValueError("bad JSON: nested too deeply to read") from None
 
