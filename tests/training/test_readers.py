@@ -986,7 +986,8 @@ def test_a_jsonl_key_given_twice_is_refused_not_read_as_its_last_value(tmp_path:
         '{"text": "The wine was bad", "aspect": "wine", "label": "positive", "label": "negative"}'
     )
     path = write(tmp_path, "dup.jsonl", good + twice + "\n")
-    with pytest.raises(DataError, match=rf"^{path}:2: the key 'label' is given twice in one object$"):
+    said = rf"^{path}:2: the key 'label' is given twice in one object$"
+    with pytest.raises(DataError, match=said):
         read_examples(path)
     res = read_examples(path, skip_invalid=True)
     assert spans(res) == [("The food was good", "food", "positive")]
