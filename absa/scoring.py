@@ -34,7 +34,7 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -318,12 +318,17 @@ def clean(value: Any) -> Any:
     return value
 
 
+#: the input fields a row is scored by; a CSV header names them in any case, spaces around
+READ_FIELDS = ("text", "aspect", "start", "end")
+
+
 def _rows(
     f: IO[str], fmt: str, path: Path, reserved: list[str]
-) -> tuple[list[str] | None, Iterator[tuple[int, dict[str, Any] | None, str]]]:
-    """The CSV header (None for JSONL), and (line, row or None, error) for each input row."""
+) -> tuple[list[str] | None, Iterator[tuple[int, dict[str, Any] | None, str]], dict[str, str]]:
+    """The CSV header (None for JSONL), (line, row or None, error) for each input row, and
+    the header's name of each field read where it is not that field's own (``as_read``)."""
     if fmt == "jsonl":
-        return None, _jsonl_rows(f, reserved)
+        return None, _jsonl_rows(f, reserved), {}
     # raised, never lowered: a long text is for the text-length limits to refuse, not the reader
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
     reader = csv.reader(f)
@@ -334,15 +339,42 @@ def _rows(
     bad = undecoded(header)  # first: a UTF-16 file's "text" is not read as text
     if bad:
         raise ValueError(f"{path}:1: {bad}")
-    if header is None or not {"text", "aspect"} <= set(header):
-        raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
-    twice = repeated(header)
+    twice = repeated(header or [])
     if twice is not None:  # a row would keep one of them, and the output drop the other
         raise ValueError(f"{path}:1: column {twice!r} appears twice")
+    read = read_names(header or [], f"{path}:1")
+    if header is None or not {"text", "aspect"} <= set(read):
+        raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
-    return header, _csv_rows(reader, header, path)
+    return header, _csv_rows(reader, header, path), {k: v for k, v in read.items() if k != v}
+
+
+def read_names(header: Sequence[str], where: str) -> dict[str, str]:
+    """Each field read (``READ_FIELDS``) to the column that gives it: its own name, else the
+    one name that is it stripped and in lower case, as the training readers read a CSV
+    header ("Text", " aspect"). ValueError naming ``where`` where two names could be it."""
+    names: dict[str, str] = {}
+    for read in READ_FIELDS:
+        if read in header:
+            names[read] = read
+            continue
+        like = [name for name in header if name.strip().lower() == read]
+        if len(like) > 1:
+            both = f"columns {like[0]!r} and {like[1]!r}"
+            raise ValueError(f"{where}: {both} are both read as {read}")
+        if like:
+            names[read] = like[0]
+    return names
+
+
+def as_read(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """``row`` with the fields read under their own names (``names``: from ``_rows``); the
+    row itself, written to the output, keeps the input's."""
+    if not names:
+        return row
+    return {**row, **{field: row.get(name) for field, name in names.items()}}
 
 
 def repeated(names: Iterable[str]) -> str | None:
@@ -652,7 +684,7 @@ def score_file(
             reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt)})
             if in_fmt == "jsonl":  # an input "error" field is kept; the error goes beside it
                 reserved.remove(ERROR)
-            header, rows = _rows(fin, in_fmt, src, reserved)
+            header, rows, names = _rows(fin, in_fmt, src, reserved)
             writer = _Writer(fout, out_fmt, columns)
             if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
@@ -681,7 +713,7 @@ def score_file(
                 stats.rows += 1
                 prep = None
                 if row is not None and not err:
-                    prep, err = try_prepare(predictor, row)
+                    prep, err = try_prepare(predictor, as_read(row, names))
                 pending.append((line, row, prep, err))
                 if len(pending) >= chunk:
                     flush()

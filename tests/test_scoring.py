@@ -770,6 +770,42 @@ def test_a_csv_column_named_twice_is_refused(
     assert list(tmp_path.iterdir()) == [src]
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_csv_header_is_read_as_the_training_readers_read_it(
+    artifact: Path, tmp_path: Path, suffix: str
+) -> None:
+    """``Text, Aspect ,Start,end`` (a spreadsheet's, or spaces after the commas) trains, but
+    scoring said the header "must name the columns text and aspect". The columns are read
+    by their names stripped and in lower case; the output keeps the input's names as given."""
+    header = "id,Text, Aspect ,Start,end"
+    src = _write(tmp_path / "in.csv", f'{header}\n1,"{A.text}",{A.term},{A.start},{A.end}\n')
+    dst = tmp_path / f"out{suffix}"
+    assert _score(artifact, src, dst) == 0
+    if suffix == ".csv":
+        with dst.open(newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+        assert reader.fieldnames is not None
+        assert reader.fieldnames[:5] == header.split(",")
+    else:
+        rows = [json.loads(x) for x in dst.read_text().splitlines()]
+        assert list(rows[0])[:5] == header.split(",")
+    assert rows[0]["pred_label"] == A.label and not rows[0].get("error")
+    assert (int(rows[0]["pred_start"]), int(rows[0]["pred_end"])) == (A.start, A.end)
+
+
+def test_two_columns_read_as_one_name_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Without a column named "text", "Text" and " text" could each be it; with one, it is
+    the text (the others are carried through, as any column is)."""
+    src = _write(tmp_path / "in.csv", "Text,aspect, text\nThe pizza was good,pizza,The burger\n")
+    assert _shipped(src, tmp_path / "out.csv") == 2
+    err = capsys.readouterr().err
+    assert f"absa predict: error: {src}:1: columns 'Text' and ' text' are both read as text" in err
+    assert list(tmp_path.iterdir()) == [src]
+
+
 def test_nan_in_jsonl_input_is_no_pin_and_null_in_the_output(tmp_path: Path) -> None:
     """Python's JSON reader takes NaN: it was written back bare (the output line was no
     longer JSON), and a NaN start failed the row instead of meaning "not pinned"."""

@@ -12,13 +12,22 @@ from typing import TYPE_CHECKING, Any
 from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
 from absa.model.predictor import Predictor
-from absa.scoring import ERROR, PREFIX, SCORE_, predicted, repeated, try_prepare
+from absa.scoring import (
+    ERROR,
+    PREFIX,
+    READ_FIELDS,
+    SCORE_,
+    predicted,
+    read_names,
+    repeated,
+    try_prepare,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 #: the input columns scoring reads; any others are carried through untouched
-READS = ("text", "aspect", "start", "end")
+READS = READ_FIELDS
 
 
 def output_schema(labels: Sequence[str]) -> pa.Schema:
@@ -40,16 +49,29 @@ def output_schema(labels: Sequence[str]) -> pa.Schema:
 def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> None:
     """InputError naming ``where`` when the table cannot be scored. Rows read from JSONL
     (``LINE_ERROR`` among the columns) may lack a field: each such row gets its error."""
-    needed = () if LINE_ERROR in names else ("text", "aspect")
-    missing = [c for c in needed if c not in names]
-    if missing:
-        raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
         raise InputError(f"{where}: column {twice!r} appears twice")
+    needed = () if LINE_ERROR in names else ("text", "aspect")
+    read = _read_columns(names, where)
+    missing = [c for c in needed if c not in read]
+    if missing:
+        raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
     clash = [c for c in names if c in output_schema(labels).names]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
+
+
+def _read_columns(names: Sequence[str], where: str) -> dict[str, str]:
+    """The column each field scoring reads comes from (``absa.scoring.read_names``: "Text"
+    as the text where no column is named "text"); a JSONL file's fields by their own names
+    only, as ``absa.scoring`` reads JSONL."""
+    if LINE_ERROR in names:
+        return {c: c for c in READS if c in names}
+    try:
+        return read_names(names, where)
+    except ValueError as e:
+        raise InputError(str(e)) from None
 
 
 def score_table(predictor: Predictor, table: pa.Table) -> pa.Table:
@@ -64,7 +86,11 @@ def score_table(predictor: Predictor, table: pa.Table) -> pa.Table:
     if LINE_ERROR in table.column_names:
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
-    rows = table.select([c for c in READS if c in table.column_names]).to_pylist()
+    read = _read_columns(table.column_names, "the table")
+    rows = [
+        {field: row[name] for field, name in read.items()}
+        for row in table.select(list(read.values())).to_pylist()
+    ]
     prepared = [
         (None, why) if why else try_prepare(predictor, row)
         for row, why in zip(rows, unreadable, strict=True)

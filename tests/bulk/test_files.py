@@ -78,6 +78,26 @@ def test_jsonl_and_csv_to_parquet(
     assert out.column("pred_label").null_count == 0
 
 
+def test_a_csv_header_in_other_case_or_spaced_is_read_into_parquet_too(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """As the CSV path of ``absa.scoring`` (and the training readers) read such a header:
+    "Text" and " Aspect " are the text and the aspect; the output keeps the names given.
+    Parquet columns are read so too; two columns that could be the text are refused."""
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text("id,Text, Aspect \n7,the food was great,food\n")
+    assert _predict(artifact, csv_in, tmp_path / "csv.parquet") == 0
+    out = pq.read_table(tmp_path / "csv.parquet")
+    assert out.column_names[:3] == ["id", "Text", " Aspect "]
+    assert out.column("pred_label").to_pylist() == ["positive"]
+    assert (out.column("pred_start")[0].as_py(), out.column("pred_end")[0].as_py()) == (4, 8)
+
+    rows = [{"TEXT": "the food was great", "aspect": "food", " text": "kept"}]
+    src = write_parquet(tmp_path / "two.parquet", rows)
+    assert _predict(artifact, src, tmp_path / "two.jsonl") == 2
+    assert not (tmp_path / "two.jsonl").exists()
+
+
 def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path) -> None:
     """JSONL to Parquet keeps every line as single-process JSONL scoring does, the bad ones
     with the same error, where pyarrow's JSON reader would stop the file."""
