@@ -57,7 +57,8 @@ def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> No
     missing = [c for c in needed if c not in read]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
-    clash = [c for c in names if c in output_schema(labels).names]
+    added = set(output_schema(labels).names)
+    clash = [c for c in names if c in added]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
 

@@ -102,9 +102,10 @@ def utf8_columns(table: pa.Table) -> pa.Table:
     and its row gets ``LINE_ERROR``, worded as ``absa.scoring`` words it, so the row is
     reported bad and the rest of the file is scored, as on the JSONL and CSV paths."""
     errors: list[str | None] = [None] * table.num_rows
-    for i, name in enumerate(table.column_names):
-        column = table.column(i)
+    columns: list[pa.ChunkedArray | pa.Array] = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
         if not pa.types.is_binary(column.type):
+            columns.append(column)
             continue
         try:
             text = column.cast(pa.string())
@@ -114,7 +115,9 @@ def utf8_columns(table: pa.Table) -> pa.Table:
                 said = undecoded(value.decode("utf-8", "surrogateescape"), name)
                 errors[row] = errors[row] or said
             text = pa.array([v.decode("utf-8", "replace") for v in raw], pa.string())
-        table = table.set_column(i, pa.field(name, pa.string()), text)
+        columns.append(text)
+    # built once: a set_column per column copied the schema each time (8 s for 5,000 columns)
+    table = pa.Table.from_arrays(columns, names=table.column_names)
     if any(errors):
         table = table.append_column(LINE_ERROR, pa.array(errors, pa.string()))
     return table
