@@ -280,7 +280,7 @@ def test_readers_never_see_a_torn_pointer(tmp_path: Path) -> None:
     done = threading.Event()
 
     def flip() -> None:
-        for i in range(60):
+        for i in range(20):
             reg.promote(("v2", "v1")[i % 2])
         done.set()
 
