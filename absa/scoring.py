@@ -592,17 +592,18 @@ class _Writer:
 
     def write(
         self,
-        row: dict[str, Any],
+        row: dict[str, Any] | None,
         prep: PreparedRow | None,
         answer: AspectPrediction | None,
         error: str,
-        line: int | None = None,
-        row_line: int | None = None,
+        line: int,
     ) -> None:
-        """One output row. ``line``: the input line of a row that could not be read at all,
-        written beside its error in JSONL (CSV columns are fixed by the header); ``row_line``
-        that of a bad row, written so too where the row leaves its error no field."""
-        out = clean(row)
+        """One output row; ``row`` None for an input line that could not be read at all.
+        ``line``, the row's input line, is written beside the error in JSONL where nothing
+        else finds the row back: a line not read, or a row that leaves its error no field
+        (CSV columns are fixed by the header)."""
+        at = line if row is None else None
+        out = clean(row or {})
         added: dict[str, Any] = {}
         if answer is not None and prep is not None:
             added = predicted(prep, answer, nested=self.fmt == "jsonl")
@@ -615,9 +616,9 @@ class _Writer:
                 added = {f"{PREFIX}{ERROR}": error}
                 if PRED_ERROR in out:  # and pred_error too: no field left for the error
                     out, added = {}, {ERROR: f"{error}; {BOTH_ERRORS}"}
-                    line = row_line
-            if line is not None:
-                added[LINE] = line
+                    at = line
+            if at is not None:
+                added[LINE] = at
             self.f.write(json_line({**out, **added}))
             return
         assert self.csv is not None  # started with the input's columns
@@ -699,12 +700,10 @@ def score_file(
                 preds = iter(predictor.predict_many(good))
                 for line, row, prep, err in pending:
                     if prep is None:
-                        # a line that is not a JSON object has no field to find it back by
-                        at = line if row is None else None
-                        writer.write(row or {}, None, None, err, line=at, row_line=line)
+                        writer.write(row, None, None, err, line)
                         stats.add_bad(src, line, err)
                     else:
-                        writer.write(row, prep, next(preds)[0], "")
+                        writer.write(row, prep, next(preds)[0], "", line)
                         stats.scored += 1
                 bar.update(len(pending))
                 pending.clear()
