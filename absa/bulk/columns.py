@@ -46,14 +46,17 @@ def output_schema(labels: Sequence[str]) -> pa.Schema:
     )
 
 
-def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> None:
+def check_columns(
+    names: Sequence[str], labels: Sequence[str], where: str, exact: bool = False
+) -> None:
     """InputError naming ``where`` when the table cannot be scored. Rows read from JSONL
-    (``LINE_ERROR`` among the columns) may lack a field: each such row gets its error."""
+    (``LINE_ERROR`` among the columns) may lack a field: each such row gets its error.
+    ``exact``: the fields read by their own names only (a JSONL file's, ``_read_columns``)."""
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
         raise InputError(f"{where}: column {twice!r} appears twice")
     needed = () if LINE_ERROR in names else ("text", "aspect")
-    read = _read_columns(names, where)
+    read = _read_columns(names, where, exact)
     missing = [c for c in needed if c not in read]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
@@ -63,11 +66,11 @@ def check_columns(names: Sequence[str], labels: Sequence[str], where: str) -> No
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
 
 
-def _read_columns(names: Sequence[str], where: str) -> dict[str, str]:
+def _read_columns(names: Sequence[str], where: str, exact: bool) -> dict[str, str]:
     """The column each field scoring reads comes from (``absa.scoring.read_names``: "Text"
-    as the text where no column is named "text"); a JSONL file's fields by their own names
-    only, as ``absa.scoring`` reads JSONL."""
-    if LINE_ERROR in names:
+    as the text of a CSV or Parquet table without a column named "text"); with ``exact``
+    (a JSONL file's fields, as ``absa.scoring`` reads JSONL) by their own names only."""
+    if exact:
         return {c: c for c in READS if c in names}
     try:
         return read_names(names, where)
@@ -75,19 +78,20 @@ def _read_columns(names: Sequence[str], where: str) -> dict[str, str]:
         raise InputError(str(e)) from None
 
 
-def score_table(predictor: Predictor, table: pa.Table) -> pa.Table:
+def score_table(predictor: Predictor, table: pa.Table, exact: bool = False) -> pa.Table:
     """``table`` with the prediction columns appended, one output row per input row, in order.
     A row that cannot be scored (or a JSONL line that could not be read, ``LINE_ERROR``)
-    gets its ``error`` and nulls in the other columns."""
+    gets its ``error`` and nulls in the other columns. ``exact``: a JSONL file's table, its
+    fields read by their own names only (``check_columns``)."""
     import pyarrow as pa
 
     schema = output_schema(predictor.labels)
-    check_columns(table.column_names, predictor.labels, "the table")
+    check_columns(table.column_names, predictor.labels, "the table", exact)
     unreadable: list[str | None] = [None] * table.num_rows
     if LINE_ERROR in table.column_names:
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
-    read = _read_columns(table.column_names, "the table")
+    read = _read_columns(table.column_names, "the table", exact)
     rows = [
         {field: row[name] for field, name in read.items()}
         for row in table.select(list(read.values())).to_pylist()

@@ -52,6 +52,7 @@ class Scorer:
         threads: int = 1,
         csv: bool = False,
         text: bool = False,
+        exact: bool = False,
     ) -> None:
         from absa.model.predictor import Predictor
         from absa.model.runtime import Runtime
@@ -62,11 +63,13 @@ class Scorer:
         # JSONL output: bytes as text, as single-process scoring writes them (Ray's JSON
         # writer stopped the job on bytes that are not UTF-8)
         self.text = text
+        self.exact = exact  # JSONL: fields read by their own names only (score_table)
 
     def __call__(self, batch: Any) -> Any:  # a pyarrow.Table in, a pyarrow.Table out
         from absa.bulk.files import text_columns, utf8_columns
 
-        scored = score_table(self.predictor, utf8_columns(batch) if self.csv else batch)
+        table = utf8_columns(batch) if self.csv else batch
+        scored = score_table(self.predictor, table, exact=self.exact)
         return text_columns(scored) if self.text else scored
 
 
@@ -222,7 +225,7 @@ class _Job:
         schema = ds.schema()
         if schema is None:  # no rows at all (an empty file, a CSV header alone): none to write
             return
-        check_columns(schema.names, _labels(self.model_dir), self.files[0])
+        check_columns(schema.names, _labels(self.model_dir), self.files[0], self.fmt == "jsonl")
         # blocks of at most a batch: a large file is spread over every actor
         scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
             Scorer,
@@ -230,6 +233,7 @@ class _Job:
                 "model_dir": str(self.model_dir),
                 "num_gpus": self.num_gpus,
                 "csv": self.fmt == "csv",
+                "exact": self.fmt == "jsonl",
                 "text": self.output_format == "jsonl",
             },
             batch_format="pyarrow",

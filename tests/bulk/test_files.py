@@ -79,7 +79,7 @@ def test_jsonl_and_csv_to_parquet(
 
 
 def test_a_csv_header_in_other_case_or_spaced_is_read_into_parquet_too(
-    artifact: Path, tmp_path: Path
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """As the CSV path of ``absa.scoring`` (and the training readers) read such a header:
     "Text" and " Aspect " are the text and the aspect; the output keeps the names given.
@@ -95,7 +95,29 @@ def test_a_csv_header_in_other_case_or_spaced_is_read_into_parquet_too(
     rows = [{"TEXT": "the food was great", "aspect": "food", " text": "kept"}]
     src = write_parquet(tmp_path / "two.parquet", rows)
     assert _predict(artifact, src, tmp_path / "two.jsonl") == 2
+    assert "columns 'TEXT' and ' text' are both read as text" in capsys.readouterr().err
     assert not (tmp_path / "two.jsonl").exists()
+
+
+@pytest.mark.parametrize("out", ["out.parquet", "out.jsonl"])
+def test_jsonl_fields_are_read_by_their_own_names_into_parquet_too(
+    artifact: Path, tmp_path: Path, out: str
+) -> None:
+    """A JSONL row's "Text" is no text (JSON keys are exact: ``absa.scoring`` reads them so),
+    into Parquet as into JSONL: the Parquet path scored it as the text, and stopped the run
+    where a row held "Text" and " text" both."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        '{"id": 1, "Text": "the food was great", "aspect": "food"}\n'
+        '{"id": 2, "Text": "the food was great", "aspect": "food", " text": "x"}\n'
+    )
+    assert _predict(artifact, src, tmp_path / out) == 1  # bad rows, the run finished
+    if out.endswith(".jsonl"):
+        got = read_jsonl(tmp_path / out)
+    else:
+        got = pq.read_table(tmp_path / out).to_pylist()
+    assert [r["id"] for r in got] == [1, 2]
+    assert all("text" in r["error"] and r.get("pred_label") is None for r in got)
 
 
 def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path) -> None:
