@@ -10,11 +10,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DuplicateKey", "read_json", "unique_keys"]
+__all__ = ["DuplicateKey", "given_twice", "read_json", "unique_keys"]
 
 
 class DuplicateKey(ValueError):
     """A JSON object gives one key twice; the message names the key."""
+
+
+def given_twice(key: str) -> str:
+    """What is wrong with an object that gives ``key`` twice, said one way everywhere."""
+    return f"the key {key!r} is given twice in one object"
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -23,7 +28,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise DuplicateKey(f"the key {key!r} is given twice in one object")
+            raise DuplicateKey(given_twice(key))
         out[key] = value
     return out
 

@@ -120,6 +120,27 @@ def test_a_key_given_twice_in_one_object_is_422_naming_it(
     assert f"'{key}' is given twice" in r.json()["detail"], r.text
 
 
+def test_a_batch_item_giving_a_key_twice_is_that_items_error(client: TestClient) -> None:
+    """Every other bad item is answered with its own error and the others are served: a key
+    given twice inside one item refused the whole batch, without saying which item."""
+    body = (
+        b'{"items": [{"text": "good food", "aspects": ["food"]},'
+        b' {"text": "good food", "aspects": ["food"], "text": "bad staff"},'
+        b' {"text": "good food", "aspects": [{"term": "food", "start": 5, "start": 6}]}]}'
+    )  # three items: the test service's limit
+    r = client.post("/v1/predict/batch", content=body, headers=JSON)
+    assert r.status_code == 200, r.text
+    items = r.json()["items"]
+    assert items[0]["results"][0]["term"] == "food"
+    for i, key in ((1, "text"), (2, "start")):
+        error = items[i]["error"]
+        assert error["status"] == 422
+        assert (
+            error["detail"]
+            == f"items[{i}]: the key {key!r} is given twice in one object: send each field once"
+        )
+
+
 def test_the_same_keys_in_different_objects_are_fine(client: TestClient) -> None:
     body = {"items": [{"text": "good food", "aspects": ["food"]}] * 2}
     r = client.post("/v1/predict/batch", json=body)
