@@ -18,7 +18,6 @@ overload (503) or a shutdown still fails the whole request.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -37,6 +36,7 @@ from pydantic import (
 
 # the longest aspect term accepted (characters): a longer one is refused before any work
 from absa.model.aspects import MAX_TERM_CHARS
+from absa.service.twice import Twice
 
 
 class Strict(BaseModel):
@@ -164,49 +164,6 @@ def too_many_unknown(where: str, unknown: int, first: str) -> str:
         f"invalid request: {where}{first}: Extra inputs are not permitted "
         f"(and {unknown - 1} more unknown fields)"
     )
-
-
-class Twice(dict):
-    """A JSON object of a request that gave ``key`` twice (``marking_twice``), or a batch item
-    holding such an object: refused where it is, a batch item alone."""
-
-    def __init__(self, pairs: Any, key: str) -> None:
-        super().__init__(pairs)
-        self.key = key
-
-
-def marking_twice(found: list[Twice]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
-    """A ``json.loads`` ``object_pairs_hook``: an object that gives a key twice is a
-    ``Twice``, added to ``found`` (``json.loads`` keeps the last value without a word)."""
-
-    def pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) == len(pairs):
-            return out
-        seen: set[str] = set()
-        for key, _ in pairs:  # the first key given twice
-            if key in seen:
-                break
-            seen.add(key)
-        found.append(Twice(out, key))
-        return found[-1]
-
-    return pairs_to_dict
-
-
-def twice_in(value: object) -> str | None:
-    """The key of the first ``Twice`` object in ``value`` (nested lists and objects), else
-    None; walked only for a body where ``marking_twice`` found one."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Twice):
-            return v.key
-        if isinstance(v, dict):
-            stack += [x for x in v.values() if isinstance(x, dict | list)]
-        elif isinstance(v, list):
-            stack += [x for x in v if isinstance(x, dict | list)]
-    return None
 
 
 class InvalidItem:

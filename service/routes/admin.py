@@ -14,8 +14,9 @@ from absa.errors import RegistryError
 from absa.service.auth import bearer_accepted
 from absa.service.deps import SettingsDep
 from absa.service.schemas import ErrorResponse
+from absa.service.twice import OneValuePerKey
 
-router = APIRouter(prefix="/admin", tags=["admin"])
+router = APIRouter(prefix="/admin", tags=["admin"], route_class=OneValuePerKey)
 NEED_TOKEN = "a valid admin token is required"
 
 

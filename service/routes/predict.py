@@ -22,7 +22,6 @@ from fastapi.routing import APIRoute
 
 from absa.errors import InputError, LimitError
 from absa.model.category_predictor import CategoryPredictor
-from absa.model.jsonio import given_twice
 from absa.model.predictor import RuntimeModel
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_body, status_of, validation_body
@@ -36,12 +35,10 @@ from absa.service.schemas import (
     InvalidItem,
     PredictRequest,
     PredictResponse,
-    Twice,
-    marking_twice,
     too_many_unknown,
-    twice_in,
     unknown_fields,
 )
+from absa.service.twice import Twice, marked_json, refuse_twice, twice_said
 
 ERRORS: dict[int | str, dict] = {
     408: {
@@ -187,11 +184,11 @@ async def _lists_fit(request: Request, batch: bool) -> None:
         return  # the route says the model is not loaded
     found: list[Twice] = []
     try:
-        body = await _marked_json(request, found)
+        body = await marked_json(request, found)
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return  # FastAPI's parsing says what is wrong
     if found:
-        _refuse_twice(body, batch)
+        refuse_twice(body, batch)
     settings = request.app.state.settings
     limit = settings.max_aspects
     if not batch:
@@ -218,38 +215,6 @@ async def _lists_fit(request: Request, batch: bool) -> None:
                     raise LimitError(f"items[{i}]: {why}") from None
             raise
         _few_unknown(body, BATCH_FIELDS)  # its items: each alone, as they are validated
-
-
-async def _marked_json(request: Request, found: list[Twice]) -> Any:
-    """The body's JSON, each object that gives a key twice a ``Twice`` (in ``found``). Kept
-    where Starlette keeps ``request.json()``'s answer, so FastAPI validates this parse and
-    does not read the body again."""
-    body = json.loads(await request.body(), object_pairs_hook=marking_twice(found))
-    request._json = body  # Starlette's cache of request.json()
-    return body
-
-
-def twice_said(key: str) -> str:
-    return f"{given_twice(key)}: send each field once"
-
-
-def _refuse_twice(body: Any, batch: bool) -> None:
-    """InputError (422) for a request with an object that gives a key twice (JSON keeps
-    the last value without a word: which was meant, no one knows). In a batch, an item
-    holding one is marked (a ``Twice``) and answered with its own error, as a bad item is."""
-    items = body.get("items") if batch and isinstance(body, dict) else None
-    if isinstance(items, list) and not isinstance(body, Twice):
-        key = twice_in({k: v for k, v in body.items() if k != "items"})
-        if key is None:
-            for i, item in enumerate(items):
-                marked = twice_in(item)
-                if marked is not None:
-                    items[i] = Twice(item if isinstance(item, dict) else {}, marked)
-            return
-        raise InputError(twice_said(key))
-    key = twice_in(body)
-    if key is not None:
-        raise InputError(twice_said(key))
 
 
 def _few_unknown(obj: object, known: frozenset[str] | None = None) -> None:

@@ -153,6 +153,19 @@ def test_a_path_no_file_system_takes_is_a_422(registry: Registry) -> None:
         assert c.post("/admin/reload", headers=AUTH).json()["changed"] is False  # still serving
 
 
+def test_a_model_dir_given_twice_is_a_422(registry: Registry) -> None:
+    """JSON keeps the last of two keys without a word: the second model_dir was loaded."""
+    with TestClient(create_app(settings(registry))) as c:
+        raw = b'{"model_dir": "runs/one", "model_dir": "runs/two"}'
+        headers = {**AUTH, "content-type": "application/json"}
+        r = c.post("/admin/reload", headers=headers, content=raw)
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == (
+            "the key 'model_dir' is given twice in one object: send each field once"
+        )
+        assert c.post("/admin/reload", headers=AUTH).json()["changed"] is False  # still serving
+
+
 def test_a_path_with_a_lone_surrogate_is_a_422(registry: Registry) -> None:
     """JSON can carry a lone surrogate (\\ud800), which no file name can hold: it was a 500
     (UnicodeEncodeError from resolving the path, before the reload's own checks)."""
