@@ -46,8 +46,9 @@ def marking_twice(found: list[Twice]) -> Callable[[list[tuple[str, Any]]], dict[
 
 
 def twice_in(value: object) -> str | None:
-    """The key of the first ``Twice`` object in ``value`` (nested lists and objects), else
-    None; walked only for a body where ``marking_twice`` found one."""
+    """The key of a ``Twice`` object in ``value`` (nested lists and objects; the last in
+    the text where there are several), else None; walked only for a body where
+    ``marking_twice`` found one."""
     stack = [value]
     while stack:
         v = stack.pop()
