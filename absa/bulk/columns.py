@@ -26,9 +26,6 @@ from absa.scoring import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: the input columns scoring reads; any others are carried through untouched
-READS = READ_FIELDS
-
 
 def output_schema(labels: Sequence[str]) -> pa.Schema:
     """The columns scoring appends, in order."""
@@ -48,10 +45,12 @@ def output_schema(labels: Sequence[str]) -> pa.Schema:
 
 def check_columns(
     names: Sequence[str], labels: Sequence[str], where: str, exact: bool = False
-) -> None:
-    """InputError naming ``where`` when the table cannot be scored. Rows read from JSONL
-    (``LINE_ERROR`` among the columns) may lack a field: each such row gets its error.
-    ``exact``: the fields read by their own names only (a JSONL file's, ``_read_columns``)."""
+) -> dict[str, str]:
+    """InputError naming ``where`` when the table cannot be scored, else the column each
+    field scoring reads comes from (``_read_columns``; any others are carried through
+    untouched). Rows read from JSONL (``LINE_ERROR`` among the columns) may lack a field:
+    each such row gets its error. ``exact``: the fields read by their own names only (a
+    JSONL file's)."""
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
         raise InputError(f"{where}: column {twice!r} appears twice")
@@ -64,6 +63,7 @@ def check_columns(
     clash = [c for c in names if c in added]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
+    return read
 
 
 def _read_columns(names: Sequence[str], where: str, exact: bool) -> dict[str, str]:
@@ -71,7 +71,7 @@ def _read_columns(names: Sequence[str], where: str, exact: bool) -> dict[str, st
     as the text of a CSV or Parquet table without a column named "text"); with ``exact``
     (a JSONL file's fields, as ``absa.scoring`` reads JSONL) by their own names only."""
     if exact:
-        return {c: c for c in READS if c in names}
+        return {c: c for c in READ_FIELDS if c in names}
     try:
         return read_names(names, where)
     except ValueError as e:
@@ -86,12 +86,11 @@ def score_table(predictor: Predictor, table: pa.Table, exact: bool = False) -> p
     import pyarrow as pa
 
     schema = output_schema(predictor.labels)
-    check_columns(table.column_names, predictor.labels, "the table", exact)
+    read = check_columns(table.column_names, predictor.labels, "the table", exact)
     unreadable: list[str | None] = [None] * table.num_rows
-    if LINE_ERROR in table.column_names:
+    if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
-    read = _read_columns(table.column_names, "the table", exact)
     rows = [
         {field: row[name] for field, name in read.items()}
         for row in table.select(list(read.values())).to_pylist()

@@ -510,17 +510,18 @@ def score_table_file(
         where.close()
         raise
     writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
+    exact = is_jsonl(src)  # a JSONL file's fields are read by their own names only
     try:
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):
-                scored = score_table(predictor, table, exact=is_jsonl(src))
+                scored = score_table(predictor, table, exact=exact)
                 # written first: a row it refuses is named by ``where``, which reads forward
                 writer.write(scored)
                 _count(scored, stats, src, where)
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
             empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
-            writer.write(score_table(predictor, empty, exact=is_jsonl(src)))
+            writer.write(score_table(predictor, empty, exact=exact))
         writer.close()
         publish(tmp, dst)
     except BaseException as e:
