@@ -279,7 +279,8 @@ class Observe:
             raise
         finally:
             route = scope.get("route")  # set by the router, on the scope all layers share
-            path = getattr(route, "path", None) or _unrouted(path)
+            admin = "app" in scope and getattr(scope["app"].state, "admin", False)
+            path = getattr(route, "path", None) or _unrouted(path, admin)
             # a label takes only known methods: any token is a method to HTTP (h11 passes them)
             method = scope["method"] if scope["method"] in METHODS else "other"
             self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
@@ -293,10 +294,12 @@ GATED_PATHS = JSON_PATHS | {"/v1/model", ADMIN_RELOAD}
 OPENAPI_PATH = "/openapi.json"
 
 
-def _unrouted(path: str) -> str:
+def _unrouted(path: str, admin: bool) -> str:
     """The route label of a request with no route: an API path refused in front of the
     router, a mount's files (the page's, /docs's: one label each), or "unmatched" (any other
-    path would be a new series)."""
+    path would be a new series; /admin/reload too where admin is off: no route there)."""
+    if path == ADMIN_RELOAD and not admin:
+        return "unmatched"
     if path in GATED_PATHS or path == OPENAPI_PATH:  # FastAPI's schema route sets no route
         return path
     for mount in (STATIC_PATH, docs.ASSETS):

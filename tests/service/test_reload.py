@@ -105,6 +105,13 @@ def test_admin_is_absent_without_a_token(registry: Registry) -> None:
         with TestClient(create_app(settings(registry, admin_token=token))) as c:
             assert c.post("/admin/reload", headers=AUTH).status_code == 404
             assert not any(p.startswith("/admin") for p in c.get("/openapi.json").json()["paths"])
+            # a path the app does not serve: its 404 is "unmatched", as any other path's (it
+            # was counted under /admin/reload, a route this app does not have)
+            routes = {
+                lab["route"]
+                for lab, _ in metric_samples(c.get("/metrics").text, "absa_requests_total")
+            }
+            assert "unmatched" in routes and "/admin/reload" not in routes, routes
 
 
 def test_admin_needs_the_right_token(registry: Registry) -> None:
