@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, score_table
-from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables
+from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables, refuse_inner_name
 from absa.model.predictor import Predictor
 from absa.scoring import (
     CSV_FIELD_LIMIT,
@@ -132,12 +132,15 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
     suffix = src.suffix.lower()
     decode = suffix == ".csv"
     if suffix == ".parquet":
-        batches: Iterator[pa.RecordBatch] = pq.ParquetFile(src).iter_batches(batch_size=chunk)
+        parquet = pq.ParquetFile(src)
+        refuse_inner_name(parquet.schema_arrow.names, str(src))
+        batches: Iterator[pa.RecordBatch] = parquet.iter_batches(batch_size=chunk)
     elif suffix == ".csv":
         header = csv_header(str(src))
         twice = repeated(header)
         if twice is not None:  # as absa.scoring refuses it: a row would keep only one of them
             raise ValueError(f"{src}:1: column {twice!r} appears twice")
+        refuse_inner_name(header, f"{src}:1")
         # now: a block with a bad byte carries LINE_ERROR, and its rows are not checked for
         # these (a JSONL block's row may lack a field; a CSV's columns are its header's)
         check_columns(header, (), str(src))

@@ -29,6 +29,15 @@ if TYPE_CHECKING:
 LINE_ERROR = "__absa_line_error__"
 
 
+def refuse_inner_name(names: Iterable[str], where: str, kind: str = "column") -> None:
+    """InputError naming ``where`` if an input column (``kind``: or JSONL field) is named
+    ``LINE_ERROR``: it would be taken for the rows' read errors, or overwritten by them."""
+    if LINE_ERROR in names:
+        raise InputError(
+            f"{where}: {kind} {LINE_ERROR!r} is a name absa uses for a row's read error; rename it"
+        )
+
+
 def jsonl_tables(lines: Iterable[bytes], where: str, rows_per_table: int) -> Iterator[pa.Table]:
     """The JSON objects of ``lines`` (raw lines of one file) as tables of at most
     ``rows_per_table`` rows, each with ``LINE_ERROR``."""
@@ -64,6 +73,9 @@ def _table(
     import pyarrow as pa
 
     names = list(dict.fromkeys(k for row in rows for k in row))
+    if LINE_ERROR in names:
+        at = next(i for i, row in enumerate(rows) if LINE_ERROR in row)
+        refuse_inner_name(names, f"{where}:{numbers[at]}", "field")
     columns = {}
     for name in names:
         values = [row.get(name) for row in rows]
@@ -114,4 +126,4 @@ def file_lines(f: Any) -> Iterator[bytes]:
         yield b"".join(pieces)
 
 
-__all__ = ["LINE_ERROR", "decoded", "file_lines", "jsonl_tables"]
+__all__ = ["LINE_ERROR", "decoded", "file_lines", "jsonl_tables", "refuse_inner_name"]

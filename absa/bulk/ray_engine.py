@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from absa.bulk.columns import check_columns, score_table
+from absa.bulk.jsonl import refuse_inner_name
 from absa.errors import InputError
 from absa.scoring import beside
 
@@ -225,6 +226,8 @@ class _Job:
         schema = ds.schema()
         if schema is None:  # no rows at all (an empty file, a CSV header alone): none to write
             return
+        if self.fmt != "jsonl":  # a JSONL reader refuses the field itself, naming its line
+            refuse_inner_name(schema.names, self.files[0])
         check_columns(schema.names, _labels(self.model_dir), self.files[0], self.fmt == "jsonl")
         # blocks of at most a batch: a large file is spread over every actor
         scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(

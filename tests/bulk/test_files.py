@@ -437,6 +437,34 @@ def test_a_column_named_twice_is_refused_naming_the_file(
     assert sorted(tmp_path.iterdir()) == [csv_in, src]
 
 
+def test_a_column_named_as_the_readers_inner_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The readers carry a row's read error in a column of their own; an input column of
+    that name was taken for it (its values became the rows' errors) or overwritten by it
+    (a JSONL field, its values lost without a word)."""
+    import pyarrow as pa
+
+    from absa.bulk.jsonl import LINE_ERROR
+
+    rows = [{"text": "The pizza was good", "aspect": "pizza", LINE_ERROR: "kept"}]
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), src)
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text(f"text,aspect,{LINE_ERROR}\nThe pizza was good,pizza,kept\n")
+    jsonl_in = write_jsonl(tmp_path / "in.jsonl", [{"text": "ok", "aspect": "ok"}, *rows])
+    for given, where in ((src, str(src)), (csv_in, f"{csv_in}:1"), (jsonl_in, f"{jsonl_in}:2")):
+        for output in ("out.jsonl", "out.parquet"):
+            if given != src and output == "out.jsonl":
+                continue  # not the table path: absa.scoring reads the fields it needs
+            assert _shipped(given, tmp_path / output) == 2, (given, output)
+            err = capsys.readouterr().err
+            kind = "field" if given == jsonl_in else "column"
+            assert f"{where}: {kind} {LINE_ERROR!r} is a name absa uses for " in err, err
+            assert "rename it" in err and len(err.strip().splitlines()) == 1
+    assert sorted(tmp_path.iterdir()) == sorted([csv_in, src, jsonl_in])
+
+
 def test_float_offsets_as_pandas_writes_them_pin_and_nan_pins_nothing(tmp_path: Path) -> None:
     """A float64 start/end column (pandas writes an integer column with gaps so): 14.0
     failed its row ("must be integers"), NaN too; and NaN was written bare into JSONL."""

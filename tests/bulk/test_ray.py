@@ -172,8 +172,16 @@ def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
             ),
             "a.jsonl:2: field 'id' holds values of different types",  # the line named
         ),
+        (
+            lambda d: (d / "a.csv").write_text("text,aspect,__absa_line_error__\nx,x,y\n"),
+            "a.csv: column '__absa_line_error__' is a name absa uses for a row's read error",
+        ),
+        (
+            lambda d: (d / "a.jsonl").write_text('{"text": "x"}\n{"__absa_line_error__": 1}\n'),
+            "a.jsonl:2: field '__absa_line_error__' is a name absa uses for a row's read error",
+        ),
     ],
-    ids=["empty", "mixed", "columns", "types"],
+    ids=["empty", "mixed", "columns", "types", "inner-csv", "inner-jsonl"],
 )
 def test_bad_input_is_one_line(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, make: Any, message: str
