@@ -16,7 +16,8 @@ import io
 import json
 import logging
 import re
-from collections.abc import Callable, Generator, Iterator
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -213,10 +214,11 @@ def _holds_empty_object(value: object) -> bool:
 class TableWriter:
     """Scored tables to one .parquet, .jsonl or .csv file, in order. The tables may differ in
     their columns (JSONL blocks: a field absent or all null in one): the file's columns are
-    those of the first row group (Parquet) or table (CSV); a later table gets nulls for the
-    ones it lacks. A field that only appears later, or whose values change type (a JSONL
-    number, then a string), is an error naming the row: ``locate(row)`` (``FILE:LINE``),
-    by default ``SOURCE: row N``."""
+    those of the first row group (Parquet) or table (CSV), or, where the input was read
+    ahead (``expect``), all of the input's; a table gets nulls for the ones it lacks. A
+    field that only appears after the columns were written, or whose values change type (a
+    JSONL number, then a string), is an error naming the row: ``locate(row)``
+    (``FILE:LINE``), by default ``SOURCE: row N``."""
 
     def __init__(
         self,
@@ -236,7 +238,33 @@ class TableWriter:
         self.pending: list[pa.Table] = []
         self.schema: pa.Schema | None = None  # the file's columns, once written
         self.types: pa.Schema | None = None  # the columns of the tables before it is
+        self.ahead = False  # whether ``types`` holds the whole input's columns (``expect``)
         self.rows = 0  # rows given to ``write``: the next table's first is row rows + 1
+
+    def expect(self, tables: Iterable[pa.Table]) -> None:
+        """Read the input ahead, before a row is scored (a JSONL file's blocks, whose fields
+        may differ): its fields' types are merged over all of it, a clash refused as
+        ``write`` refuses it, naming the row, and the file's columns are then every field
+        of the input, in the order first seen, before the ones scoring adds. A field first
+        seen, or first given a value, after the first row group was written stopped the run
+        there. ``tables``: the input as ``write`` will be given it, less the columns
+        scoring adds."""
+        for table in tables:
+            self._check(self._as_written(table))
+            self.rows += table.num_rows
+        self.rows, self.ahead = 0, self.types is not None
+
+    def _as_written(self, table: pa.Table) -> pa.Table:
+        """CSV cells are text: nested values as JSON, bytes as their text (or base64)."""
+        return text_columns(json_columns(table)) if self.fmt == "csv" else table
+
+    def _columns(self, table: pa.Table) -> pa.Schema:
+        """The file's columns, fixed with its first rows (``table``): the input's, read
+        ahead, with those ``table`` adds; else ``table``'s."""
+        if not self.ahead:
+            return table.schema
+        assert self.types is not None  # ``_check`` merged ``table`` into them
+        return self.types
 
     def write(self, table: pa.Table) -> None:
         if self.fmt == "parquet":
@@ -247,10 +275,10 @@ class TableWriter:
                 self._flush()
             return
         elif self.fmt == "csv":
-            table = text_columns(json_columns(table))
+            table = self._as_written(table)
             self._check(table)
             if self.csv is None:
-                self.schema = table.schema
+                self.schema = self._columns(table)
                 self.csv = pa_csv.CSVWriter(str(self.path), self.schema)
             self.csv.write_table(self._conform(table))
         else:
@@ -315,7 +343,7 @@ class TableWriter:
         self.pending.clear()
         if self.parquet is None:
             self._no_empty_objects(table, first_row)
-            self.schema = table.schema
+            self.schema = self._columns(table)
             self.parquet = pq.ParquetWriter(self.path, self.schema)
         self.parquet.write_table(self._conform(table), row_group_size=ROW_GROUP)
 
@@ -515,6 +543,8 @@ def score_table_file(
     writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
     exact = is_jsonl(src)  # a JSONL file's fields are read by their own names only
     try:
+        if exact and writer.fmt in ("parquet", "csv"):  # columns of one type each, fixed
+            _read_ahead(writer, src, chunk, predictor)
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):
                 scored = score_table(predictor, table, exact=exact)
@@ -535,6 +565,15 @@ def score_table_file(
     finally:
         where.close()
     return stats
+
+
+def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: Predictor) -> None:
+    """``writer.expect`` the JSONL file ``src``: every field, and a clash of types or an
+    output column's name anywhere in it refused before a row is scored."""
+    t0 = time.perf_counter()
+    tables = _checked(read_batches(src, chunk), src, predictor)
+    writer.expect(t.drop_columns([LINE_ERROR]) for t in tables)
+    log.info("%s: fields read ahead in %.1f s", src, time.perf_counter() - t0)
 
 
 def is_jsonl(src: Path) -> bool:
