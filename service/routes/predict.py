@@ -23,7 +23,13 @@ from fastapi.routing import APIRoute
 from absa.errors import InputError, LimitError
 from absa.model.category_predictor import CategoryPredictor
 from absa.model.predictor import RuntimeModel
-from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
+from absa.service.deps import (
+    CategoryModelDep,
+    EngineDep,
+    MetricsDep,
+    SettingsDep,
+    get_category_model,
+)
 from absa.service.errors import error_body, status_of, validation_body
 from absa.service.metrics import Metrics
 from absa.service.schemas import (
@@ -88,11 +94,15 @@ def _model(
     if req.categories is None:
         return terms
     if category is None:
-        raise InputError(
-            f"{where}this service has no aspect-category model: ask with aspects, or start it "
-            "with ABSA_CATEGORY_MODEL=DIR"
-        )
+        raise _no_category_model(where)
     return category
+
+
+def _no_category_model(where: str = "") -> InputError:
+    return InputError(
+        f"{where}this service has no aspect-category model: ask with aspects, or start it "
+        "with ABSA_CATEGORY_MODEL=DIR"
+    )
 
 
 def _asked(req: PredictRequest) -> Any:
@@ -192,6 +202,12 @@ async def _lists_fit(request: Request, batch: bool) -> None:
     settings = request.app.state.settings
     limit = settings.max_aspects
     if not batch:
+        if (
+            isinstance(body, dict)
+            and "categories" in body
+            and not await get_category_model(request)
+        ):
+            raise _no_category_model()  # not "too many categories": none would be answered
         over = _over_max_aspects(body, limit)
         if over is not None:  # named before the queue's limit, which a list that long is
             raise LimitError(over)  # over too ("split it" would not help)
