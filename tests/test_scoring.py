@@ -45,6 +45,20 @@ def test_predict_one_text_prints_json(artifact: Path, capsys: pytest.CaptureFixt
     assert abs(sum(w["weight"] for w in out["results"][0]["attention"]) - 1) < 1e-3
 
 
+def test_predict_takes_aspects_as_the_api_names_them(
+    artifact: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``--aspects A B``, the REST body's field name, was "unrecognized arguments"; it is
+    ``--aspect A --aspect B`` (which still works, and so does ``--aspect A B``)."""
+    base = ["predict", "--model", str(artifact), "--text", A.text]
+    answers = []
+    for given in (["--aspect", A.term, "--aspect", B.term], ["--aspects", A.term, B.term]):
+        assert main([*base, *given]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert [r["term"] for r in answers[0]["results"]] == [A.term, B.term]
+    assert answers[1] == answers[0]
+
+
 def test_predict_unknown_aspect_is_a_clear_error(
     artifact: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -435,9 +435,12 @@ def register(sub: Any) -> None:
     q.add_argument("--text", help="the text to classify (default: none; or give --input)")
     q.add_argument(
         "--aspect",
-        action="append",
-        help="an aspect term in --text; repeat for more (default: none: extracted, see "
-        "--extractor)",
+        "--aspects",
+        action="extend",
+        nargs="+",
+        metavar="ASPECT",
+        help="aspect terms in --text: --aspect burger --aspect fries, or --aspects burger "
+        "fries (default: none: extracted, see --extractor)",
     )
     q.add_argument(
         "--extractor",
@@ -450,9 +453,12 @@ def register(sub: Any) -> None:
     )
     q.add_argument(
         "--category",
-        action="append",
-        help="an aspect category (with a category model, e.g. food; without --model: "
-        "$ABSA_CATEGORY_MODEL where set); repeat for more (default: none)",
+        "--categories",
+        action="extend",
+        nargs="+",
+        metavar="CATEGORY",
+        help="aspect categories (with a category model, e.g. food; without --model: "
+        "$ABSA_CATEGORY_MODEL where set), as --aspect takes terms (default: none)",
     )
     q.add_argument(
         "--input",

@@ -52,6 +52,9 @@ def test_train_evaluate_export_predict(
     assert main(["predict", "--model", str(art), "--text", text, "--category", "food"]) == 0
     (res,) = last_json(capsys)["results"]
     assert res["category"] == "food" and res["label"] in ("negative", "neutral", "positive")
+    # as the REST body names them: --categories A B
+    assert main(["predict", "--model", str(art), "--text", text, "--categories", "food"]) == 0
+    assert last_json(capsys)["results"] == [res]
 
 
 @pytest.mark.parametrize(
