@@ -203,6 +203,24 @@ def _has_empty_struct(t: pa.DataType) -> bool:
     return False
 
 
+def _empty_objects(table: pa.Table) -> dict[str, int]:
+    """Each column of ``table`` whose type holds an object with no fields (a JSONL ``{}``
+    beside no object with fields), with the index of its first row holding one."""
+    found = {}
+    for f in table.schema:
+        if _has_empty_struct(f.type):
+            values = table.column(f.name).to_pylist()
+            found[f.name] = next((i for i, v in enumerate(values) if _holds_empty_object(v)), 0)
+    return found
+
+
+def _no_fields(where: str, name: str) -> str:
+    return (
+        f"{where}: field {name!r} holds an object with no fields ({{}}), which Parquet cannot "
+        "store: give it a field or null, or write .jsonl or .csv"
+    )
+
+
 def _holds_empty_object(value: object) -> bool:
     if isinstance(value, dict):
         return not value or any(_holds_empty_object(v) for v in value.values())
@@ -249,9 +267,17 @@ class TableWriter:
         seen, or first given a value, after the first row group was written stopped the run
         there. ``tables``: the input as ``write`` will be given it, less the columns
         scoring adds."""
+        empty: dict[str, int] = {}  # a field's first row holding an object with no fields
         for table in tables:
-            self._check(self._as_written(table))
+            table = self._as_written(table)
+            self._check(table)
+            for name, at in _empty_objects(table).items():
+                empty.setdefault(name, self.rows + 1 + at)
             self.rows += table.num_rows
+        if self.fmt == "parquet" and self.types is not None:
+            for name, row in empty.items():
+                if _has_empty_struct(self.types.field(name).type):  # no row gave it a field
+                    raise ValueError(_no_fields(self.locate(row), name))
         self.rows, self.ahead = 0, self.types is not None
 
     def _as_written(self, table: pa.Table) -> pa.Table:
@@ -342,7 +368,8 @@ class TableWriter:
         first_row = self.rows + 1 - table.num_rows  # the pending rows are the last ones
         self.pending.clear()
         if self.parquet is None:
-            self._no_empty_objects(table, first_row)
+            if not self.ahead:  # else ``expect`` looked at every row group's
+                self._no_empty_objects(table, first_row)
             self.schema = self._columns(table)
             self.parquet = pq.ParquetWriter(self.path, self.schema)
         self.parquet.write_table(self._conform(table), row_group_size=ROW_GROUP)
@@ -352,16 +379,8 @@ class TableWriter:
         no fields, which Parquet cannot store: a JSONL ``{}`` beside no object with fields
         in that row group (beside one, it is that object's fields null). Names the line of
         the first such value."""
-        for f in table.schema:
-            if not _has_empty_struct(f.type):
-                continue
-            values = table.column(f.name).to_pylist()
-            at = next((i for i, v in enumerate(values) if _holds_empty_object(v)), 0)
-            raise ValueError(
-                f"{self.locate(first_row + at)}: field {f.name!r} holds an object with no "
-                "fields ({}), which Parquet cannot store: give it a field or null, or write "
-                ".jsonl or .csv"
-            )
+        for name, at in _empty_objects(table).items():
+            raise ValueError(_no_fields(self.locate(first_row + at), name))
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """``table`` with the file's columns, in its order and types (``_check``: a column

@@ -1048,7 +1048,11 @@ def test_an_empty_object_into_parquet_is_one_line_naming_file_line_and_field(
 
 @pytest.mark.parametrize(
     ("values", "line"),
-    [([{"b": 1}, {"a": {}}], 2), ([[], [{}]], 2), ([None, {}], 2)],
+    [
+        ([{"b": 1}, {"a": {}}], 2),
+        ([[], [{}]], 2),
+        ([None, {}], 2),
+    ],
     ids=["nested-after-a-field", "in-a-list-after-an-empty-list", "after-a-null"],
 )
 def test_the_line_named_for_an_empty_object_is_the_one_holding_it(
@@ -1065,18 +1069,42 @@ def test_the_line_named_for_an_empty_object_is_the_one_holding_it(
     assert f"error: {src}:{line}: field 'x' " in _one_line_error(capsys)
 
 
+@pytest.mark.parametrize(
+    ("values", "line"),
+    [([None, None, {}], 3), ([{}, {}, {"a": {}}], 1)],
+    ids=["after-a-row-group-of-nulls", "in-a-row-group-of-its-own"],
+)
+def test_an_empty_object_after_the_first_row_group_is_named_by_its_line(
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: list, line: int
+) -> None:
+    """Read ahead, a column's type is the whole file's: an object with no fields is refused
+    where that type has none, wherever the row group it is in."""
+    from absa.bulk import files
+
+    monkeypatch.setattr(files, "ROW_GROUP", 2)
+    src = tmp_path / "in.jsonl"
+    rows = [{"text": "the food", "aspect": "food", "x": v} for v in values]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(ValueError, match=f"^{re.escape(str(src))}:{line}: field 'x' holds an"):
+        files.score_table_file(_predictor(artifact), src, dst, chunk=1, progress=False)
+    assert sorted(tmp_path.iterdir()) == [src]
+
+
+@pytest.mark.parametrize("row_group", [64, 16], ids=["one-row-group", "row-groups-of-their-own"])
 @pytest.mark.parametrize("order", ["empty-first", "empty-later"])
 def test_an_empty_object_beside_objects_with_fields_in_its_row_group_is_written(
-    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, row_group: int
 ) -> None:
-    """{} in a column whose other rows of the row group have fields is stored as those
-    fields null, as before the check: it refused such a file when {} came in a chunk of its
-    own (the review's regression). The row group is made small to put them in one."""
+    """{} in a column whose other rows have fields is stored as those fields null, as before
+    the check: it refused such a file when {} came in a chunk of its own (the review's
+    regression), and where the {} filled the first row group (the input is read ahead now:
+    the column is of the file's type)."""
     import pyarrow.parquet as pq
 
     from absa.bulk import files
 
-    monkeypatch.setattr(files, "ROW_GROUP", 64)
+    monkeypatch.setattr(files, "ROW_GROUP", row_group)
     xs: list = [{}] * 40 + [{"a": 1}] * 40 if order == "empty-first" else [{"a": 1}] * 40 + [{}]
     src = tmp_path / "in.jsonl"
     rows = [{"text": "the food", "aspect": "food", "x": x} for x in xs]

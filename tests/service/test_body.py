@@ -324,6 +324,11 @@ def test_categories_without_a_category_model_are_refused_before_validation(
     r = roomy.post("/v1/predict", content=body, headers=JSON)
     assert r.status_code == 422, r.text[:300]
     assert r.json()["detail"].startswith("this service has no aspect-category model")
+    # categories null: none asked for, the aspects are answered
+    r = roomy.post(
+        "/v1/predict", json={"text": "the food", "aspects": ["food"], "categories": None}
+    )
+    assert r.status_code == 200 and r.json()["results"][0]["term"] == "food", r.text
 
 
 def test_a_batch_whose_items_list_too_many_aspects_is_refused_before_validation(
