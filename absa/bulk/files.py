@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 # pyarrow's record number in a CSV parse error (blank lines and line breaks in values left out)
 _ROW = re.compile(r"Row #\d+: ")
+#: the largest integer every one below it a float64 holds exactly (2**53)
+FLOAT_EXACT = 2**53
 #: rows per Parquet row group written (the scoring itself goes ``chunk`` rows at a time)
 ROW_GROUP = 65_536
 #: bytes of CSV pyarrow parses at a time (its default); grown up to ``CSV_BLOCK_MAX`` (the
@@ -257,6 +259,7 @@ class TableWriter:
         self.schema: pa.Schema | None = None  # the file's columns, once written
         self.types: pa.Schema | None = None  # the columns of the tables before it is
         self.ahead = False  # whether ``types`` holds the whole input's columns (``expect``)
+        self.wide: dict[str, int] = {}  # a field's first row with an integer past 2**53
         self.rows = 0  # rows given to ``write``: the next table's first is row rows + 1
 
     def expect(self, tables: Iterable[pa.Table]) -> None:
@@ -324,6 +327,7 @@ class TableWriter:
         float beside floats, as JSON numbers do within one block."""
         fixed = self.schema is not None
         before = self.schema if fixed else self.types
+        self._note_wide_integers(table)
         if before is None:  # the first table: its types are the ones to keep
             self.types = table.schema
             return
@@ -357,6 +361,36 @@ class TableWriter:
             raise ValueError(f"{self.locate(self.rows + 1 + first)}: field {f.name!r} {why}")
         if not fixed:
             self.types = pa.unify_schemas([before, table.schema], promote_options="permissive")
+        self._no_wide_integers_as_floats(self.schema if fixed else self.types)
+
+    def _note_wide_integers(self, table: pa.Table) -> None:
+        """Keep the first row of each integer column of ``table`` holding a value a float
+        cannot hold exactly (past 2**53 either way), as ``self.wide``."""
+        for f in table.schema:
+            if not pa.types.is_integer(f.type) or f.name in self.wide:
+                continue
+            column = table.column(f.name)
+            low, high = (v.as_py() for v in pc.min_max(column).values())
+            if low is None or -FLOAT_EXACT <= low <= high <= FLOAT_EXACT:
+                continue  # (compared in Python: a uint64 column takes no negative bound)
+            at = next(
+                i
+                for i, v in enumerate(column.to_pylist())
+                if v is not None and abs(v) > FLOAT_EXACT
+            )
+            self.wide[f.name] = self.rows + 1 + at
+
+    def _no_wide_integers_as_floats(self, types: pa.Schema | None) -> None:
+        """Refuse a field of float ``types`` with an integer a float cannot hold (a JSON
+        number past 2**53 in one block, numbers with a fraction in another), naming the
+        integer's row: the cast failed once the rows were scored, naming none."""
+        for name, row in self.wide.items():
+            if types is not None and pa.types.is_floating(types.field(name).type):
+                raise ValueError(
+                    f"{self.locate(row)}: field {name!r} holds an integer past 2**53 here and "
+                    "numbers with a fraction in other rows, which one column of floats cannot "
+                    "hold exactly; give it as text"
+                )
 
     def _flush(self) -> None:
         if not self.pending:
@@ -562,8 +596,8 @@ def score_table_file(
     writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
     exact = is_jsonl(src)  # a JSONL file's fields are read by their own names only
     try:
-        if exact and writer.fmt in ("parquet", "csv"):  # columns of one type each, fixed
-            _read_ahead(writer, src, chunk, predictor)
+        if exact and writer.fmt == "parquet":  # columns of one type each, fixed
+            _read_ahead(writer, src, chunk, predictor)  # (JSONL into CSV: absa.scoring's)
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
             for table in _checked(read_batches(src, chunk), src, predictor):
                 scored = score_table(predictor, table, exact=exact)

@@ -203,7 +203,8 @@ async def _lists_fit(request: Request, batch: bool) -> None:
     limit = settings.max_aspects
     if not batch:
         asked = body.get("categories") if isinstance(body, dict) else None
-        if asked is not None and await get_category_model(request) is None:
+        alone = isinstance(asked, list) and body.get("aspects") is None  # else: validation's
+        if alone and await get_category_model(request) is None:
             raise _no_category_model()  # not "too many categories": none would be answered
         over = _over_max_aspects(body, limit)
         if over is not None:  # named before the queue's limit, which a list that long is

@@ -324,6 +324,12 @@ def test_categories_without_a_category_model_are_refused_before_validation(
     r = roomy.post("/v1/predict", content=body, headers=JSON)
     assert r.status_code == 422, r.text[:300]
     assert r.json()["detail"].startswith("this service has no aspect-category model")
+    # both, or categories that are no list: validation says what is wrong with the request
+    both = {"text": "the food", "aspects": ["food"], "categories": ["food"]}
+    r = roomy.post("/v1/predict", json=both)
+    assert r.status_code == 422 and "not both" in r.text, r.text
+    r = roomy.post("/v1/predict", json={"text": "the food", "categories": "food"})
+    assert r.status_code == 422 and "no aspect-category model" not in r.text, r.text
     # categories null: none asked for, the aspects are answered
     r = roomy.post(
         "/v1/predict", json={"text": "the food", "aspects": ["food"], "categories": None}
