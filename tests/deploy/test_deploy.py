@@ -608,6 +608,58 @@ def test_configmap_holds_real_settings_and_the_container_port():
     assert {k for k in service["environment"] if k.startswith("ABSA_")} <= fields
 
 
+#: settings a deployment sets to other than the code's default, each on purpose: serve the
+#: registry, listen beyond the container, pick the device and threads the pod is given, extract
+#: aspects for requests without them, log JSON for a collector; empty key and token (compose's
+#: default) are the features off, as unset
+DEPLOYED_ON_PURPOSE = frozenset(
+    {
+        "ABSA_REGISTRY",
+        "ABSA_HOST",
+        "ABSA_DEVICE",
+        "ABSA_THREADS",
+        "ABSA_EXTRACTOR",
+        "ABSA_LOG_FORMAT",
+        "ABSA_API_KEY",
+        "ABSA_ADMIN_TOKEN",
+    }
+)
+
+
+def _setting(name: str, value: object = None) -> object:
+    from absa.settings import Settings
+
+    field = name.removeprefix("ABSA_").lower()
+    if value is None:
+        return Settings.model_fields[field].get_default(call_default_factory=True)
+    return getattr(Settings.model_validate({field: value}), field)
+
+
+def test_deployments_keep_the_codes_defaults_but_where_they_mean_to_differ():
+    """A tuned default (the batch fill wait went 2 ms -> 0 once measured) stayed behind in
+    compose and the ConfigMap, which set it to the old value: every install paid 2 ms."""
+    compose_env = compose()["services"]["absa"]["environment"]
+    deployed = {
+        "the ConfigMap": k8s("ConfigMap", "absa-config")["data"],
+        "docker-compose.yml": {  # ${NAME:-default}: the value when the user sets none
+            k: re.sub(r"^\$\{\w+:-(.*)\}$", r"\1", str(v))
+            for k, v in compose_env.items()
+            if k.startswith("ABSA_")
+        },
+        **{
+            f"the {st} image": {k: v for k, v in stage(st).env().items() if k.startswith("ABSA_")}
+            for st in SERVING_STAGES
+        },
+    }
+    differ = [
+        f"{where}: {name}={value!r}, the code's default {_setting(name)!r}"
+        for where, env in deployed.items()
+        for name, value in env.items()
+        if name not in DEPLOYED_ON_PURPOSE and _setting(name, value) != _setting(name)
+    ]
+    assert not differ, differ
+
+
 #: ABSA_* names that are docker compose's own variables (interpolated into the compose file),
 #: not settings: the host directory of the training data and the host port
 COMPOSE_VARIABLES = frozenset({"ABSA_DATA_DIR", "ABSA_PUBLISH_PORT"})
