@@ -159,6 +159,7 @@ CMD ["retrain", "--config", "/config/retrain.toml"]
 # (Ray, Python 3.11, and the tools KubeRay's probes run), with the `ray` extra installed over
 # it for its user (uid 1000). Every pod of the Ray cluster runs this image.
 FROM ${RAY_IMAGE} AS bulk
+ARG ORT_VERSION
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     ORT_DISABLE_TELEMETRY=1
@@ -169,9 +170,11 @@ COPY --chown=1000:100 model ./model
 COPY --chown=1000:100 training ./training
 COPY --chown=1000:100 service ./service
 USER 1000:100
-RUN pip install ".[ray]" \
+# the onnxruntime the runtime image serves with: scores as the service's, not PyPI's newest
+RUN echo "onnxruntime==${ORT_VERSION}" > /tmp/constraints.txt \
+ && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[ray]" \
  && python -I -c "import absa.bulk.ray_engine, ray.data, pyarrow.parquet" \
- && rm -rf /tmp/absa-src
+ && rm -rf /tmp/absa-src /tmp/constraints.txt
 WORKDIR /home/ray
 HEALTHCHECK NONE
 

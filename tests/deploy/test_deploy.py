@@ -192,11 +192,12 @@ def test_serving_images_install_the_serve_extra_only():
         assert not pip_calls([stage(name)], "install"), f"{name}: install in the builder stage"
 
 
-@pytest.mark.parametrize("name", ["runtime", "train"])
+@pytest.mark.parametrize("name", ["runtime", "train", "bulk"])
 def test_the_cpu_images_install_one_onnxruntime(name):
     """The retraining job's gate and parity check score a new version with the train image's
-    onnxruntime: unpinned there, it was whatever PyPI had newest at build time, not the
-    ORT_VERSION the runtime image serves it with."""
+    onnxruntime, and bulk scoring serves it with the bulk image's: unpinned there, it was
+    whatever PyPI had newest at build time, not the ORT_VERSION the runtime image serves it
+    with."""
     (builder,) = [st for st in closure(name) if pip_calls([st], "install")]
     assert "ORT_VERSION" in builder.args("ARG"), f"{builder.name}: no ARG ORT_VERSION"
     (run,) = [r for r in builder.args("RUN") if '".[' in r and "pip install" in r]
