@@ -45,6 +45,9 @@ CONFIG = SettingsConfigDict(
     extra="ignore",
     protected_namespaces=(),
     populate_by_name=True,
+    # ABSA_EXTRACTOR= (a unit's or compose's empty default) is unset, not Path('.'): the
+    # working directory, then "not a model artifact"
+    env_ignore_empty=True,
     hide_input_in_errors=True,  # a traceback never shows a value: ABSA_API_KEY is secret
 )
 

@@ -116,3 +116,31 @@ def test_a_registry_that_is_no_registry_is_refused_not_the_fallback_served(
     (fresh / ".lock").write_text("")
     assert Settings(registry=fresh).model_path() == DEFAULT_MODEL_DIR
     assert Settings(registry=fresh, model_dir=artifact).model_path() == artifact
+
+
+@pytest.mark.parametrize(
+    "name", ["ABSA_MODEL_DIR", "ABSA_REGISTRY", "ABSA_EXTRACTOR", "ABSA_CATEGORY_MODEL"]
+)
+def test_an_empty_variable_is_unset(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ABSA_EXTRACTOR=`` (a unit's or compose's empty default) read as Path('.'): absa.load()
+    then failed on the working directory, "not a model artifact", and ABSA_REGISTRY= made
+    it the registry."""
+    from absa import load
+
+    for other in ("ABSA_MODEL_DIR", "ABSA_REGISTRY", "ABSA_EXTRACTOR", "ABSA_CATEGORY_MODEL"):
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(name, "")
+    settings = Settings()
+    assert [settings.model_dir, settings.registry, settings.extractor] == [None] * 3
+    assert settings.category_model is None
+    (burger,) = load()("The burger was great", aspects=["burger"])
+    assert burger.label == "positive"
+
+
+def test_an_empty_key_or_token_is_still_the_feature_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compose's ``ABSA_API_KEY: ${ABSA_API_KEY:-}``: empty is no key asked for."""
+    monkeypatch.setenv("ABSA_API_KEY", "")
+    monkeypatch.setenv("ABSA_ADMIN_TOKEN", "")
+    settings = Settings()
+    assert settings.api_keys() == ()
+    assert settings.admin_token is None or not settings.admin_token.get_secret_value()

@@ -96,6 +96,16 @@ def to_devnull(stream: Any) -> None:
         os.close(devnull)
 
 
+def given(value: str) -> str:
+    """An argparse ``type`` for a path flag: an empty value (``--model "$RUN"`` with RUN
+    unset) is refused; it read as no flag at all, and the command went on with the default."""
+    import argparse
+
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: name a path (is a shell variable unset?)")
+    return value
+
+
 def model_dir(model: str | None) -> Path:
     """``--model`` if given, else what the settings point at (``ABSA_REGISTRY``'s current
     version, ``ABSA_MODEL_DIR``), else the shipped model."""

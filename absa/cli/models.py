@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import CLIError
+from absa.cli.common import CLIError, given
 
 if TYPE_CHECKING:
     from absa.model.registry import Registry
@@ -83,7 +83,7 @@ REGISTRY_HELP = "registry directory (default: $ABSA_REGISTRY)"
 
 def register(sub: Any) -> None:
     m = sub.add_parser("models", help="the model registry: list, show V, promote V, rollback")
-    m.add_argument("--registry", help=REGISTRY_HELP)
+    m.add_argument("--registry", type=given, help=REGISTRY_HELP)
     # one parser per action: a VERSION positional of its own where it takes one. One optional
     # VERSION for all made `models promote --registry DIR v2` fail ("unrecognized arguments:
     # v2": argparse filled it, empty, before the option)
@@ -93,7 +93,7 @@ def register(sub: Any) -> None:
         if versioned:
             a.add_argument("version", metavar="VERSION", help="as `absa models list` names it")
         # SUPPRESS: the action's parser leaves --registry as `models --registry DIR` set it
-        a.add_argument("--registry", default=argparse.SUPPRESS, help=REGISTRY_HELP)
+        a.add_argument("--registry", type=given, default=argparse.SUPPRESS, help=REGISTRY_HELP)
         a.set_defaults(func=cmd_models, **({} if versioned else {"version": None}))
 
 

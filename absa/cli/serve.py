@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from absa.cli.common import MODEL_DEFAULT, CLIError, model_dir, servable, setting_help
+from absa.cli.common import MODEL_DEFAULT, CLIError, given, model_dir, servable, setting_help
 from absa.errors import ArtifactError
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (the batcher stopped: a bug)
@@ -394,20 +394,24 @@ def register(sub: Any) -> None:
     )
     s.add_argument(
         "--model",
+        type=given,
         help=setting_help("model_dir", "artifact directory to serve", "the shipped model"),
     )
     s.add_argument(
         "--registry",
+        type=given,
         help=setting_help("registry", "serve the registry's current version and follow it", "none"),
     )
     s.add_argument(
         "--category-model",
+        type=given,
         help=setting_help(
             "category_model", "an aspect-category artifact to serve beside the model", "none"
         ),
     )
     s.add_argument(
         "--extractor",
+        type=given,
         help=setting_help(
             "extractor",
             "an aspect extractor artifact ('shipped': the packaged one): requests without "
@@ -431,7 +435,7 @@ def register(sub: Any) -> None:
     q = sub.add_parser(
         "predict", help="classify aspects of a text, or score JSONL/CSV/Parquet files"
     )
-    q.add_argument("--model", help=f"artifact directory ({MODEL_DEFAULT})")
+    q.add_argument("--model", type=given, help=f"artifact directory ({MODEL_DEFAULT})")
     q.add_argument("--text", help="the text to classify (default: none; or give --input)")
     q.add_argument(
         "--aspect",
@@ -444,6 +448,7 @@ def register(sub: Any) -> None:
     )
     q.add_argument(
         "--extractor",
+        type=given,
         help=setting_help(
             "extractor",
             "an extractor artifact ('shipped': the packaged one) that finds the aspects of "

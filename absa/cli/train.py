@@ -19,6 +19,7 @@ from absa.cli.common import (
     Stopped,
     after_hangup,
     check_new_out,
+    given,
     model_dir,
     on_sigterm,
 )
@@ -598,7 +599,9 @@ def register(sub: Any) -> None:
         help="accuracy, macro-F1, per-class scores, confusion matrix; for an extractor: "
         "exact-span precision / recall / F1",
     )
-    e.add_argument("--model", help=f"a run directory or an exported artifact ({MODEL_DEFAULT})")
+    e.add_argument(
+        "--model", type=given, help=f"a run directory or an exported artifact ({MODEL_DEFAULT})"
+    )
     e.add_argument("--data", nargs="+", required=True, help="labelled files, any format (required)")
     e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
     e.add_argument(
