@@ -12,7 +12,9 @@ def classification_report(
 ) -> dict:
     """Accuracy, macro-F1, per-class precision/recall/F1 and the confusion matrix.
 
-    Fractions in 0..1. ``confusion[i][j]`` counts gold label i predicted as j."""
+    Fractions in 0..1. ``confusion[i][j]`` counts gold label i predicted as j. Macro-F1 is
+    the mean F1 of the labels that are gold or predicted at least once, as scikit-learn
+    averages: a label absent from both is listed (F1 0, support 0) but not averaged."""
     t = np.asarray(y_true, dtype=np.int64)
     p = np.asarray(y_pred, dtype=np.int64)
     if t.shape != p.shape:
@@ -21,7 +23,7 @@ def classification_report(
     conf = np.zeros((k, k), dtype=np.int64)
     np.add.at(conf, (t, p), 1)
     per_class = {}
-    f1s = []
+    f1s = []  # of the labels present: gold or predicted
     for i, name in enumerate(labels):
         tp = conf[i, i]
         prec = tp / conf[:, i].sum() if conf[:, i].sum() else 0.0
@@ -33,12 +35,13 @@ def classification_report(
             "f1": float(f1),
             "support": int(conf[i, :].sum()),
         }
-        f1s.append(f1)
+        if conf[i, :].sum() or conf[:, i].sum():
+            f1s.append(f1)
     n = int(len(t))
     return {
         "n": n,
         "accuracy": float((t == p).mean()) if n else 0.0,
-        "macro_f1": float(np.mean(f1s)) if k else 0.0,
+        "macro_f1": float(np.mean(f1s)) if f1s else 0.0,
         "per_class": per_class,
         "confusion": conf.tolist(),
         "labels": list(labels),
