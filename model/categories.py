@@ -62,33 +62,39 @@ def check_task(metadata: Mapping[str, object], expected: str, where: object) -> 
 
 def category_ids(categories: Sequence[str], wanted: Sequence[object], where: str = "") -> list[int]:
     """The ids of the ``wanted`` categories, each once, in the order first asked for (as a
-    term listed twice is answered once); a name in any case ("Food", "FOOD") stands for the
-    model's own where it is the one that case folds alike, and spaces around a name are not
-    read. InputError naming the known ones for any other."""
-    index = {c: i for i, c in enumerate(categories)}
-    folded: dict[str, list[int]] = {}
-    for i, c in enumerate(categories):
-        folded.setdefault(c.casefold(), []).append(i)
+    term listed twice is answered once), each found as ``category_id`` finds it. InputError
+    naming the known ones for any other, and where (``where``, the item) it was asked."""
     out: list[int] = []
     for i, name in enumerate(wanted):
-        given = name.strip() if isinstance(name, str) else None  # " food ": food
-        like = folded.get(given.casefold(), []) if given is not None else []
-        found = index.get(given) if given is not None else None
-        if found is None and len(like) == 1:
-            found = like[0]
-        if found is None and len(like) > 1:
-            several = ", ".join(categories[j] for j in like)
-            raise InputError(
-                f"{where}categories[{i}]: {name!r} is several categories but for case "
-                f"({several}): give one as it is spelt"
-            )
-        if found is None:
-            raise InputError(
-                f"{where}categories[{i}]: unknown category {name!r}; known: {', '.join(categories)}"
-            )
+        try:
+            found = category_id(categories, name)
+        except InputError as e:
+            raise InputError(f"{where}categories[{i}]: {e}") from None
         if found not in out:
             out.append(found)
     return out
+
+
+def category_id(categories: Sequence[str], name: object) -> int:
+    """The id of the model's category ``name``: a name in any case ("Food", "FOOD") stands
+    for the model's own where it is the one that case folds alike, and spaces around a name
+    are not read. InputError naming the known ones for any other."""
+    given = name.strip() if isinstance(name, str) else None  # " food ": food
+    if given is not None and given in categories:
+        return list(categories).index(given)
+    like = [
+        i
+        for i, c in enumerate(categories)
+        if given is not None and c.casefold() == given.casefold()
+    ]
+    if len(like) > 1:
+        several = ", ".join(categories[j] for j in like)
+        raise InputError(
+            f"{name!r} is several categories but for case ({several}): give one as it is spelt"
+        )
+    if not like:
+        raise InputError(f"unknown category {name!r}; known: {', '.join(categories)}")
+    return like[0]
 
 
 def category_words(category: str) -> str:

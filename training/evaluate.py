@@ -5,6 +5,7 @@ Evaluating an artifact imports no torch."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from absa.model.calibration import ECE_BINS, expected_calibration_error
 from absa.model.config import ModelConfig
 from absa.training import rundir
 from absa.training.metrics import classification_report
-from absa.training.records import Labelled
+from absa.training.records import CategoryExample, Invalid, Labelled
 
 
 def model_kind(model_dir: Path) -> str:
@@ -38,6 +39,32 @@ def model_task(model_dir: Path) -> str:
         cfg = ModelConfig.load(Path(model_dir) / rundir.MODEL_CONFIG)
         return "category" if cfg.is_category else "terms"
     return task_of(artifact.read_metadata(model_dir))
+
+
+def model_categories(model_dir: Path) -> list[str]:
+    """The categories a run or artifact of the category task classifies (else none)."""
+    if model_kind(model_dir) == "run":
+        return list(ModelConfig.load(Path(model_dir) / rundir.MODEL_CONFIG).categories or [])
+    return list(artifact.read_metadata(model_dir).get("categories") or [])
+
+
+def known_categories(
+    examples: Sequence[CategoryExample], categories: Sequence[str]
+) -> tuple[list[CategoryExample], list[Invalid]]:
+    """The examples whose category is the model's, named as the model names it ("FOOD" is
+    its "food", as predict and the API read it), and those whose category it has not,
+    each as an ``Invalid`` naming its file and line."""
+    from absa.errors import InputError
+    from absa.model.categories import category_id
+
+    kept: list[CategoryExample] = []
+    unknown: list[Invalid] = []
+    for e in examples:
+        try:
+            kept.append(replace(e, category=categories[category_id(categories, e.category)]))
+        except InputError as err:
+            unknown.append(Invalid(e.source, str(err), e.text))
+    return kept, unknown
 
 
 def predict_examples(

@@ -383,9 +383,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.skip_invalid:  # the sentence readers stop at the first bad record
             raise CLIError("--skip-invalid is for sentiment models, not an extractor")
         return cmd_evaluate_extract(args, model)
-    from absa.training.evaluate import model_task
+    from absa.training.evaluate import known_categories, model_categories, model_task
 
-    read = _read(args.data, args.skip_invalid, model_task(model))
+    task = model_task(model)
+    read = _read(args.data, args.skip_invalid, task)
+    if task == "category":  # the model's categories: the readers know none
+        read.examples, unknown = known_categories(read.examples, model_categories(model))
+        if unknown and not args.skip_invalid:
+            raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
+        if unknown:
+            log.warning("skipped %d records of a category the model has not", len(unknown))
+        for bad in unknown[:20]:
+            log.warning("  %s: %s", bad.source, bad.reason)
+        read.skipped.extend(unknown)
     if not read.examples:  # every record skipped: a report of n = 0 would read as a result
         raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")
     examples = read.examples

@@ -139,3 +139,28 @@ def test_train_excludes_the_sentences_of_a_category_exclude_file(
     assert main([*args, "--exclude", str(test), "--config", str(cfg), "--out", str(run)]) == 0
     info = json.loads((run / "run.json").read_text())
     assert info["data"]["excluded_overlap"] == 4 and info["n_train"] == 32 - 4
+
+
+def test_evaluate_reads_the_datas_categories_as_the_model_names_them(
+    category_artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A category the model does not have stopped evaluate naming neither the file nor the
+    line, even with --skip-invalid; "Food" or "FOOD", which predict and the API read as the
+    model's "food", were refused the same way."""
+    rows = [{"text": e.text, "category": e.category, "label": e.label} for e in category_examples()]
+    rows[0]["category"] = rows[0]["category"].upper()
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["evaluate", "--model", str(category_artifact), "--data", str(data), "--json"]) == 0
+    assert last_json(capsys)["n"] == len(rows)
+
+    rows.insert(2, {"text": "the wine list", "category": "drinks", "label": "positive"})
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["evaluate", "--model", str(category_artifact), "--data", str(data), "--json"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{data}:3: unknown category 'drinks'; known: ambience, food, service" in err, err
+    assert len(err.splitlines()) == 1, err
+    assert main([*args, "--skip-invalid"]) == 0
+    report = last_json(capsys)
+    assert report["n"] == len(rows) - 1 and report["skipped_invalid"] == 1
