@@ -88,7 +88,9 @@ def tokenize(text: str, version: int = TOKENIZER) -> list[Token]:
     does not match marks, and the word would otherwise fall apart into pieces. So do joiners
     and an emoji's modifiers: a thumbs-up with a skin tone, a family of emoji joined by
     U+200D, a flag are one token each (``_joins``; no training or test text of ../shared/data
-    holds one, so every version's models saw the same tokens either way)."""
+    holds one, so every version's models saw the same tokens either way). A zero-width space,
+    a byte-order mark or a mark of direction is no token (``_INVISIBLE``; none of those texts
+    holds one either)."""
     pattern = TOKENIZERS[check_tokenizer(version)]
     tokens = [Token(m.group(0), m.start(), m.end()) for m in pattern.finditer(text)]
     if text.isascii():  # no combining mark: the tokens as the pattern found them
@@ -100,7 +102,8 @@ def tokenize(text: str, version: int = TOKENIZER) -> list[Token]:
             out[-1] = Token(text[prev.start : tok.end], prev.start, tok.end)
         else:
             out.append(tok)
-    return out
+    seen = [t for t in out if t.text.strip(_INVISIBLE)]  # no zero-width space, no mark of
+    return seen or out  # direction; a text of nothing else keeps them: a text has a token
 
 
 def check_tokenizer(version: object, where: str = "word tokenizer") -> int:
@@ -127,6 +130,12 @@ _REGIONAL = "".join(map(chr, range(0x1F1E6, 0x1F200)))  # two regional indicator
 _IGNORED = dict.fromkeys(
     [0xFE0E, 0xFE0F, 0x2060, 0xAD, *range(_MODIFIERS[0][0], _MODIFIERS[0][1] + 1)]
 )
+
+
+# Invisible characters that are no part of a word, whose tokens (``[^\w\s]`` takes each alone)
+# ``tokenize`` drops: the zero-width space, the byte-order mark (zero-width no-break space),
+# the marks, embeddings and isolates of text direction (common in right-to-left text).
+_INVISIBLE = "\u200b\ufeff\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 def _in(c: str, ranges: tuple[tuple[int, int], ...]) -> bool:

@@ -193,6 +193,25 @@ def test_an_emoji_with_its_modifiers_joiners_and_flags_is_one_token() -> None:
     ]
 
 
+@pytest.mark.parametrize("mark", ["\u200b", "\ufeff", "\u200e", "\u200f", "\u202b", "\u2067"])
+def test_an_invisible_mark_is_no_word(mark: str) -> None:
+    """A zero-width space, a byte-order mark or a direction mark (common in right-to-left
+    text) was a token of its own, an unknown word: "The food\u200b was good" gave it 0.47 of
+    the attention, and food's positive fell from 0.90 to 0.82. No training or test text of
+    ../shared/data holds one. A text of nothing else keeps it (a text has a token)."""
+    from absa import load
+
+    plain = "Prices are high but the food is worth it"
+    marked = plain.replace(" ", mark + " ")
+    tokens = tokenize(marked)
+    assert [t.text for t in tokens] == plain.split()
+    assert all(marked[t.start : t.end] == t.text for t in tokens)
+    assert [t.text for t in tokenize(mark)] == [mark]
+    clf = load()
+    (want,), (got,) = clf(plain, aspects=["food"]), clf(marked, aspects=["food"])
+    assert got.scores == pytest.approx(want.scores, abs=1e-6)
+
+
 def test_tokenize_non_ascii_words_stay_whole() -> None:
     assert words_of("Der Käse war großartig, très bon 日本") == [
         "Der",
