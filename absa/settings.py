@@ -36,8 +36,16 @@ def _home(value: object) -> object:
     return value
 
 
+def _blank_is_unset(value: object) -> object:
+    """An empty path (``ABSA_EXTRACTOR=``, a unit's or compose's empty default) is no path:
+    as Path('') it was the working directory, then "not a model artifact"."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
 #: a path setting, ``~`` expanded
 UserPath = Annotated[Path, BeforeValidator(_home)]
+#: an optional path setting: empty is unset
+MaybePath = Annotated[UserPath | None, BeforeValidator(_blank_is_unset)]
 
 
 CONFIG = SettingsConfigDict(
@@ -45,9 +53,6 @@ CONFIG = SettingsConfigDict(
     extra="ignore",
     protected_namespaces=(),
     populate_by_name=True,
-    # ABSA_EXTRACTOR= (a unit's or compose's empty default) is unset, not Path('.'): the
-    # working directory, then "not a model artifact"
-    env_ignore_empty=True,
     hide_input_in_errors=True,  # a traceback never shows a value: ABSA_API_KEY is secret
 )
 
@@ -79,13 +84,11 @@ class ModelSettings(BaseSettings):
 
     model_config = CONFIG
 
-    model_dir: UserPath | None = Field(
+    model_dir: MaybePath = Field(
         None, description="artifact directory (default: the shipped model)"
     )
-    registry: UserPath | None = Field(
-        None, description="serve the registry's current version instead"
-    )
-    extractor: UserPath | Literal["shipped"] | None = Field(
+    registry: MaybePath = Field(None, description="serve the registry's current version instead")
+    extractor: MaybePath | Literal["shipped"] = Field(
         None,
         # the prefixed names only: an alias is matched as it is, and a bare EXTRACTOR in a
         # container's environment must not choose the service's extractor
@@ -153,7 +156,7 @@ def _volume_entry(name: str) -> bool:
 
 
 class Settings(LogSettings, ModelSettings):
-    category_model: UserPath | None = Field(
+    category_model: MaybePath = Field(
         None,
         description="an aspect-category artifact served next to the term model: /v1/predict "
         "with categories instead of aspects (default: none, categories refused)",
@@ -184,7 +187,7 @@ class Settings(LogSettings, ModelSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
-    sample_path: UserPath | None = Field(
+    sample_path: MaybePath = Field(
         None,
         description="a JSONL file the service appends a sample of its answers to, for people "
         "to label: each line a training record but its label (a category model's beside "
@@ -315,7 +318,7 @@ class Settings(LogSettings, ModelSettings):
         return value
 
     # several workers (set by ``absa serve --workers N``, N > 1)
-    run_dir: UserPath | None = Field(
+    run_dir: MaybePath = Field(
         None,
         description="a directory the workers of one server share: /admin/reload in any "
         "worker signals the others through it",
@@ -327,7 +330,7 @@ class Settings(LogSettings, ModelSettings):
         "adds up every worker's files there",
     )
     # training
-    teacher_cache: UserPath | Literal["off"] | None = Field(
+    teacher_cache: MaybePath | Literal["off"] = Field(
         None,
         description="where distillation keeps a teacher's probabilities, by teacher and "
         "examples, so students of other seeds or presets do not score them again (default: "

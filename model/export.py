@@ -320,15 +320,15 @@ def _check_parity(ref: np.ndarray, got: np.ndarray, y: np.ndarray) -> dict:
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
-    """Macro-F1 of ``pred`` against ``y`` over the ``k`` classes that are gold or predicted
-    (as training's metrics count it). Not absa.training.metrics: model/ imports nothing from
+    """Macro-F1 of ``pred`` against ``y`` over the ``k`` classes that ``y`` holds (as
+    training's metrics count it). Not absa.training.metrics: model/ imports nothing from
     training/ (test_export_needs_no_training_code); a test checks the two agree."""
     conf = np.zeros((k, k), dtype=np.int64)
     np.add.at(conf, (y, pred), 1)
     tp = np.diag(conf).astype(np.float64)
-    denom = conf.sum(0) + conf.sum(1)  # 2 tp + fp + fn: 0 for a class neither gold nor said
-    present = denom > 0
-    return float(np.mean(2 * tp[present] / denom[present])) if present.any() else 0.0
+    denom = conf.sum(0) + conf.sum(1)  # 2 tp + fp + fn
+    held = conf.sum(1) > 0  # the classes gold at least once
+    return float(np.mean(2 * tp[held] / denom[held])) if held.any() else 0.0
 
 
 #: what int8 may change on dev against the fp32 graph (which passed the parity check): the

@@ -144,3 +144,14 @@ def test_an_empty_key_or_token_is_still_the_feature_off(monkeypatch: pytest.Monk
     settings = Settings()
     assert settings.api_keys() == ()
     assert settings.admin_token is None or not settings.admin_token.get_secret_value()
+
+
+@pytest.mark.parametrize(("name", "field"), [("ABSA_PORT", "port"), ("ABSA_DEVICE", "device")])
+def test_an_empty_setting_that_is_no_path_is_still_refused(
+    name: str, field: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Empty is unset for paths only: read as the code's default, ABSA_HOST= would have
+    served on 127.0.0.1 in a container whose image says 0.0.0.0, and said nothing."""
+    monkeypatch.setenv(name, "")
+    with pytest.raises(ValidationError, match=field):
+        Settings()

@@ -13,8 +13,10 @@ def classification_report(
     """Accuracy, macro-F1, per-class precision/recall/F1 and the confusion matrix.
 
     Fractions in 0..1. ``confusion[i][j]`` counts gold label i predicted as j. Macro-F1 is
-    the mean F1 of the labels that are gold or predicted at least once, as scikit-learn
-    averages: a label absent from both is listed (F1 0, support 0) but not averaged."""
+    the mean F1 of the labels the data holds (support > 0): a label it lacks is listed (F1
+    0, support 0) but not averaged, so two models scored on one file are averaged over the
+    same labels (over those predicted too, one stray answer in a label the file lacks took a
+    third off the score, and a retraining gate turned down the better model)."""
     t = np.asarray(y_true, dtype=np.int64)
     p = np.asarray(y_pred, dtype=np.int64)
     if t.shape != p.shape:
@@ -23,7 +25,7 @@ def classification_report(
     conf = np.zeros((k, k), dtype=np.int64)
     np.add.at(conf, (t, p), 1)
     per_class = {}
-    f1s = []  # of the labels present: gold or predicted
+    f1s = []  # of the labels the data holds
     for i, name in enumerate(labels):
         tp = conf[i, i]
         prec = tp / conf[:, i].sum() if conf[:, i].sum() else 0.0
@@ -35,7 +37,7 @@ def classification_report(
             "f1": float(f1),
             "support": int(conf[i, :].sum()),
         }
-        if conf[i, :].sum() or conf[:, i].sum():
+        if conf[i, :].sum():
             f1s.append(f1)
     n = int(len(t))
     return {

@@ -467,12 +467,14 @@ def register(sub: Any) -> None:
     )
     q.add_argument(
         "--input",
+        type=given,
         help="a .jsonl, .csv or .parquet file of {text, aspect, start?, end?} rows to score; "
         "with --engine ray also a directory, a glob or a URI; exit status 1 when a row is bad "
         "(default: none; or give --text)",
     )
     q.add_argument(
         "--output",
+        type=given,
         help="where to write the scored rows, .jsonl, .csv or .parquet; with --engine ray a "
         "new directory or URI (default: none)",
     )

@@ -395,6 +395,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             log.warning("skipped %d records of a category the model has not", len(unknown))
         for bad in unknown[:20]:
             log.warning("  %s: %s", bad.source, bad.reason)
+        if len(unknown) > 20:
+            log.warning("  ... and %d more", len(unknown) - 20)
         read.skipped.extend(unknown)
     if not read.examples:  # every record skipped: a report of n = 0 would read as a result
         raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")

@@ -23,6 +23,8 @@ DATA = '{"text": "The fries were soggy", "aspect": "fries", "label": "negative"}
         ["serve", "--registry", ""],
         ["serve", "--category-model", ""],
         ["serve", "--extractor", ""],
+        ["predict", "--text", "The fries were soggy", "--aspect", "fries", "--input", ""],
+        ["predict", "--input", "DATA", "--output", " "],
         ["models", "--registry", "", "list"],
         ["models", "list", "--registry", "  "],
     ],

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from absa.errors import InputError
 from absa.model.aspects import find_all, occurrences
 from absa.model.text import (
     PAD,
@@ -210,6 +211,8 @@ def test_an_invisible_mark_is_no_word(mark: str) -> None:
     clf = load()
     (want,), (got,) = clf(plain, aspects=["food"]), clf(marked, aspects=["food"])
     assert got.scores == pytest.approx(want.scores, abs=1e-6)
+    with pytest.raises(InputError, match="covers no word"):  # as a span of spaces is
+        clf(marked, aspects=[mark])
 
 
 def test_tokenize_non_ascii_words_stay_whole() -> None:
