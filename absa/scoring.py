@@ -344,7 +344,9 @@ def _rows(
         raise ValueError(f"{path}:1: column {twice!r} appears twice")
     read = read_names(header or [], f"{path}:1")
     if header is None or not {"text", "aspect"} <= set(read):
-        raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect")
+        term = next((c for c in header or [] if c.strip().lower() == "term"), None)
+        hint = f"; it has {term!r}: name that column 'aspect'" if term else ""  # training's name
+        raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect{hint}")
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
@@ -504,7 +506,9 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be a string, not {type(value).__name__}")
         if value is None or not value.strip():
-            raise InputError(f"{name} is missing or empty")
+            term = name == "aspect" and value is None and "term" in row  # training's name
+            hint = "; the row has 'term': name that field 'aspect'" if term else ""
+            raise InputError(f"{name} is missing or empty{hint}")
         check_unicode(value, f"the {name}")
     start, end = row.get("start"), row.get("end")
     if _unpinned(start) and _unpinned(end):

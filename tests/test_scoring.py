@@ -1242,3 +1242,20 @@ def test_a_named_pipe_as_input_is_refused_not_waited_on(
     argv = ["predict", "--model", str(artifact), "--input", str(fifo)]
     assert main([*argv, "--output", str(tmp_path / "out.jsonl"), "--quiet"]) == 2
     assert f"{fifo}: not a regular file" in capsys.readouterr().err
+
+
+def test_a_term_field_is_named_where_the_aspect_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Training and ``absa evaluate`` read a row's aspect from ``term`` too; scoring reads
+    ``aspect`` alone and said only that it was missing, every row of such a file."""
+    src = _write(tmp_path / "in.jsonl", '{"text": "The food was good", "term": "food"}\n')
+    assert _shipped(src, tmp_path / "out.jsonl") == 1
+    (row,) = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert (
+        "aspect is missing or empty; the row has 'term': name that field 'aspect'" in (row["error"])
+    )
+    src = _write(tmp_path / "in.csv", "text,Term\nThe food was good,food\n")
+    assert _shipped(src, tmp_path / "out.csv") == 2
+    err = capsys.readouterr().err
+    assert "must name the columns text and aspect; it has 'Term': name that column 'aspect'" in err
