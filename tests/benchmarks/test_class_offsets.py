@@ -32,12 +32,14 @@ def test_groups_count_once_each_whatever_their_size() -> None:
     """The source mean weighs a small group like a large one: a group the offset would
     break outweighs a bigger group it would fix only when groups, not items, are averaged."""
     probs, gold = _underpredicts_last_class(30)
-    # a large group that is already right with no offset and that any shift of class 2
-    # by more than 0.1 breaks (its class-1 items sit at 0.45 / 0.42)
-    big = np.tile([[0.13, 0.45, 0.42]], (300, 1))
-    probs = np.vstack([probs, big])
-    gold = np.concatenate([gold, np.ones(300, dtype=int)])
-    groups = np.array(["small"] * 30 + ["big"] * 300)
+    # a large group that is already right with no offset, a third of whose class-1 items any
+    # shift of class 2 by more than 0.1 breaks (they sit at 0.45 / 0.42); like every source
+    # of dev, it holds all three classes (macro-F1 averages the classes a group holds)
+    big = np.repeat([[0.13, 0.45, 0.42], [0.1, 0.8, 0.1]], [100, 200], axis=0)
+    sure = np.array([[0.9, 0.05, 0.05], [0.05, 0.05, 0.9]])  # classes 0 and 2, right anyway
+    probs = np.vstack([probs, big, np.repeat(sure, 10, axis=0)])
+    gold = np.concatenate([gold, np.ones(300, dtype=int), [0] * 10, [2] * 10])
+    groups = np.array(["small"] * 30 + ["big"] * 320)
     pooled, _ = class_offsets.best_offset(probs, gold, np.zeros(len(gold)), 1, class_offsets.GRID)
     by_group, _ = class_offsets.best_offset(probs, gold, groups, 1, class_offsets.GRID)
     assert pooled[2] - pooled[1] <= np.log(0.45 / 0.42)  # pooled: the big group wins
