@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from absa.errors import InputError
-from absa.model.termsearch import find, short_texts_cached
+from absa.model.termsearch import find, short_texts_cached, visible
 
 #: how much of a term or text an error message echoes
 SHOWN_CHARS = 60
@@ -151,6 +151,8 @@ def occurrences(text: str, term: str, where: str = "") -> list[Span]:
     stripped = term.strip()
     if not stripped:
         raise InputError(f"{where}the aspect is empty")
+    if not visible(stripped).strip():  # read past in the text, as a reader does
+        raise InputError(f"{where}the aspect is empty: it holds only invisible characters")
     if len(" ".join(stripped.split())) > len(text) and not _may_compose_into(stripped, text):
         # checked before any regex is compiled: a huge term costs nothing
         raise InputError(

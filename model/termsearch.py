@@ -22,6 +22,13 @@ try:  # the characters re.IGNORECASE takes as one beyond lower-casing ("ſ" and 
 except ImportError:  # a Python that moved the table: lower-casing alone
     _EXTRA_CASES = {}
 
+#: invisible characters the search reads past, as a reader does: the soft hyphen, the zero-width
+#: space, (non-)joiner and word joiner, the byte-order mark, the marks and controls of direction
+_IGNORABLE = "\u00ad\u200b-\u200f\u2060\ufeff\u061c\u202a-\u202e\u2066-\u2069"
+_HAS_IGNORABLE = re.compile(f"[{_IGNORABLE}]")
+#: what the folded text drops or makes one space: a run of whitespace with the invisible
+#: characters in and around it, or a run of invisible characters alone
+_SHORTER = re.compile(rf"(?P<space>[\s{_IGNORABLE}]*\s[\s{_IGNORABLE}]*)|[{_IGNORABLE}]+")
 _SPACES = re.compile(r"\s+")
 _RUNS = re.compile(r"\s\s+")  # those that make the folded text shorter
 _OTHER_SPACE = re.compile(r"[^\S ]")  # whitespace but a space: most texts have none
@@ -100,6 +107,8 @@ def short_texts_cached(maxsize: int) -> Callable[[Callable[[str], T]], Callable[
 @short_texts_cached(maxsize=256)
 def _folded(text: str) -> _Folded:
     folded = fold(text)
+    if _HAS_IGNORABLE.search(folded):
+        return _without_ignorable(folded)
     starts: list[int] = []
     shifts: list[int] = []
     dropped = 0
@@ -111,29 +120,52 @@ def _folded(text: str) -> _Folded:
     return _Folded(folded if as_is else _SPACES.sub(" ", folded), starts, shifts)
 
 
+def visible(s: str) -> str:
+    """``s`` without the invisible characters the search reads past (``_IGNORABLE``)."""
+    return _HAS_IGNORABLE.sub("", s) if _HAS_IGNORABLE.search(s) else s
+
+
+def _without_ignorable(folded: str) -> _Folded:
+    """``_folded`` of a text with invisible characters (``_IGNORABLE``): they are dropped, and
+    each run of whitespace, with those in and around it, is one space."""
+    starts: list[int] = []
+    shifts: list[int] = []
+    parts: list[str] = []
+    dropped = at = 0
+    for m in _SHORTER.finditer(folded):
+        keep = " " if m.group("space") else ""
+        parts += [folded[at : m.start()], keep]
+        at = m.end()
+        if m.end() - m.start() > len(keep):
+            starts.append(m.start() - dropped + len(keep))
+            dropped += m.end() - m.start() - len(keep)
+            shifts.append(dropped)
+    parts.append(folded[at:])
+    return _Folded("".join(parts), starts, shifts)
+
+
 def find(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
     """Every occurrence of ``term`` in ``text`` as (start, end), left to right and not
     overlapping, the case folded (``fold``) and any run of whitespace matching any other;
     with ``whole``, only those with no word character just before or after."""
-    needle = " ".join(fold(term).split())
+    needle = " ".join(visible(fold(term)).split())
     if not needle:
         return []
     folded = _folded(text)
     hay = folded.text
     spans: list[tuple[int, int]] = []
     k = hay.find(needle)
-    while k >= 0:
-        start = folded.original(k)
-        if whole and start > 0 and is_word(text[start - 1]):
+    while k >= 0:  # word edges as the folded text has them: what is read, not what is invisible
+        if whole and k > 0 and is_word(hay[k - 1]):
             # no occurrence starting inside this run of word characters starts a word:
             # go on after the run's end (the search stays linear on "aaaa..." and "aaa")
             m = _NON_WORD.search(hay, k)
             k = hay.find(needle, m.start() + 1) if m else -1
             continue
-        end = folded.original(k + len(needle) - 1) + 1
-        if whole and end < len(text) and is_word(text[end]):
+        after = k + len(needle)
+        if whole and after < len(hay) and is_word(hay[after]):
             k = hay.find(needle, k + 1)
             continue
-        spans.append((start, end))
-        k = hay.find(needle, k + len(needle))
+        spans.append((folded.original(k), folded.original(after - 1) + 1))
+        k = hay.find(needle, after)
     return spans

@@ -211,8 +211,11 @@ def test_an_invisible_mark_is_no_word(mark: str) -> None:
     clf = load()
     (want,), (got,) = clf(plain, aspects=["food"]), clf(marked, aspects=["food"])
     assert got.scores == pytest.approx(want.scores, abs=1e-6)
-    with pytest.raises(InputError, match="covers no word"):  # as a span of spaces is
+    with pytest.raises(InputError, match="the aspect is empty: it holds only invisible"):
         clf(marked, aspects=[mark])
+    with pytest.raises(InputError, match="covers no word"):  # pinned: as a span of spaces is
+        at = marked.index(mark)
+        clf(marked, aspects=[{"term": mark, "start": at, "end": at + 1}])
 
 
 def test_tokenize_non_ascii_words_stay_whole() -> None:
