@@ -26,7 +26,7 @@ from absa.cli.common import (
 
 if TYPE_CHECKING:
     from absa.training.presets import TrainConfig
-    from absa.training.records import ReadResult
+    from absa.training.records import Invalid, ReadResult
 
 log = logging.getLogger("absa")
 STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resumed
@@ -79,13 +79,18 @@ def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> Read
 
     reader = read_many_categories if task == "category" else read_many
     res = reader(paths, skip_invalid=skip_invalid)
-    if res.skipped:
-        log.warning("skipped %d invalid records", len(res.skipped))
-        for bad in res.skipped[:20]:
-            log.warning("  %s: %s", bad.source, bad.reason)
-        if len(res.skipped) > 20:
-            log.warning("  ... and %d more", len(res.skipped) - 20)
+    _log_skipped(res.skipped, "invalid records")
     return res
+
+
+def _log_skipped(skipped: Sequence[Invalid], what: str) -> None:
+    """One warning for the records passed over, then the first 20 of them, file and line."""
+    if skipped:
+        log.warning("skipped %d %s", len(skipped), what)
+    for bad in skipped[:20]:
+        log.warning("  %s: %s", bad.source, bad.reason)
+    if len(skipped) > 20:
+        log.warning("  ... and %d more", len(skipped) - 20)
 
 
 def _read_some(paths: Sequence[str], skip_invalid: bool, task: str, flag: str) -> ReadResult:
@@ -391,12 +396,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         read.examples, unknown = known_categories(read.examples, model_categories(model))
         if unknown and not args.skip_invalid:
             raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
-        if unknown:
-            log.warning("skipped %d records of a category the model has not", len(unknown))
-        for bad in unknown[:20]:
-            log.warning("  %s: %s", bad.source, bad.reason)
-        if len(unknown) > 20:
-            log.warning("  ... and %d more", len(unknown) - 20)
+        _log_skipped(unknown, "records of a category the model has not")
         read.skipped.extend(unknown)
     if not read.examples:  # every record skipped: a report of n = 0 would read as a result
         raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")
