@@ -22,9 +22,14 @@ try:  # the characters re.IGNORECASE takes as one beyond lower-casing ("ſ" and 
 except ImportError:  # a Python that moved the table: lower-casing alone
     _EXTRA_CASES = {}
 
-#: invisible characters the search reads past, as a reader does: the soft hyphen, the zero-width
-#: space, (non-)joiner and word joiner, the byte-order mark, the marks and controls of direction
-_IGNORABLE = "\u00ad\u200b-\u200f\u2060\ufeff\u061c\u202a-\u202e\u2066-\u2069"
+#: characters that hold two pieces of one word or one emoji together: zero-width non-joiner and
+#: joiner, word joiner, soft hyphen (the tokenizer keeps them inside a word)
+JOINERS = "\u200c\u200d\u2060\u00ad"
+#: invisible characters that are no part of a word: the zero-width space, the byte-order mark,
+#: the marks, embeddings and isolates of text direction (the tokenizer makes no token of them)
+INVISIBLE = "\u200b\ufeff\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+#: the invisible characters the search reads past, as a reader does: both kinds
+_IGNORABLE = re.escape(JOINERS + INVISIBLE)
 _HAS_IGNORABLE = re.compile(f"[{_IGNORABLE}]")
 #: what the folded text drops or makes one space: a run of whitespace with the invisible
 #: characters in and around it, or a run of invisible characters alone

@@ -28,7 +28,7 @@ import numpy as np
 
 from absa.errors import InputError
 from absa.model.jsonio import read_json
-from absa.model.termsearch import is_word
+from absa.model.termsearch import INVISIBLE, JOINERS, is_word
 
 LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
 PAD, UNK = "<pad>", "<unk>"
@@ -117,10 +117,10 @@ def check_tokenizer(version: object, where: str = "word tokenizer") -> int:
     return version
 
 
-# Characters that hold two pieces of one word or one emoji together: zero-width non-joiner and
-# joiner (Persian and Indic words; emoji sequences such as the family U+1F468 U+200D U+1F469),
-# the word joiner and the soft hyphen.
-_JOINERS = frozenset("\u200c\u200d\u2060\u00ad")
+# Characters that hold two pieces of one word or one emoji together (``JOINERS``): zero-width
+# non-joiner and joiner (Persian and Indic words; emoji sequences such as the family U+1F468
+# U+200D U+1F469), the word joiner and the soft hyphen.
+_JOINERS = frozenset(JOINERS)
 # Emoji skin-tone modifiers and tag characters (subdivision flags) belong to what precedes them.
 _MODIFIERS = ((0x1F3FB, 0x1F3FF), (0xE0020, 0xE007F))
 _REGIONAL = "".join(map(chr, range(0x1F1E6, 0x1F200)))  # two regional indicators: one flag
@@ -132,10 +132,10 @@ _IGNORED = dict.fromkeys(
 )
 
 
-# Invisible characters that are no part of a word, whose tokens (``[^\w\s]`` takes each alone)
-# ``tokenize`` drops: the zero-width space, the byte-order mark (zero-width no-break space),
-# the marks, embeddings and isolates of text direction (common in right-to-left text).
-_INVISIBLE = "\u200b\ufeff\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+# Invisible characters that are no part of a word (``INVISIBLE``), whose tokens (``[^\w\s]``
+# takes each alone) ``tokenize`` drops: the zero-width space, the byte-order mark, the marks,
+# embeddings and isolates of text direction (common in right-to-left text).
+_INVISIBLE = INVISIBLE
 
 
 def _in(c: str, ranges: tuple[tuple[int, int], ...]) -> bool:
