@@ -19,8 +19,9 @@ makes for its workers), and every worker checks that file every ``SYNC_INTERVAL_
 With a registry each worker also polls its pointer itself (every ``ABSA_RELOAD_INTERVAL_S``,
 30 s by default; 0: only on ``/admin/reload``); a version a poll refused is not tried again
 (nor logged, nor counted) until the pointer or the version's files change (but one refused
-for want of memory or file descriptors is tried again after a wait, ``TRANSIENT_WAIT_S``, as
-a signal refused so is followed again), and a pointer that is gone while one of the
+for want of memory or file descriptors, or for a read error of the volume a retry may not
+meet, ``absa.errors.TRANSIENT``, is tried again after a wait, ``TRANSIENT_WAIT_S``, as a
+signal refused so is followed again), and a pointer that is gone while one of the
 registry's versions is served is refused (not read as "serve the fallback model"), and a
 worker that starts leaves alone a signal written before it started (the registry it has
 just loaded from says what to serve now).
@@ -40,7 +41,7 @@ import time
 import uuid
 from pathlib import Path
 
-from absa.errors import ArtifactError, RegistryError, TransientRefusal, chain
+from absa.errors import TRANSIENT, ArtifactError, RegistryError, TransientRefusal, chain, transient
 from absa.model.artifact import METADATA
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
@@ -54,9 +55,10 @@ log = logging.getLogger(__name__)
 
 SIGNAL = "reload.json"
 SYNC_INTERVAL_S = 0.25
-#: after a refusal for want of memory: the wait (s) before that model is tried again, the
-#: first and the longest (it doubles at each such refusal in a row): one that never fits
-#: is not verified and loaded again at every poll, nor at every look at the signal
+#: after a refusal for want of memory, or for the volume's read error: the wait (s) before
+#: that model is tried again, the first and the longest (it doubles at each such refusal in
+#: a row): one that never fits is not verified and loaded again at every poll, nor at every
+#: look at the signal
 TRANSIENT_WAIT_S = (5.0, 300.0)
 #: what onnxruntime says when its allocator finds no memory for a buffer
 ORT_ALLOCATION_FAILED = "Failed to allocate memory"
@@ -79,6 +81,13 @@ def _for_want_of_a_resource(e: BaseException) -> bool:
         or (isinstance(c, OSError) and c.errno in RESOURCE_ERRNOS)
         for c in chain(e, implicit=True)
     )
+
+
+def _a_read_error(e: BaseException) -> bool:
+    """Whether ``e``, or an error it was raised from or while handling (the loader names the
+    file in an ArtifactError ``from None``), is an OSError of ``TRANSIENT``: the volume's
+    (an NFS server's I/O error, a stale handle, a timeout), not the artifact's."""
+    return any(isinstance(c, OSError) and c.errno in TRANSIENT for c in chain(e, implicit=True))
 
 
 def load_predictor(settings: Settings, path: Path) -> Predictor:
@@ -163,7 +172,8 @@ class Reloader:
                 self.failures += 1
                 self._count("refused")
                 log.error("reload refused, still serving %s: %s", current, e)
-                if _for_want_of_a_resource(e):  # CURRENT unread for want of descriptors
+                # CURRENT unread for want of descriptors, or for the volume's read error
+                if _for_want_of_a_resource(e) or transient(e):
                     raise TransientRefusal(f"refused: {e}") from None
                 raise RegistryError(f"refused: {e}") from None
             if self._serves(target):
@@ -181,13 +191,16 @@ class Reloader:
                 self.failures += 1
                 self._count("refused")
                 named = isinstance(e, ArtifactError | OSError | ValueError | KeyError)
-                transient = _for_want_of_a_resource(e)
-                expected = named or transient  # a MemoryError needs no traceback either
+                starved = _for_want_of_a_resource(e)
+                unread = not starved and _a_read_error(e)  # the files may be fine: retried
+                expected = named or starved  # a MemoryError needs no traceback either
                 reason = str(e) if named else f"{type(e).__name__}: {e}"
                 if not str(e):  # a MemoryError's message is often empty: its name says it
                     reason = repr(e)
-                if transient:
+                if starved:
                     reason += " (for want of a resource: a later reload may load it)"
+                elif unread:
+                    reason += " (a read error of the volume: a later reload may load it)"
                 log.error(
                     "reload of %s refused, still serving %s: %s",
                     target,
@@ -195,7 +208,7 @@ class Reloader:
                     reason,
                     exc_info=not expected,  # a loader's bug, or a case it should name
                 )
-                refusal = TransientRefusal if transient else ArtifactError
+                refusal = TransientRefusal if starved or unread else ArtifactError
                 raise refusal(f"refused {target}: {reason}") from None
             old = self.engine.swap(rt)
             self._wait_s = self._retry_at = 0.0
@@ -304,7 +317,8 @@ class Reloader:
             log.error("reload signalled by another worker refused: %s", e)
 
     def _transient_refused(self) -> None:
-        """A refusal for want of memory: wait (TRANSIENT_WAIT_S) before trying it again."""
+        """A refusal for want of memory or for a read error: wait (TRANSIENT_WAIT_S) before
+        trying it again."""
         first, longest = TRANSIENT_WAIT_S
         self._wait_s = min(max(2 * self._wait_s, first), longest)
         self._retry_at = time.monotonic() + self._wait_s

@@ -515,6 +515,60 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     assert reloads == {"refused": 1.0, "swapped": 1.0}
 
 
+@pytest.mark.parametrize("code", ["EIO", "ESTALE", "ETIMEDOUT"])
+def test_a_version_a_poll_could_not_read_for_a_moment_is_tried_again(
+    registry: Registry, code: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One read error of the volume (an NFS server's I/O error, a stale handle, a timeout)
+    while the real loader checked a newly promoted version: it was refused as a bad model
+    until the registry changed, so the worker served the old version until the next
+    promotion or a restart, while the admin reload loaded the same files at once."""
+    from absa.model import artifact
+    from absa.service import reloader as module
+
+    monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (0.3, 1.0))
+    real, hiccup = artifact.sha256_file, [1]
+    promoted = registry.path("v2")
+
+    def flaky(path: Path) -> str:
+        if hiccup and promoted in Path(path).parents:
+            hiccup.pop()
+            number = getattr(errno, code)
+            raise OSError(number, os.strerror(number))
+        return real(path)
+
+    with TestClient(create_app(settings(registry))) as client:
+        reloader = client.app.state.reloader
+        registry.promote("v2")
+        monkeypatch.setattr(artifact, "sha256_file", flaky)
+        client.portal.call(reloader.poll_once)
+        assert reloader.failures == 1 and not hiccup
+        assert client.get("/v1/model").json()["version"] == "v1"
+        time.sleep(0.35)  # the wait after a refusal a retry may not meet
+        client.portal.call(reloader.poll_once)
+        assert client.get("/v1/model").json()["version"] == "v2"
+        assert reloader.failures == 1
+
+
+def test_an_artifact_that_is_wrong_is_not_tried_again_after_the_wait(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry is for the volume's errors only: a checksum that does not match stays
+    refused until the registry changes, however long the wait."""
+    from absa.service import reloader as module
+
+    monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (0.01, 0.01))
+    with TestClient(create_app(settings(registry))) as client:
+        reloader = client.app.state.reloader
+        (registry.path("v2") / "vocab.json").write_text("[]")
+        point_at(registry, "v2")
+        client.portal.call(reloader.poll_once)
+        time.sleep(0.05)
+        client.portal.call(reloader.poll_once)
+        assert reloader.failures == 1
+        assert client.get("/v1/model").json()["version"] == "v1"
+
+
 def test_a_signal_refused_for_want_of_memory_is_followed_once_the_wait_has_passed(
     registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
