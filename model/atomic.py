@@ -3,6 +3,11 @@ power cut after the rename keeps the new one (the file and its directory are fsy
 system that does not sync directories, as some FUSE and network mounts answer EINVAL, is
 left at that). The registry's pointer, the retraining reports, the reload signal and every
 artifact's metadata.json are written this way. No torch.
+
+A directory's sync comes after the rename, which every reader already sees and nothing can
+take back: its failure (a disk's I/O error) is logged as an error, not raised
+(``synced_after_rename``). Raised, a rollback that had taken effect was reported failed, "may
+succeed if run again", and a retried one went back two versions.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_json", "atomic_write_text", "fsync_dir"]
+__all__ = ["atomic_write_json", "atomic_write_text", "fsync_dir", "synced_after_rename"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +41,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def synced_after_rename(path: Path, what: Path) -> None:
+    """Sync ``path``, the directory ``what`` was just renamed into: a failure is logged, not
+    raised (the rename is done and seen; only its survival of a power cut is in doubt)."""
+    try:
+        fsync_dir(path)
+    except OSError as e:
+        log.error(
+            "%s is in place, but %s could not be synced (%s): a power cut may lose it",
+            what,
+            path,
+            e.strerror or e,
+        )
+
+
 def atomic_write_json(path: Path, obj: object) -> None:
     """Write JSON so that readers see the old file or the new one, never a torn one."""
     atomic_write_text(path, json.dumps(obj, indent=1))
@@ -54,7 +73,7 @@ def atomic_write_text(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        fsync_dir(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    synced_after_rename(path.parent, path)

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import RegistryError
-from absa.model.atomic import atomic_write_json, atomic_write_text, fsync_dir
+from absa.model.atomic import atomic_write_json, atomic_write_text, fsync_dir, synced_after_rename
 
 __all__ = ["Registry", "RegistryError", "atomic_write_json", "atomic_write_text"]
 
@@ -287,7 +287,7 @@ class Registry:
         self.init()
         _fsync_tree(Path(artifact_dir))
         os.rename(artifact_dir, dest)
-        fsync_dir(self.versions_dir)
+        synced_after_rename(self.versions_dir, dest)
         return dest
 
     def promote(self, version: str, reason: str = "") -> None:

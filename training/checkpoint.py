@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from absa.model.atomic import fsync_dir
+from absa.model.atomic import synced_after_rename
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def save(run_dir: Path, state: dict) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(part, path)
-    fsync_dir(path.parent)
+    synced_after_rename(path.parent, path)
 
 
 def load(run_dir: Path, expected: str) -> dict | None:
