@@ -185,11 +185,19 @@ class Registry:
 
     def pointer(self) -> dict:
         """CURRENT, checked: {"version": str | None, "previous": [str]}; RegistryError with
-        the reason if it is not valid JSON, not an object, or names a bad version."""
+        the reason if it is not valid JSON, not an object, or names a bad version, or if it
+        is missing where history.jsonl records a version served (lost, not yet to be)."""
         p = self.root / POINTER
         if not p.is_file():
             if p.exists() or p.is_symlink():  # a directory or a dangling link: not "none yet"
                 raise RegistryError(f"{p}: the pointer is not a file")
+            served = self._last_served()
+            if served is not None:  # read as "none yet", the shipped model served quietly
+                raise RegistryError(
+                    f"{p.name} is missing in {self.root}, but history.jsonl records {served} "
+                    "as served: the pointer was lost; `absa models promote VERSION` writes it "
+                    "again"
+                )
             return {"version": None, "previous": []}
         try:
             ptr = json.loads(p.read_text(encoding="utf-8"))
@@ -209,24 +217,38 @@ class Registry:
     def current(self) -> str | None:
         return self.pointer().get("version")
 
-    def ever_served(self, version: str) -> bool:
-        """Whether history.jsonl records ``version`` as pointed at (promoted or rolled back
-        to) or pointed away from: a rollback drops the version it leaves from the pointer,
-        and only the history still says it served. Unreadable lines are passed over."""
+    def _last_served(self) -> str | None:
+        """The version history.jsonl last records as pointed at (promoted or rolled back to),
+        None if it records none (or there is no history)."""
+        last = None
+        for row in self._history_rows():
+            if row.get("action") in ("promote", "rollback") and isinstance(row.get("version"), str):
+                last = row["version"]
+        return last
+
+    def _history_rows(self) -> list[dict]:
+        """history.jsonl's rows; unreadable lines (torn by a crash) are passed over."""
         try:
             lines = (self.root / "history.jsonl").read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
-            return False
+            return []
         except (OSError, UnicodeDecodeError) as e:
             raise RegistryError(f"{self.root / 'history.jsonl'}: cannot read: {e}") from e
+        rows = []
         for line in lines:
             try:
                 row = json.loads(line)
             except ValueError:
                 continue  # a line torn by a crash
-            if isinstance(row, dict) and version in (row.get("version"), row.get("from")):
-                return True
-        return False
+            if isinstance(row, dict):
+                rows.append(row)
+        return rows
+
+    def ever_served(self, version: str) -> bool:
+        """Whether history.jsonl records ``version`` as pointed at (promoted or rolled back
+        to) or pointed away from: a rollback drops the version it leaves from the pointer,
+        and only the history still says it served. Unreadable lines are passed over."""
+        return any(version in (row.get("version"), row.get("from")) for row in self._history_rows())
 
     def current_path(self) -> Path:
         v = self.current()

@@ -37,7 +37,8 @@ def cmd_models(args: argparse.Namespace) -> int:
             current = reg.current()
         except RegistryError as e:
             current = None
-            sys.stderr.write(f"absa models: warning: {e}; promote a version to mend it\n")
+            mend = "" if "absa models promote" in str(e) else "; promote a version to mend it"
+            sys.stderr.write(f"absa models: warning: {e}{mend}\n")
         versions = reg.versions()
         if current is not None and current not in versions:  # the service will not start
             sys.stderr.write(

@@ -617,3 +617,34 @@ def test_a_history_that_cannot_be_written_does_not_fail_a_change_that_took_effec
     assert reg.rollback() == "v1"
     assert pointer_file(reg) == {"version": "v1", "previous": []}
     assert "promote v2 took effect" in caplog.text and "rollback v1 took effect" in caplog.text
+
+
+def test_a_lost_pointer_is_no_fresh_registry(tmp_path: Path) -> None:
+    """CURRENT deleted, or a volume restored without it, while history.jsonl says v2 serves:
+    the registry read as never promoted. A worker that started served the shipped model
+    (the fleet split), and the next job gated against it and promoted with no rollback
+    target. It is an error naming the file and the last version served, until promote
+    writes the pointer again."""
+    from absa.settings import Settings
+
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    reg.promote("v2")
+    (reg.root / POINTER).unlink()
+    for read in (reg.current, Settings(registry=reg.root).model_path, reg.rollback):
+        with pytest.raises(RegistryError, match="CURRENT is missing") as e:
+            read()
+        assert "history.jsonl" in str(e.value) and "v2" in str(e.value)
+    assert not (reg.root / POINTER).exists()
+    reg.promote("v2")
+    assert Settings(registry=reg.root).model_path() == reg.path("v2")
+
+
+def test_a_registry_whose_history_records_no_promotion_is_still_fresh(tmp_path: Path) -> None:
+    """Versions added, none ever served (a first job whose challenger its gate refused):
+    no pointer yet, the fallback model serves, as before."""
+    from absa.settings import Settings
+
+    reg = make_registry(tmp_path, 1)
+    assert reg.current() is None and not (reg.root / "history.jsonl").exists()
+    assert Settings(registry=reg.root, model_dir=reg.path("v1")).model_path() == reg.path("v1")

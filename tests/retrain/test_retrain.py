@@ -36,9 +36,9 @@ def state(root: Path) -> dict:
         versions[d.name] = {
             f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(d.iterdir())
         }
-    history = root / "history.jsonl"
+    history, pointer = root / "history.jsonl", root / "CURRENT"
     return {
-        "CURRENT": (root / "CURRENT").read_text(),
+        "CURRENT": pointer.read_text() if pointer.exists() else None,
         "versions": versions,
         "history": history.read_text() if history.exists() else "",
     }
@@ -559,6 +559,23 @@ def test_a_baseline_that_cannot_be_read_is_refused_before_training(
         assert f"baseline {baseline}" in err and words in err, err
         assert time.monotonic() - t0 < 10
         assert Registry(registry).versions() == [] and work_entries(registry) == []
+
+
+def test_a_lost_pointer_stops_the_job_before_training(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CURRENT gone while the history says v1 serves: the job took the registry for a new
+    one, gated its challenger against the shipped baseline and promoted it with nothing to
+    roll back to."""
+    (registry / "CURRENT").unlink()
+    before = state(registry)
+    cfg = make_config(tmp_path / "r.toml", registry)
+    t0 = time.monotonic()
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "CURRENT is missing" in err and FIRST_VERSION in err, err
+    assert time.monotonic() - t0 < 10
+    assert state(registry) == before and work_entries(registry) == []
 
 
 def test_a_version_promoted_by_hand_during_the_job_is_not_overridden(registry: Path) -> None:
