@@ -282,8 +282,10 @@ class Registry:
             tmp.unlink(missing_ok=True)
 
     def check_new(self, version: str) -> Path:
-        """Where ``version`` would go; RegistryError for a bad name or one that exists (a job
-        checks this before its work, ``add`` again at the end)."""
+        """Where ``version`` would go; RegistryError for a bad name, one that exists, or one
+        a pruned version had (a job's report or history.jsonl names it: taken again, the old
+        report was read as the new version's, and the history spoke of two versions under
+        one name). A job checks this before its work, ``add`` again at the end."""
         if not isinstance(version, str) or not _VERSION_RE.match(version):
             raise RegistryError(
                 f"bad version name {version!r}: letters, digits, '.', '_' and '-', up to 100"
@@ -291,6 +293,13 @@ class Registry:
         dest = self.versions_dir / version
         if dest.exists():
             raise RegistryError(f"version {version!r} exists already; versions are immutable")
+        report = self.root / "reports" / f"{version}.json"
+        if report.is_file() or self.ever_served(version):
+            where = f"reports/{report.name}" if report.is_file() else "history.jsonl"
+            raise RegistryError(
+                f"version {version!r} was used before ({where} names it) and has been pruned; "
+                "a name is not given to another version"
+            )
         return dest
 
     def add(self, artifact_dir: Path, version: str) -> Path:

@@ -648,3 +648,23 @@ def test_a_registry_whose_history_records_no_promotion_is_still_fresh(tmp_path: 
     reg = make_registry(tmp_path, 1)
     assert reg.current() is None and not (reg.root / "history.jsonl").exists()
     assert Settings(registry=reg.root, model_dir=reg.path("v1")).model_path() == reg.path("v1")
+
+
+def test_a_pruned_versions_name_is_not_given_again(tmp_path: Path) -> None:
+    """A name prune had freed was taken by the next version: the old version's report was
+    read as the new one's (a killed job's version then never promoted nor reported), or
+    overwritten, and the history spoke of two versions under one name."""
+    reg = make_registry(tmp_path, 3)
+    for v in ("v1", "v2", "v3"):
+        reg.promote(v)
+    reports = reg.root / "reports"
+    reports.mkdir()
+    (reports / "v4.json").write_text("{}")  # a job's report whose version was pruned
+    assert reg.prune(1) == ["v1"] and not (reg.versions_dir / "v1").exists()
+    for name in ("v1", "v4"):
+        with pytest.raises(RegistryError, match="was used before"):
+            reg.check_new(name)
+        staged = shutil.copytree(reg.path("v2"), tmp_path / f"staged-{name}")
+        with pytest.raises(RegistryError, match="was used before"):
+            reg.add(staged, name)
+    assert reg.check_new("v5") == reg.versions_dir / "v5"
