@@ -183,7 +183,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             # added, and a retry must not add it a second time
             if added or not transient(e):  # but the retry of an I/O error (exit 75) goes on
                 shutil.rmtree(reg.resumable_dir, ignore_errors=True)
-            if added and transient(e):
+            if added:  # whatever the error (a full disk too): say what the next job does
                 # from None: the training is done and in the registry, so no exit 75 (a retry
                 # would repair it, then train and add another version on the same data)
                 raise RegistryError(

@@ -104,28 +104,34 @@ def test_the_next_run_finishes_a_killed_one(
     assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
 
 
+@pytest.mark.parametrize("code", ["EIO", "ENOSPC"])
 def test_an_io_error_after_the_version_is_added_is_no_call_to_run_again(
-    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    code: str,
+) -> None:  # fmt: skip
     """The version is in and its training done: an I/O error while promoting it (EIO on
     the pointer) was exit 75 with the checkpoint kept, so the CronJob's retry repaired
     (promoted) it, then trained again on the same data and promoted a second version. Now
-    it is a one-line error that says what is left to the next job, and nothing to resume."""
+    it is a one-line error that says what is left to the next job, and nothing to resume.
+    A full disk (ENOSPC, no error to retry) said only "No space left on device", so the
+    operator who freed space did not know the next job would promote the version."""
     import errno
+    import os
 
     from absa.errors import RegistryError, transient
 
     cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    number = getattr(errno, code)
 
-    def eio(*args: object, **kwargs: object) -> None:
-        raise OSError(errno.EIO, "Input/output error", str(registry / POINTER))
+    def failing(*args: object, **kwargs: object) -> None:
+        raise OSError(number, os.strerror(number), str(registry / POINTER))
 
-    monkeypatch.setattr(Registry, "promote", eio)
+    monkeypatch.setattr(Registry, "promote", failing)
     with pytest.raises(RegistryError, match="v2 was added, not promoted") as caught:
         retrain(cfg, version="v2")
     monkeypatch.undo()
     assert not transient(caught.value)  # exit 2, not 75: no retry to train it again
-    assert "the next job" in str(caught.value) and "Input/output error" in str(caught.value)
+    assert "the next job" in str(caught.value) and os.strerror(number) in str(caught.value)
     reg = Registry(registry)
     assert reg.versions()[-1] == "v2" and reg.current() == FIRST_VERSION
     assert not reg.resumable_dir.exists()
