@@ -515,6 +515,25 @@ def test_a_version_a_poll_could_not_load_for_want_of_memory_is_tried_again(
     assert reloads == {"refused": 1.0, "swapped": 1.0}
 
 
+def refused_once_then_loaded(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch, patch: tuple, left: list
+) -> None:
+    """v2 promoted, then ``patch`` (object, name, stand-in) made to fail once (``left``
+    emptied): the first poll refuses v2, one within the wait (TRANSIENT_WAIT_S, set short
+    by the caller) after loads it, and the refusal was counted once."""
+    with TestClient(create_app(settings(registry))) as client:
+        reloader = client.app.state.reloader
+        registry.promote("v2")
+        monkeypatch.setattr(*patch)
+        client.portal.call(reloader.poll_once)
+        assert reloader.failures == 1 and not left
+        assert client.get("/v1/model").json()["version"] == "v1"
+        time.sleep(0.35)  # the wait after a refusal a retry may not meet
+        client.portal.call(reloader.poll_once)
+        assert client.get("/v1/model").json()["version"] == "v2"
+        assert reloader.failures == 1
+
+
 @pytest.mark.parametrize("code", ["EIO", "ESTALE", "ETIMEDOUT"])
 def test_a_version_a_poll_could_not_read_for_a_moment_is_tried_again(
     registry: Registry, code: str, monkeypatch: pytest.MonkeyPatch
@@ -537,17 +556,7 @@ def test_a_version_a_poll_could_not_read_for_a_moment_is_tried_again(
             raise OSError(number, os.strerror(number))
         return real(path)
 
-    with TestClient(create_app(settings(registry))) as client:
-        reloader = client.app.state.reloader
-        registry.promote("v2")
-        monkeypatch.setattr(artifact, "sha256_file", flaky)
-        client.portal.call(reloader.poll_once)
-        assert reloader.failures == 1 and not hiccup
-        assert client.get("/v1/model").json()["version"] == "v1"
-        time.sleep(0.35)  # the wait after a refusal a retry may not meet
-        client.portal.call(reloader.poll_once)
-        assert client.get("/v1/model").json()["version"] == "v2"
-        assert reloader.failures == 1
+    refused_once_then_loaded(registry, monkeypatch, (artifact, "sha256_file", flaky), hiccup)
 
 
 def test_an_artifact_that_is_wrong_is_not_tried_again_after_the_wait(
@@ -660,16 +669,7 @@ def test_a_pointer_a_poll_could_not_read_for_want_of_descriptors_is_read_again(
     from absa.service import reloader as module
 
     monkeypatch.setattr(module, "TRANSIENT_WAIT_S", (0.3, 1.0))
-    with TestClient(create_app(settings(registry))) as client:
-        reloader = client.app.state.reloader
-        registry.promote("v2")
-        monkeypatch.setattr(Path, "read_text", read_text)
-        client.portal.call(reloader.poll_once)
-        assert reloader.failures == 1 and not starved
-        assert client.get("/v1/model").json()["version"] == "v1"
-        time.sleep(0.35)  # the wait after a refusal for want of a resource
-        client.portal.call(reloader.poll_once)
-        assert client.get("/v1/model").json()["version"] == "v2"
+    refused_once_then_loaded(registry, monkeypatch, (Path, "read_text", read_text), starved)
 
 
 def test_an_admin_reload_refused_for_want_of_memory_is_a_503_to_retry(registry: Registry) -> None:
