@@ -362,17 +362,29 @@ def _physical_lines(text: str) -> list[str]:
 # --------------------------------------------------------------------------- 3-line
 
 
+_THREE_LINES = "(sentence with $T$, aspect term, polarity)"
+
+
 def _read_3line(text: str, sink: _Sink) -> None:
     path = sink.path
     _refuse_bare_cr(text, path)
     lines = _physical_lines(text)
     while lines and not lines[-1]:
         lines.pop()
-    full = len(lines) - len(lines) % 3
-    for i in range(0, full, 3):
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():  # a blank line between records (a sentence is never blank)
+            i += 1
+            continue
+        if len(lines) - i < 3:
+            have = sum(1 for line in lines[i:] if line.strip())
+            why = f"truncated record: {have} line(s) where 3 are expected"
+            sink.bad(f"{path}:{i + 1}", f"{path}:{i + 1}", f"{why} {_THREE_LINES}")
+            break
         first = i + 1  # 1-based line of the record's sentence
         source = f"{path}:{first}"
         sentence, term, polarity = lines[i], lines[i + 1].strip(), lines[i + 2]
+        i += 3
         start = sentence.find(PLACEHOLDER)
         if start < 0:  # the line is a whole sentence
             why = f"no {PLACEHOLDER} placeholder in the sentence"
@@ -387,15 +399,6 @@ def _read_3line(text: str, sink: _Sink) -> None:
             continue
         sink.repeated += sentence.count(PLACEHOLDER) > 1
         sink.add(full_text, start, start + len(term), label, source, f"{path}:{first}")
-    if full < len(lines):
-        first = full + 1
-        have = len(lines) - full
-        sink.bad(
-            f"{path}:{first}",
-            f"{path}:{first}",
-            f"truncated record: {have} line(s) where 3 are expected "
-            "(sentence with $T$, aspect term, polarity)",
-        )
 
 
 # --------------------------------------------------------------------------- JSONL / CSV

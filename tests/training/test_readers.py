@@ -322,6 +322,31 @@ def test_3line_skip_invalid(tmp_path: Path) -> None:
     assert "truncated" in reasons[3]
 
 
+def test_3line_blank_lines_between_records_are_passed_over(tmp_path: Path) -> None:
+    """Records set apart by blank lines (as people write them by hand): each blank line
+    shifted every later record by one, so the first was read whole and the rest as bad
+    records (the error named a blank line "no $T$ placeholder"), and --skip-invalid dropped
+    good records and counted them as bad."""
+    content = (
+        "\ngood $T$\nfood\n1\n\n"  # 2
+        "no placeholder\nfood\n1\n\n\n"  # 6: missing $T$
+        "fine $T$\nbread\nNeutral\n\n"  # 11
+        "rude $T$\nwaiter\n-1\n\n"  # 15
+    )
+    path = write(tmp_path, "a.seg", content)
+    res = read_examples(path, skip_invalid=True)
+    assert [ex.source for ex in res.examples] == [f"{path}:{n}" for n in (2, 11, 15)]
+    assert spans(res) == [
+        ("good food", "food", "positive"),
+        ("fine bread", "bread", "neutral"),
+        ("rude waiter", "waiter", "negative"),
+    ]
+    assert [s.source for s in res.skipped] == [f"{path}:6"]
+    with pytest.raises(DataError, match="placeholder") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:6: ")
+
+
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
     with caplog.at_level("INFO", logger="absa.training.readers"):
