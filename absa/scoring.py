@@ -44,6 +44,7 @@ from tqdm import tqdm
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, find_all, occurrences, pinned
 from absa.model.atomic import fsync_dir
+from absa.model.csvio import CSV_FIELD_LIMIT
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
@@ -59,9 +60,6 @@ _UNDECODED = re.compile("[\udc80-\udcff]")
 # any other lone surrogate: a JSON escape such as "\ud800", which no UTF-8 output can hold
 _LONE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: the longest CSV field read (the csv module's default, 131,072 characters, stopped the file
-#: on one long text; the text-length limits, not the reader, decide about long texts)
-CSV_FIELD_LIMIT = 2**31 - 1
 # a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets), and a
 # fraction of zeros, as pandas writes an integer column with gaps ("14.0"; "14.5" is none)
 _INTEGER = re.compile(r"-?[0-9]+(?:\.0+)?")

@@ -697,6 +697,22 @@ def test_csv_good(tmp_path: Path) -> None:
     assert [ex.source for ex in res.examples] == [f"{path}:{n}" for n in (2, 3, 4, 7)]
 
 
+def test_a_csv_field_over_the_csv_modules_default_is_read(tmp_path: Path) -> None:
+    """A text of over 131,072 characters (the csv module's default limit) stopped the whole
+    file, --skip-invalid or not, where the same text in JSONL was read and predict read it."""
+    import csv
+
+    long = "word " * 30_000 + "the pizza was great"
+    path = write(tmp_path, "a.csv", f'text,aspect,label\n"{long}",pizza,positive\nok food,food,1\n')
+    before = csv.field_size_limit(131_072)
+    try:
+        res = read_examples(path)
+    finally:
+        csv.field_size_limit(before)
+    got = [(len(e.text), e.label) for e in res.examples]
+    assert got == [(len(long), "positive"), (7, "positive")]
+
+
 def test_csv_term_polarity_columns_and_crlf(tmp_path: Path) -> None:
     content = "Text,Term,Polarity\r\ngreat pizza,pizza,1\r\nslow service,service,negative\r\n"
     res = read_examples(write(tmp_path, "a.csv", content))
