@@ -665,13 +665,16 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
         source = f"{path}:{sid}" if sid else f"{path}:{s_line}"
         where = _xml_where(path, sid, s_line)
         texts = sentence.findall("text")
+        text = texts[0].text if texts else None
+        why = None
         if len(texts) > 1 or (texts and len(texts[0])):
             why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
-            sink.bad(source, where, f"{why}: the offsets would not say into which text")
-            continue
-        text = texts[0].text if texts else None
-        if text is None or not text.strip():
-            sink.bad(source, where, "sentence has no <text> or it is empty")
+            why += ": the offsets would not say into which text"
+        elif text is None or not text.strip():
+            why = "sentence has no <text> or it is empty"
+        if why is not None:
+            for _ in aspects:  # each of its aspects is a record skipped (and counted)
+                sink.bad(source, where, why)
             continue
         for aspect in aspects:
             _xml_aspect(aspect, text, sink, source, _xml_where(path, sid, lines[id(aspect)]))

@@ -901,6 +901,24 @@ def test_xml_text_that_offsets_cannot_point_into_is_refused(
         read_examples(write(tmp_path, "m.xml", content))
 
 
+@pytest.mark.parametrize("inner", ["", "<text> </text>", "<text>a <b>b</b></text>"])
+def test_an_xml_sentence_refused_whole_counts_each_of_its_aspects(
+    tmp_path: Path, inner: str
+) -> None:
+    """A sentence with no text (or one the offsets cannot point into) was one skipped
+    record however many aspects it held, so three gold aspects left the count as one."""
+    terms = "".join(f'<aspectTerm term="{t}" polarity="positive" from="0" to="1"/>' for t in "abc")
+    content = (
+        f'<?xml version="1.0"?><sentences><sentence id="7">{inner}<aspectTerms>{terms}'
+        '</aspectTerms></sentence><sentence id="8"><text>The food</text><aspectTerms>'
+        '<aspectTerm term="food" polarity="negative" from="4" to="8"/></aspectTerms>'
+        "</sentence></sentences>"
+    )
+    res = read_examples(write(tmp_path, "m.xml", content), skip_invalid=True)
+    assert [e.term for e in res.examples] == ["food"]
+    assert len(res.skipped) == 3 and {s.source for s in res.skipped} == {f"{tmp_path}/m.xml:7"}
+
+
 def test_a_csv_row_of_empty_fields_is_invalid_not_a_blank_line(tmp_path: Path) -> None:
     path = write(tmp_path, "e.csv", "text,aspect,label\n,,\nThe food,food,positive\n")
     with pytest.raises(DataError, match=r"e\.csv:2: every field is empty"):
