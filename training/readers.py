@@ -304,8 +304,15 @@ class _Sink:
 
 
 def _read_bytes(path: str) -> bytes:
+    p = Path(path)
+    if p.exists() and not (p.is_file() or p.is_dir()):
+        # runs record each file's sha256, read again later: a pipe is empty by then (and one
+        # with no writer would be waited on), so the record would name no bytes read
+        raise DataError(
+            f"{path}: not a regular file (a named pipe or a device): write it to a file first"
+        )
     try:
-        return Path(path).read_bytes()
+        return p.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -347,6 +347,19 @@ def test_3line_blank_lines_between_records_are_passed_over(tmp_path: Path) -> No
     assert str(err.value).startswith(f"{path}:6: ")
 
 
+def test_a_pipe_is_refused_naming_it(tmp_path: Path) -> None:
+    """A named pipe (or `<(cat f)`) was read, and the run then recorded the sha256 of no
+    bytes (the pipe was empty by the time provenance read it again); with no writer,
+    evaluate hung. Refused as predict refuses it: write it to a file first."""
+    import os
+
+    fifo = tmp_path / "data.seg"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match="not a regular file") as err:
+        read_examples(fifo)  # no writer: it would wait for one
+    assert str(err.value).startswith(f"{fifo}: ")
+
+
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
     with caplog.at_level("INFO", logger="absa.training.readers"):
