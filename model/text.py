@@ -183,8 +183,14 @@ def check_span(text: str, start: int, end: int) -> None:
         raise TextError("text is empty")
     if not (0 <= start < end <= len(text)):
         raise TextError(f"aspect span [{start}, {end}) is outside the text (length {len(text)})")
-    if not text[start:end].strip():
+    span = text[start:end]
+    if not span.strip():
         raise TextError(f"aspect span [{start}, {end}) holds only whitespace")
+    if all(c.isspace() or c in _INVISIBLE for c in span):  # the tokenizer makes no token
+        raise TextError(
+            f"aspect span [{start}, {end}) holds only invisible characters (zero-width, "
+            "direction marks): it covers no word"
+        )
 
 
 def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:

@@ -360,6 +360,31 @@ def test_a_pipe_is_refused_naming_it(tmp_path: Path) -> None:
     assert str(err.value).startswith(f"{fifo}: ")
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        (
+            "a.jsonl",
+            '{"text": "I love \\u200b this", "aspect": "\\u200b", "start": 7, "end": 8, '
+            '"label": "positive"}\n{"text": "The food", "aspect": "food", "label": "1"}\n',
+        ),
+        ("a.seg", "I love $T$ this\n\u200b\n1\nThe $T$\nfood\n1\n"),
+    ],
+)
+def test_an_aspect_of_invisible_characters_alone_is_a_bad_record(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    """A zero-width space is no word (the tokenizer makes no token of it): such an aspect
+    got past the reader and failed later, naming neither file nor line ("covers no word"),
+    and --skip-invalid did not skip it."""
+    path = write(tmp_path, name, content)
+    with pytest.raises(DataError, match="invisible") as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}:1: ")
+    res = read_examples(path, skip_invalid=True)
+    assert [e.term for e in res.examples] == ["food"] and len(res.skipped) == 1
+
+
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
     with caplog.at_level("INFO", logger="absa.training.readers"):
