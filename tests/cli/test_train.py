@@ -887,3 +887,35 @@ def test_a_dev_or_eval_file_whose_every_record_is_skipped_is_refused(
     assert code == 2
     assert f"no valid examples in {flag} {bad} (1 invalid, skipped)" in err
     assert not out.exists()  # refused before training
+
+
+def test_a_file_given_twice_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`absa evaluate --data f f` counted every aspect twice (n doubled, no word of it), and
+    `--train f f` trained on each twice; a second name for the same file too."""
+    data = write_jsonl(tmp_path / "d.jsonl", EXAMPLES)
+    (tmp_path / "link.jsonl").symlink_to(data)
+    for argv in (
+        ["evaluate", "--data", str(data), str(data)],
+        ["evaluate", "--data", str(data), str(tmp_path / "link.jsonl")],
+        ["train", "--train", str(data), str(data), "--out", str(tmp_path / "run")],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "given twice" in err and str(data) in err and "Traceback" not in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_dev_file_that_is_also_training_data_is_warned_of(
+    tmp_path: Path, small_glove: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`--train f --dev f` trained and reported a dev accuracy of 100 without a word: the
+    dev score was on the training data."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--dev", str(train), "--config", str(cfg)]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("--dev" in w and "training data" in w and str(train) in w for w in warned), warned
