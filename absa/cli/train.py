@@ -519,12 +519,16 @@ def register(sub: Any) -> None:
     t = sub.add_parser("train", help="train a model and write a run directory (needs absa[train])")
     t.add_argument(
         "--train",
+        type=given,
         nargs="+",
         required=True,
         help="training files: SemEval XML, 3-line, JSONL or CSV (required)",
     )
     t.add_argument(
-        "--dev", nargs="+", help="dev files (default: a seeded 10%% of the training data)"
+        "--dev",
+        type=given,
+        nargs="+",
+        help="dev files (default: a seeded 10%% of the training data)",
     )
     t.add_argument(
         "--task",
@@ -546,7 +550,7 @@ def register(sub: Any) -> None:
         "--config",
         help="a JSON/TOML config {preset, model: {...}, train: {...}} (default: none)",
     )
-    t.add_argument("--out", required=True, help="the run directory to write (required)")
+    t.add_argument("--out", type=given, required=True, help="the run directory to write (required)")
     t.add_argument(
         "--heldout-empty",
         type=int,
@@ -557,16 +561,19 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "--eval",
+        type=given,
         nargs="+",
         help="files to evaluate the final model on, never used to select (default: none)",
     )
     t.add_argument(
         "--exclude",
+        type=given,
         nargs="+",
         help="drop training sentences that occur in these files, e.g. test sets (default: none)",
     )
     t.add_argument(
         "--unlabelled",
+        type=given,
         nargs="+",
         help="--task extract with a teacher: files whose sentence texts (labels unused) the "
         "teacher tags as extra soft targets; sentences in train, dev or --exclude are dropped "
@@ -574,6 +581,7 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "--transfer",
+        type=given,
         nargs="+",
         help="with a teacher: JSONL files of unlabelled aspects (text, start, end; e.g. from "
         "benchmarks/transfer_set.py) that the teacher labels; its probabilities are their only "
@@ -581,6 +589,7 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "--train-more",
+        type=given,
         nargs="+",
         help="more training files, after --train; from these, a sentence an earlier file "
         "already has is dropped (one annotation of a sentence, and no sentence on both sides "
@@ -649,7 +658,9 @@ def register(sub: Any) -> None:
     e.add_argument(
         "--model", type=given, help=f"a run directory or an exported artifact ({MODEL_DEFAULT})"
     )
-    e.add_argument("--data", nargs="+", required=True, help="labelled files, any format (required)")
+    e.add_argument(
+        "--data", type=given, nargs="+", required=True, help="labelled files, any format (required)"
+    )
     e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
     e.add_argument(
         "--skip-invalid",
@@ -663,7 +674,9 @@ def register(sub: Any) -> None:
         help="export a run to an ONNX artifact directory, parity-checked (needs absa[train])",
     )
     x.add_argument("--run", required=True, help="a training run directory (required)")
-    x.add_argument("--out", required=True, help="the artifact directory to create (required)")
+    x.add_argument(
+        "--out", type=given, required=True, help="the artifact directory to create (required)"
+    )
     x.add_argument(
         "--quantize",
         choices=["int8", "int8-embeddings"],

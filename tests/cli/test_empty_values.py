@@ -27,6 +27,15 @@ DATA = '{"text": "The fries were soggy", "aspect": "fries", "label": "negative"}
         ["predict", "--input", "DATA", "--output", " "],
         ["models", "--registry", "", "list"],
         ["models", "list", "--registry", "  "],
+        ["evaluate", "--data", ""],
+        ["evaluate", "--data", "DATA", ""],
+        ["train", "--train", "", "--out", "OUT"],
+        ["train", "--train", "DATA", "--dev", "", "--out", "OUT"],
+        ["train", "--train", "DATA", "--eval", " ", "--out", "OUT"],
+        ["train", "--train", "DATA", "--exclude", "", "--out", "OUT"],
+        ["train", "--train", "DATA", "--train-more", "", "--out", "OUT"],
+        ["train", "--train", "DATA", "--transfer", "", "--out", "OUT"],
+        ["train", "--train", "DATA", "--out", ""],
     ],
 )
 def test_an_empty_path_flag_is_refused_naming_it(
@@ -35,9 +44,12 @@ def test_an_empty_path_flag_is_refused_naming_it(
     data = tmp_path / "data.jsonl"
     data.write_text(DATA)
     argv = [str(data) if a == "DATA" else a for a in argv]
+    argv = [str(tmp_path / "run") if a == "OUT" else a for a in argv]
     with pytest.raises(SystemExit) as ex:
         main(argv)
     assert ex.value.code == 2
-    flag = next(a for a, b in zip(argv, argv[1:], strict=False) if not b.strip())
+    empty = next(i for i, a in enumerate(argv) if not a.strip())
+    flag = next(a for a in reversed(argv[:empty]) if a.startswith("--"))  # a list's flag
     err = capsys.readouterr().err
     assert f"argument {flag}: empty" in err, err
+    assert not (tmp_path / "run").exists()
