@@ -63,6 +63,7 @@ _TEXT_KEYS = ("text",)
 _ASPECT_KEYS = ("aspect", "term")
 _LABEL_KEYS = ("label", "polarity")
 _GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
@@ -312,13 +313,19 @@ def _read_bytes(path: str) -> bytes:
             f"{path}: not a regular file (a named pipe or a device): write it to a file first"
         )
     try:
-        return p.read_bytes()
+        data = p.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DataError(f"{path}: is a directory, not a data file") from None
     except OSError as e:  # its cause kept: the CLI exits 75 on a stale handle or EIO
         raise DataError(f"{path}: cannot read: {e.strerror or e}") from e
+    if data.startswith(_PARQUET_MAGIC):  # read as text, "truncated record" or "not UTF-8"
+        raise DataError(
+            f"{path}: a Parquet file: training and evaluation read SemEval XML, 3-line, JSONL "
+            "or CSV (absa predict reads Parquet); write it as JSONL"
+        )
+    return data
 
 
 def _refuse_compressed(data: bytes, path: str) -> None:
@@ -430,6 +437,10 @@ def _as_offset(value: Any) -> int:
     raise ValueError
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 #: turns one JSONL object into an example (or a drop, or a bad record) in the sink
 RecordHandler = Callable[[dict[str, Any], "_Sink", str, str], None]
 
@@ -439,6 +450,11 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     text = _pick(record, _TEXT_KEYS)
     aspect = _pick(record, _ASPECT_KEYS)
     raw_label = _pick(record, _LABEL_KEYS)
+    for name, value in (("text", text), ("aspect", aspect)):
+        if value is not None and not isinstance(value, str):
+            got = json.dumps(value)[:40]
+            sink.bad(source, where, f"{name!r} is not a string: {got}", _str_or_none(text))
+            return
     if not isinstance(text, str) or not text.strip():
         sink.bad(source, where, "missing or empty 'text'")
         return
@@ -468,6 +484,10 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
         except ValueError:
             got = f"{raw_start!r}, {raw_end!r}"
             sink.bad(source, where, f"'start'/'end' must be integers, got {got}", text)
+            return
+        if start == end:
+            why = f"span [{start}, {end}) is empty: 'end' is one past the aspect's last character"
+            sink.bad(source, where, why, text)
             return
         if not (0 <= start < end <= len(text)):
             why = f"span [{start}, {end}) is outside the text (length {len(text)})"

@@ -385,6 +385,36 @@ def test_an_aspect_of_invisible_characters_alone_is_a_bad_record(
     assert [e.term for e in res.examples] == ["food"] and len(res.skipped) == 1
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "words"),
+    [
+        ("a.parquet", b"PAR1\x15\x04\x15\x10", "a Parquet file"),
+        (
+            "a.jsonl",
+            '{"text": "The food", "aspect": "food", "label": "1", "start": 4, "end": 4}\n',
+            "span [4, 4) is empty",
+        ),
+        (
+            "a.jsonl",
+            '{"text": 5, "aspect": "food", "label": "positive"}\n',
+            "'text' is not a string",
+        ),
+        (
+            "a.jsonl",
+            '{"text": "The food", "aspect": ["food"], "label": "1"}\n',
+            "'aspect' is not a string",
+        ),
+    ],
+)
+def test_what_is_wrong_is_said(tmp_path: Path, name: str, content: str | bytes, words: str) -> None:
+    """A Parquet file was "truncated record" (read as 3-line) or "not valid UTF-8", an empty
+    span "outside the text", and a number for the text "missing or empty"."""
+    path = write(tmp_path, name, content)
+    with pytest.raises(DataError, match=re.escape(words)) as err:
+        read_examples(path)
+    assert str(err.value).startswith(f"{path}")
+
+
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
     with caplog.at_level("INFO", logger="absa.training.readers"):
