@@ -42,7 +42,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from absa.errors import InputError
-from absa.model.aspects import check_unicode, find_all, occurrences, pinned
+from absa.model.aspects import check_unicode, find_all, occurrences, pinned, whole_offset
 from absa.model.atomic import fsync_dir
 from absa.model.csvio import CSV_FIELD_LIMIT
 from absa.model.jsonio import DuplicateKey, unique_keys
@@ -60,9 +60,6 @@ _UNDECODED = re.compile("[\udc80-\udcff]")
 # any other lone surrogate: a JSON escape such as "\ud800", which no UTF-8 output can hold
 _LONE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets), and a
-# fraction of zeros, as pandas writes an integer column with gaps ("14.0"; "14.5" is none)
-_INTEGER = re.compile(r"-?[0-9]+(?:\.0+)?")
 #: JSONL lines end at "\n" only (as ``absa.bulk.jsonl`` splits them): a lone "\r", JSON
 #: whitespace or a raw one in a string, does not split one row into two bad ones
 JSONL_NEWLINE = "\n"
@@ -514,7 +511,7 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
         return PreparedRow(
             Prepared(text, found[:1], predictor.encode(text, found[:1])), 1, len(found)
         )
-    s, e = _offset(start), _offset(end)
+    s, e = whole_offset(start), whole_offset(end)
     if s is None or e is None:
         raise InputError(f"start/end must be integers, got {start!r}/{end!r}")
     span = pinned(text, aspect, s, e)
@@ -531,25 +528,6 @@ def _unpinned(value: Any) -> bool:
     """A start or end that pins nothing: absent, null, an empty CSV field, or NaN (a float
     column with no value, as pandas writes one to Parquet)."""
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
-
-
-def _offset(value: Any) -> int | None:
-    """A row's start or end as an integer: an integer, a float that is one (14.0: a Parquet
-    float column, as pandas writes a column with nulls), or a CSV field of ASCII digits with
-    an optional minus ("14.0" too, as pandas writes a float column to CSV); None for anything
-    else (5.9 is not truncated to 5, true is not 1, "²" and "--4" are not numbers)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
-        try:
-            return int(value.strip().partition(".")[0])
-        except ValueError:  # past int()'s digit limit: no offset into any text
-            return None
-    return None
 
 
 def try_prepare(predictor: Predictor, row: dict[str, Any]) -> tuple[PreparedRow | None, str]:

@@ -7,11 +7,16 @@ when an aspect is not there. No torch, no HTTP.
 from __future__ import annotations
 
 import numbers
+import re
 import unicodedata
 from dataclasses import dataclass
 
 from absa.errors import InputError
 from absa.model.termsearch import find, short_texts_cached, visible
+
+# a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets), and a
+# fraction of zeros, as pandas writes an integer column with gaps ("14.0"; "14.5" is none)
+_INTEGER = re.compile(r"-?[0-9]+(?:\.0+)?")
 
 #: how much of a term or text an error message echoes
 SHOWN_CHARS = 60
@@ -199,3 +204,23 @@ def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
             "(pin the letter with its marks)"
         )
     return Span(term, start, end)
+
+
+def whole_offset(value: object) -> int | None:
+    """A record's start or end as an integer: an integer, a float that is one (14.0: a
+    Parquet float column, as pandas writes a column with nulls), or a text of ASCII digits
+    with an optional minus ("14.0" too, as pandas writes a float column to CSV); None for
+    anything else (5.9 is not truncated to 5, true is not 1, "²", "４" and "--4" are not
+    numbers). Predict and the training readers read offsets alike."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        try:
+            return int(value.strip().partition(".")[0])
+        except ValueError:  # past int()'s digit limit: no offset into any text
+            return None
+    return None

@@ -36,7 +36,7 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from absa.errors import InputError
-from absa.model.aspects import check_unicode, occurrences
+from absa.model.aspects import check_unicode, occurrences, whole_offset
 from absa.model.csvio import CSV_FIELD_LIMIT
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.text import LABELS, TextError, check_span
@@ -428,13 +428,11 @@ def _pick(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _as_offset(value: Any) -> int:
-    if isinstance(value, bool):
+    """``whole_offset``, as predict reads an offset; ValueError for what is none."""
+    offset = whole_offset(value)
+    if offset is None:
         raise ValueError
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        return int(value.strip())
-    raise ValueError
+    return offset
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -415,6 +415,36 @@ def test_what_is_wrong_is_said(tmp_path: Path, name: str, content: str | bytes, 
     assert str(err.value).startswith(f"{path}")
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "span"),
+    [
+        (
+            "a.jsonl",
+            '{"text": "The food", "aspect": "food", "label": "1", "start": 4.0, "end": 8.0}\n',
+            (4, 8),
+        ),
+        ("a.csv", "text,aspect,label,start,end\nThe food,food,1,4.0,8.0\n", (4, 8)),
+        ("a.csv", "text,aspect,label,start,end\nThe food,food,1,\uff14,\uff18\n", None),
+        (
+            "a.jsonl",
+            '{"text": "The food", "aspect": "food", "label": "1", "start": 4.5, "end": 8}\n',
+            None,
+        ),
+    ],
+)
+def test_offsets_are_read_as_predict_reads_them(
+    tmp_path: Path, name: str, content: str, span: tuple[int, int] | None
+) -> None:
+    """Training refused 4.0 (a float column, as pandas writes one with gaps) that predict
+    took, and took full-width digits that predict refused: one file, two readings."""
+    path = write(tmp_path, name, content)
+    if span is None:
+        with pytest.raises(DataError, match="must be integers"):
+            read_examples(path)
+    else:
+        assert [(e.start, e.end) for e in read_examples(path).examples] == [span]
+
+
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
     with caplog.at_level("INFO", logger="absa.training.readers"):
