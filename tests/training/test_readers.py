@@ -396,6 +396,11 @@ def test_an_aspect_of_invisible_characters_alone_is_a_bad_record(
         ),
         (
             "a.jsonl",
+            '{"text": "The cafe\\u0301", "aspect": "cafe", "label": "1", "start": 4, "end": 8}\n',
+            "ends before a combining mark",
+        ),
+        (
+            "a.jsonl",
             '{"text": 5, "aspect": "food", "label": "positive"}\n',
             "'text' is not a string",
         ),
