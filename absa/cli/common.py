@@ -161,11 +161,14 @@ def setting_help(name: str, text: str | None = None, default: str | None = None)
     return f"{about} (default: {shown}; env ABSA_{name.upper()})".lstrip()
 
 
-def check_new_out(out: Path, hint: str) -> None:
+def check_new_out(out: Path, hint: str, source: Path | None = None) -> None:
     """An --out that exists, or lies under a file, refused before the work: the write at
-    the end would fail (naming a temporary path), or replace what the user had there."""
+    the end would fail (naming a temporary path), or replace what the user had there. One
+    inside ``source`` (the run an export reads) too: the two would share a directory."""
     if out.exists() or out.is_symlink():
         raise CLIError(f"{out} exists; {hint}")
+    if source is not None and out.resolve().is_relative_to(source.resolve()):
+        raise CLIError(f"{out} is inside the run {source}; {hint} outside it")
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():

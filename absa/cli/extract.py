@@ -268,7 +268,8 @@ def cmd_export_extract(args: argparse.Namespace) -> int:
                              ("--top-map", getattr(args, "top_map", False))) if on]  # fmt: skip
     if given:
         raise CLIError(f"{' and '.join(given)}: for a sentiment model, not an extractor run")
-    check_new_out(Path(args.out), "export into a new directory")  # before the export's work
+    # before the export's work
+    check_new_out(Path(args.out), "export into a new directory", Path(args.run))
     meta = export_tag_run(
         Path(args.run), Path(args.out), name=args.name, version=args.version,
         quantize=args.quantize, expand_vocab=getattr(args, "expand_vocab", None),

@@ -461,7 +461,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CLIError(f"--expand-top-k is a number of words, >= 0, not {args.expand_top_k}")
     if is_extraction_model(Path(args.run)):
         return cmd_export_extract(args)
-    check_new_out(Path(args.out), "export into a new directory")  # before the export's work
+    # before the export's work
+    check_new_out(Path(args.out), "export into a new directory", Path(args.run))
     meta = export_run(
         Path(args.run),
         Path(args.out),

@@ -597,6 +597,19 @@ def test_export_errors_are_one_line(
     assert err.startswith("absa export: error:") and "exists" in err
 
 
+def test_an_export_into_its_own_run_is_refused(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out RUN/art` was written into the run directory, which the run's own files and
+    any later export or resume then shared."""
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    before = sorted(p.name for p in run.iterdir())
+    assert main(["export", "--run", str(run), "--out", str(run / "art")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa export: error:") and "inside the run" in err, err
+    assert sorted(p.name for p in run.iterdir()) == before
+
+
 def test_export_refuses_a_negative_expand_top_k(
     tiny_run: Path, small_glove: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
