@@ -157,6 +157,21 @@ def held_out_folds(n: int, folds: int, seed: int) -> Iterator[np.ndarray]:
             yield held
 
 
+def temperature_caveat(logits: np.ndarray, y: np.ndarray, t: float) -> str | None:
+    """What the metadata and card must say of a fitted ``t`` that is no best fit: where every
+    prediction is right (or wrong) the NLL has no minimum, and a T at a bound of
+    ``T_BOUNDS`` was clipped there. None for an ordinary fit."""
+    right = int((np.asarray(logits).argmax(axis=1) == np.asarray(y)).sum())
+    if right in (0, len(y)):
+        return (
+            f"every dev prediction is {'right' if right else 'wrong'}: the NLL has no "
+            f"minimum, and T = {t:.4g} is where the fit stopped"
+        )
+    if t in T_BOUNDS:
+        return f"T was clipped to the bound {t:g} of {T_BOUNDS}: not the best fit"
+    return None
+
+
 def fit_temperature(logits: np.ndarray, y: np.ndarray, max_iter: int = 100) -> float:
     """The T minimising ``nll(logits, y, T)``: L-BFGS (strong Wolfe line search) on log T in
     float64, clipped into ``T_BOUNDS`` (1, no temperature, where the fit ends at NaN: the

@@ -209,6 +209,8 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
         f"{float(cal.get('temperature', 1)):.3f}, fitted on the dev split (negative "
         "log-likelihood); no prediction changes."
     )
+    if cal.get("caveat"):  # no best fit: every dev answer right, or T at its bound
+        text += f" Note: {cal['caveat']}."
     if mapped:
         text += (
             f" Then a top-label map ({len(cal['top_map'].get('x', []))} knots, fitted on the "

@@ -234,6 +234,9 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: boo
         "bins": calibration.ECE_BINS,
         "dev": dev,
     }
+    caveat = calibration.temperature_caveat(logits, y, t) if fit else None
+    if caveat:
+        out["caveat"] = caveat
     if knots is not None:
         log.info(
             "top-label map: %d knots; dev ECE %.4f -> %.4f (out of %d folds)",

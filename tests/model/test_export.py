@@ -650,3 +650,22 @@ def test_aspect_features_are_exported(
     t = rt.metadata["calibration"]["temperature"]
     np.testing.assert_allclose(probs, torch.softmax(logits / t, -1).numpy(), atol=1e-5, rtol=0)
     np.testing.assert_allclose(attn, alpha.numpy(), atol=1e-5, rtol=0)
+
+
+def test_a_temperature_without_a_best_fit_is_recorded_as_such() -> None:
+    """Every dev prediction right: the NLL has no minimum and T is wherever the fit
+    stopped (clipped to its bound), yet the metadata said "fitted" and the card "fitted on
+    the dev split", the caveat only in the log."""
+    import numpy as np
+
+    from absa.model.card import calibration_lines
+    from absa.model.export import _calibrate
+
+    y = np.array([0, 1, 2] * 20)
+    logits = np.eye(3)[y] * 4.0  # each one right, surely
+    cal = _calibrate(logits, y)
+    assert "no minimum" in cal["caveat"] and "every dev prediction is right" in cal["caveat"]
+    card = "\n".join(calibration_lines({"calibration": cal}))
+    assert cal["caveat"] in card
+    mixed = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.5], [0.0, 0.2, 1.0]] * 10)
+    assert "caveat" not in _calibrate(mixed, np.array([0, 1, 2, 1] * 10))
