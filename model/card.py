@@ -171,10 +171,14 @@ def _reproduce_lines(metadata: Mapping[str, Any]) -> list[str]:
     commands = metadata.get("reproduce")
     if not commands:
         return []
+    trained, exported = metadata.get("code_version"), metadata.get("export_code_version")
+    code = f"`{trained}`"
+    if exported and exported != trained:  # a run exported again on later code
+        code = f"`{trained}` for the training and `{exported}` for the export"
     return [
         "## Reproduce",
         "",
-        f"With the code at `{metadata.get('code_version')}` and the files of the training "
+        f"With the code at {code} and the files of the training "
         "data above (by their sha256), from where they ran:",
         "",
         "```bash",

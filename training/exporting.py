@@ -7,6 +7,7 @@ from pathlib import Path
 
 from absa.model.artifact import refuse_existing
 from absa.model.export import export
+from absa.training.provenance import code_version
 from absa.training.rundir import DEV, LoadedRun, load_run, read_dev_examples
 
 # what of run.json an artifact's metadata keeps under "train"
@@ -82,6 +83,7 @@ def provenance(run: LoadedRun, run_dir: Path) -> dict:
         "train_config": run.train_config.to_dict(),
         "metrics": run.metrics,
         "code_version": run.info.get("code_version"),
+        "export_code_version": code_version(),  # the code that builds the graph, fits T
         "source_run": str(run_dir),
     }
     if run.info.get("reproduce"):

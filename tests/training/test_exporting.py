@@ -12,6 +12,7 @@ import pytest
 
 from absa.model import artifact
 from absa.training.exporting import TRAIN_KEYS, export_run
+from absa.training.provenance import code_version
 from absa.training.rundir import load_run, read_dev_examples, read_info
 from tests.helpers import ONNX_EXPORT_WARNINGS
 
@@ -36,6 +37,7 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert meta["train_config"] == run.train_config.to_dict()
     assert meta["metrics"] == run.metrics
     assert meta["code_version"] == info["code_version"]
+    assert meta["export_code_version"] == code_version()  # the code that built the graph
     # every session's code (the run's last session is ``code_version``): a run resumed on
     # other code listed both in run.json, its artifact the last alone
     assert meta["train"]["code_versions"] == info["code_versions"] == [info["code_version"]]
@@ -43,7 +45,8 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert meta["model_config"] == run.model_config.to_dict()
     assert list(meta) == [
         *("kind", "task", "name", "version", "created", "labels", "model_config"),
-        *("preset", "train", "train_config", "metrics", "code_version", "source_run"),
+        *("preset", "train", "train_config", "metrics", "code_version"),
+        *("export_code_version", "source_run"),
         *(
             "calibration",
             "onnx",
@@ -85,3 +88,15 @@ def test_a_run_with_an_empty_dev_file_names_it(tiny_run: Path, tmp_path: Path) -
     with pytest.raises(ValueError, match=re.escape(str(run / "dev.jsonl"))):
         export_run(run, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_card_names_the_code_of_each_step() -> None:
+    """A run exported on later code: the card said "with the code at <the training's>"
+    above the export command too, and nothing recorded the code that built the graph."""
+    from absa.model.card import _reproduce_lines
+
+    meta = {"reproduce": "absa train ...\nabsa export ...", "code_version": "aaa1111"}
+    same = "\n".join(_reproduce_lines({**meta, "export_code_version": "aaa1111"}))
+    assert "the code at `aaa1111`" in same and "export" not in same.split("```")[0]
+    both = "\n".join(_reproduce_lines({**meta, "export_code_version": "bbb2222"}))
+    assert "`aaa1111` for the training" in both and "`bbb2222` for the export" in both
