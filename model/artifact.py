@@ -329,14 +329,29 @@ def quantize_graph(
 
     fp32 = tmp / ONNX
     q = tmp / "model.int8.onnx"
-    quantize_dynamic(
-        str(fp32),
-        str(q),
-        weight_type=QuantType.QInt8,
-        per_channel=per_channel,
-        op_types_to_quantize=op_types,
-    )
     size_fp32 = fp32.stat().st_size
+    # the quantiser writes an inferred copy of the graph beside it, then the int8 graph: on a
+    # full disk the copy is cut short unseen, and reading it back ends in a protobuf error
+    need, free = 2 * size_fp32, shutil.disk_usage(tmp).free
+    if free < need:
+        raise ArtifactError(
+            f"{tmp.parent}: {free / 1e6:.1f} MB free, and int8 quantisation needs about "
+            f"{need / 1e6:.1f} MB there for its copies of the graph"
+        )
+    try:
+        quantize_dynamic(
+            str(fp32),
+            str(q),
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+            op_types_to_quantize=op_types,
+        )
+    except Exception as e:  # noqa: BLE001 - onnx's and protobuf's own errors, named here
+        free = shutil.disk_usage(tmp).free
+        raise ArtifactError(
+            f"int8 quantisation failed in {tmp.parent} ({free / 1e6:.1f} MB free): "
+            f"{type(e).__name__}: {e}"
+        ) from e
     q.replace(fp32)  # the artifact serves the quantised graph as model.onnx
     record_checksums(metadata, tmp)
     write_metadata(tmp, metadata)

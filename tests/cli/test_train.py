@@ -586,6 +586,25 @@ def test_int8_export(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert artifact.load(out).metadata["quantization"]["type"] == "int8-dynamic"
 
 
+def test_an_int8_export_short_of_disk_space_says_so_in_one_line(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """onnxruntime's quantiser writes a copy of the graph beside it: on a full disk the copy
+    was cut short and the export ended in a protobuf traceback ("Wire format was corrupt")."""
+    import shutil as sh
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(sh, "disk_usage", lambda path: usage(10**9, 10**9 - 1000, 1000))
+    out = tmp_path / "int8"
+    code = main(["export", "--run", str(tiny_run), "--out", str(out), "--quantize", "int8"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("absa export: error:"), err
+    assert "free" in err and str(tmp_path) in err and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_export_errors_are_one_line(
     tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
