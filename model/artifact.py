@@ -134,16 +134,24 @@ def staged(out_dir: Path) -> Iterator[Path]:
     ``out_dir`` (atomic on one file system: no half artifact is ever visible) when the block
     ends without error, removed otherwise. An existing ``out_dir`` is never replaced."""
     out_dir = Path(out_dir)
+    made = [p for p in reversed(out_dir.parents) if not p.exists()]  # outermost first
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
+    done = False
     try:
         yield tmp
         refuse_existing(out_dir)  # made while the artifact was built
         tmp.rename(out_dir)
+        done = True
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        for folder in reversed(made) if not done else ():  # a failed export's, innermost first
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # another writer put something there meanwhile: theirs now
 
 
 def record_onnx(metadata: dict, directory: Path) -> None:

@@ -356,6 +356,16 @@ def test_a_dangling_link_at_the_output_is_refused(loaded: LoadedRun, tmp_path: P
     assert out.is_symlink() and leftovers(tmp_path) == []
 
 
+def test_a_failed_export_leaves_none_of_the_folders_it_made(tmp_path: Path) -> None:
+    """--out deep/a/b/art that failed left deep/a/b/ behind, empty; folders that were there
+    before stay."""
+    (tmp_path / "deep").mkdir()
+    with pytest.raises(RuntimeError), artifact.staged(tmp_path / "deep" / "a" / "b" / "art"):
+        raise RuntimeError("the export failed")
+    assert [p.name for p in tmp_path.iterdir()] == ["deep"] and leftovers(tmp_path / "deep") == []
+    assert list((tmp_path / "deep").iterdir()) == []
+
+
 def test_an_empty_dev_set_is_refused_in_words(loaded: LoadedRun, tmp_path: Path) -> None:
     """No dev items crashed in numpy ("need at least one array to concatenate")."""
     with pytest.raises(ValueError, match="no dev examples"):
