@@ -105,6 +105,10 @@ def export(
     net = net.eval()
     items = [encode_example(pipeline, e, model_config.categories, model_config.pair) for e in dev]
     labels = list(model_config.labels)
+    stray = next((e for e in dev if e.label not in labels), None)
+    if stray is not None:  # an edited dev file: a label the model cannot answer
+        where = getattr(stray, "source", "") or "the dev split"
+        raise ValueError(f"{where}: label {stray.label!r} is none of the model's {labels}")
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
     calib = _calibrate(logits, y, fit=calibrate, top_map=top_map)

@@ -161,7 +161,9 @@ def read_metrics(run_dir: Path) -> dict:
     if not isinstance(metrics, dict):
         raise ValueError(f"{path}: metrics are a JSON object")
     dev = metrics.get("dev", {})
-    if isinstance(dev, dict) and "by_source" in dev:
+    if not isinstance(dev, dict):  # the card reads its fields
+        raise ValueError(f"{path}: 'dev' is a JSON object of the dev scores, not {dev!r}")
+    if "by_source" in dev:
         dev["by_source"] = portable_names(dev["by_source"])
     return metrics
 

@@ -657,6 +657,10 @@ def _start_is(value: object) -> str:
     return json.dumps({"text": "the food was good", "start": value, "end": 8, "label": "positive"})
 
 
+def _label_is(label: str) -> str:
+    return json.dumps({"text": "the food was good", "start": 4, "end": 8, "label": label})
+
+
 #: (a name, the run file damaged, how, what the message names after the file, the commands
 #: that read it): each gave a traceback (safetensors' own error, a TypeError) or a message that
 #: named no file ("Expecting value: line 1 column 1 (char 0)", "label", "kind")
@@ -675,6 +679,14 @@ DAMAGED_RUNS = [
     ("garbage", "vocab.json", lambda p: p.write_text("garbage{"), "", "both"),
     ("garbage", "model_config.json", lambda p: p.write_text("garbage{"), "", "both"),
     ("garbage", "metrics.json", lambda p: p.write_text("garbage{"), "", "both"),
+    ("dev-not-object", "metrics.json", lambda p: p.write_text('{"dev": 3}'), "", "export"),
+    (
+        "conflict",
+        "dev.jsonl",
+        lambda p: _damage_line(p, 3, _label_is("conflict")),
+        ":3: ",
+        "export",
+    ),
 ]
 
 
