@@ -83,6 +83,8 @@ class RetrainConfig:
         values = {k: typed_value(hints[k], v, f"{path}: {k}") for k, v in raw.items()
                   if k not in ("registry", "gate", "eval")}  # fmt: skip
         registry = typed_value(str, raw.get("registry", "models"), f"{path}: registry")
+        if not registry.strip():  # read as this file's own folder, made into a registry
+            raise ValueError(f"{path}: registry is empty: name the registry's folder")
         for key in ("model_config", "baseline"):
             if values.get(key):
                 values[key] = rel(values[key])

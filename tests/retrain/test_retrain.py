@@ -264,6 +264,20 @@ def test_a_bad_config_is_refused_before_any_work(
     assert state(registry) == before and work_entries(registry) == []
 
 
+@pytest.mark.parametrize("value", ['""', '"  "'])
+def test_an_empty_registry_path_is_refused(
+    make_config: ConfigWriter, tmp_path: Path, value: str
+) -> None:
+    """registry = "" read as the config file's own folder, and the job made a registry
+    there (among the config and its data files)."""
+    cfg = make_config(tmp_path / "r.toml", tmp_path / "registry")
+    text = re.sub(r"(?m)^registry = .*$", f"registry = {value}", cfg.read_text())
+    cfg.write_text(text)
+    with pytest.raises(ValueError, match="registry is empty"):
+        RetrainConfig.load(cfg)
+    assert not (tmp_path / "versions").exists() and not (tmp_path / "registry").exists()
+
+
 def test_a_category_model_config_is_refused_before_any_work(
     registry: Path, make_config: ConfigWriter, tmp_path: Path
 ) -> None:
