@@ -127,7 +127,15 @@ class Registry:
     def _flock(self, name: str, blocking: bool, busy: str) -> Iterator[None]:
         # not init(): a lock taken on a mistyped path made an empty registry there
         self.require()
-        with open(self.root / name, "a+") as f:
+        path = self.root / name
+        try:
+            f = open(path, "a+")  # noqa: SIM115 - closed below, as the with block would
+        except PermissionError:
+            if not path.is_file():
+                raise
+            # a lock file another user made (root's 0644): flock takes a read-only handle
+            f = open(path)  # noqa: SIM115
+        with f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             except BlockingIOError:

@@ -390,6 +390,37 @@ def test_lock_is_exclusive_across_processes(tmp_path: Path, hold_lock: LockHolde
         pass
 
 
+def test_a_lock_file_another_user_made_still_locks(
+    tmp_path: Path, hold_lock: LockHolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .lock created by root (an operator's `absa models` as root) is 0644: a job under
+    another uid could not open it for writing (EACCES) and failed, where a read-only handle
+    takes flock as well. (The tests run as root, so the refusal is made by a stand-in.)"""
+    import builtins
+
+    from absa.model import registry as module
+
+    reg = Registry(tmp_path / "registry").init()
+    for name in (".lock", ".job.lock"):
+        (reg.root / name).touch()
+
+    def open_as_another_user(file: object, mode: str = "r", *args: object, **kw: object):  # type: ignore[no-untyped-def]
+        if str(file).endswith(".lock") and mode != "r":
+            raise PermissionError(13, "Permission denied", str(file))
+        return builtins.open(file, mode, *args, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(module, "open", open_as_another_user, raising=False)
+    with reg.lock(blocking=False), reg.job_lock():
+        pass
+    holder = hold_lock(reg.root)
+    try:
+        with pytest.raises(RegistryError, match="is being changed by another process"):
+            with reg.lock(blocking=False):
+                pass
+    finally:
+        holder.communicate("", timeout=10)
+
+
 def test_a_running_job_holds_only_the_job_lock(tmp_path: Path, hold_lock: LockHolder) -> None:
     reg = Registry(tmp_path / "registry").init()
     holder = hold_lock(reg.root, "job_lock")
