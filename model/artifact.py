@@ -66,6 +66,11 @@ def read_metadata(directory: Path, kind: str = KIND) -> dict:
             raise ArtifactError(f"{directory}: does not exist")
         if not Path(directory).is_dir():
             raise ArtifactError(f"{directory}: is a file; an artifact is a directory")
+        if (Path(directory) / "run.json").is_file():  # a run given for its export
+            raise ArtifactError(
+                f"{directory} is a training run, not an exported model: export it first "
+                f"(`absa export --run {directory} --out ARTIFACT_DIR`) and load ARTIFACT_DIR"
+            )
         raise ArtifactError(f"{directory}: not a model artifact (no {METADATA})")
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))

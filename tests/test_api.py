@@ -85,6 +85,14 @@ def test_load_refuses_a_tampered_artifact(tmp_path: Path) -> None:
         absa.load(copy)
 
 
+def test_load_of_a_training_run_says_to_export_it(tiny_run: Path) -> None:
+    """`absa serve --model RUN` said "export it first"; absa.load(RUN) only "not a model
+    artifact (no metadata.json)", which leaves a user guessing what an artifact is."""
+    with pytest.raises(ArtifactError, match="is a training run") as err:
+        absa.load(tiny_run)
+    assert f"absa export --run {tiny_run}" in str(err.value)
+
+
 def test_batch_keeps_order_and_names_the_bad_item() -> None:
     clf = absa.load()
     items = [
