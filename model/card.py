@@ -93,6 +93,8 @@ def _vocabulary_limit(expansion: Mapping[str, Any] | None, metadata: Mapping[str
         if not isinstance(size, int) or not isinstance(top_k, int):  # not recorded
             return "Words outside its vocabulary read as one unknown word."
         more = f" and the vectors' {top_k} most frequent" if top_k else ""
+        if top_k and size < top_k:  # a vectors file of fewer words than glove_top_k asked
+            more = f" and every word of its vectors (fewer than the {top_k} asked)"
         return (
             f"Its vocabulary is {size} words: those of its training data{more}; any other "
             "word reads as one unknown word."

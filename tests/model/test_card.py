@@ -82,3 +82,16 @@ def test_the_card_names_the_code_of_every_session_a_resumed_run_trained_in() -> 
     assert "trained in sessions on code versions `aaa`, `bbb+dirty`" in render(meta)
     one = render({"code_version": "aaa", "train": {"code_versions": ["aaa"]}})
     assert "(code version `aaa`, seed ?)" in one
+
+
+def test_the_vocabulary_sentence_does_not_promise_words_the_vectors_lack() -> None:
+    """glove_top_k 20000 on a vectors file of 30 words: the card said the vocabulary of 26
+    held "the vectors' 20000 most frequent"."""
+    from absa.model.card import _vocabulary_limit
+
+    meta = {"model_config": {"vocab_size": 26}, "train_config": {"glove_top_k": 20000}}
+    text = _vocabulary_limit(None, meta)
+    assert "26 words" in text and "20000 most frequent" not in text, text
+    assert "fewer than the 20000" in text
+    meta = {"model_config": {"vocab_size": 25_000}, "train_config": {"glove_top_k": 20000}}
+    assert "the vectors' 20000 most frequent" in _vocabulary_limit(None, meta)
