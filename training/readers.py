@@ -306,7 +306,11 @@ class _Sink:
 
 def _read_bytes(path: str) -> bytes:
     p = Path(path)
-    if p.exists() and not (p.is_file() or p.is_dir()):
+    try:
+        special = p.exists() and not (p.is_file() or p.is_dir())
+    except OSError:  # a folder on the way that cannot be searched: read_bytes names it
+        special = False
+    if special:
         # runs record each file's sha256, read again later: a pipe is empty by then (and one
         # with no writer would be waited on), so the record would name no bytes read
         raise DataError(

@@ -450,6 +450,20 @@ def test_offsets_are_read_as_predict_reads_them(
         assert [(e.start, e.end) for e in read_examples(path).examples] == [span]
 
 
+def test_a_path_whose_look_fails_is_read_or_named_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look for a named pipe (Path.exists) raises where a folder on the way cannot be
+    searched (EACCES, not for root): that was a PermissionError traceback."""
+    path = write(tmp_path, "a.seg", "The $T$ was good\nfood\n1\n")
+
+    def exists(self: Path, *args: object, **kwargs: object) -> bool:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "exists", exists)
+    assert [e.term for e in read_examples(path).examples] == ["food"]
+
+
 def test_3line_conflict_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "a.seg", "a $T$\nx\nconflict\nb $T$\ny\n1\n")
     with caplog.at_level("INFO", logger="absa.training.readers"):
