@@ -69,7 +69,7 @@ def read_metadata(directory: Path, kind: str = KIND) -> dict:
         if (Path(directory) / "run.json").is_file():  # a run given for its export
             raise ArtifactError(
                 f"{directory} is a training run, not an exported model: export it first "
-                f"(`absa export --run {directory} --out ARTIFACT_DIR`) and load ARTIFACT_DIR"
+                f"(`absa export --run {directory} --out ARTIFACT_DIR`) and use ARTIFACT_DIR"
             )
         raise ArtifactError(f"{directory}: not a model artifact (no {METADATA})")
     try:

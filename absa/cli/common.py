@@ -127,19 +127,15 @@ def servable(path: Path, kind: str | None = None, task: str | None = None) -> Pa
     path = Path(path)
     if not path.is_dir():
         raise CLIError(f"{path}: no such model directory")
-    if not artifact.is_artifact(path) and (path / "run.json").is_file():
-        raise CLIError(
-            f"{path} is a training run, not an exported model: export it first with "
-            f"`absa export --run {path} --out ARTIFACT_DIR`, then serve ARTIFACT_DIR"
-        )
     try:
         art = artifact.load(path, kind=kind)
         if task is not None:
             from absa.model.categories import check_task
 
             check_task(art.metadata, task, path)
-    except ArtifactError as e:
-        hint = "" if artifact.is_artifact(path) else " (make one with `absa export`)"
+    except ArtifactError as e:  # a training run's message says how to export it already
+        told = artifact.is_artifact(path) or (path / "run.json").is_file()
+        hint = "" if told else " (make one with `absa export`)"
         raise CLIError(f"{e}{hint}") from None
     return path
 

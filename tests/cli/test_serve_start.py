@@ -179,3 +179,12 @@ def test_an_answer_sample_that_cannot_be_written_is_refused(
     monkeypatch.setenv("ABSA_SAMPLE_PATH", str(tmp_path / "s.jsonl"))
     assert "cannot listen on" in _serve(capsys, artifact, busy_port)
     assert not (tmp_path / "s.jsonl").exists()  # checked, not made, before the server starts
+
+
+def test_a_training_run_given_to_serve_is_one_line_saying_to_export_it(
+    tiny_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--model", str(tiny_run)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"absa serve: error: {tiny_run} is a training run"), err
+    assert f"`absa export --run {tiny_run} --out ARTIFACT_DIR`" in err and err.count("\n") == 1
