@@ -9,6 +9,7 @@ from typing import Literal
 
 from absa.model.jsonio import read_json
 from absa.model.text import LABELS
+from absa.model.typed import typed_fields
 
 Cell = Literal["lstm", "gru"]
 Attention = Literal["none", "additive", "scaled_dot", "bilinear", "dot"]
@@ -187,7 +188,8 @@ class ModelConfig:
                 ):
                     raise ValueError(f"{key} must be a list of names, not {names!r}")
                 d[key] = tuple(names)
-        return cls(**d)
+        other = {k: v for k, v in d.items() if k not in ("labels", "categories")}
+        return cls(**{**d, **typed_fields(cls, other, "")})
 
     def save(self, path: Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1))

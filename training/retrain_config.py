@@ -12,7 +12,8 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from absa.training.presets import load_config, typed_value
+from absa.model.typed import typed_value
+from absa.training.presets import load_config
 from absa.training.provenance import file_info
 
 CALIBRATIONS = ("temperature", "top_map")

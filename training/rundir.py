@@ -32,6 +32,7 @@ from absa.model.atomic import atomic_write_json
 from absa.model.config import ModelConfig
 from absa.model.jsonio import read_json
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
+from absa.model.typed import typed_fields
 from absa.training.presets import TrainConfig
 from absa.training.records import CategoryExample, Example, Labelled
 from absa.training.source_scores import portable_names
@@ -148,8 +149,8 @@ def read_train_config(path: Path) -> TrainConfig:
     if unknown:
         raise ValueError(f"{path}: unknown train config keys {unknown}")
     try:
-        return TrainConfig(**data)
-    except ValueError as e:
+        return TrainConfig(**typed_fields(TrainConfig, data, ""))
+    except ValueError as e:  # a value of the wrong type, or one its checks refuse
         raise ValueError(f"{path}: {e}") from None
 
 

@@ -62,7 +62,7 @@ def _typed(cls: type, table: dict, where: str) -> dict:
     ``from_dict``, which names them)."""
     import typing
 
-    from absa.training.presets import typed_value
+    from absa.model.typed import typed_value
 
     hints = typing.get_type_hints(cls)
     try:

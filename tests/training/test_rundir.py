@@ -136,6 +136,28 @@ def test_a_run_whose_files_cannot_be_read_is_refused_naming_the_file(
             read_info(run)
 
 
+@pytest.mark.parametrize(
+    ("name", "key", "value", "says"),
+    [
+        ("model_config.json", "hidden_size", "150", "valid integer"),
+        ("model_config.json", "bidirectional", "yes", "valid boolean"),
+        ("train_config.json", "epochs", "3", "valid integer"),
+        ("train_config.json", "lr", None, "valid number"),
+    ],
+)
+def test_a_run_config_value_of_the_wrong_type_is_refused_naming_file_and_key(
+    tiny_run: Path, tmp_path: Path, name: str, key: str, value: object, says: str
+) -> None:
+    """A run's own model_config.json or train_config.json edited by hand ("hidden_size":
+    "150") failed later with a TypeError traceback from torch, or trained with the string;
+    now the run is refused as a --config file is, naming the file, the key and the value."""
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    cfg = json.loads((run / name).read_text())
+    (run / name).write_text(json.dumps({**cfg, key: value}))
+    with pytest.raises(ValueError, match=rf"{name}: {key}: input should be a {says}, not "):
+        load_run(run)
+
+
 # --------------------------------------------------------------------------- the readers
 
 
