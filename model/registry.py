@@ -67,6 +67,10 @@ def _fsync_tree(path: Path) -> None:
         fsync_dir(Path(d))
 
 
+# what an empty folder may hold before it is made a registry: a mounted ext4 volume's own
+_EMPTY_HOLDS = frozenset({"lost+found"})
+
+
 class Registry:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
@@ -104,6 +108,20 @@ class Registry:
         return self.root / ".work"
 
     def init(self) -> Registry:
+        """This registry, made where there is none: in a new folder or an empty one (a
+        mounted volume's lost+found aside). RegistryError naming a folder that holds other
+        files (a home directory, a mistyped path), where nothing is created."""
+        root = self.root
+        if root.exists() and not self.looks_like(root):
+            if not root.is_dir():
+                raise RegistryError(f"{root} is not a directory: it cannot be a model registry")
+            other = sorted(p.name for p in root.iterdir() if p.name not in _EMPTY_HOLDS)
+            if other:
+                shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if other[3:] else "")
+                raise RegistryError(
+                    f"{root} is not a model registry and holds other files ({shown}): a "
+                    "registry is made only in a new or empty folder"
+                )
         self.versions_dir.mkdir(parents=True, exist_ok=True)
         self.work_dir.mkdir(exist_ok=True)
         return self

@@ -278,6 +278,27 @@ def test_an_empty_registry_path_is_refused(
     assert not (tmp_path / "versions").exists() and not (tmp_path / "registry").exists()
 
 
+def test_a_folder_that_is_not_a_registry_and_not_empty_is_refused_before_any_work(
+    make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """registry = a folder that holds other things (a home directory, a mistyped path to
+    the data folder): the job made versions/, .work/ and reports/ among them. Now exit 2
+    naming it, nothing created there; a new folder, or an empty one that holds only a mounted
+    volume's lost+found, is still made a registry."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine")
+    cfg = make_config(tmp_path / "r.toml", home)
+    assert main(["retrain", "--config", str(cfg), "--version", "v1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{home} is not a model registry and holds other files (notes.txt)" in err, err
+    assert sorted(p.name for p in home.iterdir()) == ["notes.txt"]
+    volume = tmp_path / "volume"
+    (volume / "lost+found").mkdir(parents=True)
+    assert Registry(volume).init().versions() == []
+    assert Registry(tmp_path / "new").init().versions() == []
+
+
 def test_a_category_model_config_is_refused_before_any_work(
     registry: Path, make_config: ConfigWriter, tmp_path: Path
 ) -> None:
