@@ -216,8 +216,11 @@ class _Sink:
         self.conflicts = 0
         self.relocated = 0  # XML aspects whose from/to were wrong, found in the text instead
         self.repeated = 0  # 3-line sentences whose $T$ occurs more than once
-        self.labels: dict[tuple[str, int, int], str] = {}  # span -> its first label
+        self.labels: dict[
+            tuple[str, int, int], tuple[str, str]
+        ] = {}  # span -> first (label, where)
         self.disagree = 0  # spans labelled twice, differently
+        self.first_disagree = ""  # where the first of them is, and what it disagrees with
         self.repeats = 0  # spans given again with the same label (kept, as the file has them)
 
     def bad(self, source: str, where: str, reason: str, text: str | None = None) -> None:
@@ -239,10 +242,14 @@ class _Sink:
             self.bad(source, where, str(e), text)
             return
         key = (text, start, end)
-        if key in self.labels:
-            self.repeats += self.labels[key] == label
-        first = self.labels.setdefault(key, label)
-        self.disagree += first != label
+        if key not in self.labels:
+            self.labels[key] = (label, where)
+        else:
+            first, first_where = self.labels[key]
+            self.repeats += first == label
+            if first != label and not self.disagree:
+                self.first_disagree = f"{where} ({label}) against {first_where} ({first})"
+            self.disagree += first != label
         self.result.examples.append(Example(text, start, end, label, source))
 
     def label(self, value: Any, source: str, where: str, text: str | None = None) -> str | None:
@@ -285,9 +292,10 @@ class _Sink:
             )
         if self.disagree:
             logger.warning(
-                "%s: %d aspect span(s) given again with another label: both kept",
+                "%s: %d aspect span(s) given again with another label: both kept; first %s",
                 self.path,
                 self.disagree,
+                self.first_disagree,
             )
         if not res.examples and not res.skipped:
             extra = f" ({self.conflicts} 'conflict' aspect(s) dropped)" if self.conflicts else ""

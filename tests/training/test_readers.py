@@ -1065,6 +1065,8 @@ def test_counts_of_what_was_mended_or_is_doubtful_are_logged(
     twice = write(tmp_path, "d.raw", "the $T$ was ok\nfood\n1\nthe $T$ was ok\nfood\n-1\n")
     read_examples(twice)
     assert "1 aspect span(s) given again with another label: both kept" in caplog.text
+    # where: the first such record, and the one it disagrees with (the user edits the file)
+    assert f"first {twice}:4 (negative) against {twice}:1 (positive)" in caplog.text
 
 
 # --------------------------------------------------------------------------- file-level faults
