@@ -106,6 +106,17 @@ def given(value: str) -> str:
     return value
 
 
+def given_name(value: str) -> str:
+    """An argparse ``type`` for a name flag (``--version``, ``--name``): an empty value is
+    refused, as ``given`` refuses an empty path; it read as no flag, and the default (a
+    timestamp, the preset's name) was used."""
+    import argparse
+
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: give a name (is a shell variable unset?)")
+    return value
+
+
 def model_dir(model: str | None) -> Path:
     """``--model`` if given, else what the settings point at (``ABSA_REGISTRY``'s current
     version, ``ABSA_MODEL_DIR``), else the shipped model."""

@@ -21,6 +21,7 @@ from absa.cli.common import (
     after_hangup,
     check_new_out,
     given,
+    given_name,
     model_dir,
     on_sigterm,
 )
@@ -674,7 +675,7 @@ def register(sub: Any) -> None:
         "export",
         help="export a run to an ONNX artifact directory, parity-checked (needs absa[train])",
     )
-    x.add_argument("--run", required=True, help="a training run directory (required)")
+    x.add_argument("--run", type=given, required=True, help="a training run directory (required)")
     x.add_argument(
         "--out", type=given, required=True, help="the artifact directory to create (required)"
     )
@@ -685,8 +686,8 @@ def register(sub: Any) -> None:
         "word-vector table alone, weights only, so an item's answer does not depend on its "
         "batch (default: none, fp32)",
     )
-    x.add_argument("--name", help="model name (default: the preset's name)")
-    x.add_argument("--version", help="model version (default: a UTC timestamp)")
+    x.add_argument("--name", type=given_name, help="model name (default: the preset's name)")
+    x.add_argument("--version", type=given_name, help="model version (default: a UTC timestamp)")
     x.add_argument(
         "--no-calibrate",
         action="store_true",
@@ -722,7 +723,7 @@ def register(sub: Any) -> None:
         help="retrain, evaluate against the champion, promote if it passes (needs absa[train])",
     )
     r.add_argument("--config", required=True, help="a TOML retraining config (required)")
-    r.add_argument("--version", help="version name (default: a UTC timestamp)")
+    r.add_argument("--version", type=given_name, help="version name (default: a UTC timestamp)")
     r.add_argument(
         "--skip-invalid",
         action="store_true",

@@ -36,6 +36,10 @@ DATA = '{"text": "The fries were soggy", "aspect": "fries", "label": "negative"}
         ["train", "--train", "DATA", "--train-more", "", "--out", "OUT"],
         ["train", "--train", "DATA", "--transfer", "", "--out", "OUT"],
         ["train", "--train", "DATA", "--out", ""],
+        ["export", "--run", "", "--out", "OUT"],
+        ["export", "--run", "DATA", "--out", "OUT", "--name", ""],
+        ["export", "--run", "DATA", "--out", "OUT", "--version", " "],
+        ["retrain", "--config", "DATA", "--version", ""],
     ],
 )
 def test_an_empty_path_flag_is_refused_naming_it(
