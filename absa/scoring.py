@@ -33,6 +33,7 @@ import logging
 import math
 import os
 import re
+import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -398,6 +399,8 @@ def parse_line(line: str) -> tuple[dict[str, Any] | None, str]:
         return None, undecoded(line) or str(e)
     except RecursionError:  # deeper than json's own limit
         return None, f"nested deeper than {MAX_DEPTH} levels"
+    except ValueError:  # an integer longer than Python reads (sys.get_int_max_str_digits)
+        return None, f"invalid JSON: a number of more than {sys.get_int_max_str_digits()} digits"
     if not isinstance(row, dict):
         return None, "a row must be a JSON object"
     if _deeper_than(row, MAX_DEPTH):

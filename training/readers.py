@@ -29,6 +29,7 @@ import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -515,6 +516,9 @@ def json_line(line: str) -> object:
         raise ValueError(str(e)) from None
     except RecursionError:
         raise ValueError("bad JSON: nested too deeply to read") from None
+    except ValueError:  # an integer longer than Python reads (sys.get_int_max_str_digits)
+        digits = sys.get_int_max_str_digits()
+        raise ValueError(f"bad JSON: a number of more than {digits} digits") from None
 
 
 def _json_document(text: str, path: str) -> None:

@@ -134,6 +134,29 @@ def test_a_bad_jsonl_line_is_a_row_with_its_error(artifact: Path, tmp_path: Path
     assert "not valid UTF-8" in got[3]["error"] and got[6]["pred_label"]
 
 
+@pytest.mark.parametrize("out", ["out.jsonl", "out.csv", "out.parquet"])
+def test_a_jsonl_integer_too_long_to_read_is_a_bad_row(
+    artifact: Path, tmp_path: Path, out: str
+) -> None:
+    """An integer of more than 4,300 digits (Python's limit on reading one) stopped the whole
+    run with "Exceeds the limit (4300 digits) for integer string conversion", naming no file
+    or line; it is that row's error now, and the run goes on."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        '{"id": 1, "text": "nice pizza", "aspect": "pizza", "n": ' + "1" * 5000 + "}\n"
+        '{"id": 2, "text": "nice pizza", "aspect": "pizza"}\n'
+    )
+    assert _predict(artifact, src, tmp_path / out) == 1
+    if out.endswith(".parquet"):
+        got = pq.read_table(tmp_path / out).to_pylist()
+    elif out.endswith(".csv"):
+        got = list(csv.DictReader((tmp_path / out).open(encoding="utf-8")))
+    else:
+        got = read_jsonl(tmp_path / out)
+    assert len(got) == 2 and got[1]["pred_label"] and not got[1].get("error")
+    assert "invalid JSON: a number of more than 4300 digits" in got[0]["error"], got[0]
+
+
 def test_a_field_that_appears_after_the_first_row_group_is_a_column_like_the_others(
     artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

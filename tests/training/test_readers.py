@@ -1036,6 +1036,18 @@ def test_an_xml_sentence_refused_whole_counts_each_of_its_aspects(
     assert len(res.skipped) == 3 and {s.source for s in res.skipped} == {f"{tmp_path}/m.xml:7"}
 
 
+def test_a_jsonl_integer_too_long_to_read_is_a_bad_record_in_the_readers_words(
+    tmp_path: Path,
+) -> None:
+    """Python's own "Exceeds the limit (4300 digits) for integer string conversion ... use
+    sys.set_int_max_str_digits()" was the message; now it is said as other bad JSON is."""
+    good = '{"text": "nice pizza", "aspect": "pizza", "label": "positive"}\n'
+    path = write(tmp_path, "n.jsonl", '{"text": "x", "n": ' + "1" * 5000 + "}\n" + good)
+    with pytest.raises(DataError, match=r"n\.jsonl:1: bad JSON: a number of more than 4300 digits"):
+        read_examples(path)
+    assert len(read_examples(path, skip_invalid=True).examples) == 1
+
+
 def test_a_csv_row_of_empty_fields_is_invalid_not_a_blank_line(tmp_path: Path) -> None:
     path = write(tmp_path, "e.csv", "text,aspect,label\n,,\nThe food,food,positive\n")
     with pytest.raises(DataError, match=r"e\.csv:2: every field is empty"):
