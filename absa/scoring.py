@@ -45,7 +45,7 @@ from tqdm import tqdm
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, find_all, occurrences, pinned, whole_offset
 from absa.model.atomic import fsync_dir
-from absa.model.csvio import CSV_FIELD_LIMIT
+from absa.model.csvio import any_field_length
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
@@ -325,8 +325,7 @@ def _rows(
     the header's name of each field read where it is not that field's own (``as_read``)."""
     if fmt == "jsonl":
         return None, _jsonl_rows(f, reserved), {}
-    # raised, never lowered: a long text is for the text-length limits to refuse, not the reader
-    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
+    any_field_length()  # a long text is for the text-length limits to refuse, not the reader
     reader = csv.reader(f)
     try:
         header = next(reader, None)

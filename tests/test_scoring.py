@@ -692,10 +692,10 @@ def test_a_csv_the_csv_module_cannot_read_is_one_line_naming_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Any ``csv.Error`` came out as a traceback; it is one line naming the file and line."""
-    from absa import scoring
+    from absa.model import csvio
 
     src = _write(tmp_path / "in.csv", f"text,aspect\nThe pizza,pizza\n{'x' * 300},pizza\n")
-    monkeypatch.setattr(scoring, "CSV_FIELD_LIMIT", 100)
+    monkeypatch.setattr(csvio, "CSV_FIELD_LIMIT", 100)
     before = csv.field_size_limit(50)
     try:
         assert _shipped(src, tmp_path / "out.jsonl") == 2

@@ -38,7 +38,7 @@ from xml.parsers import expat
 
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, occurrences, pinned, whole_offset
-from absa.model.csvio import CSV_FIELD_LIMIT
+from absa.model.csvio import any_field_length
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.text import LABELS, TextError, check_span
 from absa.training.records import DataError, Example, Invalid, ReadResult
@@ -577,8 +577,7 @@ def _read_csv(
     rest of the file."""
     add = add or _add_record
     path = sink.path
-    # raised, never lowered: a long text is for the model's limits, not a reason to stop
-    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
+    any_field_length()  # a long text is for the text-length limits to refuse, not the reader
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     prev = 0  # physical line the previous row ended on
     header: list[str] | None = None

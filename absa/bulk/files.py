@@ -31,10 +31,10 @@ from absa.bulk.columns import check_columns, score_table
 from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables, refuse_inner_name
 from absa.model.predictor import Predictor
 from absa.scoring import (
-    CSV_FIELD_LIMIT,
     ERROR,
     NO_SPACE,
     ScoreStats,
+    any_field_length,
     cannot_write,
     check_paths,
     finite,
@@ -682,7 +682,7 @@ def ragged_line(src: Path) -> str | None:
     blank lines); None for another file, or where the csv module finds no such record."""
     if src.suffix.lower() != ".csv":
         return None
-    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))  # as pyarrow: any length
+    any_field_length()  # a long text is for the text-length limits to refuse, not the reader
     with src.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.reader(f)
         try:
@@ -727,6 +727,7 @@ class _RowLines:
 
     def _starts(self) -> Generator[int, None, None]:
         if self.src.suffix.lower() == ".csv":  # as pyarrow reads it: blank lines skipped
+            any_field_length()  # as pyarrow: a field of any length (else lines lost after one)
             with self.src.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
                 reader = csv.reader(f)
                 next(reader, None)  # the header

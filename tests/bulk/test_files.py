@@ -157,6 +157,29 @@ def test_a_jsonl_integer_too_long_to_read_is_a_bad_row(
     assert "invalid JSON: a number of more than 4300 digits" in got[0]["error"], got[0]
 
 
+def test_a_bad_csv_row_after_a_long_field_is_named_by_its_line_in_parquet_output_too(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CSV into Parquet named a bad row "FILE: row 4" where a field before it was longer than
+    the csv module's default limit (131,072 characters): the second reader, which finds the
+    lines, stopped there. Into CSV or JSONL it was "FILE:LINE" already."""
+    import logging
+
+    before = csv.field_size_limit(131_072)  # as a fresh process has it: the default
+    try:
+        src = tmp_path / "in.csv"
+        long_text = "the pizza was good " + "x" * 200_000
+        src.write_text(
+            f'text,aspect\n"{long_text}",pizza\n"two\nlines",two\nok pizza,pizza\n'
+            "the pizza,zz top\n"
+        )
+        caplog.set_level(logging.WARNING)
+        assert _predict(artifact, src, tmp_path / "out.parquet") == 1
+    finally:
+        csv.field_size_limit(before)
+    assert f"{src}:6: " in caplog.text and "row 4" not in caplog.text, caplog.text
+
+
 def test_a_field_that_appears_after_the_first_row_group_is_a_column_like_the_others(
     artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -362,13 +385,20 @@ def test_bad_rows_are_logged_with_the_line_they_start_on(
 
 
 def test_a_csv_the_csv_module_cannot_follow_names_rows_and_still_finishes(
-    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    artifact: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The lines come from a second reader (Python's csv) beside pyarrow's: where that one
-    cannot read the file (a field over its size limit), the log names rows, as before."""
+    cannot read the file (a field over its size limit, here made small), the log names rows,
+    as before."""
     import csv
 
     from absa.bulk.files import score_table_file
+    from absa.model import csvio
+
+    monkeypatch.setattr(csvio, "CSV_FIELD_LIMIT", 8)
 
     src = tmp_path / "in.csv"
     src.write_text("text,aspect\nthe food was great,food\nthe food was great,pizza\n")
