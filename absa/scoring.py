@@ -26,6 +26,7 @@ run naming the output (not the ``.part``), and leaves neither.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import errno
 import json
@@ -33,6 +34,7 @@ import logging
 import math
 import os
 import re
+import stat
 import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -133,6 +135,10 @@ def check_paths(src: Path, dst: Path) -> None:
         )
     if dst.is_dir():
         raise ValueError(f"{dst}: is a directory; give the path of the file to write")
+    if dst.exists() and not dst.is_file():  # replaced by a file, a pipe's reader waits on
+        raise ValueError(
+            f"{dst}: not a regular file (a named pipe or a device); give a file to write"
+        )
     if not dst.parent.is_dir():
         raise ValueError(f"{dst}: no such directory {dst.parent}")
     if dst.exists() and dst.resolve() == src.resolve():
@@ -152,12 +158,19 @@ def new_part(dst: Path) -> Path:
     (a directory not writable; before ``part_path`` fitted the name limit, a name too long
     with the suffix) failed after the first rows were scored, or the whole of a small file,
     naming the ``.part`` the user never gave."""
-    tmp = part_path(dst)
+    tmp = part_path(written_at(dst))
     try:
         tmp.touch(exist_ok=False)
     except OSError as e:
         raise cannot_write(dst, e) from None
     return tmp
+
+
+def written_at(dst: Path) -> Path:
+    """The file an output path names: itself, or, for a symbolic link, the file it points to
+    (replaced there, the link kept, as an editor saves through one; the ``.part`` beside
+    that file, on its file system, for the rename)."""
+    return Path(os.path.realpath(dst)) if dst.is_symlink() else dst
 
 
 def publish(tmp: Path, dst: Path) -> None:
@@ -167,11 +180,14 @@ def publish(tmp: Path, dst: Path) -> None:
     it was whole. The directory's sync comes after the rename: one that fails (an I/O error;
     a file system that does not sync directories is left at that, ``fsync_dir``) is a
     warning, not the run's failure, as the output is in place by then."""
+    target = written_at(dst)
+    with contextlib.suppress(FileNotFoundError):  # an output replaced keeps its permissions
+        os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
-    tmp.replace(dst)  # the output appears whole or not at all
+    tmp.replace(target)  # the output appears whole or not at all
     try:
-        fsync_dir(dst.parent)
+        fsync_dir(target.parent)
     except OSError as e:
         log.warning(
             "%s: written, but its directory could not be synced (%s): a power cut now "

@@ -7,6 +7,7 @@ import errno
 import io
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -1259,3 +1260,37 @@ def test_a_term_field_is_named_where_the_aspect_is_missing(
     assert _shipped(src, tmp_path / "out.csv") == 2
     err = capsys.readouterr().err
     assert "must name the columns text and aspect; it has 'Term': name that column 'aspect'" in err
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_an_output_that_is_a_symlink_or_private_is_replaced_as_it_was_given(
+    tmp_path: Path, suffix: str
+) -> None:
+    """The output replaced a symbolic link with a file of its own (the file it pointed to
+    kept the old rows), and a private output (0600) came back readable by all (0644)."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = _write(tmp_path / "in.jsonl", '{"text": "The pizza was great", "aspect": "pizza"}\n')
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / f"out{suffix}"
+    target.write_text("old")
+    target.chmod(0o600)
+    link = tmp_path / f"link{suffix}"
+    link.symlink_to(target)
+    assert _shipped(src, link) == 0
+    assert link.is_symlink() and target.read_bytes() != b"old"
+    assert oct(target.stat().st_mode & 0o777) == oct(0o600)
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == [target.name]  # no .part
+
+
+def test_an_output_that_is_a_named_pipe_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A named pipe as the output was replaced by a plain file (a reader waiting on it waited
+    for ever); it is refused as one given as the input is."""
+    src = _write(tmp_path / "in.jsonl", '{"text": "The pizza was great", "aspect": "pizza"}\n')
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    assert _shipped(src, fifo) == 2
+    assert f"{fifo}: not a regular file (a named pipe or a device)" in capsys.readouterr().err
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
