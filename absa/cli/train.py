@@ -292,6 +292,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     transfer = _transfer(args, info, excluded) if args.transfer else []
     if excluded:
         examples, dev, transfer = _last_look(examples, dev, transfer, excluded, info)
+        if not examples:  # a network "trained" on nothing, and "run written"
+            raise CLIError(
+                "every training sentence is in an --exclude file: nothing left to train on"
+            )
     # read now: a missing or bad --eval file found after hours of training lost the report
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []

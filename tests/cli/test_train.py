@@ -144,6 +144,24 @@ def test_train_excludes_sentences_of_other_files(
     assert info["data"]["exclude"][0]["path"] == str(test)
 
 
+def test_a_training_set_that_exclude_empties_is_refused(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--exclude naming the training file itself (or a test file that holds all of it) left
+    no training example: a network was "trained" on nothing (loss 0.0000), exit 0 and "run
+    written". Now exit 2 before any training, nothing written."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    dev = write_jsonl(tmp_path / "dev.jsonl", synthetic_examples(6, seed=9))
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--dev", str(dev), "--exclude", str(train)]
+    capsys.readouterr()
+    assert main([*argv, "--config", str(cfg), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "every training sentence is in an --exclude file: nothing left to train on" in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("more", [False, True])
 def test_a_test_sentence_with_brackets_spelt_otherwise_is_excluded(
     tmp_path: Path, small_glove: Path, more: bool
