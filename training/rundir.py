@@ -50,6 +50,24 @@ MODEL_CONFIG = "model_config.json"
 TRAIN_CONFIG = "train_config.json"
 WEIGHTS = "weights.safetensors"
 ENCODER = "encoder"  # a transformer's config.json, to rebuild the network without downloads
+#: every name a run directory may hold (its files, the text pipeline's, the checkpoint's and
+#: its temporary): a folder holding another is not a run, and --resume does not write there
+RUN_FILES = frozenset(
+    {RUN_INFO, METRICS, DEV, HISTORY, HISTORY_PLOT, MODEL_CONFIG, TRAIN_CONFIG, WEIGHTS, ENCODER}
+    | {"pipeline.json", "vocab.json", "tokenizer.json", "checkpoint.pt", "checkpoint.part"}
+)
+
+
+def foreign_files(run_dir: Path) -> list[str]:
+    """The names in ``run_dir`` that no run writes (an atomic write's ``.NAME.xxx``
+    temporary counts as NAME's), sorted."""
+
+    def own(name: str) -> bool:
+        return name in RUN_FILES or (
+            name.startswith(".") and name[1:].rsplit(".", 1)[0] in RUN_FILES
+        )
+
+    return sorted(p.name for p in Path(run_dir).iterdir() if not own(p.name))
 
 
 # --------------------------------------------------------------------------- writing

@@ -144,6 +144,37 @@ def test_train_excludes_sentences_of_other_files(
     assert info["data"]["exclude"][0]["path"] == str(test)
 
 
+def test_resume_refuses_a_folder_that_is_not_a_run_and_a_file_is_named_as_one(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--resume into a folder of other files (the data's own, here the --dev file itself)
+    found no checkpoint, trained from epoch 1 and wrote over them: dev.jsonl and metrics.json
+    were the user's. And --out naming a file said "or go on with --resume", which then
+    failed with "[Errno 17] File exists"."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    train = write_jsonl(folder / "train.jsonl", EXAMPLES)
+    dev = write_jsonl(folder / "dev.jsonl", EXAMPLES[:4])
+    (folder / "metrics.json").write_text("{}")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--dev", str(dev), "--config", str(cfg), "--quiet"]
+    capsys.readouterr()
+    assert main([*argv, "--out", str(folder), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder} holds files that are not a training run's (train.jsonl" in err, err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    for resume in ([], ["--resume"]):
+        assert main([*argv, "--out", str(train), *resume]) == 2
+        err = capsys.readouterr().err
+        assert f"{train} is a file; train into a new directory" in err and "--resume" not in err
+    # a run's own folder, stopped before its first checkpoint, still goes on
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "weights.safetensors").write_bytes(b"")
+    assert main([*argv, "--out", str(run), "--resume"]) == 0
+
+
 def test_a_training_set_that_exclude_empties_is_refused(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
