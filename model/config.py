@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
@@ -89,6 +90,13 @@ class ModelConfig:
     labels: tuple[str, ...] = LABELS
 
     def __post_init__(self) -> None:
+        for name in ("vocab_size", "embed_dim", "hidden_size", "attention_dim"):
+            if getattr(self, name) < 1:  # torch found them later, naming no key
+                raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
+        if self.self_attention_heads < 0:
+            raise ValueError(f"self_attention_heads must be >= 0, not {self.self_attention_heads}")
+        if not math.isfinite(self.positional_init):
+            raise ValueError(f"positional_init must be a finite number, not {self.positional_init}")
         if self.cell not in ("lstm", "gru"):
             raise ValueError(f"cell must be lstm or gru, not {self.cell!r}")
         if self.attention not in ("none", "additive", "scaled_dot", "bilinear", "dot"):

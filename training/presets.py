@@ -99,7 +99,7 @@ class TrainConfig:
     init_from: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "max_len"):
+        for name in ("epochs", "batch_size", "max_len", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
         if self.glove_top_k < 0:  # glove_words[:-1]: every GloVe word but the last

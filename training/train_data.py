@@ -60,6 +60,12 @@ def prepare_data(
     if transfer and not tcfg.teacher:
         raise ValueError("a transfer set needs a teacher to label it (train.teacher)")
     counts = {lab: 0 for lab in preset.model.labels}
+    for e in [*train, *(dev or [])]:
+        if e.label not in counts:  # a KeyError naming the label alone
+            raise ValueError(
+                f"{e.source}: label {e.label!r} is not one of the model's labels "
+                f"({', '.join(preset.model.labels)}; model.labels in the config)"
+            )
     for e in train:
         counts[e.label] += 1
     if not dev:

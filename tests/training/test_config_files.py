@@ -4,6 +4,7 @@ one) and an upper-case suffix are read, not refused as bad JSON or read as JSON.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,43 @@ def test_a_json_config_that_gives_a_key_twice_is_refused_naming_file_and_key(
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=r"c\.json: the key '(epochs|preset)' is given twice"):
         load_config(path, None)
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"model": {"hidden_size": -3}}, "hidden_size must be >= 1, not -3"),
+        ({"model": {"embed_dim": 0}}, "embed_dim must be >= 1, not 0"),
+        ({"model": {"attention_dim": 0}}, "attention_dim must be >= 1, not 0"),
+        ({"model": {"self_attention_heads": -1}}, "self_attention_heads must be >= 0, not -1"),
+        ({"model": {"positional_init": float("nan")}}, "positional_init must be a finite number"),
+        ({"train": {"threads": 0}}, "threads must be >= 1, not 0"),
+    ],
+)
+def test_a_size_out_of_range_is_refused_naming_the_file(
+    tmp_path: Path, table: dict, says: str
+) -> None:
+    """They were found by torch, after the data and the vectors were read: "hidden_size must
+    be greater than zero", "invalid shape dimension -300 at index 3", "set_num_threads
+    expects a positive integer", none naming the file or the key as the file spells it."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(table), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"c\.json: {re.escape(says)}"):
+        load_config(path, None)
+
+
+def test_training_data_with_a_label_the_model_lacks_is_refused_naming_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """model.labels without one the data has: "absa train: error: negative" (a KeyError)."""
+    from absa.cli import main
+
+    data = tmp_path / "t.jsonl"
+    rows = [{"text": "the pizza was bad", "aspect": "pizza", "label": "negative"}] * 3
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"model": {"labels": ["a", "b"]}}), encoding="utf-8")
+    argv = ["train", "--train", str(data), "--dev", str(data), "--config", str(cfg)]
+    assert main([*argv, "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{data}:1: label 'negative' is not one of the model's labels (a, b;" in err, err
