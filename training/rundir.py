@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -89,8 +90,17 @@ def save_weights(net: ABSANet, run_dir: Path) -> None:
     try:
         save_file(state, str(path))
     except SafetensorError as e:  # e.g. a full disk: report it as the OS error it is
-        code = errno.ENOSPC if "No space left" in str(e) else errno.EIO
+        code = _os_error(str(e))
         raise OSError(code, f"cannot write {path}: {e}") from e
+
+
+def _os_error(message: str) -> int:
+    """The errno a safetensors error names ("... Read-only file system (os error 30) ..."):
+    a read-only disk is no I/O error that running again may get past (exit 75)."""
+    found = re.search(r"\(os error (\d+)\)", message)
+    if found:
+        return int(found.group(1))
+    return errno.ENOSPC if "No space left" in message else errno.EIO
 
 
 def write_run(

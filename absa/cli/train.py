@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -312,6 +313,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []
     }
+    _check_writable(out)  # a read-only volume found after the first epoch cost the epoch
     with _checkpoint_on_sigterm() as asked:
         result = fit(
             examples,
@@ -508,6 +510,25 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(msg + "\n")
     return 0
+
+
+def _check_writable(out: Path) -> None:
+    """CLIError naming ``out`` where a file cannot be made in it (a read-only file system, no
+    permission): before training, not after its first epoch. A directory made here for the
+    look is removed again; fit makes it."""
+    import tempfile
+
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise CLIError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()
 
 
 def cmd_retrain(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import csv
 import json
 import shlex
 import shutil
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -1012,3 +1013,37 @@ def test_a_dev_file_that_is_also_training_data_is_warned_of(
         assert main([*argv, "--out", str(tmp_path / "run")]) == 0
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("--dev" in w and "training data" in w and str(train) in w for w in warned), warned
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """An empty directory on a read-only file system (a tmpfs mounted ro); skipped where this
+    process cannot mount (not root, or no CAP_SYS_ADMIN), as root ignores mode bits."""
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    up = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(ro)], check=False)
+    if up.returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (ro / "run").mkdir()
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        yield ro / "run"
+    finally:
+        subprocess.run(["umount", str(ro)], check=False)
+
+
+def test_a_read_only_out_is_refused_before_training_and_not_as_a_retry(
+    tmp_path: Path, small_glove: Path, read_only_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An --out on a read-only file system trained a whole epoch, then failed writing the
+    weights as an I/O error, exit 75 ("may succeed if run again"), which it would not."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--dev", str(train), "--config", str(cfg)]
+    capsys.readouterr()
+    assert main([*argv, "--out", str(read_only_dir), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {read_only_dir}: Read-only file system" in err, err
+    assert "epoch 1" not in err

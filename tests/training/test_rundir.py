@@ -208,3 +208,16 @@ def test_add_eval_records_reports_and_keeps_the_rest(tiny_run: Path, tmp_path: P
     assert {k: v for k, v in metrics.items() if k != "eval"} == before
     assert list(metrics) == [*before, "eval"]
     assert load_run(run).metrics == metrics
+
+
+def test_a_weights_write_error_keeps_the_errno_safetensors_names() -> None:
+    """safetensors says "Read-only file system (os error 30)": that was reported as EIO, which
+    absa train answers with exit 75, "may succeed if run again"."""
+    import errno
+
+    from absa.training.rundir import _os_error
+
+    said = 'I/O error: Read-only file system (os error 30) at path "/x/.tmpBZeOBu"'
+    assert _os_error(said) == errno.EROFS
+    assert _os_error("No space left on device") == errno.ENOSPC
+    assert _os_error("something else") == errno.EIO
