@@ -146,8 +146,11 @@ def fit(
     # how the pipeline reads a text (word tokenizer, a transformer's start and end tokens):
     # a checkpoint made by code with other defaults is not resumed by this one
     reading = {k: getattr(pipe, k, None) for k in ("tokenizer", "specials")}
+    # and the word vectors a path gives, by their sha256: another file at the same path is
+    # other starting rows (the packaged GloVe's version is the environment's)
+    given = {"vectors": vectors["sha256"]} if vectors else {}
     key = checkpoint.fingerprint(
-        tcfg.to_dict(), {**mcfg.to_dict(), "reading": reading}, [*data.train, *data.dev]
+        tcfg.to_dict(), {**mcfg.to_dict(), "reading": reading, **given}, [*data.train, *data.dev]
     )
     # first: the first epoch this call trains; session: when it began (``stop_after`` counts
     # the reading, scoring and caching above: they spend the session's time too)

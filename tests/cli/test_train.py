@@ -377,6 +377,28 @@ def test_dev_from_train_keeps_the_dev_split_of_a_run_without_the_more_files(
     assert "--dev-from-train is for --train-more without --dev" in capsys.readouterr().err
 
 
+def test_resume_refuses_a_word_vector_file_changed_at_the_same_path(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GloVe file given by path and replaced between sessions (same path, other vectors)
+    was resumed: the network's rows came from the old file, vocab.json and run.json's sha256
+    from the new one, and the run matched neither. Refused as other data changes are."""
+    vectors = tmp_path / "vectors.txt"
+    shutil.copy(small_glove, vectors)
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", vectors, epochs=2)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(out), "--quiet"]
+    assert main([*argv, "--stop-after", "0"]) == 75
+    lines = vectors.read_text(encoding="utf-8").splitlines()
+    first = lines[0].split()
+    lines[0] = " ".join([first[0], *(f"{float(x) + 0.5:.4f}" for x in first[1:])])
+    vectors.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 2
+    assert "was written by a run with another configuration or data set" in capsys.readouterr().err
+
+
 def test_a_run_and_its_artifact_give_the_command_that_trains_it_again(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
