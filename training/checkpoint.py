@@ -22,11 +22,13 @@ resume with anything else is refused rather than mixed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import random
+import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
@@ -102,10 +104,13 @@ def save(run_dir: Path, state: dict) -> None:
     power cut after the rename the new one (the file and its directory are fsynced)."""
     path = Path(run_dir) / CHECKPOINT
     part = path.with_suffix(".part")
-    with part.open("wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with part.open("wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+    except (OSError, RuntimeError) as e:  # a full disk, say: no half checkpoint left behind
+        raise _unwritten(path, part, e) from e
     os.replace(part, path)
     synced_after_rename(path.parent, path)
 
@@ -149,6 +154,23 @@ def check_targets(state: dict, soft: np.ndarray | None, run_dir: Path) -> None:
             f"are not those the run trained on so far (max |diff| {diff}): the teacher changed; "
             "restore it, or train into a new --out"
         )
+
+
+def _unwritten(path: Path, part: Path, e: OSError | RuntimeError) -> OSError:
+    """``e``, met writing ``part``, as one line naming ``path`` (the previous checkpoint, if
+    any, stays whole), the half-written ``part`` removed. torch reports a disk that filled
+    mid-write as a RuntimeError ("[enforce fail at inline_container.cc] ... unexpected
+    pos"): the disk's free space, looked at before the part is removed, says it was that."""
+    from absa.scoring import cannot_write
+
+    if isinstance(e, RuntimeError):
+        try:
+            full = shutil.disk_usage(part.parent).free < 2**20
+        except OSError:
+            full = False
+        e = OSError(errno.ENOSPC if full else errno.EIO, str(e))
+    part.unlink(missing_ok=True)
+    return cannot_write(path, e)
 
 
 def remove(run_dir: Path) -> None:

@@ -235,7 +235,17 @@ def fit(
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
     info["reproduce"] = reproduce
-    save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
+    try:
+        save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
+    except OSError as e:  # a full disk: "[Errno 28] No space left on device", no file named
+        from absa.scoring import cannot_write
+
+        err = cannot_write(run_dir, e)
+        err.args = (
+            f"{err}; the last epoch's checkpoint is kept: once there is room, the same "
+            "command with --resume writes the run",
+        )
+        raise err from e
     if not keep_checkpoint:
         checkpoint.remove(run_dir)  # only once the run is written: a failed write can resume
     return RunResult(run_dir, best.dev, best.epoch, history, resumed_after=first - 1)

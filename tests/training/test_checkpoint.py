@@ -352,3 +352,49 @@ def test_a_quiet_epoch_says_how_far_it_has_come(
     with caplog.at_level(logging.INFO, logger="absa.training.train"):
         fit(TRAIN, DEV, p, tmp_path / "short", progress=False)
     assert not [r for r in caplog.records if " items, " in r.getMessage()]
+
+
+def test_a_checkpoint_that_fills_the_disk_is_one_line_naming_it_and_leaves_no_part(
+    tmp_path: Path,
+) -> None:
+    """A full disk mid-checkpoint came out as "[Errno 28] No space left on device" naming no
+    file (or torch's "[enforce fail at inline_container.cc:672] ... unexpected pos"), and
+    the half-written checkpoint.part stayed: as large as a whole one, on a full disk."""
+    import errno
+
+    full = Path("/dev/full")
+    if not full.is_char_device():
+        pytest.skip("no /dev/full here")
+    (tmp_path / CHECKPOINT).write_bytes(b"the previous one")
+    part = (tmp_path / CHECKPOINT).with_suffix(".part")
+    part.symlink_to(full)  # its writes fail as on a full disk: ENOSPC from the kernel
+    with pytest.raises(OSError) as raised:
+        checkpoint.save(tmp_path, {"w": torch.zeros(100_000)})
+    assert raised.value.errno == errno.ENOSPC
+    assert str(raised.value).startswith(f"cannot write {tmp_path / CHECKPOINT}: the disk is full")
+    assert not part.is_symlink() and not part.exists()
+    assert (tmp_path / CHECKPOINT).read_bytes() == b"the previous one"
+
+
+def test_a_run_whose_files_fill_the_disk_says_where_and_how_to_go_on(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """The run's own files written at the end onto a full disk: "[Errno 28] No space left on
+    device", naming no file and not saying that the checkpoint is kept."""
+    import errno
+
+    full = Path("/dev/full")
+    if not full.is_char_device():
+        pytest.skip("no /dev/full here")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.png").symlink_to(full)  # the plot is written first: onto a "full disk"
+    with pytest.raises(OSError) as raised:
+        fit(TRAIN, DEV, preset(small_glove), run, progress=False)
+    said = str(raised.value)
+    assert raised.value.errno == errno.ENOSPC and said.startswith(f"cannot write {run}: the disk")
+    assert "the same command with --resume writes the run" in said
+    assert (run / CHECKPOINT).is_file() and not (run / "run.json").exists()
+    (run / "history.png").unlink()
+    fit(TRAIN, DEV, preset(small_glove), run, progress=False, resume=True)
+    assert (run / "run.json").is_file() and not (run / CHECKPOINT).exists()
