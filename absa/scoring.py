@@ -681,15 +681,14 @@ def score_file(
         ):
             columns = output_columns(predictor.labels, out_fmt)
             reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt)})
-            if in_fmt == "jsonl":  # an input "error" field is kept; the error goes beside it
-                reserved.remove(ERROR)
+            reserved.remove(ERROR)  # an input "error" field is kept; the error goes beside it
             header, rows, names = _rows(fin, in_fmt, src, reserved)
             writer = _Writer(fout, out_fmt, columns)
             if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
+            if header is not None and ERROR in header and PRED_ERROR in header:
+                raise ValueError(f"{src}: {BOTH_ERRORS}")  # a CSV's columns: no third name
             if header is not None and out_fmt == "csv":
-                if in_fmt == "jsonl" and ERROR in header and PRED_ERROR in header:
-                    raise ValueError(f"{src}: {BOTH_ERRORS}")  # one column for both
                 writer.start_csv(header)
             pending: list[tuple[int, dict | None, PreparedRow | None, str]] = []
 

@@ -1,7 +1,8 @@
 """Score a pyarrow table of ``{text, aspect, start?, end?}`` rows: every input column kept,
 the prediction in typed columns of its own (``pred_label``, ``pred_score``, one
 ``pred_score_<label>`` each, ``pred_start`` / ``pred_end``, ``pred_occurrence`` /
-``pred_occurrences``), and ``error`` (null on rows that were scored). The rows are prepared
+``pred_occurrences``), and ``error`` (null on rows that were scored; ``pred_error`` where
+the input has an ``error`` column of its own). The rows are prepared
 by ``absa.scoring.prepare_row``, as in JSONL and CSV scoring."""
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
 from absa.model.predictor import Predictor
 from absa.scoring import (
+    BOTH_ERRORS,
     ERROR,
+    PRED_ERROR,
     PREFIX,
     READ_FIELDS,
     SCORE_,
@@ -27,8 +30,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def output_schema(labels: Sequence[str]) -> pa.Schema:
-    """The columns scoring appends, in order."""
+def error_column(names: Sequence[str]) -> str:
+    """The column a row's error goes in: ``error``, or ``pred_error`` where the input has an
+    ``error`` column of its own (kept as it is), as ``absa.scoring`` writes JSONL and CSV."""
+    return PRED_ERROR if ERROR in names else ERROR
+
+
+def output_schema(labels: Sequence[str], error: str = ERROR) -> pa.Schema:
+    """The columns scoring appends, in order (``error``: the error's, ``error_column``)."""
     import pyarrow as pa
 
     ints = ("start", "end", "occurrence", "occurrences")
@@ -38,7 +47,7 @@ def output_schema(labels: Sequence[str]) -> pa.Schema:
             (f"{PREFIX}score", pa.float64()),
             *((f"{SCORE_}{k}", pa.float64()) for k in labels),
             *((f"{PREFIX}{n}", pa.int64()) for n in ints),
-            (ERROR, pa.string()),
+            (error, pa.string()),
         ]
     )
 
@@ -59,7 +68,9 @@ def check_columns(
     missing = [c for c in needed if c not in read]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
-    added = set(output_schema(labels).names)
+    if ERROR in names and PRED_ERROR in names:  # no third name for a row's error
+        raise InputError(f"{where}: {BOTH_ERRORS}")
+    added = set(output_schema(labels, error_column(names)).names)
     clash = [c for c in names if c in added]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
@@ -85,8 +96,9 @@ def score_table(predictor: Predictor, table: pa.Table, exact: bool = False) -> p
     fields read by their own names only (``check_columns``)."""
     import pyarrow as pa
 
-    schema = output_schema(predictor.labels)
     read = check_columns(table.column_names, predictor.labels, "the table", exact)
+    error = error_column(table.column_names)
+    schema = output_schema(predictor.labels, error)
     unreadable: list[str | None] = [None] * table.num_rows
     if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
@@ -103,7 +115,7 @@ def score_table(predictor: Predictor, table: pa.Table, exact: bool = False) -> p
     columns: dict[str, list[Any]] = {name: [] for name in schema.names}
     for prep, err in prepared:
         values = predicted(prep, next(answers)[0], nested=False) if prep is not None else {}
-        values[ERROR] = err or None
+        values[error] = err or None
         for name, column in columns.items():
             column.append(values.get(name))
     for field in schema:

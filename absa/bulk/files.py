@@ -27,11 +27,10 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from absa.bulk.columns import check_columns, score_table
+from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables, refuse_inner_name
 from absa.model.predictor import Predictor
 from absa.scoring import (
-    ERROR,
     NO_SPACE,
     ScoreStats,
     any_field_length,
@@ -603,7 +602,7 @@ def score_table_file(
                 scored = score_table(predictor, table, exact=exact)
                 # written first: a row it refuses is named by ``where``, which reads forward
                 writer.write(scored)
-                _count(scored, stats, src, where)
+                _count(scored, stats, src, where, error_column(table.column_names))
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
             empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
@@ -750,9 +749,13 @@ class _RowLines:
 
 
 def _count(
-    scored: pa.Table, stats: ScoreStats, src: Path, where: Callable[[int], int | None]
+    scored: pa.Table,
+    stats: ScoreStats,
+    src: Path,
+    where: Callable[[int], int | None],
+    error: str,
 ) -> None:
-    errors: list[Any] = scored.column(ERROR).to_pylist()
+    errors: list[Any] = scored.column(error).to_pylist()
     for i, err in enumerate(errors, stats.rows + 1):
         if err is None:
             continue

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from absa.bulk.columns import check_columns, score_table
+from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import refuse_inner_name
 from absa.errors import InputError
-from absa.scoring import beside
+from absa.scoring import ERROR, beside
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def score_with_ray(
         with _staged(output) as staging:
             job = _Job(files, fmt, staging, model_dir, output_format, workers, num_gpus, batch_size)
             try:
-                job.run(rows_per_file)
+                error = job.run(rows_per_file)
             except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (ragged CSV)
                 raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
             _mark_done(staging)
@@ -202,7 +202,7 @@ def score_with_ray(
     finally:
         if started and ray.is_initialized():  # the local instance connect() started
             ray.shutdown()
-    rows, bad, files_out = _count(output, output_format)
+    rows, bad, files_out = _count(output, output_format, error)
     log.info("%d rows scored into %s (%d with an error) in %.1f s", rows, output, bad, seconds)
     return BulkStats(rows, bad, files_out, seconds, startup)
 
@@ -218,14 +218,14 @@ class _Job:
     num_gpus: float
     batch_size: int
 
-    def run(self, rows_per_file: int) -> None:
-        """Read, score on the actor pool, write."""
+    def run(self, rows_per_file: int) -> str:
+        """Read, score on the actor pool, write; the column a row's error went in."""
         import ray
 
         ds = _read(self.files, self.fmt)
         schema = ds.schema()
         if schema is None:  # no rows at all (an empty file, a CSV header alone): none to write
-            return
+            return ERROR
         if self.fmt != "jsonl":  # a JSONL reader refuses the field itself, naming its line
             refuse_inner_name(schema.names, self.files[0])
         check_columns(schema.names, _labels(self.model_dir), self.files[0], self.fmt == "jsonl")
@@ -247,6 +247,7 @@ class _Job:
         )
         write = scored.write_parquet if self.output_format == "parquet" else scored.write_json
         write(self.output, min_rows_per_file=rows_per_file)
+        return error_column(schema.names)
 
 
 @contextlib.contextmanager
@@ -295,7 +296,7 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def _count(output: str, output_format: str) -> tuple[int, int, int]:
+def _count(output: str, output_format: str, error: str) -> tuple[int, int, int]:
     """(rows, rows with an error, files) written under ``output``, read back: Parquet with
     pyarrow, JSONL line by line (pyarrow's JSON reader, its schema too, fails on a row over
     its block, 1 MiB, and the job's rows may be of any length)."""
@@ -304,7 +305,7 @@ def _count(output: str, output_format: str) -> tuple[int, int, int]:
 
     if output_format == "parquet":
         written = pa_ds.dataset(output, format="parquet")
-        bad = written.count_rows(filter=pa_ds.field("error").is_valid()) if written.files else 0
+        bad = written.count_rows(filter=pa_ds.field(error).is_valid()) if written.files else 0
         return written.count_rows(), bad, len(written.files)
     # listed as a dataset lists them (no `_SUCCESS`, nothing under `_temporary/` or a hidden
     # folder), its schema given: read from the first file, a row over 1 MiB failed it
@@ -316,7 +317,7 @@ def _count(output: str, output_format: str) -> tuple[int, int, int]:
             for line in t:
                 if line.strip():
                     rows += 1
-                    bad += json.loads(line).get("error") is not None
+                    bad += json.loads(line).get(error) is not None
     return rows, bad, len(files)
 
 

@@ -180,6 +180,59 @@ def test_a_bad_csv_row_after_a_long_field_is_named_by_its_line_in_parquet_output
     assert f"{src}:6: " in caplog.text and "row 4" not in caplog.text, caplog.text
 
 
+def _read_any(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".parquet":
+        return pq.read_table(path).to_pylist()
+    if path.suffix == ".csv":
+        return list(csv.DictReader(path.open(encoding="utf-8", newline="")))
+    return read_jsonl(path)
+
+
+@pytest.mark.parametrize("out", ["out.jsonl", "out.csv", "out.parquet"])
+@pytest.mark.parametrize("src_name", ["in.csv", "in.parquet", "in.jsonl"])
+def test_an_input_error_column_is_kept_and_the_rows_error_goes_in_pred_error(
+    artifact: Path, tmp_path: Path, src_name: str, out: str
+) -> None:
+    """The README says a row's error goes in pred_error where the input has an error field of
+    its own. Only JSONL into JSONL or CSV did so: a CSV or Parquet input, or any input into
+    Parquet, was refused ("column 'error' is one the output adds; rename it")."""
+    rows = [
+        {"id": "1", "text": "nice pizza", "aspect": "pizza", "error": "from before"},
+        {"id": "2", "text": "nice pizza", "aspect": "pasta", "error": ""},
+    ]
+    src = tmp_path / src_name
+    if src_name.endswith(".csv"):
+        with src.open("w", encoding="utf-8", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    elif src_name.endswith(".parquet"):
+        write_parquet(src, rows)
+    else:
+        write_jsonl(src, rows)
+    assert _predict(artifact, src, tmp_path / out) == 1
+    got = _read_any(tmp_path / out)
+    assert [r["error"] for r in got] == ["from before", ""]
+    assert got[0]["pred_label"] and not got[0].get("pred_error")
+    assert "does not occur in the text" in got[1]["pred_error"] and not got[1].get("pred_label")
+
+
+@pytest.mark.parametrize("src_name", ["in.csv", "in.parquet"])
+def test_an_input_with_both_error_and_pred_error_is_refused(
+    artifact: Path, tmp_path: Path, src_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"text": "nice pizza", "aspect": "pizza", "error": "a", "pred_error": "b"}]
+    src = tmp_path / src_name
+    if src_name.endswith(".csv"):
+        src.write_text("text,aspect,error,pred_error\nnice pizza,pizza,a,b\n", encoding="utf-8")
+    else:
+        write_parquet(src, rows)
+    for out in ("out.jsonl", "out.csv", "out.parquet"):
+        assert _predict(artifact, src, tmp_path / out) == 2
+        assert "are both in the input" in capsys.readouterr().err
+        assert not (tmp_path / out).exists()
+
+
 def test_a_field_that_appears_after_the_first_row_group_is_a_column_like_the_others(
     artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

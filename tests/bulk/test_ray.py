@@ -75,6 +75,27 @@ def test_cli_reads_a_glob_of_jsonl_and_writes_jsonl(
     assert_same_predictions(got, single_process(artifact, rows[:80], tmp_path))
 
 
+def test_an_input_error_column_is_kept_and_the_bad_rows_are_counted_by_pred_error(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """As single-process scoring: a row's error goes in pred_error beside the input's own
+    error column, and the count of bad rows reads pred_error (it read "error", the input's)."""
+    import pyarrow.parquet as pq
+
+    rows = [
+        {"text": "nice pizza", "aspect": "pizza", "error": "from before"},
+        {"text": "nice pizza", "aspect": "pasta", "error": None},
+    ]
+    write_jsonl(tmp_path / "a.jsonl", rows)
+    out = tmp_path / "out"
+    argv = ["predict", "--engine", "ray", "--model", str(artifact), "--output-format", "parquet"]
+    assert main([*argv, "--input", str(tmp_path / "a.jsonl"), "--output", str(out)]) == 1
+    assert capsys.readouterr().out.startswith("2 rows: 1 scored, 1 ")
+    got = pq.read_table(out).to_pylist()
+    assert [r["error"] for r in got] == ["from before", None]
+    assert got[0]["pred_error"] is None and "does not occur" in got[1]["pred_error"]
+
+
 def test_a_binary_column_written_as_jsonl_is_its_text_or_base64(
     artifact: Path, tmp_path: Path
 ) -> None:
@@ -338,7 +359,7 @@ def test_the_jsonl_output_is_counted_as_a_dataset_lists_it(tmp_path: Path, uri: 
     }.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(text)
-    assert _count(out.as_uri() if uri else str(out), "jsonl") == (3, 1, 2)
+    assert _count(out.as_uri() if uri else str(out), "jsonl", "error") == (3, 1, 2)
 
 
 @pytest.mark.parametrize("content", ["", "id,text,aspect\n"], ids=["empty", "header-only"])

@@ -30,13 +30,14 @@ def _fake_job(monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
 
     from absa.bulk import ray_engine
 
-    def run(self: Any, rows_per_file: int) -> None:
+    def run(self: Any, rows_per_file: int) -> str:
         table = pa.table({"text": ["the food"], "aspect": ["food"], "error": pa.nulls(1)})
         out = Path(self.output.removeprefix("file://"))
         out.mkdir(parents=True, exist_ok=True)  # as Ray's write does
         pq.write_table(table, out / "part-0.parquet")
         if fail:
             raise RuntimeError("an actor died for good")
+        return "error"  # the column a row's error went in
 
     monkeypatch.setattr(ray_engine, "connect", lambda *a: 0.0)
     monkeypatch.setattr(ray_engine._Job, "run", run)
