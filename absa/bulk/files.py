@@ -502,6 +502,8 @@ def _as_text(type_: pa.DataType) -> pa.DataType | None:
     None where it holds no bytes."""
     if _is_bytes(type_):
         return pa.large_string() if pa.types.is_large_binary(type_) else pa.string()
+    if pa.types.is_dictionary(type_):  # pandas' Categorical of bytes: written decoded
+        return _as_text(type_.value_type)
     if pa.types.is_map(type_):
         key, item = _as_text(type_.key_type), _as_text(type_.item_type)
         return (

@@ -180,6 +180,25 @@ def test_a_bad_csv_row_after_a_long_field_is_named_by_its_line_in_parquet_output
     assert f"{src}:6: " in caplog.text and "row 4" not in caplog.text, caplog.text
 
 
+@pytest.mark.parametrize("out", ["out.csv", "out.jsonl"])
+def test_a_dictionary_encoded_bytes_column_is_written_as_its_text_or_base64(
+    artifact: Path, tmp_path: Path, out: str
+) -> None:
+    """A pandas Categorical of bytes (a dictionary-encoded binary column in Parquet) stopped
+    a CSV output with "Invalid UTF8 payload", naming no file; JSONL wrote it."""
+    import base64
+
+    import pyarrow as pa
+
+    raw = pa.array([b"\xff\x00", b"ok"]).dictionary_encode()
+    table = pa.table({"text": ["nice pizza"] * 2, "aspect": ["pizza"] * 2, "raw": raw})
+    src = tmp_path / "in.parquet"
+    pq.write_table(table, src)
+    assert _predict(artifact, src, tmp_path / out) == 0
+    got = _read_any(tmp_path / out)
+    assert [r["raw"] for r in got] == [base64.b64encode(b"\xff\x00").decode(), "ok"]
+
+
 def _read_any(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
         return pq.read_table(path).to_pylist()
