@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _closed_to_devnull()
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -95,6 +97,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _gone(sys.stderr):  # `2>&1 | head`: the logs' reader left; the status is the command's
         to_devnull(sys.stderr)  # else Python's flush at exit fails, and it exits 120
     return code
+
+
+def _closed_to_devnull() -> None:
+    """A standard stream the command was started without (``2>&-``, ``>&-``: Python makes
+    it None) opened on /dev/null, as a daemon's are: the log, the progress bar and the
+    summary wrote to None, and the command failed (exit 1) before or after its work."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
 
 
 def _stopper(terminated: list[int]) -> Callable[[int, object], None]:

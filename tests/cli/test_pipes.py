@@ -64,3 +64,21 @@ def _absa(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     )
     assert proc.stdout is not None and proc.stderr is not None
     return proc
+
+
+@pytest.mark.parametrize("closed", ["2>&-", ">&-"], ids=["stderr", "stdout"])
+def test_a_command_run_with_a_standard_stream_closed_still_does_its_work(
+    tmp_path: Path, closed: str
+) -> None:
+    """`absa predict ... 2>&-` (a cron line, a supervisor that closes stderr): Python gives
+    sys.stderr None, and the progress bar and the log wrote to it: no output written, exit 1
+    (the status that means bad rows). With stdout closed the output was written, then the
+    summary line failed with a traceback, exit 1. Both go to /dev/null now."""
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "The pizza was great", "aspect": "pizza"}\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    args = f"predict --input {src} --output {out}"
+    shell = f'"{sys.executable}" -c "{CODE}" {args} {closed}'
+    done = subprocess.run(shell, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert '"pred_label": "positive"' in out.read_text(encoding="utf-8")
