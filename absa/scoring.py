@@ -45,7 +45,14 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from absa.errors import InputError
-from absa.model.aspects import check_unicode, find_all, occurrences, pinned, whole_offset
+from absa.model.aspects import (
+    check_unicode,
+    find_all,
+    occurrences,
+    pinned,
+    shown_value,
+    whole_offset,
+)
 from absa.model.atomic import fsync_dir
 from absa.model.csvio import any_field_length
 from absa.model.jsonio import DuplicateKey, unique_keys
@@ -531,7 +538,7 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
         )
     s, e = whole_offset(start), whole_offset(end)
     if s is None or e is None:
-        raise InputError(f"start/end must be integers, got {start!r}/{end!r}")
+        raise InputError(f"start/end must be integers, got {shown_value(start)}/{shown_value(end)}")
     span = pinned(text, aspect, s, e)
     spans = find_all(text, aspect)
     if (span.start, span.end) not in spans:  # pinned where the search does not look

@@ -32,6 +32,18 @@ def shown(s: str, limit: int = SHOWN_CHARS) -> str:
     return repr(cut.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
+def shown_value(value: object, limit: int = SHOWN_CHARS) -> str:
+    """Any value for an error message: a string as ``shown``, anything else as its repr, cut
+    alike (a 200,000-digit "start" cell was echoed whole into the log and the output)."""
+    if isinstance(value, str):
+        return shown(value, limit)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer over Python's digit limit for str()
+        return f"a {type(value).__name__} too long to show"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def check_unicode(s: str, what: str, where: str = "") -> None:
     """Refuse a string that is not valid Unicode (a lone surrogate, as JSON can carry)."""
     try:

@@ -1294,3 +1294,15 @@ def test_an_output_that_is_a_named_pipe_is_refused(
     assert _shipped(src, fifo) == 2
     assert f"{fifo}: not a regular file (a named pipe or a device)" in capsys.readouterr().err
     assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_huge_start_value_is_not_echoed_whole(tmp_path: Path) -> None:
+    """A 200,000-character "start" cell was quoted whole in the log line and the row's error
+    (and up to 1,000 such errors kept in memory): now cut as terms and texts are."""
+    src = tmp_path / "in.csv"
+    src.write_text(f"text,aspect,start,end\nnice pizza,pizza,{'1' * 200_000},9\n", encoding="utf-8")
+    assert _shipped(src, tmp_path / "out.jsonl") == 1
+    (row,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert (
+        row["error"].startswith("start/end must be integers, got '111") and len(row["error"]) < 200
+    )

@@ -37,7 +37,7 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from absa.errors import InputError
-from absa.model.aspects import check_unicode, occurrences, pinned, whole_offset
+from absa.model.aspects import check_unicode, occurrences, pinned, shown_value, whole_offset
 from absa.model.csvio import any_field_length
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.text import LABELS, TextError, check_span
@@ -493,7 +493,7 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
         try:
             start, end = _as_offset(raw_start), _as_offset(raw_end)
         except ValueError:
-            got = f"{raw_start!r}, {raw_end!r}"
+            got = f"{shown_value(raw_start)}, {shown_value(raw_end)}"
             sink.bad(source, where, f"'start'/'end' must be integers, got {got}", text)
             return
         try:  # as predict and the API check a pinned span (a letter cut from its mark too)

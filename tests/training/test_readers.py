@@ -1220,3 +1220,16 @@ def test_records_repeated_exactly_are_counted_in_a_log_line(
     path = write(tmp_path, "twice.jsonl", rec * 3)
     assert len(read_examples(path).examples) == 3
     assert "2 record(s) repeat an earlier record exactly: kept" in caplog.text
+
+
+def test_a_huge_start_value_is_not_echoed_whole_in_the_readers_message(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "s.csv",
+        f"text,aspect,label,start,end\nnice pizza,pizza,positive,{'1' * 9999},9\n",
+    )
+    with pytest.raises(
+        DataError, match=r"s\.csv:2: 'start'/'end' must be integers, got '1+…'"
+    ) as e:
+        read_examples(path)
+    assert len(str(e.value)) < 300
