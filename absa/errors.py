@@ -21,7 +21,9 @@ error a retry may not meet (the CLI's exit 75).
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 #: OSError numbers a retry may not meet: the network file system or the volume, not the input
 TRANSIENT = frozenset(
@@ -101,3 +103,26 @@ class Overloaded(AbsaError):
 
 class ShuttingDown(AbsaError):
     """The service no longer takes work."""
+
+
+#: OSError numbers of a write that found no room: the disk is full, or the user's quota is
+#: used up (no EDQUOT on Windows)
+NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
+
+
+def cannot_write(dst: Path, e: OSError) -> OSError:
+    """``e``, met writing ``dst`` (a ``.part`` of it, a folder being built for it), as one
+    line naming ``dst`` (the path the user gave), its errno kept: "cannot write DST: WHY".
+    Where there was no room (``NO_SPACE``) it says the disk is full (or the quota used
+    up): Python said only "[Errno 28] No space left on device", pyarrow "Error writing
+    bytes to file. Detail: [errno 28] ...", neither naming a file."""
+    if e.errno in NO_SPACE:  # the disk is full, or the user's share of it used up
+        quota = e.errno == getattr(errno, "EDQUOT", None)
+        room = "the disk quota is used up" if quota else "the disk is full"
+        why = f"{room} ({os.strerror(e.errno)})"
+    else:
+        why = e.strerror or str(e)
+    # one argument: str() is the message alone, without "[Errno N]" before it
+    err = OSError(f"cannot write {dst}: {why}")
+    err.errno = e.errno
+    return err

@@ -28,7 +28,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
-import errno
 import json
 import logging
 import math
@@ -44,7 +43,7 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from absa.errors import InputError
+from absa.errors import NO_SPACE, InputError, cannot_write
 from absa.model.aspects import (
     check_unicode,
     find_all,
@@ -80,11 +79,6 @@ JSONL_NEWLINE = "\n"
 MAX_DEPTH = 32
 #: the longest file name, in bytes, where the file system does not say (NAME_MAX on Linux)
 NAME_MAX = 255
-#: OSError numbers of a write that found no room: the disk is full, or the user's quota is
-#: used up (no EDQUOT on Windows)
-NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
-
-
 #: bad rows a run keeps (ScoreStats.bad) and logs one by one; the rest are counted
 KEPT_BAD = 1000
 LOGGED_BAD = 100  # under KEPT_BAD: the rows kept count those logged
@@ -202,24 +196,6 @@ def publish(tmp: Path, dst: Path) -> None:
             dst,
             e.strerror or e,
         )
-
-
-def cannot_write(dst: Path, e: OSError) -> OSError:
-    """``e``, met making or writing ``dst``'s ``.part``, as one line naming ``dst`` (the
-    path the user gave), its errno kept: "cannot write DST: WHY". Where there was no room
-    (``NO_SPACE``) it says the disk is full (or the quota used up): Python said only
-    "[Errno 28] No space left on device", pyarrow "Error writing bytes to file. Detail:
-    [errno 28] ...", neither naming a file."""
-    if e.errno in NO_SPACE:  # the disk is full, or the user's share of it used up
-        quota = e.errno == getattr(errno, "EDQUOT", None)
-        room = "the disk quota is used up" if quota else "the disk is full"
-        why = f"{room} ({os.strerror(e.errno)})"
-    else:
-        why = e.strerror or str(e)
-    # one argument: str() is the message alone, without "[Errno N]" before it
-    err = OSError(f"cannot write {dst}: {why}")
-    err.errno = e.errno
-    return err
 
 
 def part_path(dst: Path) -> Path:

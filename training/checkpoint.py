@@ -161,7 +161,7 @@ def _unwritten(path: Path, part: Path, e: OSError | RuntimeError) -> OSError:
     any, stays whole), the half-written ``part`` removed. torch reports a disk that filled
     mid-write as a RuntimeError ("[enforce fail at inline_container.cc] ... unexpected
     pos"): the disk's free space, looked at before the part is removed, says it was that."""
-    from absa.scoring import cannot_write
+    from absa.errors import cannot_write
 
     if isinstance(e, RuntimeError):
         try:

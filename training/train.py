@@ -238,7 +238,7 @@ def fit(
     try:
         save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
     except OSError as e:  # a full disk: "[Errno 28] No space left on device", no file named
-        from absa.scoring import cannot_write
+        from absa.errors import cannot_write
 
         err = cannot_write(run_dir, e)
         err.args = (

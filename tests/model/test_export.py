@@ -366,6 +366,24 @@ def test_a_failed_export_leaves_none_of_the_folders_it_made(tmp_path: Path) -> N
     assert list((tmp_path / "deep").iterdir()) == []
 
 
+def test_an_export_that_fills_the_disk_is_one_line_naming_its_output(tmp_path: Path) -> None:
+    """A full disk while the artifact's files were written: "[Errno 28] No space left on
+    device", naming no file (fp32 export; int8's own check said so before). Whatever file
+    of the artifact meets it, the message names --out, and nothing is left behind."""
+    import errno
+
+    full = Path("/dev/full")
+    if not full.is_char_device():
+        pytest.skip("no /dev/full here")
+    out = tmp_path / "art"
+    with pytest.raises(OSError) as raised, artifact.staged(out) as building:
+        (building / "model.onnx").symlink_to(full)  # writes fail as on a full disk
+        (building / "model.onnx").write_bytes(b"x" * 100_000)
+    assert raised.value.errno == errno.ENOSPC
+    assert str(raised.value) == f"cannot write {out}: the disk is full (No space left on device)"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_empty_dev_set_is_refused_in_words(loaded: LoadedRun, tmp_path: Path) -> None:
     """No dev items crashed in numpy ("need at least one array to concatenate")."""
     with pytest.raises(ValueError, match="no dev examples"):
