@@ -289,6 +289,12 @@ class Settings(LogSettings, ModelSettings):
     @classmethod
     def _header_safe(cls, value: SecretStr | None) -> SecretStr | None:
         # the keys travel in a header: printable ASCII, no spaces (never echo them)
+        raw = value.get_secret_value() if value is not None else ""
+        if raw.strip() and not _keys(value):  # "$K1,$K2" with both unset: the API left open
+            raise ValueError(
+                "the list names no key (only commas and spaces): give the keys, or leave it "
+                "empty for no key"
+            )
         for key in _keys(value):
             if not all("!" <= c <= "~" for c in key):
                 raise ValueError("a key may hold printable ASCII characters only, no spaces")

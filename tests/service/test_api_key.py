@@ -122,11 +122,24 @@ def test_without_keys_the_api_is_open(client: TestClient) -> None:
     assert client.post("/v1/predict", json=REQUEST).status_code == 200
 
 
-@pytest.mark.parametrize("value", ["", " ", " , "])
+@pytest.mark.parametrize("value", ["", " "])
 def test_an_empty_setting_is_no_key(value: str) -> None:
     from absa.settings import Settings
 
     assert Settings(api_key=value).api_keys() == ()
+
+
+@pytest.mark.parametrize("value", [",", " , ", ",,"])
+def test_a_list_of_no_keys_is_refused_not_the_api_left_open(value: str) -> None:
+    """`ABSA_API_KEY=$K1,$K2` with both variables unset is ",": it read as no key, and
+    /v1/* was served to anyone with no word said. A list that names no key is a mistake."""
+    from absa.cli import settings_message
+    from absa.settings import Settings
+
+    with pytest.raises(ValidationError) as ex:
+        Settings(api_key=value)
+    said = settings_message(ex.value)
+    assert said.startswith("ABSA_API_KEY: ") and "names no key" in said, said
 
 
 @pytest.mark.parametrize("value", ["two words", "ok-key, caf\u00e9-key", "tab\tkey"])
