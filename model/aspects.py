@@ -209,6 +209,8 @@ def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:
         )
     if not term.strip():
         raise InputError(f"{where}the aspect is empty")
+    if not visible(term).strip():  # a soft hyphen, a word joiner: as the string form says
+        raise InputError(f"{where}the aspect is empty: it holds only invisible characters")
     if not _whole(text, start, end):  # as the search never finds it: a letter without its mark
         cut = "starts on" if _is_mark(text[start]) else "ends before"
         raise InputError(

@@ -213,8 +213,8 @@ def test_an_invisible_mark_is_no_word(mark: str) -> None:
     assert got.scores == pytest.approx(want.scores, abs=1e-6)
     with pytest.raises(InputError, match="the aspect is empty: it holds only invisible"):
         clf(marked, aspects=[mark])
-    with pytest.raises(InputError, match="covers no word"):  # pinned: as a span of spaces is
-        at = marked.index(mark)
+    with pytest.raises(InputError, match="the aspect is empty: it holds only invisible"):
+        at = marked.index(mark)  # pinned: as the term alone
         clf(marked, aspects=[{"term": mark, "start": at, "end": at + 1}])
 
 

@@ -71,6 +71,23 @@ def test_span_object_pins_one_occurrence(client: TestClient) -> None:
     assert [(r["term"], r["start"], r["end"]) for r in results] == [("food", start, end)]
 
 
+@pytest.mark.parametrize("mark", ["\u00ad", "\u2060", "\u200d", "\u200b", "\u200e", "\ufeff"])
+def test_a_pinned_span_of_only_an_invisible_character_is_refused_naming_its_aspect(
+    client: TestClient, mark: str
+) -> None:
+    """A span pinned on a soft hyphen or word joiner alone was answered (200, neutral, 0.92
+    of the attention on the invisible "token"); a zero-width space was refused, but without
+    the aspects[i] every other aspect error names. The string form said "the aspect is
+    empty" for both."""
+    text = f"the food {mark} was great"
+    pin = {"term": mark, "start": 9, "end": 10}
+    r = client.post("/v1/predict", json={"text": text, "aspects": ["food", pin]})
+    assert r.status_code == 422, r.text
+    assert (
+        r.json()["detail"] == "aspects[1]: the aspect is empty: it holds only invisible characters"
+    )
+
+
 def test_explain_returns_word_attention_and_self_attention_heads(client: TestClient) -> None:
     body = predict(client, TEXT, ["wine list", "food"], explain=True)
     words = TEXT.split()
