@@ -100,6 +100,8 @@ class ApiGate:
                     return await reply(send, 401, admin.NEED_TOKEN, BEARER)
                 if not _is_json(scope):
                     return await reply(send, 415, SEND_JSON)
+                if _encoded(scope):  # read as bytes: "not UTF-8", a 422 that misled
+                    return await reply(send, 415, UNCOMPRESSED)
         if scope["type"] != "http" or not path.startswith("/v1/"):
             return await self.app(scope, receive, send)
         if self.accepted and not _authorized(scope, self.accepted):
@@ -107,7 +109,7 @@ class ApiGate:
         if scope["method"] == "POST" and path in JSON_PATHS and not _is_json(scope):
             return await reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
-            return await reply(send, 415, "send the body uncompressed (no Content-Encoding)")
+            return await reply(send, 415, UNCOMPRESSED)
         if self.slots.full:
             return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
@@ -166,6 +168,7 @@ class InFlight:
 
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too
 SEND_JSON = "send the body as JSON (Content-Type: application/json)"
+UNCOMPRESSED = "send the body uncompressed (no Content-Encoding)"
 NEED_KEY = "this server needs an API key: send Authorization: Bearer KEY"
 WRONG_KEY = (
     "the API key sent is not accepted: send Authorization: Bearer KEY, a key of this server's"
