@@ -131,10 +131,16 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
     }
     with reg.job_lock():  # one job at a time; each change below takes reg.lock() briefly
         with reg.lock():
-            reg.check_new(version)  # a bad or taken name: refused now, not after the training
             reg.clean_work()  # scratch space and pointer temporaries of killed jobs
             clean_reports(reg)  # and their reports' temporaries
-            repaired = repair(reg)
+            repaired = repair(reg)  # first: the same command again finishes its own version
+            try:
+                reg.check_new(version)  # a bad or taken name: refused now, not after training
+            except RegistryError as e:
+                done = "; ".join(f"{r['version']}: {r['action']}" for r in repaired)
+                if done:
+                    raise RegistryError(f"{e} (this job finished it first: {done})") from None
+                raise
         if repaired:
             report["repaired"] = repaired
         data = read_data(cfg, report["data"])  # every file, before any training

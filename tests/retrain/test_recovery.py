@@ -104,6 +104,27 @@ def test_the_next_run_finishes_a_killed_one(
     assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
 
 
+def test_the_same_command_again_finishes_its_killed_version_then_refuses_the_name(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job killed after adding v2 and rerun as it was (--version v2, what a retry or an
+    operator does): the name was refused first, so v2 stayed added, not promoted and not
+    reported, however often it ran. The repair comes first now; then the name is refused,
+    saying the version was finished."""
+    from absa.errors import RegistryError
+
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    kill_at(monkeypatch, "promote")
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    with pytest.raises(RegistryError, match="'v2' exists already") as refused:
+        retrain(cfg, version="v2")
+    assert "(this job finished it first: v2: promoted and reported)" in str(refused.value)
+    assert Registry(registry).current() == "v2"
+    assert json.loads((registry / "reports" / "v2.json").read_text())["recovered"] is True
+
+
 @pytest.mark.parametrize("code", ["EIO", "ENOSPC"])
 def test_an_io_error_after_the_version_is_added_is_no_call_to_run_again(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
