@@ -7,7 +7,7 @@ import os
 import platform
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from absa.model.artifact import sha256_file
@@ -109,3 +109,24 @@ def portable(path: str | Path) -> str:
         real.is_relative_to(ROOT) or real.is_relative_to(ROOT.parent / "shared")
     )
     return os.path.relpath(real, ROOT) if beside and not scratch else str(path)
+
+
+def file_id(path: str) -> tuple[int, int] | None:
+    """The file ``path`` names (device, inode: a link is its target), None if none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # the reader names a missing or unreadable file
+    return st.st_dev, st.st_ino
+
+
+def refuse_twice(paths: Sequence[str]) -> None:
+    """ValueError for a file named twice (or by a second name, a link): each of its aspects
+    would count twice (absa train's --train and --train-more, a retraining job's data)."""
+    seen: dict[tuple[int, int], str] = {}
+    for p in paths:
+        fid = file_id(p)
+        first = seen.setdefault(fid, p) if fid is not None else p
+        if first != p or paths.count(p) > 1:
+            also = f" (as {first})" if first != p else ""
+            raise ValueError(f"{p}: given twice{also}: each of its aspects would count twice")

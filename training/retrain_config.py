@@ -14,7 +14,7 @@ from pathlib import Path
 
 from absa.model.typed import typed_value
 from absa.training.presets import load_config
-from absa.training.provenance import file_info
+from absa.training.provenance import file_info, refuse_twice
 
 CALIBRATIONS = ("temperature", "top_map")
 
@@ -76,6 +76,11 @@ class RetrainConfig:
             k: [rel(f) for f in typed_value(tuple[str, ...], data.get(k, []), f"{path}: data.{k}")]
             for k in ("base", "new", "dev")
         }
+        for group in (files["base"] + files["new"], files["dev"]):
+            try:  # a file in base and new too: each of its aspects would count twice
+                refuse_twice(group)
+            except ValueError as e:
+                raise ValueError(f"{path}: [data] {e}") from None
         evals = typed_value(dict[str, str], eval_, f"{path}: eval")
         gate_hints = typing.get_type_hints(Gate)
         gate = Gate(**{k: typed_value(gate_hints[k], v, f"{path}: gate.{k}")

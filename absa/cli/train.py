@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,40 +77,26 @@ def _checkpoint_on_sigterm() -> Iterator[list[str]]:
 
 def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:
     from absa.training.category_readers import read_many_categories
+    from absa.training.provenance import refuse_twice
     from absa.training.readers import read_many
 
-    _refuse_twice(paths)
+    try:
+        refuse_twice(paths)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     reader = read_many_categories if task == "category" else read_many
     res = reader(paths, skip_invalid=skip_invalid)
     _log_skipped(res.skipped, "invalid records")
     return res
 
 
-def _file_id(path: str) -> tuple[int, int] | None:
-    """The file ``path`` names (device, inode: a link is its target), None if none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None  # the reader names a missing or unreadable file
-    return st.st_dev, st.st_ino
-
-
-def _refuse_twice(paths: Sequence[str]) -> None:
-    """A file named twice (or by a second name, a link) would count each aspect twice."""
-    seen: dict[tuple[int, int], str] = {}
-    for p in paths:
-        fid = _file_id(p)
-        first = seen.setdefault(fid, p) if fid is not None else p
-        if first != p or paths.count(p) > 1:
-            also = f" (as {first})" if first != p else ""
-            raise CLIError(f"{p}: given twice{also}: each of its aspects would count twice")
-
-
 def _warn_dev_is_training_data(train: Sequence[str], dev: Sequence[str]) -> None:
     """A --dev file that is also a --train file: its score is on what the model learnt."""
-    trained = {_file_id(p) for p in train} - {None}
+    from absa.training.provenance import file_id
+
+    trained = {file_id(p) for p in train} - {None}
     for p in dev:
-        if _file_id(p) in trained:
+        if file_id(p) in trained:
             log.warning(
                 "--dev %s is also given as --train: its score is on the training data, and "
                 "says nothing of unseen text (early stopping and the exported epoch follow it)",

@@ -322,6 +322,25 @@ def test_paths_under_the_home_directory_are_the_users_not_the_configs(
     assert cfg.registry == home / "absa" / "models"
 
 
+@pytest.mark.parametrize("where", ["base and new", "base twice", "a link in new"])
+def test_a_data_file_named_twice_is_refused_before_any_work(
+    make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path, where: str
+) -> None:
+    """A file in both base and new (or twice in one) trained on every aspect twice, and the
+    dev set then agreed with everything; absa train refuses this, naming the file."""
+    train = retrain_files["train"]
+    link = tmp_path / "same.jsonl"
+    link.symlink_to(train)
+    kw = {
+        "base and new": {"base": [train], "new": [train]},
+        "base twice": {"base": [train, train]},
+        "a link in new": {"base": [train], "new": [link]},
+    }[where]
+    cfg = make_config(tmp_path / "r.toml", tmp_path / "registry", **kw)
+    with pytest.raises(ValueError, match=r"r\.toml: \[data\] .*: given twice"):
+        RetrainConfig.load(cfg)
+
+
 def test_the_model_configs_preset_is_trained_where_the_job_names_none(
     make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
 ) -> None:
