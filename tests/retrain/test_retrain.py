@@ -583,7 +583,9 @@ def test_a_training_or_dev_file_left_empty_by_skip_invalid_is_refused_before_tra
     bad.write_text('{"text": "x"}\nnot json\n')
     train = retrain_files["train"]
     files = {"base": [train], "new": [], "dev": [train]}
-    files[key] = [bad] if key == "base" else [train, bad]
+    more = tmp_path / "more.jsonl"  # not train itself: a file in base and new is refused
+    shutil.copy(train, more)
+    files[key] = [bad] if key == "base" else [more if key == "new" else train, bad]
     if key == "base":
         files["new"] = [train]  # training data all the same: the base file alone is empty
     before = state(registry)
