@@ -30,6 +30,7 @@ it, and create nothing there.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -69,6 +70,21 @@ def _fsync_tree(path: Path) -> None:
 
 # what an empty folder may hold before it is made a registry: a mounted ext4 volume's own
 _EMPTY_HOLDS = frozenset({"lost+found"})
+
+
+def readable(path: Path, tree: bool = True) -> None:
+    """``path`` and, for a folder, everything under it readable by all (folders 0755-ish,
+    files 0644-ish; the owner's bits kept): a job run under a strict umask (077) made a
+    version that a service under another uid could not load, where CURRENT and the reports
+    are 0644 (``atomic_write_text``)."""
+    paths = [path, *path.rglob("*")] if tree and path.is_dir() else [path]
+    for p in paths:
+        if p.is_symlink():
+            continue
+        mode = p.stat().st_mode & 0o7777
+        want = mode | (0o755 if p.is_dir() else 0o644)
+        if want != mode:
+            os.chmod(p, want)
 
 
 class Registry:
@@ -122,8 +138,12 @@ class Registry:
                     f"{root} is not a model registry and holds other files ({shown}): a "
                     "registry is made only in a new or empty folder"
                 )
+        made = not root.exists()
         self.versions_dir.mkdir(parents=True, exist_ok=True)
         self.work_dir.mkdir(exist_ok=True)
+        for folder in ([root] if made else []) + [self.versions_dir]:
+            with contextlib.suppress(PermissionError):  # another user's: theirs to set
+                readable(folder, tree=False)
         return self
 
     @contextmanager
@@ -342,6 +362,7 @@ class Registry:
         if not (Path(artifact_dir) / "metadata.json").is_file():
             raise RegistryError(f"{artifact_dir} is not an artifact directory")
         self.init()
+        readable(Path(artifact_dir))  # a job's umask (077) is not the readers' business
         _fsync_tree(Path(artifact_dir))
         os.rename(artifact_dir, dest)
         synced_after_rename(self.versions_dir, dest)
@@ -436,6 +457,9 @@ class Registry:
         line = (json.dumps(row) + "\n").encode("utf-8")
         try:
             with open(path, "a+b") as f:
+                mode = os.fstat(f.fileno()).st_mode & 0o7777
+                if mode | 0o644 != mode:  # made now, under a strict umask
+                    os.fchmod(f.fileno(), mode | 0o644)
                 # a line an earlier append left torn (a full disk): this one starts on a new
                 # line, else the two would be one unreadable line and the change forgotten
                 if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":

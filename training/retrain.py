@@ -32,6 +32,7 @@ champion and the registry as they were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -44,7 +45,13 @@ from pathlib import Path
 from absa.errors import transient
 from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
-from absa.model.registry import Registry, RegistryError, atomic_write_json, atomic_write_text
+from absa.model.registry import (
+    Registry,
+    RegistryError,
+    atomic_write_json,
+    atomic_write_text,
+    readable,
+)
 from absa.training.evaluate import evaluate
 from absa.training.presets import load_config
 from absa.training.provenance import code_version, file_info
@@ -545,6 +552,8 @@ def write_report(reg: Registry, report: dict) -> None:
     (temporary file + rename), the text first: a report's .json means it is complete."""
     reports = reg.root / "reports"
     reports.mkdir(exist_ok=True)
+    with contextlib.suppress(PermissionError):  # made under a strict umask: readable by all
+        readable(reports, tree=False)
     atomic_write_text(reports / f"{report['version']}.txt", summary(report) + "\n")
     atomic_write_json(reports / f"{report['version']}.json", report)
 

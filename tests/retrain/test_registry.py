@@ -6,6 +6,7 @@ the version they point at)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import threading
@@ -699,3 +700,29 @@ def test_a_pruned_versions_name_is_not_given_again(tmp_path: Path) -> None:
         with pytest.raises(RegistryError, match="was used before"):
             reg.add(staged, name)
     assert reg.check_new("v5") == reg.versions_dir / "v5"
+
+
+def test_a_registry_made_under_a_strict_umask_is_readable_by_all(tmp_path: Path) -> None:
+    """A job under umask 077 made versions/, the version's files and history.jsonl private
+    (0700 / 0600): a service under another uid could not load the version CURRENT names,
+    where CURRENT itself is 0644."""
+    before = os.umask(0o077)
+    try:
+        art = artifact(tmp_path, "v1", "2024-01-01T00:00:00+00:00")
+        for p in [art, *art.rglob("*")]:  # the artifact as the job made it: private
+            p.chmod(0o700 if p.is_dir() else 0o600)
+        reg = Registry(tmp_path / "registry").init()
+        reg.add(art, "v1")
+        with reg.lock():
+            reg.promote("v1")
+    finally:
+        os.umask(before)
+    private = [
+        str(p.relative_to(reg.root))
+        for p in [reg.root, *reg.root.rglob("*")]
+        if not p.name.startswith(".")
+        and not p.is_symlink()
+        and (p.stat().st_mode & (0o555 if p.is_dir() else 0o444))
+        != (0o555 if p.is_dir() else 0o444)
+    ]
+    assert private == [], private
