@@ -25,11 +25,13 @@ from pydantic import ValidationError
 from absa.cli import models, serve, train, vectors
 from absa.cli.common import (
     EX_TEMPFAIL,
+    JSON_LINES,
     CLIError,
     Stopped,
     after_hangup,
     on_sigterm,
     remember_terminals,
+    say,
     to_devnull,
 )
 from absa.errors import AbsaError, transient
@@ -85,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonLines())
+        JSON_LINES[0] = True  # the error line too (say)
     terminated: list[int] = []
     remember_terminals()
     try:
@@ -135,7 +138,7 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         return code
     except BrokenPipeError as e:
         if not _gone(sys.stdout):  # another pipe (a child's): an error like any other
-            sys.stderr.write(f"absa {args.command}: error: {e}\n")
+            say(f"absa {args.command}: error: {e}")
             return 2
         to_devnull(sys.stdout)
         return EX_PIPE
@@ -146,9 +149,9 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         if top not in EXTRA_OF:
             raise
         extra = EXTRA_OF[top]
-        sys.stderr.write(
+        say(
             f"absa {args.command}: error: this needs the {extra} extra ({top} is not "
-            f"installed): pip install 'absa[{extra}]'\n"
+            f"installed): pip install 'absa[{extra}]'"
         )
         return 2
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:
@@ -156,9 +159,9 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         if isinstance(e, ValidationError) and e.title == "Settings":
             msg = settings_message(e, vars(args))
         if transient(e):
-            sys.stderr.write(f"absa {args.command}: error: {msg} (may succeed if run again)\n")
+            say(f"absa {args.command}: error: {msg} (may succeed if run again)")
             return EX_TEMPFAIL
-        sys.stderr.write(f"absa {args.command}: error: {msg}\n")
+        say(f"absa {args.command}: error: {msg}")
         return 2
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,6 +95,22 @@ def to_devnull(stream: Any) -> None:
         os.dup2(devnull, stream.fileno())
     finally:
         os.close(devnull)
+
+
+#: whether the command's own lines go out as JSON objects (ABSA_LOG_FORMAT=json, set by main)
+JSON_LINES = [False]
+
+
+def say(line: str, level: int = 40) -> None:
+    """One line of the command's own on stderr (an error, 40, or a warning, 30): as it is, or,
+    where ABSA_LOG_FORMAT=json, as one JSON object through the log (a collector that reads
+    every line as JSON met a plain "absa retrain: error: ..." at the one line it needed)."""
+    if JSON_LINES[0]:
+        import logging
+
+        logging.getLogger("absa.cli").log(level, line)
+    else:
+        sys.stderr.write(line + "\n")
 
 
 def given(value: str) -> str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import CLIError, given
+from absa.cli.common import CLIError, given, say
 
 if TYPE_CHECKING:
     from absa.model.registry import Registry
@@ -38,12 +39,13 @@ def cmd_models(args: argparse.Namespace) -> int:
         except RegistryError as e:
             current = None
             mend = "" if "absa models promote" in str(e) else "; promote a version to mend it"
-            sys.stderr.write(f"absa models: warning: {e}{mend}\n")
+            say(f"absa models: warning: {e}{mend}", logging.WARNING)
         versions = reg.versions()
         if current is not None and current not in versions:  # the service will not start
-            sys.stderr.write(
+            say(
                 f"absa models: warning: {reg.root / POINTER} names version {current!r}, which "
-                f"is not in {reg.versions_dir}; promote a version to mend it\n"
+                f"is not in {reg.versions_dir}; promote a version to mend it",
+                logging.WARNING,
             )
         for v in versions:
             mark = "*" if v == current else " "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from absa.cli import EX_TEMPFAIL, _run
+from absa.cli import EX_TEMPFAIL, _run, main
 
 
 def failing(err: int) -> argparse.Namespace:
@@ -58,3 +58,32 @@ def test_stop_after_is_a_finite_number_of_minutes(
     assert code == 2
     assert "--stop-after is a number of minutes, >= 0" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_with_json_logs_the_error_line_is_a_json_object_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ABSA_LOG_FORMAT=json (the retraining CronJob sets it): every log line was one JSON
+    object but the command's own error line, "absa retrain: error: ...", the one line a
+    collector most needed."""
+    import json
+    import logging
+
+    from absa.cli import common
+
+    monkeypatch.setenv("ABSA_LOG_FORMAT", "json")
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    root.handlers = []  # main's basicConfig makes its own, on this test's stderr
+    try:
+        assert main(["retrain", "--config", str(tmp_path / "missing.toml")]) == 2
+    finally:
+        for h in root.handlers:
+            root.removeHandler(h)
+        root.handlers = handlers
+        common.JSON_LINES[0] = False
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line, or this fails
+    assert records[-1]["level"] == "ERROR" and records[-1]["message"] == (
+        f"absa retrain: error: --config {tmp_path / 'missing.toml'}: no such file"
+    )
