@@ -65,7 +65,10 @@ def atomic_write_text(path: Path, text: str) -> None:
     one; mode 0644 as the versions' files (mkstemp's 0600 hid CURRENT from readers under
     another uid)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as e:
+        raise _unwritten(path, e) from e
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -73,7 +76,17 @@ def atomic_write_text(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise _unwritten(path, e) from e
         raise
     synced_after_rename(path.parent, path)
+
+
+def _unwritten(path: Path, e: OSError) -> OSError:
+    """A full disk as one line naming ``path`` ("[Errno 28] No space left on device" named
+    none: absa models promote, a job's metadata); other errors as they are."""
+    from absa.errors import NO_SPACE, cannot_write
+
+    return cannot_write(path, e) if e.errno in NO_SPACE else e

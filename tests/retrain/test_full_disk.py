@@ -63,3 +63,18 @@ def test_full_disk_leaves_champion_and_registry_intact(
     report = retrain(cfg, version="v3")
     assert (registry / "versions" / "v3" / "model.onnx").is_file()
     assert report["version"] == "v3"
+
+
+def test_a_pointer_or_record_written_on_a_full_disk_names_the_file(small_disk: Path) -> None:
+    """absa models promote / rollback and a job's last records on a full disk said only
+    "[Errno 28] No space left on device": which file, and that the disk was full, unsaid."""
+    from absa.model.atomic import atomic_write_text
+
+    (small_disk / "CURRENT").write_text('{"version": "v1"}')
+    _fill(small_disk, leave=0)
+    with pytest.raises(OSError) as err:
+        atomic_write_text(small_disk / "CURRENT", '{"version": "v2"}' + " " * 65536)
+    assert err.value.errno == errno.ENOSPC
+    assert str(err.value).startswith(f"cannot write {small_disk / 'CURRENT'}: the disk is full")
+    assert (small_disk / "CURRENT").read_text() == '{"version": "v1"}'
+    assert sorted(p.name for p in small_disk.iterdir()) == ["CURRENT", "filler"]
