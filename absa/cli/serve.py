@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 from collections.abc import Iterator
@@ -62,6 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ours = settings.workers == 1 and hangup not in (signal.SIG_IGN, None)
     if ours:
         signal.signal(signal.SIGHUP, _hangup)
+    failed = _WorkerFailed()  # uvicorn's supervisor logs it, then returns as if stopped
+    logging.getLogger("uvicorn.error").addFilter(failed)
     try:
         with _shared_by_workers(settings):
             uvicorn.run(
@@ -78,8 +81,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 http="absa.service.connections:FirstRequestDeadline",
             )
     finally:
+        logging.getLogger("uvicorn.error").removeFilter(failed)
         if ours:
             signal.signal(signal.SIGHUP, hangup)  # a program that called main() keeps its own
+    if failed.seen:
+        sys.stderr.write(
+            "absa serve: error: a worker could not start (see the log: the model it loads, "
+            "say, is gone) and the supervisor stopped the service; "
+            f"exit {EX_SOFTWARE}, for a restart policy to start it again\n"
+        )
+        return EX_SOFTWARE
     from absa.service.app import STOPPED_BY  # set in this process: one worker, no supervisor
 
     if STOPPED_BY:
@@ -89,6 +100,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return EX_SOFTWARE
     return 0
+
+
+class _WorkerFailed(logging.Filter):
+    """Notes uvicorn's supervisor stopping because a worker failed to start (a replacement
+    for one that died, whose model is gone): it then returns as after a SIGTERM, and absa
+    serve exited 0, which a restart policy of "on failure" takes for a clean stop."""
+
+    seen = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "failed to start, stopping the parent process" in record.getMessage():
+            self.seen = True
+        return True
 
 
 def _outside_uvicorn(signum: int, frame: object) -> None:

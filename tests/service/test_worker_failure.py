@@ -10,6 +10,7 @@ file return no outputs (the bug ``test_engine`` simulates in-process)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tests.service.test_shutdown import free_port
 
 FAULT = """
 import os
+import shutil
 
 if "ABSA_TEST_FAULT" in os.environ:
     from absa.model import predictor
@@ -148,3 +150,41 @@ def test_a_host_without_a_sigterm_handler_is_not_killed(artifact: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr[-2000:]
+
+
+def test_a_supervisor_stopped_by_a_worker_that_cannot_start_exits_as_a_failure(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """--workers 2, the model's folder gone, then a worker dies: its replacement cannot load
+    the model and uvicorn's supervisor stops the server, the healthy worker too. absa serve
+    then exited 0, so a restart policy of "on failure" left the service down."""
+    model = tmp_path / "model"
+    shutil.copytree(artifact, model)
+    log = tmp_path / "serve.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = spawn(
+        ["serve", "--model", str(model), "--port", str(port), "--workers", "2"],
+        log,
+        ABSA_DEVICE="cpu",
+        ABSA_THREADS="1",
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while len(pids := worker_pids(url)) < 2:
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"two workers not up in 90 s:\n{log.read_text()}"
+            time.sleep(0.2)
+        shutil.rmtree(model)
+        os.kill(int(next(iter(pids))), signal.SIGKILL)
+        try:
+            code = server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 60 s after its worker could not start:\n{log.read_text()}")
+        text = log.read_text()
+        assert code == 70, text
+        assert "absa serve: error: a worker could not start" in text, text
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
