@@ -144,9 +144,17 @@ def check_paths(src: Path, dst: Path) -> None:
         raise ValueError(f"{dst}: no such directory {dst.parent}")
     if dst.exists() and dst.resolve() == src.resolve():
         raise ValueError(f"{dst}: the output would replace the input; write to another file")
+    if src.suffix.lower() in (".jsonl", ".json", ".csv") and _compressed(src):
+        # read as text, every line would be a bad row (or the header unreadable)
+        raise ValueError(f"{src}: compressed ({_compressed(src)}); decompress it first")
     if src.suffix.lower() in (".jsonl", ".json") and _starts_an_array(src):
         # read as JSONL, each line of an indented array would be a bad row
         raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
+    if src.suffix.lower() in (".jsonl", ".json") and _pretty_object(src):
+        raise ValueError(
+            f"{src}: a JSON object over several lines (pretty-printed); write one JSON object "
+            "per line (JSONL)"
+        )
     if src.suffix.lower() in (".jsonl", ".json") and _wide_bom(src):
         # read as UTF-8, every line would be a bad row (a CSV's header is refused so)
         raise ValueError(
@@ -246,6 +254,26 @@ def _wide_bom(path: Path) -> bool:
         head = f.read(4)
     marks = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # UTF-32-LE: 16-LE's
     return head.startswith(marks)
+
+
+#: the first bytes of the compressed files a text reader would read as bad rows
+_MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz",
+          b"\x28\xb5\x2f\xfd": "zstd"}  # fmt: skip
+
+
+def _compressed(path: Path) -> str | None:
+    """The compression ``path`` is in, by its first bytes, else None."""
+    with path.open("rb") as f:
+        head = f.read(8)
+    return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def _pretty_object(path: Path) -> bool:
+    """Whether ``path``'s first line is a lone "{": one JSON object written over several
+    lines (json.dump with indent), each of whose lines would be a bad row."""
+    with path.open("rb") as f:
+        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.split(b"\n", 1)[0].strip() == b"{"
 
 
 def _starts_an_array(path: Path) -> bool:

@@ -1306,3 +1306,32 @@ def test_a_huge_start_value_is_not_echoed_whole(tmp_path: Path) -> None:
     assert (
         row["error"].startswith("start/end must be integers, got '111") and len(row["error"]) < 200
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "says"),
+    [
+        ("pretty.json", b'{\n  "text": "nice pizza",\n  "aspect": "pizza"\n}\n', "pretty-printed"),
+        ("rows.jsonl", None, "compressed (gzip); decompress it first"),
+        ("rows.csv", None, "compressed (gzip); decompress it first"),
+    ],
+)
+def test_a_pretty_printed_or_compressed_input_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, name: str, data: bytes | None, says: str
+) -> None:
+    """A pretty-printed JSON object became a bad row per line, and a gzipped file a bad row
+    per line of bytes, each run "finished" with exit 1 and an output of errors; a JSON array
+    was refused in one line already."""
+    import gzip
+
+    src = tmp_path / name
+    if data is None:
+        plain = '{"text": "nice pizza", "aspect": "pizza"}\n'
+        if name.endswith(".csv"):
+            plain = "text,aspect\nnice pizza,pizza\n"
+        data = gzip.compress(plain.encode())
+    src.write_bytes(data)
+    assert _shipped(src, tmp_path / "out.jsonl") == 2
+    err = capsys.readouterr().err
+    assert f"absa predict: error: {src}: " in err and says in err, err
+    assert not (tmp_path / "out.jsonl").exists()
