@@ -126,3 +126,8 @@ def cannot_write(dst: Path, e: OSError) -> OSError:
     err = OSError(f"cannot write {dst}: {why}")
     err.errno = e.errno
     return err
+
+
+def first_few(names: list[str], n: int = 3) -> str:
+    """Names for a message: the first ``n``, and how many more ("a, b, c and 4 more")."""
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")

@@ -131,8 +131,9 @@ def _check_fresh(root: Path) -> None:
     """A folder given as the registry that is not one yet must be empty (a fresh volume
     before the first promotion; lost+found and hidden entries aside): an artifact or a
     folder of something else there is a mistake, not a registry to wait for."""
-    from absa.errors import RegistryError
+    from absa.errors import RegistryError, first_few
     from absa.model.artifact import is_artifact
+    from absa.model.registry import volume_entry
 
     if is_artifact(root):
         raise RegistryError(
@@ -140,19 +141,14 @@ def _check_fresh(root: Path) -> None:
             "ABSA_MODEL_DIR (--model) instead"
         )
     try:
-        found = sorted(p.name for p in root.iterdir() if not _volume_entry(p.name))
+        found = sorted(p.name for p in root.iterdir() if not volume_entry(p.name))
     except OSError as e:
         raise RegistryError(f"registry {root} cannot be listed: {e.strerror or e}") from None
     if found:
-        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         raise RegistryError(
             f"registry {root} is not a model registry (no CURRENT and no versions/) and "
-            f"not empty: it holds {shown} (ABSA_REGISTRY, --registry)"
+            f"not empty: it holds {first_few(found)} (ABSA_REGISTRY, --registry)"
         )
-
-
-def _volume_entry(name: str) -> bool:
-    return name.startswith(".") or name == "lost+found"
 
 
 class Settings(LogSettings, ModelSettings):

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from absa.errors import RegistryError
+from absa.errors import RegistryError, first_few
 from absa.model.atomic import atomic_write_json, atomic_write_text, fsync_dir, synced_after_rename
 
 __all__ = ["Registry", "RegistryError", "atomic_write_json", "atomic_write_text"]
@@ -68,8 +68,10 @@ def _fsync_tree(path: Path) -> None:
         fsync_dir(Path(d))
 
 
-# what an empty folder may hold before it is made a registry: a mounted ext4 volume's own
-_EMPTY_HOLDS = frozenset({"lost+found"})
+def volume_entry(name: str) -> bool:
+    """What an empty folder may hold and still be made a registry, or served as an empty one:
+    a mounted volume's own (ext4's lost+found, hidden entries such as a NAS's .snapshot)."""
+    return name.startswith(".") or name == "lost+found"
 
 
 def readable(path: Path, tree: bool = True) -> None:
@@ -131,12 +133,11 @@ class Registry:
         if root.exists() and not self.looks_like(root):
             if not root.is_dir():
                 raise RegistryError(f"{root} is not a directory: it cannot be a model registry")
-            other = sorted(p.name for p in root.iterdir() if p.name not in _EMPTY_HOLDS)
+            other = sorted(p.name for p in root.iterdir() if not volume_entry(p.name))
             if other:
-                shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if other[3:] else "")
                 raise RegistryError(
-                    f"{root} is not a model registry and holds other files ({shown}): a "
-                    "registry is made only in a new or empty folder"
+                    f"{root} is not a model registry and holds other files ({first_few(other)}): "
+                    "a registry is made only in a new or empty folder"
                 )
         made = not root.exists()
         self.versions_dir.mkdir(parents=True, exist_ok=True)

@@ -82,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    JSON_LINES[0] = False  # this call's own setting (a program may call main() again)
     if _log_format() == "json":  # ABSA_LOG_FORMAT: a retraining job's lines too
         from absa.service.logs import JsonLines
 

@@ -60,14 +60,14 @@ def _config(path: str | None) -> tuple[dict, dict]:
 def _typed(cls: type, table: dict, where: str) -> dict:
     """``table``'s values checked against ``cls``'s field types (unknown keys are left to
     ``from_dict``, which names them)."""
-    import typing
+    from dataclasses import fields
 
-    from absa.model.typed import typed_value
+    from absa.model.typed import typed_fields
 
-    hints = typing.get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
     try:
-        return {k: typed_value(hints[k], v, f"{where}.{k}") if k in hints else v
-                for k, v in table.items()}  # fmt: skip
+        ours = {k: v for k, v in table.items() if k in known}
+        return {**table, **typed_fields(cls, ours, f"{where}.")}
     except ValueError as e:
         raise CLIError(str(e)) from None
 

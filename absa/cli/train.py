@@ -216,14 +216,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise CLIError(f"{out} is a file; train into a new directory")
     if args.resume and out.is_dir() and not (out / "checkpoint.pt").exists():
+        from absa.errors import first_few
         from absa.training.rundir import foreign_files
 
         other = foreign_files(out)
         if other:  # no checkpoint: training from epoch 1 would write over them
-            shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if other[3:] else "")
             raise CLIError(
-                f"{out} holds files that are not a training run's ({shown}): --resume goes on "
-                "in a run's own directory; train into a new directory"
+                f"{out} holds files that are not a training run's ({first_few(other)}): "
+                "--resume goes on in a run's own directory; train into a new directory"
             )
     if not args.resume and out.exists() and any(out.iterdir()):
         # a finished run would be overwritten, or a killed one left half old, half new

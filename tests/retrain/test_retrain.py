@@ -295,6 +295,7 @@ def test_a_folder_that_is_not_a_registry_and_not_empty_is_refused_before_any_wor
     assert sorted(p.name for p in home.iterdir()) == ["notes.txt"]
     volume = tmp_path / "volume"
     (volume / "lost+found").mkdir(parents=True)
+    (volume / ".snapshot").mkdir()  # a NAS's: what the service also takes for an empty one
     assert Registry(volume).init().versions() == []
     assert Registry(tmp_path / "new").init().versions() == []
 
