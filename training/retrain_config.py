@@ -72,16 +72,14 @@ class RetrainConfig:
         _known(path, "[gate]", tables["gate"], {f.name for f in fields(Gate)})
         top = {f.name for f in fields(cls)} - {"base", "new", "dev", "source"}
         _known(path, "the top level", raw, top)
-        files = {
-            k: [rel(f) for f in typed_value(tuple[str, ...], data.get(k, []), f"{path}: data.{k}")]
-            for k in ("base", "new", "dev")
-        }
+        files = {k: [rel(f) for f in _paths(data.get(k, []), f"{path}: data.{k}")]
+                 for k in ("base", "new", "dev")}  # fmt: skip
         for group in (files["base"] + files["new"], files["dev"]):
             try:  # a file in base and new too: each of its aspects would count twice
                 refuse_twice(group)
             except ValueError as e:
                 raise ValueError(f"{path}: [data] {e}") from None
-        evals = typed_value(dict[str, str], eval_, f"{path}: eval")
+        evals = {k: typed_value(str, v, f"{path}: eval.{k}") for k, v in eval_.items()}
         gate_hints = typing.get_type_hints(Gate)
         gate = Gate(**{k: typed_value(gate_hints[k], v, f"{path}: gate.{k}")
                        for k, v in tables["gate"].items()})  # fmt: skip
@@ -156,3 +154,10 @@ def config_record(cfg: RetrainConfig) -> dict:
     values = json.loads(json.dumps(asdict(cfg), default=str))
     values.pop("source", None)
     return {"file": file_info([cfg.source])[0] if cfg.source else None, "values": values}
+
+
+def _paths(value: object, where: str) -> list[str]:
+    """A [data] list of paths, each checked: the message names the element that is not a
+    string (``data.base[1]``), where it showed the whole list."""
+    items = typed_value(tuple[object, ...], value, where)
+    return [typed_value(str, v, f"{where}[{i}]") for i, v in enumerate(items)]  # type: ignore[misc]

@@ -522,7 +522,8 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     from absa.training.retrain import RetrainConfig, retrain, summary
 
     if not Path(args.config).is_file():  # the reader's "[Errno 2] No such file or directory"
-        raise CLIError(f"--config {args.config}: no such file")
+        what = "is a directory, not a config file" if Path(args.config).is_dir() else "no such file"
+        raise CLIError(f"--config {args.config}: {what}")
     cfg = RetrainConfig.load(Path(args.config))
     if args.skip_invalid:
         cfg = replace(cfg, skip_invalid=True)

@@ -227,6 +227,8 @@ def test_bad_data_fails_naming_file_and_line(
         ({}, "[gate]\nmax_acc_drop = 0.1\n", "unknown keys ['max_acc_drop'] in [gate]"),
         ({"gate": 5}, "", "[gate] is a int, not a table"),
         ({"eval": "x"}, "", "[eval] is a str, not a table"),
+        # the key, where it named the table and showed the whole of it
+        ({}, "b = 5\n", "eval.b: input should be a valid string, not 5"),  # in [eval], last
         ({"nwe": ["x.jsonl"]}, "", "unknown keys ['nwe'] in the top level"),
         # the preset and its overrides were read only after the registry's repair and the
         # data: an unknown name or a missing file failed the job there
@@ -321,6 +323,21 @@ def test_paths_under_the_home_directory_are_the_users_not_the_configs(
     monkeypatch.setenv("HOME", str(home))
     cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", Path("~/absa/models")))
     assert cfg.registry == home / "absa" / "models"
+
+
+def test_a_data_path_that_is_not_a_string_is_named_by_its_place_and_a_config_folder_so(
+    make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """base = ["train.jsonl", 3] said "data.base: input should be a valid string, not
+    ('train.jsonl', 3)"; --config naming a folder said "no such file"."""
+    cfg = make_config(tmp_path / "r.toml", tmp_path / "registry")
+    text = re.sub(r"(?m)^base = \[(.*)\]$", r"base = [\1, 3]", cfg.read_text())
+    cfg.write_text(text)
+    said = r"r\.toml: data\.base\[1\]: input should be a valid string, not 3"
+    with pytest.raises(ValueError, match=said):
+        RetrainConfig.load(cfg)
+    assert main(["retrain", "--config", str(tmp_path), "--quiet"]) == 2
+    assert f"--config {tmp_path}: is a directory, not a config file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where", ["base and new", "base twice", "a link in new"])
