@@ -12,7 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from absa.cli.common import MODEL_DEFAULT, CLIError, given, model_dir, servable, setting_help
+from absa.cli.common import (
+    MODEL_DEFAULT,
+    CLIError,
+    given,
+    model_dir,
+    say,
+    servable,
+    setting_help,
+)
 from absa.errors import ArtifactError
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (the batcher stopped: a bug)
@@ -85,18 +93,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if ours:
             signal.signal(signal.SIGHUP, hangup)  # a program that called main() keeps its own
     if failed.seen:
-        sys.stderr.write(
+        say(
             "absa serve: error: a worker could not start (see the log: the model it loads, "
             "say, is gone) and the supervisor stopped the service; "
-            f"exit {EX_SOFTWARE}, for a restart policy to start it again\n"
+            f"exit {EX_SOFTWARE}, for a restart policy to start it again"
         )
         return EX_SOFTWARE
     from absa.service.app import STOPPED_BY  # set in this process: one worker, no supervisor
 
     if STOPPED_BY:
-        sys.stderr.write(
+        say(
             f"absa serve: error: the batcher stopped ({STOPPED_BY[0]!r}; see the log); "
-            f"exit {EX_SOFTWARE}, for a restart policy to start the service again\n"
+            f"exit {EX_SOFTWARE}, for a restart policy to start the service again"
         )
         return EX_SOFTWARE
     return 0
