@@ -128,6 +128,13 @@ def cannot_write(dst: Path, e: OSError) -> OSError:
     return err
 
 
+def raise_if_full(dst: Path, e: OSError) -> None:
+    """``e`` raised as ``cannot_write`` says it where the disk is full (or the quota used
+    up); else nothing, for the caller to re-raise ``e`` as it is."""
+    if e.errno in NO_SPACE:
+        raise cannot_write(dst, e) from e
+
+
 def first_few(names: list[str], n: int = 3) -> str:
     """Names for a message: the first ``n``, and how many more ("a, b, c and 4 more")."""
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from absa.errors import NO_SPACE, ArtifactError, cannot_write
+from absa.errors import ArtifactError, raise_if_full
 from absa.model.atomic import atomic_write_json
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 
@@ -150,8 +150,7 @@ def staged(out_dir: Path) -> Iterator[Path]:
         tmp.rename(out_dir)
         done = True
     except OSError as e:  # a full disk: "[Errno 28] No space left on device", naming nothing
-        if e.errno in NO_SPACE:
-            raise cannot_write(out_dir, e) from e
+        raise_if_full(out_dir, e)
         raise
     finally:
         if tmp.exists():

@@ -19,6 +19,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from absa.errors import raise_if_full
+
 __all__ = ["atomic_write_json", "atomic_write_text", "fsync_dir", "synced_after_rename"]
 
 log = logging.getLogger(__name__)
@@ -65,10 +67,12 @@ def atomic_write_text(path: Path, text: str) -> None:
     one; mode 0644 as the versions' files (mkstemp's 0600 hid CURRENT from readers under
     another uid)."""
     path = Path(path)
+    # a full disk named: "[Errno 28] No space left on device" named no file (CURRENT, a report)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as e:
-        raise _unwritten(path, e) from e
+        raise_if_full(path, e)
+        raise
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -79,14 +83,6 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError):
-            raise _unwritten(path, e) from e
+            raise_if_full(path, e)
         raise
     synced_after_rename(path.parent, path)
-
-
-def _unwritten(path: Path, e: OSError) -> OSError:
-    """A full disk as one line naming ``path`` ("[Errno 28] No space left on device" named
-    none: absa models promote, a job's metadata); other errors as they are."""
-    from absa.errors import NO_SPACE, cannot_write
-
-    return cannot_write(path, e) if e.errno in NO_SPACE else e
