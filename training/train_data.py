@@ -4,6 +4,7 @@ with the teacher's labels (training/train.py's first step)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 from collections import Counter
@@ -60,7 +61,7 @@ def prepare_data(
     if transfer and not tcfg.teacher:
         raise ValueError("a transfer set needs a teacher to label it (train.teacher)")
     counts = {lab: 0 for lab in preset.model.labels}
-    for e in [*train, *(dev or [])]:
+    for e in itertools.chain(train, dev or ()):  # no copy of the training set
         if e.label not in counts:  # a KeyError naming the label alone
             raise ValueError(
                 f"{e.source}: label {e.label!r} is not one of the model's labels "
