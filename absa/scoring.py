@@ -144,9 +144,9 @@ def check_paths(src: Path, dst: Path) -> None:
         raise ValueError(f"{dst}: no such directory {dst.parent}")
     if dst.exists() and dst.resolve() == src.resolve():
         raise ValueError(f"{dst}: the output would replace the input; write to another file")
-    if src.suffix.lower() in (".jsonl", ".json", ".csv") and _compressed(src):
-        # read as text, every line would be a bad row (or the header unreadable)
-        raise ValueError(f"{src}: compressed ({_compressed(src)}); decompress it first")
+    packed = _compressed(src) if src.suffix.lower() in (".jsonl", ".json", ".csv") else None
+    if packed:  # read as text, every line would be a bad row (or the header unreadable)
+        raise ValueError(f"{src}: compressed ({packed}); decompress it first")
     if src.suffix.lower() in (".jsonl", ".json") and _starts_an_array(src):
         # read as JSONL, each line of an indented array would be a bad row
         raise ValueError(f"{src}: a JSON array; write one JSON object per line (JSONL)")
