@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import math
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from absa.cli.common import (
     given_name,
     model_dir,
     on_sigterm,
+    say,
 )
 
 if TYPE_CHECKING:
@@ -170,8 +172,6 @@ def command_of(args: argparse.Namespace, skip: Sequence[str] = SESSION) -> str:
     """The ``absa`` command ``args`` were parsed from (its options in the parser's order,
     files named as run.json names them), less ``skip``: what run.json and an artifact's
     card give as the command that makes them again."""
-    import shlex
-
     from absa.training.provenance import portable
 
     def word(v: object) -> str:
@@ -232,7 +232,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         # trained to the end: --resume would start it over, with whatever data it is given
         raise CLIError(
             f"{out} holds a finished run (run.json, no checkpoint): nothing to go on with; "
-            "train into a new directory"
+            f"train into a new directory, or measure it: absa evaluate --model "
+            f"{shlex.quote(str(out))} --data FILE"
         )
     preset = load_config(Path(args.config) if args.config else None, args.preset)
     over = {
@@ -322,13 +323,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         return STOPPED
     reports: dict[str, dict] = {}
-    for path, read in evals.items():
-        reports[path] = {
-            **evaluate(result.run_dir, read.examples),
-            "file": _data_info([path])[0],  # which bytes were measured
-            "skipped_invalid": len(read.skipped),
-        }
-        log.info("%s\n%s", path, format_report(reports[path]))
+    try:
+        for path, read in evals.items():
+            reports[path] = {
+                **evaluate(result.run_dir, read.examples),
+                "file": _data_info([path])[0],  # which bytes were measured
+                "skipped_invalid": len(read.skipped),
+            }
+            log.info("%s\n%s", path, format_report(reports[path]))
+    except KeyboardInterrupt:  # SIGTERM, Ctrl-C: the run is whole, its --eval report is not
+        files = " ".join(shlex.quote(p) for p in evals)
+        say(
+            f"absa train: the run in {result.run_dir} is written; --eval was cut short, and "
+            f"`absa evaluate --model {shlex.quote(str(result.run_dir))} --data {files}` "
+            "gives its report"
+        )
+        raise
     add_eval(result.run_dir, reports)
     dev_rep = result.dev
     sys.stdout.write(

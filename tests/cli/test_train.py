@@ -917,7 +917,8 @@ def test_resume_on_a_finished_run_and_a_missing_eval_file_are_refused_first(
     assert main([*argv, "--out", str(out)]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     assert main([*argv, "--out", str(out), "--resume", "--seed", "7"]) == 2
-    assert "holds a finished run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds a finished run" in err and f"absa evaluate --model {out} --data FILE" in err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 

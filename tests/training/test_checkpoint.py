@@ -398,3 +398,34 @@ def test_a_run_whose_files_fill_the_disk_says_where_and_how_to_go_on(
     (run / "history.png").unlink()
     fit(TRAIN, DEV, preset(small_glove), run, progress=False, resume=True)
     assert (run / "run.json").is_file() and not (run / CHECKPOINT).exists()
+
+
+def test_sigterm_while_train_evaluates_says_the_run_is_written_and_how_to_evaluate(
+    small_glove: Path, tmp_path: Path
+) -> None:
+    """SIGTERM after the run is written, while --eval's files are measured: it ended with
+    143 and nothing said that the run was whole, nor how to get the report it lost (the same
+    command with --resume refuses a finished run)."""
+    import signal
+    import subprocess
+    import sys
+
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    big = write_jsonl(tmp_path / "eval.jsonl", synthetic_examples(10_000, seed=9))
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, batch_size=2)
+    argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
+    argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet", "--eval", str(big)]
+    log = tmp_path / "log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "r" / "run.json").is_file():  # written: --eval comes next
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "no run written in 120 s"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143, log.read_text()
+    text = log.read_text()
+    assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert f"the run in {tmp_path / 'r'} is written" in text, text
+    assert f"absa evaluate --model {tmp_path / 'r'} --data {big}" in text, text
