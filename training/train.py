@@ -125,7 +125,7 @@ def fit(
     started = time.time()
 
     data = prepare_data(train, dev, preset, device, transfer, dev_source)
-    mcfg, pipe, net = build_network(preset, data.train, run_dir, device)
+    mcfg, pipe, net = build_network(preset, data.train, device)
     start = start_from(net, mcfg, pipe, Path(tcfg.init_from)) if tcfg.init_from else None
     inputs = encode_inputs(net, pipe, data, device)
     if tcfg.class_weights == "balanced":
@@ -161,6 +161,8 @@ def fit(
     state = checkpoint.load(run_dir, key) if resume else None
     if state is not None:
         checkpoint.check_targets(state, soft, run_dir)
+    if mcfg.encoder == "transformer":  # once a checkpoint is known to be this run's
+        rundir.save_encoder_config(run_dir, resolve_transformer(tcfg.transformer))
     within = None  # where the first epoch goes on from, when a checkpoint was written inside it
     # the code of every session this run trained in (a resumed run may span commits)
     versions = [*(state or {}).get("code_versions", [])]
@@ -255,10 +257,10 @@ def fit(
 
 
 def build_network(
-    preset: Preset, train: Sequence[Labelled], run_dir: Path, device: torch.device
+    preset: Preset, train: Sequence[Labelled], device: torch.device
 ) -> tuple[ModelConfig, Pipeline, ABSANet]:
     """The model config completed from the data, the text pipeline and the network."""
-    mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, preset.train, train, run_dir)
+    mcfg, pipe, vectors, encoder_src = build_pipeline(preset.model, preset.train, train)
     net = ABSANet(mcfg, vectors=vectors, encoder_path=encoder_src, pretrained_encoder=True)
     if mcfg.is_category and preset.train.category_init == "words":
         init_from_words(net, pipe)
@@ -268,14 +270,13 @@ def build_network(
 
 
 def build_pipeline(
-    mcfg: ModelConfig, tcfg: TrainConfig, train: Sequence[Labelled], run_dir: Path
+    mcfg: ModelConfig, tcfg: TrainConfig, train: Sequence[Labelled]
 ) -> tuple[ModelConfig, Pipeline, torch.Tensor | None, Path | None]:
-    """A transformer's WordPiece pipeline (its config kept with the run), or a vocabulary of
+    """A transformer's WordPiece pipeline (fit keeps its config with the run), or a vocabulary of
     the training words plus GloVe's most frequent, with its embedding matrix."""
     if mcfg.encoder == "transformer":
         src = resolve_transformer(tcfg.transformer)
         pipe = WordPiecePipeline(src / "tokenizer.json", max_len=tcfg.max_len)
-        rundir.save_encoder_config(run_dir, src)
         # E is the encoder's width (384 for MiniLM, 768 for MPNet), whatever the preset says
         return replace(mcfg, embed_dim=encoder_width(src)), pipe, None, src
     glove_words, glove = load_glove(tcfg.glove)

@@ -39,12 +39,12 @@ def test_training_starts_from_the_words(small_glove: Path, tmp_path: Path) -> No
     examples = category_examples()
     base = category_preset(tiny_preset("atae-lstm", small_glove), categories_of(examples))
     preset = replace(base, train=replace(base.train, category_init="words"))
-    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
+    _, pipe, net = build_network(preset, examples, torch.device("cpu"))
     assert "ambience" in pipe.index  # the category words join the vocabulary
     food = net.cfg.categories.index("food")
     table = net.encoder.table.weight  # type: ignore[union-attr]
     torch.testing.assert_close(net.category.weight[food], table[pipe.index["food"]])  # type: ignore[union-attr]
-    _, _, random_net = build_network(base, examples, tmp_path, torch.device("cpu"))
+    _, _, random_net = build_network(base, examples, torch.device("cpu"))
     assert not torch.allclose(random_net.category.weight[food], table[pipe.index["food"]])  # type: ignore[union-attr]
 
 

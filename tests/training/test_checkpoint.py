@@ -429,3 +429,33 @@ def test_sigterm_while_train_evaluates_says_the_run_is_written_and_how_to_evalua
     assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
     assert f"the run in {tmp_path / 'r'} is written" in text, text
     assert f"absa evaluate --model {tmp_path / 'r'} --data {big}" in text, text
+
+
+def test_a_refused_resume_leaves_the_run_as_it_was(tiny_transformer: Path, tmp_path: Path) -> None:
+    """--resume with another transformer is refused; the encoder's config.json of the
+    refused one was written into the run first, over the one its checkpoint was made with."""
+    import shutil
+
+    from tests.helpers import tiny_pair_preset
+
+    other = shutil.copytree(tiny_transformer, tmp_path / "other-bert")
+    cfg = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**cfg, "hidden_dropout_prob": 0.3}))
+    p = tiny_pair_preset(tiny_transformer, category_pair=False)
+    p = replace(p, train=replace(p.train, epochs=3))
+    run = tmp_path / "r"
+    fit(TRAIN, DEV, p, run, progress=False, stop_after=0)
+
+    def files() -> dict[str, bytes]:
+        return {str(f.relative_to(run)): f.read_bytes() for f in run.rglob("*") if f.is_file()}
+
+    before = files()
+    moved = replace(p, train=replace(p.train, transformer=str(other)))
+    with pytest.raises(CheckpointError, match="another configuration or data"):
+        fit(TRAIN, DEV, moved, run, progress=False, resume=True)
+    assert files() == before
+    done = fit(TRAIN, DEV, p, run, progress=False, resume=True)
+    assert len(done.history) == 3
+    assert (run / "encoder" / "config.json").read_bytes() == (
+        tiny_transformer / "config.json"
+    ).read_bytes()

@@ -302,7 +302,7 @@ def _hint(
         named = enumerate(zip(examples, sources, strict=True))
         examples = [replace(e, source=f"{d}:{i}") for i, (e, d) in named]
     preset = _student(glove, states, 1.0)
-    _, pipe, net = build_network(preset, examples, tmp_path, torch.device("cpu"))
+    _, pipe, net = build_network(preset, examples, torch.device("cpu"))
     encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
     net.eval()
     return (
