@@ -110,7 +110,7 @@ class ShuttingDown(AbsaError):
 NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
 
 
-def cannot_write(dst: Path, e: OSError) -> OSError:
+def cannot_write(dst: Path | str, e: OSError) -> OSError:
     """``e``, met writing ``dst`` (a ``.part`` of it, a folder being built for it), as one
     line naming ``dst`` (the path the user gave), its errno kept: "cannot write DST: WHY".
     Where there was no room (``NO_SPACE``) it says the disk is full (or the quota used

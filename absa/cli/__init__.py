@@ -33,6 +33,7 @@ from absa.cli.common import (
     remember_terminals,
     say,
     to_devnull,
+    to_stdout,
 )
 from absa.errors import AbsaError, transient
 
@@ -135,7 +136,7 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
     """The command, its errors as one line and an exit status."""
     try:
         code = int(args.func(args) or 0)
-        sys.stdout.flush()  # a reader gone: met here, not at exit ("Exception ignored ...")
+        to_stdout(flush=True)  # a reader gone: met here, not at exit ("Exception ignored ...")
         return code
     except BrokenPipeError as e:
         if not _gone(sys.stdout):  # another pipe (a child's): an error like any other

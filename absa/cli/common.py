@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -95,6 +96,26 @@ def to_devnull(stream: Any) -> None:
         os.dup2(devnull, stream.fileno())
     finally:
         os.close(devnull)
+
+
+def to_stdout(text: str = "", flush: bool = False) -> None:
+    """``text`` to standard output (and flushed, with ``flush``). Where that fails (a full
+    disk, ``> /dev/full``) the error names it: it said "[Errno 28] No space left on device",
+    as of an output file. Its descriptor goes to /dev/null then, or what it still buffers
+    fails again at exit (status 120). A gone reader's BrokenPipeError is main's to answer."""
+    from absa.errors import cannot_write
+
+    try:
+        if text:
+            sys.stdout.write(text)
+        if flush:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        with contextlib.suppress(OSError, ValueError):  # no descriptor (a caller's stream)
+            to_devnull(sys.stdout)
+        raise cannot_write("standard output", e) from e
 
 
 #: whether the command's own lines go out as JSON objects (ABSA_LOG_FORMAT=json, set by main)

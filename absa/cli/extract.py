@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from absa.cli.common import CLIError, check_new_out
+from absa.cli.common import CLIError, check_new_out, to_stdout
 
 if TYPE_CHECKING:
     from absa.model.tagger_config import TaggerConfig
@@ -186,9 +186,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         add_eval(Path(args.out), reports)
     for p, rep in reports.items():
         log.info("%s: %s", p, _line(rep))
-    sys.stdout.write(
-        f"run written to {args.out}: best epoch {run.best_epoch}, dev {_line(run.dev)}\n"
-    )
+    to_stdout(f"run written to {args.out}: best epoch {run.best_epoch}, dev {_line(run.dev)}\n")
     return 0
 
 
@@ -256,7 +254,7 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
     rep = score_extraction(model, sentences)
     rep.update(model=str(model), data=list(args.data))
     out = json.dumps(rep) if args.json else _line(rep)
-    sys.stdout.write(out + "\n")
+    to_stdout(out + "\n")
     return 0
 
 
@@ -285,5 +283,5 @@ def cmd_export_extract(args: argparse.Namespace) -> int:
             f"; int8: {q['windows_decoded_differently']} of {q['dev_windows']} dev windows "
             f"decode differently, {q['bytes_int8'] / 1e6:.1f} MB"
         )
-    sys.stdout.write(msg + "\n")
+    to_stdout(msg + "\n")
     return 0

@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from typing import TYPE_CHECKING, Any
 
-from absa.cli.common import CLIError, given, say
+from absa.cli.common import CLIError, given, say, to_stdout
 
 if TYPE_CHECKING:
     from absa.model.registry import Registry
@@ -52,13 +51,13 @@ def cmd_models(args: argparse.Namespace) -> int:
             try:
                 m = reg.metadata(v)
             except RegistryError as e:  # one bad version: the others are still listed
-                sys.stdout.write(f"{mark} {v:<22} unreadable: {e}\n")
+                to_stdout(f"{mark} {v:<22} unreadable: {e}\n")
                 continue
             created = str(m.get("created") or "")
-            sys.stdout.write(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
+            to_stdout(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
         return 0
     if args.action == "show":
-        sys.stdout.write(json.dumps(reg.metadata(args.version), indent=1) + "\n")
+        to_stdout(json.dumps(reg.metadata(args.version), indent=1) + "\n")
         return 0
     # said before the lock, whose file would be the one thing the command made
     if args.action == "promote":
@@ -68,9 +67,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     with reg.lock():  # held by a retraining job only while it adds or promotes a version
         if args.action == "promote":
             reg.promote(args.version, reason="manual")
-            sys.stdout.write(f"current: {args.version}\n")
+            to_stdout(f"current: {args.version}\n")
         else:
-            sys.stdout.write(f"current: {reg.rollback()}\n")
+            to_stdout(f"current: {reg.rollback()}\n")
     return 0
 
 

@@ -20,6 +20,7 @@ from absa.cli.common import (
     say,
     servable,
     setting_help,
+    to_stdout,
 )
 from absa.errors import ArtifactError
 
@@ -306,7 +307,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from absa.scoring import score_file
 
         stats = score_file(predictor, Path(args.input), Path(args.output), progress=not args.quiet)
-        sys.stdout.write(
+        to_stdout(
             f"{stats.rows} rows: {stats.scored} scored, {stats.rows - stats.scored} bad -> "
             f"{args.output}\n"
         )
@@ -391,7 +392,7 @@ def _print(args: argparse.Namespace, model_id: str, results: list[dict]) -> int:
         from absa.cli.heatmap import render, use_color
 
         sys.stderr.write(render(args.text, results, color=use_color(sys.stderr)) + "\n")
-    sys.stdout.write(json.dumps({"model": model_id, "results": results}) + "\n")
+    to_stdout(json.dumps({"model": model_id, "results": results}) + "\n")
     return 0
 
 
@@ -410,7 +411,7 @@ def _predict_on_ray(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.quiet,
     )
-    sys.stdout.write(
+    to_stdout(
         f"{stats.rows} rows: {stats.rows - stats.bad} scored, {stats.bad} bad -> "
         f"{args.output} ({stats.files} files, {stats.seconds:.1f} s)\n"
     )

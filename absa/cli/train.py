@@ -8,7 +8,6 @@ import json
 import logging
 import math
 import shlex
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from absa.cli.common import (
     model_dir,
     on_sigterm,
     say,
+    to_stdout,
 )
 
 if TYPE_CHECKING:
@@ -317,7 +317,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     if result.stopped:
         by = asked[0] if asked else "--stop-after"
-        sys.stdout.write(
+        to_stdout(
             f"stopped after {len(result.history)} whole epoch(s) ({by}); the run in "
             f"{result.run_dir} is not complete: the same command with --resume goes on\n"
         )
@@ -341,7 +341,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise
     add_eval(result.run_dir, reports)
     dev_rep = result.dev
-    sys.stdout.write(
+    to_stdout(
         f"run written to {result.run_dir}: best epoch {result.best_epoch}, dev accuracy "
         f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
     )
@@ -459,9 +459,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     rep["skipped_invalid"] = len(read.skipped)
     rep["code_version"] = code_version()
     if args.json:
-        sys.stdout.write(json.dumps(rep) + "\n")
+        to_stdout(json.dumps(rep) + "\n")
     else:
-        sys.stdout.write(format_report(rep) + "\n")
+        to_stdout(format_report(rep) + "\n")
     return 0
 
 
@@ -503,7 +503,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"; int8 dev accuracy {q['dev_accuracy_int8'] * 100:.2f} "
             f"({q['accuracy_change'] * 100:+.2f}), {q['changed_predictions']} predictions changed"
         )
-    sys.stdout.write(msg + "\n")
+    to_stdout(msg + "\n")
     return 0
 
 
@@ -538,7 +538,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     if args.skip_invalid:
         cfg = replace(cfg, skip_invalid=True)
     report = retrain(cfg, version=args.version, progress=not args.quiet)
-    sys.stdout.write(summary(report) + "\n")
+    to_stdout(summary(report) + "\n")
     return 0 if report["promoted"] else 3
 
 
@@ -546,7 +546,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
     from absa.training.presets import PRESETS
 
     for name, preset in PRESETS.items():
-        sys.stdout.write(f"{name:<22} {preset.about}\n")
+        to_stdout(f"{name:<22} {preset.about}\n")
     return 0
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from absa.cli.common import CLIError
+from absa.cli.common import CLIError, to_stdout
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         context=args.context,
         extra=extra,
     )
-    sys.stdout.write(
+    to_stdout(
         f"vectors written to {out}: {record['words']} words x {record['dim']} dimensions "
         f"(record: {record_path(out)})\n"
     )
@@ -56,7 +55,7 @@ def cmd_states(args: argparse.Namespace) -> int:
     _refuse(check_encoder, Path(args.encoder))
     texts, extra = _texts(args)
     record = build(Path(args.encoder), texts, out, dim=args.dim, extra=extra)
-    sys.stdout.write(
+    to_stdout(
         f"states written to {out}: {record['sentences']} sentences, {record['words']} words "
         f"x {record['dim']} dimensions ({100 * record['variance_kept']:.1f}% of the variance)\n"
     )

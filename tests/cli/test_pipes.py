@@ -82,3 +82,23 @@ def test_a_command_run_with_a_standard_stream_closed_still_does_its_work(
     done = subprocess.run(shell, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert '"pred_label": "positive"' in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_a_full_standard_output_is_named_as_such(unbuffered: bool) -> None:
+    """`absa presets > /dev/full`: the error line said "[Errno 28] No space left on device",
+    naming nothing (the user's output files were fine), and buffered, Python's flush at exit
+    met the same error again."""
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("no /dev/full here")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    with full.open("w") as out:
+        done = subprocess.run([sys.executable, "-c", CODE, "presets"], stdout=out,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines == ["absa presets: error: cannot write standard output: the disk is full "
+                     "(No space left on device)"], done.stderr  # fmt: skip
