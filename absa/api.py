@@ -22,7 +22,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from absa.errors import InputError
+from absa.errors import ArtifactError, InputError
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPrediction, CategoryPredictor
 from absa.model.predictor import AUTO, AspectInput, AspectPrediction, Aspects, Predictor
@@ -41,12 +41,14 @@ class Classifier:
 
     def __init__(self, predictor: Predictor | CategoryPredictor) -> None:
         self.predictor = predictor
-        #: how ``load`` made it (artifact, extractor, device, threads): what a pickle carries
-        self._loaded_as: tuple[Path, Path | None, str, int] | None = None
+        #: how ``load`` made it (artifact, extractor, device, threads, and what their
+        #: metadata said, ``_recorded``): what a pickle carries
+        self._loaded_as: tuple[Path, Path | None, str, int, tuple[str, str | None]] | None = None
 
-    def __reduce__(self) -> tuple[Any, tuple[Path, Path | None, str, int]]:
+    def __reduce__(self) -> tuple[Any, tuple[Path, Path | None, str, int, tuple[str, str | None]]]:
         """Pickled (multiprocessing, Ray, Dask, Spark) as the artifact directories it loaded
-        (a registry's version as it was then), loaded again, verified, where it lands."""
+        (a registry's version as it was then), loaded again, verified, where it lands; and
+        refused there if another model is at those paths now (their metadata differs)."""
         if self._loaded_as is None:
             raise TypeError(
                 "a Classifier pickles as the directories absa.load read: make it with absa.load"
@@ -203,19 +205,46 @@ def load(
     return _loaded(path, settings.extractor_path(), device, threads)
 
 
-def _loaded(path: Path, ext_dir: Path | None, device: str, threads: int) -> Classifier:
-    """The classifier of the artifact at ``path`` (and the extractor at ``ext_dir``)."""
+def _loaded(
+    path: Path,
+    ext_dir: Path | None,
+    device: str,
+    threads: int,
+    expected: tuple[str, str | None] | None = None,
+) -> Classifier:
+    """The classifier of the artifact at ``path`` (and the extractor at ``ext_dir``).
+    ``expected``: what their metadata said when a pickled classifier was made (``_recorded``);
+    an artifact verifies against its own metadata alone, so another one put at the path, or
+    an edited metadata.json (other labels), would have loaded as if it were the same."""
     ext = None
     if ext_dir is not None:
         from absa.model.extractor import Extractor
 
         ext = Extractor.load(ext_dir, device=device, threads=threads)
     runtime = Runtime.load(path, device=device, threads=threads, task=None)
+    recorded = (_recorded(runtime.metadata), None if ext is None else _recorded(ext.metadata))
+    if expected is not None and recorded != expected:
+        changed = path if recorded[0] != expected[0] else ext_dir
+        raise ArtifactError(
+            f"{changed}: the artifact changed since this classifier was pickled (its "
+            "metadata.json differs): another model than the one pickled; load it again"
+        )
     if runtime.task == CATEGORY:
         clf = Classifier(CategoryPredictor(runtime))
     else:
         clf = Classifier(Predictor(runtime, extractor=ext))
     # absolute: a pickle is loaded by a process that may run in another directory
     ext_path = None if ext is None else Path(ext.model_dir).resolve()
-    clf._loaded_as = (Path(runtime.model_dir).resolve(), ext_path, device, threads)
+    clf._loaded_as = (Path(runtime.model_dir).resolve(), ext_path, device, threads, recorded)
     return clf
+
+
+def _recorded(metadata: Mapping[str, Any]) -> str:
+    """A digest of an artifact's metadata, which records every file's sha256, its labels and
+    version: the same digest, the same model (a metadata.json written again with other
+    whitespace is the same)."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

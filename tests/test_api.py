@@ -9,6 +9,7 @@ import pytest
 
 import absa
 from absa.errors import ArtifactError, InputError
+from absa.model.categories import SHIPPED_CATEGORY_MODEL
 from absa.model.registry import Registry
 from absa.model.runtime import DEFAULT_MODEL_DIR
 
@@ -376,3 +377,26 @@ def test_a_classifier_loaded_by_a_relative_path_pickles_for_another_directory(
     assert again(TEXT, ["burger"])[0].label == "positive"
     made = absa.Classifier(again.predictor)  # not by load: still copies, shares the model
     assert copy.copy(made).predictor is made.predictor
+
+
+def test_a_pickle_refuses_another_model_put_at_its_path(tmp_path: Path) -> None:
+    """Checksums alone verify an artifact against its own metadata: another artifact copied
+    to the path (a re-export, a copy over it) or an edited metadata.json (other labels)
+    loaded without a word, and a pool's workers answered with another model than the
+    caller's."""
+    import json
+    import pickle
+
+    shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "m")
+    blob = pickle.dumps(absa.load(tmp_path / "m", threads=1))
+    meta_path = tmp_path / "m" / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "labels": meta["labels"][::-1]}))
+    with pytest.raises(ArtifactError, match="changed since this classifier was pickled"):
+        pickle.loads(blob)
+    meta_path.write_text(json.dumps(meta))  # as it was, whitespace aside: the same model
+    assert pickle.loads(blob)(TEXT, ["burger"])[0].label == "positive"
+    shutil.rmtree(tmp_path / "m")
+    shutil.copytree(SHIPPED_CATEGORY_MODEL, tmp_path / "m")
+    with pytest.raises(ArtifactError, match="changed since this classifier was pickled"):
+        pickle.loads(blob)
