@@ -32,7 +32,7 @@ __all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
 
 
 #: keys a batch item may use by mistake for the one that names what it asks about
-NEAR_MISSES = {"aspect": "aspects", "term": "aspects", "terms": "aspects", "category": "categories"}
+NEAR_MISSES = ("aspect", "term", "terms", "category")
 
 
 class Classifier:
@@ -149,17 +149,19 @@ class Classifier:
     def _prepare(self, i: int, item: Any, explain: bool) -> Any:
         where = f"items[{i}]: "
         if isinstance(item, Mapping):
-            # other keys (an id, a gold label) pass, but a near miss of the one that asks
-            # would leave the aspects asked for unread (and the extractor's answered)
-            for key, meant in NEAR_MISSES.items():
-                if key in item and meant not in item:
-                    raise InputError(f"{where}{key!r} is not a key of an item: {meant!r}")
+            # other keys (an id, a gold term or category) pass, but a near miss of the one
+            # that asks would leave the aspects asked for unread (the extractor's answered)
+            if "aspects" not in item and "categories" not in item:
+                meant = "aspects" if self.categories is None else "categories"  # the model's
+                for key in NEAR_MISSES:
+                    if key in item:
+                        raise InputError(f"{where}{key!r} is not a key of an item: {meant!r}")
             text, aspects, categories = (
                 item.get("text"),
                 item.get("aspects"),
                 item.get("categories"),
             )
-        elif isinstance(item, tuple) and len(item) == 2:
+        elif isinstance(item, tuple | list) and len(item) == 2:  # a list: a JSON pair
             text, asked = item  # the aspects, or for a category model the categories
             aspects, categories = (None, asked) if self.categories is not None else (asked, None)
         else:

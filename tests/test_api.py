@@ -400,3 +400,27 @@ def test_a_pickle_refuses_another_model_put_at_its_path(tmp_path: Path) -> None:
     shutil.copytree(SHIPPED_CATEGORY_MODEL, tmp_path / "m")
     with pytest.raises(ArtifactError, match="changed since this classifier was pickled"):
         pickle.loads(blob)
+
+
+def test_a_batch_item_asking_with_its_key_may_carry_gold_term_and_category_keys() -> None:
+    """SemEval-style rows carry a term and a category beside what they ask: an item with
+    ``aspects`` and a gold ``category`` (or ``categories`` and an ``aspect``) was refused as
+    a near miss, and a term model's user sent to a ``categories`` key it refuses. A JSON
+    list pair is an item as a tuple is."""
+    clf = absa.load(threads=1)
+    gold = {"text": TEXT, "aspects": ["fries"], "category": "food", "term": "fries"}
+    (answer,) = clf.batch([gold])
+    assert [a.term for a in answer] == ["fries"]
+    with pytest.raises(
+        InputError, match=r"items\[0\]: 'category' is not a key of an item: 'aspects'"
+    ):
+        clf.batch([{"text": TEXT, "category": ["food"]}])
+    cats = absa.load(SHIPPED_CATEGORY_MODEL, threads=1)
+    (answer,) = cats.batch([{"text": TEXT, "categories": ["food"], "aspect": "fries"}])
+    assert [a.category for a in answer] == ["food"]
+    with pytest.raises(
+        InputError, match=r"items\[0\]: 'aspect' is not a key of an item: 'categories'"
+    ):
+        cats.batch([{"text": TEXT, "aspect": ["fries"]}])
+    (pair,) = clf.batch([[TEXT, ["fries"]]])  # type: ignore[list-item]
+    assert [p.to_dict() for p in pair] == [p.to_dict() for p in clf(TEXT, ["fries"])]
