@@ -96,8 +96,10 @@ def test_a_full_standard_output_is_named_as_such(unbuffered: bool) -> None:
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
     with full.open("w") as out:
-        done = subprocess.run([sys.executable, "-c", CODE, "presets"], stdout=out,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, timeout=60)  # fmt: skip
+        argv = [sys.executable, "-c", CODE, "presets"]
+        done = subprocess.run(
+            argv, stdout=out, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, timeout=60
+        )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert lines == ["absa presets: error: cannot write standard output: the disk is full "
