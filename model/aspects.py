@@ -139,10 +139,16 @@ def _find_composed(
     nfc_term = unicodedata.normalize("NFC", term.strip())
     if nfc_text == text and nfc_term == term.strip():
         return None  # nothing was composed: the plain search said it all
-    whole = [(starts[s], ends[e - 1]) for s, e in find(nfc_text, nfc_term, whole=True)]
+
+    def spans(whole: bool) -> list[tuple[int, int]]:
+        # a match that cuts a mark off, in the composed text, is refused as in the text
+        found = find(nfc_text, nfc_term, whole=whole)
+        return [(starts[s], ends[e - 1]) for s, e in found if _whole(nfc_text, s, e)]
+
+    whole = spans(True)
     if whole:  # substrings only count where no whole word is found, either way
         return whole, []
-    return [], [(starts[s], ends[e - 1]) for s, e in find(nfc_text, nfc_term, whole=False)]
+    return [], spans(False)
 
 
 @short_texts_cached(maxsize=32)  # the aspects of one text are looked up one after another

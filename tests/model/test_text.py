@@ -738,3 +738,20 @@ def test_the_tokens_a_span_covers_are_found_as_a_scan_of_all_of_them_finds_them(
             for end in range(start + 1, len(text) + 1):
                 every = [i for i, t in enumerate(tokens) if t.start < end and t.end > start]
                 assert _inside(tokens, start, end) == every, (text, start, end)
+
+
+@pytest.mark.parametrize(
+    ("text", "term"),
+    [
+        ("खाना \u095b्यादा अच्छा था", "खान"),  # a precomposable nukta letter elsewhere
+        ("The x\u0304 value was bad, nice cafe\u0301", "x"),  # a decomposed accent elsewhere
+    ],
+)
+def test_a_match_that_cuts_a_mark_off_is_refused_whatever_else_the_text_holds(
+    text: str, term: str
+) -> None:
+    """The composed search (a text not NFC) took a match that ends before a combining mark
+    for a whole word, and widened it over the mark: "खान" found "खाना", "x" found "x̄",
+    where the same text in NFC (the plain search) found neither."""
+    assert find_all(text, term) == []
+    assert find_all(unicodedata.normalize("NFC", text), term) == []
