@@ -110,10 +110,12 @@ def _union(spans: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tu
 def _whole(text: str, start: int, end: int) -> bool:
     """The match neither ends before nor starts on a combining mark: "cafe" is not found in
     "cafe" + U+0301 (é decomposed), whose accent would be cut off (the tokenizer keeps the
-    mark in its word, so such a span would end inside a word). A mark that opens the text
-    belongs to no letter: a span may start there."""
+    mark in its word, so such a span would end inside a word). A mark that opens the text,
+    or follows whitespace, belongs to no letter: a span may start there (the extractor
+    finds "\u0301screen" in "The \u0301screen", and what it finds may be asked again)."""
     cuts_end = end < len(text) and _is_mark(text[end])
-    return not cuts_end and not (start > 0 and _is_mark(text[start]))
+    cuts_start = start > 0 and _is_mark(text[start]) and not text[start - 1].isspace()
+    return not cuts_end and not cuts_start
 
 
 def _is_mark(c: str) -> bool:

@@ -755,3 +755,17 @@ def test_a_match_that_cuts_a_mark_off_is_refused_whatever_else_the_text_holds(
     where the same text in NFC (the plain search) found neither."""
     assert find_all(text, term) == []
     assert find_all(unicodedata.normalize("NFC", text), term) == []
+
+
+@pytest.mark.parametrize("text", ["The \u0301screen is bright", "Nice. \u0301Service was slow"])
+def test_a_term_that_starts_on_a_stray_mark_after_a_space_can_be_asked_for(text: str) -> None:
+    """A mark after whitespace belongs to no letter (the tokenizer keeps it with the word
+    after it, and the extractor answers that word with it): asked for again, by name or
+    pinned, it was refused ("does not occur", "starts on a combining mark")."""
+    from absa.model.aspects import pinned
+
+    start = text.index("\u0301")
+    end = text.index(" ", start)
+    assert find_all(text, text[start:end]) == [(start, end)]
+    assert pinned(text, text[start:end], start, end).start == start
+    assert find_all("cafe\u0301s", "\u0301s") == []  # a mark on a letter still cuts it
