@@ -204,7 +204,13 @@ def load(
         path = Path(model).expanduser()
         if Registry.looks_like(path):
             path = Registry(path).current_path()
-    return _loaded(path, settings.extractor_path(), device, threads)
+    ext_dir = settings.extractor_path()
+    if extractor is None and ext_dir is not None and not ext_dir.exists():
+        raise ArtifactError(  # a setting of the environment, which the caller may not know of
+            f"{ext_dir}: does not exist (ABSA_EXTRACTOR names it; load(extractor='') loads "
+            "no extractor)"
+        )
+    return _loaded(path, ext_dir, device, threads)
 
 
 def _loaded(

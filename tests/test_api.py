@@ -424,3 +424,16 @@ def test_a_batch_item_asking_with_its_key_may_carry_gold_term_and_category_keys(
         cats.batch([{"text": TEXT, "aspect": ["fries"]}])
     (pair,) = clf.batch([[TEXT, ["fries"]]])  # type: ignore[list-item]
     assert [p.to_dict() for p in pair] == [p.to_dict() for p in clf(TEXT, ["fries"])]
+
+
+def test_a_missing_extractor_named_by_the_environment_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script that passes a model and no extractor got "/opt/absa/extractor: does not
+    exist", from an ABSA_EXTRACTOR it never set itself."""
+    monkeypatch.setenv("ABSA_EXTRACTOR", str(tmp_path / "gone"))
+    with pytest.raises(ArtifactError, match=r"gone: does not exist \(ABSA_EXTRACTOR names it"):
+        absa.load(DEFAULT_MODEL_DIR, threads=1)
+    assert absa.load(DEFAULT_MODEL_DIR, extractor="", threads=1)(TEXT, ["fries"])
+    with pytest.raises(ArtifactError, match=r"gone: does not exist$"):  # its own argument
+        absa.load(DEFAULT_MODEL_DIR, extractor=tmp_path / "gone", threads=1)
