@@ -286,7 +286,8 @@ class Observe:
             path = getattr(route, "path", None) or _unrouted(path, admin)
             # a label takes only known methods: any token is a method to HTTP (h11 passes them)
             method = scope["method"] if scope["method"] in METHODS else "other"
-            self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
+            if status != 503:  # overload's refusal, held on purpose (shed_pause): not slow
+                self.metrics.latency.labels(path).observe(time.perf_counter() - t0)
             self.metrics.requests.labels(path, method, str(status)).inc()
 
 

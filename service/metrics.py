@@ -32,7 +32,7 @@ class Metrics:
         )
         self.latency = Histogram(
             "absa_request_latency_seconds",
-            "HTTP request latency",
+            "HTTP request latency (503 answers apart: overload's, held on purpose)",
             ["route"],
             buckets=LATENCY_BUCKETS,
             registry=r,

@@ -59,6 +59,10 @@ def test_requests_over_max_in_flight_get_503_at_once(artifact: Path) -> None:
         assert elapsed < 1.0
         assert third.status_code == 200  # the slot is free again
         assert "absa_shed_total 1.0" in metrics
+        # the refusal, held for the shed pause, is no slow prediction: the latency alert
+        # and the dashboards' p99 read this histogram (AbsaOverloaded says overload)
+        assert 'absa_request_latency_seconds_count{route="/v1/predict"} 2.0' in metrics
+        assert 'absa_requests_total{method="POST",route="/v1/predict",status="503"} 1.0' in metrics
 
     from absa.service import app as app_module
 
