@@ -555,6 +555,7 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--train",
         type=given,
+        action="extend",
         nargs="+",
         required=True,
         help="training files: SemEval XML, 3-line, JSONL or CSV (required)",
@@ -562,6 +563,7 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--dev",
         type=given,
+        action="extend",
         nargs="+",
         help="dev files (default: a seeded 10%% of the training data)",
     )
@@ -597,18 +599,21 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--eval",
         type=given,
+        action="extend",
         nargs="+",
         help="files to evaluate the final model on, never used to select (default: none)",
     )
     t.add_argument(
         "--exclude",
         type=given,
+        action="extend",
         nargs="+",
         help="drop training sentences that occur in these files, e.g. test sets (default: none)",
     )
     t.add_argument(
         "--unlabelled",
         type=given,
+        action="extend",
         nargs="+",
         help="--task extract with a teacher: files whose sentence texts (labels unused) the "
         "teacher tags as extra soft targets; sentences in train, dev or --exclude are dropped "
@@ -617,6 +622,7 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--transfer",
         type=given,
+        action="extend",
         nargs="+",
         help="with a teacher: JSONL files of unlabelled aspects (text, start, end; e.g. from "
         "benchmarks/transfer_set.py) that the teacher labels; its probabilities are their only "
@@ -625,6 +631,7 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--train-more",
         type=given,
+        action="extend",
         nargs="+",
         help="more training files, after --train; from these, a sentence an earlier file "
         "already has is dropped (one annotation of a sentence, and no sentence on both sides "
@@ -694,7 +701,12 @@ def register(sub: Any) -> None:
         "--model", type=given, help=f"a run directory or an exported artifact ({MODEL_DEFAULT})"
     )
     e.add_argument(
-        "--data", type=given, nargs="+", required=True, help="labelled files, any format (required)"
+        "--data",
+        type=given,
+        action="extend",
+        nargs="+",
+        required=True,
+        help="labelled files, any format (required)",
     )
     e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
     e.add_argument(

@@ -180,15 +180,21 @@ def register(sub: Any) -> None:
 def _data_arguments(p: Any) -> None:
     p.add_argument("--encoder", required=True, help="a transformer training run or model dir")
     p.add_argument(
-        "--texts", nargs="+", required=True, help="training files whose sentences are read"
+        "--texts",
+        action="extend",
+        nargs="+",
+        required=True,
+        help="training files whose sentences are read",
     )
     p.add_argument(
         "--sentences",
+        action="extend",
         nargs="+",
         help="JSONL files with a text per line, e.g. a transfer set (default: none)",
     )
     p.add_argument(
         "--exclude",
+        action="extend",
         nargs="+",
         help="files whose sentences are left out of --texts and --sentences, e.g. the test "
         "sets (default: none)",
