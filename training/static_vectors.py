@@ -263,12 +263,42 @@ def check_new_path(path: Path, what: str) -> None:
 
 def check_out(out: Path) -> None:
     """``build``'s ``out`` checked up front (``check_new_path``), and its record's path:
-    there is no vectors file there yet, so a record there is a stale one, written over,
-    unless it is not a file."""
+    there is no vectors file there yet, so a record there is a stale one (an earlier build
+    killed before its vectors file), written over; anything else there (``--out acos``
+    beside the data file acos.json) is the user's, and refused."""
     check_new_path(out, "vectors file")
     record = record_path(Path(out))
-    if record.exists() and not record.is_file():
-        raise FileExistsError(f"{record} exists and is not a file; write the vectors elsewhere")
+    if (record.exists() or record.is_symlink()) and not _is_record(record):
+        raise FileExistsError(
+            f"{record} exists and is not the record of a vectors file (OUT.json is written "
+            "beside OUT); write the vectors elsewhere"
+        )
+
+
+def _is_record(path: Path) -> bool:
+    """Whether ``path`` is a file holding what ``build`` writes as a record."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and {"encoder_files", "pca_dim"} <= record.keys()
+
+
+def encoder_width(source: Path) -> int | None:
+    """The hidden size of the encoder in ``source`` (a Hugging Face directory, or a run that
+    keeps its encoder's config.json), or None where its config says none."""
+    from absa.training import rundir
+
+    config = source / "config.json"
+    if rundir.is_run(source):
+        config = source / rundir.ENCODER / "config.json"
+    try:
+        width = json.loads(config.read_bytes()).get("hidden_size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return width if isinstance(width, int) and not isinstance(width, bool) else None
 
 
 def build(

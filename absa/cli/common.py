@@ -134,6 +134,25 @@ def say(line: str, level: int = 40) -> None:
         sys.stderr.write(line + "\n")
 
 
+def check_writable(out: Path) -> None:
+    """CLIError naming ``out`` (a folder) where a file cannot be made in it (a read-only file
+    system, no permission): before a command's work, not after an epoch or an hour of
+    encoding. A folder made here for the look is removed again; the command makes it."""
+    import tempfile
+
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise CLIError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()
+
+
 def given(value: str) -> str:
     """An argparse ``type`` for a path flag: an empty value (``--model "$RUN"`` with RUN
     unset) is refused; it read as no flag at all, and the command went on with the default."""

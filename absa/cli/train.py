@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import math
@@ -20,6 +19,7 @@ from absa.cli.common import (
     Stopped,
     after_hangup,
     check_new_out,
+    check_writable,
     given,
     given_name,
     model_dir,
@@ -299,7 +299,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []
     }
-    _check_writable(out)  # a read-only volume found after the first epoch cost the epoch
+    check_writable(out)  # a read-only volume found after the first epoch cost the epoch
     with _checkpoint_on_sigterm() as asked:
         result = fit(
             examples,
@@ -505,25 +505,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     to_stdout(msg + "\n")
     return 0
-
-
-def _check_writable(out: Path) -> None:
-    """CLIError naming ``out`` where a file cannot be made in it (a read-only file system, no
-    permission): before training, not after its first epoch. A directory made here for the
-    look is removed again; fit makes it."""
-    import tempfile
-
-    made = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        raise CLIError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        if made:
-            with contextlib.suppress(OSError):
-                out.rmdir()
 
 
 def cmd_retrain(args: argparse.Namespace) -> int:

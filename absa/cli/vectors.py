@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from absa.cli.common import CLIError, to_stdout
+from absa.cli.common import CLIError, check_writable, given, to_stdout
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,8 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _refuse(check_out, out)
     _refuse(check_encoder, Path(args.encoder))
+    _check_fits(args.dim, Path(args.encoder))
+    check_writable(out.parent)
     texts, extra = _texts(args)
     record = build(
         Path(args.encoder),
@@ -53,6 +55,8 @@ def cmd_states(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _refuse(check_out, out)
     _refuse(check_encoder, Path(args.encoder))
+    _check_fits(args.dim, Path(args.encoder))
+    check_writable(out.parent)
     texts, extra = _texts(args)
     record = build(Path(args.encoder), texts, out, dim=args.dim, extra=extra)
     to_stdout(
@@ -66,6 +70,15 @@ def _check_dim(dim: int) -> None:
     """A --dim below 1 failed in the PCA, after all the encoding."""
     if dim < 1:
         raise CLIError(f"--dim is at least 1, not {dim}")
+
+
+def _check_fits(dim: int, encoder: Path) -> None:
+    """A --dim over the encoder's width failed in the PCA, after all the encoding."""
+    from absa.training.static_vectors import encoder_width
+
+    width = encoder_width(encoder)
+    if width is not None and dim > width:
+        raise CLIError(f"--dim {dim} is more than the encoder's {width} dimensions")
 
 
 def _refuse(check: Callable[[Path], None], path: Path) -> None:
@@ -88,6 +101,7 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], dict]:
     texts = [e.text for e in read_many(args.texts, skip_invalid=True).examples]
     for path in args.sentences or ():
         texts += _jsonl_texts(Path(path))
+    texts = [t for t in texts if t.strip()]  # a blank one has no word: numpy failed on it
     dropped = 0
     if args.exclude:  # e.g. the test sets: their sentences lend nothing
         lines = [SimpleNamespace(text=t) for t in texts]
@@ -114,16 +128,20 @@ def _jsonl_texts(path: Path) -> list[str]:
     except OSError as e:
         raise CLIError(f"{path}: {e.strerror or e}") from None
     for lineno, raw in enumerate(lines, 1):
-        try:
-            line = raw.decode("utf-8")
+        try:  # a BOM opening the file, as the other readers take it
+            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
         except UnicodeDecodeError as e:
             raise CLIError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start})") from None
         if not line.strip():
             continue
         try:
-            out.append(str(json.loads(line)["text"]))
+            text = json.loads(line)["text"]
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise CLIError(f"{path}:{lineno}: not a JSON object with a text ({e})") from None
+        if not isinstance(text, str):  # null was read as the text "None"
+            kind = "null" if text is None else type(text).__name__
+            raise CLIError(f"{path}:{lineno}: text is {kind}, not a string")
+        out.append(text)
     return out
 
 
@@ -136,6 +154,7 @@ def register(sub: Any) -> None:
     _data_arguments(v)
     v.add_argument(
         "--out",
+        type=given,
         required=True,
         help="the vectors file to write (GloVe text format; a new path: an existing one is "
         "refused)",
@@ -170,6 +189,7 @@ def register(sub: Any) -> None:
     _data_arguments(s)
     s.add_argument(
         "--out",
+        type=given,
         required=True,
         help="the states directory to write (a new path, not an existing one)",
     )
@@ -178,7 +198,9 @@ def register(sub: Any) -> None:
 
 
 def _data_arguments(p: Any) -> None:
-    p.add_argument("--encoder", required=True, help="a transformer training run or model dir")
+    p.add_argument(
+        "--encoder", type=given, required=True, help="a transformer training run or model dir"
+    )
     p.add_argument(
         "--texts",
         action="extend",
@@ -188,12 +210,14 @@ def _data_arguments(p: Any) -> None:
     )
     p.add_argument(
         "--sentences",
+        type=given,
         action="extend",
         nargs="+",
         help="JSONL files with a text per line, e.g. a transfer set (default: none)",
     )
     p.add_argument(
         "--exclude",
+        type=given,
         action="extend",
         nargs="+",
         help="files whose sentences are left out of --texts and --sentences, e.g. the test "

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absa.cli import main
+from absa.cli import CLIError, main
 from absa.model.artifact import sha256_file
 from absa.training.embeddings import load_glove
 from absa.training.rundir import read_info
@@ -85,7 +85,7 @@ def test_vectors_names_the_bad_line_of_a_sentences_file(
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"aspect": "x"}\n', encoding="utf-8")
     args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train)]
-    code = main([*args, "--sentences", str(bad), "--out", str(tmp_path / "v.txt")])
+    code = main([*args, "--sentences", str(bad), "--dim", "4", "--out", str(tmp_path / "v.txt")])
     assert code == 2
     assert f"{bad}:2" in capsys.readouterr().err
     assert not (tmp_path / "v.txt").exists()
@@ -208,3 +208,68 @@ def test_no_sentence_left_after_exclude_is_one_line_before_the_encoder(
         "in --exclude)\n"
     ), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]
+
+
+def test_vectors_refuse_a_record_path_that_holds_another_file(
+    tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out acos` beside the input acos.json: the record (OUT.json) was written over the
+    user's data file. A record of an earlier, killed `absa vectors` is still written over."""
+    train = write_jsonl(tmp_path / "acos.json", EXAMPLES)
+    before = train.read_bytes()
+    args = ["vectors", "--encoder", str(tiny_transformer), "--texts", str(train), "--top-k", "5"]
+    assert main([*args, "--dim", "4", "--out", str(tmp_path / "acos")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"absa vectors: error: {train} exists and is not the record of a vectors file (OUT.json "
+        "is written beside OUT); write the vectors elsewhere\n"
+    ), err
+    assert train.read_bytes() == before and not (tmp_path / "acos").exists()
+    out = tmp_path / "v.txt"
+    (tmp_path / "v.txt.json").write_text(json.dumps({"encoder_files": {}, "pca_dim": 9}))
+    assert main([*args, "--dim", "4", "--out", str(out)]) == 0  # a stale record: replaced
+    assert json.loads((tmp_path / "v.txt.json").read_text())["pca_dim"] == 4
+
+
+@pytest.mark.parametrize("command", ["vectors", "states"])
+def test_what_cannot_work_is_said_before_the_encoding(
+    command: str, tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --dim over the encoder's width failed after all the encoding ("dim must be in
+    1..32", naming no flag); an --out that cannot be written (/proc) failed after it too,
+    naming a temporary file; --sentences of blank texts failed in numpy; an empty --out
+    was taken for "."."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    base = [command, "--encoder", str(tiny_transformer), "--texts", str(train)]
+    out = ["--out", str(tmp_path / "out")]
+    assert main([*base, "--dim", "33", *out]) == 2
+    assert capsys.readouterr().err == (
+        f"absa {command}: error: --dim 33 is more than the encoder's 32 dimensions\n"
+    )
+    assert main([*base, "--dim", "4", "--out", "/proc/absa-out"]) == 2
+    assert capsys.readouterr().err.startswith(f"absa {command}: error: cannot write /proc: ")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text('{"text": "   "}\n{"text": ""}\n')
+    excluded = [*base, "--exclude", str(train), "--sentences", str(blank), "--dim", "2", *out]
+    assert main(excluded) == 2
+    assert "no sentences to encode in --texts and --sentences" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--dim", "4", "--out", ""])
+    assert "--out: empty" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.jsonl", "train.jsonl"]
+
+
+def test_a_sentences_file_with_a_bom_is_read_and_a_text_not_a_string_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A UTF-8 BOM (accepted in --texts and config files) was "not a JSON object"; a
+    {"text": null} was read as the text "None"."""
+    from absa.cli.vectors import _jsonl_texts
+
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b'\xef\xbb\xbf{"text": "good food"}\n{"text": "bad wine"}\n')
+    assert _jsonl_texts(bom) == ["good food", "bad wine"]
+    null = tmp_path / "null.jsonl"
+    null.write_text('{"text": "fine"}\n{"text": null}\n')
+    with pytest.raises(CLIError, match=r"null.jsonl:2: text is null, not a string"):
+        _jsonl_texts(null)

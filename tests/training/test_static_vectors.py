@@ -132,7 +132,7 @@ def test_build_refuses_an_existing_out_before_any_work(tmp_path: Path) -> None:
         sv.build(nothing, ["the food"], out, dim=2, glove=str(nothing))
     assert out.read_text() == "the user's\n"
     (tmp_path / "w.txt.json").mkdir()  # where the record would go
-    with pytest.raises(FileExistsError, match=r"w\.txt\.json exists and is not a file"):
+    with pytest.raises(FileExistsError, match=r"w\.txt\.json exists and is not the record of"):
         sv.build(nothing, ["the food"], tmp_path / "w.txt", dim=2, glove=str(nothing))
     with pytest.raises(NotADirectoryError, match=r"v\.txt is not a directory"):
         sv.build(nothing, ["the food"], out / "x.txt", dim=2, glove=str(nothing))
