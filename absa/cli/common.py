@@ -153,6 +153,14 @@ def check_writable(out: Path) -> None:
                 out.rmdir()
 
 
+def check_config(path: str | None) -> None:
+    """A --config that is missing or a folder, as one line naming the flag (the reader said
+    "[Errno 2] No such file or directory: 'c.json'", naming none)."""
+    if path is not None and not Path(path).is_file():
+        what = "is a directory, not a config file" if Path(path).is_dir() else "no such file"
+        raise CLIError(f"--config {path}: {what}")
+
+
 def given(value: str) -> str:
     """An argparse ``type`` for a path flag: an empty value (``--model "$RUN"`` with RUN
     unset) is refused; it read as no flag at all, and the command went on with the default."""

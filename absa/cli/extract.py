@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from absa.cli.common import CLIError, check_new_out, to_stdout
+from absa.cli.common import CLIError, check_config, check_new_out, to_stdout
 
 if TYPE_CHECKING:
     from absa.model.tagger_config import TaggerConfig
@@ -44,6 +44,7 @@ def is_extraction_model(path: Path) -> bool:
 def _config(path: str | None) -> tuple[dict, dict]:
     if path is None:
         return {}, {}
+    check_config(path)
     from absa.training.presets import read_config_file
 
     try:  # about: a note, as in a preset file

@@ -18,6 +18,7 @@ from absa.cli.common import (
     CLIError,
     Stopped,
     after_hangup,
+    check_config,
     check_new_out,
     check_writable,
     given,
@@ -235,6 +236,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"train into a new directory, or measure it: absa evaluate --model "
             f"{shlex.quote(str(out))} --data FILE"
         )
+    check_config(args.config)
     preset = load_config(Path(args.config) if args.config else None, args.preset)
     over = {
         k: v
@@ -512,9 +514,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
     from absa.training.retrain import RetrainConfig, retrain, summary
 
-    if not Path(args.config).is_file():  # the reader's "[Errno 2] No such file or directory"
-        what = "is a directory, not a config file" if Path(args.config).is_dir() else "no such file"
-        raise CLIError(f"--config {args.config}: {what}")
+    check_config(args.config)
     cfg = RetrainConfig.load(Path(args.config))
     if args.skip_invalid:
         cfg = replace(cfg, skip_invalid=True)

@@ -1070,3 +1070,22 @@ def test_a_read_only_out_is_refused_before_training_and_not_as_a_retry(
     err = capsys.readouterr().err
     assert f"cannot write {read_only_dir}: Read-only file system" in err, err
     assert "epoch 1" not in err
+
+
+@pytest.mark.parametrize("task", ["terms", "extract"])
+def test_a_config_that_is_missing_or_a_folder_is_named_as_the_config(
+    task: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--config missing.json` said "[Errno 2] No such file or directory: 'missing.json'",
+    a folder "[Errno 21] Is a directory", naming no flag."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[:4])
+    (tmp_path / "adir").mkdir()
+    argv = ["train", "--task", task, "--train", str(train), "--out", str(tmp_path / "run")]
+    for cfg, said in (
+        ("missing.json", "no such file"),
+        ("adir", "is a directory, not a config file"),
+    ):
+        assert main([*argv, "--config", str(tmp_path / cfg)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"absa train: error: --config {tmp_path / cfg}: {said}\n", err
+    assert not (tmp_path / "run").exists()
