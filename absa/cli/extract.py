@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from absa.cli.common import CLIError, check_config, check_new_out, to_stdout
+from absa.cli.common import CLIError, check_config, check_new_out, check_writable, to_stdout
 
 if TYPE_CHECKING:
     from absa.model.tagger_config import TaggerConfig
@@ -88,6 +88,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
             f"--task extract: unknown preset {args.preset!r}; choose {', '.join(PRESETS)}"
         )
     check_new_out(Path(args.out), "train into a new directory")
+    check_writable(Path(args.out).parent)  # OUT.partial goes there: at the first epoch
     if Path(f"{args.out}{PARTIAL}").exists():  # replaced at the first epoch, removed at the end
         raise CLIError(
             f"{args.out}{PARTIAL} exists: a killed run's best epoch so far (it exports); "

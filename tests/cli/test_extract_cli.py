@@ -425,3 +425,14 @@ def test_export_refuses_a_bad_out_before_the_export(
         words = f"{tmp_path / 'afile'} is not a directory; cannot write {out}"
     assert main(["export", "--run", str(run), "--out", str(out)]) == 2
     assert capsys.readouterr().err == f"absa export: error: {words}\n"
+
+
+def test_an_extractor_run_that_cannot_be_written_is_said_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out /proc/t` failed after the first epoch, naming '/proc/t.partial.new'."""
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "The food was great", "aspects": [[4, 8]]}\n')
+    argv = ["train", "--task", "extract", "--train", str(train), "--out", "/proc/absa-t"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("absa train: error: cannot write /proc: ")
