@@ -39,6 +39,8 @@ from absa.training.records import CategoryExample, Example, Labelled
 from absa.training.source_scores import portable_names
 
 if TYPE_CHECKING:
+    import torch
+
     from absa.model.network import ABSANet
 
 RUN_KIND = "absa-run"
@@ -252,11 +254,27 @@ class LoadedRun:
     metrics: dict
 
 
+def load_weights(net: torch.nn.Module, weights: Path, config: str) -> None:
+    """``weights`` (safetensors) into ``net``, built from the run's ``config`` file: a file
+    cut short (a copy that stopped), torn or not safetensors, and weights of another
+    network, each as one line naming the file (a traceback and exit 1 before)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        state = load_file(str(weights))
+    except SafetensorError as e:  # truncated, torn or not safetensors at all
+        raise ValueError(f"{weights}: cannot be read as safetensors ({e})") from None
+    try:
+        net.load_state_dict(state, strict=True)
+    except RuntimeError as e:  # torch's message runs over many lines: one for the CLI
+        why = " ".join(str(e).split())
+        raise RuntimeError(f"{weights}: does not fit {config}: {why}") from None
+
+
 def load_run(run_dir: Path) -> LoadedRun:
     """Rebuild the exact network of a run and load its weights strictly; ValueError (or
     RuntimeError, for weights that do not fit the config) naming the file that is damaged."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
 
     from absa.model.network import ABSANet
 
@@ -266,15 +284,6 @@ def load_run(run_dir: Path) -> LoadedRun:
     tcfg = read_train_config(run_dir / TRAIN_CONFIG)
     encoder_dir = run_dir / ENCODER if cfg.encoder == "transformer" else None
     net = ABSANet(cfg, encoder_path=encoder_dir, pretrained_encoder=False)
-    weights = run_dir / WEIGHTS
-    try:
-        state = load_file(str(weights))
-    except SafetensorError as e:  # truncated, torn or not safetensors at all
-        raise ValueError(f"{weights}: cannot be read as safetensors ({e})") from None
-    try:
-        net.load_state_dict(state, strict=True)
-    except RuntimeError as e:  # torch's message runs over many lines: one for the CLI
-        why = " ".join(str(e).split())
-        raise RuntimeError(f"{weights}: does not fit {MODEL_CONFIG}: {why}") from None
+    load_weights(net, run_dir / WEIGHTS, MODEL_CONFIG)
     net.eval()
     return LoadedRun(net, load_pipeline(run_dir), cfg, tcfg, info, read_metrics(run_dir))

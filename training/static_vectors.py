@@ -78,10 +78,32 @@ def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
         check_encoder(source)
         from transformers import AutoModel
 
-        model = AutoModel.from_pretrained(str(source), local_files_only=True).float()
-    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+        try:
+            model = AutoModel.from_pretrained(str(source), local_files_only=True).float()
+        except Exception as e:  # noqa: BLE001 - weights cut short, a bad config: named
+            raise _unreadable(_weights_file(source), e) from e
+    try:
+        tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    except Exception as e:  # noqa: BLE001 - the tokenizers library raises plain Exception
+        raise _unreadable(source / "tokenizer.json", e) from e
     tokenizer.no_padding()  # a saved tokenizer may pad every input to its maximum length
     return model, tokenizer
+
+
+def _weights_file(source: Path) -> Path:
+    """The weights file of a Hugging Face directory (the directory, where they are in
+    shards or elsewhere)."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (source / name).is_file():
+            return source / name
+    return source
+
+
+def _unreadable(path: Path, e: Exception) -> ValueError:
+    """One line naming ``path`` for what loading it raised (a traceback and exit 1 before:
+    "Exception: expected value at line 1 column 1", SafetensorError)."""
+    why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return ValueError(f"{path}: cannot be read ({why})")
 
 
 def _padded(rows: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -94,18 +94,16 @@ class LoadedTagRun:
 
 
 def load_tag_run(run_dir: Path) -> LoadedTagRun:
-    from safetensors.torch import load_file
-
     from absa.model.piece_tagger import PieceTagger
     from absa.model.tagger import Tagger
-    from absa.training.rundir import ENCODER
+    from absa.training.rundir import ENCODER, load_weights
 
     run_dir = Path(run_dir)
     if not is_tag_run(run_dir):
         raise ValueError(f"{run_dir}: not a tagger run (no {RUN_INFO} of kind {TAG_RUN_KIND})")
     cfg = TaggerConfig.load(run_dir / "tagger_config.json")
     net = PieceTagger(cfg, run_dir / ENCODER) if cfg.encoder == "transformer" else Tagger(cfg)
-    net.load_state_dict(load_file(run_dir / WEIGHTS), strict=True)
+    load_weights(net, run_dir / WEIGHTS, "tagger_config.json")
     net.eval()
     with (run_dir / "dev.jsonl").open(encoding="utf-8") as f:
         dev = [json.loads(line)["text"] for line in f if line.strip()]

@@ -436,3 +436,23 @@ def test_an_extractor_run_that_cannot_be_written_is_said_before_training(
     argv = ["train", "--task", "extract", "--train", str(train), "--out", "/proc/absa-t"]
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith("absa train: error: cannot write /proc: ")
+
+
+@pytest.mark.parametrize("kind", ["tagger", "sentiment"])
+def test_a_run_whose_weights_are_cut_short_is_one_line(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tagger run's weights cut short (a copy that stopped) were a SafetensorError
+    traceback and exit 1 from absa evaluate and export; a sentiment run's were one line."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(request.getfixturevalue("tagger_run" if kind == "tagger" else "tiny_run"), run)
+    weights = run / "weights.safetensors"
+    weights.write_bytes(weights.read_bytes()[:900])
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "The food was great", "aspect": "food", "label": "positive"}\n')
+    assert main(["evaluate", "--model", str(run), "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"absa evaluate: error: {weights}: cannot be read as safetensors"), err
+    assert len(err.splitlines()) == 1, err

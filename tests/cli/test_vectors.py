@@ -273,3 +273,26 @@ def test_a_sentences_file_with_a_bom_is_read_and_a_text_not_a_string_named(
     null.write_text('{"text": "fine"}\n{"text": null}\n')
     with pytest.raises(CLIError, match=r"null.jsonl:2: text is null, not a string"):
         _jsonl_texts(null)
+
+
+@pytest.mark.parametrize("command", ["vectors", "states"])
+@pytest.mark.parametrize("broken", ["tokenizer.json", "model.safetensors"])
+def test_a_damaged_encoder_is_one_line_naming_its_file(
+    command: str,
+    broken: str,
+    tmp_path: Path,
+    tiny_transformer: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tokenizer.json that is not JSON, or weights cut short (a copy that stopped), was a
+    traceback and exit 1 ("Exception: expected value at line 1 column 1", SafetensorError)."""
+    import shutil
+
+    encoder = shutil.copytree(tiny_transformer, tmp_path / "enc")
+    target = encoder / broken
+    target.write_bytes(b"garbage\n" if broken == "tokenizer.json" else target.read_bytes()[:900])
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    argv = [command, "--encoder", str(encoder), "--texts", str(train), "--dim", "4"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"absa {command}: error: {target}: cannot be read"), err
