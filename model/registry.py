@@ -51,6 +51,11 @@ __all__ = ["Registry", "RegistryError", "atomic_write_json", "atomic_write_text"
 log = logging.getLogger(__name__)
 
 POINTER = "CURRENT"
+#: a folder where the pointer goes: someone's files, never removed here
+_FOLDER = (
+    "{} is a folder, not the pointer file: move it away, then `absa models promote VERSION` "
+    "writes the pointer"
+)
 RESUMABLE = "resumable"  # .work/resumable: a killed retraining's checkpoint, kept for the next
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # \Z: "$" allows a final newline
 
@@ -236,7 +241,9 @@ class Registry:
         is missing where history.jsonl records a version served (lost, not yet to be)."""
         p = self.root / POINTER
         if not p.is_file():
-            if p.exists() or p.is_symlink():  # a directory or a dangling link: not "none yet"
+            if p.is_dir():  # not "none yet"; and a promote cannot write over it
+                raise RegistryError(_FOLDER.format(p))
+            if p.exists() or p.is_symlink():  # a dangling link: not "none yet"
                 raise RegistryError(f"{p}: the pointer is not a file")
             served = self._last_served()
             if served is not None:  # read as "none yet", the shipped model served quietly
@@ -375,6 +382,8 @@ class Registry:
         one names a verified version); versions no longer there leave the history."""
         self.require()
         self.verify(version)
+        if (self.root / POINTER).is_dir():  # the rename over it fails ("Is a directory")
+            raise RegistryError(_FOLDER.format(self.root / POINTER))
         try:
             ptr = self.pointer()
         except RegistryError as e:

@@ -109,7 +109,7 @@ def test_a_registry_that_is_no_registry_is_refused_not_the_fallback_served(
     (pointer / "CURRENT").mkdir(parents=True)
     with pytest.raises(RegistryError, match="CURRENT") as e:
         Settings(registry=pointer).model_path()
-    assert "not a model registry" not in str(e.value) and "not a file" in str(e.value)
+    assert "not a model registry" not in str(e.value) and "is a folder" in str(e.value)
 
     fresh = tmp_path / "fresh"
     (fresh / "lost+found").mkdir(parents=True)

@@ -97,3 +97,24 @@ def test_the_registry_may_be_named_before_or_after_the_version(
     assert capsys.readouterr().out == "current: v2\n"
     assert main(argv("list")) == 0
     assert "\n* v2 " in capsys.readouterr().out
+
+
+def test_a_pointer_that_is_a_folder_gets_advice_that_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`list` said "promote a version to mend it", and promote then failed with "[Errno 21]
+    Is a directory: '.CURRENT.0rqqkuej' -> 'CURRENT'" (a temporary file's name)."""
+    reg = make_registry(tmp_path, 2)
+    (reg.root / POINTER).mkdir()
+    assert main(["models", "list", "--registry", str(reg.root)]) == 0
+    said = (
+        f"{reg.root / POINTER} is a folder, not the pointer file: move it away, then "
+        "`absa models promote VERSION` writes the pointer"
+    )
+    assert capsys.readouterr().err == f"absa models: warning: {said}\n"
+    assert main(["models", "promote", "v1", "--registry", str(reg.root)]) == 2
+    assert capsys.readouterr().err == f"absa models: error: {said}\n"
+    assert (reg.root / POINTER).is_dir()
+    (reg.root / POINTER).rmdir()
+    assert main(["models", "promote", "v1", "--registry", str(reg.root)]) == 0
+    assert reg.current() == "v1"

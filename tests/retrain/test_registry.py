@@ -504,7 +504,7 @@ def test_a_pointer_that_is_not_a_file_is_a_registry_error(tmp_path: Path) -> Non
     service served the fallback without a word."""
     reg = make_registry(tmp_path, 1)
     (reg.root / POINTER).mkdir()
-    with pytest.raises(RegistryError, match="the pointer is not a file"):
+    with pytest.raises(RegistryError, match="is a folder, not the pointer file"):
         reg.current()
     (reg.root / POINTER).rmdir()
     (reg.root / POINTER).symlink_to(tmp_path / "nowhere")
