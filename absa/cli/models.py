@@ -27,10 +27,32 @@ def _registry(args: argparse.Namespace) -> Registry:
     return Registry.open(root)  # a mistyped path is an error, never a new empty registry
 
 
+def _empty_volume(args: argparse.Namespace) -> bool:
+    """Whether the registry named is an empty folder (a fresh volume: the service serves it
+    as an empty registry, its fallback model), said so; nothing is made there."""
+    from pathlib import Path
+
+    from absa.model.registry import volume_entry
+    from absa.settings import Settings
+
+    root = args.registry or Settings().registry
+    if not root or not Path(root).is_dir():
+        return False
+    if any(not volume_entry(p.name) for p in Path(root).iterdir()):
+        return False
+    say(
+        f"absa models: {root} holds no version yet: an empty registry, whose service serves "
+        "its fallback model; `absa retrain` adds the first"
+    )
+    return True
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from absa.errors import RegistryError
     from absa.model.registry import POINTER
 
+    if args.action == "list" and _empty_volume(args):
+        return 0
     reg = _registry(args)
     if args.action == "list":
         try:  # an unreadable pointer: the versions are still listed, to promote one

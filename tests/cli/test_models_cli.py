@@ -118,3 +118,22 @@ def test_a_pointer_that_is_a_folder_gets_advice_that_works(
     (reg.root / POINTER).rmdir()
     assert main(["models", "promote", "v1", "--registry", str(reg.root)]) == 0
     assert reg.current() == "v1"
+
+
+def test_list_of_an_empty_registry_folder_says_there_is_no_version_yet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fresh volume (deploy/README's `run --rm retrain models list` before the first
+    retraining) was "not a model registry", exit 2, where the service serves it as an
+    empty registry (the fallback model). A folder of other files is still refused."""
+    volume = tmp_path / "models"
+    (volume / "lost+found").mkdir(parents=True)
+    assert main(["models", "list", "--registry", str(volume)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        f"absa models: {volume} holds no version yet: an empty registry, whose service "
+        "serves its fallback model; `absa retrain` adds the first\n"
+    )
+    (volume / "notes.txt").write_text("the user's\n")
+    assert main(["models", "list", "--registry", str(volume)]) == 2
+    assert "is not a model registry" in capsys.readouterr().err
