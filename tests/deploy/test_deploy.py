@@ -642,8 +642,8 @@ def test_deployments_keep_the_codes_defaults_but_where_they_mean_to_differ():
     compose_env = compose()["services"]["absa"]["environment"]
     deployed = {
         "the ConfigMap": k8s("ConfigMap", "absa-config")["data"],
-        "docker-compose.yml": {  # ${NAME:-default}: the value when the user sets none
-            k: re.sub(r"^\$\{\w+:-(.*)\}$", r"\1", str(v))
+        "docker-compose.yml": {  # ${NAME:-default}, ${NAME-default}: the value when unset
+            k: re.sub(r"^\$\{\w+:?-(.*)\}$", r"\1", str(v))
             for k, v in compose_env.items()
             if k.startswith("ABSA_")
         },
@@ -663,7 +663,7 @@ def test_deployments_keep_the_codes_defaults_but_where_they_mean_to_differ():
 
 #: ABSA_* names that are docker compose's own variables (interpolated into the compose file),
 #: not settings: the host directory of the training data and the host port
-COMPOSE_VARIABLES = frozenset({"ABSA_DATA_DIR", "ABSA_PUBLISH_PORT"})
+COMPOSE_VARIABLES = frozenset({"ABSA_RETRAIN_DATA", "ABSA_PUBLISH_PORT"})
 _ABSA_NAME = re.compile(r"\bABSA_[A-Z0-9_]*[A-Z0-9]\b")
 
 
