@@ -49,9 +49,14 @@ def check_encoder(source: Path) -> None:
     run nor a Hugging Face model directory (``load_encoder`` would, after the texts)."""
     from absa.training import rundir
 
-    if not rundir.is_run(source) and not (
-        (source / "config.json").is_file() and (source / "tokenizer.json").is_file()
-    ):
+    if rundir.is_run(source):
+        return
+    if (source / "config.json").is_file() and not (source / "tokenizer.json").is_file():
+        raise FileNotFoundError(  # a slow tokenizer's files alone (vocab.txt): none to read
+            f"{source}: a model directory without tokenizer.json (a fast tokenizer's file: "
+            "save one with transformers' AutoTokenizer.from_pretrained(...).save_pretrained)"
+        )
+    if not (source / "config.json").is_file():
         raise FileNotFoundError(f"{source}: neither a training run nor a model directory")
 
 

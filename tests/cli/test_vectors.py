@@ -296,3 +296,19 @@ def test_a_damaged_encoder_is_one_line_naming_its_file(
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"absa {command}: error: {target}: cannot be read"), err
+
+
+def test_a_model_directory_without_a_fast_tokenizer_is_named_as_such(
+    tmp_path: Path, tiny_transformer: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Hugging Face directory with vocab.txt and no tokenizer.json was "neither a training
+    run nor a model directory"."""
+    import shutil
+
+    encoder = shutil.copytree(tiny_transformer, tmp_path / "enc")
+    (encoder / "tokenizer.json").unlink()
+    (encoder / "vocab.txt").write_text("[PAD]\n[UNK]\nfood\n")
+    argv = ["vectors", "--encoder", str(encoder), "--texts", str(tmp_path / "gone.jsonl")]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"absa vectors: error: {encoder}: a model directory without "), err
