@@ -158,10 +158,10 @@ class BatchEngine:
         """The most aspects one request of ``n`` may queue; ``LimitError`` where ``n`` is over
         it: not even an empty queue takes such a request, and retrying would never help."""
         limit = self.heavy_limit if n > self.max_batch else self.max_queue
-        if n > limit:
-            raise LimitError(
-                f"{n} aspects in one request; this server queues at most {limit} "
-                "for one request (max_queue setting): split it"
+        if n > limit:  # the most any request may queue: a heavy share under one batch
+            raise LimitError(  # named itself ("at most 36" where 64 were taken)
+                f"{n} aspects in one request; this server queues at most "
+                f"{self.request_limit} for one request (max_queue setting): split it"
             )
         return limit
 

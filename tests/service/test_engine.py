@@ -282,3 +282,15 @@ def test_a_worker_whose_batcher_died_fails_its_liveness_probe(artifact: Path) ->
         assert health.status_code == 503 and "batcher stopped" in health.json()["detail"]
         assert c.get("/readyz").status_code == 503
         assert c.post("/v1/predict", json=request).status_code == 503  # refused at once
+
+
+def test_the_limit_a_refusal_names_is_the_most_one_request_may_queue(artifact: Path) -> None:
+    """ABSA_MAX_QUEUE=100, batches of 64: a 65-aspect request was told "queues at most 36"
+    (the heavy requests' share), while a request of 64 was taken: the most one request may
+    queue is 64 (``request_limit``, what /v1/model says)."""
+    rt = load(artifact)
+    engine = BatchEngine(rt, Metrics(), max_batch=64, max_queue=100)
+    assert engine.request_limit == 64
+    with pytest.raises(LimitError, match="queues at most 64 for one request"):
+        engine.fits(65)
+    engine.fits(64)
