@@ -218,11 +218,11 @@ def _allowed(request: Request, headers: Mapping[str, str] | None) -> str:
 
 def _unreadable(cause: BaseException | None) -> str:
     """Why a body could not be read as JSON, from the parser's exception."""
-    why = "send it encoded as UTF-8, nested less than a thousand levels deep"
+    why = "send it encoded as UTF-8, nested a few levels deep"
     if isinstance(cause, UnicodeDecodeError):
         why = "its bytes are not UTF-8: send it encoded as UTF-8"
-    elif isinstance(cause, RecursionError):
-        why = "it is nested a thousand levels deep or more"
+    elif isinstance(cause, RecursionError):  # the depth depends on the server's own stack
+        why = "it is nested too deeply for the parser (its requests need a few levels)"
     elif isinstance(cause, ValueError) and "digits" in str(cause):
         why = "it holds a number of more than 4,300 digits"
     return f"the body could not be read as JSON: {why}"
