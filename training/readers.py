@@ -626,6 +626,29 @@ def _check_header(
 # --------------------------------------------------------------------------- XML
 
 
+#: encodings (by codecs' name) where every byte is a character: UTF-8's bytes read as
+#: mojibake ("café" as "cafÃ©") without an error
+_ONE_BYTE_LATIN = frozenset({"iso8859-1", "iso8859-15", "cp1252", "iso8859-2", "cp1250"})
+
+
+def _warn_if_utf8(data: bytes, path: str, declared: str) -> None:
+    """A warning where a file declared in a one-byte encoding holds non-ASCII bytes that
+    read as UTF-8 (an editor that kept the old declaration): read as declared, its words
+    are mojibake. Valid UTF-8 by chance is rare in Latin text ("Ã©" written on purpose)."""
+    if data.isascii():
+        return
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    logger.warning(
+        "%s: declares encoding %r, but its bytes read as UTF-8: read as declared, its "
+        'non-ASCII words may be garbled ("cafÃ©"); if so, declare encoding="UTF-8"',
+        path,
+        declared,
+    )
+
+
 def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     """The element tree plus the 1-based start line of every element (keyed by ``id``).
 
@@ -647,6 +670,8 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
             ) from None
         if declared.replace("_", "-") in ("utf-8", "utf8"):
             source = _decode(data, path)
+        elif codecs.lookup(declared).name in _ONE_BYTE_LATIN:
+            _warn_if_utf8(data, path, declared)
     builder = ET.TreeBuilder()
     parser = expat.ParserCreate()
     parser.buffer_text = True

@@ -1233,3 +1233,21 @@ def test_a_huge_start_value_is_not_echoed_whole_in_the_readers_message(tmp_path:
     ) as e:
         read_examples(path)
     assert len(str(e.value)) < 300
+
+
+def test_xml_declared_latin1_whose_bytes_are_utf8_is_warned_of(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Declared ISO-8859-1, written as UTF-8 (an editor that kept the old declaration): read
+    as declared, "café" became "cafÃ©" without a word."""
+    content = _xml('      <aspectTerm term="café" polarity="positive"/>\n', text="Le café.")
+    content = content.replace('version="1.0"?>', 'version="1.0" encoding="ISO-8859-1"?>')
+    path = write(tmp_path, "mislabelled.xml", content.encode("utf-8"))
+    with caplog.at_level(logging.WARNING, logger="absa.training.readers"):
+        read_examples(path)
+    assert f"{path}: declares encoding 'iso-8859-1', but its bytes read as UTF-8" in caplog.text
+    caplog.clear()
+    latin = write(tmp_path, "latin1.xml", content.encode("latin-1"))
+    with caplog.at_level(logging.WARNING, logger="absa.training.readers"):
+        (ex,) = read_examples(latin).examples
+    assert ex.term == "café" and "declares encoding" not in caplog.text
