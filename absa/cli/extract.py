@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from absa.cli.common import CLIError, check_config, check_new_out, check_writable, to_stdout
+from absa.cli.common import (
+    CLIError,
+    check_config,
+    check_new_out,
+    check_writable,
+    say,
+    to_stdout,
+)
 
 if TYPE_CHECKING:
     from absa.model.tagger_config import TaggerConfig
@@ -180,7 +187,15 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         fresh.rename(partial)
         shutil.rmtree(old, ignore_errors=True)
 
-    run = fit_tagger(train, dev, cfg, tcfg, unlabelled, on_best=keep_best)
+    try:
+        run = fit_tagger(train, dev, cfg, tcfg, unlabelled, on_best=keep_best)
+    except KeyboardInterrupt:  # SIGTERM, Ctrl-C: what the epochs so far left, and its use
+        if (partial / "run.json").is_file():
+            say(
+                f"absa train: stopped: {partial} holds the best epoch so far (absa export "
+                f"--run {partial} exports it)"
+            )
+        raise
     write(out, run, {})
     shutil.rmtree(partial, ignore_errors=True)
     reports = {p: score_extraction(Path(args.out), ss) for p, ss in evals.items()}

@@ -456,3 +456,35 @@ def test_a_run_whose_weights_are_cut_short_is_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"absa evaluate: error: {weights}: cannot be read as safetensors"), err
     assert len(err.splitlines()) == 1, err
+
+
+def test_sigterm_says_where_the_best_epoch_so_far_is(tmp_path: Path, small_glove: Path) -> None:
+    """SIGTERM (a pod evicted) ended an extractor's training with 143 and no word of the
+    OUT.partial run it leaves, nor that it exports."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    cfg = tmp_path / "cfg.json"
+    train = {"glove": str(small_glove), "glove_top_k": 0, "epochs": 100000, "patience": 100000}
+    cfg.write_text(json.dumps({"model": {"hidden_size": 8, "char_dim": 4, "char_filters": 4},
+                               "train": train}))  # fmt: skip
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "absa.cli", "train", "--task", "extract", "--train", str(xml),
+           "--dev", str(xml), "--config", str(cfg), "--out", str(run)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    partial = Path(f"{run}.partial")
+    deadline = time.monotonic() + 120
+    while not (partial / "run.json").is_file():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "no epoch kept in 120 s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert (
+        f"absa train: stopped: {partial} holds the best epoch so far (absa export --run "
+        f"{partial} exports it)" in err
+    ), err
