@@ -27,7 +27,11 @@ function showError(message) {
 // each request names one aspect: a body that does not fit the schema (an aspect over the
 // length limit, say) is said of that aspect, not as the request's field path
 function describeError(status, body, aspect) {
-  const first = body && Array.isArray(body.errors) ? body.errors[0] : null;
+  // the deepest error: a pinned aspect {term, start, end} that fails is also "not a valid
+  // string" (the other member of the union, listed first); its own field's error is deeper
+  const errors = body && Array.isArray(body.errors) ? body.errors : [];
+  const depth = (e) => (Array.isArray(e.loc) ? e.loc.length : 0);
+  const first = errors.reduce((a, e) => (a === null || depth(e) > depth(a) ? e : a), null);
   if (first && typeof first.msg === "string") {
     const field = (first.loc || [])[1];
     const short = aspect && aspect.length > 40 ? `${aspect.slice(0, 40)}…` : aspect;
@@ -56,8 +60,26 @@ function retryHint(res) {
 // asks for one, and keeps it for this tab only (sessionStorage), never in the page's URL.
 const KEY = "absa-api-key";
 const NEEDS_KEY = "needs an API key";
+// a browser that blocks site data throws on any use of sessionStorage: the page then keeps
+// the key for as long as it is open, and works on (it stopped dead at its first line)
+let keptKey = null;
+function storedKey() {
+  try {
+    return sessionStorage.getItem(KEY);
+  } catch {
+    return keptKey;
+  }
+}
+function storeKey(key) {
+  keptKey = key || null;
+  try {
+    if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
+  } catch {
+    // kept in keptKey alone
+  }
+}
 const auth = () => {
-  const key = sessionStorage.getItem(KEY);
+  const key = storedKey();
   return key ? { Authorization: `Bearer ${key}` } : {};
 };
 
@@ -172,12 +194,18 @@ function extractedBadge(confidence) {
 }
 
 async function post(body, aspect, signal) {
-  const res = await fetch("v1/predict", {
-    method: "POST",
-    headers: { "Content-Type": "application/json", ...auth() },
-    body: JSON.stringify(body),
-    signal,
-  });
+  let res;
+  try {
+    res = await fetch("v1/predict", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...auth() },
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    err.unreached = true; // no answer at all: told apart from the page's own failures
+    throw err;
+  }
   let answer = null;
   try {
     answer = await res.json();
@@ -186,7 +214,7 @@ async function post(body, aspect, signal) {
   }
   if (res.status === 401) {
     askForKey();
-    return { error: sessionStorage.getItem(KEY) ? "That API key was refused." : "This service needs an API key: enter it above." };
+    return { error: storedKey() ? "That API key was refused." : "This service needs an API key: enter it above." };
   }
   if (!res.ok) return { error: describeError(res.status, answer, aspect) + retryHint(res) };
   if (!answer || !Array.isArray(answer.results)) {
@@ -278,7 +306,7 @@ async function analyse() {
   const typed = $("aspects").value.split(",").map((s) => s.trim()).filter(Boolean);
   const chars = Array.from(text);
   const aspects = [...typed, ...picked.filter((a) => cut(chars, a.start, a.end) === a.term)];
-  const input = JSON.stringify([text, aspects, sessionStorage.getItem(KEY)]);
+  const input = JSON.stringify([text, aspects, storedKey()]);
   if (input === running) return; // Enter again while this very analysis runs
   const run = ++latest;
   showError("");
@@ -317,11 +345,16 @@ async function analyse() {
     });
     // a term found several times: tell its occurrences apart by number (in the text's
     // order) and position
-    const starts = {};
-    results.forEach((r) => { (starts[r.term.toLowerCase()] ||= []).push(r.start); });
-    Object.values(starts).forEach((s) => s.sort((a, b) => a - b));
+    // a Map: in a plain object "constructor" or "__proto__" is already a key (Object's)
+    const starts = new Map();
+    results.forEach((r) => {
+      const key = r.term.toLowerCase();
+      if (!starts.has(key)) starts.set(key, []);
+      starts.get(key).push(r.start);
+    });
+    starts.forEach((s) => s.sort((a, b) => a - b));
     const cards = results.map((r) => {
-      const s = starts[r.term.toLowerCase()];
+      const s = starts.get(r.term.toLowerCase());
       return renderResult(text, r, { n: s.indexOf(r.start) + 1, of: s.length });
     });
     showError(errors.join("\n"));
@@ -337,8 +370,11 @@ async function analyse() {
     showError(stop.signal.aborted
       ? `The service did not answer in ${ANSWER_WITHIN_S} s: it may be overloaded, or a proxy `
         + "may be holding the request; try again."
-      : `Could not reach the service (${err.message}): check that it is running and `
-        + "that this device is online, then try again.");
+      : err.unreached
+        ? `Could not reach the service (${err.message}): check that it is running and `
+          + "that this device is online, then try again."
+        : `The page could not show the service's answer (${err.message}): the page and `
+          + "the service may be of different versions; reload the page.");
   } finally {
     clearTimeout(timer);
     if (inFlight === stop) inFlight = null;
@@ -404,7 +440,7 @@ function loadModel() {
       $("model").textContent = err.message === NEEDS_KEY ? NEEDS_KEY : "unavailable";
     });
 }
-$("api-key").value = sessionStorage.getItem(KEY) || "";
+$("api-key").value = storedKey() || "";
 $("api-key").addEventListener("change", () => {
   const key = $("api-key").value.trim();
   // a header value fetch can send: other characters made every call "Could not reach"
@@ -412,7 +448,7 @@ $("api-key").addEventListener("change", () => {
     showError("An API key is plain ASCII text (no spaces): this one has other characters.");
     return;
   }
-  if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
+  storeKey(key);
   showError("");
   loadModel();
 });

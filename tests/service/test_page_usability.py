@@ -300,3 +300,46 @@ def test_a_new_analysis_cancels_the_one_it_replaces(page) -> None:  # type: igno
         page.wait_for_timeout(100)
     assert len(failed) == 1 and "food was great" in failed[0], failed
     assert "service" in page.inner_text(".result h2") and len(seen) == 2
+
+
+def test_an_aspect_named_like_an_objects_own_key_gets_its_card(page) -> None:  # type: ignore[no-untyped-def]
+    """ "constructor" (a real English word) is a key of every plain object: the page's lookup
+    of a term's occurrences threw, and said the service could not be reached."""
+    page.fill("#text", "The constructor of the house was great, the __proto__ too")
+    page.fill("#aspects", "constructor, __proto__")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    assert page.locator(".result").count() == 2
+    assert page.locator("#error").is_hidden()
+
+
+def test_a_browser_that_blocks_site_data_still_gets_a_working_page(
+    offline_page, page_url: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Site data blocked, sessionStorage throws on any use: the page's first line threw, the
+    model was never shown and Analyse did nothing, without a word."""
+    offline_page.add_init_script(
+        "Object.defineProperty(window, 'sessionStorage', {get() {"
+        " throw new DOMException('Access is denied for this document.', 'SecurityError'); }});"
+    )
+    offline_page.goto(page_url + "/")
+    offline_page.wait_for_function(MODEL_LOADED)
+    offline_page.fill("#text", "the food was great")
+    offline_page.fill("#aspects", "food")
+    offline_page.click("#analyse")
+    offline_page.wait_for_selector(".result")
+
+
+def test_a_selected_aspect_over_the_length_limit_is_told_its_own_error(page) -> None:  # type: ignore[no-untyped-def]
+    """A selected (pinned) aspect of 221 characters read "Input should be a valid string":
+    the error of the union's other member, listed first, not its own."""
+    text = "the service was " + "x" * 210
+    page.fill("#text", text)
+    page.evaluate(
+        "([term, start, end]) => { picked.push({term, start, end}); renderChips(); }",
+        [text[16:], 16, len(text)],
+    )
+    page.click("#analyse")
+    page.wait_for_selector("#error:not([hidden])")
+    error = page.inner_text("#error")
+    assert "at most 200 characters" in error and "valid string" not in error, error
