@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -414,7 +413,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.tracing = Tracing(settings.tracing)  # off: does nothing
     app.include_router(predict.router)
     app.include_router(ops.router)
-    app.mount(STATIC_PATH, StaticFiles(directory=ops.STATIC), name="static")
+    app.mount(STATIC_PATH, ops.Revalidated(directory=ops.STATIC), name="static")
     docs.install(app)  # Swagger UI from the swagger-ui-py package, not a CDN
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token

@@ -10,9 +10,16 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, JSONResponse
-from fastapi.staticfiles import StaticFiles
 
 ASSETS = "/docs/assets"
+#: who may frame /docs (no one: its "Try it out" sends requests) and how it is cached; no
+#: script policy, since Swagger UI's page starts it with an inline script
+DOCS_HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
 ERROR_SCHEMA = "#/components/schemas/ErrorResponse"
 
 
@@ -20,8 +27,10 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     """Serve Swagger UI at ``docs_url`` with local assets (create the app with docs_url=None)."""
     import swagger_ui
 
+    from absa.service.routes.ops import Revalidated
+
     static = Path(swagger_ui.__file__).resolve().parent / "static"
-    app.mount(ASSETS, StaticFiles(directory=static), name="docs-assets")
+    app.mount(ASSETS, Revalidated(directory=static), name="docs-assets")
     oauth2 = f"{docs_url}/oauth2-redirect"
     schema_url = f"{docs_url}/openapi.json"
 
@@ -32,9 +41,9 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
     def rel(url: str) -> str:
         return up + url.lstrip("/")
 
-    @app.get(docs_url, include_in_schema=False)
+    @app.api_route(docs_url, methods=["GET", "HEAD"], include_in_schema=False)
     async def docs_page() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=rel(schema_url),
             title=f"{app.title} - API",
             swagger_js_url=rel(f"{ASSETS}/swagger-ui-bundle.js"),
@@ -42,14 +51,17 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
             swagger_favicon_url=rel(f"{ASSETS}/favicon-32x32.png"),
             oauth2_redirect_url=rel(oauth2),
         )
+        page.headers.update(DOCS_HEADERS)
+        return page
 
     # the schema names no server, which Swagger UI's "Try it out" reads as the host's root:
     # under a prefix its requests went past the app. Its copy names the app's root, relative
     # to the copy's URL (what a server URL is relative to), so requests go through the prefix
-    @app.get(schema_url, include_in_schema=False)
+    @app.api_route(schema_url, methods=["GET", "HEAD"], include_in_schema=False)
     async def docs_schema() -> JSONResponse:
         root = "../" * (schema_url.count("/") - 1)  # from the copy's folder to the app's root
-        return JSONResponse({**app.openapi(), "servers": [{"url": root or "./"}]})
+        schema = {**app.openapi(), "servers": [{"url": root or "./"}]}
+        return JSONResponse(schema, headers=DOCS_HEADERS)
 
     @app.get(oauth2, include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:

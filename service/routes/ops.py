@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from absa.model.aspects import MAX_TERM_CHARS
@@ -27,7 +29,20 @@ PAGE_HEADERS = {
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    # asked again each time (a 304 by its validator): cached by heuristic, an upgrade's old
+    # page and script ran against the new API for hours
+    "Cache-Control": "no-cache",
 }
+
+
+class Revalidated(StaticFiles):
+    """Static files a browser asks again for each time (``no-cache``: answered 304 while
+    they are the same), as the page is: the page's script must be the service's version."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
 
 
 @router.head("/", include_in_schema=False)  # an uptime check of the page
