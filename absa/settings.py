@@ -25,7 +25,24 @@ def _keys(value: SecretStr | None) -> list[str]:
 
 
 def _origins(value: str) -> list[str]:
-    return [origin.rstrip("/") for origin in _listed(value)]
+    """The origins listed, as a browser writes its Origin header: scheme and host in lower
+    case, no default port ("https://App.Example.com:443" matched no request)."""
+    return [_as_sent(origin.rstrip("/")) for origin in _listed(value)]
+
+
+_DEFAULT_PORT = {"http": "80", "https": "443"}
+
+
+def _as_sent(origin: str) -> str:
+    match = re.fullmatch(
+        r"([A-Za-z][A-Za-z0-9+.-]*)://([^/:\[\]]+|\[[^\]]*\])(?::([0-9]+))?", origin
+    )
+    if match is None:  # refused by the check as no origin ("*" aside)
+        return origin
+    scheme, host, port = match.group(1).lower(), match.group(2).lower(), match.group(3)
+    if port is None or port == _DEFAULT_PORT.get(scheme):
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
 
 
 def _home(value: object) -> object:

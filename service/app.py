@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -118,6 +119,20 @@ class ApiGate:
             await errors.shed_pause(self.shed_delay_s)
             return await reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
         await self.app(scope, receive, send)
+
+
+def cors_headers(origins: list[str], exposed: list[str], origin: str | None) -> dict[str, str]:
+    """The CORS headers of a simple answer to a request from ``origin``, as Starlette's
+    middleware gives them: none for an origin not allowed."""
+    if origin is None or ("*" not in origins and origin not in origins):
+        return {}
+    allowed = "*" if "*" in origins else origin
+    vary = {} if allowed == "*" else {"Vary": "Origin"}
+    return {
+        "Access-Control-Allow-Origin": allowed,
+        "Access-Control-Expose-Headers": ", ".join(exposed),
+        **vary,
+    }
 
 
 class JsonCORS(CORSMiddleware):
@@ -432,13 +447,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if api_keys:
         docs.require_key(app, prefix="/v1/", detail=NEED_KEY)
     if origins:  # outside the gate: a preflight carries no API key
+        exposed = [REQUEST_ID.decode(), "Retry-After"]
         app.add_middleware(
             JsonCORS,
             allow_origins=origins,
             allow_methods=["GET", "HEAD", "POST"],
             allow_headers=["Content-Type", "Authorization", REQUEST_ID.decode()],
-            expose_headers=[REQUEST_ID.decode(), "Retry-After"],
+            expose_headers=exposed,
         )
+        # a 500 is answered outside every middleware (Starlette's ServerErrorMiddleware):
+        # its handler adds what the CORS layer would have
+        app.state.cors_headers = partial(cors_headers, origins, exposed)
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)

@@ -111,3 +111,41 @@ def test_origins_are_read_as_written() -> None:
     ).cors_origin_list()
     assert got == ["https://a.example", "http://[::1]:8080", "http://10.0.0.2:3000"]
     assert Settings().cors_origin_list() == []
+
+
+def test_origins_are_read_as_a_browser_writes_them() -> None:
+    """ "https://App.Example.com" or "https://app.example.com:443" passed as origins and
+    matched no browser's: its Origin header is lower case, without the default port."""
+    from absa.settings import Settings
+
+    got = Settings(
+        cors_origins="https://App.Example.com, HTTP://a.example:80, https://b.example:443, "
+        "http://b.example:443, https://[::1]:443"
+    ).cors_origin_list()
+    assert got == [
+        "https://app.example.com",
+        "http://a.example",
+        "https://b.example",
+        "http://b.example:443",
+        "https://[::1]",
+    ]
+
+
+def test_a_server_error_is_readable_from_an_allowed_origin(artifact: Path) -> None:
+    """A 500 carried no CORS headers (Starlette answers it outside the CORS layer): a page
+    on an allowed origin saw "Failed to fetch", not the error nor its X-Request-ID."""
+    from absa.service.app import create_app
+
+    app = create_app(make_settings(artifact, cors_origins=APP))
+
+    @app.get("/v1/boom")
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/v1/boom", headers={"Origin": APP})
+        assert r.status_code == 500
+        assert r.headers["access-control-allow-origin"] == APP
+        assert "x-request-id" in r.headers["access-control-expose-headers"].lower()
+        other = c.get("/v1/boom", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
