@@ -21,6 +21,25 @@ from typing import TYPE_CHECKING, Any
 # environment opts back in.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
+
+def _beside(here: str) -> list[str]:
+    """Run from a checkout (Python started in the repository's root, where ``absa`` is this
+    folder ahead of the installed package): model/, training/ and service/ are beside it, as
+    the install maps them in (pyproject.toml's package-dir), and ``absa.model`` was not found.
+    Returns the folder to look in too; none for an installed package, which holds them."""
+    root = os.path.dirname(here)
+    parts = ("model", "training", "service")
+    if os.path.isdir(os.path.join(here, "model")) or not os.path.isfile(
+        os.path.join(root, "pyproject.toml")
+    ):
+        return []
+    if all(os.path.isfile(os.path.join(root, part, "__init__.py")) for part in parts):
+        return [root]
+    return []
+
+
+__path__ += _beside(os.path.dirname(os.path.abspath(__file__)))
+
 if TYPE_CHECKING:
     from absa.api import Classifier, load
 

@@ -266,3 +266,15 @@ def test_predict_says_what_is_wrong_before_the_model_loads(
     assert line.startswith(f"absa predict: error: {words.format(**fill)}"), line
     assert "loaded" not in done.stderr
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.txt").exists()
+
+
+def test_python_started_in_the_checkout_finds_the_mapped_packages() -> None:
+    """After `pip install ".[serve]"` (not editable), Python started in the repository's
+    root imports ``absa`` from the checkout, where model/, training/ and service/ are beside
+    it, not in it: `from absa import load; load()` failed with "No module named
+    'absa.model'". Here without site-packages (-S), so no install maps them."""
+    code = "import absa.model, absa.training, absa.service; print(absa.model.__file__)"
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT / "model" / "__init__.py"
