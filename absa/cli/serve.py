@@ -222,6 +222,14 @@ def _log_config(level: str, fmt: str = "text") -> dict:
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
+    # every line to stderr, each naming its worker: the access log went to stdout, and
+    # uvicorn's lines named no process
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    for name in ("default", "access"):
+        line = config["formatters"][name]["fmt"]
+        config["formatters"][name]["fmt"] = line.replace(
+            "%(levelprefix)s ", "%(levelprefix)s [%(process)d] ", 1
+        )
     config["formatters"]["absa"] = {
         "format": "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
     }

@@ -85,3 +85,42 @@ def test_every_command_follows_the_format(artifact: Path) -> None:
         else:
             with pytest.raises(json.JSONDecodeError):
                 json.loads(logged[0])
+
+
+def test_text_logs_go_to_stderr_each_with_its_pid(artifact: Path, tmp_path: Path) -> None:
+    """uvicorn's access lines went to stdout (a collector of stderr lost them) and, like its
+    other lines, named no worker: "INFO:     127.0.0.1:39966 - "POST /v1/predict" 200"."""
+    import subprocess
+    import sys
+
+    from tests.service.conftest import ROOT
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    out, err = tmp_path / "out", tmp_path / "err"
+    argv = [
+        sys.executable,
+        "-m",
+        "absa.cli",
+        "serve",
+        "--model",
+        str(artifact),
+        "--port",
+        str(port),
+    ]
+    env = {**os.environ, "ABSA_DEVICE": "cpu", "ABSA_THREADS": "1"}
+    with out.open("w") as o, err.open("w") as e:
+        server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=o, stderr=e)
+    try:
+        wait_ready(server, url, err)
+        body = {"text": "the food was great", "aspects": ["food"]}
+        assert httpx.post(f"{url}/v1/predict", json=body, timeout=30).status_code == 200
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0, err.read_text()
+    assert out.read_text() == ""
+    lines = err.read_text().splitlines()
+    (access,) = [line for line in lines if '"POST /v1/predict' in line]
+    assert f"[{server.pid}]" in access, access
+    uvicorn_lines = [line for line in lines if line.startswith("INFO:")]
+    assert uvicorn_lines and all(f"[{server.pid}]" in line for line in uvicorn_lines), lines
