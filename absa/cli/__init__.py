@@ -72,12 +72,25 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.choices[action.dest]
         if command.description is None and action.help:
             command.description = action.help[0].upper() + action.help[1:] + "."
+    for parser in (p, *sub.choices.values()):  # `--epoch 1` was taken for --epochs, silently
+        parser.allow_abbrev = False
     return p
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line, an option a command does not know told with that command's usage
+    (argparse told it with absa's own: "absa [-h] [--version] [-v] COMMAND ...")."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     _closed_to_devnull()
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -129,3 +129,21 @@ def test_an_option_of_several_values_given_twice_keeps_both() -> None:
          "--out", "r"]
     )  # fmt: skip
     assert (args.train, args.exclude) == (["a", "b"], ["t1", "t2", "t3"])
+
+
+def test_a_mistyped_option_is_told_with_its_commands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`absa serve --prot 8001` printed absa's own usage ("absa [-h] [--version] [-v]
+    COMMAND ..."), not serve's; and an abbreviation (`--epoch 1`, `--thread 1`) was taken
+    silently for the option it begins, where a typo of another option would be too."""
+    with pytest.raises(SystemExit) as ex:
+        main(["serve", "--prot", "8001"])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: absa serve ") and err.endswith(
+        "absa serve: error: unrecognized arguments: --prot 8001\n"
+    ), err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--train", "a", "--out", "r", "--epoch", "1"])
+    assert "unrecognized arguments: --epoch 1" in capsys.readouterr().err
