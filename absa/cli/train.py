@@ -302,21 +302,31 @@ def cmd_train(args: argparse.Namespace) -> int:
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []
     }
     check_writable(out)  # a read-only volume found after the first epoch cost the epoch
-    with _checkpoint_on_sigterm() as asked:
-        result = fit(
-            examples,
-            dev,
-            preset,
-            out,
-            data_info=info,
-            progress=not args.quiet,
-            preset_name=preset.name,
-            transfer=transfer,
-            dev_source=dev_source,
-            resume=args.resume,
-            stop_after=None if args.stop_after is None else args.stop_after * 60,
-            reproduce=command_of(args),
-        )
+    try:
+        with _checkpoint_on_sigterm() as asked:
+            result = fit(
+                examples,
+                dev,
+                preset,
+                out,
+                data_info=info,
+                progress=not args.quiet,
+                preset_name=preset.name,
+                transfer=transfer,
+                dev_source=dev_source,
+                resume=args.resume,
+                stop_after=None if args.stop_after is None else args.stop_after * 60,
+                reproduce=command_of(args),
+            )
+    except KeyboardInterrupt:  # Ctrl-C, a second SIGTERM: stopped at once, not at a batch's end
+        from absa.training.checkpoint import CHECKPOINT
+
+        if (out / CHECKPOINT).is_file():
+            say(
+                f"absa train: interrupted: the run in {out} is not complete; its last "
+                "checkpoint is kept: the same command with --resume goes on"
+            )
+        raise
     if result.stopped:
         by = asked[0] if asked else "--stop-after"
         to_stdout(

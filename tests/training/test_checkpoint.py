@@ -459,3 +459,29 @@ def test_a_refused_resume_leaves_the_run_as_it_was(tiny_transformer: Path, tmp_p
     assert (run / "encoder" / "config.json").read_bytes() == (
         tiny_transformer / "config.json"
     ).read_bytes()
+
+
+def test_ctrl_c_says_the_run_goes_on_with_resume(small_glove: Path, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) ended absa train with 130 and no word, where SIGTERM says that the
+    same command with --resume goes on from the checkpoint kept."""
+    import signal
+    import subprocess
+    import sys
+
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1000, batch_size=2, patience=1000)
+    argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
+    argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "r" / CHECKPOINT).is_file():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "no epoch trained in 120 s"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert (
+        f"absa train: interrupted: the run in {tmp_path / 'r'} is not complete; its last "
+        "checkpoint is kept: the same command with --resume goes on" in err
+    ), err
