@@ -192,17 +192,19 @@ def model_dir(model: str | None) -> Path:
     return Settings().model_path()
 
 
-def servable(path: Path, kind: str | None = None, task: str | None = None) -> Path:
+def servable(path: Path, kind: str | None = None, task: str | None = None, named: str = "") -> Path:
     """``path`` checked to be an exported model artifact (of ``kind``: default a sentiment
     model; of ``task``, terms or category, where given) before a server starts on it, so a
-    wrong directory is one line here, not a traceback from inside the server."""
+    wrong directory is one line here, not a traceback from inside the server. ``named``: the
+    setting and flag that gave it, said first ("ABSA_EXTRACTOR / --extractor")."""
     from absa.errors import ArtifactError
     from absa.model import artifact
 
     kind = kind or artifact.KIND
     path = Path(path)
+    said = f"{named}: " if named else ""
     if not path.is_dir():
-        raise CLIError(f"{path}: no such model directory")
+        raise CLIError(f"{said}{path}: no such model directory")
     try:
         art = artifact.load(path, kind=kind)
         if task is not None:
@@ -212,7 +214,7 @@ def servable(path: Path, kind: str | None = None, task: str | None = None) -> Pa
     except ArtifactError as e:  # a training run's message says how to export it already
         told = artifact.is_artifact(path) or (path / "run.json").is_file()
         hint = "" if told else " (make one with `absa export`)"
-        raise CLIError(f"{e}{hint}") from None
+        raise CLIError(f"{said}{e}{hint}") from None
     return path
 
 

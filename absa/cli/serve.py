@@ -163,7 +163,9 @@ def _check_startable(settings: Any) -> None:
     if settings.category_model is not None:
         servable(settings.category_model, task=CATEGORY)
     if settings.extractor_path() is not None:
-        servable(settings.extractor_path(), kind=EXTRACTOR_KIND)
+        servable(
+            settings.extractor_path(), kind=EXTRACTOR_KIND, named="ABSA_EXTRACTOR / --extractor"
+        )
     # set already, they are the workers' own (absa serve makes them only where unset): a
     # missing one was a traceback in every worker (the metrics), or a failed /admin/reload
     for name, shared in (
