@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -60,7 +61,10 @@ def shard(model_dir: Path, out: Path, max_mb: int) -> list[Path]:
         if (model_dir / name).is_file():
             shutil.copy(model_dir / name, out / name)
     files = sorted(out.iterdir())
+    mask = os.umask(0)  # read, then put back: the shards came out 0600 (a temporary file's)
+    os.umask(mask)
     for f in files:
+        f.chmod(0o666 & ~mask)  # as the config and tokenizer beside them
         log.info("%s  %.1f MiB", f, f.stat().st_size / 2**20)
     return files
 
