@@ -307,8 +307,8 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         "## Training data",
         "",
         f"- {train.get('n_train', '?')} training aspects, {train.get('n_dev', '?')} dev aspects "
-        f"({train.get('dev_split', 'dev split not recorded')}); labels "
-        f"{json.dumps(train.get('label_counts'))}.",
+        f"({train.get('dev_split', 'dev split not recorded')}); labels of the training "
+        f"data as read, before the dev split: {json.dumps(train.get('label_counts'))}.",
         *_data_lines(train),
         "",
         "## Evaluation",

@@ -95,3 +95,13 @@ def test_the_vocabulary_sentence_does_not_promise_words_the_vectors_lack() -> No
     assert "fewer than the 20000" in text
     meta = {"model_config": {"vocab_size": 25_000}, "train_config": {"glove_top_k": 20000}}
     assert "the vectors' 20000 most frequent" in _vocabulary_limit(None, meta)
+
+
+def test_the_label_counts_say_what_they_count() -> None:
+    """ "3247 training aspects, 361 dev aspects; labels {...}" with counts summing to 3608:
+    the labels are the training data's as read, before the dev split was held out."""
+    import json
+
+    meta = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())
+    card = render(meta)
+    assert "labels of the training data as read, before the dev split: {" in card
