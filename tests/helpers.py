@@ -282,3 +282,20 @@ def parts_on_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
         self.symlink_to(full)
 
     monkeypatch.setattr(Path, "touch", linked)
+
+
+def until_file(
+    proc: Any, path: Path, what: str, log: Path | None = None, pause: float = 0.02
+) -> None:
+    """Wait until ``path`` is a file while ``proc`` (a subprocess.Popen) runs, for at most 120
+    s: a stage of a command (an epoch's checkpoint, a written run) reached, not a timed
+    guess. Fails with ``log``'s text (or the process's stderr pipe) if it ends first."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while not path.is_file():
+        if proc.poll() is not None:
+            said = log.read_text() if log else proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"ended before {what}: {said}")
+        assert time.monotonic() < deadline, f"no {what} in 120 s"
+        time.sleep(pause)

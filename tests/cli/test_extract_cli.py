@@ -12,7 +12,7 @@ import pytest
 
 from absa.cli import main
 from absa.model.tagger_config import TaggerConfig
-from tests.helpers import extraction_sentences
+from tests.helpers import extraction_sentences, until_file
 
 
 def write_xml(path: Path, sentences: list, polarity: str = "positive") -> Path:
@@ -464,7 +464,6 @@ def test_sigterm_says_where_the_best_epoch_so_far_is(tmp_path: Path, small_glove
     import signal
     import subprocess
     import sys
-    import time
 
     xml = write_xml(tmp_path / "train.xml", extraction_sentences())
     cfg = tmp_path / "cfg.json"
@@ -476,11 +475,7 @@ def test_sigterm_says_where_the_best_epoch_so_far_is(tmp_path: Path, small_glove
            "--dev", str(xml), "--config", str(cfg), "--out", str(run)]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     partial = Path(f"{run}.partial")
-    deadline = time.monotonic() + 120
-    while not (partial / "run.json").is_file():
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "no epoch kept in 120 s"
-        time.sleep(0.05)
+    until_file(proc, partial / "run.json", "epoch kept", pause=0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err

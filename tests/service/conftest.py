@@ -75,19 +75,22 @@ def serve(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def spawn(argv: list[str], log_path: Path, **env: str) -> subprocess.Popen:
+def spawn(
+    argv: list[str], log_path: Path, out_path: Path | None = None, **env: str
+) -> subprocess.Popen:
     """``absa ARGV`` as a subprocess in the project root, the environment plus ``env``,
-    stdout and stderr into ``log_path``; SIGHUP at its default action, as from a terminal
-    (a test run under nohup would hand it down ignored)."""
+    stdout and stderr into ``log_path`` (stdout into ``out_path`` where given); SIGHUP at
+    its default action, as from a terminal (a test run under nohup would hand it down
+    ignored)."""
     import signal
 
-    with log_path.open("w") as log:
+    with log_path.open("w") as log, (out_path or Path(os.devnull)).open("w") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "absa.cli", *argv],
             cwd=ROOT,
             env={**os.environ, **env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            stdout=out if out_path else log,
+            stderr=log if out_path else subprocess.STDOUT,
             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
         )
 

@@ -15,12 +15,18 @@ from tests.service.conftest import spawn, wait_ready
 from tests.service.test_shutdown import free_port
 
 
-def _serve_and_ask(artifact: Path, tmp_path: Path, **env: str) -> list[str]:
+def _serve_and_ask(
+    artifact: Path, tmp_path: Path, out: Path | None = None, pid: list | None = None, **env: str
+) -> list[str]:
+    """A served request's log lines (stderr's alone, with stdout into ``out``); the server's
+    pid appended to ``pid``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
     command = ["serve", "--model", str(artifact), "--port", str(port)]
-    server = spawn(command, log, ABSA_DEVICE="cpu", ABSA_THREADS="1", **env)
+    server = spawn(command, log, out, ABSA_DEVICE="cpu", ABSA_THREADS="1", **env)
+    if pid is not None:
+        pid.append(server.pid)
     try:
         wait_ready(server, url, log)
         body = {"text": "the food was great", "aspects": ["food"]}
@@ -90,37 +96,10 @@ def test_every_command_follows_the_format(artifact: Path) -> None:
 def test_text_logs_go_to_stderr_each_with_its_pid(artifact: Path, tmp_path: Path) -> None:
     """uvicorn's access lines went to stdout (a collector of stderr lost them) and, like its
     other lines, named no worker: "INFO:     127.0.0.1:39966 - "POST /v1/predict" 200"."""
-    import subprocess
-    import sys
-
-    from tests.service.conftest import ROOT
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    out, err = tmp_path / "out", tmp_path / "err"
-    argv = [
-        sys.executable,
-        "-m",
-        "absa.cli",
-        "serve",
-        "--model",
-        str(artifact),
-        "--port",
-        str(port),
-    ]
-    env = {**os.environ, "ABSA_DEVICE": "cpu", "ABSA_THREADS": "1"}
-    with out.open("w") as o, err.open("w") as e:
-        server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=o, stderr=e)
-    try:
-        wait_ready(server, url, err)
-        body = {"text": "the food was great", "aspects": ["food"]}
-        assert httpx.post(f"{url}/v1/predict", json=body, timeout=30).status_code == 200
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=30) == 0, err.read_text()
+    out, pid = tmp_path / "out", []
+    lines = _serve_and_ask(artifact, tmp_path, out, pid)
     assert out.read_text() == ""
-    lines = err.read_text().splitlines()
     (access,) = [line for line in lines if '"POST /v1/predict' in line]
-    assert f"[{server.pid}]" in access, access
+    assert f"[{pid[0]}]" in access, access
     uvicorn_lines = [line for line in lines if line.startswith("INFO:")]
-    assert uvicorn_lines and all(f"[{server.pid}]" in line for line in uvicorn_lines), lines
+    assert uvicorn_lines and all(f"[{pid[0]}]" in line for line in uvicorn_lines), lines

@@ -21,7 +21,7 @@ from absa.training.checkpoint import CHECKPOINT, CheckpointError
 from absa.training.presets import Preset
 from absa.training.rundir import WEIGHTS
 from absa.training.train import fit
-from tests.helpers import synthetic_examples, tiny_config, tiny_preset, write_jsonl
+from tests.helpers import synthetic_examples, tiny_config, tiny_preset, until_file, write_jsonl
 
 TRAIN, DEV = synthetic_examples(12, seed=0), synthetic_examples(4, seed=5)
 
@@ -145,7 +145,6 @@ def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
     import signal
     import subprocess
     import sys
-    import time
 
     train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
     # the signal comes once epoch 1's checkpoint is written: 24 epochs are left (0.3 s each)
@@ -162,11 +161,7 @@ def test_sigterm_stops_absa_train_with_a_checkpoint_and_75(
             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
         )
     os.close(terminal)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "r" / CHECKPOINT).is_file():  # one epoch in (not a timed guess)
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "no epoch trained in 120 s"
-        time.sleep(0.02)
+    until_file(proc, tmp_path / "r" / CHECKPOINT, "epoch trained", log)
     for _ in range(1 + (signame == "SIGHUP")):
         proc.send_signal(getattr(signal, signame))
     os.close(master)  # the terminal is gone: the message after the checkpoint goes nowhere
@@ -418,11 +413,7 @@ def test_sigterm_while_train_evaluates_says_the_run_is_written_and_how_to_evalua
     log = tmp_path / "log"
     with log.open("w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "r" / "run.json").is_file():  # written: --eval comes next
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "no run written in 120 s"
-        time.sleep(0.01)
+    until_file(proc, tmp_path / "r" / "run.json", "run written", log, pause=0.01)  # --eval next
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143, log.read_text()
     text = log.read_text()
@@ -473,11 +464,7 @@ def test_ctrl_c_says_the_run_goes_on_with_resume(small_glove: Path, tmp_path: Pa
     argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
     argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "r" / CHECKPOINT).is_file():
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "no epoch trained in 120 s"
-        time.sleep(0.02)
+    until_file(proc, tmp_path / "r" / CHECKPOINT, "epoch trained")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
