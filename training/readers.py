@@ -63,6 +63,10 @@ _NUMERIC_LABELS = {"-1": "negative", "0": "neutral", "1": "positive", "+1": "pos
 _TEXT_KEYS = ("text",)
 _ASPECT_KEYS = ("aspect", "term")
 _LABEL_KEYS = ("label", "polarity")
+#: a span's offsets, by their names here and SemEval's ("from"/"to" were ignored, and the
+#: first occurrence taken)
+_START_KEYS = ("start", "from")
+_END_KEYS = ("end", "to")
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -440,6 +444,18 @@ def _pick(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
+def _disagreeing(record: dict[str, Any]) -> str | None:
+    """Two names of one field given other values ("aspect": "food", "term": "staff"), said;
+    the first was taken, without a word. None where each field has one value."""
+    for keys in (_ASPECT_KEYS, _LABEL_KEYS, _START_KEYS, _END_KEYS):
+        given = [k for k in keys if _pick(record, (k,)) is not None]
+        values = {json.dumps(record[k]).strip('" ') for k in given}
+        if len(values) > 1:
+            shown = ", ".join(shown_value(record[k]) for k in given)
+            return f"{given[0]!r} and {given[1]!r} disagree ({shown}): give one"
+    return None
+
+
 def _as_offset(value: Any) -> int:
     """``whole_offset``, as predict reads an offset; ValueError for what is none."""
     offset = whole_offset(value)
@@ -461,6 +477,10 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     text = _pick(record, _TEXT_KEYS)
     aspect = _pick(record, _ASPECT_KEYS)
     raw_label = _pick(record, _LABEL_KEYS)
+    disagree = _disagreeing(record)
+    if disagree is not None:
+        sink.bad(source, where, disagree, _str_or_none(text))
+        return
     for name, value in (("text", text), ("aspect", aspect)):
         if value is not None and not isinstance(value, str):
             got = json.dumps(value)[:40]
@@ -478,7 +498,8 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     label = sink.label(raw_label, source, where, text)
     if label is None:
         return
-    raw_start, raw_end = record.get("start"), record.get("end")
+    aspect = aspect.strip()  # a CSV's "text, aspect, ..." leaves a space before each value
+    raw_start, raw_end = _pick(record, _START_KEYS), _pick(record, _END_KEYS)
     if raw_start in (None, "") and raw_end in (None, ""):
         try:
             first = occurrences(text, aspect)[0]  # several occurrences: the first one
@@ -649,6 +670,10 @@ def _warn_if_utf8(data: bytes, path: str, declared: str) -> None:
     )
 
 
+class _SkippedEntity(Exception):  # noqa: N818 - (name, line), turned into a DataError
+    """An entity the parser skipped: (its name, the line)."""
+
+
 def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     """The element tree plus the 1-based start line of every element (keyed by ``id``).
 
@@ -681,11 +706,24 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
         element = builder.start(tag, attrs)
         lines[id(element)] = parser.CurrentLineNumber
 
+    def skipped(name: str, is_parameter_entity: bool) -> None:
+        # a DOCTYPE that points outside the file: expat skips an entity it cannot define
+        # ("caf&eacute;" read as "caf", spans moved), where without it it is an error
+        if not is_parameter_entity:
+            raise _SkippedEntity(name, parser.CurrentLineNumber)
+
     parser.StartElementHandler = start
     parser.EndElementHandler = builder.end
     parser.CharacterDataHandler = builder.data
+    parser.SkippedEntityHandler = skipped
     try:
         parser.Parse(source, True)
+    except _SkippedEntity as e:
+        name, line = e.args
+        raise DataError(
+            f"{path}:{line}: entity &{name}; is not defined: a DOCTYPE's outside definitions "
+            "are not read (write the character itself, or &#NNN;)"
+        ) from None
     except expat.ExpatError as e:
         raise DataError(
             f"{path}:{e.lineno}: malformed XML: {expat.ErrorString(e.code)} "
@@ -759,7 +797,10 @@ def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: 
         start, end = int(aspect.get("from", "")), int(aspect.get("to", ""))
     except ValueError:
         start, end = -1, -1
-    if not (0 <= start < end <= len(text) and text[start:end] == term):
+    # offsets that mark the term but for its case ("Food" at 0-4 for term "food") keep
+    # their place: the one exact "food" elsewhere is another aspect
+    marked = 0 <= start < end <= len(text) and text[start:end].casefold() == term.casefold()
+    if not marked:
         found = _exact_occurrences(text, term)
         if len(found) != 1:
             how = "does not occur" if not found else f"occurs {len(found)} times"

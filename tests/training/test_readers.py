@@ -1251,3 +1251,64 @@ def test_xml_declared_latin1_whose_bytes_are_utf8_is_warned_of(
     with caplog.at_level(logging.WARNING, logger="absa.training.readers"):
         (ex,) = read_examples(latin).examples
     assert ex.term == "café" and "declares encoding" not in caplog.text
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_semeval_offset_names_from_and_to_are_read(tmp_path: Path, suffix: str) -> None:
+    """`term`, `polarity` (SemEval's names) were read, `from`/`to` ignored without a word:
+    the row's second "food" was read as its first, with the second's label."""
+    text = "The food was cold but the food at lunch was great"
+    if suffix == "jsonl":
+        row = {"text": text, "term": "food", "polarity": "positive", "from": 26, "to": 30}
+        content = json.dumps(row) + "\n"
+    else:
+        content = f'text,term,polarity,from,to\n"{text}",food,positive,26,30\n'
+    (ex,) = read_examples(write(tmp_path, f"ft.{suffix}", content)).examples
+    assert (ex.start, ex.end, ex.label) == (26, 30, "positive")
+
+
+def test_aliases_that_disagree_are_refused(tmp_path: Path) -> None:
+    """{"aspect": "food", "term": "staff", "label": "positive", "polarity": "negative"} was
+    read as food/positive: which one was meant, no one knows."""
+    row = {"text": "The food and the staff", "aspect": "food", "term": "staff", "label": "positive"}
+    path = write(tmp_path, "both.jsonl", json.dumps(row) + "\n")
+    with pytest.raises(DataError, match=r"both\.jsonl:1: 'aspect' and 'term' disagree"):
+        read_examples(path)
+    same = {**row, "term": "food", "polarity": "positive"}  # the same value twice: fine
+    (ex,) = read_examples(write(tmp_path, "same.jsonl", json.dumps(same) + "\n")).examples
+    assert ex.term == "food"
+
+
+def test_a_csv_value_with_spaces_after_its_comma_is_read_with_offsets_too(tmp_path: Path) -> None:
+    """`text, aspect, label, start, end` / `The food was great, food, positive, 4, 8`: the
+    header's spaces were stripped, the aspect's not, and its offsets then did not match
+    " food" (without offsets the same row was read)."""
+    content = "text, aspect, label, start, end\nThe food was great, food, positive, 4, 8\n"
+    (ex,) = read_examples(write(tmp_path, "spaces.csv", content)).examples
+    assert (ex.term, ex.start, ex.end) == ("food", 4, 8)
+
+
+def test_xml_entities_a_doctype_leaves_undefined_are_refused(tmp_path: Path) -> None:
+    """With a DOCTYPE that points outside the file, expat skips an entity it cannot define:
+    "caf&eacute; au lait" was read as "caf au lait", its spans moved, without a word
+    (without the DOCTYPE: "undefined entity", the line named)."""
+    content = (
+        '<?xml version="1.0"?>\n<!DOCTYPE sentences SYSTEM "semeval.dtd">\n<sentences>\n'
+        '<sentence id="1"><text>The caf&eacute; was great</text><aspectTerms>'
+        '<aspectTerm term="caf&eacute;" polarity="positive" from="4" to="8"/>'
+        "</aspectTerms></sentence>\n</sentences>\n"
+    )
+    with pytest.raises(DataError, match=r"dtd\.xml:4: .*entity &eacute; is not defined"):
+        read_examples(write(tmp_path, "dtd.xml", content))
+
+
+def test_xml_offsets_that_mark_the_term_in_another_case_keep_their_place(tmp_path: Path) -> None:
+    """term "food" at 0-4 of "Food was great, but the food court outside was dirty": the
+    offsets mark it (its case aside), and the reader moved it to the one exact "food", the
+    food court's, with this aspect's label."""
+    content = _xml(
+        '      <aspectTerm term="food" polarity="positive" from="0" to="4"/>\n',
+        text="Food was great, but the food court outside was dirty",
+    )
+    (ex,) = read_examples(write(tmp_path, "case.xml", content)).examples
+    assert (ex.start, ex.end, ex.label) == (0, 4, "positive")
