@@ -416,12 +416,22 @@ def _read_3line(text: str, sink: _Sink) -> None:
         first = i + 1  # 1-based line of the record's sentence
         source = f"{path}:{first}"
         sentence, term, polarity = lines[i], lines[i + 1].strip(), lines[i + 2]
-        i += 3
+        # a record short of a line: the next sentence comes in its place, and the reader goes
+        # on from there (three lines at a time, every record after it was read lines off)
+        ahead = next((k for k in (1, 2) if PLACEHOLDER in lines[i + k]), None)
         start = sentence.find(PLACEHOLDER)
         if start < 0:  # the line is a whole sentence
+            i += ahead or 3
             why = f"no {PLACEHOLDER} placeholder in the sentence"
             sink.bad(source, f"{path}:{first}", why, sentence)
             continue
+        if ahead is not None:
+            i += ahead
+            missing = "aspect term and polarity lines" if ahead == 1 else "term or polarity line"
+            why = f"its {missing} missing: line {first + ahead} is the next sentence"
+            sink.bad(source, f"{path}:{first + 1}", why, sentence)
+            continue
+        i += 3
         if not term:
             sink.bad(source, f"{path}:{first + 1}", "empty aspect term")
             continue

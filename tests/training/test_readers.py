@@ -1312,3 +1312,20 @@ def test_xml_offsets_that_mark_the_term_in_another_case_keep_their_place(tmp_pat
     )
     (ex,) = read_examples(write(tmp_path, "case.xml", content)).examples
     assert (ex.start, ex.end, ex.label) == (0, 4, "positive")
+
+
+def test_a_3line_record_short_of_a_line_costs_itself_alone(tmp_path: Path) -> None:
+    """Record C lacks its term line: with --skip-invalid every record after it was read
+    two lines off and skipped ("skipped 5 invalid records", D to G lost), and strict, the
+    error named D's sentence as "unknown label 'D $T$'", not C's missing line."""
+    lines = ["A $T$", "food", "1", "B $T$", "bar", "1", "C $T$", "1", "D $T$", "baz", "-1",
+             "E $T$", "qux", "0", "F $T$", "quux", "1", "G $T$", "zz", "1"]  # fmt: skip
+    path = write(tmp_path, "missing.txt", "\n".join(lines) + "\n")
+    read = read_examples(path, skip_invalid=True)
+    assert [e.term for e in read.examples] == ["food", "bar", "baz", "qux", "quux", "zz"]
+    assert len(read.skipped) == 1 and read.skipped[0].source == f"{path}:7"
+    with pytest.raises(DataError, match=r"missing\.txt:8: .*the next sentence"):
+        read_examples(path)
+    blank = ["A $T$", "food", "1", "", "bar", "1", "C $T$", "pasta", "0"]  # a blank sentence
+    read = read_examples(write(tmp_path, "blank.txt", "\n".join(blank) + "\n"), skip_invalid=True)
+    assert [e.term for e in read.examples] == ["food", "pasta"]
