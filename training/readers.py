@@ -171,15 +171,17 @@ def _suffix_hint(data: bytes, fmt: str) -> str | None:
         return "it looks like XML: name it .xml"
     if data.startswith(_UTF16_BOMS):
         return None
-    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    if head == b"<":
+    start = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:2]
+    head = start[:1]
+    # a tag, a declaration or a comment; a sentence may open with "<3", or "[Update]"
+    if re.match(rb"<[?!A-Za-z_]", start):
         return None if fmt == "xml" else "it looks like XML: name it .xml"
     if fmt == "xml":
         return (
             "it does not look like XML (the format follows the suffix): 3-line files are "
             "named .raw, .seg or .txt, JSON lines .jsonl, CSV .csv"
         )
-    if head in (b"{", b"[") and fmt != "jsonl":
+    if (head == b"{" or re.match(rb"\[[\s{\[\"0-9tfn-]", start)) and fmt != "jsonl":
         return "it looks like JSON: name it .jsonl"
     return None
 
@@ -649,7 +651,8 @@ def _check_header(
             f"{where}: the CSV header lacks the column(s) {', '.join(missing)} "
             f"(header: {', '.join(header)})"
         )
-    dupes = sorted({h for h in header if header.count(h) > 1})
+    # empty names aside: a spreadsheet's trailing commas ("text,aspect,label,,")
+    dupes = sorted({h for h in header if h and header.count(h) > 1})
     if dupes:
         raise DataError(f"{where}: duplicate CSV column(s) {', '.join(dupes)}")
 

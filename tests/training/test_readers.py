@@ -1329,3 +1329,21 @@ def test_a_3line_record_short_of_a_line_costs_itself_alone(tmp_path: Path) -> No
     blank = ["A $T$", "food", "1", "", "bar", "1", "C $T$", "pasta", "0"]  # a blank sentence
     read = read_examples(write(tmp_path, "blank.txt", "\n".join(blank) + "\n"), skip_invalid=True)
     assert [e.term for e in read.examples] == ["food", "pasta"]
+
+
+def test_format_hints_are_given_only_for_what_looks_like_the_format(tmp_path: Path) -> None:
+    """A 3-line file whose first sentence opens with "<3" was told "it looks like XML", one
+    that opens with "[Update]" "it looks like JSON", beside its real error (a bad label)."""
+    for name, first in (("heart.txt", "<3 the $T$ rocks"), ("update.txt", "[Update] the $T$")):
+        path = write(tmp_path, name, f"{first}\nphone\nnegatve\n")
+        with pytest.raises(DataError, match="unknown label") as err:
+            read_examples(path)
+        assert "looks like" not in str(err.value), err.value
+
+
+def test_a_csv_header_with_trailing_empty_columns_is_read(tmp_path: Path) -> None:
+    """ "text,aspect,label,," (Excel's trailing commas) was "duplicate CSV column(s) " of an
+    empty name."""
+    content = "text,aspect,label,,\nThe food was great,food,positive,,\n"
+    (ex,) = read_examples(write(tmp_path, "excel.csv", content)).examples
+    assert ex.term == "food"
