@@ -79,6 +79,8 @@ def parse_label(value: str | int) -> str:
     Accepts ``negative/neutral/positive`` in any case and ``-1/0/1`` as ints or strings.
     Raises ``ValueError`` for anything else, ``conflict`` included.
     """
+    if isinstance(value, float) and value.is_integer():  # pandas' float column: 1.0
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"unknown label {value!r} (expected one of {'/'.join(LABELS)} or -1/0/1)")
     key = str(value).strip().lower()
@@ -86,6 +88,9 @@ def parse_label(value: str | int) -> str:
         return key
     if key in _NUMERIC_LABELS:
         return _NUMERIC_LABELS[key]
+    whole = whole_offset(key)  # "1.0", as pandas writes a float column to CSV
+    if whole is not None and str(whole) in _NUMERIC_LABELS:
+        return _NUMERIC_LABELS[str(whole)]
     if key == CONFLICT:
         raise ValueError(f"{CONFLICT!r} is not a supported label (only {'/'.join(LABELS)})")
     raise ValueError(f"unknown label {value!r} (expected one of {'/'.join(LABELS)} or -1/0/1)")
@@ -806,9 +811,10 @@ def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: 
     label = sink.label(polarity, source, where, text)
     if label is None:
         return
-    try:
-        start, end = int(aspect.get("from", "")), int(aspect.get("to", ""))
-    except ValueError:
+    # read as every other reader reads offsets ("18.0" too)
+    start = whole_offset(aspect.get("from", ""))
+    end = whole_offset(aspect.get("to", ""))
+    if start is None or end is None:
         start, end = -1, -1
     # offsets that mark the term but for its case ("Food" at 0-4 for term "food") keep
     # their place: the one exact "food" elsewhere is another aspect

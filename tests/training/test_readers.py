@@ -1347,3 +1347,20 @@ def test_a_csv_header_with_trailing_empty_columns_is_read(tmp_path: Path) -> Non
     content = "text,aspect,label,,\nThe food was great,food,positive,,\n"
     (ex,) = read_examples(write(tmp_path, "excel.csv", content)).examples
     assert ex.term == "food"
+
+
+def test_integral_floats_read_as_labels_and_xml_offsets_as_elsewhere(tmp_path: Path) -> None:
+    """pandas writes a label column with a gap as floats ("1.0"): refused in every format,
+    where offsets of "4.0" were taken; and XML's from="18.0" was refused where JSONL's
+    "start": "18.0" was taken."""
+    assert parse_label(1.0) == parse_label("1.0") == "positive"
+    assert parse_label("-1.0") == parse_label(-1.0) == "negative" and parse_label(0.0) == "neutral"
+    for bad in (1.5, "2.0", float("nan")):
+        with pytest.raises(ValueError, match="unknown label"):
+            parse_label(bad)  # type: ignore[arg-type]
+    content = _xml(
+        '      <aspectTerm term="food" polarity="positive" from="18.0" to="22.0"/>\n',
+        text="The food and more food",
+    )
+    (ex,) = read_examples(write(tmp_path, "floats.xml", content)).examples
+    assert (ex.start, ex.end) == (18, 22)
