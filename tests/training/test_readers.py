@@ -64,7 +64,7 @@ def test_parse_label_variants(value: str | int, label: str) -> None:
     assert parse_label(value) == label
 
 
-@pytest.mark.parametrize("value", ["great", "", "2", 2, -2, True, None, 1.0, "conflict", "pos"])
+@pytest.mark.parametrize("value", ["great", "", "2", 2, -2, True, None, 1.5, "conflict", "pos"])
 def test_parse_label_rejects(value: object) -> None:
     with pytest.raises(ValueError):
         parse_label(value)  # type: ignore[arg-type]
