@@ -110,6 +110,12 @@ class Classifier:
             )
         asked = categories if is_category else aspects
         if asked is None or (not is_category and isinstance(asked, str) and asked == AUTO):
+            if getattr(self.predictor, "extractor", None) is None:  # the server's words said
+                raise InputError(  # "setting ABSA_EXTRACTOR": here it is load's argument
+                    f"{where}no aspects given, and this classifier has no aspect extractor: "
+                    "name at least one aspect term, or load one with absa.load(..., "
+                    "extractor='shipped')"
+                )
             return None  # the extractor finds them, as "aspects": "auto" asks over HTTP
         if isinstance(asked, str):
             asked = [asked]

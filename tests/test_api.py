@@ -437,3 +437,18 @@ def test_a_missing_extractor_named_by_the_environment_says_so(
     assert absa.load(DEFAULT_MODEL_DIR, extractor="", threads=1)(TEXT, ["fries"])
     with pytest.raises(ArtifactError, match=r"gone: does not exist$"):  # its own argument
         absa.load(DEFAULT_MODEL_DIR, extractor=tmp_path / "gone", threads=1)
+
+
+def test_asking_a_classifier_without_an_extractor_to_find_aspects_says_how_to_load_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It said "no aspect extractor is configured (setting ABSA_EXTRACTOR)": a server's
+    words; from Python the extractor is load's argument."""
+    monkeypatch.delenv("ABSA_EXTRACTOR", raising=False)
+    clf = absa.load(threads=1)
+    for call in (
+        lambda: clf("The decor is dated"),
+        lambda: clf.batch([("The decor is dated", "auto")]),
+    ):
+        with pytest.raises(InputError, match=r"absa\.load\(\.\.\., extractor='shipped'\)"):
+            call()
