@@ -19,7 +19,9 @@ terms, not categories).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,8 @@ from absa.training.readers import (
 )
 from absa.training.records import CategoryExample, DataError, ReadResult
 
+logger = logging.getLogger(__name__)
+
 __all__ = ["CATEGORY_FORMATS", "categories_of", "read_categories", "read_many_categories"]
 
 CATEGORY_FORMATS = ("xml", "jsonl", "csv")
@@ -46,6 +50,26 @@ _CATEGORY_KEYS = ("category",)
 _EXTENSIONS = {".xml": "xml", ".csv": "csv"}  # anything else: JSONL
 #: the SemEval 3-line files' suffixes (the data sets': Laptops_Train.xml.seg, train.raw)
 THREE_LINE_SUFFIXES = (".seg", ".raw")
+
+
+def folded(examples: Sequence[CategoryExample]) -> list[CategoryExample]:
+    """The examples with each category in one spelling: "FOOD" and "food" were two
+    categories, each trained on its share of the data, and the model then refused "Food"
+    as several categories but for case (predict, the API and evaluate read a name in any
+    case). The spelling most written stands for the others (the first written, at a tie)."""
+    from collections import Counter
+
+    counts = Counter(e.category for e in examples)
+    chosen: dict[str, str] = {}
+    for name in counts:  # in the order first written
+        key = name.casefold()
+        if key not in chosen or counts[name] > counts[chosen[key]]:
+            chosen[key] = name
+    respelt = sum(1 for e in examples if chosen[e.category.casefold()] != e.category)
+    if respelt:
+        logger.info("%d record(s) whose category is spelt otherwise: read as %s", respelt,
+                    ", ".join(sorted({c for c in chosen.values()})))  # fmt: skip
+    return [replace(e, category=chosen[e.category.casefold()]) for e in examples]
 
 
 def categories_of(examples: Iterable[CategoryExample]) -> list[str]:

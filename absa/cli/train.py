@@ -107,6 +107,22 @@ def _warn_dev_is_training_data(train: Sequence[str], dev: Sequence[str]) -> None
             )
 
 
+def _of_categories(examples: list, categories: list[str], skip_invalid: bool, what: str) -> list:
+    """A --dev or --eval file's category examples named as the training data names its
+    categories ("Food" is its "food", as evaluate reads them); one of a category it lacks
+    is refused, naming file and line, or skipped with --skip-invalid. They failed after
+    training ("not one of the model's"), and --skip-invalid did not skip them."""
+    from absa.training.evaluate import known_categories
+
+    kept, unknown = known_categories(examples, categories)
+    if unknown and not skip_invalid:
+        raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
+    _log_skipped(unknown, f"records of {what} of a category --train lacks")
+    if not kept:
+        raise CLIError(f"{what}: no record of a category --train has")
+    return kept
+
+
 def _log_skipped(skipped: Sequence[Invalid], what: str) -> None:
     """One warning for the records passed over, then the first 20 of them, file and line."""
     if skipped:
@@ -266,9 +282,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     dev = dev_read.examples if dev_read is not None else None
     if task == "category":
         from absa.training.categories import category_preset
-        from absa.training.category_readers import categories_of
+        from absa.training.category_readers import categories_of, folded
 
-        preset = category_preset(preset, categories_of(train.examples))
+        train.examples = folded(train.examples)  # "FOOD" and "food": one category
+        categories = categories_of(train.examples)
+        preset = category_preset(preset, categories)
+        if dev is not None:
+            dev = _of_categories(dev, categories, args.skip_invalid, "--dev")
     info = {
         "train": _data_info(args.train),
         "dev": _data_info(args.dev or []),
@@ -301,6 +321,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []
     }
+    if task == "category":  # named as the model will name them, or refused now, not after
+        for path, read in evals.items():
+            read.examples = _of_categories(read.examples, categories, args.skip_invalid, path)
     check_writable(out)  # a read-only volume found after the first epoch cost the epoch
     try:
         with _checkpoint_on_sigterm() as asked:

@@ -164,3 +164,38 @@ def test_evaluate_reads_the_datas_categories_as_the_model_names_them(
     assert main([*args, "--skip-invalid"]) == 0
     report = last_json(capsys)
     assert report["n"] == len(rows) - 1 and report["skipped_invalid"] == 1
+
+
+def test_training_reads_a_categorys_spellings_as_one_and_checks_dev_and_eval_first(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "FOOD" and "food" in the training data were two categories, each with half the data
+    (and the model then refused "Food" as "several categories but for case"); a --dev or
+    --eval file spelling a category otherwise, or naming one the training data lacks, failed
+    after training, --skip-invalid or not, the eval report lost."""
+    rows = [{"text": e.text, "category": e.category, "label": e.label} for e in category_examples()]
+    mixed = [
+        {**r, "category": r["category"].upper()} if i % 3 == 1 else r for i, r in enumerate(rows)
+    ]
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in mixed), encoding="utf-8")
+    upper = tmp_path / "upper.jsonl"
+    upper.write_text("".join(json.dumps({**r, "category": r["category"].title()}) + "\n"
+                             for r in rows), encoding="utf-8")  # fmt: skip
+    cfg = tiny_config(tmp_path / "cfg.json", small_glove)
+    run = tmp_path / "run"
+    argv = ["train", "--task", "category", "--train", str(data), "--config", str(cfg), "--quiet"]
+    assert main([*argv, "--dev", str(upper), "--eval", str(upper), "--out", str(run)]) == 0
+    config = json.loads((run / "model_config.json").read_text())
+    assert config["categories"] == ["ambience", "food", "service"]  # the most written spelling
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["eval"][str(upper)]["n"] == len(rows)
+    other = tmp_path / "other.jsonl"
+    other.write_text(
+        json.dumps({**rows[0], "category": "drinks"}) + "\n" + json.dumps(rows[1]) + "\n"
+    )
+    out = tmp_path / "run2"
+    assert main([*argv, "--eval", str(other), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{other}:1: unknown category 'drinks'" in err and not out.exists(), err
+    assert main([*argv, "--dev", str(other), "--skip-invalid", "--out", str(out)]) == 0
