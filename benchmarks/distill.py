@@ -112,6 +112,8 @@ def report(names: list[str] | None = None) -> str:
         "|---" * (3 + len(DATASETS)) + "|",
     ]
     for path in sorted(OUT.glob("teacher-*.json")):
+        if path.name.startswith("teacher-gap__"):  # benchmarks/teacher_gap.py's, not a record
+            continue
         t = json.loads(path.read_text())
         cells = [_cell([t["dev"]])] + [_cell([t["test"][d]]) for d in DATASETS]
         who = f"teacher `{t['teacher']}` (weights {t['sha256'][:8]})"
