@@ -53,7 +53,7 @@ from absa.model.registry import (
     readable,
 )
 from absa.training.evaluate import evaluate
-from absa.training.presets import load_config
+from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
 from absa.training.readers import bracket_free, label_counts, read_many
 from absa.training.records import DataError, Example, Invalid
@@ -426,6 +426,14 @@ def check_drift(
     }
 
 
+def job_preset(cfg: RetrainConfig) -> Preset:
+    """The preset the job trains: ``model_config`` read as `absa train --config` reads it,
+    with the job's seed (model_config's where the job's file names none) and epochs."""
+    preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
+    over = {"seed": cfg.seed} | ({"epochs": cfg.epochs} if cfg.epochs else {})
+    return replace(preset, train=replace(preset.train, **over))
+
+
 def train_challenger(
     cfg: RetrainConfig, data: JobData, data_report: dict, reg: Registry, progress: bool
 ) -> tuple[Path, int]:
@@ -437,9 +445,7 @@ def train_challenger(
     from absa.training.checkpoint import CheckpointError
     from absa.training.train import fit
 
-    preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
-    over = {"seed": cfg.seed} | ({"epochs": cfg.epochs} if cfg.epochs else {})
-    preset = replace(preset, train=replace(preset.train, **over))
+    preset = job_preset(cfg)
     if cfg.calibration == "top_map":
         from absa.model.calibration import TOP_MAP_MIN_DEV
 

@@ -35,7 +35,7 @@ class RetrainConfig:
     eval: dict[str, str] = field(default_factory=dict)
     preset: str = "fast"
     model_config: str | None = None  # a JSON/TOML file of preset overrides
-    seed: int = 1
+    seed: int = 1  # where the file names none: model_config's (as absa train reads it)
     epochs: int | None = None
     keep: int = 5
     skip_invalid: bool = False
@@ -109,6 +109,8 @@ class RetrainConfig:
                 "model (train one with absa train --task category)"
             )
         values["preset"] = preset.name
+        # and its seed: the job's default, 1, replaced model_config's without a word
+        values.setdefault("seed", preset.train.seed)
         cfg = cls(
             **files,
             eval={k: rel(v) for k, v in evals.items()},  # type: ignore[attr-defined]

@@ -840,3 +840,23 @@ def test_the_text_report_names_the_versions_pruned(
     assert report["pruned"] == [FIRST_VERSION], report
     _, text = read_report(registry, "v3")
     assert f"pruned: {FIRST_VERSION}" in text
+
+
+def test_a_seed_in_the_model_config_is_trained_where_the_job_names_none(
+    make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """model_config's seed 7 (read as `absa train --config` reads it) was replaced by the
+    job's default, 1, without a word: the same file trained another model under retrain.
+    A seed the job names wins, as --seed does."""
+    from absa.training.retrain import job_preset
+
+    override = json.loads(retrain_files["model_config"].read_text())
+    train = {**override.get("train", {}), "seed": 7}
+    (tmp_path / "own.json").write_text(json.dumps({**override, "train": train}))
+    cfg = make_config(tmp_path / "r.toml", tmp_path / "registry", model_config="own.json")
+    assert job_preset(RetrainConfig.load(cfg)).train.seed == 7
+    named = make_config(tmp_path / "n.toml", tmp_path / "registry", model_config="own.json",
+                        seed=3)  # fmt: skip
+    assert job_preset(RetrainConfig.load(named)).train.seed == 3
+    plain = make_config(tmp_path / "p.toml", tmp_path / "registry")
+    assert job_preset(RetrainConfig.load(plain)).train.seed == 1  # as before: the default
