@@ -596,13 +596,13 @@ def summary(report: dict) -> str:
     d = report.get("drift")
     if d:
         lines.append(f"label drift (TVD) {d['tvd']:.3f}" + ("  WARNING" if d["warning"] else ""))
+    # without a champion the gate compared with the served model: not called a champion
+    other = "champion" if report.get("champion") else "served model"
     for name, m in (report.get("challenger_metrics") or {}).items():
         champ = (report.get("champion_metrics") or {}).get(name)
         line = f"  {name}: challenger acc {m['accuracy'] * 100:.2f} F1 {m['macro_f1'] * 100:.2f}"
         if champ:
-            line += (
-                f" | champion acc {champ['accuracy'] * 100:.2f} F1 {champ['macro_f1'] * 100:.2f}"
-            )
+            line += f" | {other} acc {champ['accuracy'] * 100:.2f} F1 {champ['macro_f1'] * 100:.2f}"
         lines.append(line)
     for name, o in (report.get("eval_overlap") or {}).items():
         lines.append(

@@ -860,3 +860,15 @@ def test_a_seed_in_the_model_config_is_trained_where_the_job_names_none(
     assert job_preset(RetrainConfig.load(named)).train.seed == 3
     plain = make_config(tmp_path / "p.toml", tmp_path / "registry")
     assert job_preset(RetrainConfig.load(plain)).train.seed == 1  # as before: the default
+
+
+def test_the_summary_calls_the_served_model_so_where_there_is_no_champion() -> None:
+    """ "NOT promoted (champion before: None)" then "| champion acc 85.00": a champion in a
+    registry that has none (the gate compared with the served model)."""
+    from absa.training.retrain import summary
+
+    metrics = {"test": {"accuracy": 0.59, "macro_f1": 0.5}}
+    report = {"version": "r1", "promoted": False, "champion": None, "data": {},
+              "challenger_metrics": metrics, "champion_metrics": metrics}  # fmt: skip
+    assert "| served model acc 59.00" in summary(report)
+    assert "| champion acc 59.00" in summary({**report, "champion": "v1"})
