@@ -482,8 +482,14 @@ def train_challenger(
 
     try:
         return run_dir, train()
-    except CheckpointError as e:
-        log.warning("%s; training from epoch 1", e)
+    except CheckpointError as e:  # its advice (--out, --resume) is absa train's: said here
+        why = "of another configuration or data set" if "another" in str(e) else "unreadable"
+        log.warning(
+            "the checkpoint a killed job left in %s is %s: dropped, training from epoch 1 (%s)",
+            reg.resumable_dir,
+            why,
+            type(e).__name__,
+        )
         shutil.rmtree(reg.resumable_dir, ignore_errors=True)
         return run_dir, train()
 

@@ -74,6 +74,8 @@ def test_a_killed_jobs_checkpoint_is_not_resumed_with_other_data(
     report = retrain(other, version="v3")
     assert "resumed_after_epoch" not in report and report["finished"]
     assert "another configuration or data set" in caplog.text
+    # retrain drops it itself: absa train's advice (--out, --resume) is no retrain user's
+    assert "--resume" not in caplog.text and "--out" not in caplog.text, caplog.text
     assert not Registry(registry).resumable_dir.exists()
 
 
