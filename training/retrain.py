@@ -126,7 +126,6 @@ class JobData:
 def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = False) -> dict:
     """Run the job; returns the report (also written to <registry>/reports/<version>.json)."""
     version = version or "v" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    reg = Registry(cfg.registry).init()
     report: dict = {
         "version": version,
         "started": _now(),
@@ -136,6 +135,11 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         "data": {},
         "promoted": False,
     }
+    # a registry is made for a job whose data reads: a typo'd data path made one (versions/,
+    # .work, locks) that `absa models` then took for a registry; an existing one is repaired
+    # first, whatever this job's data
+    early = None if Registry.looks_like(cfg.registry) else read_data(cfg, report["data"])
+    reg = Registry(cfg.registry).init()
     with reg.job_lock():  # one job at a time; each change below takes reg.lock() briefly
         with reg.lock():
             reg.clean_work()  # scratch space and pointer temporaries of killed jobs
@@ -150,7 +154,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 raise
         if repaired:
             report["repaired"] = repaired
-        data = read_data(cfg, report["data"])  # every file, before any training
+        data = early or read_data(cfg, report["data"])  # every file, before any training
         overlap = eval_overlap(data)
         if overlap:
             report["eval_overlap"] = overlap

@@ -872,3 +872,16 @@ def test_the_summary_calls_the_served_model_so_where_there_is_no_champion() -> N
               "challenger_metrics": metrics, "champion_metrics": metrics}  # fmt: skip
     assert "| served model acc 59.00" in summary(report)
     assert "| champion acc 59.00" in summary({**report, "champion": "v1"})
+
+
+def test_a_job_whose_data_does_not_read_makes_no_registry(
+    make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """A typo'd data path was refused (exit 2) after the registry folder was made
+    (versions/, .work, locks), which `absa models list` then listed as an empty registry
+    where a mistyped path is an error."""
+    registry = tmp_path / "typo_reg"
+    cfg = make_config(tmp_path / "r.toml", registry, base=[tmp_path / "nope.jsonl"])
+    with pytest.raises(DataError, match="nope.jsonl"):
+        retrain(RetrainConfig.load(cfg), version="v1")
+    assert not registry.exists()
