@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from absa.training.records import Invalid, ReadResult
 
 log = logging.getLogger("absa")
+#: how train's --dev and --eval records of a category the training data lacks are logged
+LACKED = "records of {} of a category --train lacks"
 STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resumed
 
 
@@ -107,20 +109,21 @@ def _warn_dev_is_training_data(train: Sequence[str], dev: Sequence[str]) -> None
             )
 
 
-def _of_categories(examples: list, categories: list[str], skip_invalid: bool, what: str) -> list:
-    """A --dev or --eval file's category examples named as the training data names its
-    categories ("Food" is its "food", as evaluate reads them); one of a category it lacks
-    is refused, naming file and line, or skipped with --skip-invalid. They failed after
-    training ("not one of the model's"), and --skip-invalid did not skip them."""
+def _of_categories(
+    read: ReadResult, categories: list[str], skip_invalid: bool, skipped_as: str
+) -> None:
+    """A file's category examples (``read``) named as ``categories`` name them ("Food" is
+    "food", as predict and the API read it); one of another category is refused, naming
+    file and line, or with --skip-invalid skipped, logged as ``skipped_as`` and counted in
+    ``read.skipped``. Shared by evaluate (the model's categories) and train's --dev and
+    --eval (the training data's: they failed after training, --skip-invalid or not)."""
     from absa.training.evaluate import known_categories
 
-    kept, unknown = known_categories(examples, categories)
+    read.examples, unknown = known_categories(read.examples, categories)
     if unknown and not skip_invalid:
         raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
-    _log_skipped(unknown, f"records of {what} of a category --train lacks")
-    if not kept:
-        raise CLIError(f"{what}: no record of a category --train has")
-    return kept
+    _log_skipped(unknown, skipped_as)
+    read.skipped.extend(unknown)
 
 
 def _log_skipped(skipped: Sequence[Invalid], what: str) -> None:
@@ -287,8 +290,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         train.examples = folded(train.examples)  # "FOOD" and "food": one category
         categories = categories_of(train.examples)
         preset = category_preset(preset, categories)
-        if dev is not None:
-            dev = _of_categories(dev, categories, args.skip_invalid, "--dev")
+        if dev_read is not None:
+            _of_categories(dev_read, categories, args.skip_invalid, LACKED.format("--dev"))
+            if not dev_read.examples:
+                raise CLIError("--dev: no record of a category --train has")
+            dev = dev_read.examples
     info = {
         "train": _data_info(args.train),
         "dev": _data_info(args.dev or []),
@@ -323,7 +329,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     }
     if task == "category":  # named as the model will name them, or refused now, not after
         for path, read in evals.items():
-            read.examples = _of_categories(read.examples, categories, args.skip_invalid, path)
+            _of_categories(read, categories, args.skip_invalid, LACKED.format(path))
+            if not read.examples:
+                raise CLIError(f"{path}: no record of a category --train has")
     check_writable(out)  # a read-only volume found after the first epoch cost the epoch
     try:
         with _checkpoint_on_sigterm() as asked:
@@ -472,16 +480,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.skip_invalid:  # the sentence readers stop at the first bad record
             raise CLIError("--skip-invalid is for sentiment models, not an extractor")
         return cmd_evaluate_extract(args, model)
-    from absa.training.evaluate import known_categories, model_categories, model_task
+    from absa.training.evaluate import model_categories, model_task
 
     task = model_task(model)
     read = _read(args.data, args.skip_invalid, task)
     if task == "category":  # the model's categories: the readers know none
-        read.examples, unknown = known_categories(read.examples, model_categories(model))
-        if unknown and not args.skip_invalid:
-            raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
-        _log_skipped(unknown, "records of a category the model has not")
-        read.skipped.extend(unknown)
+        skipped_as = "records of a category the model has not"
+        _of_categories(read, model_categories(model), args.skip_invalid, skipped_as)
     if not read.examples:  # every record skipped: a report of n = 0 would read as a result
         raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")
     examples = read.examples
