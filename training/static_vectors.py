@@ -313,19 +313,18 @@ def _is_record(path: Path) -> bool:
     return isinstance(record, dict) and {"encoder_files", "pca_dim"} <= record.keys()
 
 
-def encoder_width(source: Path) -> int | None:
+def source_width(source: Path) -> int | None:
     """The hidden size of the encoder in ``source`` (a Hugging Face directory, or a run that
-    keeps its encoder's config.json), or None where its config says none."""
+    keeps its encoder's config.json: ``embeddings.encoder_width`` of either), or None where
+    its config says none."""
     from absa.training import rundir
+    from absa.training.embeddings import encoder_width
 
-    config = source / "config.json"
-    if rundir.is_run(source):
-        config = source / rundir.ENCODER / "config.json"
+    config_dir = source / rundir.ENCODER if rundir.is_run(source) else source
     try:
-        width = json.loads(config.read_bytes()).get("hidden_size")
-    except (OSError, ValueError, AttributeError):
+        return encoder_width(config_dir)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return width if isinstance(width, int) and not isinstance(width, bool) else None
 
 
 def build(

@@ -74,9 +74,9 @@ def _check_dim(dim: int) -> None:
 
 def _check_fits(dim: int, encoder: Path) -> None:
     """A --dim over the encoder's width failed in the PCA, after all the encoding."""
-    from absa.training.static_vectors import encoder_width
+    from absa.training.static_vectors import source_width
 
-    width = encoder_width(encoder)
+    width = source_width(encoder)
     if width is not None and dim > width:
         raise CLIError(f"--dim {dim} is more than the encoder's {width} dimensions")
 
