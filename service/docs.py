@@ -11,23 +11,18 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from absa.service.routes.ops import PAGE_HEADERS, Revalidated
+
 ASSETS = "/docs/assets"
-#: who may frame /docs (no one: its "Try it out" sends requests) and how it is cached; no
-#: script policy, since Swagger UI's page starts it with an inline script
-DOCS_HEADERS = {
-    "Content-Security-Policy": "frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
+#: the page's headers (no framing, no sniffing, no referrer, revalidated), but a policy of
+#: framing alone: Swagger UI's page starts it with an inline script
+DOCS_HEADERS = {**PAGE_HEADERS, "Content-Security-Policy": "frame-ancestors 'none'"}
 ERROR_SCHEMA = "#/components/schemas/ErrorResponse"
 
 
 def install(app: FastAPI, docs_url: str = "/docs") -> None:
     """Serve Swagger UI at ``docs_url`` with local assets (create the app with docs_url=None)."""
     import swagger_ui
-
-    from absa.service.routes.ops import Revalidated
 
     static = Path(swagger_ui.__file__).resolve().parent / "static"
     app.mount(ASSETS, Revalidated(directory=static), name="docs-assets")
