@@ -1,4 +1,4 @@
-"""Readers for labelled aspect categories: SemEval-2014 XML, JSONL and CSV.
+"""Readers for labelled aspect categories: SemEval-2014/2016 XML, JSONL and CSV.
 
 Both yield ``CategoryExample`` records in a ``ReadResult``, with the same error handling as
 ``training.readers`` (a bad record raises ``DataError`` naming file and line or sentence,
@@ -7,6 +7,8 @@ unless ``skip_invalid``; ``conflict`` is dropped and counted):
 - ``"xml"``: SemEval-2014 restaurants: ``<sentence id><text>..</text><aspectCategories>
   <aspectCategory category polarity/></aspectCategories></sentence>``; sentences without
   categories are skipped; markup inside ``<text>`` is a bad record (the text would be cut).
+  SemEval-2015/2016 XML's ``<Opinion category polarity>`` too: each category of a sentence
+  once (its opinions, one per target, merged; ``conflict`` where they disagree).
 - ``"jsonl"``: one object per line with ``text``, ``category`` and ``label`` (or
   ``polarity``; a null or blank ``label`` falls through to ``polarity``, as in
   ``training.readers``), as ACOS's ``*.categories.jsonl``.
@@ -38,6 +40,7 @@ from absa.training.readers import (
     _read_jsonl,
     _Sink,
     _xml_where,
+    opinions_merged,
 )
 from absa.training.records import CategoryExample, DataError, ReadResult
 
@@ -147,6 +150,7 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
     for sentence in root.iter("sentence"):
         cats = sentence.find("aspectCategories")
         cats_of = [] if cats is None else cats.findall("aspectCategory")
+        cats_of = cats_of or opinions_merged(sentence, lines, "category", "aspectCategory", {})
         if not cats_of:
             continue
         sid = sentence.get("id")

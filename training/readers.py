@@ -13,7 +13,9 @@ Formats (``fmt``; ``None`` picks one from the file's extension, see ``detect_for
   <aspectTerm term polarity from to/></aspectTerms></sentence>``. ``from``/``to`` are
   character offsets into the text. Sentences without aspect terms are skipped. Aspect
   terms labelled ``conflict`` are dropped (the standard 3-class protocol) and counted
-  in a log line.
+  in a log line. SemEval-2015/2016 XML (``<Opinions><Opinion target category polarity
+  from to/>``, one opinion per target and category) is read in the same pass: each target
+  once, a ``conflict`` where its opinions disagree; target ``NULL`` names no term.
 - ``"3line"``: three lines per example: the sentence with the aspect replaced by ``$T$``,
   the aspect term, the polarity (``-1/0/1`` or ``negative/neutral/positive``, any case).
 - ``"jsonl"``: one JSON object per line with ``text``, ``aspect`` (or ``term``), ``label``
@@ -57,6 +59,8 @@ logger = logging.getLogger(__name__)
 FORMATS: tuple[str, ...] = ("xml", "3line", "jsonl", "csv")
 PLACEHOLDER = "$T$"
 CONFLICT = "conflict"
+#: SemEval-2015/2016's target of an opinion the sentence names no term for (a category alone)
+NULL_TARGET = "NULL"
 
 _EXTENSIONS = {".xml": "xml", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _NUMERIC_LABELS = {"-1": "negative", "0": "neutral", "1": "positive", "+1": "positive"}
@@ -234,6 +238,7 @@ class _Sink:
         self.disagree = 0  # spans labelled twice, differently
         self.first_disagree = ""  # where the first of them is, and what it disagrees with
         self.repeats = 0  # spans given again with the same label (kept, as the file has them)
+        self.untargeted = 0  # SemEval-2015/2016 opinions with target NULL: categories alone
 
     def bad(self, source: str, where: str, reason: str, text: str | None = None) -> None:
         """``text``: the record's sentence, where it has one (kept with the ``Invalid``)."""
@@ -309,8 +314,20 @@ class _Sink:
                 self.disagree,
                 self.first_disagree,
             )
+        if self.untargeted:
+            logger.info(
+                "%s: %d opinion(s) without a target (NULL): aspect categories, no term (read "
+                "with --task category)",
+                self.path,
+                self.untargeted,
+            )
         if not res.examples and not res.skipped:
             extra = f" ({self.conflicts} 'conflict' aspect(s) dropped)" if self.conflicts else ""
+            if self.untargeted:
+                extra += (
+                    f" ({self.untargeted} opinion(s) without a target: aspect categories, "
+                    "no terms; train on them with --task category)"
+                )
             raise DataError(f"{self.path}: no examples{extra}")
         if res.skipped:
             logger.warning(
@@ -771,7 +788,7 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
     for sentence in sentences:
         aspects = [
             a for terms in sentence.findall("aspectTerms") for a in terms.findall("aspectTerm")
-        ]
+        ] or opinion_terms(sentence, lines, sink)
         if not aspects:
             continue  # a sentence without aspect terms is not an error
         sid = sentence.get("id")
@@ -792,6 +809,48 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
             continue
         for aspect in aspects:
             _xml_aspect(aspect, text, sink, source, _xml_where(path, sid, lines[id(aspect)]))
+
+
+def _opinions(sentence: ET.Element) -> list[ET.Element]:
+    return [o for ops in sentence.findall("Opinions") for o in ops.findall("Opinion")]
+
+
+def opinions_merged(
+    sentence: ET.Element, lines: dict[int, int], key: str, tag: str, named: dict[str, str]
+) -> list[ET.Element]:
+    """A SemEval-2015/2016 sentence's ``<Opinion>``s (one per target and category) as one
+    element ``tag`` per value of the attribute ``key`` (attributes renamed by ``named``), in
+    the order first written, on the line of its first opinion: with their polarity where the
+    opinions agree, ``conflict`` where they do not (dropped as SemEval-2014's conflict is)."""
+    groups: dict[object, list[ET.Element]] = {}
+    for opinion in _opinions(sentence):
+        value = opinion.get(key)
+        group = (value, opinion.get("from"), opinion.get("to")) if key == "target" else value
+        # an opinion without the attribute is its own record (the reader names what it lacks)
+        groups.setdefault(group if value is not None else object(), []).append(opinion)
+    merged = []
+    for group in groups.values():
+        first = group[0]
+        polarities = {(o.get("polarity") or "").strip().lower() for o in group}
+        attrs = {named.get(k, k): v for k, v in first.attrib.items()}
+        if len(polarities) > 1 and "" not in polarities:
+            attrs["polarity"] = CONFLICT
+        elif "" in polarities:
+            attrs.pop("polarity", None)
+        element = ET.Element(tag, attrs)
+        lines[id(element)] = lines[id(first)]
+        merged.append(element)
+    return merged
+
+
+def opinion_terms(sentence: ET.Element, lines: dict[int, int], sink: _Sink) -> list[ET.Element]:
+    """A SemEval-2015/2016 sentence's aspect terms: its opinions' targets, each once (see
+    ``opinions_merged``); a target ``NULL`` names no term (the opinion is a category alone:
+    counted in ``sink.untargeted``)."""
+    terms = opinions_merged(sentence, lines, "target", "aspectTerm", {"target": "term"})
+    kept = [t for t in terms if t.get("term") != NULL_TARGET]
+    sink.untargeted += sum(o.get("target") == NULL_TARGET for o in _opinions(sentence))
+    return kept
 
 
 def _xml_where(path: str, sid: str | None, line: int) -> str:

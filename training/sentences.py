@@ -1,7 +1,8 @@
 """Sentence-level aspect data for extraction: every sentence with the set of its aspect spans.
 
-- XML (SemEval-2014, MAMS): every ``<sentence>``, the ones without aspect terms too (they
-  teach the tagger when to find nothing); ``conflict`` terms are aspects like any other.
+- XML (SemEval-2014, MAMS; SemEval-2015/2016's opinion targets, each once, ``NULL`` none):
+  every ``<sentence>``, the ones without aspect terms too (they teach the tagger when to
+  find nothing); ``conflict`` terms are aspects like any other.
   Each aspect term is checked as ``absa.training.readers`` checks it (a term, a polarity,
   from/to marking the term or the term occurring exactly once in the text).
 - JSONL of sentences, ``{"text", "spans": [[start, end, label], ...]}`` (what runs write:
@@ -42,6 +43,7 @@ from absa.training.readers import (
     detect_format,
     drop_overlap,
     json_line,
+    opinion_terms,
     parse_label,
 )
 from absa.training.records import DataError
@@ -167,7 +169,7 @@ def _read_xml(path: str) -> list[Sentence]:
         if not text.strip():
             raise DataError(f"{where}: sentence has no <text> or it is empty")
         sink.result.examples.clear()
-        for a in sent.iter("aspectTerm"):
+        for a in list(sent.iter("aspectTerm")) or opinion_terms(sent, lines, sink):
             _xml_aspect(a, text, sink, source, _xml_where(path, sid, lines[id(a)]))
         spans = [GoldSpan(e.start, e.end, e.label) for e in sink.result.examples]
         out.append(Sentence(text, tuple(dict.fromkeys(spans)), source))

@@ -221,3 +221,24 @@ def test_other_extensions_are_still_read_as_jsonl(tmp_path: Path) -> None:
         tmp_path / "c.ndjson", '# a comment\n{"text": "x", "category": "A", "label": "positive"}\n'
     )
     assert [e.category for e in read_categories(path, skip_invalid=True).examples] == ["A"]
+
+
+def test_semeval_2016_opinions_are_read_as_categories(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One record per category of a sentence: its opinions (one per target) agree, or it is a
+    conflict (dropped); a target NULL is a category as any other."""
+    from tests.training.test_readers import XML_OPINIONS
+
+    path = write(tmp_path / "restaurants.xml", XML_OPINIONS)
+    with caplog.at_level("INFO", logger="absa.training.readers"):
+        res = read_categories(path)
+    assert [(e.category, e.label, e.source) for e in res.examples] == [
+        ("FOOD#PRICES", "positive", f"{path}:r1:0"),
+        ("FOOD#QUALITY", "negative", f"{path}:r1:0"),
+        ("DRINKS#PRICES", "positive", f"{path}:r1:1"),
+        ("DRINKS#QUALITY", "positive", f"{path}:r1:1"),
+        ("SERVICE#GENERAL", "positive", f"{path}:r1:1"),
+        ("RESTAURANT#GENERAL", "negative", f"{path}:r1:2"),
+    ]
+    assert "1 'conflict'" in caplog.text  # r1:4's SERVICE#GENERAL: negative and positive

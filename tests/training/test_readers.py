@@ -1364,3 +1364,93 @@ def test_integral_floats_read_as_labels_and_xml_offsets_as_elsewhere(tmp_path: P
     )
     (ex,) = read_examples(write(tmp_path, "floats.xml", content)).examples
     assert (ex.start, ex.end) == (18, 22)
+
+
+# --------------------------------------------------------------------------- SemEval-2015/16 XML
+
+#: SemEval-2015/2016 XML (our own sentences): one <Opinion> per target and category, a
+#: target "NULL" for an aspect the sentence does not name (a category alone)
+XML_OPINIONS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Reviews>
+  <Review rid="r1">
+    <sentences>
+      <sentence id="r1:0">
+        <text>The pasta was cheap but bland.</text>
+        <Opinions>
+      <Opinion target="pasta" category="FOOD#PRICES" polarity="positive" from="4" to="9"/>
+      <Opinion target="pasta" category="FOOD#QUALITY" polarity="negative" from="4" to="9"/>
+        </Opinions>
+      </sentence>
+      <sentence id="r1:1">
+        <text>Great wine list and friendly waiters.</text>
+        <Opinions>
+      <Opinion target="wine list" category="DRINKS#PRICES" polarity="positive" from="6" to="15"/>
+      <Opinion target="wine list" category="DRINKS#QUALITY" polarity="positive" from="6" to="15"/>
+      <Opinion target="waiters" category="SERVICE#GENERAL" polarity="positive" from="29" to="36"/>
+        </Opinions>
+      </sentence>
+      <sentence id="r1:2">
+        <text>We will not be back.</text>
+        <Opinions>
+      <Opinion target="NULL" category="RESTAURANT#GENERAL" polarity="negative" from="0" to="0"/>
+        </Opinions>
+      </sentence>
+      <sentence id="r1:3" OutOfScope="TRUE"><text>Whatever.</text></sentence>
+      <sentence id="r1:4">
+        <text>The staff was rude but the manager was lovely.</text>
+        <Opinions>
+      <Opinion target="staff" category="SERVICE#GENERAL" polarity="negative" from="4" to="9"/>
+      <Opinion target="manager" category="SERVICE#GENERAL" polarity="positive" from="27" to="34"/>
+        </Opinions>
+      </sentence>
+    </sentences>
+  </Review>
+</Reviews>
+"""
+
+
+def test_semeval_2016_opinions_are_read_as_aspect_terms(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each target is one aspect (its categories' opinions agree) or a conflict (they do not:
+    dropped, as SemEval-2014's conflict is); a target NULL is a category alone."""
+    path = write(tmp_path, "restaurants.xml", XML_OPINIONS)
+    with caplog.at_level("INFO", logger="absa.training.readers"):
+        res = read_examples(path)
+    assert [(ex.term, ex.label, ex.source) for ex in res.examples] == [
+        ("wine list", "positive", f"{path}:r1:1"),
+        ("waiters", "positive", f"{path}:r1:1"),
+        ("staff", "negative", f"{path}:r1:4"),
+        ("manager", "positive", f"{path}:r1:4"),
+    ]
+    assert (res.examples[0].start, res.examples[0].end) == (6, 15)
+    assert "1 'conflict'" in caplog.text
+    assert "1 opinion(s) without a target" in caplog.text
+    assert "repeat an earlier record" not in caplog.text  # wine list's two opinions: one aspect
+
+
+def test_semeval_2016_opinions_without_any_target_say_to_read_categories(tmp_path: Path) -> None:
+    content = XML_OPINIONS.replace('target="', 'target="NULL" was="')
+    with pytest.raises(
+        DataError, match=r"no examples \(8 opinion\(s\) without a target.*--task category"
+    ):
+        read_examples(write(tmp_path, "laptops.xml", content))
+
+
+def test_semeval_2016_opinion_errors_name_the_opinion_line(tmp_path: Path) -> None:
+    content = XML_OPINIONS.replace('polarity="positive" from="29"', 'polarity="great" from="29"')
+    with pytest.raises(DataError, match=r"sentence r1:1 \(line 17\).*great"):
+        read_examples(write(tmp_path, "a.xml", content))
+    res = read_examples(write(tmp_path, "b.xml", content), skip_invalid=True)
+    assert [ex.term for ex in res.examples] == ["wine list", "staff", "manager"]
+
+
+def test_aspect_terms_beside_opinions_are_read_once(tmp_path: Path) -> None:
+    both = XML_OPINIONS.replace(
+        '<Opinions>\n      <Opinion target="staff"',
+        '<aspectTerms><aspectTerm term="staff" polarity="negative" from="4" to="9"/></aspectTerms>'
+        '\n        <Opinions>\n      <Opinion target="staff"',
+    )
+    assert "<aspectTerms>" in both
+    res = read_examples(write(tmp_path, "a.xml", both))
+    assert [ex.term for ex in res.examples] == ["wine list", "waiters", "staff"]

@@ -323,3 +323,23 @@ def test_per_aspect_files_keep_conflict_spans(tmp_path: Path, name: str) -> None
         )
     (got,) = read_sentences(path)
     assert got.spans == (GoldSpan(4, 8, "positive"), GoldSpan(27, 31, "conflict"))
+
+
+def test_semeval_2016_opinion_targets_are_a_sentences_spans(tmp_path: Path) -> None:
+    """Each target once (a target of two disagreeing opinions is a conflict span, kept as the
+    3-line files' conflicts are); a sentence whose opinions have no target (NULL) or none at
+    all names no aspect term."""
+    from tests.training.test_readers import XML_OPINIONS
+
+    path = tmp_path / "restaurants.xml"
+    path.write_text(XML_OPINIONS, encoding="utf-8")
+    got = read_sentences(path)
+    assert [s.span_set for s in got] == [
+        {(4, 9)},
+        {(6, 15), (29, 36)},
+        set(),
+        set(),
+        {(4, 9), (27, 34)},
+    ]
+    assert [sp.label for sp in got[0].spans] == ["conflict"]
+    assert [sp.label for sp in got[1].spans] == ["positive", "positive"]
