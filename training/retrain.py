@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import transient
-from absa.model.artifact import amend_metadata
+from absa.model.artifact import amend_metadata, read_metadata, sha256_file
 from absa.model.config import ModelConfig
 from absa.model.registry import (
     Registry,
@@ -159,14 +159,18 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         if overlap:
             report["eval_overlap"] = overlap
         model = _model_config(cfg)
+        if cfg.model_config:  # its values are in the run's train_config; its bytes here
+            report["config"]["model_config"] = file_info([cfg.model_config])[0]
         labels = tuple(model.labels)
         check_labels(data.train, labels)
         champion = report["champion"] = reg.current()
         compare_with = reg.verify(champion) if champion else baseline_dir(cfg)
-        if not champion:
-            report["baseline"] = str(compare_with)
         task = "category" if model.is_category else "terms"
         check_comparable(compare_with, labels, task, "the champion" if champion else "baseline")
+        gated_against = model_record(compare_with)
+        if not champion:
+            report["baseline"] = str(compare_with)
+            report["baseline_model"] = gated_against
         drift_report = check_drift(reg, champion, data.train, cfg.drift_threshold)
         if drift_report:
             report["drift"] = drift_report
@@ -188,7 +192,9 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 "champion" if champion else "the served model (no champion yet)",
             )
             with reg.lock():
-                report["promoted"] = register(reg, artifact_dir, version, champion, report)
+                report["promoted"] = register(
+                    reg, artifact_dir, version, champion, report, gated_against
+                )
                 try:  # the version is in (and maybe served): a failed clean-up is not the job's
                     report["pruned"] = reg.prune(cfg.keep)
                 except (OSError, RegistryError) as e:
@@ -286,6 +292,26 @@ def baseline_dir(cfg: RetrainConfig) -> Path:
     from absa.settings import Settings
 
     return Settings().model_dir or DEFAULT_MODEL_DIR
+
+
+def model_record(model_dir: Path) -> dict:
+    """The model the gate compares with, as the report and the new version's metadata name
+    it: an artifact's name, version and model file sha256 (the path serves another model
+    tomorrow), a run's weights sha256. Call after ``check_comparable`` (it reads)."""
+    from absa.training.evaluate import model_kind
+
+    record: dict = {"path": str(model_dir), "kind": model_kind(model_dir)}
+    if record["kind"] == "artifact":
+        meta = read_metadata(Path(model_dir))
+        onnx = meta.get("onnx") or {}
+        record.update(
+            name=meta.get("name"), version=meta.get("version"), onnx_sha256=onnx.get("sha256")
+        )
+    else:
+        from absa.training import rundir
+
+        record["weights_sha256"] = sha256_file(Path(model_dir) / rundir.WEIGHTS)
+    return record
 
 
 def check_comparable(model_dir: Path, labels: tuple[str, ...], task: str, what: str) -> None:
@@ -534,13 +560,20 @@ def apply_gate(g: Gate, challenger: dict, champion: dict | None, against: str = 
 
 
 def register(
-    reg: Registry, artifact_dir: Path, version: str, champion: str | None, report: dict
+    reg: Registry,
+    artifact_dir: Path,
+    version: str,
+    champion: str | None,
+    report: dict,
+    gated_against: dict,
 ) -> bool:
-    """Record lineage, evaluation and gate in the artifact, add it to the registry as
-    ``version``, and promote it if it passed the gate; whether it was promoted."""
+    """Record lineage, evaluation and gate (and the model it compared with, ``model_record``)
+    in the artifact, add it to the registry as ``version``, and promote it if it passed the
+    gate; whether it was promoted."""
     amend_metadata(
         artifact_dir,
         parent=champion,
+        gated_against=gated_against,
         registry_report=f"reports/{version}.json",
         eval=report["challenger_metrics"],
         gate=report["gate"],
@@ -594,6 +627,10 @@ def summary(report: dict) -> str:
         + ("PROMOTED" if report["promoted"] else "NOT promoted")
         + f" (champion before: {report.get('champion')})"
     ]
+    base = report.get("baseline_model")
+    if base:  # no champion: which model the gate compared with
+        what = f"{base.get('name')} {base.get('version')}" if base.get("version") else "a run"
+        lines.append(f"  served model: {what} ({base['path']})")
     if report.get("recovered"):
         lines.append("  (report written by the next run: this job was killed before writing it)")
     # a version this run promoted or reported for a killed job: not only in the JSON

@@ -75,6 +75,16 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     assert report["champion"] is None
     # no champion yet: compared with what the service serves meanwhile, the shipped model
     assert report["baseline"] == str(DEFAULT_MODEL_DIR)
+    # which model that was, not its path alone (the path serves another one tomorrow); the
+    # version's metadata says it too, where its parent is None
+    shipped = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())
+    assert report["baseline_model"] == {
+        "path": str(DEFAULT_MODEL_DIR),
+        "kind": "artifact",
+        "name": shipped["name"],
+        "version": shipped["version"],
+        "onnx_sha256": shipped["onnx"]["sha256"],
+    }
     assert set(report["champion_metrics"]) == {"synthetic"}
     assert report["gate"]["passed"] is True
     assert report["gate"]["reasons"] == [
@@ -87,12 +97,19 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     meta = reg.metadata(FIRST_VERSION)
     assert meta["version"] == FIRST_VERSION
     assert meta["parent"] is None
+    assert meta["gated_against"] == report["baseline_model"]
     assert meta["gate"]["passed"] is True
     # what reproduces it: the config file and its values, the environment it trained in
     # (the run directory it came from is scratch space, gone once the job ends)
     config = report["config"]
     toml = champion_registry.parent / "retrain.toml"
     assert config["file"]["sha256"] == hashlib.sha256(toml.read_bytes()).hexdigest()
+    # the network's file too: its values are the resolved train_config, its bytes were not
+    model_file = Path(config["values"]["model_config"])
+    assert config["model_config"] == {
+        "path": str(model_file),
+        "sha256": hashlib.sha256(model_file.read_bytes()).hexdigest(),
+    }
     assert config["values"]["seed"] == 1 and config["values"]["gate"]["min_accuracy"] == 0.0
     assert not Path(meta["source_run"]).exists()
     assert meta["reproduce"] == f"absa retrain --config {toml}"  # the job trains it again
@@ -158,7 +175,15 @@ def test_gate_that_cannot_pass_adds_but_does_not_promote(
     assert reg.pointer() == before  # CURRENT unchanged
     assert reg.versions() == [FIRST_VERSION, "v2"]
     assert reg.metadata("v2")["parent"] == FIRST_VERSION
+    assert reg.metadata("v2")["gated_against"] == {
+        "path": str(reg.path(FIRST_VERSION)),
+        "kind": "artifact",
+        "name": reg.metadata(FIRST_VERSION)["name"],
+        "version": FIRST_VERSION,
+        "onnx_sha256": reg.metadata(FIRST_VERSION)["onnx"]["sha256"],
+    }
     report, text = read_report(registry, "v2")
+    assert "baseline_model" not in report  # a champion: its version is the report's champion
     assert report["promoted"] is False and report["gate"]["passed"] is False
     assert any("floor 1.0000" in r for r in report["gate"]["reasons"])
     assert report["champion_metrics"] is not None  # compared on the same sets
@@ -664,12 +689,12 @@ def test_a_version_promoted_by_hand_during_the_job_is_not_overridden(registry: P
         "challenger_metrics": {"synthetic": {"accuracy": 1.0, "macro_f1": 1.0, "n": 24}},
         "gate": {"passed": True, "reasons": ["passes: within tolerance of champion"]},
     }
-    assert not register(reg, staging, "v2", "v0", report)  # the job began under v0
+    assert not register(reg, staging, "v2", "v0", report, {})  # the job began under v0
     assert reg.current() == FIRST_VERSION and "v2" in reg.versions()
     assert "changed while the job ran (v0 -> v1)" in report["not_promoted"]
     again = registry.parent / "again"
     shutil.copytree(reg.path(FIRST_VERSION), again)
-    assert register(reg, again, "v3", FIRST_VERSION, dict(report))  # unchanged: promoted
+    assert register(reg, again, "v3", FIRST_VERSION, dict(report), {})  # unchanged: promoted
     assert reg.current() == "v3"
 
 
@@ -871,6 +896,10 @@ def test_the_summary_calls_the_served_model_so_where_there_is_no_champion() -> N
     report = {"version": "r1", "promoted": False, "champion": None, "data": {},
               "challenger_metrics": metrics, "champion_metrics": metrics}  # fmt: skip
     assert "| served model acc 59.00" in summary(report)
+    served = {"path": "/models/x", "kind": "artifact", "name": "absa-default", "version": "1.8.0"}
+    assert "served model: absa-default 1.8.0 (/models/x)" in summary(
+        {**report, "baseline_model": served}
+    )
     assert "| champion acc 59.00" in summary({**report, "champion": "v1"})
 
 
