@@ -5,6 +5,7 @@ them (``config_record``)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tomllib
@@ -15,6 +16,8 @@ from pathlib import Path
 from absa.model.typed import typed_value
 from absa.training.presets import load_config
 from absa.training.provenance import file_info, refuse_twice
+
+log = logging.getLogger(__name__)
 
 CALIBRATIONS = ("temperature", "top_map")
 
@@ -140,6 +143,15 @@ class RetrainConfig:
             if not (math.isfinite(value) and 0.0 <= value <= 1.0):
                 raise ValueError(
                     f"{path}: gate.{key} must be a share in [0, 1] (0.01 is one point), not {value}"
+                )
+            if key.endswith("_drop") and value >= 0.5:  # "1" meant as one point?
+                log.warning(
+                    "%s: gate.%s = %s lets a challenger %g points worse than the champion "
+                    "through (0.01 is one point)",
+                    path,
+                    key,
+                    value,
+                    value * 100,
                 )
         return cfg
 

@@ -914,3 +914,27 @@ def test_a_job_whose_data_does_not_read_makes_no_registry(
     with pytest.raises(DataError, match="nope.jsonl"):
         retrain(RetrainConfig.load(cfg), version="v1")
     assert not registry.exists()
+
+
+@pytest.mark.parametrize(("key", "value", "warned"), [
+    ("max_accuracy_drop", 1, True), ("max_macro_f1_drop", 0.5, True),
+    ("max_accuracy_drop", 0.05, False), ("min_accuracy", 1.0, False),
+])  # fmt: skip
+def test_a_gate_drop_of_half_or_more_is_warned_of(
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    key: str,
+    value: float,
+    warned: bool,
+) -> None:
+    """max_accuracy_drop = 1 ("one point" meant) let every challenger through without a
+    word: a drop of 100 points. Still taken (a gate turned off on purpose), but said."""
+    gate = {"min_accuracy": 0.0, key: value} if key != "min_accuracy" else {key: value}
+    cfg = make_config(tmp_path / "r.toml", tmp_path / "registry", gate=gate)
+    with caplog.at_level("WARNING", logger="absa.training.retrain_config"):
+        loaded = RetrainConfig.load(cfg)
+    assert getattr(loaded.gate, key) == value
+    assert (f"gate.{key} = {value}" in caplog.text) is warned, caplog.text
+    if warned:
+        assert "0.01 is one point" in caplog.text
