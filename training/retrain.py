@@ -114,6 +114,13 @@ def check_gate(
     return ok, reasons
 
 
+class JobStopped(BaseException):
+    """The challenger's training stopped as asked (``checkpoint.STOP``: SIGTERM or SIGHUP
+    under ``absa retrain``) after a batch, its checkpoint kept in the registry's resumable
+    dir: the same job goes on from it. ``args[0]``: the whole epochs done. Not an
+    ``Exception``: a failure drops the checkpoint, a stop keeps it, as a kill does."""
+
+
 @dataclass
 class JobData:
     """The job's validated examples."""
@@ -508,6 +515,8 @@ def train_challenger(
             keep_checkpoint=True,
             reproduce=_command(cfg),
         )
+        if res.stopped:  # checkpoint.STOP: SIGTERM under `absa retrain`
+            raise JobStopped(len(res.history))
         return res.resumed_after
 
     try:

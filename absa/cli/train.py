@@ -550,13 +550,22 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_retrain(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from absa.training.retrain import RetrainConfig, retrain, summary
+    from absa.training.retrain import JobStopped, RetrainConfig, retrain, summary
 
     check_config(args.config)
     cfg = RetrainConfig.load(Path(args.config))
     if args.skip_invalid:
         cfg = replace(cfg, skip_invalid=True)
-    report = retrain(cfg, version=args.version, progress=not args.quiet)
+    try:  # SIGTERM (a pod evicted): training stops after the batch, as absa train's does
+        with _checkpoint_on_sigterm() as asked:
+            report = retrain(cfg, version=args.version, progress=not args.quiet)
+    except JobStopped as e:
+        by = asked[0] if asked else "asked"
+        to_stdout(
+            f"stopped after epoch {e.args[0]} ({by}): no version added; the checkpoint is kept "
+            f"in {cfg.registry}: the same command goes on from it\n"
+        )
+        return STOPPED
     to_stdout(summary(report) + "\n")
     return 0 if report["promoted"] else 3
 

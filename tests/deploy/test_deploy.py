@@ -896,7 +896,11 @@ def test_retrain_exit_statuses_fit_the_job_s_failure_policy():
     cronjob = k8s("CronJob", "absa-retrain")
     job = cronjob["spec"]["jobTemplate"]["spec"]
     assert pod_spec(cronjob)["restartPolicy"] == "Never"  # what podFailurePolicy needs
-    (rule,) = job["podFailurePolicy"]["rules"]
+    rule, evicted = job["podFailurePolicy"]["rules"]
+    # a pod evicted (a node drained) stops after a batch with its checkpoint, exit 75: the
+    # retry goes on from it, and the eviction does not count against backoffLimit
+    assert evicted["action"] == "Ignore"
+    assert evicted["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
     assert rule["action"] == "FailJob"
     codes = rule["onExitCodes"]
     assert codes["containerName"] == only_container(cronjob)["name"]

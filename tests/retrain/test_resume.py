@@ -147,3 +147,34 @@ def test_a_job_killed_after_training_goes_on_from_its_last_checkpoint(
     assert not Registry(registry).resumable_dir.exists()
     never_killed = retrain(dataclasses.replace(cfg, registry=twin), version="v2")
     assert report["challenger_metrics"] == never_killed["challenger_metrics"]
+
+
+def test_a_job_asked_to_stop_keeps_its_checkpoint_and_exits_75(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """SIGTERM (``checkpoint.STOP``, as absa/cli/train's handler sets it) stops the job's
+    training after the batch with its checkpoint, as absa train stops (exit 75, the same
+    command goes on): the job exited 143 at once and lost the epoch in progress."""
+    from absa.cli import main
+
+    save = checkpoint.save
+
+    def save_then_ask(run_dir: Path, state: dict) -> None:
+        save(run_dir, state)
+        if state["epoch"] == 2:
+            checkpoint.STOP.set()  # what SIGTERM does while the job trains
+
+    monkeypatch.setattr(checkpoint, "save", save_then_ask)
+    before = Registry(registry).pointer()
+    cfg = make_config(tmp_path / "r.toml", registry)
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 75
+    out = capsys.readouterr().out
+    assert "stopped after epoch 2" in out and "the same command goes on" in out, out
+    reg = Registry(registry)
+    assert (reg.resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    assert "v2" not in reg.versions() and reg.pointer() == before
+    assert not checkpoint.STOP.is_set()
+    monkeypatch.undo()
+    report = retrain(RetrainConfig.load(cfg), version="v2")
+    assert report["resumed_after_epoch"] == 2

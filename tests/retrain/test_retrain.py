@@ -938,3 +938,36 @@ def test_a_gate_drop_of_half_or_more_is_warned_of(
     assert (f"gate.{key} = {value}" in caplog.text) is warned, caplog.text
     if warned:
         assert "0.01 is one point" in caplog.text
+
+
+def test_sigterm_stops_the_job_after_a_batch_with_its_checkpoint(
+    registry: Path, make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """A pod evicted mid-training: exit 75 (a retry goes on from the checkpoint), the
+    registry as it was; the job exited 143 at once, its epoch in progress lost."""
+    before = state(registry)
+    override = json.loads(retrain_files["model_config"].read_text())
+    override["train"].update(epochs=100_000, patience=100_000)
+    (tmp_path / "slow.json").write_text(json.dumps(override))
+    slow = make_config(tmp_path / "slow.toml", registry, model_config=tmp_path / "slow.json")
+    job = subprocess.Popen(
+        [sys.executable, "-m", "absa.cli", "retrain", "--config", str(slow), "--quiet"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any((registry / ".work").glob("resumable/run/*")):
+            assert job.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        job.send_signal(signal.SIGTERM)
+        out, _ = job.communicate(timeout=60)
+    finally:
+        job.kill()
+    assert job.returncode == 75, out
+    assert "(SIGTERM): no version added" in out and "the same command goes on" in out, out
+    assert state(registry) == before
+    assert (Registry(registry).resumable_dir / "run" / "checkpoint.pt").is_file()
