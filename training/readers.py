@@ -74,6 +74,7 @@ _END_KEYS = ("end", "to")
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)  # FF FE 00 00 starts as UTF-16 LE's
 _XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
 
@@ -171,7 +172,7 @@ def _read_file(
 def _suffix_hint(data: bytes, fmt: str) -> str | None:
     """Where a file read as ``fmt`` (its suffix's format) reads as another one by its first
     character, which suffix to give it (or, UTF-16 but no XML, which encoding)."""
-    if data.startswith(_GZIP_MAGIC):  # said already
+    if data.startswith(_GZIP_MAGIC) or _wide(data):  # said already
         return None
     if data.startswith(_UTF16_BOMS) and fmt != "xml":  # expat reads UTF-16; no other does
         start = data[:64].decode("utf-16", errors="replace").lstrip(" \t\r\n")
@@ -369,6 +370,32 @@ def _read_bytes(path: str) -> bytes:
     return data
 
 
+def _wide(data: bytes) -> str | None:
+    """What a file in 2 or 4 bytes a character is where no reader here reads it: "UTF-32"
+    (with or without its byte-order mark; expat reads no UTF-32 either), "UTF-16 without a
+    byte-order mark" (NUL bytes between the characters of a mostly ASCII text); None for
+    anything else (UTF-16 with its mark: expat reads it, and the hints say the rest)."""
+    if data.startswith(_UTF32_BOMS):
+        return "UTF-32"
+    if data.startswith(_UTF16_BOMS):
+        return None
+    head = data[:400]
+    nuls = head.count(0)
+    if not head or nuls * 4 < len(head):
+        return None
+    # ASCII text: 3 of 4 bytes NUL in UTF-32, 1 of 2 in UTF-16
+    wide = "UTF-32" if nuls * 3 >= len(head) * 2 else "UTF-16"
+    return f"{wide} without a byte-order mark"
+
+
+def _refuse_wide(data: bytes, path: str) -> None:
+    """UTF-32 and BOM-less UTF-16 named as such: read as UTF-8 their NUL bytes made "bad
+    JSON" at column 2 or "no $T$ placeholder" (and UTF-32's mark read as UTF-16's)."""
+    wide = _wide(data)
+    if wide is not None:
+        raise DataError(f"{path}:1: it is {wide}: save it as UTF-8")
+
+
 def _refuse_compressed(data: bytes, path: str) -> None:
     """A gzip file read as text fails on its second byte: say what the file is instead."""
     if data.startswith(_GZIP_MAGIC):
@@ -378,8 +405,9 @@ def _refuse_compressed(data: bytes, path: str) -> None:
 def _decode(data: bytes, path: str) -> str:
     """UTF-8 text (a leading BOM is dropped, and one at the start of a later line, as files
     joined with ``cat`` leave, with a warning); bad bytes raise a DataError with the line, a
-    gzip file says so."""
+    gzip file says so, UTF-32 and UTF-16 without a byte-order mark too."""
     _refuse_compressed(data, path)
+    _refuse_wide(data, path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -717,7 +745,17 @@ def _parse_xml(data: bytes, path: str) -> tuple[ET.Element, dict[int, int]]:
     """
     _refuse_compressed(data, path)
     source: bytes | str = data
-    if data.startswith(_UTF16_BOMS):  # expat reads UTF-16 itself, told by the BOM
+    wide = _wide(data)
+    if wide is not None and not wide.startswith("UTF-16"):
+        _refuse_wide(data, path)  # UTF-32: expat reads none
+    if wide is not None:  # UTF-16 without its mark: read here, its order from the first NUL
+        declared = "utf-16"
+        order = "utf-16-be" if data[:1] == b"\0" else "utf-16-le"
+        try:
+            source = data.decode(order)
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}: not valid {order.upper()} (offset {e.start})") from None
+    elif data.startswith(_UTF16_BOMS):  # expat reads UTF-16 itself, told by the BOM
         declared = "utf-16"
     else:
         match = _XML_ENCODING_RE.match(data)

@@ -1112,6 +1112,49 @@ def test_a_utf16_file_of_another_format_is_told_to_be_utf8_not_xml(
         read_examples(xml)
 
 
+#: a CSV and a 3-line file of one record, by suffix
+OTHERS = {".csv": "text,aspect,label\nthe food,food,1\n", ".raw": "the $T$ was good\nfood\n1\n"}
+
+
+@pytest.mark.parametrize("encoding", ["utf-32", "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("name", ["a.xml", "a.jsonl", "a.csv", "a.raw"])
+def test_a_utf32_file_is_named_utf32(tmp_path: Path, name: str, encoding: str) -> None:
+    """UTF-32's byte-order mark starts with UTF-16's: it was "it is UTF-16", or, without
+    its mark, "bad JSON", "no $T$ placeholder", "malformed XML" at column 2."""
+    row = '{"text": "the café was good", "aspect": "café", "label": "positive"}\n'
+    content = {".xml": _xml('<aspectTerm term="food" polarity="neutral"/>'), **OTHERS}.get(
+        Path(name).suffix, row
+    )
+    path = write(tmp_path, name, content.encode(encoding))
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    bom = "" if encoding == "utf-32" else " without a byte-order mark"
+    assert str(err.value) == f"{path}:1: it is UTF-32{bom}: save it as UTF-8"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("name", ["a.jsonl", "a.csv", "a.raw"])
+def test_a_utf16_file_without_a_byte_order_mark_is_named_utf16(
+    tmp_path: Path, name: str, encoding: str
+) -> None:
+    """Read as UTF-8, its NUL bytes made "bad JSON" (column 2), "no $T$ placeholder"."""
+    row = '{"text": "the café was good", "aspect": "café", "label": "positive"}\n'
+    content = OTHERS.get(Path(name).suffix, row)
+    path = write(tmp_path, name, content.encode(encoding))
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    assert str(err.value) == f"{path}:1: it is UTF-16 without a byte-order mark: save it as UTF-8"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_xml_in_utf16_without_a_byte_order_mark_is_read(tmp_path: Path, encoding: str) -> None:
+    """Its ASCII text read (expat guesses UTF-16 from "<?"); a "café" in it was "not valid
+    UTF-8 ... it does not look like XML"."""
+    want = spans(read_examples(write(tmp_path, "u8.xml", XML_GOOD)))
+    content = XML_GOOD.replace('encoding="UTF-8"', 'encoding="UTF-16"', 1)
+    assert spans(read_examples(write(tmp_path, "w.xml", content.encode(encoding)))) == want
+
+
 def test_xml_in_an_encoding_expat_refuses_names_the_file(tmp_path: Path) -> None:
     """shift_jis is a codec Python knows, but expat refuses multi-byte encodings with a bare
     ValueError (only LookupError was caught)."""
