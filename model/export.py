@@ -119,7 +119,7 @@ def export(
     with staged(out_dir) as tmp:
         pipeline.save(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
-        onnx = {"opset": OPSET, "inputs": list(net.input_names), "exported_with": _versions()}
+        onnx = {"opset": OPSET, "inputs": list(net.input_names), "exported_with": export_versions()}
         cfg = model_config.to_dict()
         metadata = new_metadata(
             KIND,
@@ -148,7 +148,7 @@ def export(
     return metadata
 
 
-def _versions() -> dict[str, str]:
+def export_versions() -> dict[str, str]:
     """The libraries that make the graph (torch's exporter, onnx) and measure the parity,
     calibration and int8 numbers the metadata records (onnxruntime): the run's environment
     (``train.environment``) is another machine's, or another day's."""

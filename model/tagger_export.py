@@ -27,7 +27,7 @@ from absa.model.artifact import (
     staged,
     write_metadata,
 )
-from absa.model.export import OPSET, QUANTIZATIONS, onnx_export
+from absa.model.export import OPSET, QUANTIZATIONS, export_versions, onnx_export
 from absa.model.extractor import Extractor
 from absa.model.extractor_card import write_extractor_card
 from absa.model.piece_tagger import PieceTagger
@@ -69,7 +69,11 @@ def export_tagger(
         text.save(tmp)
         if learned is not None:
             learned.save(tmp)
-        onnx = {"opset": OPSET, "inputs": _export_onnx(net, text, tmp / ONNX)}
+        onnx = {
+            "opset": OPSET,
+            "inputs": _export_onnx(net, text, tmp / ONNX),
+            "exported_with": export_versions(),
+        }
         kind, tags = EXTRACTOR_KIND, list(cfg.tags)
         metadata = new_metadata(kind, name, version, tags, cfg.to_dict(), provenance, onnx)
         record_checksums(metadata, tmp)

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from absa.training.tagging import TagRun
 
 TAG_RUN_KIND = "absa-tagger-run"
+#: what an extractor artifact keeps of its run's run.json (the run may be gone)
+TAG_TRAIN_KEYS = ("seed", "data", "split", "sentences", "inputs", "environment")
 RUN_INFO = "run.json"
 WEIGHTS = "weights.safetensors"
 
@@ -120,9 +122,11 @@ def export_tag_run(
     quantize: str | None = None,
     expand_vocab: str | Path | None = None,
     expand_top_k: int | None = None,
+    command: str | None = None,
 ) -> dict:
     """The tagger run as an extractor artifact; ``expand_vocab``: vocabulary expansion
-    from that vectors file (``training/vocab_expansion.py``)."""
+    from that vectors file (``training/vocab_expansion.py``); ``command``: the one exporting,
+    after the run's own in ``reproduce`` (as ``training.exporting.export_run`` gives it)."""
     from absa.model.tagger_export import export_tagger
 
     run = load_tag_run(run_dir)
@@ -131,13 +135,15 @@ def export_tag_run(
         run, expansion = _expanded(run, Path(run_dir), expand_vocab, expand_top_k)
     provenance = {
         "task": "extract",
-        "train": {k: run.info.get(k) for k in ("seed", "data", "split")},
+        "train": {k: run.info.get(k) for k in TAG_TRAIN_KEYS},
+        "train_config": json.loads((Path(run_dir) / "train_config.json").read_text("utf-8")),
         "metrics": {"dev": run.metrics["dev"], **run.metrics.get("eval", {})},
         "code_version": run.info.get("code_version"),
+        "export_code_version": code_version(),  # the code that builds the graph
         "source_run": str(run_dir),
     }
     if run.info.get("reproduce"):
-        provenance["reproduce"] = run.info["reproduce"]
+        provenance["reproduce"] = run.info["reproduce"] + (f"\n{command}" if command else "")
     if expansion is not None:
         provenance["vocab_expansion"] = expansion
     return export_tagger(

@@ -7,7 +7,6 @@ import argparse
 import json
 import logging
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,8 +82,9 @@ def _typed(cls: type, table: dict, where: str) -> dict:
 def cmd_train_extract(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from absa.cli.train import command_of
     from absa.model.tagger_config import TaggerConfig
-    from absa.training.provenance import file_info
+    from absa.training.provenance import code_version, environment, file_info
     from absa.training.sentences import drop_sentences, keep_aspect_free, read_sentences, split
     from absa.training.tagger_build import PRESETS
     from absa.training.tagging import TagRun, TagTrainConfig, fit_tagger, write_sentences
@@ -132,7 +132,13 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         over["threads"] = args.threads
     tcfg = replace(tcfg, **over)
     sentences = read_sentences(args.train)
-    info: dict = {"seed": tcfg.seed, "data": {"train": file_info(args.train)}}
+    configs = [args.config] if args.config else []  # the command names it
+    info: dict = {
+        "seed": tcfg.seed,
+        "data": {"train": file_info(args.train), "config": file_info(configs)},
+        "code_version": code_version(),  # as it starts: the checkout may change meanwhile
+        "environment": {**environment(), "device": "cpu"},
+    }
     if args.exclude:
         sentences, dropped = drop_sentences(sentences, read_sentences(args.exclude))
         info["data"]["exclude"] = file_info(args.exclude)
@@ -166,7 +172,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     info["sentences"] = {"train": len(train), "dev": len(dev), "heldout_empty": len(empty),
                          "unlabelled": len(unlabelled),
                          "aspect_free_left_out": left_out}  # fmt: skip
-    info["reproduce"] = "absa " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    info["reproduce"] = command_of(args)
     info["inputs"] = _inputs(cfg, tcfg)
     out, partial = Path(args.out), Path(f"{args.out}{PARTIAL}")
     dev_texts = [s.text for s in dev]
@@ -198,7 +204,10 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         raise
     write(out, run, {})
     shutil.rmtree(partial, ignore_errors=True)
-    reports = {p: score_extraction(Path(args.out), ss) for p, ss in evals.items()}
+    reports = {
+        p: {**score_extraction(Path(args.out), ss), "file": file_info([p])[0]}  # which bytes
+        for p, ss in evals.items()
+    }
     if reports:
         add_eval(Path(args.out), reports)
     for p, rep in reports.items():
@@ -268,14 +277,19 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
     sentences = read_sentences(args.data)
     if not sentences:  # scores of nothing: P, R and F1 0.00 and exit 0
         raise CLIError(f"{', '.join(args.data)}: no sentences")
+    from absa.training.provenance import code_version, file_info
+
     rep = score_extraction(model, sentences)
-    rep.update(model=str(model), data=list(args.data))
+    # path and sha256 of each file measured, and the code: as a sentiment report
+    rep.update(model=str(model), data=list(args.data), files=file_info(args.data))
+    rep["code_version"] = code_version()
     out = json.dumps(rep) if args.json else _line(rep)
     to_stdout(out + "\n")
     return 0
 
 
 def cmd_export_extract(args: argparse.Namespace) -> int:
+    from absa.cli.train import command_of
     from absa.training.tagging_run import export_tag_run
 
     # a tagger has no sentiment probabilities to calibrate: the flags would be ignored
@@ -288,7 +302,7 @@ def cmd_export_extract(args: argparse.Namespace) -> int:
     meta = export_tag_run(
         Path(args.run), Path(args.out), name=args.name, version=args.version,
         quantize=args.quantize, expand_vocab=getattr(args, "expand_vocab", None),
-        expand_top_k=getattr(args, "expand_top_k", None),
+        expand_top_k=getattr(args, "expand_top_k", None), command=command_of(args),
     )  # fmt: skip
     par = meta["parity"]
     msg = (

@@ -68,6 +68,21 @@ def test_train_writes_a_tagger_run_with_span_scores(extract_run: Path, small_glo
         "vectors": {"path": str(small_glove), "sha256": digest},
         "teacher": None,
     }
+    # what made it, as a sentiment run's run.json says: its config file's bytes, the
+    # libraries, and a command that runs as written (quoted)
+    cfg = extract_run.parent / "cfg.json"
+    assert info["data"]["config"] == [
+        {"path": str(cfg), "sha256": hashlib.sha256(cfg.read_bytes()).hexdigest()}
+    ]
+    assert {"python", "torch", "numpy"} <= set(info["environment"])
+    assert info["reproduce"].startswith("absa train --train ")
+    assert f"--config {cfg}" in info["reproduce"] and "--task extract" in info["reproduce"]
+    (ev_file,) = json.loads((extract_run / "metrics.json").read_text())["eval"].values()
+    xml = extract_run.parent / "train.xml"
+    assert ev_file["file"] == {
+        "path": str(xml),
+        "sha256": hashlib.sha256(xml.read_bytes()).hexdigest(),
+    }
     assert not Path(f"{extract_run}.partial").exists()  # removed once the run is whole
     dev = [json.loads(line) for line in (extract_run / "dev.jsonl").read_text().splitlines()]
     assert dev[0]["source"].endswith("train.xml:0")  # the per-source dev scores need it
@@ -91,6 +106,23 @@ def test_evaluate_run_and_artifact_alike(
     keys = ("precision", "recall", "f1", "true_positives", "gold", "predicted")
     assert [reports[0][k] for k in keys] == [reports[1][k] for k in keys]
     assert reports[0]["f1"] == pytest.approx(100.0)
+    # which bytes were scored, by which code, as a sentiment report says
+    import hashlib
+
+    for rep in reports:
+        assert rep["files"] == [
+            {"path": str(xml), "sha256": hashlib.sha256(xml.read_bytes()).hexdigest()}
+        ]
+        assert rep["code_version"]
+    # the artifact keeps what the run recorded of its making, and the export's command
+    meta = json.loads((out / "metadata.json").read_text())
+    info = json.loads((extract_run / "run.json").read_text())
+    assert meta["train"]["inputs"] == info["inputs"]
+    assert meta["train"]["environment"] == info["environment"]
+    assert meta["train"]["data"] == info["data"]
+    assert meta["train_config"] == json.loads((extract_run / "train_config.json").read_text())
+    assert meta["export_code_version"] and meta["onnx"]["exported_with"]["onnx"]
+    assert meta["reproduce"] == info["reproduce"] + f"\nabsa export --run {extract_run} --out {out}"
 
 
 def test_predict_without_aspects_uses_the_extractor(
