@@ -79,6 +79,13 @@ def _typed(cls: type, table: dict, where: str) -> dict:
         raise CLIError(str(e)) from None
 
 
+def partial_of(out: Path) -> Path:
+    """Where a run into ``out`` keeps its best epoch so far: ``OUT.partial`` beside it (of
+    "run/" too, whose "run/.partial" lay inside OUT: the run's last write then failed)."""
+    whole = out.resolve()
+    return whole.with_name(whole.name + PARTIAL)
+
+
 def cmd_train_extract(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -96,9 +103,10 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
         )
     check_new_out(Path(args.out), "train into a new directory")
     check_writable(Path(args.out).parent)  # OUT.partial goes there: at the first epoch
-    if Path(f"{args.out}{PARTIAL}").exists():  # replaced at the first epoch, removed at the end
+    partial = partial_of(Path(args.out))
+    if partial.exists():  # replaced at the first epoch, removed at the end
         raise CLIError(
-            f"{args.out}{PARTIAL} exists: a killed run's best epoch so far (it exports); "
+            f"{partial} exists: a killed run's best epoch so far (it exports); "
             "move it away, or train into a new directory"
         )
     if args.dev and args.heldout_empty is not None:  # nothing is held out there
@@ -174,7 +182,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
                          "aspect_free_left_out": left_out}  # fmt: skip
     info["reproduce"] = command_of(args)
     info["inputs"] = _inputs(cfg, tcfg)
-    out, partial = Path(args.out), Path(f"{args.out}{PARTIAL}")
+    out = Path(args.out)
     dev_texts = [s.text for s in dev]
     evals = {p: read_sentences([p]) for p in args.eval or []}  # before training, not after
 

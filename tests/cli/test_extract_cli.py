@@ -515,3 +515,21 @@ def test_sigterm_says_where_the_best_epoch_so_far_is(tmp_path: Path, small_glove
         f"absa train: stopped: {partial} holds the best epoch so far (absa export --run "
         f"{partial} exports it)" in err
     ), err
+
+
+def test_an_out_with_a_trailing_slash_is_the_same_run(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out run/` kept its best epoch in run/.partial, inside OUT: the run's last write
+    then met OUT made ("File exists") and every epoch was lost (and the same command was
+    refused: OUT not empty)."""
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"model": {"hidden_size": 8, "char_dim": 4, "char_filters": 4},
+                               "train": {"glove": str(small_glove), "glove_top_k": 0,
+                                         "epochs": 2}}))  # fmt: skip
+    code = main(["train", "--task", "extract", "--train", str(xml), "--dev", str(xml),
+                 "--config", str(cfg), "--out", f"{tmp_path / 'run'}/"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "run" / "run.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.json", "run", "train.xml"]
