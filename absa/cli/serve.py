@@ -308,8 +308,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 "give at least one --aspect, or --extractor DIR (or ABSA_EXTRACTOR) to have "
                 "the aspects of --text extracted"
             )
+        from absa.model.artifact import EXTRACTOR_KIND
         from absa.model.extractor import Extractor
 
+        # a missing or wrong one named as where it came from, as absa serve and load() do
+        named = "--extractor" if args.extractor else "ABSA_EXTRACTOR"
+        servable(ext_dir, kind=EXTRACTOR_KIND, named=named)
         extractor = Extractor.load(ext_dir, device=device)
     runtime = Runtime.load(path, device=device)
     predictor = Predictor(runtime, extractor=extractor)
@@ -341,6 +345,9 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
     if args.input and args.extractor:  # ignored: every row without an aspect was an error
         raise CLIError("--extractor finds the aspects of one --text; the rows of --input name "
                        "their aspect")  # fmt: skip
+    if args.extractor and (args.aspect or args.category):  # never loaded: a typo went unsaid
+        raise CLIError("--extractor finds the aspects of a --text given without --aspect or "
+                       "--category")  # fmt: skip
     if args.output and not args.input:
         raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
     if args.text is not None and not args.text.strip():  # said "give --text" after loading

@@ -148,6 +148,22 @@ def test_predict_without_aspects_or_extractor_is_one_line(
     assert err.count("\n") == 0 and "--extractor" in err
 
 
+def test_a_missing_extractor_from_the_environment_is_named_as_its(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """It said "/x: does not exist", not where the path came from (serve and absa.load do)."""
+    monkeypatch.setenv("ABSA_EXTRACTOR", str(tmp_path / "gone"))
+    assert main(["predict", "--model", str(artifact), "--text", "the food was great"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("absa predict: error: ABSA_EXTRACTOR: "), err
+    assert str(tmp_path / "gone") in err
+    monkeypatch.delenv("ABSA_EXTRACTOR")
+    assert main(["predict", "--model", str(artifact), "--text", "the food was great",
+                 "--extractor", str(tmp_path / "gone")]) == 2  # fmt: skip
+    assert "error: --extractor: " in capsys.readouterr().err
+
+
 def test_python_api_extracts_when_no_aspects_are_given(
     extractor_artifact: Path, artifact: Path
 ) -> None:
@@ -326,6 +342,14 @@ def test_aspect_free_share_is_recorded_and_checked(
         (
             ["--engine", "ray", "--input", "i.jsonl", "--output", "o", "--extractor", "shipped"],
             "--extractor finds the aspects of one --text",
+        ),
+        (  # a missing extractor beside --aspect exited 0: it was never loaded
+            ["--text", "the food", "--aspect", "food", "--extractor", "/nonexistent"],
+            "--extractor finds the aspects of a --text given without --aspect",
+        ),
+        (
+            ["--text", "the food", "--category", "food", "--extractor", "/nonexistent"],
+            "--extractor finds the aspects of a --text given without --aspect",
         ),
     ],
 )
