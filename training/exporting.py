@@ -22,6 +22,7 @@ TRAIN_KEYS = (
     "soup",  # a mean of runs' weights (benchmarks/soup.py): the parts and their sha256
     "environment",  # python, torch, numpy, the CPU or GPU it trained on: the run may be gone
     "code_versions",  # the code of every session it trained in (a resumed run may span commits)
+    "sessions",  # each session's first epoch, threads, device and code (a resume may change them)
 )
 
 

@@ -175,10 +175,12 @@ def fit(
                  f" and {within.batches} batches of epoch {first}" if within else "")  # fmt: skip
     elif resume:
         log.info("no checkpoint in %s: training from epoch 1", run_dir)
+    sessions = session_record(state, first, tcfg.threads, str(device), version)
 
     def save_within(epoch: int, at: checkpoint.Within) -> None:
         state = snapshot(key, epoch - 1, parts, rng, history, best, started)
-        extra = {"within": asdict(at), "code_versions": versions, "soft": soft}
+        extra = {"within": asdict(at), "code_versions": versions, "sessions": sessions}
+        extra["soft"] = soft
         checkpoint.save(run_dir, {**state, **extra})
         log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
 
@@ -218,7 +220,8 @@ def fit(
                 break
             if epoch < tcfg.epochs:
                 state = snapshot(key, epoch, parts, rng, history, best, started)
-                checkpoint.save(run_dir, {**state, "code_versions": versions, "soft": soft})
+                kept = {"code_versions": versions, "sessions": sessions, "soft": soft}
+                checkpoint.save(run_dir, {**state, **kept})
                 late = stop_after is not None and time.time() - session > stop_after
                 if late or checkpoint.STOP.is_set():
                     return stopped(f"after epoch {epoch}")
@@ -234,6 +237,7 @@ def fit(
         preset, preset_name, data, data_info, version, device, started, history, vectors
     )
     info["code_versions"] = versions
+    info["sessions"] = sessions
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
     info["reproduce"] = reproduce
@@ -389,7 +393,29 @@ def restore(state: dict, parts: dict, rng: random.Random) -> tuple[int, list[dic
 
 # --------------------------------------------------------------------------- one epoch
 
+
 # with no progress bar (--quiet, or a log file): a line this often within an epoch, so that
+def session_record(
+    state: dict | None, first: int, threads: int, device: str, version: str
+) -> list[dict]:
+    """Every session a run trained in (``state``: the checkpoint resumed, None: none), this
+    one last: the epoch it began with, its threads, device and code. The thread count and
+    the device change a run's last digits, and ``train_config`` names only the last
+    session's: a change is warned of (run.json's ``sessions`` then say which ran where)."""
+    sessions = [*(state or {}).get("sessions", [])]
+    if sessions and (sessions[-1]["threads"], sessions[-1]["device"]) != (threads, device):
+        log.warning(
+            "resumed: the last session trained on %d thread(s) on %s, this session %d on %s: "
+            "the weights are not those of a run on either alone (run.json's sessions say which)",
+            sessions[-1]["threads"],
+            sessions[-1]["device"],
+            threads,
+            device,
+        )
+    this = {"from_epoch": first, "threads": threads, "device": device, "code_version": version}
+    return [*sessions, this]
+
+
 # an epoch of hours (an mpnet teacher on two CPU threads) shows how far it has come
 HEARTBEAT_SECONDS = 600.0
 # a checkpoint within an epoch this often (training/checkpoint.py): a session that ends

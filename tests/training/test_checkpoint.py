@@ -81,6 +81,32 @@ def test_every_sessions_code_is_recorded_and_a_failed_write_can_resume(
     assert info["code_versions"] == ["aaa", "bbb+dirty"] and info["code_version"] == "bbb+dirty"
 
 
+def test_every_sessions_threads_and_device_are_recorded_and_a_change_warned_of(
+    small_glove: Path, tmp_path: Path, caplog: LogCaptureFixture
+) -> None:
+    """A run begun on 1 thread and resumed on 2 recorded "threads": 2 and a reproduce
+    command of 2 threads: a run whose weights it is not (the thread count changes the last
+    digits). Each session's threads and device are kept, and a change is said."""
+    run = tmp_path / "parts"
+    fit(TRAIN, DEV, preset(small_glove, threads=1), run, progress=False, stop_after=0)
+    with caplog.at_level(logging.WARNING, logger="absa.training.train"):
+        fit(TRAIN, DEV, preset(small_glove, threads=2), run, progress=False, resume=True)
+    assert "1 thread(s) on cpu, this session 2 on cpu" in caplog.text
+    info = json.loads((run / "run.json").read_text())
+    assert [(s["from_epoch"], s["threads"], s["device"]) for s in info["sessions"]] == [
+        (1, 1, "cpu"),
+        (2, 2, "cpu"),
+    ]
+    assert info["sessions"][0]["code_version"] == info["code_version"]
+    caplog.clear()
+    same = tmp_path / "same"
+    fit(TRAIN, DEV, preset(small_glove), same, progress=False, stop_after=0)
+    with caplog.at_level(logging.WARNING, logger="absa.training.train"):
+        fit(TRAIN, DEV, preset(small_glove), same, progress=False, resume=True)
+    assert "this session" not in caplog.text
+    assert len(json.loads((same / "run.json").read_text())["sessions"]) == 2
+
+
 class Killed(Exception):
     """The session ending just after a checkpoint was written."""
 
