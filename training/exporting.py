@@ -17,6 +17,7 @@ TRAIN_KEYS = (
     "teacher_folds",  # out-of-fold targets: per fold file, its sha256, teacher and items
     "transfer",  # a transfer set's aspects the teacher labelled: given, used, its labels
     "vectors",  # a word-vector file given by path (absa vectors): its path and sha256
+    "encoder",  # a transformer given by path: each of its files' sha256
     "teacher_states",  # the hint's teacher word states (absa states): how they were made
     "init_from",  # the run whose weights it started from (train.init_from): path, sha256
     "soup",  # a mean of runs' weights (benchmarks/soup.py): the parts and their sha256

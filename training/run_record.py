@@ -12,17 +12,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from absa.model.artifact import sha256_file
 from absa.model.config import ModelConfig
 from absa.model.text import WordPiecePipeline, WordPipeline
 from absa.training import rundir
 from absa.training.distill import teacher_info, teachers_info
-from absa.training.embeddings import PACKAGED_GLOVE
+from absa.training.embeddings import MINILM, PACKAGED_GLOVE
 from absa.training.presets import Preset, TrainConfig
-from absa.training.provenance import environment, file_info
+from absa.training.provenance import environment, file_info, portable
 from absa.training.records import Labelled
 from absa.training.train_data import Data, teacher_dirs
 
-__all__ = ["plot_history", "run_info", "save_run", "vectors_info"]
+__all__ = ["encoder_info", "plot_history", "run_info", "save_run", "vectors_info"]
 
 
 def run_info(
@@ -35,10 +36,11 @@ def run_info(
     started: float,
     history: list[dict],
     vectors: dict | None = None,
+    encoder: dict | None = None,
 ) -> dict:
     """What run.json says about the run: configuration, data, provenance, timing.
-    ``vectors``: ``vectors_info``, taken as the run began (the file may change while it
-    trains)."""
+    ``vectors``, ``encoder``: ``vectors_info``, ``encoder_info``, taken as the run began (the
+    files may change while it trains)."""
     tcfg = preset.train
     return {
         "preset": preset_name,
@@ -65,6 +67,7 @@ def run_info(
         if data.folds
         else None,
         "vectors": vectors,
+        "encoder": encoder,
         "code_version": version,
         "environment": {**environment(), "device": str(device)},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -85,6 +88,22 @@ def vectors_info(preset: Preset) -> dict | None:
     ):
         return file_info([tcfg.glove])[0]
     return None
+
+
+def encoder_info(preset: Preset) -> dict | None:
+    """A transformer encoder given by path (the mpnet recipe's, one fine-tuned elsewhere):
+    the sha256 of each of its files, as ``vectors_info`` names a vectors file; None for the
+    packaged MiniLM (its version is the environment's) or a word-vector encoder. Recorded,
+    not in the checkpoint's fingerprint: runs begun before it resume as they were."""
+    tcfg = preset.train
+    path = Path(tcfg.transformer)
+    if preset.model.encoder != "transformer" or tcfg.transformer == MINILM or not path.is_dir():
+        return None
+    files = sorted(f for f in path.rglob("*") if f.is_file())
+    return {
+        "path": portable(path),
+        "files": {str(f.relative_to(path)): sha256_file(f) for f in files},
+    }
 
 
 def save_run(

@@ -69,7 +69,7 @@ from absa.training.optim import balanced_weights, make_ema, make_optimizer, make
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import code_version
 from absa.training.records import Labelled
-from absa.training.run_record import run_info, save_run, vectors_info
+from absa.training.run_record import encoder_info, run_info, save_run, vectors_info
 from absa.training.source_scores import by_source, source_mean, source_names
 from absa.training.state_distill import StateHint
 from absa.training.train_data import Data, prepare_data
@@ -120,6 +120,7 @@ def fit(
     torch.set_num_threads(tcfg.threads)
     version = code_version()  # of the code that starts: the tree may change while it runs
     vectors = vectors_info(preset)  # of the file read now: it may change while the run trains
+    encoder = encoder_info(preset)  # a transformer by path: its files, as they are now
     device = resolve_device(tcfg.device)
     seed_everything(tcfg.seed, device)
     started = time.time()
@@ -234,7 +235,7 @@ def fit(
             "try a lower lr"
         )
     info = run_info(
-        preset, preset_name, data, data_info, version, device, started, history, vectors
+        preset, preset_name, data, data_info, version, device, started, history, vectors, encoder
     )
     info["code_versions"] = versions
     info["sessions"] = sessions

@@ -161,3 +161,23 @@ def test_an_installed_copy_inside_a_checkout_is_not_the_checkouts_commit(
     assert code_version() == "release-7"
     monkeypatch.setattr(provenance, "ROOT", tmp_path)  # the checkout itself: its commit
     assert re.fullmatch(r"[0-9a-f]{40}", code_version())
+
+
+def test_a_transformer_given_by_path_is_named_by_its_files_sha256(
+    pair_category_run: Path, tiny_transformer: Path
+) -> None:
+    """A word-vector file given by path was hashed, an encoder directory not: run.json named
+    it by its path alone (another model at that path tomorrow); the artifact keeps it."""
+    import hashlib
+    import json
+
+    from absa.training.exporting import TRAIN_KEYS
+
+    info = json.loads((pair_category_run / "run.json").read_text())
+    files = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(tiny_transformer.iterdir())
+    }
+    assert set(files) == {"config.json", "model.safetensors", "tokenizer.json"}
+    assert info["encoder"] == {"path": str(tiny_transformer), "files": files}
+    assert "encoder" in TRAIN_KEYS
