@@ -31,6 +31,25 @@ def model_kind(model_dir: Path) -> str:
     )
 
 
+def model_identity(model_dir: Path) -> dict:
+    """Which model ``model_dir`` held when it was used (an eval report, a retraining gate):
+    an artifact's name, version and ONNX sha256; a run's (sentiment or tagger) weights sha256
+    and code version. The path alone names another model once the directory is reused."""
+    import json
+
+    model_dir = Path(model_dir)
+    record: dict = {"path": str(model_dir)}
+    if artifact.is_artifact(model_dir):  # any kind: a sentiment model, an extractor
+        meta = json.loads((model_dir / artifact.METADATA).read_text(encoding="utf-8"))
+        record.update(kind="artifact", name=meta.get("name"), version=meta.get("version"))
+        record["onnx_sha256"] = (meta.get("onnx") or {}).get("sha256")
+        return record
+    info = json.loads((model_dir / rundir.RUN_INFO).read_text(encoding="utf-8"))
+    record.update(kind="run", weights_sha256=artifact.sha256_file(model_dir / rundir.WEIGHTS))
+    record["code_version"] = info.get("code_version")
+    return record
+
+
 def model_task(model_dir: Path) -> str:
     """What a run or artifact classifies: "terms" or "category"."""
     from absa.model.categories import task_of

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from absa.errors import transient
-from absa.model.artifact import amend_metadata, read_metadata, sha256_file
+from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
 from absa.model.registry import (
     Registry,
@@ -52,7 +52,7 @@ from absa.model.registry import (
     atomic_write_text,
     readable,
 )
-from absa.training.evaluate import evaluate
+from absa.training.evaluate import evaluate, model_identity
 from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
 from absa.training.readers import bracket_free, label_counts, read_many
@@ -174,7 +174,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         compare_with = reg.verify(champion) if champion else baseline_dir(cfg)
         task = "category" if model.is_category else "terms"
         check_comparable(compare_with, labels, task, "the champion" if champion else "baseline")
-        gated_against = model_record(compare_with)
+        gated_against = model_identity(compare_with)
         if not champion:
             report["baseline"] = str(compare_with)
             report["baseline_model"] = gated_against
@@ -299,26 +299,6 @@ def baseline_dir(cfg: RetrainConfig) -> Path:
     from absa.settings import Settings
 
     return Settings().model_dir or DEFAULT_MODEL_DIR
-
-
-def model_record(model_dir: Path) -> dict:
-    """The model the gate compares with, as the report and the new version's metadata name
-    it: an artifact's name, version and model file sha256 (the path serves another model
-    tomorrow), a run's weights sha256. Call after ``check_comparable`` (it reads)."""
-    from absa.training.evaluate import model_kind
-
-    record: dict = {"path": str(model_dir), "kind": model_kind(model_dir)}
-    if record["kind"] == "artifact":
-        meta = read_metadata(Path(model_dir))
-        onnx = meta.get("onnx") or {}
-        record.update(
-            name=meta.get("name"), version=meta.get("version"), onnx_sha256=onnx.get("sha256")
-        )
-    else:
-        from absa.training import rundir
-
-        record["weights_sha256"] = sha256_file(Path(model_dir) / rundir.WEIGHTS)
-    return record
 
 
 def check_comparable(model_dir: Path, labels: tuple[str, ...], task: str, what: str) -> None:
@@ -576,7 +556,7 @@ def register(
     report: dict,
     gated_against: dict,
 ) -> bool:
-    """Record lineage, evaluation and gate (and the model it compared with, ``model_record``)
+    """Record lineage, evaluation and gate (and the model it compared with, ``model_identity``)
     in the artifact, add it to the registry as ``version``, and promote it if it passed the
     gate; whether it was promoted."""
     amend_metadata(

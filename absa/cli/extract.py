@@ -285,11 +285,13 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
     sentences = read_sentences(args.data)
     if not sentences:  # scores of nothing: P, R and F1 0.00 and exit 0
         raise CLIError(f"{', '.join(args.data)}: no sentences")
+    from absa.training.evaluate import model_identity
     from absa.training.provenance import code_version, file_info
 
     rep = score_extraction(model, sentences)
     # path and sha256 of each file measured, and the code: as a sentiment report
     rep.update(model=str(model), data=list(args.data), files=file_info(args.data))
+    rep["model_identity"] = model_identity(model)  # which model: the path serves another later
     rep["code_version"] = code_version()
     out = json.dumps(rep) if args.json else _line(rep)
     to_stdout(out + "\n")

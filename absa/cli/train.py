@@ -472,7 +472,7 @@ def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from absa.cli.extract import cmd_evaluate_extract, is_extraction_model
-    from absa.training.evaluate import evaluate
+    from absa.training.evaluate import evaluate, model_identity
     from absa.training.metrics import format_report
 
     model = model_dir(args.model)
@@ -494,6 +494,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     rep = evaluate(model, examples)
     rep["model"] = str(model)
+    rep["model_identity"] = model_identity(model)  # which model: the path serves another later
     rep["data"] = list(args.data)
     rep["files"] = _data_info(args.data)  # path and sha256 of each file measured
     rep["skipped_invalid"] = len(read.skipped)

@@ -109,6 +109,11 @@ def test_evaluate_run_and_artifact_alike(
     # which bytes were scored, by which code, as a sentiment report says
     import hashlib
 
+    assert reports[0]["model_identity"]["kind"] == "run"
+    assert (
+        reports[1]["model_identity"]["onnx_sha256"]
+        == hashlib.sha256((out / "model.onnx").read_bytes()).hexdigest()
+    )
     for rep in reports:
         assert rep["files"] == [
             {"path": str(xml), "sha256": hashlib.sha256(xml.read_bytes()).hexdigest()}

@@ -810,6 +810,28 @@ def test_evaluate_json(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert 0.0 <= rep["ece"] <= 1.0 and rep["ece_bins"] == 15
     assert rep["files"] == [{"path": str(data), "sha256": info_sha(data)}]
     assert rep["skipped_invalid"] == 0 and rep["code_version"]
+    # which model, not the path alone (another model sits there tomorrow)
+    run_info = json.loads((tiny_run / "run.json").read_text())
+    assert rep["model_identity"] == {
+        "path": str(tiny_run),
+        "kind": "run",
+        "weights_sha256": info_sha(tiny_run / "weights.safetensors"),
+        "code_version": run_info["code_version"],
+    }
+
+
+def test_evaluate_names_an_artifact_by_name_version_and_onnx_sha256(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rep = evaluate_json(capsys, artifact, write_jsonl(tmp_path / "d.jsonl", EXAMPLES))
+    meta = json.loads((artifact / "metadata.json").read_text())
+    assert rep["model_identity"] == {
+        "path": str(artifact),
+        "kind": "artifact",
+        "name": meta["name"],
+        "version": meta["version"],
+        "onnx_sha256": info_sha(artifact / "model.onnx"),
+    }
 
 
 def test_evaluate_any_reader_format(
