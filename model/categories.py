@@ -93,8 +93,25 @@ def category_id(categories: Sequence[str], name: object) -> int:
             f"{name!r} is several categories but for case ({several}): give one as it is spelt"
         )
     if not like:
-        raise InputError(f"unknown category {name!r}; known: {', '.join(categories)}")
+        raise InputError(f"unknown category {name!r}; {_known(categories, given or '')}")
     return like[0]
+
+
+#: up to this many categories, a message lists them all; past it, the names near the one asked
+LISTED = 12
+
+
+def _known(categories: Sequence[str], given: str) -> str:
+    """What an unknown-category message says of the known ones: all of a short list; of a
+    long one (ACOS's 61), the names near ``given`` and how many there are."""
+    if len(categories) <= LISTED:
+        return f"known: {', '.join(categories)}"
+    import difflib
+
+    folded = {c.casefold(): c for c in categories}
+    close = difflib.get_close_matches(given.casefold(), list(folded), n=3, cutoff=0.6)
+    near = f"close: {', '.join(folded[c] for c in close)}; " if close else ""
+    return f"{near}{len(categories)} known (the model's metadata.json and GET /v1/model list them)"
 
 
 def category_words(category: str) -> str:

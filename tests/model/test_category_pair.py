@@ -161,3 +161,25 @@ def test_the_artifact_takes_token_type_ids_and_matches_torch(
     np.testing.assert_allclose(got, ref, atol=1e-5)
     p = CategoryPredictor(rt)
     assert [p(e.text, [e.category])[0].label for e in EXAMPLES] == [e.label for e in EXAMPLES]
+
+
+def test_an_unknown_category_of_a_long_list_is_told_its_near_names_not_every_name() -> None:
+    """ACOS's 61 categories were all listed in one message (a 413 answer's worth of text to
+    find the one meant); a short list still is listed whole."""
+    from absa.errors import InputError
+    from absa.model.categories import category_id
+
+    entities = ["LAPTOP", "BATTERY", "DISPLAY", "KEYBOARD", "SUPPORT", "OS", "CPU", "MEMORY"]
+    attributes = ["GENERAL", "PRICE", "QUALITY", "DESIGN_FEATURES", "OPERATION_PERFORMANCE",
+                  "USABILITY", "PORTABILITY", "CONNECTIVITY"]  # fmt: skip
+    many = [f"{e}#{a}" for e in entities for a in attributes]
+    with pytest.raises(InputError) as err:
+        category_id(many, "laptop#prices")
+    said = str(err.value)
+    assert said.startswith("unknown category 'laptop#prices'; close: LAPTOP#PRICE"), said
+    assert f"{len(many)} known" in said and "MEMORY#USABILITY" not in said
+    with pytest.raises(InputError, match=r"; known: ambience, food, service$"):
+        category_id(["ambience", "food", "service"], "drinks")
+    with pytest.raises(InputError) as err:
+        category_id(many, "zzz")
+    assert "close" not in str(err.value) and f"{len(many)} known" in str(err.value)
