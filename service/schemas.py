@@ -275,7 +275,10 @@ class BatchItemError(BaseModel):
 
 
 class BatchResponse(BaseModel):
-    model: str
+    model: str = Field(
+        description="the term model serving the request; each answered item names the model "
+        "that answered it (the category model for items with categories)"
+    )
     items: list[PredictResponse | BatchItemError] = Field(
         description="one entry per request item, in order: its results, or its error"
     )
