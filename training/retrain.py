@@ -477,6 +477,8 @@ def train_challenger(
         "train": data_report["base"]["files"] if cfg.base else [],
         "new": data_report.get("new", {}).get("files", []),
         "dev": data_report.get("dev", {}).get("files", []),
+        # the network's file, as `absa train --config` records its config
+        "config": file_info([cfg.model_config]) if cfg.model_config else [],
     }
     run_dir = reg.resumable_dir / "run"
 

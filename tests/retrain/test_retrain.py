@@ -110,6 +110,7 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
         "path": str(model_file),
         "sha256": hashlib.sha256(model_file.read_bytes()).hexdigest(),
     }
+    assert meta["train"]["data"]["config"] == [config["model_config"]]  # as absa train --config
     assert config["values"]["seed"] == 1 and config["values"]["gate"]["min_accuracy"] == 0.0
     assert not Path(meta["source_run"]).exists()
     assert meta["reproduce"] == f"absa retrain --config {toml}"  # the job trains it again
