@@ -27,7 +27,7 @@ from absa.errors import ArtifactError, ParityError
 from absa.model import artifact, calibration
 from absa.model.artifact import ONNX, PARITY_ATOL, record_checksums, write_metadata
 from absa.model.card import write_card
-from absa.model.runtime import Runtime
+from absa.model.runtime import Runtime, batches_by_length
 from absa.model.text import collate
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 PROBS = "probs"  # the graph output the temperature goes in front of
 T_INIT = "temperature"  # the initializer holding T
 Span = tuple[str, int, int]  # (text, start, end) of an aspect
+BATCH = 64  # the reference logits and the check's runtime batch alike (dynamic int8)
 
 
 def temperature_of(metadata: Mapping) -> float:
@@ -56,9 +57,12 @@ def _softmax(graph: onnx.GraphProto) -> tuple[int, onnx.NodeProto]:
     raise ArtifactError(f"the graph has no '{PROBS}' output")
 
 
-def logits(directory: Path | str, spans: Sequence[Span], batch: int = 64) -> np.ndarray:
+def logits(directory: Path | str, spans: Sequence[Span], batch: int = BATCH) -> np.ndarray:
     """The artifact's logits (N, C) before its temperature: the softmax input of its graph
-    (exposed as an extra output of an in-memory copy) times the recorded T."""
+    (exposed as an extra output of an in-memory copy) times the recorded T. Batched as
+    ``Runtime.run`` batches (by length, ``batch`` at a time: the runtime's default),
+    so that a dynamic int8 graph, whose activation scales depend on the batch, gives the
+    numbers the runtime serves."""
     import onnxruntime as ort
 
     art = artifact.load(directory)
@@ -69,11 +73,10 @@ def logits(directory: Path | str, spans: Sequence[Span], batch: int = 64) -> np.
     opts.intra_op_num_threads = 1
     session = ort.InferenceSession(model.SerializeToString(), opts, ["CPUExecutionProvider"])
     items = [art.pipeline.encode(*s) for s in spans]
-    out = [
-        session.run([node.input[0]], collate(items[i : i + batch], art.pipeline.pad_id))[0]
-        for i in range(0, len(items), batch)
-    ]
-    z = np.concatenate(out) if out else np.zeros((0, len(art.labels)), np.float32)
+    z = np.zeros((len(items), len(art.labels)), np.float32)
+    for idx in batches_by_length(items, batch):
+        feeds = collate([items[i] for i in idx], art.pipeline.pad_id)
+        z[idx] = session.run([node.input[0]], feeds)[0]
     return z * temperature_of(art.metadata)
 
 
@@ -116,7 +119,7 @@ def recalibrate(
     if unknown:
         raise ValueError(f"dev labels {unknown} are not {src}'s labels ({', '.join(art.labels)})")
     y = np.array([art.labels.index(label) for label in dev_labels])
-    z = logits(src, dev)
+    z = logits(src, dev, BATCH)
     t = calibration.fit_temperature(z, y)
     tmp = Path(tempfile.mkdtemp(prefix=".recalibrate-", dir=dst.parent))
     try:
@@ -142,7 +145,7 @@ def recalibrate(
         )
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
-        got = Runtime.load(tmp, device="cpu", threads=1).predict_proba(dev)
+        got = Runtime.load(tmp, device="cpu", threads=1, max_batch=BATCH).predict_proba(dev)
         metadata["calibration"]["graph_check"] = _graph_check(calibration.softmax(z, t), got)
         write_card(tmp, metadata)
         record_checksums(metadata, tmp)

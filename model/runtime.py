@@ -198,10 +198,8 @@ class Runtime:
         """Any number of items: bucketed by length into batches of at most ``max_batch``
         (None: the runtime's own; a caller's batch size may be larger or smaller)."""
         size = self.max_batch if max_batch is None else check_max_batch(max_batch)
-        order = sorted(range(len(items)), key=lambda i: len(items[i].ids))
         out: list[Output | None] = [None] * len(items)
-        for s in range(0, len(order), size):
-            idx = order[s : s + size]
+        for idx in batches_by_length(items, size):
             batch = self.run_batch([items[i] for i in idx], self_attention)
             for i, o in zip(idx, batch, strict=True):
                 out[i] = o
@@ -216,6 +214,15 @@ class Runtime:
             self.run([self.encode("The food was great .", 4, 8)] * 2)
         else:
             self.run([self.encode_category("The food was great .", 0)] * 2)
+
+
+def batches_by_length(items: Sequence[Encoded], size: int) -> list[list[int]]:
+    """The indices of ``items`` in the batches ``Runtime.run`` serves them in: sorted by
+    length (stable), ``size`` at a time. Whoever compares with the runtime's answers batches
+    the same way: dynamic int8 scales activations over the batch, so another batching gives
+    other numbers (``absa.model.recalibrate.logits``)."""
+    order = sorted(range(len(items)), key=lambda i: len(items[i].ids))
+    return [order[s : s + size] for s in range(0, len(order), size)]
 
 
 def check_max_batch(max_batch: object) -> int:

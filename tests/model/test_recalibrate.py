@@ -132,3 +132,32 @@ def test_dev_labels_the_artifact_lacks_or_miscounted_are_refused_in_words(
     with pytest.raises(ValueError, match=f"{len(SPANS)} dev spans but {len(SPANS) - 1} labels"):
         recalibrate(raw, tmp_path / "b", SPANS, labels[:-1], "b")
     assert list(tmp_path.iterdir()) == []
+
+
+def varied(n: int, seed: int) -> tuple[list, list[str]]:
+    """``n`` sentences' spans of several lengths (a clause added 0-3 times) and labels: over
+    64 items of unequal length, batches in the given order are not batches by length."""
+    examples = synthetic_examples(n, seed=seed)
+    spans = [
+        (e.text + " and the view was fine" * (i % 4), e.start, e.end)
+        for i, e in enumerate(examples)
+    ]
+    return spans, [e.label for e in examples]
+
+
+def test_an_int8_dynamic_artifact_recalibrates(tiny_run: Path, tmp_path: Path) -> None:
+    """Dynamic int8 scales activations per batch: the logits were taken in the given order
+    64 at a time, the check served by length, so the two differed by ~3e-3 and every int8
+    artifact was refused ("the recalibrated graph differs from logits / T")."""
+    raw = tmp_path / "raw"
+    export_run(tiny_run, raw, version="d1", calibrate=False, quantize="int8")
+    spans, labels = varied(60, seed=4)
+    assert len(spans) > 64 and len({len(t.split()) for t, _, _ in spans}) > 1
+    meta = recalibrate(raw, tmp_path / "d2", spans, labels, "d2")
+    check = meta["calibration"]["graph_check"]
+    assert check["n"] == len(spans) and check["max_abs_diff"] <= 1e-4
+    assert meta["quantization"]["type"] == "int8-dynamic"
+    t = temperature_of(meta)
+    np.testing.assert_allclose(
+        probs(tmp_path / "d2", spans), softmax(logits(raw, spans), t), atol=1e-4
+    )
