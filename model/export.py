@@ -113,9 +113,9 @@ def export(
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
     calib = _calibrate(logits, y, fit=calibrate, top_map=top_map)
     train = provenance.get("train")
-    # what /v1/model says T was fitted on, e.g. "10% of train held out with seed 1"
-    split = train.get("dev_split") if isinstance(train, Mapping) else None
-    calib["fitted_on"] = str(split or "dev")
+    if calibrate:  # what /v1/model says T was fitted on, e.g. "10% of train held out with seed 1"
+        split = train.get("dev_split") if isinstance(train, Mapping) else None
+        calib["fitted_on"] = str(split or "dev")
     with staged(out_dir) as tmp:
         pipeline.save(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
@@ -234,7 +234,7 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: boo
         "method": "temperature",
         "temperature": t,
         "fitted": fit,
-        "objective": "dev NLL, L-BFGS on log T",
+        **({"objective": "dev NLL, L-BFGS on log T"} if fit else {}),  # none: nothing fitted
         "bins": calibration.ECE_BINS,
         "dev": dev,
     }

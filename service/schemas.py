@@ -355,7 +355,9 @@ class ModelInfo(BaseModel):
     preset: str | None
     metrics: dict
     calibration: Calibration | None = Field(
-        None, description="temperature scaling and its ECE; absent for an uncalibrated model"
+        None,
+        description="temperature scaling and its ECE; null for an uncalibrated model (exported "
+        "with --no-calibrate, or before calibration)",
     )
     providers: list[str]
     categories: list[str] | None = Field(

@@ -113,7 +113,7 @@ async def model_info(
         created=meta.get("created"),
         preset=meta.get("preset"),
         metrics=public_metrics(meta.get("metrics") or {}),
-        calibration=meta.get("calibration"),
+        calibration=fitted_calibration(meta),
         providers=rt.providers,
         categories=None if category is None else category.categories,
         category_model=None if category is None else category.model_id,
@@ -128,6 +128,16 @@ async def model_info(
             max_request_aspects=engine.request_limit,
         ),
     )
+
+
+def fitted_calibration(metadata: dict) -> dict | None:
+    """The metadata's calibration where one was fitted; None for an artifact exported with
+    ``--no-calibrate`` (its record says ``fitted: false``, temperature 1) or before
+    calibration existed: /v1/model's schema promises no calibration for those."""
+    cal = metadata.get("calibration")
+    if not isinstance(cal, dict) or cal.get("fitted") is False:
+        return None
+    return cal
 
 
 def _short_key(key: object) -> object:

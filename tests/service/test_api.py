@@ -610,6 +610,22 @@ def test_model_info_of_an_artifact_without_calibration(artifact, tmp_path) -> No
         assert predict(c, TEXT, ["food"])["results"][0]["label"] in LABELS
 
 
+def test_model_info_of_an_artifact_exported_without_calibration(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    """``absa export --no-calibrate`` was shown as calibrated: temperature 1 "fitted on"
+    the run's dev split (``fitted: false`` was no field of the schema, so it was dropped).
+    Nothing was fitted: /v1/model shows no calibration and the metadata claims no fit."""
+    from absa.service.app import create_app
+    from absa.training.exporting import export_run
+
+    meta = export_run(trained_run, tmp_path / "raw", version="raw", calibrate=False)
+    assert meta["calibration"]["fitted"] is False and "fitted_on" not in meta["calibration"]
+    with TestClient(create_app(make_settings(tmp_path / "raw"))) as c:
+        assert c.get("/v1/model").json()["calibration"] is None
+        assert predict(c, TEXT, ["food"])["results"][0]["label"] in LABELS
+
+
 def test_metrics_is_prometheus_text(client: TestClient) -> None:
     predict(client, TEXT, ["food"])
     r = client.get("/metrics")
