@@ -168,11 +168,34 @@ def _served_note(metadata: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _reproduce_lines(metadata: Mapping[str, Any]) -> list[str]:
-    """The commands that train and export the model again (the metadata's ``reproduce``)."""
-    commands = metadata.get("reproduce")
-    if not commands:
+def _recalibrated_lines(metadata: Mapping[str, Any], commands: bool) -> list[str]:
+    """A recalibrated artifact (``recalibrated_from``): which source it was made from and
+    how; the ``reproduce`` commands rebuild that source, not this graph."""
+    source = metadata.get("recalibrated_from")
+    if not isinstance(source, Mapping):
         return []
+    cal = metadata.get("calibration") or {}
+    fitted_on = cal.get("fitted_on", "a dev set") if isinstance(cal, Mapping) else "a dev set"
+    return [
+        f"This artifact was recalibrated from version {source.get('version')} (model.onnx "
+        f"sha256 {str(source.get('sha256', ''))[:12]}..., exported without a temperature): "
+        "the same graph with the division by T added, T fitted on the source's logits on "
+        f"{fitted_on} by `absa.model.recalibrate.recalibrate(SOURCE, OUT, dev spans, dev "
+        f'labels, "{metadata.get("version")}")` (the shipped default: `python '
+        "benchmarks/calibration.py --artifact DIR --reissue VERSION`, which rebuilds the "
+        "dev split from the recorded data and seed)."
+        + (" The commands below rebuild the source." if commands else ""),
+        "",
+    ]
+
+
+def _reproduce_lines(metadata: Mapping[str, Any]) -> list[str]:
+    """The commands that train and export the model again (the metadata's ``reproduce``);
+    for a recalibrated artifact, first where it was recalibrated from."""
+    commands = metadata.get("reproduce")
+    recalibrated = _recalibrated_lines(metadata, bool(commands))
+    if not commands:
+        return ["## Reproduce", "", *recalibrated] if recalibrated else []
     trained, exported = metadata.get("code_version"), metadata.get("export_code_version")
     code = f"`{trained}`"
     if exported and exported != trained:  # a run exported again on later code
@@ -180,6 +203,7 @@ def _reproduce_lines(metadata: Mapping[str, Any]) -> list[str]:
     return [
         "## Reproduce",
         "",
+        *recalibrated,
         f"With the code at {code} and the files of the training "
         "data above (by their sha256), from where they ran:",
         "",
@@ -210,10 +234,18 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
         for name, rep in sets.items()
         if isinstance(rep, Mapping)
     ]
+    source = metadata.get("recalibrated_from")
+    if isinstance(source, Mapping):  # fitted after export, on the dev set the caller gave
+        dev = cal.get("dev") if isinstance(cal.get("dev"), Mapping) else {}
+        where = (
+            f"fitted on {cal.get('fitted_on', 'a dev set')} ({dev.get('n', '?')} items, "
+            f"negative log-likelihood) when version {source.get('version')} was recalibrated"
+        )
+    else:
+        where = "fitted on the dev split (negative log-likelihood)"
     text = (
         f"Temperature scaling: the probabilities are softmax(logits / T), T = "
-        f"{float(cal.get('temperature', 1)):.3f}, fitted on the dev split (negative "
-        "log-likelihood); no prediction changes."
+        f"{float(cal.get('temperature', 1)):.3f}, {where}; no prediction changes."
     )
     if cal.get("caveat"):  # no best fit: every dev answer right, or T at its bound
         text += f" Note: {cal['caveat']}."

@@ -161,3 +161,22 @@ def test_an_int8_dynamic_artifact_recalibrates(tiny_run: Path, tmp_path: Path) -
     np.testing.assert_allclose(
         probs(tmp_path / "d2", spans), softmax(logits(raw, spans), t), atol=1e-4
     )
+
+
+def test_the_card_of_a_recalibrated_artifact_says_where_and_from_what(
+    exports: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The card said T was "fitted on the dev split" (the metadata: on the file given) and
+    its Reproduce section rebuilt the uncalibrated source without a word of recalibration."""
+    raw = exports[0]
+    meta = recalibrate(raw, tmp_path / "r3", SPANS, [e.label for e in DEV], "r3", "held.jsonl")
+    card = (tmp_path / "r3" / "README.md").read_text()
+    calibration = card.split("## Calibration")[1].split("## ")[0]
+    assert "fitted on the dev split" not in calibration
+    assert f"fitted on held.jsonl ({len(DEV)} items" in calibration
+    reproduce = card.split("## Reproduce")[1]
+    source = meta["recalibrated_from"]
+    assert f"recalibrated from version r1 (model.onnx sha256 {source['sha256'][:12]}" in reproduce
+    assert "absa.model.recalibrate.recalibrate" in reproduce
+    assert "benchmarks/calibration.py --artifact" in reproduce
+    assert "recalibrated" not in (raw / "README.md").read_text()
