@@ -1,6 +1,7 @@
 """Temperature scaling for an artifact without its training run (the shipped default, or any
-artifact exported before calibration): fit T on the graph's own logits and write a new
-version of the artifact with ``Div(logits, T)`` inserted before the graph's softmax.
+term artifact exported before calibration, int8 too; a category model is refused): fit T on
+the graph's own logits and write a new version of the artifact with ``Div(logits, T)``
+inserted before the graph's softmax.
 
 Export (``absa.model.export``) puts T into the graph when it has the network; here only
 the ONNX graph is left, so the division is added to it with ``onnx``. The new graph is
@@ -27,6 +28,7 @@ from absa.errors import ArtifactError, ParityError
 from absa.model import artifact, calibration
 from absa.model.artifact import ONNX, PARITY_ATOL, record_checksums, write_metadata
 from absa.model.card import write_card
+from absa.model.categories import TERMS, task_of
 from absa.model.runtime import Runtime, batches_by_length
 from absa.model.text import collate
 
@@ -106,13 +108,21 @@ def recalibrate(
 ) -> dict:
     """Fit T on ``dev`` (spans and gold labels) with ``src``'s logits and write ``src`` with
     the temperature in its graph to the new directory ``dst`` as ``version``; returns its
-    metadata. ``fitted_on`` says in the metadata what the dev set is."""
+    metadata. ``fitted_on`` says in the metadata what the dev set is. A term model only (an
+    ArtifactError for a category model); ``dst``'s folder must exist."""
     src, dst = Path(src), Path(dst)
     art = artifact.load(src)
+    if task_of(art.metadata) != TERMS:  # its items are (text, category), not spans
+        raise ArtifactError(
+            f"{src}: a category model; recalibrate takes a term model (aspect spans): export "
+            "the category run again with its temperature (absa export without --no-calibrate)"
+        )
     if temperature_of(art.metadata) != 1.0:
         raise ArtifactError(f"{src}: already calibrated (T = {temperature_of(art.metadata)})")
     if dst.exists():
         raise FileExistsError(f"{dst} exists; write into a new directory")
+    if not dst.parent.is_dir():
+        raise FileNotFoundError(f"{dst.parent}: no such folder to write {dst.name} in")
     if len(dev) != len(dev_labels):
         raise ValueError(f"{len(dev)} dev spans but {len(dev_labels)} labels: one each")
     unknown = sorted(set(dev_labels) - set(art.labels))

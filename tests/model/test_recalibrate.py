@@ -180,3 +180,18 @@ def test_the_card_of_a_recalibrated_artifact_says_where_and_from_what(
     assert "absa.model.recalibrate.recalibrate" in reproduce
     assert "benchmarks/calibration.py --artifact" in reproduce
     assert "recalibrated" not in (raw / "README.md").read_text()
+
+
+def test_a_category_model_and_a_missing_folder_are_refused_in_words(
+    category_run: Path, exports: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A category artifact ended in onnxruntime's "Required inputs (['category_ids']) are
+    missing"; a destination in a missing folder in mkdtemp's FileNotFoundError."""
+    cats = tmp_path / "cats"
+    export_run(category_run, cats, name="categories", version="k1", calibrate=False)
+    with pytest.raises(ArtifactError, match=f"{cats}: a category model.*term model"):
+        recalibrate(cats, tmp_path / "k2", SPANS, [e.label for e in DEV], "k2")
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(FileNotFoundError, match=f"{missing}: no such folder to write r9 in"):
+        recalibrate(exports[0], missing / "r9", SPANS, [e.label for e in DEV], "r9")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cats"]
