@@ -335,12 +335,16 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
 
 
 def quantize_graph(
-    tmp: Path, metadata: dict, per_channel: bool = False, op_types: list[str] | None = None
+    tmp: Path,
+    metadata: dict,
+    per_channel: bool = False,
+    op_types: list[str] | None = None,
+    nodes: list[str] | None = None,
 ) -> int:
     """Replace a staged artifact's model.onnx by onnxruntime's int8 dynamic quantisation of
     it (``per_channel``: a weight scale per output channel, not per tensor; ``op_types``:
-    only these operators, e.g. ``["Gather"]`` for the embedding tables) and record the new
-    checksums; the fp32 graph's size in bytes."""
+    only these operators, e.g. ``["Gather"]`` for the embedding tables; ``nodes``: only the
+    nodes of these names) and record the new checksums; the fp32 graph's size in bytes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = tmp / ONNX
@@ -361,6 +365,7 @@ def quantize_graph(
             weight_type=QuantType.QInt8,
             per_channel=per_channel,
             op_types_to_quantize=op_types,
+            nodes_to_quantize=nodes,
         )
     except Exception as e:  # noqa: BLE001 - onnx's and protobuf's own errors, named here
         free = shutil.disk_usage(tmp).free

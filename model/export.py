@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from absa.errors import ParityError
+from absa.errors import ArtifactError, ParityError
 from absa.model import calibration
 from absa.model.artifact import (
     KIND,
@@ -362,6 +362,19 @@ def check_quantization(info: Mapping[str, Any], n: int) -> None:
         )
 
 
+def word_table_gathers(path: Path) -> list[str]:
+    """The names of the graph's Gather nodes that look up ``input_ids``: the word (or word
+    piece) table, which int8-embeddings quantises alone (a category model's category vectors,
+    a transformer's position and token-type tables stay fp32)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    names = [n.name for n in graph.node if n.op_type == "Gather" and n.input[1] == "input_ids"]
+    if not names or not all(names):
+        raise ArtifactError(f"{path}: no named Gather of input_ids (the word table) to quantise")
+    return names
+
+
 def _quantize(
     tmp: Path,
     metadata: dict,
@@ -374,7 +387,8 @@ def _quantize(
     """Replace model.onnx by its int8 quantisation (``kind``: every weight, dynamic; or the
     word-vector table alone); what that changes on dev."""
     tables = kind == "int8-embeddings"
-    size_fp32 = quantize_graph(tmp, metadata, op_types=["Gather"] if tables else None)
+    nodes = word_table_gathers(tmp / ONNX) if tables else None
+    size_fp32 = quantize_graph(tmp, metadata, op_types=["Gather"] if tables else None, nodes=nodes)
     pre = _ort_probs(tmp, items, batch, mapped=False)  # the graph's own, after T
     knots = top_map_of(metadata, tmp)
     got = pre if knots is None else calibration.apply_top_map(pre, *knots)  # as served

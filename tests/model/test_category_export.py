@@ -138,3 +138,25 @@ def test_bad_input(
 def test_a_term_predictor_still_serves_term_models(artifact: Path) -> None:
     p = Predictor(Runtime.load(artifact, device="cpu"))
     assert p("the food was great", ["food"])[0].term == "food"
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_int8_embeddings_leaves_the_category_vectors_alone(
+    category_run: Path, tmp_path: Path
+) -> None:
+    """``--quantize int8-embeddings`` is the word-vector table alone (--help, README): it
+    quantised every Gather, the category vectors' too."""
+    from absa.training.exporting import export_run
+
+    out = tmp_path / "q"
+    meta = export_run(
+        category_run, out, name="categories", version="q1", quantize="int8-embeddings"
+    )
+    assert meta["quantization"]["type"] == "int8-embeddings"
+    cfg = load_run(category_run).model_config
+    graph = onnx.load(str(out / "model.onnx")).graph
+    eight_bit = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+    int8 = [list(i.dims) for i in graph.initializer if i.data_type in eight_bit and i.dims]
+    assert int8 == [[cfg.vocab_size, cfg.embed_dim]]  # the word table, and nothing else
+    float32 = [list(i.dims) for i in graph.initializer if i.data_type == onnx.TensorProto.FLOAT]
+    assert any(len(d) == 2 and d[0] == len(CATEGORIES) for d in float32)  # v_a, in fp32
