@@ -492,6 +492,20 @@ def test_the_int8_graph_is_gated_as_the_served_one(
     export.check_quantization({**info, "changed_predictions": 2, "accuracy_change": -2 / 24}, 24)
 
 
+def test_an_int8_refusal_suggests_only_what_is_left_to_try() -> None:
+    """Every refusal ended "or with int8-embeddings (the word table alone)", that one's too."""
+    over = {"changed_predictions": 47, "accuracy_change": 0.0}
+    with pytest.raises(export.ParityError) as dynamic:
+        export.check_quantization({"type": "int8-dynamic", **over}, 2330)
+    assert str(dynamic.value).endswith(
+        "export without --quantize, or with int8-embeddings (the word table alone)"
+    )
+    with pytest.raises(export.ParityError) as tables:
+        export.check_quantization({"type": "int8-embeddings", **over}, 2330)
+    assert str(tables.value).endswith("nothing exported: export without --quantize")
+    assert "int8-embeddings (the word table alone)" not in str(tables.value)
+
+
 def test_an_int8_graph_past_the_budget_exports_nothing(
     loaded: LoadedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
