@@ -97,10 +97,14 @@ def export(
         raise ValueError(f"quantize must be int8, int8-embeddings or absent, not {quantize!r}")
     if not dev:
         raise ValueError("no dev examples: the parity check and the temperature need some")
-    if top_map and (not calibrate or len(dev) < calibration.TOP_MAP_MIN_DEV):
+    if top_map and not calibrate:
         raise ValueError(
-            f"a top-label map needs the temperature and at least {calibration.TOP_MAP_MIN_DEV} "
-            f"dev items; the dev split has {len(dev)}"
+            "a top-label map needs the temperature (fitted after it): top_map without calibrate"
+        )
+    if top_map and len(dev) < calibration.TOP_MAP_MIN_DEV:
+        raise ValueError(
+            f"a top-label map needs at least {calibration.TOP_MAP_MIN_DEV} dev items; the dev "
+            f"split has {len(dev)}"
         )
     net = net.eval()
     items = [encode_example(pipeline, e, model_config.categories, model_config.pair) for e in dev]

@@ -516,6 +516,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CLIError(f"--expand-top-k is a number of words, >= 0, not {args.expand_top_k}")
     if is_extraction_model(Path(args.run)):
         return cmd_export_extract(args)
+    if args.top_map and args.no_calibrate:  # the map is fitted after T: none without it
+        raise CLIError("--top-map needs the temperature that --no-calibrate leaves out: give one")
     # before the export's work
     check_new_out(Path(args.out), "export into a new directory", Path(args.run))
     meta = export_run(

@@ -650,6 +650,19 @@ def test_export_no_calibrate(
     assert (cal["temperature"], cal["fitted"]) == (1.0, False)
 
 
+def test_export_refuses_a_top_map_without_the_temperature(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--top-map --no-calibrate said "needs the temperature and at least 500 dev items; the
+    dev split has 638", as if 638 were too few: the two flags are what cannot go together."""
+    out = tmp_path / "art"
+    args = ["export", "--run", str(tiny_run), "--out", str(out), "--top-map", "--no-calibrate"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--top-map" in err and "--no-calibrate" in err and err.count("\n") == 1, err
+    assert "dev items" not in err and not out.exists()
+
+
 def test_int8_export(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "int8"
     code = main(["export", "--run", str(tiny_run), "--out", str(out), "--quantize", "int8"])
