@@ -51,7 +51,7 @@ from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
 from absa.model.network import ABSANet, ExportWrapper
 from absa.model.runtime import Runtime, top_map_of
-from absa.model.text import Encoded, Pipeline, Token, collate
+from absa.model.text import Encoded, Pipeline, TextError, Token, collate
 
 __all__ = ["OPSET", "PARITY_ATOL", "LabelledSpan", "ParityError", "export"]
 
@@ -107,7 +107,13 @@ def export(
             f"split has {len(dev)}"
         )
     net = net.eval()
-    items = [encode_example(pipeline, e, model_config.categories, model_config.pair) for e in dev]
+    items = []
+    for e in dev:
+        try:
+            items.append(encode_example(pipeline, e, model_config.categories, model_config.pair))
+        except TextError as err:  # an edited dev file: named by file and line, as a label is
+            where = getattr(e, "source", "") or "the dev split"
+            raise ValueError(f"{where}: {err}") from None
     labels = list(model_config.labels)
     stray = next((e for e in dev if e.label not in labels), None)
     if stray is not None:  # an edited dev file: a label the model cannot answer

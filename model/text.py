@@ -181,7 +181,11 @@ def lookup_form(word: str) -> str:
 
 def check_span(text: str, start: int, end: int) -> None:
     if not text.strip():
-        raise TextError("text is empty")
+        raise TextError("text is empty or only whitespace")
+    if end < start:
+        raise TextError(f"aspect span [{start}, {end}) ends before it starts")
+    if end == start:
+        raise TextError(f"aspect span [{start}, {end}) is empty: it covers no character")
     if not (0 <= start < end <= len(text)):
         raise TextError(f"aspect span [{start}, {end}) is outside the text (length {len(text)})")
     span = text[start:end]

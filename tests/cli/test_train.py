@@ -663,6 +663,35 @@ def test_export_refuses_a_top_map_without_the_temperature(
     assert "dev items" not in err and not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ({"start": 12, "end": 11}, "aspect span [12, 11) ends before it starts"),
+        ({"start": 11, "end": 11}, "aspect span [11, 11) is empty"),
+        ({"end": 999}, "is outside the text"),
+        ({"text": "   "}, "text is empty or only whitespace"),
+    ],
+)
+def test_export_names_the_dev_line_of_a_damaged_span(
+    tiny_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage: dict,
+    says: str,
+) -> None:
+    """A damaged dev.jsonl span failed export with "aspect span [32, 31) is outside the
+    text", naming no file or line, and a reversed span is not outside the text."""
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    lines = (run / "dev.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), **damage})
+    (run / "dev.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "art"
+    assert main(["export", "--run", str(run), "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert f"{run / 'dev.jsonl'}:2: " in err and says in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
 def test_int8_export(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "int8"
     code = main(["export", "--run", str(tiny_run), "--out", str(out), "--quantize", "int8"])

@@ -310,8 +310,9 @@ def test_find_all_finds_every_occurrence_whichever_form_each_is_in() -> None:
         ("   \n", 0, 1, "empty"),
         ("good food", -1, 3, "outside"),
         ("good food", 5, 10, "outside"),
-        ("good food", 4, 4, "outside"),
-        ("good food", 6, 2, "outside"),
+        ("good food", 4, 4, r"\[4, 4\) is empty"),  # not "outside": it is inside, and empty
+        ("good food", 6, 2, r"\[6, 2\) ends before it starts"),
+        ("good food", 12, 10, "ends before it starts"),
         ("good food", 4, 5, "whitespace"),
     ],
 )
