@@ -226,9 +226,32 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
         return [*head, "None: exported with `--no-calibrate` (temperature 1).", ""]
     sets = {"dev": cal.get("dev"), **(cal.get("test") or {})}
     mapped = isinstance(cal.get("top_map"), Mapping)
+    # an int8 artifact serves the int8 graph: calibration.dev is the fp32 graph's (where T
+    # and the map were fitted); the served graph's dev ECE is the quantisation record's
+    quant = metadata.get("quantization")
+    served = None
+    if isinstance(quant, Mapping):
+        key = "dev_ece_int8_out_of_fold" if mapped else "dev_ece_int8"
+        served = quant.get(key)
+    if isinstance(served, int | float) and isinstance(sets.get("dev"), Mapping):
+        dev_rep = sets.pop("dev")
+        sets = {
+            "dev, fp32 graph": dev_rep,
+            f"dev, {quant.get('type', 'int8')} graph as served": {
+                "n": dev_rep.get("n", "?"),
+                "ece_after": served,
+                "served_only": True,
+            },
+            **sets,
+        }
     rows = [
-        f"| {name} | {rep.get('n', '?')} | {_pct(rep.get('ece_before'))} | "
-        + (f"{_pct(rep.get('ece_temperature'))} | " if mapped else "")
+        f"| {name} | {rep.get('n', '?')} | "
+        + ("- | " if rep.get("served_only") else f"{_pct(rep.get('ece_before'))} | ")
+        + (
+            ("- | " if rep.get("served_only") else f"{_pct(rep.get('ece_temperature'))} | ")
+            if mapped
+            else ""
+        )
         + f"{_pct(rep.get('ece_after'))} | "
         + f"{_pct(rep['ece_floor']) if 'ece_floor' in rep else '-'} |"
         for name, rep in sets.items()

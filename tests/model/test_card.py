@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from absa.model import artifact as artifacts
 from absa.model.card import CARD, render
 from absa.model.registry import Registry
@@ -105,3 +107,31 @@ def test_the_label_counts_say_what_they_count() -> None:
     meta = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())
     card = render(meta)
     assert "labels of the training data as read, before the dev split: {" in card
+
+
+@pytest.mark.parametrize(
+    ("quant", "served"),
+    [
+        ({"type": "int8-dynamic", "dev_ece_int8": 0.05, "dev_ece_int8_out_of_fold": 0.031}, 3.10),
+        ({"type": "int8-embeddings", "dev_ece_int8": 0.042}, 4.20),
+    ],
+)
+def test_the_calibration_as_served_of_an_int8_artifact_is_the_int8_graphs(
+    quant: dict, served: float
+) -> None:
+    """The table's "ECE after ... as served" was the fp32 graph's, where T and the map were
+    fitted; an int8 artifact serves the int8 graph (its dev ECE out of fold with a map)."""
+    from absa.model.card import calibration_lines
+
+    cal = {
+        "method": "temperature", "temperature": 1.2, "fitted": True, "bins": 15,
+        "dev": {"n": 600, "ece_before": 0.08, "ece_after": 0.02, "ece_temperature": 0.03},
+    }  # fmt: skip
+    if "dev_ece_int8_out_of_fold" in quant:
+        cal["top_map"] = {"x": [0.4, 0.9], "y": [0.3, 0.95]}
+    text = "\n".join(calibration_lines({"calibration": cal, "quantization": quant}))
+    assert "| dev, fp32 graph | 600 | 8.00 |" in text
+    assert f"| dev, {quant['type']} graph as served | 600 | - |" in text
+    assert f"| {served:.2f} | - |" in text.split(f"{quant['type']} graph as served")[1]
+    plain = "\n".join(calibration_lines({"calibration": cal}))
+    assert "| dev | 600 | 8.00 |" in plain and "as served |" not in plain.split("floor |")[1]
