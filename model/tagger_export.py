@@ -137,13 +137,14 @@ def _check_parity(
     windows: Sequence[Window],
     learned: Transitions | None = None,
 ) -> dict:
-    diff = max(float(np.abs(r - g).max()) for r, g in zip(ref, got, strict=True))
+    # np.max, not max(): Python's max keeps a number seen before a NaN
+    diff = float(np.max([np.abs(r - g).max() for r, g in zip(ref, got, strict=True)]))
     mismatches = sum(
         _spans(r, w, learned) != _spans(g, w, learned)
         for r, g, w in zip(ref, got, windows, strict=True)
     )
     log.info("parity on %d dev windows: max |diff| %.2e, %d differ", len(ref), diff, mismatches)
-    if diff > PARITY_ATOL or mismatches:
+    if not diff <= PARITY_ATOL or mismatches:  # "not <=": a NaN fails too
         raise ParityError(
             f"onnxruntime and torch disagree on the dev set: max |diff| {diff:.2e} "
             f"(limit {PARITY_ATOL:.0e}), {mismatches} sentences decode differently; "

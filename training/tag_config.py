@@ -51,6 +51,8 @@ class TagTrainConfig:
         object.__setattr__(self, "select_skip", tuple(self.select_skip))  # a JSON list
         if not 0.0 <= self.aspect_free <= 1.0:
             raise ValueError(f"aspect_free must be in [0, 1], not {self.aspect_free}")
+        if not self.temperature > 0:  # 0: every logit divided by 0, NaN weights, exit 0
+            raise ValueError(f"temperature must be > 0, not {self.temperature}")
         check_optimiser(self)
 
     def to_dict(self) -> dict:

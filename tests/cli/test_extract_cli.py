@@ -562,3 +562,32 @@ def test_an_out_with_a_trailing_slash_is_the_same_run(
     assert code == 0, capsys.readouterr().err
     assert (tmp_path / "run" / "run.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.json", "run", "train.xml"]
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "value", "words"),
+    [
+        # 0 divided every logit: loss nan, NaN weights, exit 0, an artifact that never loads
+        ("train", "temperature", 0, "temperature must be > 0, not 0.0"),
+        ("train", "temperature", -1.0, "temperature must be > 0, not -1.0"),
+    ],
+)
+def test_tagger_config_values_that_would_train_wrong_are_refused(
+    tmp_path: Path,
+    quick_cfg: Path,
+    capsys: pytest.CaptureFixture[str],
+    table: str,
+    key: str,
+    value: object,
+    words: str,
+) -> None:
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    data = json.loads(quick_cfg.read_text())
+    data[table][key] = value
+    quick_cfg.write_text(json.dumps(data))
+    code = main(["train", "--task", "extract", "--train", str(xml), "--config", str(quick_cfg),
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0, err
+    assert err.endswith(f"{quick_cfg}: {words}"), err
+    assert not (tmp_path / "run").exists()

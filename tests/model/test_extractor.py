@@ -316,3 +316,19 @@ def test_accents_composed_or_not_find_the_same_terms() -> None:
             for t, fs in zip(forms, found, strict=True)
         ]
         assert terms[0] == terms[1], terms
+
+
+def test_tagger_outputs_that_are_not_numbers_fail_parity() -> None:
+    """NaN probabilities (a run trained at temperature 0 wrote NaN weights): "nan > atol" is
+    False, so "max |diff| nan, 0 decoded differently" passed and the artifact never loaded."""
+    from absa.errors import ParityError
+    from absa.model.tagger_export import _check_parity
+    from absa.model.tagtext import Window
+
+    tokens = tokenize("the wine list")
+    window = Window(tokens, [1, 2, 3], [])
+    good = np.full((3, 3), 1 / 3)
+    for bad in (np.full((3, 3), np.nan), np.array([[np.nan, 0.5, 0.5], [1, 0, 0], [1, 0, 0]])):
+        # NaN in a later window too: Python's max() kept the first number it saw
+        with pytest.raises(ParityError, match="max \\|diff\\| nan"):
+            _check_parity([good, bad], [good, bad.copy()], [window, window])
