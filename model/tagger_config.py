@@ -31,8 +31,9 @@ class TaggerConfig:
             raise ValueError(f"encoder must be embedding or transformer, not {self.encoder!r}")
         if tuple(self.tags) != TAGS:
             raise ValueError(f"tags must be {TAGS}, not {self.tags}")
-        if self.layers < 1:
-            raise ValueError("layers must be >= 1")
+        for name in ("embed_dim", "char_dim", "char_filters", "hidden_size", "layers"):
+            if getattr(self, name) < 1:  # torch found them after the data was read
+                raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
 

@@ -41,9 +41,19 @@ class TagTrainConfig:
     temperature: float = 2.0
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "max_len", "max_pieces", "threads"):
+        for name in ("epochs", "patience", "batch_size", "max_len", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
+        if self.max_pieces < 3:  # PieceTagText's own words named max_len, not this key
+            raise ValueError(
+                f"max_pieces must be >= 3 ([CLS], a piece, [SEP]), not {self.max_pieces}"
+            )
+        if self.glove_top_k < 0:  # glove_words[:-5]: every GloVe word but the last five
+            raise ValueError(f"glove_top_k must be >= 0, not {self.glove_top_k}")
+        if not 0.0 <= self.distill <= 1.0:  # 3: a weight of -2 on the gold loss
+            raise ValueError(f"distill must be in [0, 1], not {self.distill}")
+        if not 0.0 <= self.word_dropout < 1.0:
+            raise ValueError(f"word_dropout must be in [0, 1), not {self.word_dropout}")
         if self.select not in SELECT:
             raise ValueError(f"select must be one of {SELECT}, not {self.select!r}")
         if isinstance(self.select_skip, str):

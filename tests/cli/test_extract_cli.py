@@ -570,6 +570,18 @@ def test_an_out_with_a_trailing_slash_is_the_same_run(
         # 0 divided every logit: loss nan, NaN weights, exit 0, an artifact that never loads
         ("train", "temperature", 0, "temperature must be > 0, not 0.0"),
         ("train", "temperature", -1.0, "temperature must be > 0, not -1.0"),
+        # glove_words[:-5]: a 400,000-word vocabulary
+        ("train", "glove_top_k", -5, "glove_top_k must be >= 0, not -5"),
+        # a weight of -2 on the gold loss
+        ("train", "distill", 3.0, "distill must be in [0, 1], not 3.0"),
+        ("train", "word_dropout", 1.5, "word_dropout must be in [0, 1), not 1.5"),
+        ("train", "patience", 0, "patience must be >= 1, not 0"),
+        # a raw torch message after the data was read
+        ("model", "char_filters", 0, "char_filters must be >= 1, not 0"),
+        ("model", "char_dim", 0, "char_dim must be >= 1, not 0"),
+        ("model", "hidden_size", 0, "hidden_size must be >= 1, not 0"),
+        # "max_len must leave room for [CLS]" named a key the config does not have
+        ("train", "max_pieces", 2, "max_pieces must be >= 3 ([CLS], a piece, [SEP]), not 2"),
     ],
 )
 def test_tagger_config_values_that_would_train_wrong_are_refused(
