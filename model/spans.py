@@ -176,10 +176,10 @@ def _term_end(last: Token) -> int:
 
 
 def _format_run(text: str) -> int:
-    """How many format characters (Unicode Cf: a soft hyphen, a zero-width joiner) ``text``
-    starts with."""
+    """How many invisible characters (``INVISIBLE_CATEGORIES``: a soft hyphen, a zero-width
+    joiner, a control character) ``text`` starts with."""
     n = 0
-    while n < len(text) and unicodedata.category(text[n]) == "Cf":
+    while n < len(text) and unicodedata.category(text[n]) in INVISIBLE_CATEGORIES:
         n += 1
     return n
 
@@ -194,7 +194,8 @@ def unpaired_trimmed(tokens: Sequence[Token], i: int, j: int) -> tuple[int, int]
     tagger takes the opening quote of '"wine" was' into the term now and then, where the
     terms people annotate hold a quote or bracket only in pairs ('"sales" team',
     'host (owner)'). A closing '"' after a number stays (15" is inches), as does a closing
-    apostrophe ("maitre d'"). Invisible words at either edge (a soft hyphen) go too, and so
+    apostrophe ("maitre d'"). Invisible words at either edge (a soft hyphen, a control
+    character such as NUL) go too, and so
     do pictographs (an emoji, "™"): the tagger takes the one beside a term in now and then
     ('wifi 📶', 'service👎'), where no annotated term starts or ends with one."""
     words = [t.text for t in tokens]
@@ -217,10 +218,16 @@ def unpaired_trimmed(tokens: Sequence[Token], i: int, j: int) -> tuple[int, int]
     return i, j
 
 
+#: the Unicode categories no term starts or ends with: format characters (Cf: a soft hyphen,
+#: a zero-width space) and control characters (Cc: NUL, bell, escape, delete; each a word of
+#: its own, "\x00food" is \x00 and food: it stayed in the term)
+INVISIBLE_CATEGORIES = ("Cf", "Cc")
+
+
 def _invisible(word: str) -> bool:
-    """A word of format characters only (a soft hyphen, a zero-width space: Unicode Cf),
+    """A word of invisible characters only (``INVISIBLE_CATEGORIES``: a soft hyphen, a NUL),
     which no term starts or ends with."""
-    return all(unicodedata.category(c) == "Cf" for c in word)
+    return all(unicodedata.category(c) in INVISIBLE_CATEGORIES for c in word)
 
 
 def _pictograph(word: str) -> bool:

@@ -107,6 +107,32 @@ def test_the_shipped_extractor_leaves_emoji_out_of_terms() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "tags", "term"),
+    [
+        ("the \x00food was", [O, B, I, O], "food"),  # a NUL before the term
+        ("the food\x07 was", [O, B, I, O], "food"),  # a bell after it
+        ("\x1b\x7ffood was", [B, I, I, O], "food"),  # escape and delete, both
+        ("the \x00 was", [O, B, O], None),  # nothing but the control character: no term
+    ],
+)
+def test_a_control_character_at_an_edge_leaves_the_term(
+    text: str, tags: list[int], term: str | None
+) -> None:
+    """A control character (Unicode Cc: NUL, bell, escape, delete) beside a term stayed in
+    it ('\x00food'): only the format characters (Cf) were invisible to the trim."""
+    check_decoded(text, tokenize(text), tags, term)
+
+
+def test_the_shipped_extractor_leaves_control_characters_out_of_terms() -> None:
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
+
+    ext = Extractor.load(DEFAULT_EXTRACTOR_DIR, device="cpu", threads=1)
+    texts = ["The \x00food was great", "\x1bfood was great", "The \x00\x00food was great"]
+    for text, found in zip(texts, ext.extract(texts), strict=True):
+        assert [text[f.start : f.end] for f in found] == ["food"], text
+
+
+@pytest.mark.parametrize(
     ("version", "tags", "term"),
     [
         (1, [O, B, O, O], "pasta"),  # version 1 reads "'pasta": the glued quote leaves

@@ -39,6 +39,20 @@ def test_no_aspects_extracts_then_classifies(auto_client: TestClient, body: dict
         assert 0.0 < x["extracted"]["confidence"] <= 1.0
 
 
+def test_a_control_character_beside_an_extracted_term_is_left_out(artifact: Path) -> None:
+    """{"text": "\\u0000food was great"} answered the shipped extractor's term "\\u0000food"
+    (the tiny test extractor leaves the NUL out by itself, so the shipped one is served)."""
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact, extractor=DEFAULT_EXTRACTOR_DIR))) as c:
+        for text in ["\x00food was great", "The \x00\x00food was great", "\x1bfood was great"]:
+            r = c.post("/v1/predict", json={"text": text})
+            assert r.status_code == 200, r.text
+            got = [(x["term"], x["start"], x["end"]) for x in r.json()["results"]]
+            assert got == [("food", text.index("f"), text.index("f") + 4)], text
+
+
 def test_named_aspects_are_not_marked_extracted(auto_client: TestClient) -> None:
     r = auto_client.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]})
     assert r.status_code == 200, r.text
