@@ -242,6 +242,16 @@ def _pictograph(word: str) -> bool:
     )
 
 
+def tag_marginals(probs: np.ndarray, learned: Transitions) -> np.ndarray:
+    """A CRF tagger's per-word tag distribution (T, K): P(word t is tagged k) over every tag
+    sequence ``decode`` allows, under the scores its Viterbi adds (the per-word softmax of
+    the emissions, ``probs``, is not that distribution: the transitions carry part of the
+    score). Forward-backward, as for a span's confidence."""
+    if len(probs) == 0:
+        return np.zeros((0, len(TAGS)))
+    return _SpanMarginals(probs, learned).tags()
+
+
 class _SpanMarginals:
     """P(words i..j-1 tagged B I*, word j not I) under a CRF with the BIO rules, by the
     scaled forward-backward algorithm in probability space (the exp of the scores Viterbi
@@ -262,6 +272,10 @@ class _SpanMarginals:
             self.alpha[t] = a / self.c[t]
         for t in range(n - 2, -1, -1):
             self.beta[t] = self.trans @ (self.emit[t + 1] * self.beta[t + 1]) / self.c[t + 1]
+
+    def tags(self) -> np.ndarray:
+        """(T, K): P(word t is tagged k), the CRF's per-word marginals."""
+        return self.alpha * self.beta
 
     def of(self, i: int, j: int) -> float:
         p = self.alpha[i, B]

@@ -168,6 +168,36 @@ def tagger_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> P
 
 
 @pytest.fixture(scope="session")
+def crf_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
+    """A tiny CRF tagger (BiLSTM + character CNN + CRF) that overfits the artifact sentences
+    (dev = train), as a run directory. Do not modify it."""
+    from absa.model.tagger import TaggerConfig
+    from absa.training.tagging import TagTrainConfig, fit_tagger
+    from absa.training.tagging_run import write_tag_run
+    from tests.helpers import extraction_sentences
+
+    sentences = extraction_sentences()
+    cfg = TaggerConfig(hidden_size=16, char_dim=8, char_filters=8, dropout=0.0, crf=True)
+    tcfg = TagTrainConfig(
+        epochs=30, patience=100, batch_size=8, lr=0.02, glove=str(small_glove), glove_top_k=0
+    )
+    run = fit_tagger(sentences, sentences, cfg, tcfg)
+    assert run.dev["f1"] == 100.0  # it overfits the tiny set
+    run_dir = tmp_path_factory.mktemp("crf-runs") / "run"
+    write_tag_run(run_dir, run, [s.text for s in sentences], {"seed": 1})
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def crf_extractor_artifact(crf_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from absa.training.tagging_run import export_tag_run
+
+    out = tmp_path_factory.mktemp("crf-extractor-artifacts") / "crf1"
+    export_tag_run(crf_run, out, version="crf1")
+    return out
+
+
+@pytest.fixture(scope="session")
 def category_artifact(category_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from absa.training.exporting import export_run
 

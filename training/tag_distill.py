@@ -7,7 +7,10 @@ sentences (``absa train --task extract --unlabelled``). The student learns from
     (1 - distill) * gold loss + distill * T^2 * KL(teacher_T || student_T)
 
 on labelled sentences (the gold loss: cross-entropy, or the CRF's) and from the KL term
-alone on unlabelled ones; ``_T``: both distributions at temperature ``T``. Teacher and
+alone on unlabelled ones; ``_T``: both distributions at temperature ``T``. The teacher's
+distribution of a word's tag is its softmax, or for a CRF teacher its marginal over every
+tag sequence the decoder allows (forward-backward under its transitions: the softmax of a
+CRF's emissions is not its distribution; -kd runs before this used it all the same). Teacher and
 student read the same words (``absa.model.tagtext.tag_tokens``), so the teacher's rows line
 up with the student's words whatever the windows.
 
@@ -25,15 +28,25 @@ import numpy as np
 import torch
 
 from absa.model.extractor import Extractor
+from absa.model.spans import tag_marginals
 
 log = logging.getLogger(__name__)
 
 
 def teacher_word_probs(teacher: Path, texts: Sequence[str]) -> list[np.ndarray]:
-    """The teacher's tag probabilities (T_i, K) for every word of each text."""
+    """The teacher's tag distribution (T_i, K) for every word of each text: a CRF teacher's
+    per-word marginals (``absa.model.spans.tag_marginals``, each window a chain of its own,
+    under the transitions its artifact keeps), a softmax teacher's per-word softmax."""
     ext = Extractor.load(teacher, device="cpu", threads=1)
     _, per_text = ext.window_probs(texts)
     k = len(ext.metadata["labels"])
+    if ext.learned is not None:
+        learned = ext.learned
+        log.info("teacher %s has a CRF: its targets are its per-word tag marginals", teacher)
+        per_text = [
+            [tag_marginals(p.astype(np.float64), learned).astype(np.float32) for p in windows]
+            for windows in per_text
+        ]
     return [np.concatenate(p) if p else np.zeros((0, k), np.float32) for p in per_text]
 
 

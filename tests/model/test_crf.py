@@ -16,7 +16,7 @@ from absa.errors import ArtifactError
 from absa.model.crf import CRF
 from absa.model.spans import TAGS, B, I, O, Transitions, decode, viterbi
 from absa.model.text import Token
-from tests.helpers import exported_with_transitions, extraction_sentences
+from tests.helpers import exported_with_transitions
 
 K = len(TAGS)
 
@@ -104,24 +104,6 @@ def test_the_crf_loss_is_the_exact_negative_log_likelihood() -> None:
     # an I after O is impossible: its path costs the fixed penalty
     bad = crf.nll(em[:1], torch.tensor([[O, I, O, O]]), mask[:1])
     assert bad > 1000
-
-
-@pytest.fixture(scope="module")
-def crf_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) -> Path:
-    from absa.model.tagger import TaggerConfig
-    from absa.training.tagging import TagTrainConfig, fit_tagger
-    from absa.training.tagging_run import write_tag_run
-
-    sentences = extraction_sentences()
-    cfg = TaggerConfig(hidden_size=16, char_dim=8, char_filters=8, dropout=0.0, crf=True)
-    tcfg = TagTrainConfig(
-        epochs=30, patience=100, batch_size=8, lr=0.02, glove=str(small_glove), glove_top_k=0
-    )
-    run = fit_tagger(sentences, sentences, cfg, tcfg)
-    assert run.dev["f1"] == 100.0  # it overfits the tiny set
-    run_dir = tmp_path_factory.mktemp("crf-runs") / "run"
-    write_tag_run(run_dir, run, [s.text for s in sentences], {"seed": 1})
-    return run_dir
 
 
 def test_transitions_round_trip_through_export(crf_run: Path, tmp_path: Path) -> None:

@@ -3,15 +3,18 @@ unlabelled sentences alone, and ``--unlabelled`` on the command line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from absa.cli import main
+from absa.model.spans import TAGS, B, I, O, Transitions, tag_marginals
 from absa.training.sentences import Sentence
-from absa.training.tag_distill import kd_loss
+from absa.training.tag_distill import kd_loss, teacher_word_probs
 from tests.cli.test_extract_cli import write_xml
 from tests.helpers import extraction_sentences
 
@@ -75,3 +78,62 @@ def test_unlabelled_files_need_a_teacher_and_skip_known_sentences(
     names = {Path(f["path"]).name: f["sha256"] for f in teacher["files"]}
     onnx = json.loads((extractor_artifact / "metadata.json").read_text())["files"]
     assert teacher["path"] == str(extractor_artifact) and names["vocab.json"] == onnx["vocab.json"]
+
+
+def brute_marginals(probs: np.ndarray, learned: Transitions) -> np.ndarray:
+    """P(word t is tagged k) summed over every tag sequence the decoder allows (I only after
+    B or I, B only after O), each weighted as Viterbi scores it."""
+    n, k = probs.shape
+    out = np.zeros((n, k))
+    logp = np.log(probs)
+    for path in itertools.product(range(k), repeat=n):
+        pairs = zip((O, *path[:-1]), path, strict=True)
+        if any(t == I and p == O or t == B and p != O for p, t in pairs):
+            continue
+        score = learned.start[path[0]] + sum(logp[t, tag] for t, tag in enumerate(path))
+        weight = np.exp(score + sum(learned.pairs[a, b] for a, b in itertools.pairwise(path)))
+        out[np.arange(n), list(path)] += weight
+    return out / out.sum(1, keepdims=True)
+
+
+def test_crf_tag_marginals_are_the_brute_force_ones() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 7))
+        probs = rng.dirichlet(np.ones(len(TAGS)), size=n)
+        learned = Transitions(rng.normal(0, 2, len(TAGS)), rng.normal(0, 2, (3, 3)))
+        np.testing.assert_allclose(tag_marginals(probs, learned), brute_marginals(probs, learned),
+                                   rtol=1e-9, atol=1e-12)  # fmt: skip
+
+
+def test_a_crf_teachers_targets_are_its_marginals_not_its_emission_softmax(
+    crf_extractor_artifact: Path,
+) -> None:
+    """A CRF teacher's targets were the per-word softmax of its emissions, which is not its
+    distribution (the shipped extractor decodes "wine" of "The wine list was short" B, at a
+    marginal of 0.98, and its softmax said I 0.77): now its per-word marginals."""
+    from absa.model.extractor import Extractor
+
+    texts = [s.text for s in extraction_sentences() if len(s.text.split()) <= 9][:6]
+    assert len(texts) >= 3
+    ext = Extractor.load(crf_extractor_artifact, device="cpu", threads=1)
+    _, per_text = ext.window_probs(texts)
+    got = teacher_word_probs(crf_extractor_artifact, texts)
+    assert ext.learned is not None and len(got) == len(texts)
+    softmax_apart = 0.0
+    for rows, (softmax,) in zip(got, per_text, strict=True):
+        want = brute_marginals(softmax.astype(np.float64), ext.learned)
+        np.testing.assert_allclose(rows, want, atol=1e-6)
+        softmax_apart = max(softmax_apart, float(np.abs(softmax - want).max()))
+    assert softmax_apart > 0.05  # the transitions matter here: the old targets were others
+
+
+def test_a_teacher_without_a_crf_keeps_its_softmax(extractor_artifact: Path) -> None:
+    from absa.model.extractor import Extractor
+
+    texts = [s.text for s in extraction_sentences()[:4]]
+    ext = Extractor.load(extractor_artifact, device="cpu", threads=1)
+    _, per_text = ext.window_probs(texts)
+    assert ext.learned is None
+    for rows, windows in zip(teacher_word_probs(extractor_artifact, texts), per_text, strict=True):
+        np.testing.assert_array_equal(rows, np.concatenate(windows))
