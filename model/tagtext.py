@@ -90,6 +90,11 @@ class TagText:
     def max_len(self) -> int:
         return self.words.max_len
 
+    @property
+    def tokenizer(self) -> int:
+        """The word tokenizer version its words are read with (``tag_tokens``)."""
+        return self.words.tokenizer
+
     def char_ids(self, token: Token) -> list[int]:
         """The word's characters composed (NFC), as the word table looks words up: "cre\u0300me"
         and "crème" read alike (decomposed, the accent was an unknown character of its own

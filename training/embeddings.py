@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from absa.model.text import PAD, UNK, lookup_form, tokenize
+from absa.model.text import PAD, TOKENIZER, UNK, lookup_form, tokenize
 from absa.training.presets import MINILM
 
 log = logging.getLogger(__name__)
@@ -180,18 +180,20 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def words_by_frequency(texts: Iterable[str]) -> list[str]:
-    """The words of ``texts`` as the vocabulary holds them (``lookup_form``: lower case, NFC),
-    most frequent first, ties in alphabetical order."""
-    counts = Counter(lookup_form(t.text) for text in texts for t in tokenize(text))
+def words_by_frequency(texts: Iterable[str], tokenizer: int = TOKENIZER) -> list[str]:
+    """The words of ``texts`` (word tokenizer ``tokenizer``) as the vocabulary holds them
+    (``lookup_form``: lower case, NFC), most frequent first, ties in alphabetical order."""
+    counts = Counter(lookup_form(t.text) for text in texts for t in tokenize(text, tokenizer))
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def build_vocab(texts: Iterable[str], glove_words: list[str], top_k: int) -> list[str]:
+def build_vocab(
+    texts: Iterable[str], glove_words: list[str], top_k: int, tokenizer: int = TOKENIZER
+) -> list[str]:
     """<pad>, <unk>, every training word, then the ``top_k`` most frequent GloVe words."""
     words = [PAD, UNK]
     seen = set(words)
-    for w in words_by_frequency(texts):
+    for w in words_by_frequency(texts, tokenizer):
         if w not in seen:
             words.append(w)
             seen.add(w)

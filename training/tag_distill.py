@@ -10,9 +10,13 @@ on labelled sentences (the gold loss: cross-entropy, or the CRF's) and from the 
 alone on unlabelled ones; ``_T``: both distributions at temperature ``T``. The teacher's
 distribution of a word's tag is its softmax, or for a CRF teacher its marginal over every
 tag sequence the decoder allows (forward-backward under its transitions: the softmax of a
-CRF's emissions is not its distribution; -kd runs before this used it all the same). Teacher and
-student read the same words (``absa.model.tagtext.tag_tokens``), so the teacher's rows line
-up with the student's words whatever the windows.
+CRF's emissions is not its distribution; -kd runs before this used it all the same).
+
+Teacher and student read the same words (``absa.model.tagtext.tag_tokens`` of one word
+tokenizer version: a student takes its teacher's, which its pipeline.json and run.json
+record; the shipped extractor's is 1, new runs' 2), so the teacher's rows line up with the
+student's words whatever the windows (``training.tagging.encode`` refuses a student pipeline
+of another version).
 
 The teacher must not have been trained on the student's dev sentences (train it with the
 same seed and split), or the choice of epoch stops being honest.
@@ -33,11 +37,19 @@ from absa.model.spans import tag_marginals
 log = logging.getLogger(__name__)
 
 
-def teacher_word_probs(teacher: Path, texts: Sequence[str]) -> list[np.ndarray]:
-    """The teacher's tag distribution (T_i, K) for every word of each text: a CRF teacher's
-    per-word marginals (``absa.model.spans.tag_marginals``, each window a chain of its own,
-    under the transitions its artifact keeps), a softmax teacher's per-word softmax."""
-    ext = Extractor.load(teacher, device="cpu", threads=1)
+def load_teacher(teacher: Path | Extractor) -> Extractor:
+    """The teacher extractor artifact, on the CPU."""
+    if isinstance(teacher, Extractor):
+        return teacher
+    return Extractor.load(teacher, device="cpu", threads=1)
+
+
+def teacher_word_probs(teacher: Path | Extractor, texts: Sequence[str]) -> list[np.ndarray]:
+    """The teacher's tag distribution (T_i, K) for every word of each text (the words of its
+    own word tokenizer): a CRF teacher's per-word marginals (``absa.model.spans.
+    tag_marginals``, each window a chain of its own, under the transitions its artifact
+    keeps), a softmax teacher's per-word softmax."""
+    ext = load_teacher(teacher)
     _, per_text = ext.window_probs(texts)
     k = len(ext.metadata["labels"])
     if ext.learned is not None:

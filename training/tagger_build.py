@@ -21,7 +21,7 @@ from absa.model.piece_tagger import PieceTagger
 from absa.model.piecetext import PieceTagText
 from absa.model.tagger import Tagger, TaggerConfig
 from absa.model.tagtext import TagText, build_chars
-from absa.model.text import WordPiecePipeline, WordPipeline
+from absa.model.text import TOKENIZER, WordPiecePipeline, WordPipeline
 from absa.training.embeddings import build_vocab, embedding_matrix, load_glove, resolve_transformer
 from absa.training.optim import adamw
 from absa.training.sentences import Sentence
@@ -57,15 +57,21 @@ class Built:
 
 
 def build(
-    train: Sequence[Sentence], cfg: TaggerConfig, tcfg: TagTrainConfig, steps_per_epoch: int
+    train: Sequence[Sentence],
+    cfg: TaggerConfig,
+    tcfg: TagTrainConfig,
+    steps_per_epoch: int,
+    tokenizer: int = TOKENIZER,
 ) -> Built:
+    """``tokenizer``: the word tokenizer version the pipeline reads words with (a distilled
+    student's is its teacher's, so that the teacher's rows are its words)."""
     if cfg.encoder == "transformer":
-        return _transformer(cfg, tcfg, steps_per_epoch)
+        return _transformer(cfg, tcfg, steps_per_epoch, tokenizer)
     glove_words, glove = load_glove(tcfg.glove)
-    vocab = build_vocab([s.text for s in train], glove_words, tcfg.glove_top_k)
+    vocab = build_vocab([s.text for s in train], glove_words, tcfg.glove_top_k, tokenizer)
     vectors, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
     chars = build_chars(s.text for s in train) if tcfg.chars else None
-    text = TagText(WordPipeline(vocab, max_len=tcfg.max_len), chars)
+    text = TagText(WordPipeline(vocab, max_len=tcfg.max_len, tokenizer=tokenizer), chars)
     cfg = replace(
         cfg, vocab_size=len(vocab), embed_dim=vectors.shape[1], char_vocab_size=len(chars or [])
     )
@@ -74,10 +80,12 @@ def build(
     return Built(net, text, cfg, opt, None)
 
 
-def _transformer(cfg: TaggerConfig, tcfg: TagTrainConfig, steps_per_epoch: int) -> Built:
+def _transformer(
+    cfg: TaggerConfig, tcfg: TagTrainConfig, steps_per_epoch: int, tokenizer: int
+) -> Built:
     src = resolve_transformer(tcfg.transformer)
     pieces = WordPiecePipeline(src / "tokenizer.json", max_len=tcfg.max_pieces)
-    text = PieceTagText(pieces, max_words=tcfg.max_len)
+    text = PieceTagText(pieces, max_words=tcfg.max_len, tokenizer=tokenizer)
     hidden = int(json.loads((src / "config.json").read_text(encoding="utf-8"))["hidden_size"])
     cfg = replace(cfg, vocab_size=len(pieces), embed_dim=hidden, char_vocab_size=0)
     net = PieceTagger(cfg, src, pretrained=True)

@@ -31,14 +31,16 @@ from absa.model.crf import tag_loss
 from absa.model.spans import bio_tags, span_scores, spans_of
 from absa.model.tagger import TaggerConfig
 from absa.model.tagtext import TagText, Window
+from absa.model.text import TOKENIZER
 from absa.training.inference import batches, seed_everything
 from absa.training.sentences import Sentence
 from absa.training.tag_config import TagTrainConfig
-from absa.training.tag_distill import kd_loss, teacher_word_probs
+from absa.training.tag_distill import kd_loss, load_teacher, teacher_word_probs
 from absa.training.tag_select import by_source, criterion
 from absa.training.tagger_build import build
 
 if TYPE_CHECKING:  # the export module (onnx, onnxruntime) loads only when a run exports
+    from absa.model.extractor import Extractor
     from absa.model.tagger_export import Net, Text
 
 log = logging.getLogger(__name__)
@@ -58,8 +60,18 @@ def encode(
     text: Text,
     sentences: Sequence[Sentence],
     unlabelled: Sequence[str] = (),
-    teacher: Path | None = None,
+    teacher: Path | Extractor | None = None,
 ) -> Encoded:
+    """The sentences' first windows and BIO tags, and with a ``teacher`` its tag
+    distribution per word; ValueError for a teacher that reads words with another word
+    tokenizer than ``text`` (its rows would be other words: a quote glued to a word or not)."""
+    ext = load_teacher(teacher) if teacher is not None else None
+    if ext is not None and ext.text.tokenizer != text.tokenizer:
+        raise ValueError(
+            f"the teacher {ext.model_dir} reads words with word tokenizer {ext.text.tokenizer}"
+            f" and the student with word tokenizer {text.tokenizer}: its tag rows would not be "
+            "the student's words (a student takes its teacher's version: fit_tagger)"
+        )
     windows, tags, gold, texts = [], [], [], []
     items = [(s.text, s.span_set, True) for s in sentences] + [
         (t, set(), False) for t in unlabelled
@@ -88,15 +100,22 @@ def encode(
             t[a:b],
             t,
         )
-    if teacher is None:
+    if ext is None:
         if not all(gold):
             raise ValueError("unlabelled sentences need a teacher")
         return Encoded(windows, tags, gold)
     t0 = time.perf_counter()
-    probs = teacher_word_probs(teacher, texts)
+    probs = teacher_word_probs(ext, texts)
+    for t, p in zip(texts, probs, strict=True):  # the same version reads the same words
+        if len(p) != sum(len(w.tokens) for w in text.encode(t)):
+            raise ValueError(f"the teacher {ext.model_dir} tags {len(p)} words of {t!r}, the "
+                             "student reads another number")  # fmt: skip
     soft = [p[: len(w.tokens)] for p, w in zip(probs, windows, strict=True)]
     log.info(
-        "teacher %s tagged %d sentences in %.0f s", teacher, len(texts), time.perf_counter() - t0
+        "teacher %s tagged %d sentences in %.0f s",
+        ext.model_dir,
+        len(texts),
+        time.perf_counter() - t0,
     )
     return Encoded(windows, tags, gold, soft)
 
@@ -225,9 +244,14 @@ def fit_tagger(
     seed_everything(tcfg.seed)
     torch.set_num_threads(tcfg.threads)
     steps = -(-(len(train) + len(unlabelled)) // tcfg.batch_size)
-    built = build(train, cfg, tcfg, steps)
+    teacher = load_teacher(Path(tcfg.teacher)) if tcfg.teacher else None
+    tokenizer = teacher.text.tokenizer if teacher is not None else TOKENIZER
+    if tokenizer != TOKENIZER:
+        log.info("the student reads words with its teacher's word tokenizer %d (new runs: %d)",
+                 tokenizer, TOKENIZER)  # fmt: skip
+    built = build(train, cfg, tcfg, steps, tokenizer)
     net, text, cfg = built.net, built.text, built.config
-    data = encode(text, train, unlabelled, Path(tcfg.teacher) if tcfg.teacher else None)
+    data = encode(text, train, unlabelled, teacher)
     gold = [s.span_set for s in dev]
     rng = random.Random(tcfg.seed)
     best: tuple[float, int, dict, dict] = (-1.0, 0, {}, {})

@@ -74,7 +74,7 @@ def write_tag_run(run_dir: Path, run: TagRun, dev_texts: list[str], info: Mappin
     _dump(
         run_dir / RUN_INFO,
         {"kind": TAG_RUN_KIND, "best_epoch": run.best_epoch, "code_version": code_version(),
-         **info},
+         "word_tokenizer": run.text.tokenizer, **info},
     )  # fmt: skip
 
 

@@ -137,3 +137,47 @@ def test_a_teacher_without_a_crf_keeps_its_softmax(extractor_artifact: Path) -> 
     assert ext.learned is None
     for rows, windows in zip(teacher_word_probs(extractor_artifact, texts), per_text, strict=True):
         np.testing.assert_array_equal(rows, np.concatenate(windows))
+
+
+QUOTED = "I loved the 'pasta' but the wine list was short"
+
+
+def test_a_student_reads_words_as_its_teacher_does(small_glove: Path) -> None:
+    """The shipped extractor reads words with tokenizer 1 ("'pasta" one word), new runs with
+    2 ("'" and "pasta"): a student of 12 words took the teacher's 11 rows, and every word
+    after the quote its neighbour's target. The student now reads as its teacher does."""
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+    from absa.model.tagger import TaggerConfig
+    from absa.model.tagtext import tag_tokens
+    from absa.model.text import TOKENIZER
+    from absa.training.tagging import TagTrainConfig, encode, fit_tagger
+
+    assert TOKENIZER == 2 and len(tag_tokens(QUOTED, 1)) == 11 and len(tag_tokens(QUOTED, 2)) == 12
+    sentences = [*extraction_sentences(), Sentence(QUOTED, ())]
+    kd = {"teacher": str(DEFAULT_EXTRACTOR_DIR), "distill": 0.5}
+    tcfg = TagTrainConfig(epochs=1, batch_size=8, glove=str(small_glove), glove_top_k=0, **kd)
+    run = fit_tagger(sentences, sentences[:4], TaggerConfig(**TINY), tcfg)
+    assert run.text.tokenizer == 1  # the teacher's, recorded in the run's pipeline
+    data = encode(run.text, sentences, teacher=DEFAULT_EXTRACTOR_DIR)
+    want = teacher_word_probs(DEFAULT_EXTRACTOR_DIR, [s.text for s in sentences])
+    assert data.soft is not None
+    for window, soft, rows in zip(data.windows, data.soft, want, strict=True):
+        assert len(window.tokens) == len(soft) == len(rows)
+        np.testing.assert_array_equal(soft, rows)
+    (words,) = run.text.encode(QUOTED)
+    assert [t.text for t in words.tokens][3] == "'pasta"
+
+
+def test_a_student_pipeline_of_another_word_tokenizer_is_refused(
+    crf_run: Path, small_glove: Path
+) -> None:
+    """encode() with a teacher that splits text otherwise is refused, naming both versions,
+    not trained on targets one word off."""
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+    from absa.model.tagtext import load_tag_text
+    from absa.training.tagging import encode
+
+    student = load_tag_text(crf_run)  # a new run's pipeline: tokenizer 2
+    assert student.tokenizer == 2
+    with pytest.raises(ValueError, match="word tokenizer 1.*word tokenizer 2"):
+        encode(student, [Sentence(QUOTED, ())], teacher=DEFAULT_EXTRACTOR_DIR)
