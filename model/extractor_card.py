@@ -13,11 +13,61 @@ LANGUAGE = (
     "laptop reviews."
 )
 
-SOURCES = (
-    "Data: SemEval-2014 Task 4 (Pontiki et al. 2014), MAMS (Jiang et al., EMNLP 2019), "
-    "ACOS laptop (Cai et al., ACL 2021), as redistributed for research; sentences of every "
-    "reported test set are dropped from training."
+#: the corpora a training file's directory names (a path part, lower case) -> its citation;
+#: the sets of ../shared/data/README.md
+CORPORA: tuple[tuple[str, str], ...] = (
+    ("semeval14", "SemEval-2014 Task 4 (Pontiki et al. 2014)"),
+    ("semeval15", "SemEval-2015 Task 12 (Pontiki et al. 2015)"),
+    ("mams", "MAMS (Jiang et al., EMNLP 2019)"),
+    ("acos-laptop", "ACOS laptop (Cai et al., ACL 2021)"),
+    ("twitter", "Twitter (Dong et al., ACL 2014)"),
+    ("television", "Television reviews (PyABSA's ABSADatasets)"),
+    ("tshirt", "Men's T-shirt reviews (PyABSA's ABSADatasets)"),
+    ("yelp", "Yelp restaurant reviews (PyABSA's ABSADatasets)"),
 )
+
+
+def _paths(data: Mapping[str, Any], role: str) -> list[str]:
+    listed = data.get(role)
+    if not isinstance(listed, list):
+        return []
+    return [str(f["path"]) for f in listed if isinstance(f, Mapping) and "path" in f]
+
+
+def data_statement(train: Mapping[str, Any]) -> str:
+    """What the run's record (metadata "train") says of its data: the corpora its training
+    files come from, and whether sentences of the --exclude files were dropped from
+    training; no claim where the run recorded nothing."""
+    data = train.get("data") if isinstance(train, Mapping) else None
+    files = _paths(data, "train") if isinstance(data, Mapping) else []
+    if not files:
+        return "Data: not recorded by the run."
+    named: list[str] = []
+    others = 0
+    for path in files:
+        parts = {part.lower() for part in Path(path).parts}
+        cited = [c for key, c in CORPORA if key in parts]
+        if not cited:
+            others += 1
+        named += [c for c in cited if c not in named]
+    if named:
+        text = f"Data: {', '.join(named)}, as redistributed for research"
+        if others:
+            text += f"; and {others} other file{'s' if others > 1 else ''} listed above"
+    else:
+        text = "Data: the training files listed above"
+    exclude = _paths(data, "exclude")
+    if exclude:
+        listed = ", ".join(f"`{p}`" for p in exclude)
+        return (
+            f"{text}. Training sentences that also occur in {listed} (--exclude) are dropped "
+            "from training."
+        )
+    return (
+        f"{text}. No training sentence was dropped for occurring in a test set: the run had no "
+        "--exclude files."
+    )
+
 
 INTENDED_USE = (
     "Find the aspect terms (the things an opinion is about: 'burger', 'battery life') in a "
@@ -90,7 +140,7 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
             for f in ((metadata.get("train") or {}).get("data") or {}).get("train", [])
         ],
         "",
-        SOURCES,
+        data_statement(metadata.get("train") or {}),
         "",
         "## Metrics (exact-span precision / recall / F1, %)",
         "",

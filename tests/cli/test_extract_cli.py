@@ -128,6 +128,15 @@ def test_evaluate_run_and_artifact_alike(
     assert meta["train_config"] == json.loads((extract_run / "train_config.json").read_text())
     assert meta["export_code_version"] and meta["onnx"]["exported_with"]["onnx"]
     assert meta["reproduce"] == info["reproduce"] + f"\nabsa export --run {extract_run} --out {out}"
+    # the card's data statement is the run's: one small file, no --exclude (it said
+    # SemEval-2014, MAMS, ACOS and "sentences of every reported test set are dropped")
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"`{extract_run.parent / 'train.xml'}`" in card
+    (data,) = [line for line in card.splitlines() if line.startswith("Data:")]
+    assert data == (
+        "Data: the training files listed above. No training sentence was dropped for occurring "
+        "in a test set: the run had no --exclude files."
+    )
 
 
 def test_predict_without_aspects_uses_the_extractor(
