@@ -536,8 +536,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     msg = (
         f"artifact written to {args.out}: parity on {par['n']} dev items, max |diff| "
         f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}; "
-        f"temperature {cal['temperature']:.3f}, dev ECE ({cal['bins']} bins) "
-        f"{cal['dev']['ece_before'] * 100:.2f} -> {cal['dev']['ece_after'] * 100:.2f}"
+        + (
+            f"temperature {cal['temperature']:.3f}, dev ECE ({cal['bins']} bins) "
+            f"{cal['dev']['ece_before'] * 100:.2f} -> {cal['dev']['ece_after'] * 100:.2f}"
+            if cal.get("fitted", True)
+            else f"not calibrated (--no-calibrate): dev ECE ({cal['bins']} bins) "
+            f"{cal['dev']['ece_before'] * 100:.2f}"
+        )
         + (" (with the top-label map, out of fold)" if "top_map" in cal else "")
     )
     if "quantization" in meta:

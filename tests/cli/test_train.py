@@ -645,7 +645,10 @@ def test_export_no_calibrate(
 ) -> None:
     out = tmp_path / "raw"
     assert main(["export", "--run", str(tiny_run), "--out", str(out), "--no-calibrate"]) == 0
-    assert "temperature 1.000" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    # it said "temperature 1.000, dev ECE X -> X", as if a fit had found 1
+    assert "not calibrated (--no-calibrate): dev ECE (15 bins) " in printed, printed
+    assert "temperature" not in printed and "->" not in printed
     cal = artifact.load(out).metadata["calibration"]
     assert (cal["temperature"], cal["fitted"]) == (1.0, False)
 
