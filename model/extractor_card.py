@@ -9,8 +9,8 @@ from typing import Any
 from absa.model.card import CARD
 
 LANGUAGE = (
-    "English only: English word vectors and tokenizer, trained on English restaurant and "
-    "laptop reviews."
+    "English: the word vectors and tokenizer it is built on are English ones (GloVe, "
+    "all-MiniLM-L6-v2's) unless its run named others; other languages are not measured."
 )
 
 #: the corpora a training file's directory names (a path part, lower case) -> its citation;
@@ -34,14 +34,9 @@ def _paths(data: Mapping[str, Any], role: str) -> list[str]:
     return [str(f["path"]) for f in listed if isinstance(f, Mapping) and "path" in f]
 
 
-def data_statement(train: Mapping[str, Any]) -> str:
-    """What the run's record (metadata "train") says of its data: the corpora its training
-    files come from, and whether sentences of the --exclude files were dropped from
-    training; no claim where the run recorded nothing."""
-    data = train.get("data") if isinstance(train, Mapping) else None
-    files = _paths(data, "train") if isinstance(data, Mapping) else []
-    if not files:
-        return "Data: not recorded by the run."
+def _corpora(files: list[str]) -> tuple[list[str], int]:
+    """The corpora ``files`` come from (by a directory in their path), and how many are of
+    none of them."""
     named: list[str] = []
     others = 0
     for path in files:
@@ -50,6 +45,34 @@ def data_statement(train: Mapping[str, Any]) -> str:
         if not cited:
             others += 1
         named += [c for c in cited if c not in named]
+    return named, others
+
+
+def _train_files(train: Mapping[str, Any]) -> list[str]:
+    data = train.get("data") if isinstance(train, Mapping) else None
+    return _paths(data, "train") if isinstance(data, Mapping) else []
+
+
+def domain_limit(train: Mapping[str, Any]) -> str:
+    """The card's line on what counts as an aspect: its training data's annotation, named
+    where the run recorded the corpora."""
+    named, _ = _corpora(_train_files(train))
+    which = f" ({', '.join(named)})" if named else ""
+    return (
+        f"What counts as an aspect follows the annotation of its training data{which}; "
+        "other domains get fewer and worse spans: measure them (`absa evaluate`)."
+    )
+
+
+def data_statement(train: Mapping[str, Any]) -> str:
+    """What the run's record (metadata "train") says of its data: the corpora its training
+    files come from, and whether sentences of the --exclude files were dropped from
+    training; no claim where the run recorded nothing."""
+    files = _train_files(train)
+    if not files:
+        return "Data: not recorded by the run."
+    data = train["data"]
+    named, others = _corpora(files)
     if named:
         text = f"Data: {', '.join(named)}, as redistributed for research"
         if others:
@@ -78,9 +101,6 @@ INTENDED_USE = (
 LIMITS = [
     "It finds explicit terms only: an opinion about something the text never names "
     "('too expensive' about the price) yields no aspect.",
-    "What counts as an aspect follows the SemEval-2014 / MAMS / ACOS annotation of "
-    "restaurant and laptop reviews; other domains get fewer and worse spans: measure them "
-    "(`absa evaluate`).",
     "Confidence is the probability that the tagger marks exactly the span it decoded (B, "
     "then I's, then a word that is not I): under the per-word tag probabilities, or with a "
     "CRF summed over every allowed tag sequence (forward-backward); it is not calibrated "
@@ -182,7 +202,9 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
         "",
         "## Limits",
         "",
-        *[f"- {x}" for x in LIMITS],
+        f"- {LIMITS[0]}",
+        f"- {domain_limit(metadata.get('train') or {})}",
+        *[f"- {x}" for x in LIMITS[1:]],
         "",
     ]
     if metadata.get("reproduce"):

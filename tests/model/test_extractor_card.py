@@ -42,3 +42,17 @@ def test_unknown_and_known_files_and_no_exclude() -> None:
     assert text.startswith("Data: SemEval-2015 Task 12 (Pontiki et al. 2015)")
     assert "1 other file listed above" in text and "the run had no --exclude files" in text
     assert text in render_extractor({"train": train})
+
+
+def test_the_cards_domain_and_language_lines_follow_the_run_not_a_fixed_text(
+    extractor_artifact: Path,
+) -> None:
+    """Every card said its annotation was SemEval-2014 / MAMS / ACOS and that it was trained
+    on restaurant and laptop reviews, whatever the run read."""
+    card = (extractor_artifact / "README.md").read_text(encoding="utf-8")
+    assert "SemEval-2014 / MAMS / ACOS" not in card and "restaurant and laptop" not in card
+    assert "follows the annotation of its training data" in card
+    shipped = (DEFAULT_EXTRACTOR_DIR / "README.md").read_text(encoding="utf-8")
+    meta = json.loads((DEFAULT_EXTRACTOR_DIR / "metadata.json").read_text(encoding="utf-8"))
+    assert shipped == render_extractor(meta)  # the shipped card is what its metadata makes
+    assert "annotation of its training data (SemEval-2014 Task 4" in shipped
