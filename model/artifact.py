@@ -334,6 +334,20 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
     return Artifact(directory, metadata, onnx_path, pipeline)
 
 
+def check_opens(directory: Path) -> None:
+    """onnxruntime opens the artifact's graph: a model.onnx cut short or not a graph, whose
+    sha256 was recorded again, passes every checksum and fails only when a server loads it.
+    ArtifactError naming the file otherwise."""
+    import onnxruntime as ort
+
+    path = Path(directory) / ONNX
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime's own kinds (InvalidProtobuf, Fail, ...), no base
+        said = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ArtifactError(f"{path}: onnxruntime cannot open it: {said}") from None
+
+
 def quantize_graph(
     tmp: Path,
     metadata: dict,

@@ -222,6 +222,23 @@ class Registry:
             raise RegistryError(f"{path}: not a JSON object")
         return meta
 
+    def check_servable(self, version: str) -> Path:
+        """``verify``, and what the service's load would refuse beyond the checksums: a model
+        of another task (an aspect-category model: a registry serves term models) and a
+        graph onnxruntime cannot open. What promote and rollback point at: a version the
+        running workers refuse still brings down every worker or pod started after it."""
+        from absa.errors import ArtifactError
+        from absa.model.artifact import check_opens, read_metadata
+        from absa.model.categories import TERMS, check_task
+
+        path = self.verify(version)
+        try:
+            check_task(read_metadata(path), TERMS, path)
+            check_opens(path)
+        except ArtifactError as e:
+            raise RegistryError(f"version {version!r} cannot be served: {e}") from None
+        return path
+
     def verify(self, version: str) -> Path:
         """The version's directory, verified as the service would load it (every file's
         sha256, paths inside the version, a passed parity record); RegistryError if not."""
@@ -381,7 +398,7 @@ class Registry:
         A pointer that cannot be read is replaced (the way an operator mends it: the new
         one names a verified version); versions no longer there leave the history."""
         self.require()
-        self.verify(version)
+        self.check_servable(version)
         if (self.root / POINTER).is_dir():  # the rename over it fails ("Is a directory")
             raise RegistryError(_FOLDER.format(self.root / POINTER))
         try:
@@ -416,7 +433,7 @@ class Registry:
     def rollback(self) -> str:
         """Point back at the previous champion."""
         old, target, rest = self._rollback_plan()
-        self.verify(target)  # a version that fails verification is never pointed at
+        self.check_servable(target)  # a version that cannot serve is never pointed at
         atomic_write_json(self.root / POINTER, {"version": target, "previous": rest})
         self._history("rollback", target, old, "")
         return target

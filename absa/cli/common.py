@@ -211,6 +211,7 @@ def servable(path: Path, kind: str | None = None, task: str | None = None, named
             from absa.model.categories import check_task
 
             check_task(art.metadata, task, path)
+        artifact.check_opens(path)  # a graph cut short passed its (recorded again) sha256
     except ArtifactError as e:  # a training run's message says how to export it already
         told = artifact.is_artifact(path) or (path / "run.json").is_file()
         hint = "" if told else " (make one with `absa export`)"

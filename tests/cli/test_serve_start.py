@@ -188,3 +188,24 @@ def test_a_training_run_given_to_serve_is_one_line_saying_to_export_it(
     err = capsys.readouterr().err
     assert err.startswith(f"absa serve: error: {tiny_run} is a training run"), err
     assert f"`absa export --run {tiny_run} --out ARTIFACT_DIR`" in err and err.count("\n") == 1
+
+
+def test_a_graph_onnxruntime_cannot_open_is_refused_in_one_line(
+    artifact: Path, busy_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model.onnx cut short whose sha256 was recorded again passed the check before the
+    server: 45 lines of uvicorn's startup traceback (InvalidProtobuf) and exit 3."""
+    import json
+    import shutil
+
+    from absa.model import artifact as artifacts
+
+    copy = shutil.copytree(artifact, tmp_path / "a")
+    onnx = copy / "model.onnx"
+    onnx.write_bytes(onnx.read_bytes()[: onnx.stat().st_size // 2])
+    meta = json.loads((copy / "metadata.json").read_text())
+    artifacts.record_files(meta, copy)
+    artifacts.record_onnx(meta, copy)
+    (copy / "metadata.json").write_text(json.dumps(meta))
+    err = _serve(capsys, copy, busy_port)
+    assert "onnxruntime cannot open" in err and str(onnx) in err, err

@@ -726,3 +726,44 @@ def test_a_registry_made_under_a_strict_umask_is_readable_by_all(tmp_path: Path)
         != (0o555 if p.is_dir() else 0o444)
     ]
     assert private == [], private
+
+
+def _unservable(tmp_path: Path, kind: str) -> Path:
+    """A version that passes its checksums but cannot serve: a category model, or a graph
+    cut short whose sha256 was recorded again."""
+    from absa.model.categories import SHIPPED_CATEGORY_MODEL
+
+    d = tmp_path / "staging" / kind
+    d.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(SHIPPED_CATEGORY_MODEL if kind == "category" else DEFAULT_MODEL_DIR, d)
+    if kind == "cut":
+        onnx = d / "model.onnx"
+        onnx.write_bytes(onnx.read_bytes()[: onnx.stat().st_size // 2])
+    meta = json.loads((d / "metadata.json").read_text())
+    meta["version"] = kind
+    artifacts.record_files(meta, d)
+    artifacts.record_onnx(meta, d)
+    (d / "metadata.json").write_text(json.dumps(meta))
+    return d
+
+
+@pytest.mark.parametrize("kind", ["category", "cut"])
+def test_promote_and_rollback_refuse_a_version_the_service_cannot_serve(
+    tmp_path: Path, kind: str
+) -> None:
+    """Both passed (the checksums match): the running workers refused it and kept the old
+    model, but the next worker or pod to start failed, and the service went down; a rollback
+    then landed on it too."""
+    reg = make_registry(tmp_path, 1)
+    reg.promote("v1")
+    reg.add(_unservable(tmp_path, kind), kind)
+    before = pointer_file(reg)
+    words = "aspect-category model" if kind == "category" else "onnxruntime cannot open"
+    with pytest.raises(RegistryError, match=words):
+        reg.promote(kind)
+    assert pointer_file(reg) == before
+    # a pointer that names it as the one before (an older registry): rollback refuses it
+    atomic_write_json(reg.root / POINTER, {"version": "v1", "previous": [kind]})
+    with pytest.raises(RegistryError, match=words):
+        reg.rollback()
+    assert pointer_file(reg)["version"] == "v1"
