@@ -33,6 +33,7 @@ and refused reloads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import logging
@@ -159,7 +160,33 @@ class Reloader:
 
     async def reload(self, path: Path | None = None, publish: bool = False) -> dict:
         """Swap to ``path`` (default: what the settings point at now) if it is another model.
-        ``publish`` (``/admin/reload``): tell the other workers to serve the same model."""
+        ``publish`` (``/admin/reload``): tell the other workers to serve the same model.
+        A refusal of what the settings point at is remembered, whoever asked (a poll, or
+        /admin/reload): the poll leaves it be until the pointer or its files change."""
+        if path is not None or self.settings.registry is None:
+            return await self._reload(path, publish)
+        return await self._reload_current(self._poll_key(), publish)
+
+    async def _reload_current(self, key: tuple, publish: bool) -> dict:
+        """``reload`` of what the registry names, ``key`` (``_poll_key``) read before: a
+        refusal is remembered as the registry then stands."""
+        try:
+            out = await self._reload(None, publish)
+        except TransientRefusal:  # logged and counted; not the model's fault: tried again
+            self._refused, self._transient_key = None, key
+            self._transient_refused()
+            raise
+        except (ArtifactError, RegistryError):  # _reload logged why
+            # the registry as it stands now, where it still names what was refused: ``key``
+            # alone, read before the load, kept a pointer moved meanwhile as the refused one,
+            # and what that named was loaded (and counted) again at the next poll
+            after = self._poll_key()
+            self._refused = after if after[1] == self._tried else key
+            raise
+        self._refused = self._transient_key = None
+        return out
+
+    async def _reload(self, path: Path | None, publish: bool) -> dict:
         async with self._lock:
             current = self.engine.model.runtime.model_dir
             self._tried = None
@@ -362,18 +389,8 @@ class Reloader:
             return  # refused as it stands: logged and counted once
         if key == self._transient_key and self._waiting():
             return  # refused for want of memory a moment ago: tried once the wait has passed
-        try:
-            await self.reload()
-            self._refused = self._transient_key = None
-        except TransientRefusal:  # logged and counted; not the model's fault: tried again
-            self._refused, self._transient_key = None, key
-            self._transient_refused()
-        except (ArtifactError, RegistryError):  # reload logged why
-            # the registry as it stands now, where it still names what was refused: ``key``
-            # alone, read before the load, kept a pointer moved meanwhile as the refused one,
-            # and what that named was loaded (and counted) again at the next poll
-            after = self._poll_key()
-            self._refused = after if after[1] == self._tried else key
+        with contextlib.suppress(ArtifactError, RegistryError):  # logged and remembered
+            await self._reload_current(key, publish=False)
 
     async def _follow(self) -> None:
         while True:

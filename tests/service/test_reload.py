@@ -441,6 +441,26 @@ def test_a_pointer_moved_during_a_poll_is_refused_once(registry: Registry) -> No
         assert client.get("/v1/model").json()["version"] == "v1"
 
 
+def test_a_version_refused_by_an_admin_reload_is_not_tried_again_by_the_poll(
+    registry: Registry,
+) -> None:
+    """The poll remembered its own refusals only: a version /admin/reload had refused was
+    loaded, logged and counted again at the next poll (README: a poll tries a refused
+    version again only once the pointer or its files change)."""
+    bad = add_variant(registry, "v1", "v3-corrupt")
+    (registry.path(bad) / "model.onnx").write_bytes(b"not onnx")
+    with TestClient(create_app(settings(registry))) as client:
+        point_at(registry, bad)
+        assert client.post("/admin/reload", headers=AUTH).status_code == 409
+        reloader = client.app.state.reloader
+        for _ in range(2):
+            client.portal.call(reloader.poll_once)
+        assert reloader.failures == 1  # the admin call's refusal, counted once
+        registry.promote("v2")  # the pointer moves: the poll follows it
+        client.portal.call(reloader.poll_once)
+        assert client.get("/v1/model").json()["version"] == "v2"
+
+
 def starved_reloader(client: TestClient, error: Callable[[], BaseException]):  # type: ignore[no-untyped-def]
     """The app's reloader on a machine short of memory for its first load only: that load
     raises ``error()``, the next ones load."""
