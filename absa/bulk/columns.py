@@ -53,13 +53,18 @@ def output_schema(labels: Sequence[str], error: str = ERROR) -> pa.Schema:
 
 
 def check_columns(
-    names: Sequence[str], labels: Sequence[str], where: str, exact: bool = False
+    names: Sequence[str],
+    labels: Sequence[str],
+    where: str,
+    exact: bool = False,
+    error: str | None = None,
 ) -> dict[str, str]:
     """InputError naming ``where`` when the table cannot be scored, else the column each
     field scoring reads comes from (``_read_columns``; any others are carried through
     untouched). Rows read from JSONL (``LINE_ERROR`` among the columns) may lack a field:
     each such row gets its error. ``exact``: the fields read by their own names only (a
-    JSONL file's)."""
+    JSONL file's). ``error``: the column a row's error goes in, chosen for the whole input
+    (default: ``error_column(names)``)."""
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
         raise InputError(f"{where}: column {twice!r} appears twice")
@@ -70,7 +75,7 @@ def check_columns(
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
     if ERROR in names and PRED_ERROR in names:  # no third name for a row's error
         raise InputError(f"{where}: {BOTH_ERRORS}")
-    added = set(output_schema(labels, error_column(names)).names)
+    added = set(output_schema(labels, error or error_column(names)).names)
     clash = [c for c in names if c in added]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
@@ -89,15 +94,20 @@ def _read_columns(names: Sequence[str], where: str, exact: bool) -> dict[str, st
         raise InputError(str(e)) from None
 
 
-def score_table(predictor: Predictor, table: pa.Table, exact: bool = False) -> pa.Table:
+def score_table(
+    predictor: Predictor, table: pa.Table, exact: bool = False, error: str | None = None
+) -> pa.Table:
     """``table`` with the prediction columns appended, one output row per input row, in order.
     A row that cannot be scored (or a JSONL line that could not be read, ``LINE_ERROR``)
     gets its ``error`` and nulls in the other columns. ``exact``: a JSONL file's table, its
-    fields read by their own names only (``check_columns``)."""
+    fields read by their own names only (``check_columns``). ``error``: the column a row's
+    error goes in, chosen once for all of an input's tables (``error_column`` of every
+    field of the file or job: a JSONL block without the input's own ``error`` field would
+    put it in ``error`` where the others put it in ``pred_error``); default: this table's."""
     import pyarrow as pa
 
-    read = check_columns(table.column_names, predictor.labels, "the table", exact)
-    error = error_column(table.column_names)
+    error = error or error_column(table.column_names)
+    read = check_columns(table.column_names, predictor.labels, "the table", exact, error)
     schema = output_schema(predictor.labels, error)
     unreadable: list[str | None] = [None] * table.num_rows
     if LINE_ERROR in table.column_names:  # never a read field's column

@@ -29,9 +29,13 @@ from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables, refuse_inner_name
+from absa.errors import InputError
 from absa.model.predictor import Predictor
 from absa.scoring import (
+    BOTH_ERRORS,
+    ERROR,
     NO_SPACE,
+    PRED_ERROR,
     ScoreStats,
     any_field_length,
     cannot_write,
@@ -596,19 +600,23 @@ def score_table_file(
         raise
     writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
     exact = is_jsonl(src)  # a JSONL file's fields are read by their own names only
+    # the column of a row's error, one for the whole file: a JSONL file's every field (read
+    # ahead), else the columns every table has (a CSV header, a Parquet schema)
+    error: str | None = None
     try:
         if exact and writer.fmt == "parquet":  # columns of one type each, fixed
-            _read_ahead(writer, src, chunk, predictor)  # (JSONL into CSV: absa.scoring's)
+            error = _read_ahead(writer, src, chunk, predictor)  # (into CSV: absa.scoring's)
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
-            for table in _checked(read_batches(src, chunk), src, predictor):
-                scored = score_table(predictor, table, exact=exact)
+            for table in _checked(read_batches(src, chunk), src, predictor, error):
+                error = error or error_column(table.column_names)
+                scored = score_table(predictor, table, exact=exact, error=error)
                 # written first: a row it refuses is named by ``where``, which reads forward
                 writer.write(scored)
-                _count(scored, stats, src, where, error_column(table.column_names))
+                _count(scored, stats, src, where, error)
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
             empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
-            writer.write(score_table(predictor, empty, exact=exact))
+            writer.write(score_table(predictor, empty, exact=exact, error=error))
         writer.close()
         publish(tmp, dst)
     except BaseException as e:
@@ -621,13 +629,24 @@ def score_table_file(
     return stats
 
 
-def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: Predictor) -> None:
+def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: Predictor) -> str:
     """``writer.expect`` the JSONL file ``src``: every field, and a clash of types or an
-    output column's name anywhere in it refused before a row is scored."""
+    output column's name anywhere in it refused before a row is scored. The column a row's
+    error goes in (``error_column`` of every field: ``pred_error`` where any row has an
+    ``error`` field)."""
     t0 = time.perf_counter()
-    tables = _checked(read_batches(src, chunk), src, predictor)
-    writer.expect(t.drop_columns([LINE_ERROR]) for t in tables)
+    names: set[str] = set()
+
+    def noted(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        for t in tables:
+            names.update(t.column_names)
+            yield t.drop_columns([LINE_ERROR])
+
+    writer.expect(noted(_checked(read_batches(src, chunk), src, predictor)))
+    if ERROR in names and PRED_ERROR in names:  # in two blocks: no third name for the error
+        raise InputError(f"{src}: {BOTH_ERRORS}")
     log.info("%s: fields read ahead in %.1f s", src, time.perf_counter() - t0)
+    return error_column(sorted(names))
 
 
 def is_jsonl(src: Path) -> bool:
@@ -647,15 +666,18 @@ def _no_rows(src: Path) -> pa.Table:
     return pa.table({"text": pa.array([], pa.string()), "aspect": pa.array([], pa.string())})
 
 
-def _checked(tables: Iterator[pa.Table], src: Path, predictor: Predictor) -> Iterator[pa.Table]:
+def _checked(
+    tables: Iterator[pa.Table], src: Path, predictor: Predictor, error: str | None = None
+) -> Iterator[pa.Table]:
     """The tables, each checked for the columns scoring needs (JSONL blocks can differ: a
     field named like an output column may first occur in a later one), the file and rows
-    named; pyarrow's parse errors named with the file."""
+    named; pyarrow's parse errors named with the file. ``error``: the file's column for a
+    row's error, where known (``check_columns``)."""
     row = 1
     try:
         for table in tables:
             where = str(src) if row == 1 else f"{src} (rows {row}-{row + table.num_rows - 1})"
-            check_columns(table.column_names, predictor.labels, where, is_jsonl(src))
+            check_columns(table.column_names, predictor.labels, where, is_jsonl(src), error)
             row += table.num_rows
             yield table
     except pa.ArrowException as e:  # on one line: pyarrow quotes a row as it is, breaks too

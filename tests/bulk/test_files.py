@@ -1260,3 +1260,25 @@ def test_an_empty_object_beside_objects_with_fields_in_its_row_group_is_written(
     files.score_table_file(predictor, src, tmp_path / "out.parquet", chunk=16, progress=False)
     got = pq.read_table(tmp_path / "out.parquet").column("x").to_pylist()
     assert got == [x or {"a": None} for x in xs]
+
+
+def test_a_jsonl_error_field_first_seen_in_a_later_block_puts_every_rows_error_in_pred_error(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """JSONL into Parquet: the column a row's error goes in was chosen block by block, so
+    the rows before the block where the input's own ``error`` field first appears had
+    theirs in ``error`` and the rest in ``pred_error``; now one column for the whole file."""
+    from absa.bulk.files import score_table_file
+
+    good = {"text": "the food was great", "aspect": "food"}
+    rows = [{**good, "id": i} for i in range(6)]
+    rows[0]["aspect"] = "zzz"  # bad, in the first block
+    rows[3]["error"] = "upstream timeout"  # the input's own field, in the second block
+    rows[4]["aspect"] = "zzz"  # bad, in the second block
+    src = write_jsonl(tmp_path / "late-error.jsonl", rows)
+    dst = tmp_path / "out.parquet"
+    stats = score_table_file(_predictor(artifact), src, dst, chunk=2, progress=False)
+    got = pq.read_table(dst).to_pylist()
+    assert [r["error"] for r in got] == [None, None, None, "upstream timeout", None, None]
+    assert [r["pred_error"] is not None for r in got] == [True, False, False, False, True, False]
+    assert (stats.rows, stats.scored, [line for line, _ in stats.bad]) == (6, 4, [1, 5])
