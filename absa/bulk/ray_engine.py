@@ -381,9 +381,12 @@ def _labels(model_dir: Path) -> list[str]:
 
 
 def _model_dir(model: str | Path | None) -> Path:
+    """The model's directory, checked to be an aspect-term model (a category model failed
+    in every actor), as the local engine checks it."""
     from absa.cli.common import model_dir, servable
+    from absa.model.categories import TERMS
 
-    return servable(model_dir(str(model) if model else None)).resolve()
+    return servable(model_dir(str(model) if model else None), task=TERMS).resolve()
 
 
 def _check_empty(output: str) -> None:

@@ -184,3 +184,28 @@ def test_starting_ray_leaves_the_commands_stop_handlers_in_place() -> None:
             ray.shutdown()
         for s, handler in before.items():
             signal.signal(s, handler)
+
+
+def test_a_category_model_is_refused_in_one_line_before_ray_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped category model passed the check of its directory and failed in every
+    actor: ~150 lines of traceback and exit 1 (the status of "some rows bad"); it is
+    refused as the local engine refuses it."""
+    from absa.bulk import ray_engine
+    from absa.cli import main
+    from absa.model.categories import SHIPPED_CATEGORY_MODEL
+
+    def started(*args: Any, **kwargs: Any) -> float:
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(ray_engine, "connect", started)
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    argv = ["predict", "--input", str(src), "--model", str(SHIPPED_CATEGORY_MODEL)]
+    assert main([*argv, "--output", str(tmp_path / "o.jsonl")]) == 2
+    local = capsys.readouterr().err.strip()
+    assert main([*argv, "--output", str(tmp_path / "o"), "--engine", "ray"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == local and len(err.splitlines()) == 1 and "aspect-term model is needed" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
