@@ -187,8 +187,11 @@ def score_with_ray(
     model_dir = _model_dir(model)
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
     started = not ray.is_initialized()
+    local = started and not (address or os.environ.get("RAY_ADDRESS"))
     try:
         startup = connect(workers + 1, address)
+        if local and num_gpus:
+            _check_gpus(num_gpus)
         ray.data.DataContext.get_current().enable_progress_bars = progress
         began = time.perf_counter()
         with _staged(output) as staging:
@@ -387,6 +390,20 @@ def _model_dir(model: str | Path | None) -> Path:
     from absa.model.categories import TERMS
 
     return servable(model_dir(str(model) if model else None), task=TERMS).resolve()
+
+
+def _check_gpus(num_gpus: float) -> None:
+    """InputError where an actor asks for more GPUs than the local instance started here
+    has: Ray would wait for them forever (one that joins a cluster may get GPU nodes)."""
+    import ray
+
+    have = ray.cluster_resources().get("GPU", 0)
+    if num_gpus > have:
+        raise InputError(
+            f"--num-gpus {num_gpus:g}: each actor asks for that many GPUs, and the local Ray "
+            f"instance started here has {have:g} (give --num-gpus 0 to score on CPUs, or set "
+            "RAY_ADDRESS to a cluster with GPUs)"
+        )
 
 
 def _check_empty(output: str) -> None:

@@ -358,6 +358,11 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
                 raise CLIError(f"{flag} is at least 1, not {n}")
         if not 0 <= args.num_gpus < math.inf:  # nan passed a check of < 0, then failed in Ray
             raise CLIError(f"--num-gpus is a number >= 0, not {args.num_gpus}")
+        if args.device is not None:  # never read: cpu scored on a GPU, cuda on CPUs
+            raise CLIError(
+                "--device is for the local engine; with --engine ray give --num-gpus (GPUs "
+                "per actor: above 0 the model runs on CUDA, 0 on CPUs)"
+            )
         return
     given = [
         "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))

@@ -5,6 +5,7 @@ Only the last test starts Ray (one actor, two rows); the others replace the job.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -208,4 +209,42 @@ def test_a_category_model_is_refused_in_one_line_before_ray_starts(
     assert main([*argv, "--output", str(tmp_path / "o"), "--engine", "ray"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == local and len(err.splitlines()) == 1 and "aspect-term model is needed" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "auto"])
+def test_device_is_refused_with_the_ray_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], device: str
+) -> None:
+    """--engine ray never read --device (its actors use CUDA where --num-gpus is above 0):
+    --device cpu scored on a GPU, --device cuda on CPUs, without a word."""
+    from absa.cli import main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    argv = ["predict", "--engine", "ray", "--input", str(src), "--output", str(tmp_path / "o")]
+    assert main([*argv, "--device", device]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("absa predict: error: --device") and "--num-gpus" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(bool(os.environ.get("RAY_ADDRESS")), reason="starts a local instance")
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU may be here")
+def test_gpus_on_a_local_instance_without_them_are_refused(tmp_path: Path) -> None:
+    """--num-gpus 1 on the local instance absa starts, on a machine without a GPU: the
+    actors waited for a GPU forever, and the job with them."""
+    from absa.bulk import score_with_ray
+    from absa.errors import InputError
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the food was great", "aspect": "food"}\n')
+    try:
+        with pytest.raises(InputError, match="GPU") as e:
+            score_with_ray(src, tmp_path / "out", workers=1, num_gpus=1, progress=False)
+        assert "has 0" in str(e.value) and "--num-gpus" in str(e.value)
+        assert not ray.is_initialized()
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
