@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from absa.bulk.columns import check_columns, error_column, score_table
-from absa.bulk.jsonl import refuse_inner_name
+from absa.bulk.jsonl import LINE_ERROR, refuse_inner_name
 from absa.errors import InputError
-from absa.scoring import ERROR, beside
+from absa.scoring import BOTH_ERRORS, ERROR, PRED_ERROR, beside
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,8 @@ class Scorer:
         csv: bool = False,
         text: bool = False,
         exact: bool = False,
+        error: str = ERROR,
+        columns: tuple[str, ...] = (),
     ) -> None:
         from absa.model.predictor import Predictor
         from absa.model.runtime import Runtime
@@ -65,12 +67,22 @@ class Scorer:
         # writer stopped the job on bytes that are not UTF-8)
         self.text = text
         self.exact = exact  # JSONL: fields read by their own names only (score_table)
+        self.error = error  # the column of a row's error, one for the whole job
+        # every input column of the job: a batch gets nulls for those it lacks (a JSONL
+        # file without a field, a CSV file without a column), as Ray's Parquet writer
+        # stopped on blocks of different columns ('Field "error" does not exist')
+        self.columns = columns
 
     def __call__(self, batch: Any) -> Any:  # a pyarrow.Table in, a pyarrow.Table out
+        import pyarrow as pa
+
         from absa.bulk.files import text_columns, utf8_columns
 
         table = utf8_columns(batch) if self.csv else batch
-        scored = score_table(self.predictor, table, exact=self.exact)
+        for name in self.columns:
+            if name not in table.column_names:
+                table = table.append_column(name, pa.nulls(table.num_rows))
+        scored = score_table(self.predictor, table, exact=self.exact, error=self.error)
         return text_columns(scored) if self.text else scored
 
 
@@ -229,9 +241,17 @@ class _Job:
         schema = ds.schema()
         if schema is None:  # no rows at all (an empty file, a CSV header alone): none to write
             return ERROR
+        # the column of a row's error, chosen once from every file's columns (a JSONL
+        # file's every field): chosen batch by batch, a batch without the input's own
+        # ``error`` field put the row's error in ``error``, which was then not counted
+        names = _input_names(ds, self.files, self.fmt)
+        error = error_column(names)
+        where = self.files[0]
         if self.fmt != "jsonl":  # a JSONL reader refuses the field itself, naming its line
-            refuse_inner_name(schema.names, self.files[0])
-        check_columns(schema.names, _labels(self.model_dir), self.files[0], self.fmt == "jsonl")
+            refuse_inner_name(names, where)
+        if ERROR in names and PRED_ERROR in names:  # in two files: no third name for it
+            raise InputError(f"{', '.join(self.files[:3])}: {BOTH_ERRORS}")
+        check_columns(names, _labels(self.model_dir), where, self.fmt == "jsonl", error)
         # blocks of at most a batch: a large file is spread over every actor
         scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
             Scorer,
@@ -241,6 +261,8 @@ class _Job:
                 "csv": self.fmt == "csv",
                 "exact": self.fmt == "jsonl",
                 "text": self.output_format == "jsonl",
+                "error": error,
+                "columns": tuple(n for n in names if n != LINE_ERROR),
             },
             batch_format="pyarrow",
             batch_size=self.batch_size,
@@ -250,7 +272,39 @@ class _Job:
         )
         write = scored.write_parquet if self.output_format == "parquet" else scored.write_json
         write(self.output, min_rows_per_file=rows_per_file)
-        return error_column(schema.names)
+        return error
+
+
+def _input_names(ds: Any, files: list[str], fmt: str) -> list[str]:
+    """Every column of the input, in the order first seen: every Parquet file's (their
+    footers), every CSV file's header, every field of every JSONL row (a pass over the
+    dataset: a field may first occur in any row). ``ds.schema()`` is its first block's."""
+    names: dict[str, None] = {}
+    if fmt == "jsonl":
+        for row in ds.map_batches(_names, batch_format="pyarrow", batch_size=None).iter_rows():
+            names.update(dict.fromkeys(json.loads(row["names"])))
+    elif fmt == "csv":
+        from absa.bulk.files import csv_header
+
+        for f in files:
+            names.update(dict.fromkeys(csv_header(f)))
+    else:
+        import pyarrow.dataset as pa_ds
+
+        from absa.bulk.files import file_system
+
+        for f in files:
+            fs, path = file_system(f)
+            for fragment in pa_ds.dataset(path, format="parquet", filesystem=fs).get_fragments():
+                names.update(dict.fromkeys(fragment.physical_schema.names))
+    return list(names)
+
+
+def _names(table: Any) -> Any:
+    """A block's column names, as a table of one row (``_input_names``)."""
+    import pyarrow as pa
+
+    return pa.table({"names": [json.dumps(table.column_names)]})
 
 
 @contextlib.contextmanager

@@ -374,3 +374,27 @@ def test_an_input_without_rows_is_an_empty_output_not_a_traceback(
     argv = ["predict", "--engine", "ray", "--workers", "1", "--input", str(src.parent)]
     assert main([*argv, "--output", str(out), "--model", str(artifact), "--quiet"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS"]
+
+
+def test_an_error_field_in_one_file_of_a_directory_puts_every_rows_error_in_pred_error(
+    artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The column of a row's error was chosen batch by batch, the column counted once from
+    the first block's schema: with an ``error`` field in the second file alone, the rows
+    with pred_error were counted as scored (exit 0), and with small batches the count
+    failed the job ("Field pred_error does not exist"). One column for the whole job now,
+    as the local engine chooses it for a file."""
+    good = {"text": "the food was great", "aspect": "food"}
+    a = [{**good, "id": i} for i in range(4)]
+    b = [{**good, "id": i} for i in range(4, 8)]
+    a[1]["aspect"] = b[2]["aspect"] = "zzz"  # a bad row in each file
+    b[0]["error"] = "upstream timeout"  # the input's own field, in the second file only
+    write_jsonl(tmp_path / "in" / "a.jsonl", a)
+    write_jsonl(tmp_path / "in" / "b.jsonl", b)
+    out = tmp_path / "out"
+    argv = ["predict", "--engine", "ray", "--model", str(artifact), "--batch-size", "2"]
+    assert main([*argv, "--input", str(tmp_path / "in"), "--output", str(out)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("8 rows: 6 scored, 2 bad")
+    got = sorted(_parquet_parts(out), key=lambda r: r["id"])
+    assert [r["error"] for r in got] == [None] * 4 + ["upstream timeout"] + [None] * 3
+    assert [r["id"] for r in got if r["pred_error"] is not None] == [1, 6]
