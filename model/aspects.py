@@ -33,10 +33,14 @@ def shown(s: str, limit: int = SHOWN_CHARS) -> str:
 
 
 def shown_value(value: object, limit: int = SHOWN_CHARS) -> str:
-    """Any value for an error message: a string as ``shown``, anything else as its repr, cut
-    alike (a 200,000-digit "start" cell was echoed whole into the log and the output)."""
+    """Any value for an error message: a string as ``shown``, true, false and null as JSON
+    spells them (the input's, not Python's ``True`` and ``None``), anything else as its
+    repr, cut alike (a 200,000-digit "start" cell was echoed whole into the log and the
+    output)."""
     if isinstance(value, str):
         return shown(value, limit)
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
     try:
         text = repr(value)
     except ValueError:  # an integer over Python's digit limit for str()

@@ -1057,6 +1057,24 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(
         assert Path("/dev/full").is_char_device()  # the link was removed, not what it named
 
 
+def test_json_offsets_that_are_not_numbers_are_shown_as_json_writes_them(tmp_path: Path) -> None:
+    """The error spelt a JSON ``true`` and ``null`` as Python's ``True`` and ``None``."""
+    src = _write(
+        tmp_path / "in.jsonl",
+        '{"text": "The pizza", "aspect": "pizza", "start": true, "end": 9}\n'
+        '{"text": "The pizza", "aspect": "pizza", "start": 4, "end": null}\n'
+        '{"text": "The pizza", "aspect": "pizza", "start": false, "end": "9"}\n',
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1
+    rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    assert [r["error"] for r in rows] == [
+        "start/end must be integers, got true/9",
+        "start/end must be integers, got 4/null",
+        "start/end must be integers, got false/'9'",
+    ]
+
+
 def test_csv_offsets_as_pandas_writes_them_pin(tmp_path: Path) -> None:
     """pandas writes an integer column with gaps as floats, ``17.0`` and an empty cell: the
     same frame pinned its spans as JSONL or Parquet and failed every pinned row as CSV
