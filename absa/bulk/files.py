@@ -72,11 +72,12 @@ def file_system(path: str) -> tuple[Any, str]:
     return pa_fs.LocalFileSystem(), path
 
 
-def csv_header(path: str) -> list[str]:
-    """The column names on the first line of a CSV file (a local path or a URI), the line
-    ending in ``\\n``, ``\\r\\n`` or ``\\r`` as pyarrow reads it; ValueError naming the file
-    and line 1 where the csv module cannot read it or a name is not UTF-8."""
-    fs, inner = file_system(path)
+def csv_header(path: str, filesystem: Any = None) -> list[str]:
+    """The column names on the first line of a CSV file (a local path or a URI; or a path
+    within ``filesystem``), the line ending in ``\\n``, ``\\r\\n`` or ``\\r`` as pyarrow
+    reads it; ValueError naming the file and line 1 where the csv module cannot read it or a
+    name is not UTF-8."""
+    fs, inner = file_system(path) if filesystem is None else (filesystem, path)
     # read as far as the header goes: cut at 64 KiB, a wide file's text and aspect were "no
     # column 'text'", and a column past the cut was not read as strings ("001" became 1).
     # utf-8-sig: a byte-order mark is not part of the first column's name (pyarrow drops it)

@@ -32,7 +32,7 @@ from typing import Any
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, refuse_inner_name
 from absa.errors import InputError
-from absa.scoring import BOTH_ERRORS, ERROR, PRED_ERROR, beside
+from absa.scoring import BOTH_ERRORS, ERROR, PRED_ERROR, beside, repeated
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +247,8 @@ class _Job:
         names = _input_names(ds, self.files, self.fmt)
         error = error_column(names)
         where = self.files[0]
+        if self.fmt == "csv":  # each file's own header (a CSV's columns are its header's)
+            _check_csv_headers(self.files, _labels(self.model_dir), error)
         if self.fmt != "jsonl":  # a JSONL reader refuses the field itself, naming its line
             refuse_inner_name(names, where)
         if ERROR in names and PRED_ERROR in names:  # in two files: no third name for it
@@ -379,10 +381,7 @@ def _count(output: str, output_format: str, error: str) -> tuple[int, int, int]:
 
 
 def _read(files: list[str], fmt: str) -> Any:
-    import pyarrow.csv as pa_csv
     import ray
-
-    from absa.bulk.files import csv_bytes, csv_header
 
     _import_before_threads()
 
@@ -390,15 +389,58 @@ def _read(files: list[str], fmt: str) -> Any:
         return ray.data.read_parquet(files)
     if fmt == "jsonl":  # a bad line is a row with its error (absa.bulk.jsonl)
         return ray.data.read_datasource(_jsonl_source(files))
-    return ray.data.read_csv(
-        files,
-        # the first file's columns, as bytes: Scorer decodes them (a bad byte fails its row)
-        convert_options=csv_bytes(csv_header(files[0])),
-        parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-        # a record over two blocks failed the job (pyarrow's 1 MiB: a 2 MB review); a
-        # task cannot read again with larger ones, as single-process scoring does
-        read_options=pa_csv.ReadOptions(block_size=RAY_CSV_BLOCK),
-    )
+    return ray.data.read_datasource(_csv_source(files))
+
+
+def _csv_source(files: list[str]) -> Any:
+    """A Ray datasource of CSV files, each read with its own header, every column as bytes
+    for Scorer to decode (a bad byte fails its row): read with the first file's header, a
+    column the first lacked was typed by pyarrow ("00123" became 123)."""
+    from ray.data.datasource import FileBasedDatasource
+
+    class CsvSource(FileBasedDatasource):
+        def _read_stream(self, f: Any, path: str) -> Iterator[Any]:
+            import pyarrow as pa
+            import pyarrow.csv as pa_csv
+
+            from absa.bulk.files import csv_bytes, csv_header
+
+            reader = pa_csv.open_csv(
+                f,
+                convert_options=csv_bytes(csv_header(path, self._filesystem)),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                # a record over two blocks failed the job (pyarrow's 1 MiB: a 2 MB review);
+                # a task cannot read again with larger ones, as single-process scoring does
+                read_options=pa_csv.ReadOptions(block_size=RAY_CSV_BLOCK, use_threads=False),
+            )
+            for batch in reader:
+                yield pa.Table.from_batches([batch])
+
+    return CsvSource(files)
+
+
+def _check_csv_headers(files: list[str], labels: list[str], error: str) -> None:
+    """Each CSV file's header checked as single-process scoring checks it (a column twice,
+    no text or aspect, an output column's name), naming the file; and refused where two
+    files read a field from columns of different names ("text" in one, "Text" in another):
+    one table of both would hold both columns, each null in the other file's rows."""
+    from absa.bulk.files import csv_header
+
+    seen: dict[str, tuple[str, str]] = {}  # a field: the file first reading it, and column
+    for f in files:
+        header = csv_header(f)
+        twice = repeated(header)
+        if twice is not None:
+            raise InputError(f"{f}:1: column {twice!r} appears twice")
+        refuse_inner_name(header, f)
+        for field, name in check_columns(header, labels, f, error=error).items():
+            there, other = seen.setdefault(field, (f, name))
+            if other != name:
+                raise InputError(
+                    f"{f}: the {field} is column {name!r} here and {other!r} in {there}; "
+                    "give the CSV files of one job the same names for text, aspect, start "
+                    "and end"
+                )
 
 
 def _jsonl_source(files: list[str]) -> Any:

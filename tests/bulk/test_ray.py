@@ -163,6 +163,24 @@ def test_cli_reads_csv(artifact: Path, tmp_path: Path) -> None:
     assert got[0]["pred_label"] and got[1]["pred_label"] and "does not occur" in got[2]["error"]
 
 
+def test_each_csv_file_is_read_with_its_own_header(artifact: Path, tmp_path: Path) -> None:
+    """Every file was read with the first file's header: a column the first lacks was typed
+    by pyarrow ("00123" became 123); each is read with its own now, every column a string,
+    and a file without a column has it null."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.csv").write_text("id,text,aspect\n001,the food was great,food\n")
+    (src / "b.csv").write_text("id,zip,text,aspect\n002,00123,the wine was fine,wine\n")
+    argv = ["predict", "--engine", "ray", "--model", str(artifact), "--input", str(src)]
+    assert main([*argv, "--output", str(tmp_path / "out"), "--batch-size", "1"]) == 0
+    got = sorted(_parquet_parts(tmp_path / "out"), key=lambda r: r["id"])
+    assert [(r["id"], r["zip"], r["text"]) for r in got] == [
+        ("001", None, "the food was great"),
+        ("002", "00123", "the wine was fine"),
+    ]
+    assert all(r["pred_label"] and r["error"] is None for r in got)
+
+
 def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
     artifact: Path, tmp_path: Path
 ) -> None:
@@ -202,8 +220,15 @@ def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
             lambda d: (d / "a.jsonl").write_text('{"text": "x"}\n{"__absa_line_error__": 1}\n'),
             "a.jsonl:2: field '__absa_line_error__' is a name absa uses for a row's read error",
         ),
+        (
+            lambda d: [
+                (d / "a.csv").write_text("text,aspect\nnice food,food\n"),
+                (d / "b.csv").write_text("Text,Aspect\nbad food,food\n"),
+            ],
+            "b.csv: the text is column 'Text' here and 'text' in",  # every row failed
+        ),
     ],
-    ids=["empty", "mixed", "columns", "types", "inner-csv", "inner-jsonl"],
+    ids=["empty", "mixed", "columns", "types", "inner-csv", "inner-jsonl", "case"],
 )
 def test_bad_input_is_one_line(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, make: Any, message: str
