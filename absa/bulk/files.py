@@ -681,20 +681,26 @@ def _checked(
             check_columns(table.column_names, predictor.labels, where, is_jsonl(src), error)
             row += table.num_rows
             yield table
-    except pa.ArrowException as e:  # on one line: pyarrow quotes a row as it is, breaks too
-        said = _one_line(str(e))
-        line = ragged_line(src)
-        if line is not None:  # pyarrow's "Row #N" counts records, not lines: said by line
-            said = _ROW.sub("", said)
-        raise ValueError(f"{line or src}: {said}") from None
+    except pa.ArrowException as e:
+        raise parse_error(src, e) from None
     except OSError as e:
         if e.errno is not None or e.filename is not None:  # the system's: says what it is
             raise
         # pyarrow's IOError status: a damaged file ("Couldn't deserialize thrift"), unnamed
-        raise ValueError(f"{src}: {_one_line(str(e).strip())}") from None
+        raise ValueError(f"{src}: {one_line(str(e).strip())}") from None
 
 
-def _one_line(said: str) -> str:
+def parse_error(src: Path, error: Exception) -> ValueError:
+    """pyarrow's error reading the file ``src`` on one line (it quotes a row as it is, line
+    breaks too), naming the file, or the line of a ragged CSV record (``ragged_line``)."""
+    said = one_line(str(error))
+    line = ragged_line(src)
+    if line is not None:  # pyarrow's "Row #N" counts records, not lines: said by line
+        said = _ROW.sub("", said)
+    return ValueError(f"{line or src}: {said}")
+
+
+def one_line(said: str) -> str:
     """``said`` on one line: line breaks and other control characters escaped."""
     said = said.replace("\r", "\\r").replace("\n", "\\n")
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in said)

@@ -197,6 +197,8 @@ def score_with_ray(
     output = str(output) if "://" in str(output) else str(Path(output).resolve())
     _check_empty(output)
     model_dir = _model_dir(model)
+    if fmt == "csv":
+        _check_csv_parses(files)
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
     started = not ray.is_initialized()
     local = started and not (address or os.environ.get("RAY_ADDRESS"))
@@ -211,7 +213,10 @@ def score_with_ray(
             try:
                 error = job.run(rows_per_file)
             except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (ragged CSV)
-                raise InputError(f"{', '.join(files[:3])}: {_first_line(e)}") from None
+                said = _first_line(e)
+                if not isinstance(_cause(e), InputError):  # ours name the file and line
+                    said = f"{', '.join(files[:3])}: {said}"
+                raise InputError(said) from None
             _mark_done(staging)
         seconds = time.perf_counter() - began
     finally:
@@ -345,11 +350,17 @@ def _mark_done(output: str) -> None:
         pass
 
 
+def _cause(error: BaseException) -> BaseException:
+    """A Ray task's original exception."""
+    while isinstance(getattr(error, "cause", None), BaseException):
+        error = error.cause  # type: ignore[attr-defined]
+    return error
+
+
 def _first_line(error: BaseException) -> str:
     """What a Ray task's error says (its original exception, not Ray's traceback), in one
     line without colour codes."""
-    while isinstance(getattr(error, "cause", None), BaseException):
-        error = error.cause  # type: ignore[attr-defined]
+    error = _cause(error)
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[0] if lines else type(error).__name__
@@ -405,18 +416,55 @@ def _csv_source(files: list[str]) -> Any:
 
             from absa.bulk.files import csv_bytes, csv_header
 
-            reader = pa_csv.open_csv(
-                f,
-                convert_options=csv_bytes(csv_header(path, self._filesystem)),
-                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-                # a record over two blocks failed the job (pyarrow's 1 MiB: a 2 MB review);
-                # a task cannot read again with larger ones, as single-process scoring does
-                read_options=pa_csv.ReadOptions(block_size=RAY_CSV_BLOCK, use_threads=False),
-            )
-            for batch in reader:
-                yield pa.Table.from_batches([batch])
+            try:
+                reader = pa_csv.open_csv(
+                    f,
+                    convert_options=csv_bytes(csv_header(path, self._filesystem)),
+                    parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                    # a record over two blocks failed the job (pyarrow's 1 MiB: a 2 MB
+                    # review); a task cannot read again with larger ones, as
+                    # single-process scoring does
+                    read_options=pa_csv.ReadOptions(block_size=RAY_CSV_BLOCK, use_threads=False),
+                )
+                for batch in reader:
+                    yield pa.Table.from_batches([batch])
+            except pa.ArrowInvalid as e:  # a ragged record: said as single-process scoring
+                raise _csv_error(path, self._filesystem, e) from None
 
     return CsvSource(files)
+
+
+def _check_csv_parses(files: list[str]) -> None:
+    """Each local CSV file read through with pyarrow, as the read tasks read it, before
+    Ray starts: a ragged record is refused in one line naming its line, as single-process
+    scoring refuses it, not as a failed read task (Ray's traceback before it). A URI's
+    file is left to its read task (``_csv_error``)."""
+    import pyarrow as pa
+
+    from absa.bulk.files import csv_batches, csv_header, parse_error
+
+    for f in files:
+        if "://" in f:
+            continue
+        try:
+            for _ in csv_batches(Path(f), csv_header(f)):
+                pass
+        except pa.ArrowInvalid as e:
+            raise InputError(str(parse_error(Path(f), e))) from None
+
+
+def _csv_error(path: str, filesystem: Any, error: Exception) -> InputError:
+    """pyarrow's error reading the CSV file ``path`` as single-process scoring says it (a
+    local file's ragged record with its line), not Ray's "filter out non-CSV file with
+    partition_filter" and a traceback."""
+    import pyarrow.fs as pa_fs
+
+    from absa.bulk.files import one_line, parse_error
+
+    unwrap = getattr(filesystem, "unwrap", None)  # Ray's retrying wrapper
+    if isinstance(unwrap() if unwrap else filesystem, pa_fs.LocalFileSystem):
+        return InputError(str(parse_error(Path(path), error)))
+    return InputError(f"{path}: {one_line(str(error))}")
 
 
 def _check_csv_headers(files: list[str], labels: list[str], error: str) -> None:

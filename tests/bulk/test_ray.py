@@ -227,8 +227,12 @@ def test_a_byte_that_is_not_utf8_in_a_csv_fails_its_row_only(
             ],
             "b.csv: the text is column 'Text' here and 'text' in",  # every row failed
         ),
+        (
+            lambda d: (d / "rag.csv").write_text("text,aspect\nnice food,food\n\nbad,food,x\n"),
+            "rag.csv:4: CSV parse error: Expected 2 columns, got 3: bad,food,x",  # as locally
+        ),
     ],
-    ids=["empty", "mixed", "columns", "types", "inner-csv", "inner-jsonl", "case"],
+    ids=["empty", "mixed", "columns", "types", "inner-csv", "inner-jsonl", "case", "ragged"],
 )
 def test_bad_input_is_one_line(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture, make: Any, message: str
@@ -423,3 +427,17 @@ def test_an_error_field_in_one_file_of_a_directory_puts_every_rows_error_in_pred
     got = sorted(_parquet_parts(out), key=lambda r: r["id"])
     assert [r["error"] for r in got] == [None] * 4 + ["upstream timeout"] + [None] * 3
     assert [r["id"] for r in got if r["pred_error"] is not None] == [1, 6]
+
+
+def test_a_ragged_csv_read_by_a_task_is_said_as_locally(artifact: Path, tmp_path: Path) -> None:
+    """A file given as a URI is read by its task alone (a local path is read through
+    first): its ragged record failed the job with Ray's "filter out non-CSV file with
+    partition_filter"; it is pyarrow's error with the file and line now."""
+    from absa.bulk import score_with_ray
+    from absa.errors import InputError
+
+    src = tmp_path / "rag.csv"
+    src.write_text("text,aspect\nnice food,food\n\nbad,food,x\n")
+    with pytest.raises(InputError) as e:
+        score_with_ray(src.as_uri(), tmp_path / "out", model=artifact, workers=1)
+    assert str(e.value) == f"{src}:4: CSV parse error: Expected 2 columns, got 3: bad,food,x"

@@ -248,3 +248,30 @@ def test_gpus_on_a_local_instance_without_them_are_refused(tmp_path: Path) -> No
         if ray.is_initialized():
             ray.shutdown()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_ragged_local_csv_is_refused_as_locally_before_ray_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ragged CSV failed a Ray read task: Ray's "filter out non-CSV file with
+    partition_filter" and ~165 lines of traceback, no line named. A local file is read
+    through first, and refused as single-process scoring refuses it."""
+    from absa.bulk import ray_engine
+    from absa.cli import main
+
+    def started(*args: Any, **kwargs: Any) -> float:
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(ray_engine, "connect", started)
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.csv").write_text("text,aspect\nnice food,food\n")
+    (src / "rag.csv").write_text("text,aspect\nnice food,food\n\nbad,food,x\n")
+    argv = ["predict", "--input", str(src / "rag.csv"), "--output", str(tmp_path / "o.parquet")]
+    assert main(argv) == 2
+    local = capsys.readouterr().err.strip()
+    assert local.endswith("rag.csv:4: CSV parse error: Expected 2 columns, got 3: bad,food,x")
+    argv = ["predict", "--engine", "ray", "--input", str(src), "--output", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == local
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
