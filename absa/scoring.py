@@ -351,7 +351,7 @@ def _rows(
     """The CSV header (None for JSONL), (line, row or None, error) for each input row, and
     the header's name of each field read where it is not that field's own (``as_read``)."""
     if fmt == "jsonl":
-        return None, _jsonl_rows(f, reserved), {}
+        return None, _jsonl_rows(f, reserved, path), {}
     any_field_length()  # a long text is for the text-length limits to refuse, not the reader
     reader = csv.reader(f)
     try:
@@ -461,15 +461,20 @@ def jsonl_fields(path: Path) -> list[str]:
 
 
 def _jsonl_rows(
-    f: IO[str], reserved: list[str]
+    f: IO[str], reserved: list[str], path: Path
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """The rows; one with a field named like an output column (``pred_label``) stops the
+    file, naming it and the line, as into Parquet: as a bad row it kept the input's value
+    in that column, which read as absa's prediction."""
     for lineno, line in enumerate(f, 1):
         if not line.strip():
             continue
         row, err = parse_line(line)
         clash = [c for c in row or () if c in reserved]
         if clash:
-            err = f"field {clash[0]!r} is one the output adds; rename it"
+            raise ValueError(
+                f"{path}:{lineno}: field {clash[0]!r} is one the output adds; rename it"
+            )
         yield lineno, row, err
 
 

@@ -1075,6 +1075,25 @@ def test_json_offsets_that_are_not_numbers_are_shown_as_json_writes_them(tmp_pat
     ]
 
 
+@pytest.mark.parametrize("out", ["out.jsonl", "out.csv", "out.parquet"])
+def test_a_jsonl_row_with_a_field_named_like_an_output_column_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture, out: str
+) -> None:
+    """Into JSONL or CSV such a row got its error and kept the input's ``pred_label`` and
+    ``pred_score``, which read as absa's prediction; the file is refused, naming the
+    line, as into Parquet, and nothing is written."""
+    src = _write(
+        tmp_path / "in.jsonl",
+        '{"text": "nice food", "aspect": "food"}\n'
+        '{"text": "nice food", "aspect": "food", "pred_label": "positive", "pred_score": 0.99}\n',
+    )
+    assert _shipped(src, tmp_path / out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"absa predict: error: {src}")
+    assert err.endswith("'pred_label' is one the output adds; rename it")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
 def test_csv_offsets_as_pandas_writes_them_pin(tmp_path: Path) -> None:
     """pandas writes an integer column with gaps as floats, ``17.0`` and an empty cell: the
     same frame pinned its spans as JSONL or Parquet and failed every pinned row as CSV
