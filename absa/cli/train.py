@@ -608,10 +608,10 @@ def register(sub: Any) -> None:
         choices=["terms", "category", "extract"],
         default="terms",
         help="terms: sentiment towards aspect terms in the text; category: towards aspect "
-        "categories (SemEval XML aspectCategories, or JSONL text/category/label), v_a a "
-        "learned vector per category; extract: the aspect term tagger (every aspect term of "
-        "the training sentences, conflict ones too; --config takes {model: TaggerConfig, "
-        "train: TagTrainConfig}) (default: terms)",
+        "categories (SemEval XML aspectCategories or SemEval-2016 Opinions, or JSONL "
+        "text/category/label), v_a a learned vector per category; extract: the aspect term "
+        "tagger (every aspect term of the training sentences, conflict ones too; --config "
+        "takes {model: TaggerConfig, train: TagTrainConfig}) (default: terms)",
     )
     g = t.add_mutually_exclusive_group()
     g.add_argument(
