@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 
 
 JSON_PATHS = frozenset({"/v1/predict", "/v1/predict/batch"})
+#: the API's routes: the requests that take a slot, or are shed while none is free (another
+#: /v1/ path is the router's 404 or redirect, no work: shed, it was a 503 the alerts'
+#: arithmetic subtracted from the API routes' 5xx without its being among them)
+API_PATHS = JSON_PATHS | {"/v1/model"}
 #: how often a thread holding the GIL hands it over (Python's default: 5 ms). The event loop
 #: waits that long for every turn while a heavy request's encoding runs in the engine's
 #: thread; measured with one such thread: loop lag p50 6.9 -> 1.1 ms, max 38 -> 23 ms at
@@ -46,9 +50,10 @@ GIL_SWITCH_INTERVAL_S = 0.001
 
 
 class Slots:
-    """The requests to ``/v1/*`` a worker works on at once, at most ``limit``: ApiGate refuses
-    a request while every slot is taken, before its body is read; InFlight takes a slot for
-    a request once its body has arrived (one still arriving, slowly or never, holds none)."""
+    """The API requests (``API_PATHS``) a worker works on at once, at most ``limit``: ApiGate
+    refuses a request while every slot is taken, before its body is read; InFlight takes a
+    slot for a request once its body has arrived (one still arriving, slowly or never, holds
+    none)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -110,7 +115,7 @@ class ApiGate:
             return await reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
             return await reply(send, 415, UNCOMPRESSED)
-        if self.slots.full:
+        if self.slots.full and path in API_PATHS:
             return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
         if engine is not None and engine.full and path in JSON_PATHS:
@@ -156,7 +161,7 @@ class JsonCORS(CORSMiddleware):
 
 
 class InFlight:
-    """Behind BodyLimit: a request to ``/v1/*`` whose body has arrived takes one of the
+    """Behind BodyLimit: an API request (``API_PATHS``) whose body has arrived takes one of the
     ``slots`` while the app works on it, or is refused (503) where they were all taken
     meanwhile. Taken before the body arrived, a slot was held by a client that sent its
     headers and then its body slowly, or never (uvicorn waits for ever): a few idle
@@ -169,7 +174,7 @@ class InFlight:
         self.shed_delay_s = shed_delay_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not route_path(scope).startswith("/v1/"):
+        if scope["type"] != "http" or route_path(scope) not in API_PATHS:
             return await self.app(scope, receive, send)
         if self.slots.full:
             return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
@@ -308,7 +313,7 @@ class Observe:
 #: the web page's files, a mount: the router sets no route for what a mount serves
 STATIC_PATH = "/static"
 #: the API's paths, which ApiGate may answer before the router sees them (a 401 on any)
-GATED_PATHS = JSON_PATHS | {"/v1/model", ADMIN_RELOAD}
+GATED_PATHS = API_PATHS | {ADMIN_RELOAD}
 OPENAPI_PATH = "/openapi.json"
 
 
