@@ -65,8 +65,8 @@ class Slots:
 
 
 async def _shed(send: Send, slots: Slots, metrics: Metrics, delay_s: float) -> None:
-    metrics.shed.inc()
     await errors.shed_pause(delay_s)
+    metrics.shed.inc()  # after the pause: a client gone in it got no 503 (a 499)
     await reply(send, 503, f"overloaded: {slots.limit} requests in flight")
 
 
@@ -120,8 +120,8 @@ class ApiGate:
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
         if engine is not None and engine.full and path in JSON_PATHS:
             # the queue is full: refuse before the body is read and parsed
-            engine.metrics.rejected.inc()
             await errors.shed_pause(self.shed_delay_s)
+            engine.metrics.rejected.inc()  # after the pause, as _shed counts
             return await reply(send, 503, f"overloaded: {engine.pending} aspects are waiting")
         await self.app(scope, receive, send)
 

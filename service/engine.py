@@ -172,8 +172,7 @@ class BatchEngine:
         if self._closing or self._wakeup is None:
             raise ShuttingDown("the service is shutting down")
         limit = self.fits(n)
-        if self._pending + n > limit:
-            self.metrics.rejected.inc()
+        if self._pending + n > limit:  # counted as its 503 goes (errors._domain_error)
             raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")
 
     async def submit(

@@ -180,6 +180,10 @@ async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AbsaError)
     if isinstance(exc, Overloaded):
         await shed_pause(request.app.state.settings.shed_delay_s)
+        from absa.service.engine import QueueFull
+
+        if isinstance(exc, QueueFull):  # after the pause: a client gone in it got no 503
+            request.app.state.metrics.rejected.inc()
     return error_response(status_of(exc), domain_detail(exc))
 
 

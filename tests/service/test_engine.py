@@ -84,7 +84,9 @@ def test_full_queue_refuses_and_counts(artifact: Path) -> None:
         await engine.stop()
 
     asyncio.run(main())
-    assert metrics.registry.get_sample_value("absa_rejected_total") == 1
+    # counted as its 503 goes, by the HTTP layer (test_batching, test_overload): a client
+    # gone in the shed pause gets none
+    assert metrics.registry.get_sample_value("absa_rejected_total") == 0
 
 
 def test_a_full_queue_is_a_full_batch(artifact: Path) -> None:
@@ -130,7 +132,9 @@ def test_jobs_for_two_models_queue_together_or_not_at_all(
         await engine.stop()
 
     asyncio.run(main())
-    assert metrics.registry.get_sample_value("absa_rejected_total") == 1
+    # counted as its 503 goes, by the HTTP layer (test_batching, test_overload): a client
+    # gone in the shed pause gets none
+    assert metrics.registry.get_sample_value("absa_rejected_total") == 0
 
 
 def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_v2: Path) -> None:

@@ -217,3 +217,36 @@ def test_a_request_that_could_never_be_queued_is_413_not_503(artifact: Path) -> 
         assert "split it" in r.json()["detail"]
         r = c.post("/v1/predict/batch", json={"items": [item] * 6})  # 12: admitted
         assert r.status_code == 200
+
+
+def test_a_refusal_whose_client_hangs_up_in_the_pause_is_not_counted_as_one(
+    artifact: Path,
+) -> None:
+    """A queue-full refusal was counted in absa_rejected_total before its shed pause; a
+    client that hung up meanwhile got no 503 (its request is a 499), yet AbsaServerErrors
+    subtracted it from the 503s: real 500s above 1% could stay quiet."""
+    words = ["apple", "banana", "cherry", "dinner"]
+    text = "The " + " and the ".join(words) + " were fine."
+    queued = {"items": [{"text": text, "aspects": words}, {"text": text, "aspects": words[:3]}]}
+    body = json.dumps({"text": text, "aspects": words}).encode()
+    # the batch's 7 aspects wait out the batching window in a queue of 8: 4 more do not fit
+    # (refused once read, by the engine: a full queue is refused before the body, in ApiGate)
+    settings = make_settings(artifact, max_queue=8, max_wait_ms=600, shed_delay_s=2.0)
+    with serve(settings) as url:
+        port = int(url.rsplit(":", 1)[1])
+        first = threading.Thread(
+            target=httpx.post, args=(f"{url}/v1/predict/batch",), kwargs={"json": queued}
+        )
+        first.start()
+        time.sleep(0.1)
+        sock = socket.create_connection(("127.0.0.1", port))
+        head = (f"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+        sock.sendall(head + body)
+        time.sleep(0.2)  # inside the shed pause
+        sock.close()
+        first.join()
+        time.sleep(2.0)  # the pause is over
+        metrics = httpx.get(f"{url}/metrics").text
+    assert 'route="/v1/predict",status="499"} 1.0' in metrics, metrics
+    assert "absa_rejected_total 0.0" in metrics
