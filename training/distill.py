@@ -132,9 +132,12 @@ def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndar
     if teacher_scores.is_scores(teacher):
         return teacher_scores.scores_of(teacher, examples)
     root = Settings().teacher_cache_dir()
-    if root is None:
-        return predict_examples(teacher, examples)
-    return cached_scores(root, teacher, examples, functools.partial(predict_examples, teacher))
+    # a teacher run's network draws from torch's generator as it is built, on a cache miss
+    # alone: the student's draws that follow were another as the cache was cold or warm
+    with torch.random.fork_rng():
+        if root is None:
+            return predict_examples(teacher, examples)
+        return cached_scores(root, teacher, examples, functools.partial(predict_examples, teacher))
 
 
 def transfer_placeholders(found: Sequence[Candidate], labels: Sequence[str]) -> list[Example]:

@@ -82,7 +82,7 @@ def prepare_data(
         log.info("oversampled %s: %d copies added", ", ".join(tcfg.oversample), oversampled)
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
     soft, folds = None, None
-    if tcfg.teacher:  # the teacher's network draws from torch's generator: before the student
+    if tcfg.teacher:  # scored with torch's generator forked (distill._cached_predict)
         probs = ensemble_targets(teacher_dirs(tcfg), train, preset.model.labels)
         if tcfg.teacher_folds:
             probs, folds = fold_targets(
