@@ -573,7 +573,12 @@ def epoch_row(epoch: int, train_loss: float, dev_loss: float, dev: dict, seconds
 
 def epoch_score(dev: dict, dev_loss: float, select_on: str) -> tuple[float, float]:
     """What ranks the epochs (the higher, the better): the ``select_on`` metric of the dev
-    report; ties on it (common on small dev sets) go to the lower dev loss."""
+    report; ties on it (common on small dev sets) go to the lower dev loss. A dev loss that
+    is no number is a network whose outputs are none: it ranks nowhere, whatever
+    ``select_on`` (its accuracy is one label's share, NaN's argmax: the run was written with
+    every weight NaN)."""
+    if math.isnan(dev_loss):
+        return math.nan, math.nan
     if select_on == "loss":
         return -dev_loss, dev["accuracy"]
     return dev[select_on], -dev_loss

@@ -303,15 +303,18 @@ def test_select_on_loss_keeps_the_epoch_of_the_lowest_dev_loss(
     assert stop.update(1, (-1.7, 0.3), {}) and not stop.update(2, (-1.9, 0.9), {})
 
 
+@pytest.mark.parametrize("select_on", ["loss", "accuracy", "macro_f1"])
 def test_a_run_whose_dev_loss_is_never_a_number_is_refused_not_written(
-    small_glove: Path, tmp_path: Path
+    small_glove: Path, tmp_path: Path, select_on: str
 ) -> None:
     """select_on loss and a diverged network (every dev loss NaN): no epoch ranks above
     none, so no weights were kept. The run was written anyway, run.json with no weights and
-    metrics with an empty dev report (absa train then failed with "error: accuracy")."""
+    metrics with an empty dev report (absa train then failed with "error: accuracy"). On
+    accuracy or macro-F1 (NaN outputs argmax to a label: an ordinary number) it was written,
+    every weight NaN, exit 0."""
     examples = synthetic_examples(12, seed=0)
     base = tiny_preset("atae-lstm", small_glove)
-    tcfg = replace(base.train, epochs=2, lr=1e30, embed_lr=1e30, select_on="loss")
+    tcfg = replace(base.train, epochs=2, lr=1e30, embed_lr=1e30, select_on=select_on)
     with pytest.raises(ValueError, match="diverged"):
         fit(examples, examples, replace(base, train=tcfg), tmp_path, progress=False)
     assert not is_run(tmp_path)
