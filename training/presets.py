@@ -114,12 +114,19 @@ class TrainConfig:
             raise ValueError("dev_fraction must be in (0, 1)")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, not {self.device!r}")
-        if self.augment < 0:
-            raise ValueError("augment must be >= 0")
+        # NaN passed a check of < 0 (and trained NaN weights, or turned a term off)
+        for name in ("augment", "attention_coverage", "attention_entropy"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a number >= 0, not {value}")
+        if self.patience < 0:
+            raise ValueError(f"patience must be >= 0, not {self.patience}")
         if not 0.0 <= self.distill <= 1.0:
             raise ValueError("distill must be in [0, 1]")
-        if self.distill_temperature <= 0:
-            raise ValueError("distill_temperature must be > 0")
+        if not (math.isfinite(self.distill_temperature) and self.distill_temperature > 0):
+            raise ValueError(
+                f"distill_temperature must be a number > 0, not {self.distill_temperature}"
+            )
         if self.distill_states < 0:
             raise ValueError("distill_states must be >= 0")
         if self.distill_states > 0 and not self.teacher_states:
@@ -154,8 +161,6 @@ class TrainConfig:
         check_optimiser(self)
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), not {self.label_smoothing}")
-        if self.attention_coverage < 0:
-            raise ValueError("attention_coverage must be >= 0")
         if self.class_weights not in ("none", "balanced"):
             raise ValueError(f"class_weights must be none or balanced, not {self.class_weights!r}")
         if self.category_init not in ("random", "words"):
@@ -175,7 +180,10 @@ def check_optimiser(cfg: Any) -> None:
     zeroes every gradient, a negative one climbs the loss, NaN makes the weights NaN."""
     if not (math.isfinite(cfg.clip) and cfg.clip > 0):
         raise ValueError(f"clip must be a number > 0, not {cfg.clip}")
-    for name in ("lr", "weight_decay"):  # lr 0: the weights held (a warm start's check)
+    # lr 0: the weights held (a warm start's check); the tagger's config has no embed_lr
+    for name in ("lr", "weight_decay", "embed_lr", "encoder_lr"):
+        if not hasattr(cfg, name):
+            continue
         value = getattr(cfg, name)
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{name} must be a number >= 0, not {value}")

@@ -52,6 +52,29 @@ def test_an_optimiser_setting_that_would_train_wrong_is_refused(
     config(**{field: config().__getattribute__(field)})  # its default is fine
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [  # each trained wrong without a word: NaN weights, gradient ascent, a term left off
+        ("embed_lr", float("nan"), "embed_lr must be a number >= 0"),
+        ("embed_lr", -1.0, "embed_lr must be a number >= 0"),
+        ("encoder_lr", -1.0, "encoder_lr must be a number >= 0"),
+        ("attention_entropy", float("nan"), "attention_entropy must be a number >= 0"),
+        ("attention_entropy", -0.5, "attention_entropy must be a number >= 0"),
+        ("attention_coverage", float("nan"), "attention_coverage must be a number >= 0"),
+        ("distill_temperature", float("nan"), "distill_temperature must be a number > 0"),
+        ("augment", float("nan"), "augment must be a number >= 0"),
+        ("augment", float("inf"), "augment must be a number >= 0"),  # a traceback in augment
+        ("patience", -3, "patience must be >= 0"),
+    ],
+)
+def test_training_values_that_would_train_wrong_are_refused(
+    field: str, value: float, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**{field: value})
+    TrainConfig(**{field: TrainConfig().__getattribute__(field)})  # its default is fine
+
+
 def test_label_smoothing_of_one_or_more_is_refused() -> None:
     with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\)"):
         TrainConfig(label_smoothing=1.0)
