@@ -409,13 +409,16 @@ def _last_look(
         if not dev:
             raise CLIError("every dev sentence is in an --exclude file: nothing left to select on")
     transfer, n_transfer = drop_overlap(transfer, excluded, key=bracket_free)
+    # dev: a --dev file's sentences, looked at here the first time (in any spelling)
     info["excluded_bracket_forms"] = {"train": n_train, "dev": n_dev, "transfer": n_transfer}
-    if n_train + n_dev + n_transfer:
+    if n_train + n_transfer:
         log.warning(
-            "dropped %d training, %d dev and %d transfer example(s) whose sentence is in an "
+            "dropped %d training and %d transfer example(s) whose sentence is in an "
             "--exclude file with its brackets spelt the other way (-LRB- or \"(\")",
-            n_train, n_dev, n_transfer,
+            n_train, n_transfer,
         )  # fmt: skip
+    if n_dev:
+        log.warning("dropped %d --dev example(s) whose sentence is in an --exclude file", n_dev)
     return examples, dev, transfer
 
 

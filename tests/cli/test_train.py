@@ -132,14 +132,20 @@ def test_train_dev_seed_keeps_another_seeds_split(
 
 
 def test_train_excludes_sentences_of_other_files(
-    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
     train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
     test = write_jsonl(tmp_path / "test.jsonl", EXAMPLES[:4])  # two sentences, 2 aspects each
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
     out = tmp_path / "run"
     argv = ["train", "--train", str(train), "--dev", str(train), "--config", str(cfg)]
-    assert main([*argv, "--out", str(out), "--exclude", str(test), "--quiet"]) == 0
+    with caplog.at_level("WARNING", logger="absa"):
+        assert main([*argv, "--out", str(out), "--exclude", str(test), "--quiet"]) == 0
+    # the --dev file's 4 are dropped at the last look: the same spelling, not "brackets spelt
+    # the other way", which the message said of them
+    assert "dropped 4 --dev example(s) whose sentence is in an --exclude file" in caplog.text
+    assert "spelt the other way" not in caplog.text
     info = read_info(out)
     assert info["data"]["excluded_overlap"] == 4 and info["n_train"] == len(EXAMPLES) - 4
     assert info["data"]["exclude"][0]["path"] == str(test)
