@@ -209,6 +209,18 @@ class Preset:
     about: str = ""
     name: str = ""
 
+    def __post_init__(self) -> None:
+        """What the network cannot use of the training values, refused before any work."""
+        if self.model.encoder == "transformer" and self.train.max_len < 3:
+            raise ValueError(  # [CLS] [SEP] alone: every aspect mask empty, trained on nothing
+                "train.max_len must be >= 3 with a transformer encoder ([CLS], a word piece, "
+                f"[SEP]), not {self.train.max_len}"
+            )
+        if self.model.attention == "none":  # alpha a one-hot on h_N: a constant term
+            for key in ("attention_coverage", "attention_entropy"):
+                if getattr(self.train, key) > 0:
+                    raise ValueError(f"train.{key} needs an attention (model.attention is 'none')")
+
 
 _GLOVE = dict(encoder="embedding", embed_dim=50)
 _LSTM = TrainConfig()
@@ -405,9 +417,9 @@ def load_config(path: Path | None, preset: str | None) -> Preset:
         except KeyError as e:  # an unknown name: the message names the file and the key
             raise ValueError(f"{src}: preset: {e.args[0]}") from None
     name = preset or _named(data.get("preset"))
-    return Preset(
-        _override(base.model, data.get("model", {}), "model", src),
-        _override(base.train, data.get("train", {}), "train", src),
-        data.get("about") or base.about,
-        name,
-    )
+    model = _override(base.model, data.get("model", {}), "model", src)
+    train = _override(base.train, data.get("train", {}), "train", src)
+    try:  # what the network cannot use of the training values: named with the file
+        return Preset(model, train, data.get("about") or base.about, name)
+    except ValueError as e:
+        raise ValueError(f"{src}: {e}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,18 @@ def test_a_checkpoint_of_the_loop_optimiser_goes_on_under_the_fused_one() -> Non
     _steps(fused, v, 5, seed=3)
     assert float(fused.state[v]["step"]) == 10
     assert torch.allclose(w, v, atol=1e-6)
+
+
+def test_training_values_the_network_cannot_use_are_refused() -> None:
+    """A transformer of max_len 2 read [CLS] [SEP] alone, every aspect mask empty (dev
+    accuracy 6.67, written, exit 0); an attention penalty with attention 'none' added a
+    constant (its alpha a one-hot on the last state) and changed nothing but the loss shown."""
+    from absa.training.presets import PRESETS
+
+    accurate, lstm = PRESETS["accurate"], PRESETS["lstm"]
+    with pytest.raises(ValueError, match=r"max_len must be >= 3 with a transformer"):
+        replace(accurate, train=replace(accurate.train, max_len=2))
+    replace(accurate, train=replace(accurate.train, max_len=3))
+    for key in ("attention_coverage", "attention_entropy"):
+        with pytest.raises(ValueError, match=f"{key} needs an attention"):
+            replace(lstm, train=replace(lstm.train, **{key: 0.1}))
