@@ -111,7 +111,15 @@ def fold_targets(
 
 
 def _teacher_probs(teacher: Path, examples: Sequence[Example], labels: Sequence[str]) -> np.ndarray:
+    from absa.training.evaluate import model_task
+
     try:
+        # a category model said "a category model needs category_ids", naming no teacher
+        if not teacher_scores.is_scores(teacher) and model_task(teacher) != "terms":
+            raise DataError(
+                f"teacher {teacher} is an aspect-category model: a student of aspect terms "
+                "learns from an aspect-term model"
+            )
         probs, teacher_labels = _cached_predict(teacher, examples)
     except FileNotFoundError as e:
         raise DataError(f"teacher {teacher}: {e}") from None

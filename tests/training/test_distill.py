@@ -140,6 +140,15 @@ def test_teacher_errors_are_data_errors(liar: Path, tmp_path: Path) -> None:
         teacher_targets(liar, examples, ("bad", "good"))
 
 
+def test_a_category_teacher_for_an_aspect_term_student_is_refused_in_words(
+    pair_category_run: Path,
+) -> None:
+    """It said "a category model needs category_ids", naming neither the teacher nor why."""
+    examples = [Example("the food was good", 4, 8, "positive", "x:1")]
+    with pytest.raises(DataError, match=r"is an aspect-category model: a student of aspect terms"):
+        teacher_targets(pair_category_run, examples, ("negative", "neutral", "positive"))
+
+
 def _shards(cache: Path) -> list[Path]:
     return sorted(cache.glob("*/*.npz"))
 
