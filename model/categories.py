@@ -111,7 +111,7 @@ def _known(categories: Sequence[str], given: str) -> str:
     folded = {c.casefold(): c for c in categories}
     close = difflib.get_close_matches(given.casefold(), list(folded), n=3, cutoff=0.6)
     near = f"close: {', '.join(folded[c] for c in close)}; " if close else ""
-    return f"{near}{len(categories)} known (the model's metadata.json and GET /v1/model list them)"
+    return f"{near}{len(categories)} known"  # a model's: its metadata.json, GET /v1/model
 
 
 def category_words(category: str) -> str:

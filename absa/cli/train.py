@@ -212,8 +212,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--threads is at least 1, not {args.threads}")
     from absa.training.presets import MAX_SEED
 
-    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:  # numpy's words named no flag
-        raise CLIError(f"--seed is from 0 to {MAX_SEED}, not {args.seed}")
+    for flag, seed in (("--seed", args.seed), ("--dev-seed", args.dev_seed)):
+        if seed is not None and not 0 <= seed <= MAX_SEED:  # numpy's words named no flag
+            raise CLIError(f"{flag} is from 0 to {MAX_SEED}, not {seed}")
+    if args.epochs is not None and args.epochs < 1:  # the config's words named no flag
+        raise CLIError(f"--epochs is at least 1, not {args.epochs}")
     if args.task == "extract" and (args.resume or args.stop_after is not None):
         raise CLIError("--resume and --stop-after are for --task terms and category")
     if args.task != "extract" and args.heldout_empty is not None:  # read by extract alone

@@ -234,7 +234,7 @@ def test_extract_presets_are_checked_by_name(
     # epochs 0 ended in a state-dict error after the data was read; a missing --eval file
     # was found only after the training
     for extra, words in (
-        (["--epochs", "0"], "epochs must be >= 1, not 0"),
+        (["--epochs", "0"], "--epochs is at least 1, not 0"),
         (["--eval", str(tmp_path / "missing.xml")], "missing.xml: no such file"),
     ):
         code = main(["train", "--task", "extract", "--train", str(xml), "--preset", "fast",

@@ -1037,6 +1037,21 @@ def test_a_seed_numpy_cannot_take_is_refused_naming_the_flag(
     assert err.strip() == f"absa train: error: --seed is from 0 to 4294967295, not {seed}"
 
 
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--dev-seed", "-1", "--dev-seed is from 0 to 4294967295, not -1"),
+    ("--epochs", "0", "--epochs is at least 1, not 0"),
+])  # fmt: skip
+def test_a_dev_seed_or_epochs_out_of_range_is_named_as_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, said: str
+) -> None:
+    """They were "dev_seed is from 0 to ..." and "epochs must be >= 1": the config's keys,
+    where --seed and --threads were named as flags."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    argv = ["train", "--train", str(train), flag, value, "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"absa train: error: {said}"
+
+
 @pytest.mark.parametrize("key", ["seed", "dev_seed"])
 def test_a_seed_numpy_cannot_take_in_a_config_file_is_refused_naming_the_file(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str], key: str
