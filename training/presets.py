@@ -115,7 +115,7 @@ class TrainConfig:
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, not {self.device!r}")
         # NaN passed a check of < 0 (and trained NaN weights, or turned a term off)
-        for name in ("augment", "attention_coverage", "attention_entropy"):
+        for name in ("augment", "attention_coverage", "attention_entropy", "distill_states"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a number >= 0, not {value}")
@@ -127,8 +127,6 @@ class TrainConfig:
             raise ValueError(
                 f"distill_temperature must be a number > 0, not {self.distill_temperature}"
             )
-        if self.distill_states < 0:
-            raise ValueError("distill_states must be >= 0")
         if self.distill_states > 0 and not self.teacher_states:
             raise ValueError("distill_states needs teacher_states (an `absa states` directory)")
         if self.teachers_more and not self.teacher:

@@ -66,6 +66,7 @@ def test_an_optimiser_setting_that_would_train_wrong_is_refused(
         ("augment", float("nan"), "augment must be a number >= 0"),
         ("augment", float("inf"), "augment must be a number >= 0"),  # a traceback in augment
         ("patience", -3, "patience must be >= 0"),
+        ("distill_states", float("nan"), "distill_states must be a number >= 0"),  # ".: no"
     ],
 )
 def test_training_values_that_would_train_wrong_are_refused(
