@@ -179,10 +179,25 @@ class InFlight:
         if self.slots.full:
             return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
         self.slots.taken += 1
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.slots.taken -= 1
+
+        async def sending(message: Message) -> None:
+            # the answer's last part handed over: the work is done, the slot given back
+            # before the socket drains (a client that never reads held it for ever)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                release()
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, sending)
         finally:
-            self.slots.taken -= 1
+            release()
 
 
 ADMIN_RELOAD = "/admin/reload"  # its body (optional) is JSON too

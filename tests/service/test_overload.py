@@ -4,6 +4,7 @@ capacity is checked before any work, heavy work runs off the event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -250,3 +251,41 @@ def test_a_refusal_whose_client_hangs_up_in_the_pause_is_not_counted_as_one(
         metrics = httpx.get(f"{url}/metrics").text
     assert 'route="/v1/predict",status="499"} 1.0' in metrics, metrics
     assert "absa_rejected_total 0.0" in metrics
+
+
+def test_an_answer_a_client_never_reads_holds_no_slot() -> None:
+    """A client that pipelined big requests and never read the answers held its in-flight
+    slot while uvicorn waited, without end, for the socket to drain: max_in_flight such
+    connections shut every /v1/ client out. The work is done once the last body part is
+    handed over: the slot is given back before it is sent."""
+    from absa.service.app import InFlight, Slots
+    from absa.service.metrics import Metrics
+
+    slots = Slots(1)
+    sending = asyncio.Event()
+
+    async def app(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"x" * 10, "more_body": True})
+        await send({"type": "http.response.body", "body": b"y"})
+
+    async def send(message) -> None:  # type: ignore[no-untyped-def]
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            sending.set()
+            await asyncio.sleep(3600)  # the socket never drains
+
+    async def receive():  # type: ignore[no-untyped-def]
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def main() -> None:
+        gate = InFlight(app, slots, Metrics(), shed_delay_s=0.0)
+        scope = {"type": "http", "path": "/v1/model", "root_path": "", "method": "GET"}
+        task = asyncio.create_task(gate(scope, receive, send))
+        await asyncio.wait_for(sending.wait(), 10)
+        assert slots.taken == 0  # the answer is the socket's now, not the app's work
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert slots.taken == 0
+
+    asyncio.run(main())
