@@ -228,7 +228,9 @@ async def _lists_fit(request: Request, batch: bool) -> None:
                 if why is not None:
                     raise LimitError(f"items[{i}]: {why}") from None
             raise
-        _few_unknown(body, BATCH_FIELDS)  # its items: each alone, as they are validated
+    # its own fields, whatever its items (missing, or no list: validated one by one, slowly);
+    # its items' each alone, as they are validated
+    _few_unknown(body, BATCH_FIELDS)
 
 
 def _few_unknown(obj: object, known: frozenset[str] | None = None) -> None:

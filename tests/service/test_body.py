@@ -416,6 +416,11 @@ def test_unknown_fields_are_counted_per_batch_item(roomy: TestClient) -> None:
     body = unknown_fields(100, items=[{"text": "the food", "aspects": ["food"]}])
     r = roomy.post("/v1/predict/batch", json=body)
     assert r.status_code == 422 and "(and 99 more unknown fields)" in r.json()["detail"]
+    # and where items is missing or no list: validated one by one, 6 times slower, and
+    # answered "body.items: Field required (and 75000 more)"
+    for items in ({}, {"items": None}, {"items": "x"}):
+        r = roomy.post("/v1/predict/batch", json=unknown_fields(100, **items))
+        assert r.status_code == 422 and "(and 99 more unknown fields)" in r.json()["detail"], r.text
 
 
 def test_a_few_unknown_fields_are_still_validated_and_a_batch_item_fails_alone(
