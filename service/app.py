@@ -141,8 +141,15 @@ def cors_headers(origins: list[str], exposed: list[str], origin: str | None) -> 
 
 
 class JsonCORS(CORSMiddleware):
-    """Starlette's CORS, with a refused preflight answered in the service's one error shape
-    (JSON), saying what is allowed: it was text/plain, "Disallowed CORS origin"."""
+    """Starlette's CORS for the API (``/v1/*``) alone, as ABSA_CORS_ORIGINS is documented
+    (another origin's page read /metrics and the admin routes' answers too), with a refused
+    preflight answered in the service's one error shape (JSON), saying what is allowed: it
+    was text/plain, "Disallowed CORS origin"."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not route_path(scope).startswith("/v1/"):
+            return await self.app(scope, receive, send)
+        await super().__call__(scope, receive, send)
 
     def preflight_response(self, request_headers: Headers) -> Response:
         response = super().preflight_response(request_headers)

@@ -237,8 +237,11 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("unexpected error on %s (request %s)", request.url.path, rid, exc_info=exc)
     # answered outside the layer that adds the header to every other answer
     headers = {"X-Request-ID": rid} if rid != "-" else {}
+    from absa.service.app import route_path
+
     cors = getattr(request.app.state, "cors_headers", None)  # with ABSA_CORS_ORIGINS
-    if cors is not None:  # else a page on an allowed origin saw "Failed to fetch"
+    if cors is not None and route_path(request.scope).startswith("/v1/"):  # the API's alone
+        # else a page on an allowed origin saw "Failed to fetch"
         headers.update(cors(request.headers.get("origin")))
     return error_response(500, "internal error", headers=headers or None)
 

@@ -149,3 +149,15 @@ def test_a_server_error_is_readable_from_an_allowed_origin(artifact: Path) -> No
         assert "x-request-id" in r.headers["access-control-expose-headers"].lower()
         other = c.get("/v1/boom", headers={"Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+
+
+def test_only_the_api_answers_another_origin(cors: TestClient) -> None:
+    """ABSA_CORS_ORIGINS names the origins whose pages may call /v1/* (README): the layer
+    wrapped the whole app, so an allowed origin's page could also read /metrics and the
+    admin routes' answers."""
+    for path in ("/metrics", "/healthz", "/admin/reload", "/"):
+        r = cors.options(path, headers={"Origin": APP, "Access-Control-Request-Method": "GET"})
+        assert "access-control-allow-origin" not in r.headers, (path, r.status_code)
+        r = cors.get(path, headers={"Origin": APP})
+        assert "access-control-allow-origin" not in r.headers, (path, r.status_code)
+    assert preflight(cors, APP).headers["access-control-allow-origin"] == APP  # the API's
