@@ -58,9 +58,11 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
         schema = {**app.openapi(), "servers": [{"url": root or "./"}]}
         return JSONResponse(schema, headers=DOCS_HEADERS)
 
-    @app.get(oauth2, include_in_schema=False)
+    @app.api_route(oauth2, methods=["GET", "HEAD"], include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:
-        return get_swagger_ui_oauth2_redirect_html()
+        page = get_swagger_ui_oauth2_redirect_html()  # an inline script: /docs' headers too
+        page.headers.update(DOCS_HEADERS)
+        return page
 
 
 def require_key(app: FastAPI, prefix: str, detail: str) -> None:

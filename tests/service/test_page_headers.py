@@ -19,7 +19,7 @@ def test_the_page_and_its_files_are_revalidated(client: TestClient, path: str) -
         assert again.status_code == 304
 
 
-@pytest.mark.parametrize("path", ["/docs", "/docs/openapi.json"])
+@pytest.mark.parametrize("path", ["/docs", "/docs/openapi.json", "/docs/oauth2-redirect"])
 def test_docs_may_not_be_framed_and_answer_head(client: TestClient, path: str) -> None:
     """The page had its headers, /docs none of them (any site could frame "Try it out"),
     and HEAD on /docs was 405 where it works on / and /openapi.json."""
