@@ -115,10 +115,12 @@ class TrainConfig:
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, not {self.device!r}")
         # NaN passed a check of < 0 (and trained NaN weights, or turned a term off)
-        for name in ("augment", "attention_coverage", "attention_entropy", "distill_states"):
+        for name in ("augment", "attention_coverage", "distill_states"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a number >= 0, not {value}")
+        if not math.isfinite(self.attention_entropy):  # either sign: sharper or flatter
+            raise ValueError(f"attention_entropy must be a number, not {self.attention_entropy}")
         if self.patience < 0:
             raise ValueError(f"patience must be >= 0, not {self.patience}")
         if not 0.0 <= self.distill <= 1.0:
@@ -216,7 +218,7 @@ class Preset:
             )
         if self.model.attention == "none":  # alpha a one-hot on h_N: a constant term
             for key in ("attention_coverage", "attention_entropy"):
-                if getattr(self.train, key) > 0:
+                if getattr(self.train, key) != 0:
                     raise ValueError(f"train.{key} needs an attention (model.attention is 'none')")
 
 
