@@ -73,6 +73,7 @@ def encode(
             "the student's words (a student takes its teacher's version: fit_tagger)"
         )
     windows, tags, gold, texts = [], [], [], []
+    words: list[int] = []  # each text's words, over all its windows (a teacher's rows)
     items = [(s.text, s.span_set, True) for s in sentences] + [
         (t, set(), False) for t in unlabelled
     ]
@@ -86,6 +87,7 @@ def encode(
         tags.append(np.array(row, dtype=np.int64))
         gold.append(is_gold)
         texts.append(t)
+        words.append(sum(len(w.tokens) for w in parts))
         marked = {(a, b) for _, _, a, b in spans_of(row, parts[0].tokens)}
         lost += [(t, span) for span in sorted(spans - marked)]
     if lost:
@@ -106,8 +108,8 @@ def encode(
         return Encoded(windows, tags, gold)
     t0 = time.perf_counter()
     probs = teacher_word_probs(ext, texts)
-    for t, p in zip(texts, probs, strict=True):  # the same version reads the same words
-        if len(p) != sum(len(w.tokens) for w in text.encode(t)):
+    for t, p, n in zip(texts, probs, words, strict=True):  # one version reads the same words
+        if len(p) != n:
             raise ValueError(f"the teacher {ext.model_dir} tags {len(p)} words of {t!r}, the "
                              "student reads another number")  # fmt: skip
     soft = [p[: len(w.tokens)] for p, w in zip(probs, windows, strict=True)]
