@@ -486,6 +486,15 @@ BOTH_ERRORS = (
 )
 
 
+def refuse_both_errors(names: Iterable[str], where: str) -> None:
+    """InputError naming ``where`` when the input's columns (or fields, from any of its
+    files or blocks) hold both ``error`` and ``pred_error``: no third name for a row's
+    error."""
+    names = set(names)
+    if ERROR in names and PRED_ERROR in names:
+        raise InputError(f"{where}: {BOTH_ERRORS}")
+
+
 def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
     """The records of a ``csv.reader`` after the lines it has read, each with the physical
     line it starts on; blank lines are skipped (as pyarrow skips them), yet counted: a
@@ -702,8 +711,8 @@ def score_file(
             writer = _Writer(fout, out_fmt, columns)
             if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
-            if header is not None and ERROR in header and PRED_ERROR in header:
-                raise ValueError(f"{src}: {BOTH_ERRORS}")  # a CSV's columns: no third name
+            if header is not None:  # a CSV's columns, or every JSONL field
+                refuse_both_errors(header, str(src))
             if header is not None and out_fmt == "csv":
                 writer.start_csv(header)
             pending: list[tuple[int, dict | None, PreparedRow | None, str]] = []

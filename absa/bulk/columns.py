@@ -14,7 +14,6 @@ from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
 from absa.model.predictor import Predictor
 from absa.scoring import (
-    BOTH_ERRORS,
     ERROR,
     PRED_ERROR,
     PREFIX,
@@ -22,6 +21,7 @@ from absa.scoring import (
     SCORE_,
     predicted,
     read_names,
+    refuse_both_errors,
     repeated,
     try_prepare,
 )
@@ -73,8 +73,7 @@ def check_columns(
     missing = [c for c in needed if c not in read]
     if missing:
         raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
-    if ERROR in names and PRED_ERROR in names:  # no third name for a row's error
-        raise InputError(f"{where}: {BOTH_ERRORS}")
+    refuse_both_errors(names, where)
     added = set(output_schema(labels, error or error_column(names)).names)
     clash = [c for c in names if c in added]
     if clash:

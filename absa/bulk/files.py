@@ -29,13 +29,9 @@ from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables, refuse_inner_name
-from absa.errors import InputError
 from absa.model.predictor import Predictor
 from absa.scoring import (
-    BOTH_ERRORS,
-    ERROR,
     NO_SPACE,
-    PRED_ERROR,
     ScoreStats,
     any_field_length,
     cannot_write,
@@ -45,6 +41,7 @@ from absa.scoring import (
     new_part,
     numbered_records,
     publish,
+    refuse_both_errors,
     repeated,
     undecoded,
 )
@@ -644,8 +641,7 @@ def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: Predictor
             yield t.drop_columns([LINE_ERROR])
 
     writer.expect(noted(_checked(read_batches(src, chunk), src, predictor)))
-    if ERROR in names and PRED_ERROR in names:  # in two blocks: no third name for the error
-        raise InputError(f"{src}: {BOTH_ERRORS}")
+    refuse_both_errors(names, str(src))  # the two may be in different blocks
     log.info("%s: fields read ahead in %.1f s", src, time.perf_counter() - t0)
     return error_column(sorted(names))
 

@@ -32,7 +32,7 @@ from typing import Any
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, refuse_inner_name
 from absa.errors import InputError
-from absa.scoring import BOTH_ERRORS, ERROR, PRED_ERROR, beside, repeated
+from absa.scoring import ERROR, beside, refuse_both_errors, repeated
 
 log = logging.getLogger(__name__)
 
@@ -256,8 +256,7 @@ class _Job:
             _check_csv_headers(self.files, _labels(self.model_dir), error)
         if self.fmt != "jsonl":  # a JSONL reader refuses the field itself, naming its line
             refuse_inner_name(names, where)
-        if ERROR in names and PRED_ERROR in names:  # in two files: no third name for it
-            raise InputError(f"{', '.join(self.files[:3])}: {BOTH_ERRORS}")
+        refuse_both_errors(names, ", ".join(self.files[:3]))  # maybe in two files
         check_columns(names, _labels(self.model_dir), where, self.fmt == "jsonl", error)
         # blocks of at most a batch: a large file is spread over every actor
         scored = ds.repartition(target_num_rows_per_block=self.batch_size).map_batches(
