@@ -334,6 +334,17 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
     return Artifact(directory, metadata, onnx_path, pipeline)
 
 
+def check_serves(art: Artifact, task: str | None = None) -> None:
+    """What a server's load refuses beyond the checksums ``load`` verified: a model of
+    another task (``task``: terms or category, where given) and a graph onnxruntime cannot
+    open (``check_opens``). ArtifactError otherwise."""
+    if task is not None:
+        from absa.model.categories import check_task
+
+        check_task(art.metadata, task, art.directory)
+    check_opens(art.directory)
+
+
 def check_opens(directory: Path) -> None:
     """onnxruntime opens the artifact's graph: a model.onnx cut short or not a graph, whose
     sha256 was recorded again, passes every checksum and fails only when a server loads it.

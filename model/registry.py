@@ -42,9 +42,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from absa.errors import RegistryError, first_few
 from absa.model.atomic import atomic_write_json, atomic_write_text, fsync_dir, synced_after_rename
+
+if TYPE_CHECKING:
+    from absa.model.artifact import Artifact
 
 __all__ = ["Registry", "RegistryError", "atomic_write_json", "atomic_write_text"]
 
@@ -228,29 +232,30 @@ class Registry:
         graph onnxruntime cannot open. What promote and rollback point at: a version the
         running workers refuse still brings down every worker or pod started after it."""
         from absa.errors import ArtifactError
-        from absa.model.artifact import check_opens, read_metadata
-        from absa.model.categories import TERMS, check_task
+        from absa.model.artifact import check_serves
+        from absa.model.categories import TERMS
 
-        path = self.verify(version)
+        art = self._load(version)
         try:
-            check_task(read_metadata(path), TERMS, path)
-            check_opens(path)
+            check_serves(art, TERMS)
         except ArtifactError as e:
             raise RegistryError(f"version {version!r} cannot be served: {e}") from None
-        return path
+        return self.path(version)
 
     def verify(self, version: str) -> Path:
         """The version's directory, verified as the service would load it (every file's
         sha256, paths inside the version, a passed parity record); RegistryError if not."""
+        self._load(version)
+        return self.path(version)
+
+    def _load(self, version: str) -> Artifact:
         from absa.errors import ArtifactError
         from absa.model.artifact import load
 
-        path = self.path(version)
         try:
-            load(path)
+            return load(self.path(version))
         except ArtifactError as e:
             raise RegistryError(f"version {version!r} fails verification: {e}") from None
-        return path
 
     def pointer(self) -> dict:
         """CURRENT, checked: {"version": str | None, "previous": [str]}; RegistryError with

@@ -206,12 +206,8 @@ def servable(path: Path, kind: str | None = None, task: str | None = None, named
     if not path.is_dir():
         raise CLIError(f"{said}{path}: no such model directory")
     try:
-        art = artifact.load(path, kind=kind)
-        if task is not None:
-            from absa.model.categories import check_task
-
-            check_task(art.metadata, task, path)
-        artifact.check_opens(path)  # a graph cut short passed its (recorded again) sha256
+        # a graph cut short passes its (recorded again) sha256: check_serves opens it
+        artifact.check_serves(artifact.load(path, kind=kind), task)
     except ArtifactError as e:  # a training run's message says how to export it already
         told = artifact.is_artifact(path) or (path / "run.json").is_file()
         hint = "" if told else " (make one with `absa export`)"
