@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -269,6 +270,10 @@ def fit_tagger(
         history[-1].update(dev_by_source={k: r["f1"] for k, r in sources.items()}, dev_select=score)
         log.info("epoch %d loss %.4f dev P %.2f R %.2f F1 %.2f, %s %.2f", epoch, loss,
                  rep["precision"], rep["recall"], rep["f1"], tcfg.select, score)  # fmt: skip
+        if not math.isfinite(loss):  # NaN weights tag nothing: no later epoch is kept either
+            log.warning("epoch %d: training loss %s: the network diverged, training stops "
+                        "(best epoch so far: %d)", epoch, loss, best[1])  # fmt: skip
+            break
         if score > best[0]:
             state = {k: v.detach().clone() for k, v in net.state_dict().items()}
             best = (score, epoch, {**rep, "select": score, "by_source": sources}, state)
@@ -276,6 +281,8 @@ def fit_tagger(
                 on_best(TagRun(net, text, cfg, tcfg, best[2], epoch, list(history), list(dev)))
         elif epoch - best[1] >= tcfg.patience:
             break
+    if best[1] == 0:  # the first epoch diverged: no weights to keep
+        raise ValueError("training diverged in epoch 1 (its loss is not a number): try a lower lr")
     net.load_state_dict(best[3])
     net.eval()
     return TagRun(net, text, cfg, tcfg, best[2], best[1], history, list(dev))

@@ -214,6 +214,10 @@ def fit(
                 return stopped(f"within epoch {epoch}")
             dev_report, dev_loss = evaluate_dev(scored, inputs, pipe.pad_id, mcfg.labels)
             history.append(epoch_row(epoch, train_loss, dev_loss, dev_report, seconds))
+            if not math.isfinite(train_loss):  # NaN weights: no later epoch can rank
+                log.warning("epoch %d: training loss %s: the network diverged, training stops "
+                            "(best epoch so far: %d)", epoch, train_loss, best.epoch)  # fmt: skip
+                break
             if best.update(epoch, epoch_score(dev_report, dev_loss, tcfg.select_on), dev_report):
                 rundir.save_weights(scored, run_dir)
             elif best.exhausted:

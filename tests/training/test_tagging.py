@@ -49,3 +49,17 @@ def test_gold_spans_no_tagging_can_mark_are_counted_in_a_warning(
     (record,) = caplog.records
     assert record.getMessage().startswith("2 of 3 gold spans can never be marked exactly")
     assert "the first: 'as' in 'the pasta was great'" in record.getMessage()
+
+
+def test_a_run_whose_loss_is_not_a_number_stops_and_is_refused(
+    small_glove: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NaN weights tag nothing: the run trained on to its last epoch and kept the first
+    (F1 0, every weight NaN), which failed the export's parity check after it."""
+    with (
+        caplog.at_level(logging.WARNING, logger="absa.training.tagging"),
+        pytest.raises(ValueError, match="diverged in epoch 1"),
+    ):
+        _losses(small_glove, lr=1e30)
+    (record,) = caplog.records
+    assert record.getMessage().startswith("epoch 1: training loss nan: the network diverged")

@@ -305,7 +305,7 @@ def test_select_on_loss_keeps_the_epoch_of_the_lowest_dev_loss(
 
 @pytest.mark.parametrize("select_on", ["loss", "accuracy", "macro_f1"])
 def test_a_run_whose_dev_loss_is_never_a_number_is_refused_not_written(
-    small_glove: Path, tmp_path: Path, select_on: str
+    small_glove: Path, tmp_path: Path, select_on: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """select_on loss and a diverged network (every dev loss NaN): no epoch ranks above
     none, so no weights were kept. The run was written anyway, run.json with no weights and
@@ -314,10 +314,17 @@ def test_a_run_whose_dev_loss_is_never_a_number_is_refused_not_written(
     every weight NaN, exit 0."""
     examples = synthetic_examples(12, seed=0)
     base = tiny_preset("atae-lstm", small_glove)
-    tcfg = replace(base.train, epochs=2, lr=1e30, embed_lr=1e30, select_on=select_on)
-    with pytest.raises(ValueError, match="diverged"):
+    tcfg = replace(base.train, epochs=3, lr=1e30, embed_lr=1e30, select_on=select_on)
+    with (
+        caplog.at_level(logging.INFO, logger="absa.training.train"),
+        pytest.raises(ValueError, match="diverged"),
+    ):
         fit(examples, examples, replace(base, train=tcfg), tmp_path, progress=False)
     assert not is_run(tmp_path)
+    # the loss is NaN from the first epoch: the run stops there (it trained every epoch)
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("epoch 1: training loss nan: the network diverged") for m in said)
+    assert not any(m.startswith("epoch 2") for m in said)
 
 
 def _factors(tcfg: TrainConfig, steps_per_epoch: int) -> list[float]:
