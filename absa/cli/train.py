@@ -7,7 +7,8 @@ import json
 import logging
 import math
 import shlex
-from collections.abc import Iterator, Sequence
+import signal
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -370,6 +371,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         return STOPPED
     reports: dict[str, dict] = {}
     try:
+        if asked and evals:  # asked as the run was written, after its last batch: not begun
+            _eval_cut_short(result.run_dir, evals)
+            return 128 + signal.Signals[asked[0]].value
         for path, read in evals.items():
             reports[path] = {
                 **evaluate(result.run_dir, read.examples),
@@ -378,12 +382,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             }
             log.info("%s\n%s", path, format_report(reports[path]))
     except KeyboardInterrupt:  # SIGTERM, Ctrl-C: the run is whole, its --eval report is not
-        files = " ".join(shlex.quote(p) for p in evals)
-        say(
-            f"absa train: the run in {result.run_dir} is written; --eval was cut short, and "
-            f"`absa evaluate --model {shlex.quote(str(result.run_dir))} --data {files}` "
-            "gives its report"
-        )
+        _eval_cut_short(result.run_dir, evals)
         raise
     add_eval(result.run_dir, reports)
     dev_rep = result.dev
@@ -474,6 +473,15 @@ def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
         dropped,
     )
     return kept
+
+
+def _eval_cut_short(run_dir: Path, evals: Mapping[str, object]) -> None:
+    """Says that train's run is whole, its --eval report not, and how to get it."""
+    files = " ".join(shlex.quote(p) for p in evals)
+    say(
+        f"absa train: the run in {run_dir} is written; --eval was cut short, and "
+        f"`absa evaluate --model {shlex.quote(str(run_dir))} --data {files}` gives its report"
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
