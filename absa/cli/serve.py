@@ -26,6 +26,8 @@ from absa.errors import ArtifactError
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (the batcher stopped: a bug)
 
+log = logging.getLogger("absa")
+
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
@@ -363,6 +365,11 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
                 "--device is for the local engine; with --engine ray give --num-gpus (GPUs "
                 "per actor: above 0 the model runs on CUDA, 0 on CPUs)"
             )
+        from absa.settings import Settings
+
+        if Settings().device != "auto":  # the environment's, for `absa serve`: unread here
+            log.warning("ABSA_DEVICE is not read by --engine ray: --num-gpus (GPUs per actor) "
+                        "puts the model on CUDA, 0 on CPUs")  # fmt: skip
         return
     given = [
         "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))

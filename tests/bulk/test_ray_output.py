@@ -4,6 +4,7 @@ Only the last test starts Ray (one actor, two rows); the others replace the job.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -103,6 +104,30 @@ def test_an_output_directory_named_near_the_name_limit_is_written(
     score_with_ray(src, tmp_path / name)
     assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["_SUCCESS", "part-0.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.jsonl", name])
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_absa_device_in_the_environment_is_said_to_be_unread_by_the_ray_engine(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    device: str,
+) -> None:
+    """ABSA_DEVICE (the server's, in the environment) is not what --engine ray reads: its
+    actors use CUDA where --num-gpus is above 0. It was passed over without a word."""
+    from absa.cli import main
+
+    monkeypatch.setenv("ABSA_DEVICE", device)
+    argv = ["predict", "--engine", "ray", "--input", str(tmp_path / "missing.jsonl")]
+    with caplog.at_level(logging.WARNING, logger="absa"):
+        assert main([*argv, "--output", str(tmp_path / "o")]) == 2  # no input: before Ray
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("ABSA_DEVICE is not read by --engine ray") for m in said), said
+    caplog.clear()
+    monkeypatch.setenv("ABSA_DEVICE", "auto")
+    with caplog.at_level(logging.WARNING, logger="absa"):
+        assert main([*argv, "--output", str(tmp_path / "o")]) == 2
+    assert not any("ABSA_DEVICE" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.skipif(bool(os.environ.get("RAY_ADDRESS")), reason="starts a local instance")
