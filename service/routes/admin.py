@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, field_validator
+from fastapi import APIRouter, Depends, HTTPException, Request, Security
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from absa.errors import RegistryError
 from absa.service.auth import bearer_accepted
@@ -18,13 +18,19 @@ from absa.service.twice import OneValuePerKey
 
 router = APIRouter(prefix="/admin", tags=["admin"], route_class=OneValuePerKey)
 NEED_TOKEN = "a valid admin token is required"
+#: the admin token's security scheme in the OpenAPI schema (Swagger UI's Authorize button
+#: sends it); the check itself is ``require_token``'s, on the raw header
+ADMIN_TOKEN = HTTPBearer(
+    scheme_name="adminToken",
+    description="the admin token, ABSA_ADMIN_TOKEN (sent as Authorization: Bearer TOKEN)",
+    auto_error=False,
+)
 
 
-def require_token(
-    settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
-) -> None:
+async def require_token(request: Request, settings: SettingsDep) -> None:
     expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
-    if not bearer_accepted((authorization or "").encode(), [expected.encode()]):
+    authorization = request.headers.get("authorization", "")
+    if not bearer_accepted(authorization.encode(), [expected.encode()]):
         raise HTTPException(401, NEED_TOKEN, headers={"WWW-Authenticate": "Bearer"})
 
 
@@ -45,9 +51,19 @@ class ReloadRequest(BaseModel):
         return value
 
 
+class ReloadResponse(BaseModel):
+    """What is served after a reload, changed or not."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    changed: bool = Field(description="a new model was swapped in (false: it was served already)")
+    model_dir: str = Field(description="the directory of the model served")
+    version: str | None = Field(description="its version (its metadata's), null if it has none")
+
+
 @router.post(
     "/reload",
-    dependencies=[Depends(require_token)],
+    response_model=ReloadResponse,
+    dependencies=[Security(ADMIN_TOKEN), Depends(require_token)],
     responses={
         401: {"model": ErrorResponse, "description": "no or wrong token"},
         409: {"model": ErrorResponse, "description": "refused: the old model keeps serving"},
@@ -59,7 +75,7 @@ class ReloadRequest(BaseModel):
         },
     },
 )
-async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
+async def reload(request: Request, body: ReloadRequest | None = None) -> ReloadResponse:
     """Load the current registry version (or ``model_dir``), warm it, swap it in, in every
     worker (the others follow within a second). A version or pointer that does not verify
     is refused (409, with the reason) and the old model keeps serving; one that could not be
@@ -74,4 +90,10 @@ async def reload(request: Request, body: ReloadRequest | None = None) -> dict:
             "ABSA_RELOAD_INTERVAL_S; 0 turns that off): another model_dir would be undone at "
             "the next poll; add it to the registry and promote it instead (absa models promote)"
         )
-    return await request.app.state.reloader.reload(target, publish=True)
+    done = await request.app.state.reloader.reload(target, publish=True)
+    version = done["version"]
+    return ReloadResponse(
+        changed=done["changed"],
+        model_dir=done["model_dir"],
+        version=None if version is None else str(version),
+    )

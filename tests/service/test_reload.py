@@ -128,6 +128,27 @@ def test_admin_needs_the_right_token(registry: Registry) -> None:
         }
 
 
+def test_the_schema_carries_the_admin_token_and_the_answer(registry: Registry) -> None:
+    """The token was an optional header parameter named authorization, which OpenAPI 3
+    ignores (Swagger UI could not send it), and the 200 answer an untyped object."""
+    with TestClient(create_app(settings(registry))) as c:
+        for url in ("/openapi.json", "/docs/openapi.json"):
+            schema = c.get(url).json()
+            scheme = schema["components"]["securitySchemes"]["adminToken"]
+            assert scheme["type"] == "http" and scheme["scheme"] == "bearer", scheme
+            assert "ABSA_ADMIN_TOKEN" in scheme["description"]
+            operation = schema["paths"]["/admin/reload"]["post"]
+            assert operation["security"] == [{"adminToken": []}]
+            assert "parameters" not in operation, operation.get("parameters")
+            answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+            assert answer == {"$ref": "#/components/schemas/ReloadResponse"}
+            model = schema["components"]["schemas"]["ReloadResponse"]
+            assert set(model["required"]) == {"changed", "model_dir", "version"}
+            assert model.get("additionalProperties") is False
+        # what the schema says is what is answered
+        assert set(c.post("/admin/reload", headers=AUTH).json()) == set(model["properties"])
+
+
 def test_a_body_not_sent_as_json_is_a_415(registry: Registry) -> None:
     """A form body was refused as "Input should be a valid dictionary" (422)."""
     with TestClient(create_app(settings(registry))) as c:
