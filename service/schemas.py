@@ -56,6 +56,9 @@ class AspectSpan(Strict):
 
 
 class PredictRequest(Strict):
+    # what _aspects_or_categories refuses, said in the JSON schema (generated clients, fuzzers)
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["aspects", "categories"]}})
+
     text: StrictStr = Field(
         min_length=1,
         description="the sentence or review",

@@ -675,6 +675,23 @@ def test_the_documented_example_is_answered(client: TestClient) -> None:
     assert client.post("/v1/predict", json=body).status_code == 200
 
 
+def test_the_schema_says_aspects_and_categories_do_not_go_together(client: TestClient) -> None:
+    """The service refuses both at once (422) while the schema allowed them: a generated
+    client, or schemathesis (ST202), sent them."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = client.get("/openapi.json").json()
+    request = schema["components"]["schemas"]["PredictRequest"]
+    assert request["not"] == {"required": ["aspects", "categories"]}
+    both = {"text": "the food", "aspects": ["food"], "categories": ["food"]}
+    root = {"$ref": "#/components/schemas/PredictRequest", "components": schema["components"]}
+    validator = jsonschema.Draft202012Validator(root)
+    assert not validator.is_valid(both)
+    for one in ("aspects", "categories"):
+        assert validator.is_valid({k: v for k, v in both.items() if k != one}), one
+    r = client.post("/v1/predict", json=both)
+    assert r.status_code == 422 and "not both" in r.json()["detail"]
+
+
 def test_every_whole_request_example_is_answered(client: TestClient) -> None:
     """The request examples /docs offers (Swagger UI's "Try it out" sends the first)."""
     schema = client.get("/openapi.json").json()
