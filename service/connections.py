@@ -13,9 +13,13 @@ import asyncio
 import functools
 import json
 import logging
+import uuid
+from http import HTTPStatus
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from absa.service.errors import error_body
 
 log = logging.getLogger("absa.service")
 
@@ -35,6 +39,12 @@ MAX_HEAD_BYTES = 64 * 1024
 HEAD_TOO_LARGE = (
     f"the request line and headers are over {MAX_HEAD_BYTES // 1024} KiB: send fewer request "
     "headers"
+)
+
+#: a request the HTTP parser refused (uvicorn's "Invalid HTTP request received.")
+NOT_HTTP = (
+    "the request is not valid HTTP/1.1 (its method, request line or headers, such as a "
+    "Content-Length that is not one number): send a well-formed request"
 )
 
 
@@ -76,17 +86,33 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
             raise _HeadTooLarge  # httptools: a parser error, which uvicorn answers below
 
     def send_400_response(self, msg: str) -> None:
-        if not self._head_too_large:
-            return super().send_400_response(msg)
-        log.warning("closed a connection whose request head was over %d bytes", MAX_HEAD_BYTES)
-        body = json.dumps({"detail": HEAD_TOO_LARGE}).encode()
-        self.transport.write(
-            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        """uvicorn's answer to a request its parser refused (a text/plain "Invalid HTTP
+        request received."): in the service's one error shape, with an X-Request-ID."""
+        if self._head_too_large:
+            status, detail = 431, HEAD_TOO_LARGE
+        else:
+            status, detail = 400, NOT_HTTP
+        rid = uuid.uuid4().hex  # no request to take the client's from: a new one
+        if status == 431:
+            log.warning(
+                "closed a connection whose request head was over %d bytes (request %s)",
+                MAX_HEAD_BYTES,
+                rid,
+            )
+        else:
+            log.warning("refused a request that is not HTTP/1.1 (request %s)", rid)
+        body = json.dumps(error_body(detail)).encode()
+        head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode()]
+        for name, value in self.server_state.default_headers:  # date, server: as uvicorn's
+            head.append(name + b": " + value + b"\r\n")
+        head.append(
             b"content-type: application/json\r\n"
             + f"content-length: {len(body)}\r\n".encode()
-            + b"connection: close\r\n\r\n"
-            + body
+            + b"x-request-id: "
+            + rid.encode()
+            + b"\r\nconnection: close\r\n\r\n"
         )
+        self.transport.write(b"".join(head) + body)
         self.transport.close()
 
     def on_response_complete(self) -> None:

@@ -7,6 +7,7 @@ use up the process's file descriptors."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -43,6 +44,60 @@ def _one_response(sock: socket.socket) -> bytes:
     while len(body) < length:
         body += sock.recv(65536)
     return head + b"\r\n\r\n" + body
+
+
+def _error_answer(answer: bytes) -> tuple[dict[str, str], dict]:
+    """The headers and JSON body of an answer in the service's one error shape, with a
+    fresh X-Request-ID, on a connection then closed."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    assert headers["content-type"] == "application/json", answer
+    assert headers["connection"] == "close", answer
+    assert re.fullmatch(r"[0-9a-f]{32}", headers.get("x-request-id", "")), answer
+    assert int(headers["content-length"]) == len(body), answer
+    said = json.loads(body)
+    assert set(said) == {"detail"} and isinstance(said["detail"], str), said
+    return headers, said
+
+
+BAD_REQUESTS = [
+    b"FOO /v1/predict HTTP/1.1\r\nHost: x\r\n\r\n",  # no such method token
+    b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+    b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+    b"\x16\x03\x01 not http at all\r\n\r\n",  # a request line of garbage (a TLS hello)
+]
+
+
+def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """uvicorn answered these with a text/plain "Invalid HTTP request received." and no
+    X-Request-ID: every other answer of the service is JSON and carries one."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    log = tmp_path / "serve.log"
+    server = spawn(["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"], log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(server, url, log)
+        ids = set()
+        for request in BAD_REQUESTS:
+            with _connect(url) as bad:
+                bad.sendall(request)
+                answer = _read_all(bad)
+            assert answer.startswith(b"HTTP/1.1 400 "), (request, answer[:300])
+            headers, body = _error_answer(answer)
+            assert "HTTP" in body["detail"], body
+            ids.add(headers["x-request-id"])
+        assert len(ids) == len(BAD_REQUESTS)  # a fresh one each
+        with httpx.Client() as client:  # the worker serves on
+            assert client.get(f"{url}/healthz").status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
@@ -128,7 +183,8 @@ def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
                 pass  # closed once over the limit: what was sent after it is not read
             answer = _read_all(big)
         assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
-        assert b"request headers" in answer
+        head, body = _error_answer(answer)
+        assert "request headers" in body["detail"]
         with httpx.Client() as client:  # the worker serves on
             assert client.get(f"{url}/healthz").status_code == 200
     finally:
