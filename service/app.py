@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import signal
 import sys
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -73,11 +75,12 @@ async def _shed(send: Send, slots: Slots, metrics: Metrics, delay_s: float) -> N
 class ApiGate:
     """In front of ``/v1/*`` (never /healthz, /readyz, /metrics): with API keys, a request
     without one is refused (401) before anything else is said; a body must be sent as JSON
-    (else 415), and at most ``slots.limit`` requests are in progress at once; past it a
-    request is refused at once with 503 + Retry-After, before its body is read or any work
-    is done (InFlight, behind BodyLimit, takes the slot once the body is in). The queue bound
-    counts aspects waiting for the model, but under many connections the event loop
-    saturates first; this cap keeps accepted requests' latency bounded."""
+    (else 415), with no query string (else 422: the options are the body's), and at most
+    ``slots.limit`` requests are in progress at once; past it a request is refused at once
+    with 503 + Retry-After, before its body is read or any work is done (InFlight, behind
+    BodyLimit, takes the slot once the body is in). The queue bound counts aspects waiting
+    for the model, but under many connections the event loop saturates first; this cap
+    keeps accepted requests' latency bounded."""
 
     def __init__(
         self,
@@ -115,6 +118,10 @@ class ApiGate:
             return await reply(send, 415, SEND_JSON)
         if scope["method"] == "POST" and _encoded(scope):  # gzip'd JSON read as bytes: a 422
             return await reply(send, 415, UNCOMPRESSED)
+        if scope["method"] == "POST" and path in JSON_PATHS and scope.get("query_string"):
+            # ?explain=true was passed over (a 200 without attention), where an unknown field
+            # of the body is a 422
+            return await reply(send, 422, query_refused(scope["query_string"]))
         if self.slots.full and path in API_PATHS:
             return await _shed(send, self.slots, self.metrics, self.shed_delay_s)
         engine = getattr(scope["app"].state, "engine", None) if "app" in scope else None
@@ -215,6 +222,25 @@ WRONG_KEY = (
     "the API key sent is not accepted: send Authorization: Bearer KEY, a key of this server's"
 )
 BEARER = {"WWW-Authenticate": "Bearer"}
+
+
+#: the most characters of a query parameter's name a refusal quotes
+SHOWN_NAME = 64
+
+
+def query_refused(query: bytes) -> str:
+    """Why a POST to the API with a query string is refused: its first parameter named."""
+    names = [k for k, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if k]
+    only = "this route reads its options from the JSON body only"
+    if not names:
+        return f"a query string is refused: {only}; send none"
+    name = names[0][:SHOWN_NAME] + ("\u2026" if len(names[0]) > SHOWN_NAME else "")
+    more = f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+    quoted = json.dumps(name, ensure_ascii=False)
+    return (
+        f'the query parameter {quoted}{more} is refused: {only} (e.g. {{"explain": true}}); '
+        "send no query string"
+    )
 
 
 def route_path(scope: Scope) -> str:

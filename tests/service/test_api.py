@@ -692,6 +692,38 @@ def test_the_schema_says_aspects_and_categories_do_not_go_together(client: TestC
     assert r.status_code == 422 and "not both" in r.json()["detail"]
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/predict", {"text": "the food", "aspects": ["food"]}),
+        ("/v1/predict/batch", {"items": [{"text": "the food", "aspects": ["food"]}]}),
+    ],
+)
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [("explain=true", "explain"), ("foo=1&explain=true", "foo"), ("debug", "debug"), ("&", "")],
+)
+def test_a_query_string_on_the_api_is_refused(
+    client: TestClient, path: str, body: dict, query: str, name: str
+) -> None:
+    """POST /v1/predict?explain=true was answered 200 without attention: the query string
+    was passed over, while an unknown field in the body is a 422."""
+    r = client.post(f"{path}?{query}", json=body)
+    assert r.status_code == 422, r.text
+    said = r.json()
+    assert set(said) == {"detail"}, said
+    assert f'"{name}"' in said["detail"] if name else "query string" in said["detail"]
+    assert "JSON body" in said["detail"], said
+    assert r.headers["x-request-id"]
+    assert client.post(path, json=body).status_code == 200  # the same without it
+    assert client.post(f"{path}?", json=body).status_code == 200  # an empty one is none
+
+
+def test_a_query_string_on_a_get_route_is_passed_over(client: TestClient) -> None:
+    for path in ("/v1/model", "/healthz", "/readyz", "/docs", "/openapi.json"):
+        assert client.get(f"{path}?x=1").status_code == 200, path
+
+
 def test_every_whole_request_example_is_answered(client: TestClient) -> None:
     """The request examples /docs offers (Swagger UI's "Try it out" sends the first)."""
     schema = client.get("/openapi.json").json()
