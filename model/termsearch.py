@@ -26,14 +26,25 @@ except ImportError:  # a Python that moved the table: lower-casing alone
 #: joiner, word joiner, soft hyphen (the tokenizer keeps them inside a word)
 JOINERS = "\u200c\u200d\u2060\u00ad"
 #: invisible characters that are no part of a word: the zero-width space, the byte-order mark,
-#: the marks, embeddings and isolates of text direction (the tokenizer makes no token of them)
-INVISIBLE = "\u200b\ufeff\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+#: the marks, embeddings and isolates of text direction, the invisible operators of maths
+#: (function application, times, separator, plus) and the Mongolian vowel separator (the
+#: tokenizer makes no token of them; inside a word, the word reads past them)
+INVISIBLE = (
+    "\u200b\ufeff\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    "\u2061\u2062\u2063\u2064\u180e"
+)
+#: invisible combining marks, read past between two word characters ("piz\u034fza" is
+#: "pizza"): the combining grapheme joiner and the variation selectors. Elsewhere they stay,
+#: as the emoji presentation of a symbol: "\u2764\ufe0f" is found as itself, as it was
+INNER_MARKS = "\u034f\ufe00-\ufe0f"
 #: the invisible characters the search reads past, as a reader does: both kinds
 _IGNORABLE = re.escape(JOINERS + INVISIBLE)
-_HAS_IGNORABLE = re.compile(f"[{_IGNORABLE}]")
+_INNER = rf"(?<=\w)[{INNER_MARKS}]+(?=\w)"
+_HAS_IGNORABLE = re.compile(f"[{_IGNORABLE}]|{_INNER}")
 #: what the folded text drops or makes one space: a run of whitespace with the invisible
-#: characters in and around it, or a run of invisible characters alone
-_SHORTER = re.compile(rf"(?P<space>[\s{_IGNORABLE}]*\s[\s{_IGNORABLE}]*)|[{_IGNORABLE}]+")
+#: characters in and around it, or a run of invisible characters alone, or of invisible
+#: marks inside a word
+_SHORTER = re.compile(rf"(?P<space>[\s{_IGNORABLE}]*\s[\s{_IGNORABLE}]*)|[{_IGNORABLE}]+|{_INNER}")
 _SPACES = re.compile(r"\s+")
 _RUNS = re.compile(r"\s\s+")  # those that make the folded text shorter
 _OTHER_SPACE = re.compile(r"[^\S ]")  # whitespace but a space: most texts have none

@@ -91,7 +91,8 @@ def tokenize(text: str, version: int = TOKENIZER) -> list[Token]:
     U+200D, a flag are one token each (``_joins``; no training or test text of ../shared/data
     holds one, so every version's models saw the same tokens either way). A zero-width space,
     a byte-order mark or a mark of direction is no token (``_INVISIBLE``; none of those texts
-    holds one either)."""
+    holds one either), but inside a word it is part of the word: "piz\u200bza" is one token,
+    looked up as "pizza" (``_within``), as the aspect search reads it."""
     pattern = TOKENIZERS[check_tokenizer(version)]
     tokens = [Token(m.group(0), m.start(), m.end()) for m in pattern.finditer(text)]
     if text.isascii():  # no combining mark: the tokens as the pattern found them
@@ -103,8 +104,56 @@ def tokenize(text: str, version: int = TOKENIZER) -> list[Token]:
             out[-1] = Token(text[prev.start : tok.end], prev.start, tok.end)
         else:
             out.append(tok)
+    out = _within(text, out)
     seen = [t for t in out if t.text.strip(_INVISIBLE)]  # no zero-width space, no mark of
     return seen or out  # direction; a text of nothing else keeps them: a text has a token
+
+
+def _within(text: str, tokens: list[Token]) -> list[Token]:
+    """``tokens`` with each run of invisible tokens (``_INVISIBLE``) inside a word, right
+    between two of its pieces, joined to them: "piz", "\u200b", "za" is "piz\u200bza". Runs
+    before or after a word, or beside punctuation or a space, stay apart (and are dropped)."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if not _is_invisible(tok.text):
+            out.append(tok)
+            i += 1
+            continue
+        j = i + 1  # the run: invisible tokens one right after another
+        while (
+            j < len(tokens)
+            and _is_invisible(tokens[j].text)
+            and tokens[j - 1].end == tokens[j].start
+        ):
+            j += 1
+        prev = out[-1] if out else None
+        nxt = tokens[j] if j < len(tokens) else None
+        if (
+            prev is not None
+            and nxt is not None
+            and prev.end == tok.start
+            and tokens[j - 1].end == nxt.start
+            and _in_word(prev.text[-1])
+            and _in_word(nxt.text[0])
+        ):
+            out[-1] = Token(text[prev.start : nxt.end], prev.start, nxt.end)
+            i = j + 1
+        else:
+            out.extend(tokens[i:j])
+            i = j
+    return out
+
+
+def _is_invisible(token: str) -> bool:
+    return all(c in _INVISIBLE for c in token)
+
+
+def _in_word(c: str) -> bool:
+    """A character a word holds on either side of an invisible one: a letter or digit, a
+    combining mark, a joiner (not an emoji: "\U0001f44d\u200b\U0001f44d" stays two)."""
+    return is_word(c) or c in _JOINERS or unicodedata.category(c)[0] == "M"
 
 
 def check_tokenizer(version: object, where: str = "word tokenizer") -> int:
@@ -127,9 +176,18 @@ _MODIFIERS = ((0x1F3FB, 0x1F3FF), (0xE0020, 0xE007F))
 _REGIONAL = "".join(map(chr, range(0x1F1E6, 0x1F200)))  # two regional indicators: one flag
 # Dropped from a word to look it up: variation selectors (the emoji and text presentations of
 # one symbol: "\u2665\ufe0f" is the vocabulary's "\u2665"), skin tones (a thumbs-up of any tone is
-# the thumbs-up), the invisible word joiner and soft hyphen.
+# the thumbs-up), the combining grapheme joiner, the joiners (``JOINERS``: the zero-width
+# joiner and non-joiner, the word joiner, the soft hyphen) and the invisible characters a
+# word may hold (``INVISIBLE``: "piz\u200bza" is "pizza"). No vocabulary of model/artifacts
+# holds any of them.
 _IGNORED = dict.fromkeys(
-    [0xFE0E, 0xFE0F, 0x2060, 0xAD, *range(_MODIFIERS[0][0], _MODIFIERS[0][1] + 1)]
+    [
+        0xFE0E,
+        0xFE0F,
+        0x34F,
+        *map(ord, JOINERS + INVISIBLE),
+        *range(_MODIFIERS[0][0], _MODIFIERS[0][1] + 1),
+    ]
 )
 
 
@@ -170,12 +228,12 @@ def _joins(left: str, right: str) -> bool:
 
 def lookup_form(word: str) -> str:
     r"""A word as the vocabulary holds it: lower case, composed (NFC: "cre\u0300me" and
-    "crème" are one word), without variation selectors, skin tones, word joiners and soft
-    hyphens (``_IGNORED``), nor a zero-width (non-)joiner at either edge."""
+    "crème" are one word), without variation selectors, skin tones, joiners, soft hyphens
+    and the invisible characters inside it (``_IGNORED``: "piz\u200dza" is "pizza")."""
     if word.isascii():
         return word.lower()
     form = unicodedata.normalize("NFC", word)
-    clean = form.translate(_IGNORED).strip("".join(_JOINERS))  # a joiner at an edge joins nothing
+    clean = form.translate(_IGNORED)
     return (clean or form).lower()  # a token of nothing else stays itself
 
 
