@@ -238,8 +238,18 @@ class Predictor(RuntimeModel):
                 "ABSA_EXTRACTOR): name at least one aspect term"
             )
         # a run of hundreds of words tagged as one term (a repeated word, say) is no term,
-        # and could not be sent back as an aspect
-        found = [f for f in self.extractor.extract([text])[0] if f.end - f.start <= MAX_TERM_CHARS]
+        # and could not be sent back as an aspect; nor one of more tokens than the model
+        # reads at once ("a-a-a..."), which encode refuses: it would fail the whole request
+        tok = self.runtime.tokenized(text)
+
+        def readable(start: int, end: int) -> bool:
+            try:
+                self.runtime.encode_span(tok, start, end)
+            except TextError:
+                return False
+            return end - start <= MAX_TERM_CHARS
+
+        found = [f for f in self.extractor.extract([text])[0] if readable(f.start, f.end)]
         lim = self.limits
         if lim.max_aspects is not None and len(found) > lim.max_aspects:
             raise LimitError(

@@ -199,3 +199,19 @@ def test_run_takes_a_batch_size_of_its_own(artifact: Path) -> None:
     np.testing.assert_allclose([o.probs for o in together], [o.probs for o in alone], atol=1e-6)
     with pytest.raises(InputError, match="max_batch must be at least 1"):
         rt.run(items, max_batch=0)
+
+
+def test_an_extracted_aspect_over_the_window_is_left_out_not_a_422() -> None:
+    """An aspect of more tokens than the model reads at once is refused when named (a 422);
+    one the extractor found must not fail the whole request: it is left out, as a term over
+    200 characters is. The shipped pipeline's window is set to 1 token here, so the
+    two-word "battery life" is over it and "screen" is not."""
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
+
+    rt = Runtime.load(DEFAULT_MODEL_DIR, device="cpu", threads=1)
+    ext = Extractor.load(DEFAULT_EXTRACTOR_DIR, device="cpu")
+    text = "The battery life is short but the screen is bright"
+    found = {s.term for s in Predictor(rt, extractor=ext).extract(text)}
+    assert {"battery life", "screen"} <= found
+    rt.pipeline.max_len = 1
+    assert {s.term for s in Predictor(rt, extractor=ext).extract(text)} == found - {"battery life"}
