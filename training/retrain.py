@@ -121,6 +121,18 @@ class JobStopped(BaseException):
     ``Exception``: a failure drops the checkpoint, a stop keeps it, as a kill does."""
 
 
+def stop_if_asked(run_dir: Path) -> None:
+    """JobStopped where a stop was asked (``checkpoint.STOP``) after the challenger's last
+    batch, as it is exported or measured: no checkpoint is written then, and the job would
+    go on to add and promote a version while its pod goes away. The checkpoint kept with
+    the finished run is where the same command goes on from (its last epoch again)."""
+    from absa.training import checkpoint
+    from absa.training.rundir import HISTORY
+
+    if checkpoint.STOP.is_set():
+        raise JobStopped(len(json.loads((run_dir / HISTORY).read_text(encoding="utf-8"))))
+
+
 @dataclass
 class JobData:
     """The job's validated examples."""
@@ -186,12 +198,15 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             run_dir, resumed = train_challenger(cfg, data, report["data"], reg, progress)
             if resumed:
                 report["resumed_after_epoch"] = resumed
+            stop_if_asked(run_dir)  # SIGTERM after the last batch: no checkpoint came
             artifact_dir = work / "artifact"
             report["parity"] = export_challenger(
                 run_dir, artifact_dir, cfg.preset, version, cfg.calibration == "top_map"
             )
+            stop_if_asked(run_dir)
             report["challenger_metrics"] = evaluate_on(artifact_dir, data.evals)
             report["champion_metrics"] = evaluate_on(compare_with, data.evals)
+            stop_if_asked(run_dir)  # the last step before a version is added
             report["gate"] = apply_gate(
                 cfg.gate,
                 report["challenger_metrics"],

@@ -178,3 +178,37 @@ def test_a_job_asked_to_stop_keeps_its_checkpoint_and_exits_75(
     monkeypatch.undo()
     report = retrain(RetrainConfig.load(cfg), version="v2")
     assert report["resumed_after_epoch"] == 2
+
+
+@pytest.mark.parametrize("stage", ["export_challenger", "evaluate_on"])
+def test_a_job_asked_to_stop_after_training_stops_before_it_adds_a_version(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], stage: str,
+) -> None:  # fmt: skip
+    """SIGTERM after the last batch (as the challenger is exported or measured): the stop
+    asked for a checkpoint at the next batch, none came, and the job went on to gate, add
+    and promote a version (exit 0) while its pod was going away. It stops at the next step
+    now, before any version is added (exit 75: the same command goes on from the
+    checkpoint kept with the finished run)."""
+    from absa.cli import main
+    from absa.training import retrain as job
+
+    step = getattr(job, stage)
+
+    def step_then_ask(*args: object, **kwargs: object) -> object:
+        out = step(*args, **kwargs)
+        checkpoint.STOP.set()  # what SIGTERM does now
+        return out
+
+    monkeypatch.setattr(job, stage, step_then_ask)
+    before = Registry(registry).pointer()
+    cfg = make_config(tmp_path / "r.toml", registry)
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 75
+    out = capsys.readouterr().out
+    assert "no version added" in out and "the same command goes on" in out, out
+    reg = Registry(registry)
+    assert "v2" not in reg.versions() and reg.pointer() == before
+    assert (reg.resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    monkeypatch.undo()
+    report = retrain(RetrainConfig.load(cfg), version="v2")
+    assert "v2" in reg.versions() and "resumed_after_epoch" in report
