@@ -153,6 +153,49 @@ def check_writable(out: Path) -> None:
                 out.rmdir()
 
 
+@contextmanager
+def claim_out(out: Path, command: str, hint: str) -> Iterator[None]:
+    """``out``, a directory, claimed for the block: an exclusive ``flock`` on the directory
+    itself, so a second ``command`` into it is refused at once (CLIError, with ``hint``:
+    what to do instead) rather than both
+    writing there and the last one's files winning. No file is made for it, and the OS ends
+    the claim with the process (SIGKILL too). ``out`` (and its parents) are made for the
+    claim; where the block leaves them empty (a command refused before its work) they are
+    removed again. On a file system without ``flock`` the block runs unclaimed, warned of."""
+    import errno
+    import fcntl
+    import logging
+    import os
+
+    made = [p for p in (out, *out.parents) if not p.exists()][::-1]  # outermost first
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise CLIError(f"cannot write {out}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                logging.getLogger("absa").warning(
+                    "cannot lock %s (%s): another %s into it would not be refused",
+                    out,
+                    e.strerror or e,
+                    command,
+                )
+            else:
+                raise CLIError(f"{out}: another {command} is writing into it; {hint}") from None
+        yield
+    finally:
+        for folder in reversed(made):  # innermost first; before the claim ends
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty: the command's work (or another writer's)
+        os.close(fd)
+
+
 def check_config(path: str | None) -> None:
     """A --config that is missing or a folder, as one line naming the flag (the reader said
     "[Errno 2] No such file or directory: 'c.json'", naming none)."""

@@ -22,6 +22,7 @@ from absa.cli.common import (
     check_config,
     check_new_out,
     check_writable,
+    claim_out,
     given,
     given_name,
     model_dir,
@@ -226,6 +227,19 @@ def cmd_train(args: argparse.Namespace) -> int:
         from absa.cli.extract import cmd_train_extract
 
         return cmd_train_extract(args)
+    if args.stop_after is not None and not 0 <= args.stop_after < math.inf:  # nan: never
+        raise CLIError(f"--stop-after is a number of minutes, >= 0, not {args.stop_after}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"{out} is a file; train into a new directory")
+    # --out is this command's from before its checks to its end: a second run into it passed
+    # them (the directory is empty till the first checkpoint), and the last writer won
+    with claim_out(out, "absa train", "train into another directory"):
+        return _train_into(args, out)
+
+
+def _train_into(args: argparse.Namespace, out: Path) -> int:
+    """``absa train`` of --task terms or category into ``out``, claimed (``claim_out``)."""
     from dataclasses import replace
 
     from absa.training.evaluate import evaluate
@@ -234,11 +248,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from absa.training.rundir import add_eval
     from absa.training.train import fit
 
-    if args.stop_after is not None and not 0 <= args.stop_after < math.inf:  # nan: never
-        raise CLIError(f"--stop-after is a number of minutes, >= 0, not {args.stop_after}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise CLIError(f"{out} is a file; train into a new directory")
     if args.resume and out.is_dir() and not (out / "checkpoint.pt").exists():
         from absa.errors import first_few
         from absa.training.rundir import foreign_files

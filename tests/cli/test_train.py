@@ -1177,3 +1177,58 @@ def test_a_config_that_is_missing_or_a_folder_is_named_as_the_config(
         err = capsys.readouterr().err
         assert err == f"absa train: error: --config {tmp_path / cfg}: {said}\n", err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_second_train_into_an_out_another_is_writing_into_is_refused(
+    resume: bool, tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `absa train` runs into one --out both passed the "exists" check (the directory
+    stays empty until the first checkpoint), both trained, and the last writer won, exit 0
+    for both; --resume as well. The run claims --out (flock on the directory) for the whole
+    command: a second one is refused at once; the claim ends with the command."""
+    import fcntl
+    import os
+
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(out), "--quiet"]
+    argv += ["--resume"] if resume else []
+    out.mkdir()  # as the first run's fit() makes it, empty till its first checkpoint
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)  # the first run's claim
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"absa train: error: {out}: another absa train is writing into it; "
+            "train into another directory\n"
+        ), err
+        assert list(out.iterdir()) == []
+    finally:
+        os.close(fd)
+    assert main(argv) == 0  # the first one gone: its claim is too
+    assert (out / "run.json").is_file()
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)  # not held after the command
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    assert not list(out.glob("*lock*"))
+
+
+def test_a_refused_train_leaves_no_out_directory_behind(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The claim on --out makes the directory; a run refused before it trains removes it
+    again (and the parents it made), so the same command, put right, is not refused."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "new" / "run"
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(out), "--quiet"]
+    assert main([*argv, "--eval", str(tmp_path / "gone.jsonl")]) == 2
+    assert "gone.jsonl: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    assert main(argv) == 0
