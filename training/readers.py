@@ -972,3 +972,12 @@ def drop_overlap(
     banned = {key(e.text) for e in reference}
     kept = [e for e in examples if key(e.text) not in banned]
     return kept, len(examples) - len(kept)
+
+
+def sentence_overlap(examples: Iterable[HasText], reference: Iterable[HasText]) -> dict[str, int]:
+    """How many of the sentences of ``examples`` (distinct, compared by ``bracket_free``, as
+    ``drop_overlap`` compares them) ``reference`` holds too: ``{"sentences": n, "of": m}``.
+    An eval or dev set measured on what training saw (retrain's gate, ``absa train``)."""
+    sentences = {bracket_free(e.text) for e in examples}
+    seen = {bracket_free(e.text) for e in reference}
+    return {"sentences": len(sentences & seen), "of": len(sentences)}

@@ -55,7 +55,7 @@ from absa.model.registry import (
 from absa.training.evaluate import evaluate, model_identity
 from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
-from absa.training.readers import bracket_free, label_counts, read_many
+from absa.training.readers import label_counts, read_many, sentence_overlap
 from absa.training.records import DataError, Example, Invalid
 from absa.training.retrain_config import (
     Gate,
@@ -273,19 +273,18 @@ def eval_overlap(data: JobData) -> dict[str, dict[str, int]]:
     """Per eval set whose sentences the training or dev data also hold (compared as
     ``absa train --exclude`` compares them): how many, of how many. Logged as a warning: the
     gate then compares challenger and champion on what the challenger learnt."""
-    seen = {bracket_free(e.text) for e in [*data.train, *(data.dev or [])]}
+    seen = [*data.train, *(data.dev or [])]
     out = {}
     for name, examples in data.evals.items():
-        sentences = {bracket_free(e.text) for e in examples}
-        shared = len(sentences & seen)
-        if shared:
-            out[name] = {"sentences": shared, "of": len(sentences)}
+        overlap = sentence_overlap(examples, seen)
+        if overlap["sentences"]:
+            out[name] = overlap
             log.warning(
                 "eval %s: %d of its %d sentences are in the training or dev data: the gate "
                 "compares on sentences the challenger learnt",
                 name,
-                shared,
-                len(sentences),
+                overlap["sentences"],
+                overlap["of"],
             )
     return out
 

@@ -33,7 +33,7 @@ from absa.cli.common import (
 
 if TYPE_CHECKING:
     from absa.training.presets import TrainConfig
-    from absa.training.records import Invalid, ReadResult
+    from absa.training.records import Invalid, Labelled, ReadResult
 
 log = logging.getLogger("absa")
 #: how train's --dev and --eval records of a category the training data lacks are logged
@@ -97,18 +97,54 @@ def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> Read
     return res
 
 
-def _warn_dev_is_training_data(train: Sequence[str], dev: Sequence[str]) -> None:
-    """A --dev file that is also a --train file: its score is on what the model learnt."""
-    from absa.training.provenance import file_id
+def _overlaps(
+    examples: Sequence[Labelled],
+    dev: Sequence[Labelled] | None,
+    dev_files: Sequence[str],
+    evals: Mapping[str, ReadResult],
+    info: dict,
+) -> dict[str, dict]:
+    """--dev and each --eval compared with the training data by sentence (as retrain and
+    --exclude compare them), and each --eval with --dev: a WARNING for each that shares
+    sentences (not refused: it is sometimes meant), and the counts in ``info`` (run.json's
+    data: ``dev_overlap``, ``eval_overlap``). ``examples``: what trains, with the dev split
+    a run without --dev holds out of it. Returns each --eval's counts, for its report."""
+    from absa.training.readers import sentence_overlap
 
-    trained = {file_id(p) for p in train} - {None}
-    for p in dev:
-        if file_id(p) in trained:
+    if dev_files and dev is not None:
+        shared = sentence_overlap(dev, examples)
+        info["dev_overlap"] = {"train": shared}
+        if shared["sentences"]:
             log.warning(
-                "--dev %s is also given as --train: its score is on the training data, and "
-                "says nothing of unseen text (early stopping and the exported epoch follow it)",
-                p,
+                "--dev %s: %d of its %d sentences are also in the training data: its score, "
+                "which early stopping and the exported epoch follow, is partly on what the "
+                "model learnt",
+                " ".join(dev_files),
+                shared["sentences"],
+                shared["of"],
             )
+    out: dict[str, dict] = {}
+    for path, read in evals.items():
+        out[path] = {"train": sentence_overlap(read.examples, examples)}
+        if dev_files and dev is not None:
+            out[path]["dev"] = sentence_overlap(read.examples, dev)
+        for part, what, why in (
+            ("train", "the training data", "what the model learnt"),
+            ("dev", "--dev", "the data its epoch was selected on"),
+        ):
+            shared = out[path].get(part)
+            if shared and shared["sentences"]:
+                log.warning(
+                    "--eval %s: %d of its %d sentences are also in %s: its score is partly on %s",
+                    path,
+                    shared["sentences"],
+                    shared["of"],
+                    what,
+                    why,
+                )
+    if out:
+        info["eval_overlap"] = out
+    return out
 
 
 def _of_categories(
@@ -293,7 +329,6 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
     if args.transfer and not preset.train.teacher:
         raise CLIError("--transfer needs a teacher to label it (train.teacher in --config)")
     train = _read_some(args.train, args.skip_invalid, task, "--train")
-    _warn_dev_is_training_data(args.train, args.dev or [])
     dev_read = _read_some(args.dev, args.skip_invalid, task, "--dev") if args.dev else None
     dev = dev_read.examples if dev_read is not None else None
     if task == "category":
@@ -345,6 +380,9 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
             _of_categories(read, categories, args.skip_invalid, LACKED.format(path))
             if not read.examples:
                 raise CLIError(f"{path}: no record of a category --train has")
+    # the held-out split of a run with --dev-from-train is training data all the same
+    trained = examples if dev_source == "file" else [*examples, *(dev or [])]
+    overlap = _overlaps(trained, dev, args.dev or [], evals, info)
     check_writable(out)  # a read-only volume found after the first epoch cost the epoch
     try:
         with _checkpoint_on_sigterm() as asked:
@@ -388,6 +426,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
                 **evaluate(result.run_dir, read.examples),
                 "file": _data_info([path])[0],  # which bytes were measured
                 "skipped_invalid": len(read.skipped),
+                "overlap": overlap[path],  # its sentences in the training data, and --dev
             }
             log.info("%s\n%s", path, format_report(reports[path]))
     except KeyboardInterrupt:  # SIGTERM, Ctrl-C: the run is whole, its --eval report is not

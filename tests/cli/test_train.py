@@ -1232,3 +1232,65 @@ def test_a_refused_train_leaves_no_out_directory_behind(
     assert "gone.jsonl: no such file" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
     assert main(argv) == 0
+
+
+def test_dev_and_eval_sentences_that_are_training_or_dev_data_are_warned_of_and_counted(
+    tmp_path: Path, small_glove: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--dev was checked against --train by file identity alone (a copy, or a file sharing
+    sentences, passed), --eval not at all; retrain checks its eval sets by sentence. Each is
+    now compared by sentence (bracket_free, as --exclude compares): --dev and each --eval
+    with the training data, an --eval with --dev too; warned of, counted in run.json's data
+    and in metrics.json's eval entry, not refused."""
+    known = {e.text for e in EXAMPLES}
+    fresh = [e for e in synthetic_examples(40, seed=9) if e.text not in known]
+    fresh_texts = list(dict.fromkeys(e.text for e in fresh))
+    unseen = [e for e in fresh if e.text in fresh_texts[:3]]  # 3 sentences in no other file
+    other = [e for e in fresh if e.text in fresh_texts[3:5]]  # 2 more
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES[4:])  # sentences 2 to 11
+    dev = write_jsonl(tmp_path / "dev.jsonl", [*EXAMPLES[4:8], *unseen])  # 2 trained + 3
+    # one training sentence (not in dev), one dev sentence (not trained on), two in neither
+    held = write_jsonl(tmp_path / "held.jsonl", [*EXAMPLES[8:10], *unseen[:2], *other])
+    clean = write_jsonl(tmp_path / "clean.jsonl", other)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--dev", str(dev), "--config", str(cfg), "--quiet"]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--eval", str(held), str(clean), "--out", str(out)]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(
+        f"--dev {dev}: 2 of its 5 sentences are also in the training data" in w for w in warned
+    ), warned
+    assert any(
+        f"--eval {held}: 1 of its 4 sentences are also in the training data" in w for w in warned
+    ), warned
+    assert any(f"--eval {held}: 1 of its 4 sentences are also in --dev" in w for w in warned)
+    assert not any(str(clean) in w for w in warned), warned
+    data = read_info(out)["data"]
+    assert data["dev_overlap"] == {"train": {"sentences": 2, "of": 5}}
+    assert data["eval_overlap"] == {
+        str(held): {"train": {"sentences": 1, "of": 4}, "dev": {"sentences": 1, "of": 4}},
+        str(clean): {"train": {"sentences": 0, "of": 2}, "dev": {"sentences": 0, "of": 2}},
+    }
+    evals = read_metrics(out)["eval"]
+    assert evals[str(held)]["overlap"] == data["eval_overlap"][str(held)]
+    assert evals[str(clean)]["overlap"] == data["eval_overlap"][str(clean)]
+
+
+def test_an_eval_file_that_is_training_data_is_warned_of_without_a_dev_file(
+    tmp_path: Path, small_glove: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without --dev the held-out split is training data's: an --eval is compared with all
+    of --train (no --dev to compare it with)."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    out = tmp_path / "run"
+    argv = ["train", "--train", str(train), "--eval", str(train), "--config", str(cfg)]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    said = f"--eval {train}: 12 of its 12 sentences are also in the training data"
+    assert any(said in w for w in warned), warned
+    data = read_info(out)["data"]
+    assert "dev_overlap" not in data
+    assert data["eval_overlap"] == {str(train): {"train": {"sentences": 12, "of": 12}}}
