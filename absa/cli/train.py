@@ -147,6 +147,23 @@ def _overlaps(
     return out
 
 
+def _warn_missing_labels(examples: Sequence[Labelled], labels: Sequence[str]) -> None:
+    """A WARNING naming each of the model's ``labels`` the training data has no example of
+    (not refused, as retrain's ``check_labels`` refuses it: a run may mean it)."""
+    counts = dict.fromkeys(labels, 0)
+    for e in examples:
+        counts[e.label] = counts.get(e.label, 0) + 1
+    missing = [lab for lab in labels if not counts[lab]]
+    if missing:
+        log.warning(
+            "the training data has no %s examples (labels found: %s): the model can never "
+            "learn to predict %s",
+            ", ".join(repr(m) for m in missing),
+            counts,
+            "it" if len(missing) == 1 else "them",
+        )
+
+
 def _of_categories(
     read: ReadResult, categories: list[str], skip_invalid: bool, skipped_as: str
 ) -> None:
@@ -371,6 +388,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
             raise CLIError(
                 "every training sentence is in an --exclude file: nothing left to train on"
             )
+    _warn_missing_labels(examples, preset.model.labels)
     # read now: a missing or bad --eval file found after hours of training lost the report
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []

@@ -1294,3 +1294,24 @@ def test_an_eval_file_that_is_training_data_is_warned_of_without_a_dev_file(
     data = read_info(out)["data"]
     assert "dev_overlap" not in data
     assert data["eval_overlap"] == {str(train): {"train": {"sentences": 12, "of": 12}}}
+
+
+def test_training_data_that_lacks_a_label_is_warned_of(
+    tmp_path: Path, small_glove: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 3-class model trained on data with no neutral example without a word (run.json's
+    label_counts said neutral 0; retrain refuses such data): a warning names the label."""
+    train = write_jsonl(tmp_path / "train.jsonl", [e for e in EXAMPLES if e.label != "neutral"])
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--quiet"]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    said = "the training data has no 'neutral' examples"
+    assert [w for w in warned if said in w and "never" in w], warned
+    assert read_info(tmp_path / "run")["label_counts"]["neutral"] == 0
+    caplog.clear()
+    with caplog.at_level("WARNING"):  # every label there: no word of one
+        assert main([*argv[:2], str(write_jsonl(tmp_path / "all.jsonl", EXAMPLES)), *argv[3:],
+                     "--out", str(tmp_path / "all")]) == 0  # fmt: skip
+    assert not [r for r in caplog.records if "has no" in r.getMessage()]
