@@ -72,6 +72,7 @@ def prepare_data(
     if not dev:
         train, dev = split_dev(train, tcfg.dev_fraction, tcfg.split_seed)
         dev_source = f"{tcfg.dev_fraction:.0%} of train held out with seed {tcfg.split_seed}"
+        warn_one_label(dev, "the held-out split")
     augmented = 0
     if tcfg.augment > 0:  # train only, after the split: dev never sees synthetic examples
         extra = augment(train, seed=tcfg.seed, rate=tcfg.augment)
@@ -123,6 +124,20 @@ def transfer_sources(kept: Sequence[Candidate]) -> dict:
         "by_file": dict(Counter(portable(path) for path, _ in found).most_common()),
         "copies": sum(copy for _, copy in found),
     }
+
+
+def warn_one_label(dev: Sequence[Labelled], name: str) -> None:
+    """A WARNING where the dev set (``name``: its files, or the held-out split) holds one
+    label only: its macro-F1 is 100 % for a model that answers that label to everything, and
+    the epochs are selected on it."""
+    labels = {e.label for e in dev}
+    if len(labels) == 1:
+        log.warning(
+            "%s: the dev set holds one label only (%r): its macro-F1, and the epoch selected "
+            "on it, say little",
+            name,
+            labels.pop(),
+        )
 
 
 def split_dev(

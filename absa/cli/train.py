@@ -389,6 +389,10 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
                 "every training sentence is in an --exclude file: nothing left to train on"
             )
     _warn_missing_labels(examples, preset.model.labels)
+    if dev is not None:  # a split fit holds out is looked at there
+        from absa.training.train_data import warn_one_label
+
+        warn_one_label(dev, f"--dev {' '.join(args.dev)}" if args.dev else "the held-out split")
     # read now: a missing or bad --eval file found after hours of training lost the report
     evals = {
         path: _read_some([path], args.skip_invalid, task, "--eval") for path in args.eval or []

@@ -1315,3 +1315,34 @@ def test_training_data_that_lacks_a_label_is_warned_of(
         assert main([*argv[:2], str(write_jsonl(tmp_path / "all.jsonl", EXAMPLES)), *argv[3:],
                      "--out", str(tmp_path / "all")]) == 0  # fmt: skip
     assert not [r for r in caplog.records if "has no" in r.getMessage()]
+
+
+def test_a_dev_set_of_one_label_is_warned_of(
+    tmp_path: Path, small_glove: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A dev set of one class reported 100 % macro-F1 and epochs were selected on it, without
+    a word: a warning names the label and the --dev file, or the held-out split."""
+    train = write_jsonl(tmp_path / "train.jsonl", EXAMPLES)
+    dev = write_jsonl(tmp_path / "dev.jsonl", [e for e in EXAMPLES if e.label == "positive"])
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--quiet"]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--dev", str(dev), "--out", str(tmp_path / "run")]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    said = f"--dev {dev}: the dev set holds one label only ('positive')"
+    assert [w for w in warned if said in w and "macro-F1" in w], warned
+    # one unpaired sentence held out: one example, one label
+    one = write_jsonl(tmp_path / "one.jsonl", synthetic_examples(12, seed=0, paired=False))
+    cfg = tiny_config(tmp_path / "c5.json", small_glove, epochs=1, dev_fraction=0.05)
+    caplog.clear()
+    argv = ["train", "--train", str(one), "--config", str(cfg), "--quiet"]
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--out", str(tmp_path / "split")]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [w for w in warned if "the held-out split: the dev set holds one label only" in w]
+    caplog.clear()
+    with caplog.at_level("WARNING"):  # dev of every label: no word of it
+        assert main([*argv[:2], str(train), *argv[3:4], str(tiny_config(tmp_path / "c1.json",
+                     small_glove, epochs=1)), "--dev", str(train), "--out",
+                     str(tmp_path / "mixed")]) == 0  # fmt: skip
+    assert not [r for r in caplog.records if "one label only" in r.getMessage()]
