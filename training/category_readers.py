@@ -126,21 +126,21 @@ def read_many_categories(paths: Iterable[str | Path], *, skip_invalid: bool = Fa
 
 def _add(sink: _Sink, text: Any, category: Any, polarity: Any, source: str, where: str) -> None:
     if not isinstance(text, str) or not text.strip():
-        sink.bad(source, where, "missing or empty text")
+        sink.bad(where, "missing or empty text")
         return
     if not isinstance(category, str) or not category.strip():
-        sink.bad(source, where, "missing or empty 'category'", text)
+        sink.bad(where, "missing or empty 'category'", text)
         return
     try:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
         check_unicode(text, "the text")
         check_unicode(category, "the category")
     except InputError as e:
-        sink.bad(source, where, str(e), text)
+        sink.bad(where, str(e), text)
         return
     if polarity is None or polarity == "":
-        sink.bad(source, where, f"category {category!r} has no label (or polarity)", text)
+        sink.bad(where, f"category {category!r} has no label (or polarity)", text)
         return
-    label = sink.label(polarity, source, where, text)
+    label = sink.label(polarity, where, text)
     if label is not None:
         sink.result.examples.append(CategoryExample(text, category.strip(), label, source))  # type: ignore[arg-type]
 
@@ -160,7 +160,7 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
             # findtext would cut the text at the first child element
             why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
             where = _xml_where(sink.path, sid, lines[id(sentence)])
-            sink.bad(source, where, f"{why}: the sentence's text is not one plain string")
+            sink.bad(where, f"{why}: the sentence's text is not one plain string")
             continue
         text = texts[0].text if texts else None
         for cat in cats_of:

@@ -241,23 +241,25 @@ class _Sink:
         self.repeats = 0  # spans given again with the same label (kept, as the file has them)
         self.untargeted = 0  # SemEval-2015/2016 opinions with target NULL: categories alone
 
-    def bad(self, source: str, where: str, reason: str, text: str | None = None) -> None:
-        """``text``: the record's sentence, where it has one (kept with the ``Invalid``)."""
+    def bad(self, where: str, reason: str, text: str | None = None) -> None:
+        """``where``: the file and line (or sentence) at fault, which the error names and the
+        ``Invalid`` skipped names too (a 3-line record's label line, not its first line);
+        ``text``: the record's sentence, where it has one (kept with the ``Invalid``)."""
         if not self.skip_invalid:
             raise DataError(f"{where}: {reason}")
         logger.debug("skipping %s: %s", where, reason)
-        self.result.skipped.append(Invalid(source, reason, text))
+        self.result.skipped.append(Invalid(where, reason, text))
 
     def add(self, text: str, start: int, end: int, label: str, source: str, where: str) -> None:
         try:
             check_span(text, start, end)
         except TextError as e:
-            self.bad(source, where, str(e), text)
+            self.bad(where, str(e), text)
             return
         try:  # a JSON "\ud800" escape: no file can hold it as UTF-8, nor can a run's
             check_unicode(text, "the text")
         except InputError as e:
-            self.bad(source, where, str(e), text)
+            self.bad(where, str(e), text)
             return
         key = (text, start, end)
         if key not in self.labels:
@@ -270,7 +272,7 @@ class _Sink:
             self.disagree += first != label
         self.result.examples.append(Example(text, start, end, label, source))
 
-    def label(self, value: Any, source: str, where: str, text: str | None = None) -> str | None:
+    def label(self, value: Any, where: str, text: str | None = None) -> str | None:
         """The normalised label, or None when the record is dropped (conflict) or bad
         (``text``: its sentence, as ``bad`` takes it)."""
         if isinstance(value, str) and value.strip().lower() == CONFLICT:
@@ -281,7 +283,7 @@ class _Sink:
         try:
             return parse_label(value)
         except ValueError as e:
-            self.bad(source, where, str(e), text)
+            self.bad(where, str(e), text)
             return None
 
     def finish(self, fmt: str) -> ReadResult:
@@ -463,7 +465,7 @@ def _read_3line(text: str, sink: _Sink) -> None:
         if len(lines) - i < 3:
             have = sum(1 for line in lines[i:] if line.strip())
             why = f"truncated record: {have} line(s) where 3 are expected"
-            sink.bad(f"{path}:{i + 1}", f"{path}:{i + 1}", f"{why} {_THREE_LINES}")
+            sink.bad(f"{path}:{i + 1}", f"{why} {_THREE_LINES}")
             break
         first = i + 1  # 1-based line of the record's sentence
         source = f"{path}:{first}"
@@ -475,20 +477,20 @@ def _read_3line(text: str, sink: _Sink) -> None:
         if start < 0:  # the line is a whole sentence
             i += ahead or 3
             why = f"no {PLACEHOLDER} placeholder in the sentence"
-            sink.bad(source, f"{path}:{first}", why, sentence)
+            sink.bad(f"{path}:{first}", why, sentence)
             continue
         if ahead is not None:
             i += ahead
             missing = "aspect term and polarity lines" if ahead == 1 else "term or polarity line"
             why = f"its {missing} missing: line {first + ahead} is the next sentence"
-            sink.bad(source, f"{path}:{first + 1}", why, sentence)
+            sink.bad(f"{path}:{first + 1}", why, sentence)
             continue
         i += 3
         if not term:
-            sink.bad(source, f"{path}:{first + 1}", "empty aspect term")
+            sink.bad(f"{path}:{first + 1}", "empty aspect term")
             continue
         full_text = sentence.replace(PLACEHOLDER, term)
-        label = sink.label(polarity, source, f"{path}:{first + 2}", full_text)
+        label = sink.label(polarity, f"{path}:{first + 2}", full_text)
         if label is None:
             continue
         sink.repeated += sentence.count(PLACEHOLDER) > 1
@@ -541,23 +543,23 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     raw_label = _pick(record, _LABEL_KEYS)
     disagree = _disagreeing(record)
     if disagree is not None:
-        sink.bad(source, where, disagree, _str_or_none(text))
+        sink.bad(where, disagree, _str_or_none(text))
         return
     for name, value in (("text", text), ("aspect", aspect)):
         if value is not None and not isinstance(value, str):
             got = json.dumps(value)[:40]
-            sink.bad(source, where, f"{name!r} is not a string: {got}", _str_or_none(text))
+            sink.bad(where, f"{name!r} is not a string: {got}", _str_or_none(text))
             return
     if not isinstance(text, str) or not text.strip():
-        sink.bad(source, where, "missing or empty 'text'")
+        sink.bad(where, "missing or empty 'text'")
         return
     if not isinstance(aspect, str) or not aspect.strip():
-        sink.bad(source, where, "missing or empty 'aspect' (or 'term')", text)
+        sink.bad(where, "missing or empty 'aspect' (or 'term')", text)
         return
     if raw_label is None or raw_label == "":
-        sink.bad(source, where, "missing 'label' (or 'polarity')", text)
+        sink.bad(where, "missing 'label' (or 'polarity')", text)
         return
-    label = sink.label(raw_label, source, where, text)
+    label = sink.label(raw_label, where, text)
     if label is None:
         return
     aspect = aspect.strip()  # a CSV's "text, aspect, ..." leaves a space before each value
@@ -566,23 +568,23 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
         try:
             first = occurrences(text, aspect)[0]  # several occurrences: the first one
         except InputError as e:
-            sink.bad(source, where, str(e), text)
+            sink.bad(where, str(e), text)
             return
         start, end = first.start, first.end
     else:
         if raw_start in (None, "") or raw_end in (None, ""):
-            sink.bad(source, where, "give both 'start' and 'end' or neither", text)
+            sink.bad(where, "give both 'start' and 'end' or neither", text)
             return
         try:
             start, end = _as_offset(raw_start), _as_offset(raw_end)
         except ValueError:
             got = f"{shown_value(raw_start)}, {shown_value(raw_end)}"
-            sink.bad(source, where, f"'start'/'end' must be integers, got {got}", text)
+            sink.bad(where, f"'start'/'end' must be integers, got {got}", text)
             return
         try:  # as predict and the API check a pinned span (a letter cut from its mark too)
             pinned(text, aspect, start, end)
         except InputError as e:
-            sink.bad(source, where, str(e), text)
+            sink.bad(where, str(e), text)
             return
     sink.add(text, start, end, label, source, where)
 
@@ -636,10 +638,10 @@ def _read_jsonl(text: str, sink: _Sink, add: RecordHandler | None = None) -> Non
         except ValueError as e:
             if was_first:  # is the file one JSON document over several lines?
                 _json_document(text, path)
-            sink.bad(where, where, str(e))
+            sink.bad(where, str(e))
             continue
         if not isinstance(record, dict):
-            sink.bad(where, where, f"expected a JSON object, got {type(record).__name__}")
+            sink.bad(where, f"expected a JSON object, got {type(record).__name__}")
             continue
         add(record, sink, where, where)
 
@@ -672,7 +674,7 @@ def _read_csv(
             if not any(cell.strip() for cell in row):
                 if header is not None:
                     where = f"{path}:{first}"
-                    sink.bad(where, where, "every field is empty")
+                    sink.bad(where, "every field is empty")
                 continue  # before the header: a blank line
             if header is None:
                 header = [cell.strip().lower() for cell in row]
@@ -680,7 +682,7 @@ def _read_csv(
                 continue
             where = f"{path}:{first}"
             if len(row) != len(header):
-                sink.bad(where, where, f"{len(row)} field(s) where the header has {len(header)}")
+                sink.bad(where, f"{len(row)} field(s) where the header has {len(header)}")
                 continue
             add(dict(zip(header, row, strict=True)), sink, where, where)
     except csv.Error as e:
@@ -843,7 +845,7 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
             why = "sentence has no <text> or it is empty"
         if why is not None:
             for _ in aspects:  # each of its aspects is a record skipped (and counted)
-                sink.bad(source, where, why)
+                sink.bad(where, why)
             continue
         for aspect in aspects:
             _xml_aspect(aspect, text, sink, source, _xml_where(path, sid, lines[id(aspect)]))
@@ -899,13 +901,13 @@ def _xml_where(path: str, sid: str | None, line: int) -> str:
 def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: str) -> None:
     term = aspect.get("term")
     if term is None or not term.strip():
-        sink.bad(source, where, "aspectTerm without a 'term'", text)
+        sink.bad(where, "aspectTerm without a 'term'", text)
         return
     polarity = aspect.get("polarity")
     if polarity is None:
-        sink.bad(source, where, f"aspectTerm {term!r} has no 'polarity'", text)
+        sink.bad(where, f"aspectTerm {term!r} has no 'polarity'", text)
         return
-    label = sink.label(polarity, source, where, text)
+    label = sink.label(polarity, where, text)
     if label is None:
         return
     # read as every other reader reads offsets ("18.0" too)
@@ -921,7 +923,6 @@ def _xml_aspect(aspect: ET.Element, text: str, sink: _Sink, source: str, where: 
         if len(found) != 1:
             how = "does not occur" if not found else f"occurs {len(found)} times"
             sink.bad(
-                source,
                 where,
                 f"aspectTerm {term!r}: from={aspect.get('from')!r} to={aspect.get('to')!r} "
                 f"do not mark it in the text and it {how} there",

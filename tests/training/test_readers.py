@@ -314,7 +314,8 @@ def test_3line_skip_invalid(tmp_path: Path) -> None:
     path = write(tmp_path, "a.seg", content)
     res = read_examples(path, skip_invalid=True)
     assert [ex.source for ex in res.examples] == [f"{path}:1", f"{path}:10"]
-    assert [s.source for s in res.skipped] == [f"{path}:{n}" for n in (4, 7, 13, 16)]
+    # the line at fault, as the error names it: the label's, the empty term's
+    assert [s.source for s in res.skipped] == [f"{path}:{n}" for n in (4, 9, 14, 16)]
     reasons = [s.reason for s in res.skipped]
     assert "$T$" in reasons[0]
     assert "unknown label 'meh'" in reasons[1]
@@ -641,7 +642,7 @@ def test_xml_skip_invalid(tmp_path: Path) -> None:
     path = write(tmp_path, "a.xml", _xml(aspects))
     res = read_examples(path, skip_invalid=True)
     assert [(ex.start, ex.source) for ex in res.examples] == [(4, f"{path}:7")]
-    assert [s.source for s in res.skipped] == [f"{path}:7"] * 3
+    assert [s.source for s in res.skipped] == [f"{path}: sentence 7 (line {n})" for n in (7, 8, 9)]
     assert "wine" in res.skipped[0].reason
     assert "unknown label 'nope'" in res.skipped[1].reason
     assert "term" in res.skipped[2].reason
@@ -1033,7 +1034,8 @@ def test_an_xml_sentence_refused_whole_counts_each_of_its_aspects(
     )
     res = read_examples(write(tmp_path, "m.xml", content), skip_invalid=True)
     assert [e.term for e in res.examples] == ["food"]
-    assert len(res.skipped) == 3 and {s.source for s in res.skipped} == {f"{tmp_path}/m.xml:7"}
+    assert len(res.skipped) == 3
+    assert {s.source for s in res.skipped} == {f"{tmp_path}/m.xml: sentence 7 (line 1)"}
 
 
 def test_a_jsonl_integer_too_long_to_read_is_a_bad_record_in_the_readers_words(
@@ -1366,7 +1368,7 @@ def test_a_3line_record_short_of_a_line_costs_itself_alone(tmp_path: Path) -> No
     path = write(tmp_path, "missing.txt", "\n".join(lines) + "\n")
     read = read_examples(path, skip_invalid=True)
     assert [e.term for e in read.examples] == ["food", "bar", "baz", "qux", "quux", "zz"]
-    assert len(read.skipped) == 1 and read.skipped[0].source == f"{path}:7"
+    assert len(read.skipped) == 1 and read.skipped[0].source == f"{path}:8"  # as the error
     with pytest.raises(DataError, match=r"missing\.txt:8: .*the next sentence"):
         read_examples(path)
     blank = ["A $T$", "food", "1", "", "bar", "1", "C $T$", "pasta", "0"]  # a blank sentence
@@ -1497,3 +1499,33 @@ def test_aspect_terms_beside_opinions_are_read_once(tmp_path: Path) -> None:
     assert "<aspectTerms>" in both
     res = read_examples(write(tmp_path, "a.xml", both))
     assert [ex.term for ex in res.examples] == ["wine list", "waiters", "staff"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("label.seg", "A $T$\nfood\n1\nB $T$\nbar\n2\nC $T$\nbaz\n-1\n"),  # line 6
+        ("term.seg", "A $T$\nfood\n1\nB $T$\n \n1\n"),  # the empty term: line 5
+        (
+            "xml.xml",
+            '<?xml version="1.0"?><sentences><sentence id="s9"><text>The food'
+            '</text><aspectTerms><aspectTerm term="food" polarity="great" from="4" to="8"/>'
+            "</aspectTerms></sentence></sentences>",
+        ),  # fmt: skip
+        ("cats.jsonl", '{"text": "The food", "aspect": "food", "label": "2"}\n'),
+    ],
+)
+def test_a_skipped_record_names_the_place_its_error_names(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    """`absa train --train badpol.seg` said "badpol.seg:153: unknown label '2'", and with
+    --skip-invalid "skipped ... first: badpol.seg:151" (the record's first line); an XML
+    record was skipped as "m.xml:s9" (its sentence id, read as a line) where the error said
+    "sentence s9 (line 1)". The record skipped names what the error names."""
+    path = write(tmp_path, name, content)
+    with pytest.raises(DataError) as err:
+        read_examples(path)
+    res = read_examples(path, skip_invalid=True)
+    assert len(res.skipped) == 1
+    bad = res.skipped[0]
+    assert str(err.value) == f"{bad.source}: {bad.reason}"
