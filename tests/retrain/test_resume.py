@@ -149,6 +149,24 @@ def test_a_job_killed_after_training_goes_on_from_its_last_checkpoint(
     assert report["challenger_metrics"] == never_killed["challenger_metrics"]
 
 
+def _stopped_job(
+    registry: Path, cfg: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, Registry, str]:
+    """``absa retrain`` of ``cfg`` run to its stop (exit 75): no version added, CURRENT as
+    it was, the checkpoint kept, and the same command said to go on; the config, the
+    registry and what it printed."""
+    from absa.cli import main
+
+    before = Registry(registry).pointer()
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 75
+    out = capsys.readouterr().out
+    assert "the same command goes on" in out, out
+    reg = Registry(registry)
+    assert (reg.resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    assert "v2" not in reg.versions() and reg.pointer() == before
+    return cfg, reg, out
+
+
 def test_a_job_asked_to_stop_keeps_its_checkpoint_and_exits_75(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -156,7 +174,6 @@ def test_a_job_asked_to_stop_keeps_its_checkpoint_and_exits_75(
     """SIGTERM (``checkpoint.STOP``, as absa/cli/train's handler sets it) stops the job's
     training after the batch with its checkpoint, as absa train stops (exit 75, the same
     command goes on): the job exited 143 at once and lost the epoch in progress."""
-    from absa.cli import main
 
     save = checkpoint.save
 
@@ -166,14 +183,8 @@ def test_a_job_asked_to_stop_keeps_its_checkpoint_and_exits_75(
             checkpoint.STOP.set()  # what SIGTERM does while the job trains
 
     monkeypatch.setattr(checkpoint, "save", save_then_ask)
-    before = Registry(registry).pointer()
-    cfg = make_config(tmp_path / "r.toml", registry)
-    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 75
-    out = capsys.readouterr().out
-    assert "stopped after epoch 2" in out and "the same command goes on" in out, out
-    reg = Registry(registry)
-    assert (reg.resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
-    assert "v2" not in reg.versions() and reg.pointer() == before
+    cfg, _, out = _stopped_job(registry, make_config(tmp_path / "r.toml", registry), capsys)
+    assert "stopped after epoch 2" in out
     assert not checkpoint.STOP.is_set()
     monkeypatch.undo()
     report = retrain(RetrainConfig.load(cfg), version="v2")
@@ -190,7 +201,6 @@ def test_a_job_asked_to_stop_after_training_stops_before_it_adds_a_version(
     and promote a version (exit 0) while its pod was going away. It stops at the next step
     now, before any version is added (exit 75: the same command goes on from the
     checkpoint kept with the finished run)."""
-    from absa.cli import main
     from absa.training import retrain as job
 
     step = getattr(job, stage)
@@ -201,14 +211,8 @@ def test_a_job_asked_to_stop_after_training_stops_before_it_adds_a_version(
         return out
 
     monkeypatch.setattr(job, stage, step_then_ask)
-    before = Registry(registry).pointer()
-    cfg = make_config(tmp_path / "r.toml", registry)
-    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 75
-    out = capsys.readouterr().out
-    assert "no version added" in out and "the same command goes on" in out, out
-    reg = Registry(registry)
-    assert "v2" not in reg.versions() and reg.pointer() == before
-    assert (reg.resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    cfg, reg, out = _stopped_job(registry, make_config(tmp_path / "r.toml", registry), capsys)
+    assert "no version added" in out
     monkeypatch.undo()
     report = retrain(RetrainConfig.load(cfg), version="v2")
     assert "v2" in reg.versions() and "resumed_after_epoch" in report

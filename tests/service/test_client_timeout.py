@@ -10,6 +10,8 @@ import json
 import re
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -61,6 +63,26 @@ def _error_answer(answer: bytes) -> tuple[dict[str, str], dict]:
     return headers, said
 
 
+@contextmanager
+def _absa_serve(artifact: Path, tmp_path: Path, **env: str) -> Iterator[str]:
+    """``absa serve`` (uvicorn with the service's own protocol class, as deployed) on a
+    free loopback port, its log in tmp_path; yields its URL once ready."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    log = tmp_path / "serve.log"
+    argv = ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"]
+    server = spawn(argv, log, **env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(server, url, log)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 BAD_REQUESTS = [
     b"FOO /v1/predict HTTP/1.1\r\nHost: x\r\n\r\n",  # no such method token
     b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
@@ -74,15 +96,7 @@ def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
 ) -> None:
     """uvicorn answered these with a text/plain "Invalid HTTP request received." and no
     X-Request-ID: every other answer of the service is JSON and carries one."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    log = tmp_path / "serve.log"
-    server = spawn(["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"], log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(server, url, log)
+    with _absa_serve(artifact, tmp_path) as url:
         ids = set()
         for request in BAD_REQUESTS:
             with _connect(url) as bad:
@@ -95,9 +109,6 @@ def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
         assert len(ids) == len(BAD_REQUESTS)  # a fresh one each
         with httpx.Client() as client:  # the worker serves on
             assert client.get(f"{url}/healthz").status_code == 200
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
@@ -124,19 +135,7 @@ def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
 def test_a_connection_that_never_finishes_its_headers_is_closed(
     artifact: Path, tmp_path: Path
 ) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    log = tmp_path / "serve.log"
-    server = spawn(
-        ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"],
-        log,
-        ABSA_CLIENT_TIMEOUT_S="1",
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(server, url, log)
+    with _absa_serve(artifact, tmp_path, ABSA_CLIENT_TIMEOUT_S="1") as url:
         with _connect(url) as silent, _connect(url) as slow, _connect(url) as kept:
             slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
             # a request answered, then a second one begun and never finished (uvicorn's own
@@ -154,9 +153,6 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(
             assert client.get(f"{url}/healthz").status_code == 200
             time.sleep(1.5)
             assert client.get(f"{url}/healthz").status_code == 200
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
@@ -164,15 +160,7 @@ def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
 ) -> None:
     """httptools (what uvicorn runs here) has no limit on a request's headers: 100 MB of
     small ones, sent in 2 s with no key, took a worker to 1.24 GB and were answered 200."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    log = tmp_path / "serve.log"
-    server = spawn(["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"], log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(server, url, log)
+    with _absa_serve(artifact, tmp_path) as url:
         with _connect(url) as big:
             big.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
             try:
@@ -187,6 +175,3 @@ def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
         assert "request headers" in body["detail"]
         with httpx.Client() as client:  # the worker serves on
             assert client.get(f"{url}/healthz").status_code == 200
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
