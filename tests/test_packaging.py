@@ -30,14 +30,23 @@ TORCH_FREE_TRAINING = {  # training modules the service or the CLI reach without
 }
 
 
+def package_folder(package: str, dirs: dict[str, str]) -> Path:
+    """The source folder of a package, through pyproject.toml's package-dir."""
+    top = max((p for p in dirs if package == p or package.startswith(p + ".")), key=len)
+    return ROOT / dirs[top] / package[len(top) :].lstrip(".").replace(".", "/")
+
+
 def all_modules() -> list[str]:
-    """Every module of the packages pyproject.toml installs, from their source folders."""
+    """Every module of the packages pyproject.toml installs, from their source folders (a
+    data folder listed as a package, with no Python file, has none)."""
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     dirs = tool["package-dir"]
     names = []
     for package in tool["packages"]:
-        top = max((p for p in dirs if package == p or package.startswith(p + ".")), key=len)
-        folder = ROOT / dirs[top] / package[len(top) :].lstrip(".").replace(".", "/")
+        folder = package_folder(package, dirs)
+        assert folder.is_dir(), f"{package}: no {folder}"
+        if package in tool["package-data"] and not any(folder.glob("*.py")):
+            continue  # a data folder
         assert (folder / "__init__.py").is_file(), f"{package}: no {folder}/__init__.py"
         for f in sorted(folder.glob("*.py")):
             if f.stem == "__main__":
@@ -72,12 +81,16 @@ def test_the_package_maps_every_folder() -> None:
 def test_the_wheel_installs_only_absa(tmp_path: Path) -> None:
     """No generic top-level package (model, service, training) lands in site-packages, and
     the shipped model, the web page and the lexicon travel as package data."""
-    subprocess.run(
+    built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
         + ["-w", str(tmp_path), str(ROOT)],
         check=True,
         capture_output=True,
+        text=True,
     )
+    # Every folder that ships (data folders too) is a listed package: setuptools warns of a
+    # folder it installs as data but that `packages` lacks ("Package would be ignored").
+    assert "would be ignored" not in built.stdout + built.stderr, built.stderr[-3000:]
     (wheel,) = tmp_path.glob("absa-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names}
