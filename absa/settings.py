@@ -1,15 +1,22 @@
 """Settings: the one reader of the environment. Every ``ABSA_*`` variable is a field here
-(the CLI's flags override them); nothing else in the project reads ``os.environ``."""
+(the CLI's flags override them); nothing else in the project reads ``os.environ``, but
+for the few names in ``OTHER_VARIABLES``. Pydantic-settings ignores any other ABSA_* name:
+``warn_unknown_variables`` says so (each command, at its start)."""
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger(__name__)
 
 #: a web origin: http(s)://host[:port], the host a name, IPv4 or [IPv6] address
 _ORIGIN = re.compile(r"https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
@@ -382,3 +389,53 @@ SECRET_FIELDS = frozenset(
     for name, f in Settings.model_fields.items()
     if SecretStr in (f.annotation, *get_args(f.annotation))
 )
+
+
+#: ABSA_* variables that are not settings, read elsewhere on purpose (never warned of):
+#: the name and who reads it
+OTHER_VARIABLES_READ_BY: dict[str, str] = {
+    "ABSA_DATA_DIR": "the benchmarks and the tests: where the benchmark data sets are",
+    "ABSA_PUBLISH_PORT": "docker compose (deploy/): the host port of the service",
+    "ABSA_RETRAIN_DATA": "docker compose (deploy/): the host directory of the training data",
+    "ABSA_TEST_ARTIFACTS": "the tests: where the browser test leaves its screenshots",
+    "ABSA_TEST_FAULT": "the tests: a worker's injected failure",
+}
+OTHER_VARIABLES = frozenset(OTHER_VARIABLES_READ_BY)
+
+
+def setting_variables() -> frozenset[str]:
+    """The ABSA_* names pydantic-settings reads: ABSA_<FIELD>, or a field's aliases instead
+    (an aliased field ignores ABSA_<FIELD>: PROMETHEUS_MULTIPROC_DIR is read, not
+    ABSA_PROMETHEUS_MULTIPROC_DIR)."""
+    names: set[str] = set()
+    for field, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        read = [f"ABSA_{field}"] if alias is None else getattr(alias, "choices", [alias])
+        names |= {str(n).upper() for n in read if str(n).upper().startswith("ABSA_")}
+    return frozenset(names)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """The ABSA_* names in ``environ`` that nothing reads, sorted (pydantic-settings matches
+    names in any case: absa_port is ABSA_PORT)."""
+    known = setting_variables() | OTHER_VARIABLES
+    return sorted(
+        name for name in environ if name.upper().startswith("ABSA_") and name.upper() not in known
+    )
+
+
+def warn_unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A warning for each ABSA_* variable in the environment that is not a setting (a typo
+    is ignored by pydantic-settings, silently), naming the one meant where one is close.
+    Returns the names warned of."""
+    environ = os.environ if environ is None else environ
+    unknown = unknown_variables(environ)
+    if not unknown:
+        return unknown
+    known = sorted(setting_variables() | OTHER_VARIABLES)
+    stems = {name.removeprefix("ABSA_"): name for name in known}
+    for name in unknown:
+        close = difflib.get_close_matches(name.upper().removeprefix("ABSA_"), stems, n=1)
+        meant = f": did you mean {stems[close[0]]}?" if close else ""
+        log.warning("%s is not a setting (ignored)%s", name, meant)
+    return unknown

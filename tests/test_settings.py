@@ -155,3 +155,48 @@ def test_an_empty_setting_that_is_no_path_is_still_refused(
     monkeypatch.setenv(name, "")
     with pytest.raises(ValidationError, match=field):
         Settings()
+
+
+def test_a_misspelt_variable_is_warned_of_with_the_setting_meant(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ABSA_MODLE_DIR=/nonexistent ABSA_PROT=1 absa serve served the shipped model on port
+    8000 without a word (extra="ignore"): every command warns of each ABSA_* variable that
+    is not a setting, once, with the setting meant where one is close."""
+    from absa.cli import main
+
+    for name in ("ABSA_MODLE_DIR", "ABSA_PROT", "ABSA_ZZZ"):
+        monkeypatch.setenv(name, "/nonexistent")
+    monkeypatch.setenv("ABSA_DATA_DIR", "/data")  # read by the benchmarks and the tests
+    monkeypatch.setenv("ABSA_EXTRACTOR_DIR", "shipped")  # an alias of ABSA_EXTRACTOR
+    monkeypatch.setenv("ABSA_LOG_FORMAT", "text")
+    with caplog.at_level("WARNING", logger="absa"):
+        assert main(["predict", "--text", "the food", "--aspect", "food"]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [
+        "ABSA_MODLE_DIR is not a setting (ignored): did you mean ABSA_MODEL_DIR?",
+        "ABSA_PROT is not a setting (ignored): did you mean ABSA_PORT?",
+        "ABSA_ZZZ is not a setting (ignored)",
+    ], warned
+
+
+def test_the_variables_read_elsewhere_are_not_settings_and_are_used() -> None:
+    """OTHER_VARIABLES, the ABSA_* names read on purpose outside Settings (so never warned
+    of), is the list the repository really reads: none is a setting too, and each is named
+    somewhere outside settings.py."""
+    from absa.settings import OTHER_VARIABLES, setting_variables, unknown_variables
+
+    root = Path(__file__).resolve().parents[1]
+    assert not OTHER_VARIABLES & setting_variables()
+    assert {"ABSA_MODEL_DIR", "ABSA_EXTRACTOR", "ABSA_EXTRACTOR_DIR"} <= setting_variables()
+    assert "ABSA_PROMETHEUS_MULTIPROC_DIR" not in setting_variables()  # aliased: not read
+    texts = "".join(
+        p.read_text(errors="replace")
+        for folder in ("benchmarks", "deploy", "tests", "training", "service", "model", ".ci")
+        for p in (root / folder).rglob("*")
+        if p.is_file() and p.suffix in ("", ".py", ".sh", ".yml", ".yaml", ".md")
+    )
+    for name in OTHER_VARIABLES:
+        assert name in texts, name
+    env = {"ABSA_DATA_DIR": "x", "ABSA_PORT": "1", "absa_hots": "x", "HOME": "/"}
+    assert unknown_variables(env) == ["absa_hots"]

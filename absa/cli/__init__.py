@@ -103,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonLines())
         JSON_LINES[0] = True  # the error line too (say)
+    _warn_unknown_variables()
     terminated: list[int] = []
     remember_terminals()
     try:
@@ -206,6 +207,16 @@ def _log_format() -> str:
         return LogSettings().log_format
     except (ImportError, ValidationError):
         return "text"
+
+
+def _warn_unknown_variables() -> None:
+    """A warning of each ABSA_* variable that is not a setting (a typo, ignored otherwise),
+    once per command: here, not where the settings are read (a server's every worker)."""
+    try:
+        from absa.settings import warn_unknown_variables
+    except ImportError:  # without the serve extra: no pydantic-settings, no settings read
+        return
+    warn_unknown_variables()
 
 
 def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) -> str:
