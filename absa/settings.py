@@ -204,8 +204,11 @@ class Settings(LogSettings, ModelSettings):
         "(https://app.example.com), or * for any; default: none (the service's own page "
         "needs none)",
     )
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
+    host: str = Field(
+        "127.0.0.1",
+        description="the address to listen on (0.0.0.0: every interface, as in a container)",
+    )
+    port: int = Field(8000, ge=1, le=65535, description="the port to listen on")
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
     sample_path: MaybePath = Field(
         None,
@@ -248,7 +251,11 @@ class Settings(LogSettings, ModelSettings):
         "absa serve exits with status 70 for its restart policy (false: it stays up, "
         "answering 503, its /healthz failing)",
     )
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="where onnxruntime runs the model: auto (a CUDA GPU where onnxruntime "
+        "has one), cpu, or cuda (refused where there is none)",
+    )
     threads: int = Field(
         0,
         ge=0,
@@ -295,12 +302,12 @@ class Settings(LogSettings, ModelSettings):
         "408): slow or silent clients hold no connection for ever",
     )
     # request limits
-    max_text_chars: int = Field(2000, ge=1)
+    max_text_chars: int = Field(2000, ge=1, description="characters per text (beyond: 413)")
     max_aspects: int = Field(
         32, ge=1, description="aspects per item: listed, and after expanding repeats"
     )
     max_items: int = Field(64, ge=1, description="items per /v1/predict/batch request")
-    max_body_bytes: int = Field(1_000_000, ge=1)
+    max_body_bytes: int = Field(1_000_000, ge=1, description="bytes per request body (beyond: 413)")
     max_explain_aspects: int = Field(
         64, ge=1, description="aspects answered with explain per request (bounds the response)"
     )
@@ -401,6 +408,15 @@ OTHER_VARIABLES_READ_BY: dict[str, str] = {
     "ABSA_TEST_FAULT": "the tests: a worker's injected failure",
 }
 OTHER_VARIABLES = frozenset(OTHER_VARIABLES_READ_BY)
+
+
+def variable_of(field: str) -> str:
+    """The environment variable a setting is read from (the first, where it has several):
+    ABSA_<FIELD>, or its alias."""
+    alias = Settings.model_fields[field].validation_alias
+    if alias is None:
+        return f"ABSA_{field.upper()}"
+    return str(getattr(alias, "choices", [alias])[0]).upper()
 
 
 def setting_variables() -> frozenset[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,30 @@ def test_the_variables_read_elsewhere_are_not_settings_and_are_used() -> None:
         assert name in texts, name
     env = {"ABSA_DATA_DIR": "x", "ABSA_PORT": "1", "absa_hots": "x", "HOME": "/"}
     assert unknown_variables(env) == ["absa_hots"]
+
+
+def settings_table() -> dict[str, str]:
+    """README.md's table of the settings: each row's variable (its first cell's first
+    backticked name) and the row."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = re.search(r"^### Settings\n(.*?)(?=^##)", readme, re.S | re.M)
+    assert section, "README.md has a Settings section"
+    rows = [line for line in section.group(1).splitlines() if line.startswith("| `")]
+    return {re.match(r"\| `([A-Z0-9_]+)`", row).group(1): row for row in rows}  # type: ignore[union-attr]
+
+
+def test_every_setting_is_in_the_readmes_table() -> None:
+    """ABSA_MAX_TEXT_CHARS, ABSA_MAX_ITEMS, ABSA_MAX_BODY_BYTES, ABSA_MAX_EXPLAIN_ASPECTS and
+    ABSA_SHED_DELAY_S were documented nowhere (absa serve --help sent users to a source
+    file): every field of Settings has a row, under the variable it is read from, with
+    something said of it, and the table names nothing else."""
+    from absa.settings import Settings, variable_of
+
+    table = settings_table()
+    read_as = set()
+    for name, info in Settings.model_fields.items():
+        assert info.description, f"{name}: no description (the README's table shows it)"
+        variable = variable_of(name)
+        read_as.add(variable)
+        assert variable in table, f"{variable} is not in README.md's settings table"
+    assert set(table) == read_as, set(table) - read_as

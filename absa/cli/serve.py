@@ -447,12 +447,24 @@ def _predict_on_ray(args: argparse.Namespace) -> int:
     return 0 if not stats.bad else 1
 
 
+def _flagless_variables(parser: argparse.ArgumentParser) -> str:
+    """The epilog of `absa serve --help`: the ABSA_* variables it has no flag for."""
+    from absa.settings import Settings, variable_of
+
+    flagged = " ".join(a.help or "" for a in parser._actions)
+    names = [variable_of(field) for field in Settings.model_fields]
+    rest = [n for n in names if n.startswith("ABSA_") and f"env {n})" not in flagged]
+    return (
+        f"Settings without a flag, as variables only: {', '.join(rest)}. README.md's "
+        "Settings table gives every setting's default and what it does."
+    )
+
+
 def register(sub: Any) -> None:
     s = sub.add_parser(
         "serve",
         help="run the HTTP service (every setting also as an ABSA_* variable)",
-        description="Run the HTTP service. A flag overrides its ABSA_* variable; the "
-        "variables without a flag are listed in absa/settings.py.",
+        description="Run the HTTP service. A flag overrides its ABSA_* variable.",
     )
     s.add_argument(
         "--model",
@@ -492,6 +504,7 @@ def register(sub: Any) -> None:
     s.add_argument("--threads", type=int, help=setting_help("threads"))
     s.add_argument("--max-batch-size", type=int, help=setting_help("max_batch_size"))
     s.add_argument("--max-wait-ms", type=float, help=setting_help("max_wait_ms"))
+    s.epilog = _flagless_variables(s)
     s.set_defaults(func=cmd_serve)
 
     q = sub.add_parser(

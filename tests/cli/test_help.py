@@ -147,3 +147,19 @@ def test_a_mistyped_option_is_told_with_its_commands_usage(
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--train", "a", "--out", "r", "--epoch", "1"])
     assert "unrecognized arguments: --epoch 1" in capsys.readouterr().err
+
+
+def test_serve_help_names_the_variables_without_a_flag() -> None:
+    """`absa serve --help` sent users to a source file (absa/settings.py) for the variables
+    it has no flag for: it names each of them, and README.md's table for what they do."""
+    serve = subparsers(build_parser())["serve"]
+    text = serve.format_help()
+    assert "settings.py" not in text
+    flat = " ".join(text.split())
+    for name in ("ABSA_MAX_TEXT_CHARS", "ABSA_MAX_ITEMS", "ABSA_API_KEY", "ABSA_SHED_DELAY_S"):
+        assert name in flat, name
+    assert "README.md" in flat
+    flagged = " ".join(a.help or "" for a in options(serve))
+    for name in Settings.model_fields:
+        if f"ABSA_{name.upper()})" not in flagged and not name.startswith("prometheus"):
+            assert f"ABSA_{name.upper()}" in flat, name
