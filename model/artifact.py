@@ -34,6 +34,12 @@ from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 
 KIND = "absa-artifact"
 EXTRACTOR_KIND = "absa-extractor"  # an aspect term tagger (absa.model.extractor)
+#: what an artifact of each kind is, and where it is given: a wrong-kind error says both
+KIND_IS = {KIND: "a sentiment model", EXTRACTOR_KIND: "an aspect extractor"}
+KIND_GOES = {
+    KIND: "give it as ABSA_MODEL_DIR, --model",
+    EXTRACTOR_KIND: "give it as ABSA_EXTRACTOR, --extractor",
+}
 METADATA = "metadata.json"
 ONNX = "model.onnx"
 PARITY_ATOL = 1e-4  # max |p_torch - p_onnxruntime| an export may show on its dev set
@@ -78,8 +84,22 @@ def read_metadata(directory: Path, kind: str = KIND) -> dict:
         raise ArtifactError(f"{path}: {e}") from None
     if not isinstance(metadata, dict) or metadata.get("kind") != kind:
         found = metadata.get("kind") if isinstance(metadata, dict) else None
-        raise ArtifactError(f"{path}: kind {found!r} is not {kind!r}")
+        raise ArtifactError(_wrong_kind(directory, path, found, metadata, kind))
     return metadata
+
+
+def _wrong_kind(directory: Path, path: Path, found: object, metadata: object, kind: str) -> str:
+    """The error of an artifact of another kind than ``kind``: what it is and where it goes
+    (an extractor given as the model, the model as the extractor), where both are known."""
+    if found not in KIND_IS or kind not in KIND_IS:
+        return f"{path}: kind {found!r} is not {kind!r}"
+    from absa.model.categories import CATEGORY, CATEGORY_GOES
+
+    if found == KIND and isinstance(metadata, dict) and metadata.get("task") == CATEGORY:
+        what, goes = f"an aspect-category model (task {CATEGORY!r})", CATEGORY_GOES
+    else:
+        what, goes = f"{KIND_IS[str(found)]} (kind {found!r})", KIND_GOES[str(found)]
+    return f"{directory}: is {what}, but {KIND_IS[kind]} is needed here ({goes})"
 
 
 def amend_metadata(directory: Path, **fields: object) -> dict:

@@ -26,6 +26,8 @@ SHIPPED_CATEGORY_MODEL = Path(__file__).resolve().parent / "artifacts" / "catego
 TERMS = "terms"
 CATEGORY = "category"
 TASKS = (TERMS, CATEGORY)
+#: where a category model is given (an error about one given elsewhere says so)
+CATEGORY_GOES = "serve it with ABSA_CATEGORY_MODEL; absa predict asks it with --category"
 
 
 class Categorised(Protocol):
@@ -52,11 +54,7 @@ def check_task(metadata: Mapping[str, object], expected: str, where: object) -> 
         what = {TERMS: "an aspect-term model", CATEGORY: "an aspect-category model"}
         raise ArtifactError(
             f"{where}: is {what[task]} (task {task!r}), but {what[expected]} is needed here"
-            + (
-                " (serve it with ABSA_CATEGORY_MODEL; absa predict asks it with --category)"
-                if task == CATEGORY
-                else ""
-            )
+            + (f" ({CATEGORY_GOES})" if task == CATEGORY else "")
         )
 
 

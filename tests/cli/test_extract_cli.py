@@ -612,3 +612,21 @@ def test_tagger_config_values_that_would_train_wrong_are_refused(
     assert code == 2 and err.count("\n") == 0, err
     assert err.endswith(f"{quick_cfg}: {words}"), err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_model_given_in_the_others_place_says_where_it_goes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`absa predict --model model/artifacts/extractor` said only "kind 'absa-extractor' is
+    not 'absa-artifact'", and --extractor given the sentiment model the reverse: each says
+    what the directory is and which setting or flag takes it (as a category model's does)."""
+    from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    ask = ["--text", "The fries were soggy"]
+    assert main(["predict", "--model", str(DEFAULT_EXTRACTOR_DIR), *ask, "--aspect", "fries"]) == 2
+    err = capsys.readouterr().err
+    assert "is an aspect extractor" in err and "(give it as ABSA_EXTRACTOR, --extractor)" in err
+    assert main(["predict", "--extractor", str(DEFAULT_MODEL_DIR), *ask]) == 2
+    err = capsys.readouterr().err
+    assert "is a sentiment model" in err and "(give it as ABSA_MODEL_DIR, --model)" in err

@@ -249,10 +249,19 @@ def test_a_sentiment_model_and_a_tagger_are_never_swapped(
     from absa.model.extractor import Extractor
     from absa.model.runtime import Runtime
 
-    with pytest.raises(ArtifactError, match="kind 'absa-extractor' is not 'absa-artifact'"):
+    # each error says what the directory is and where it goes instead
+    with pytest.raises(ArtifactError) as e:
         Runtime.load(extractor_artifact, device="cpu")
-    with pytest.raises(ArtifactError, match="kind 'absa-artifact' is not 'absa-extractor'"):
+    assert str(e.value) == (
+        f"{extractor_artifact}: is an aspect extractor (kind 'absa-extractor'), but a "
+        "sentiment model is needed here (give it as ABSA_EXTRACTOR, --extractor)"
+    )
+    with pytest.raises(ArtifactError) as e:
         Extractor.load(artifact, device="cpu")
+    assert str(e.value) == (
+        f"{artifact}: is a sentiment model (kind 'absa-artifact'), but an aspect extractor "
+        "is needed here (give it as ABSA_MODEL_DIR, --model)"
+    )
 
 
 def test_a_changed_character_list_is_refused(extractor_artifact: Path, tmp_path: Path) -> None:
