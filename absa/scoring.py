@@ -344,6 +344,29 @@ def clean(value: Any) -> Any:
 #: the input fields a row is scored by; a CSV header names them in any case, spaces around
 READ_FIELDS = ("text", "aspect", "start", "end")
 
+#: other names of the fields a row must have, as the HTTP API ("aspects") and the training
+#: data ("term", SemEval's "sentence") give them: an error about the field missing names
+#: the one the row or the header has
+OTHER_NAMES = {"text": ("sentence",), "aspect": ("term", "aspects", "terms")}
+
+
+def named_otherwise(field: str, names: Iterable[object]) -> str | None:
+    """The name among ``names`` (a row's keys, a header's columns) that is another name of
+    ``field`` (``OTHER_NAMES``), read as a header is (any case, spaces around), or None."""
+    others = OTHER_NAMES.get(field, ())
+    return next((n for n in names if isinstance(n, str) and n.strip().lower() in others), None)
+
+
+def header_hint(missing: Iterable[str], names: Sequence[str]) -> str:
+    """The hint of an error about columns a header lacks: for each one missing, the column
+    that is another name of it ("; it has 'term': name that column 'aspect'"), or ""."""
+    hints = [
+        f"it has {other!r}: name that column {field!r}"
+        for field in missing
+        if (other := named_otherwise(field, names)) is not None
+    ]
+    return "".join(f"; {h}" for h in hints)
+
 
 def _rows(
     f: IO[str], fmt: str, path: Path, reserved: list[str]
@@ -366,8 +389,7 @@ def _rows(
         raise ValueError(f"{path}:1: column {twice!r} appears twice")
     read = read_names(header or [], f"{path}:1")
     if header is None or not {"text", "aspect"} <= set(read):
-        term = next((c for c in header or [] if c.strip().lower() == "term"), None)
-        hint = f"; it has {term!r}: name that column 'aspect'" if term else ""  # training's name
+        hint = header_hint([f for f in ("text", "aspect") if f not in read], header or [])
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect{hint}")
     clash = [c for c in header if c in reserved]
     if clash:
@@ -544,9 +566,7 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be a string, not {type(value).__name__}")
         if value is None or not value.strip():
-            term = name == "aspect" and value is None and "term" in row  # training's name
-            hint = "; the row has 'term': name that field 'aspect'" if term else ""
-            raise InputError(f"{name} is missing or empty{hint}")
+            raise InputError(f"{name} is missing or empty{_row_hint(name, value, row)}")
         check_unicode(value, f"the {name}")
     start, end = row.get("start"), row.get("end")
     if _unpinned(start) and _unpinned(end):
@@ -565,6 +585,16 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     return PreparedRow(
         Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(spans)
     )
+
+
+def _row_hint(field: str, value: Any, row: dict[str, Any]) -> str:
+    """Where a row lacks ``field``: the key it has that is another name of it (the HTTP
+    API's "aspects", the training data's "term"), as a hint; else ""."""
+    other = named_otherwise(field, row) if value is None else None
+    if other is None:
+        return ""
+    one = " (one aspect a row)" if isinstance(row[other], list) else ""
+    return f"; the row has {other!r}: name that field {field!r}{one}"
 
 
 def _unpinned(value: Any) -> bool:

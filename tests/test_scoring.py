@@ -1299,6 +1299,45 @@ def test_a_term_field_is_named_where_the_aspect_is_missing(
     assert "must name the columns text and aspect; it has 'Term': name that column 'aspect'" in err
 
 
+def test_the_http_apis_names_are_named_where_a_field_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A row with the HTTP API's "aspects" (or "sentence" for the text) got "aspect is
+    missing or empty" with no hint, as a CSV header or a Parquet file with them did: each
+    names the field it has and the one scoring reads, as 'term' was named."""
+    rows = [
+        {"text": "The food was good", "aspects": ["food"]},
+        {"sentence": "The food was good", "aspect": "food"},
+        {"text": "The food was good", "aspect": "food", "aspects": ["food"]},
+    ]
+    src = _write(tmp_path / "in.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert _shipped(src, tmp_path / "out.jsonl") == 1
+    out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert out[0]["error"] == (
+        "aspect is missing or empty; the row has 'aspects': name that field 'aspect' "
+        "(one aspect a row)"
+    )
+    assert out[1]["error"] == (
+        "text is missing or empty; the row has 'sentence': name that field 'text'"
+    )
+    assert out[2]["pred_label"] == "positive"  # scored: the other name is only a hint
+    src = _write(tmp_path / "in.csv", "sentence,aspect\nThe food was good,food\n")
+    assert _shipped(src, tmp_path / "out.csv") == 2
+    err = capsys.readouterr().err
+    assert "must name the columns text and aspect; it has 'sentence': name that column 'text'" in (
+        err
+    )
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.table({"text": ["The food was good"], "term": ["food"]}), tmp_path / "t.parquet"
+    )
+    assert _shipped(tmp_path / "t.parquet", tmp_path / "out.parquet") == 2
+    err = capsys.readouterr().err
+    assert "no column 'aspect' (the input needs text and aspect); it has 'term': name that " in err
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
 def test_an_output_that_is_a_symlink_or_private_is_replaced_as_it_was_given(
     tmp_path: Path, suffix: str

@@ -19,6 +19,7 @@ from absa.scoring import (
     PREFIX,
     READ_FIELDS,
     SCORE_,
+    header_hint,
     predicted,
     read_names,
     refuse_both_errors,
@@ -72,7 +73,10 @@ def check_columns(
     read = _read_columns(names, where, exact)
     missing = [c for c in needed if c not in read]
     if missing:
-        raise InputError(f"{where}: no column {missing[0]!r} (the input needs text and aspect)")
+        hint = header_hint(missing[:1], names)
+        raise InputError(
+            f"{where}: no column {missing[0]!r} (the input needs text and aspect){hint}"
+        )
     refuse_both_errors(names, where)
     added = set(output_schema(labels, error or error_column(names)).names)
     clash = [c for c in names if c in added]
