@@ -73,8 +73,11 @@ class Classifier:
 
     @property
     def metadata(self) -> dict:
-        """The artifact's metadata: name, version, metrics, training provenance."""
-        return self.predictor.metadata
+        """The artifact's metadata: name, version, metrics, training provenance (the
+        caller's copy: changing it changes no classifier)."""
+        import copy
+
+        return copy.deepcopy(self.predictor.metadata)
 
     def __repr__(self) -> str:
         return f"Classifier({self.predictor.model_id}, {self.predictor.runtime.model_dir})"
@@ -135,7 +138,8 @@ class Classifier:
         explain: bool = False,
     ) -> list[list[Any]]:
         """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs (a
-        category model: ``{"text", "categories"}`` or ``(text, categories)``). Items are
+        category model: ``{"text", "categories"}`` or ``(text, categories)``; a mapping's
+        own ``"explain"``, as an HTTP batch item's, over the call's ``explain``). Items are
         encoded, then run ``batch_size`` aspects per onnxruntime call (bucketed by length
         across items, the last call the rest); the answer keeps the order of ``items``. A
         bad item, a bad ``batch_size``, or ``items`` that are no iterable of items (a text, one
@@ -176,6 +180,10 @@ class Classifier:
             )
         if not isinstance(text, str):
             raise InputError(f"{where}text must be a string")
+        if isinstance(item, Mapping) and "explain" in item:  # its own, as an HTTP batch item's
+            explain = item["explain"]
+            if not isinstance(explain, bool):
+                raise InputError(f"{where}explain must be true or false, not {explain!r}")
         return self.predictor.preprocess(
             text, self._asked(aspects, categories, where), explain, where
         )
@@ -210,13 +218,7 @@ def load(
         path = Path(model).expanduser()
         if Registry.looks_like(path):
             path = Registry(path).current_path()
-    ext_dir = settings.extractor_path()
-    if extractor is None and ext_dir is not None and not ext_dir.exists():
-        raise ArtifactError(  # a setting of the environment, which the caller may not know of
-            f"{ext_dir}: does not exist (ABSA_EXTRACTOR names it; load(extractor='') loads "
-            "no extractor)"
-        )
-    return _loaded(path, ext_dir, device, threads)
+    return _loaded(path, settings.extractor_path(), device, threads, asked=extractor is not None)
 
 
 def _loaded(
@@ -225,17 +227,31 @@ def _loaded(
     device: str,
     threads: int,
     expected: tuple[str, str | None] | None = None,
+    asked: bool = True,
 ) -> Classifier:
-    """The classifier of the artifact at ``path`` (and the extractor at ``ext_dir``).
-    ``expected``: what their metadata said when a pickled classifier was made (``_recorded``);
+    """The classifier of the artifact at ``path`` (and, for a model of aspect terms, the
+    extractor at ``ext_dir``; ``asked``: by the caller, not ABSA_EXTRACTOR). ``expected``:
+    what their metadata said when a pickled classifier was made (``_recorded``);
     an artifact verifies against its own metadata alone, so another one put at the path, or
     an edited metadata.json (other labels), would have loaded as if it were the same."""
+    runtime = Runtime.load(path, device=device, threads=threads, task=None)
+    if runtime.task == CATEGORY and ext_dir is not None:
+        if asked:  # it would be loaded and never used
+            raise InputError(
+                f"{path} is an aspect-category model: a category model finds no aspects, so "
+                "it takes no extractor (load it with extractor='')"
+            )
+        ext_dir = None  # ABSA_EXTRACTOR is the term model's
     ext = None
     if ext_dir is not None:
         from absa.model.extractor import Extractor
 
+        if not asked and not ext_dir.exists():  # the environment's: unknown to the caller
+            raise ArtifactError(
+                f"{ext_dir}: does not exist (ABSA_EXTRACTOR names it; load(extractor='') "
+                "loads no extractor)"
+            )
         ext = Extractor.load(ext_dir, device=device, threads=threads)
-    runtime = Runtime.load(path, device=device, threads=threads, task=None)
     recorded = (_recorded(runtime.metadata), None if ext is None else _recorded(ext.metadata))
     if expected is not None and recorded != expected:
         changed = path if recorded[0] != expected[0] else ext_dir

@@ -256,6 +256,18 @@ def check_span(text: str, start: int, end: int) -> None:
         )
 
 
+def check_words(tok: Tokenized) -> None:
+    """TextError for a text a category model cannot read: one without a word (a category
+    question has no aspect span to name)."""
+    if not tok.text.strip():
+        raise TextError("text is empty or only whitespace")
+    if not tok.tokens or all(c.isspace() or c in _INVISIBLE for c in tok.text):
+        raise TextError(
+            "text holds no word: only whitespace and invisible characters (zero-width, "
+            "direction marks)"
+        )
+
+
 def _window(n: int, first: int, last: int, max_len: int) -> tuple[int, int]:
     """A window of at most ``max_len`` items out of ``n`` that keeps [first, last]."""
     if n <= max_len:
@@ -358,10 +370,8 @@ class WordPipeline:
 
     def encode_text(self, text: str) -> Encoded:
         """The text's first ``max_len`` tokens, no aspect marked (a category model's item)."""
-        check_span(text, 0, len(text))  # refused as a span over all of it was
         tok = self.tokenized(text)
-        if not tok.tokens:
-            raise TextError(f"aspect span [0, {len(text)}) covers no word")
+        check_words(tok)
         tokens = tok.tokens[: self.max_len]
         return Encoded(tok.ids[: self.max_len], [0] * len(tokens), tokens)
 
@@ -502,10 +512,8 @@ class WordPiecePipeline:
     def encode_text(self, text: str) -> Encoded:
         """[CLS], the text's first ``max_len`` - 2 pieces, [SEP]; no aspect marked (a
         category model's item)."""
-        check_span(text, 0, len(text))  # refused as a span over all of it was
         tok = self.tokenized(text)
-        if not tok.tokens:
-            raise TextError(f"aspect span [0, {len(text)}) covers no token")
+        check_words(tok)
         return self._framed(tok, 0, min(len(tok.tokens), self.max_len - 2), 0, 0)
 
     def encode_pair(self, text: str, second: str) -> Encoded:

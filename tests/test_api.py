@@ -452,3 +452,27 @@ def test_asking_a_classifier_without_an_extractor_to_find_aspects_says_how_to_lo
     ):
         with pytest.raises(InputError, match=r"absa\.load\(\.\.\., extractor='shipped'\)"):
             call()
+
+
+def test_a_batch_items_own_explain_is_honoured_as_over_http() -> None:
+    """An HTTP batch item is a request of its own, its "explain" its own: the same items in
+    Python lost it (no attention, no word)."""
+    clf = absa.load()
+    items = [
+        {"text": "The food was cold", "aspects": ["food"], "explain": True},
+        {"text": "The food was cold", "aspects": ["food"]},
+        {"text": "The food was cold", "aspects": ["food"], "explain": False},
+    ]
+    got = [r[0].attention is not None for r in clf.batch(items)]
+    assert got == [True, False, False]
+    assert [r[0].attention is not None for r in clf.batch(items, explain=True)] == [
+        True, True, False
+    ]  # fmt: skip
+    with pytest.raises(InputError, match=r"items\[0\]: explain must be true or false"):
+        clf.batch([{"text": "The food was cold", "aspects": ["food"], "explain": "yes"}])
+
+
+def test_metadata_is_the_callers_copy() -> None:
+    clf = absa.load()
+    clf.metadata["name"] = "changed"
+    assert clf.metadata["name"] != "changed" and "changed" not in repr(clf)

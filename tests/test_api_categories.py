@@ -11,6 +11,7 @@ import pytest
 from absa import load
 from absa.api import CategoryPrediction
 from absa.errors import InputError
+from absa.model.categories import SHIPPED_CATEGORY_MODEL
 from tests.helpers import category_examples
 
 EXAMPLES = category_examples()
@@ -83,3 +84,25 @@ def test_a_category_name_with_spaces_around_it_is_the_category() -> None:
         category_ids(names, ["anecdotes / miscellaneous"])
     with pytest.raises(InputError, match="unknown category ' '"):
         category_ids(names, [" "])
+
+
+def test_a_text_without_a_word_is_said_to_be_one_not_an_aspect_span() -> None:
+    """A category question has no aspect span: "aspect span [0, 1) holds only invisible
+    characters" named one the caller never gave."""
+    clf = load(SHIPPED_CATEGORY_MODEL)
+    for text in ("\u200b", "  \u200e "):
+        with pytest.raises(InputError) as raised:
+            clf(text, categories=["food"])
+        said = str(raised.value)
+        assert "aspect span" not in said and "no word" in said, said
+
+
+def test_a_category_model_loads_no_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It uses none: ABSA_EXTRACTOR's was loaded (and a missing one failed the load), and
+    one asked for by name was loaded and dropped without a word."""
+    monkeypatch.setenv("ABSA_EXTRACTOR", "/nonexistent")
+    clf = load(SHIPPED_CATEGORY_MODEL)
+    assert clf.categories and clf("the food was great", categories=["food"])
+    monkeypatch.delenv("ABSA_EXTRACTOR")
+    with pytest.raises(InputError, match="category model finds no aspects"):
+        load(SHIPPED_CATEGORY_MODEL, extractor="shipped")
