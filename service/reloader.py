@@ -186,9 +186,16 @@ class Reloader:
         self._refused = self._transient_key = None
         return out
 
-    async def _reload(self, path: Path | None, publish: bool) -> dict:
+    async def _reload(self, path: Path | None, publish: bool, signal: str | None = None) -> dict:
+        """``signal``: the id of another worker's signal this reload follows; passed over
+        where this worker signalled since (its own /admin/reload, which held the lock
+        meanwhile: the other workers follow that newer one, and so must this one)."""
         async with self._lock:
             current = self.engine.model.runtime.model_dir
+            if signal is not None and signal != self._signal_id:
+                log.info("passed over a signal to serve %s: this worker signalled since", path)
+                served = self.engine.model.runtime.metadata.get("version")
+                return {"changed": False, "model_dir": str(current), "version": served}
             self._tried = None
             try:
                 if path is None:
@@ -333,7 +340,7 @@ class Reloader:
             return
         self._signal_id = sid
         try:
-            await self.reload(target)
+            await self._reload(target, publish=False, signal=sid)
             self._signal_retry = False
         except TransientRefusal as e:  # the same signal again once the wait has passed
             log.error("reload signalled by another worker refused: %s", e)

@@ -665,6 +665,40 @@ def test_a_newer_signal_is_followed_while_an_older_one_waits_to_be_tried_again(
         assert client.get("/v1/model").json()["version"] == "v3"
 
 
+def test_a_signal_read_while_this_workers_own_reload_loads_is_passed_over(
+    registry: Registry, tmp_path: Path
+) -> None:
+    """Two /admin/reloads at once on two workers: this one loads v3 (its own), another's
+    signal to serve v2 comes meanwhile, is read and waits for the lock; the own reload then
+    signals v3 (the other worker follows it). The stale v2 was loaded after it, and not
+    signalled again: the two workers served different models for good."""
+    from absa.service.reloader import Reloader
+
+    promoted = add_variant(registry, "v1", "v3")
+    with TestClient(create_app(settings(registry, run_dir=tmp_path))) as client:
+        here = client.app.state.reloader
+        other = Reloader(here.settings, here.engine)  # the other worker
+        load = here.load
+
+        def slow_load(target: Path):  # type: ignore[no-untyped-def]
+            time.sleep(0.3)
+            return load(target)
+
+        here.load = slow_load
+
+        async def both() -> None:
+            own = asyncio.ensure_future(here.reload(registry.path(promoted), publish=True))
+            await asyncio.sleep(0.1)  # the own reload holds the lock, loading
+            other._publish(registry.path("v2"))
+            await here.sync()  # reads v2's signal, waits for the lock, then ...
+            await own
+
+        client.portal.call(both)
+        assert client.get("/v1/model").json()["version"] == "v3"
+        sig = json.loads(here.signal_path.read_text())
+        assert sig["model_dir"] == str(registry.path(promoted).resolve())
+
+
 def test_a_poll_that_cannot_read_the_served_metadata_leaves_the_model_be(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
