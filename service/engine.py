@@ -201,7 +201,11 @@ class BatchEngine:
         self.metrics.queue_depth.set(self._pending)
         assert self._wakeup is not None  # admit() refuses before start() and after close()
         self._wakeup.set()
-        return [await fut for fut in futures]  # all queued already: awaited in turn
+        try:
+            return [await fut for fut in futures]  # all queued already: awaited in turn
+        finally:  # cancelled (the client hung up) or failed: the rest run for nobody
+            for fut in futures:
+                fut.cancel()  # a done one stays as it is; an undone one is dropped (_take)
 
     def _take(self) -> list[tuple[_Job, int, int]]:
         """Slices (job, start, end) for one model call, same model, up to max_batch aspects:

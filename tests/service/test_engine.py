@@ -137,6 +137,34 @@ def test_jobs_for_two_models_queue_together_or_not_at_all(
     assert metrics.registry.get_sample_value("absa_rejected_total") == 0
 
 
+def test_a_request_of_two_jobs_cancelled_runs_neither(artifact: Path, artifact_v2: Path) -> None:
+    """A batch request with term and category items whose client hung up: cancelling it
+    cancelled the job it was awaiting, the term model's, and the category model's ran for
+    nobody (the README: a hung-up request's queued aspects never reach the model)."""
+    rt, other = load(artifact), load(artifact_v2)
+    items = encode(rt, 4)
+    calls: list[tuple[str, int]] = []
+    record_runs(rt, calls)
+    record_runs(other, calls)
+
+    async def main() -> int:
+        engine = BatchEngine(rt, Metrics(), max_batch=64, max_wait_ms=200)
+        await engine.start()
+        request = asyncio.create_task(
+            engine.submit_all([(rt, items[:2], False), (other, items[2:], False)])
+        )
+        await asyncio.sleep(0.05)  # queued, and the batcher waits for a fuller batch
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        await asyncio.sleep(0.3)  # past the wait: whatever is queued has run
+        await engine.stop()
+        return engine.pending
+
+    assert asyncio.run(main()) == 0
+    assert calls == []
+
+
 def test_swap_serves_new_requests_with_the_new_runtime(artifact: Path, artifact_v2: Path) -> None:
     old_rt, new_rt = load(artifact), load(artifact_v2)
     calls: list[tuple[str, int]] = []
