@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from absa.errors import ArtifactError, raise_if_full
 from absa.model.atomic import atomic_write_json
@@ -356,24 +357,32 @@ def load(directory: Path | str, require_parity: bool = True, kind: str = KIND) -
 
 def check_serves(art: Artifact, task: str | None = None) -> None:
     """What a server's load refuses beyond the checksums ``load`` verified: a model of
-    another task (``task``: terms or category, where given) and a graph onnxruntime cannot
-    open (``check_opens``). ArtifactError otherwise."""
+    another task (``task``: terms or category, where given), a graph onnxruntime cannot
+    open (``check_opens``), and for a sentiment model what the runtime checks as it builds
+    one (labels the graph gives as many probabilities of, a top-label map it can apply).
+    ArtifactError otherwise."""
     if task is not None:
         from absa.model.categories import check_task
 
         check_task(art.metadata, task, art.directory)
-    check_opens(art.directory)
+    session = check_opens(art.directory)
+    if art.metadata.get("kind") == KIND:
+        from absa.model.runtime import Runtime
+
+        Runtime(art.directory, art.metadata, art.pipeline, session)
 
 
-def check_opens(directory: Path) -> None:
+def check_opens(directory: Path) -> Any:
     """onnxruntime opens the artifact's graph: a model.onnx cut short or not a graph, whose
     sha256 was recorded again, passes every checksum and fails only when a server loads it.
-    ArtifactError naming the file otherwise."""
+    ArtifactError naming the file otherwise; the session (one CPU thread) where it opens."""
     import onnxruntime as ort
 
     path = Path(directory) / ONNX
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
     try:
-        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's own kinds (InvalidProtobuf, Fail, ...), no base
         said = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ArtifactError(f"{path}: onnxruntime cannot open it: {said}") from None

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from absa.errors import RegistryError, first_few
 from absa.model.atomic import atomic_write_json, atomic_write_text, fsync_dir, synced_after_rename
@@ -96,6 +96,16 @@ def readable(path: Path, tree: bool = True) -> None:
         want = mode | (0o755 if p.is_dir() else 0o644)
         if want != mode:
             os.chmod(p, want)
+
+
+def readable_by_all(f: IO) -> None:
+    """A registry file made now under a strict umask (077) opened to every reader (0644,
+    the owner's bits kept), as ``readable`` does for a version's files: the service, the
+    job and the operator may run as other uids."""
+    mode = os.fstat(f.fileno()).st_mode & 0o7777
+    if mode | 0o644 != mode:
+        with contextlib.suppress(PermissionError):  # another uid's file: its owner's to open
+            os.fchmod(f.fileno(), mode | 0o644)
 
 
 class Registry:
@@ -178,11 +188,17 @@ class Registry:
         path = self.root / name
         try:
             f = open(path, "a+")  # noqa: SIM115 - closed below, as the with block would
+            readable_by_all(f)  # every uid that changes the registry takes this lock
         except PermissionError:
             if not path.is_file():
                 raise
             # a lock file another user made (root's 0644): flock takes a read-only handle
-            f = open(path)  # noqa: SIM115
+            try:
+                f = open(path)  # noqa: SIM115
+            except PermissionError:
+                raise RegistryError(
+                    f"{path}: another user made it private (a strict umask): `chmod 644` it"
+                ) from None
         with f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
@@ -489,9 +505,7 @@ class Registry:
         line = (json.dumps(row) + "\n").encode("utf-8")
         try:
             with open(path, "a+b") as f:
-                mode = os.fstat(f.fileno()).st_mode & 0o7777
-                if mode | 0o644 != mode:  # made now, under a strict umask
-                    os.fchmod(f.fileno(), mode | 0o644)
+                readable_by_all(f)
                 # a line an earlier append left torn (a full disk): this one starts on a new
                 # line, else the two would be one unreadable line and the change forgotten
                 if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":

@@ -705,7 +705,8 @@ def test_a_pruned_versions_name_is_not_given_again(tmp_path: Path) -> None:
 def test_a_registry_made_under_a_strict_umask_is_readable_by_all(tmp_path: Path) -> None:
     """A job under umask 077 made versions/, the version's files and history.jsonl private
     (0700 / 0600): a service under another uid could not load the version CURRENT names,
-    where CURRENT itself is 0644."""
+    where CURRENT itself is 0644. Its lock files too (0600): every other uid's promote,
+    rollback and retraining job then failed with "Permission denied: '.lock'"."""
     before = os.umask(0o077)
     try:
         art = artifact(tmp_path, "v1", "2024-01-01T00:00:00+00:00")
@@ -713,14 +714,15 @@ def test_a_registry_made_under_a_strict_umask_is_readable_by_all(tmp_path: Path)
             p.chmod(0o700 if p.is_dir() else 0o600)
         reg = Registry(tmp_path / "registry").init()
         reg.add(art, "v1")
-        with reg.lock():
+        with reg.job_lock(), reg.lock():
             reg.promote("v1")
     finally:
         os.umask(before)
+    assert (reg.root / ".lock").is_file() and (reg.root / ".job.lock").is_file()
     private = [
         str(p.relative_to(reg.root))
         for p in [reg.root, *reg.root.rglob("*")]
-        if not p.name.startswith(".")
+        if p.relative_to(reg.root).parts[:1] != (".work",)  # the job's scratch space
         and not p.is_symlink()
         and (p.stat().st_mode & (0o555 if p.is_dir() else 0o444))
         != (0o555 if p.is_dir() else 0o444)
@@ -729,8 +731,9 @@ def test_a_registry_made_under_a_strict_umask_is_readable_by_all(tmp_path: Path)
 
 
 def _unservable(tmp_path: Path, kind: str) -> Path:
-    """A version that passes its checksums but cannot serve: a category model, or a graph
-    cut short whose sha256 was recorded again."""
+    """A version that passes its checksums but cannot serve: a category model, a graph
+    cut short whose sha256 was recorded again, labels the graph does not give, a top-label
+    map the runtime refuses."""
     from absa.model.categories import SHIPPED_CATEGORY_MODEL
 
     d = tmp_path / "staging" / kind
@@ -741,13 +744,17 @@ def _unservable(tmp_path: Path, kind: str) -> Path:
         onnx.write_bytes(onnx.read_bytes()[: onnx.stat().st_size // 2])
     meta = json.loads((d / "metadata.json").read_text())
     meta["version"] = kind
+    if kind == "labels":  # two labels named, three probabilities given
+        meta["labels"] = ["negative", "positive"]
+    if kind == "top-map":  # knots the runtime refuses: more y than x
+        meta["calibration"]["top_map"] = {"x": [0.0, 1.0], "y": [0.0, 0.5, 1.0]}
     artifacts.record_files(meta, d)
     artifacts.record_onnx(meta, d)
     (d / "metadata.json").write_text(json.dumps(meta))
     return d
 
 
-@pytest.mark.parametrize("kind", ["category", "cut"])
+@pytest.mark.parametrize("kind", ["category", "cut", "labels", "top-map"])
 def test_promote_and_rollback_refuse_a_version_the_service_cannot_serve(
     tmp_path: Path, kind: str
 ) -> None:
@@ -758,7 +765,12 @@ def test_promote_and_rollback_refuse_a_version_the_service_cannot_serve(
     reg.promote("v1")
     reg.add(_unservable(tmp_path, kind), kind)
     before = pointer_file(reg)
-    words = "aspect-category model" if kind == "category" else "onnxruntime cannot open"
+    words = {
+        "category": "aspect-category model",
+        "cut": "onnxruntime cannot open",
+        "labels": "names 2 labels, the graph gives 3",
+        "top-map": "top_map",
+    }[kind]
     with pytest.raises(RegistryError, match=words):
         reg.promote(kind)
     assert pointer_file(reg) == before
