@@ -319,18 +319,19 @@ class Registry:
         return last
 
     def _history_rows(self) -> list[dict]:
-        """history.jsonl's rows; unreadable lines (torn by a crash) are passed over."""
+        """history.jsonl's rows; unreadable lines (torn by a crash, bytes that are not
+        UTF-8) are passed over."""
         try:
-            lines = (self.root / "history.jsonl").read_text(encoding="utf-8").splitlines()
+            lines = (self.root / "history.jsonl").read_bytes().splitlines()
         except FileNotFoundError:
             return []
-        except (OSError, UnicodeDecodeError) as e:
+        except OSError as e:
             raise RegistryError(f"{self.root / 'history.jsonl'}: cannot read: {e}") from e
         rows = []
         for line in lines:
             try:
-                row = json.loads(line)
-            except ValueError:
+                row = json.loads(line.decode("utf-8"))
+            except ValueError:  # UnicodeDecodeError too
                 continue  # a line torn by a crash
             if isinstance(row, dict):
                 rows.append(row)

@@ -299,3 +299,27 @@ def until_file(
             raise AssertionError(f"ended before {what}: {said}")
         assert time.monotonic() < deadline, f"no {what} in 120 s"
         time.sleep(pause)
+
+
+def main_with_json_logs(argv: list[str], monkeypatch: Any, capsys: Any) -> tuple[int, list[dict]]:
+    """``absa ARGV`` under ABSA_LOG_FORMAT=json: its exit status and every stderr line as a
+    JSON object (a line that is not one fails the caller's test). ``main``'s basicConfig
+    makes its handler on this test's stderr; the root logger is put back after."""
+    import json
+    import logging
+
+    from absa.cli import common, main
+
+    monkeypatch.setenv("ABSA_LOG_FORMAT", "json")
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    root.handlers = []
+    try:
+        code = main(argv)
+    finally:
+        for h in root.handlers:
+            root.removeHandler(h)
+        root.handlers = handlers
+        common.JSON_LINES[0] = False
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    return code, [json.loads(line) for line in lines]

@@ -42,7 +42,8 @@ def _empty_volume(args: argparse.Namespace) -> bool:
         return False
     say(
         f"absa models: {root} holds no version yet: an empty registry, whose service serves "
-        "its fallback model; `absa retrain` adds the first"
+        "its fallback model; `absa retrain` adds the first",
+        logging.WARNING,  # not an error (exit 0): a collector of ERROR lines fired on it
     )
     return True
 

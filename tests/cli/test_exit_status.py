@@ -39,7 +39,6 @@ def test_an_io_error_a_retry_would_meet_again_exits_2(
 
 
 def test_a_real_missing_file_exits_2(tmp_path: pytest.TempPathFactory) -> None:
-    from absa.cli import main
 
     assert main(["retrain", "--config", str(tmp_path / "absent.toml")]) == 2
 
@@ -49,7 +48,6 @@ def test_stop_after_is_a_finite_number_of_minutes(
     tmp_path: Path, minutes: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--stop-after nan compared false with every time and never stopped the run."""
-    from absa.cli import main
 
     train = tmp_path / "train.jsonl"
     train.write_text('{"text": "the food", "aspect": "food", "label": "positive"}\n')
@@ -66,24 +64,11 @@ def test_with_json_logs_the_error_line_is_a_json_object_too(
     """ABSA_LOG_FORMAT=json (the retraining CronJob sets it): every log line was one JSON
     object but the command's own error line, "absa retrain: error: ...", the one line a
     collector most needed."""
-    import json
-    import logging
+    from tests.helpers import main_with_json_logs
 
-    from absa.cli import common
-
-    monkeypatch.setenv("ABSA_LOG_FORMAT", "json")
-    root = logging.getLogger()
-    handlers = root.handlers[:]
-    root.handlers = []  # main's basicConfig makes its own, on this test's stderr
-    try:
-        assert main(["retrain", "--config", str(tmp_path / "missing.toml")]) == 2
-    finally:
-        for h in root.handlers:
-            root.removeHandler(h)
-        root.handlers = handlers
-        common.JSON_LINES[0] = False
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    records = [json.loads(line) for line in lines]  # every line, or this fails
+    argv = ["retrain", "--config", str(tmp_path / "missing.toml")]
+    code, records = main_with_json_logs(argv, monkeypatch, capsys)  # every line JSON
+    assert code == 2
     assert records[-1]["level"] == "ERROR" and records[-1]["message"] == (
         f"absa retrain: error: --config {tmp_path / 'missing.toml'}: no such file"
     )

@@ -137,3 +137,16 @@ def test_list_of_an_empty_registry_folder_says_there_is_no_version_yet(
     (volume / "notes.txt").write_text("the user's\n")
     assert main(["models", "list", "--registry", str(volume)]) == 2
     assert "is not a model registry" in capsys.readouterr().err
+
+
+def test_with_json_logs_an_empty_registry_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its line (exit 0) was logged at level ERROR: a collector alerting on ERROR fired on
+    every fresh volume."""
+    from tests.helpers import main_with_json_logs
+
+    argv = ["models", "list", "--registry", str(tmp_path)]
+    code, records = main_with_json_logs(argv, monkeypatch, capsys)
+    said = [r for r in records if "holds no version yet" in r["message"]]
+    assert code == 0 and [r["level"] for r in said] == ["WARNING"], records

@@ -779,3 +779,15 @@ def test_promote_and_rollback_refuse_a_version_the_service_cannot_serve(
     with pytest.raises(RegistryError, match=words):
         reg.rollback()
     assert pointer_file(reg)["version"] == "v1"
+
+
+def test_a_history_line_that_is_not_utf8_is_passed_over_as_a_torn_one(tmp_path: Path) -> None:
+    """One byte that is not UTF-8 (a bad block, another tool's write) made the whole of
+    history.jsonl unreadable: every retraining job failed on it, while promote, rollback
+    and list went on."""
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    with (reg.root / "history.jsonl").open("ab") as f:
+        f.write(b'{"version": "\xff"}\n')
+    reg.promote("v2")
+    assert reg.ever_served("v1") and reg.ever_served("v2")
