@@ -398,6 +398,10 @@ SECRET_FIELDS = frozenset(
 )
 
 
+#: settings that training reads and the server does not (not listed by `absa serve --help`)
+TRAINING_ONLY = frozenset({"teacher_cache", "code_version"})
+
+
 #: ABSA_* variables that are not settings, read elsewhere on purpose (never warned of):
 #: the name and who reads it
 OTHER_VARIABLES_READ_BY: dict[str, str] = {

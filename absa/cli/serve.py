@@ -449,10 +449,10 @@ def _predict_on_ray(args: argparse.Namespace) -> int:
 
 def _flagless_variables(parser: argparse.ArgumentParser) -> str:
     """The epilog of `absa serve --help`: the ABSA_* variables it has no flag for."""
-    from absa.settings import Settings, variable_of
+    from absa.settings import TRAINING_ONLY, Settings, variable_of
 
     flagged = " ".join(a.help or "" for a in parser._actions)
-    names = [variable_of(field) for field in Settings.model_fields]
+    names = [variable_of(field) for field in Settings.model_fields if field not in TRAINING_ONLY]
     rest = [n for n in names if n.startswith("ABSA_") and f"env {n})" not in flagged]
     return (
         f"Settings without a flag, as variables only: {', '.join(rest)}. README.md's "
