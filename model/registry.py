@@ -455,7 +455,15 @@ class Registry:
     def rollback(self) -> str:
         """Point back at the previous champion."""
         old, target, rest = self._rollback_plan()
-        self.check_servable(target)  # a version that cannot serve is never pointed at
+        try:
+            self.check_servable(target)  # a version that cannot serve is never pointed at
+        except RegistryError as e:  # no way past it here: say the way by hand
+            if not rest:
+                raise
+            raise RegistryError(
+                f"{e}; the version before it is {rest[0]!r}: `absa models promote {rest[0]}` "
+                "points there"
+            ) from None
         atomic_write_json(self.root / POINTER, {"version": target, "previous": rest})
         self._history("rollback", target, old, "")
         return target

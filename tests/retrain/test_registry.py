@@ -791,3 +791,14 @@ def test_a_history_line_that_is_not_utf8_is_passed_over_as_a_torn_one(tmp_path: 
         f.write(b'{"version": "\xff"}\n')
     reg.promote("v2")
     assert reg.ever_served("v1") and reg.ever_served("v2")
+
+
+def test_a_rollback_target_that_cannot_serve_names_the_version_before_it(tmp_path: Path) -> None:
+    """Refused, and no way past it: the operator had to find the next good version in
+    CURRENT by hand."""
+    reg = make_registry(tmp_path, 1)
+    reg.promote("v1")
+    reg.add(_unservable(tmp_path, "cut"), "cut")
+    atomic_write_json(reg.root / POINTER, {"version": "v1", "previous": ["cut", "v1"]})
+    with pytest.raises(RegistryError, match="`absa models promote v1` points there"):
+        reg.rollback()
