@@ -56,6 +56,11 @@ def synthetic_examples(n_sentences: int = 12, seed: int = 0, paired: bool = True
     return out
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line of a JSONL file (an output scored), as a dict."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def write_jsonl(path: Path, examples: Sequence[Example]) -> Path:
     rows = [
         {"text": e.text, "aspect": e.term, "start": e.start, "end": e.end, "label": e.label}

@@ -14,7 +14,7 @@ import pytest
 
 from absa.cli import main
 from tests.helpers import ARTIFACT_EXAMPLES as EXAMPLES
-from tests.helpers import NO_ROOM, parts_on_a_full_disk
+from tests.helpers import NO_ROOM, parts_on_a_full_disk, read_jsonl
 
 A, B = EXAMPLES[0], EXAMPLES[1]  # one training sentence, its two aspects (the model fits them)
 
@@ -660,7 +660,7 @@ def test_an_offset_that_only_looks_like_digits_is_a_bad_row(tmp_path: Path) -> N
     )
     dst = tmp_path / "out.jsonl"
     assert _shipped(src, dst) == 1  # the run finished; some rows were bad
-    rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    rows = read_jsonl(dst)
     assert [r["id"] for r in rows] == ["1", "2", "3", "4"]
     for r in rows[:3]:
         assert r["error"].startswith("start/end must be integers") and "pred_label" not in r
@@ -681,7 +681,7 @@ def test_a_csv_field_over_the_csv_modules_default_limit_is_read(
         with dst.open(newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     else:
-        rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+        rows = read_jsonl(dst)
     assert rows[0]["text"] == long_text and rows[0]["pred_label"]
     pq = pytest.importorskip("pyarrow.parquet")
     assert _shipped(src, tmp_path / "out.parquet") == 0
@@ -732,7 +732,7 @@ def test_a_lone_surrogate_is_a_bad_row_and_the_output_is_written(
         with dst.open(newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     else:
-        rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+        rows = read_jsonl(dst)
     assert rows[0]["error"] == "the text holds a lone surrogate (U+D800 at 10): not valid Unicode"
     assert rows[1]["error"] == "the aspect holds a lone surrogate (U+DFFF at 2): not valid Unicode"
     assert rows[2]["error"].startswith("field 'id' holds a lone surrogate (U+D800 at 1)")
@@ -897,7 +897,7 @@ def test_a_carriage_return_alone_does_not_split_a_jsonl_line(
         with dst.open(newline="", encoding="utf-8") as f:
             rows: list[dict] = list(csv.DictReader(f))
     else:
-        rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+        rows = read_jsonl(dst)
     assert len(rows) == 4  # one output row per input line
     assert str(rows[0]["id"]) == "1" and rows[0]["pred_label"]
     assert "invalid JSON" in rows[1]["error"] and "invalid JSON" in rows[2]["error"]
@@ -1067,7 +1067,7 @@ def test_json_offsets_that_are_not_numbers_are_shown_as_json_writes_them(tmp_pat
     )
     dst = tmp_path / "out.jsonl"
     assert _shipped(src, dst) == 1
-    rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    rows = read_jsonl(dst)
     assert [r["error"] for r in rows] == [
         "start/end must be integers, got true/9",
         "start/end must be integers, got 4/null",
@@ -1108,7 +1108,7 @@ def test_csv_offsets_as_pandas_writes_them_pin(tmp_path: Path) -> None:
     )
     dst = tmp_path / "out.jsonl"
     assert _shipped(src, dst) == 1
-    rows = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    rows = read_jsonl(dst)
     assert (rows[0]["pred_start"], rows[0]["pred_occurrence"]) == (4, 1)
     assert (rows[1]["pred_start"], rows[1]["pred_end"], rows[1]["pred_occurrence"]) == (18, 23, 2)
     assert rows[2]["error"] == "start/end must be integers, got '-0.00'/''"
@@ -1128,7 +1128,7 @@ def test_a_quote_left_open_in_a_csv_says_where_its_row_ends(
     )
     dst = tmp_path / "out.jsonl"
     assert _shipped(src, dst) == 1
-    (row,) = [json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines()]
+    (row,) = read_jsonl(dst)
     want = (
         "the row has 2 fields; the header names 3 (it runs from line 2 to line 6: "
         "a quote not closed?)"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ARTIFACT_EXAMPLES
+from tests.helpers import ARTIFACT_EXAMPLES, read_jsonl
 
 
 def bulk_rows(n: int) -> list[dict[str, Any]]:
@@ -44,10 +44,6 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def single_process(artifact: Path, rows: list[dict[str, Any]], tmp: Path) -> list[dict]:
