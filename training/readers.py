@@ -43,7 +43,7 @@ from absa.model.aspects import check_unicode, occurrences, pinned, shown_value, 
 from absa.model.csvio import any_field_length
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.text import LABELS, TextError, check_span
-from absa.training.records import DataError, Example, Invalid, ReadResult
+from absa.training.records import DataError, Example, Invalid, Labelled, ReadResult
 
 __all__ = [
     "FORMATS",
@@ -107,6 +107,17 @@ def label_counts(examples: Iterable[Example]) -> dict[str, int]:
     for ex in examples:
         counts[ex.label] += 1
     return counts
+
+
+def missing_labels(
+    examples: Iterable[Labelled], labels: Sequence[str]
+) -> tuple[list[str], dict[str, int]]:
+    """The model's ``labels`` that ``examples`` hold no example of, and how many each label
+    has (``labels`` first, zeros included; any other label after them)."""
+    counts = dict.fromkeys(labels, 0)
+    for ex in examples:
+        counts[ex.label] = counts.get(ex.label, 0) + 1
+    return [lab for lab in labels if not counts[lab]], counts
 
 
 def detect_format(path: str | Path) -> str:

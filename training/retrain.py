@@ -55,7 +55,7 @@ from absa.model.registry import (
 from absa.training.evaluate import evaluate, model_identity
 from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
-from absa.training.readers import label_counts, read_many, sentence_overlap
+from absa.training.readers import label_counts, missing_labels, read_many, sentence_overlap
 from absa.training.records import DataError, Example, Invalid
 from absa.training.retrain_config import (
     Gate,
@@ -296,8 +296,7 @@ def _model_config(cfg: RetrainConfig) -> ModelConfig:
 def check_labels(train: list[Example], labels: tuple[str, ...]) -> None:
     """Refuse training data that lacks one of the model's labels (DataError): a model
     trained on it could never predict that label."""
-    counts = label_counts(train)
-    missing = [lab for lab in labels if not counts.get(lab)]
+    missing, counts = missing_labels(train, labels)
     if missing:
         raise DataError(
             f"the training data has no {', '.join(repr(m) for m in missing)} examples "

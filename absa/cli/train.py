@@ -150,10 +150,9 @@ def _overlaps(
 def _warn_missing_labels(examples: Sequence[Labelled], labels: Sequence[str]) -> None:
     """A WARNING naming each of the model's ``labels`` the training data has no example of
     (not refused, as retrain's ``check_labels`` refuses it: a run may mean it)."""
-    counts = dict.fromkeys(labels, 0)
-    for e in examples:
-        counts[e.label] = counts.get(e.label, 0) + 1
-    missing = [lab for lab in labels if not counts[lab]]
+    from absa.training.readers import missing_labels
+
+    missing, counts = missing_labels(examples, labels)
     if missing:
         log.warning(
             "the training data has no %s examples (labels found: %s): the model can never "
