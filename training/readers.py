@@ -986,10 +986,16 @@ def drop_overlap(
     return kept, len(examples) - len(kept)
 
 
-def sentence_overlap(examples: Iterable[HasText], reference: Iterable[HasText]) -> dict[str, int]:
-    """How many of the sentences of ``examples`` (distinct, compared by ``bracket_free``, as
-    ``drop_overlap`` compares them) ``reference`` holds too: ``{"sentences": n, "of": m}``.
-    An eval or dev set measured on what training saw (retrain's gate, ``absa train``)."""
-    sentences = {bracket_free(e.text) for e in examples}
-    seen = {bracket_free(e.text) for e in reference}
+def sentences_of(examples: Iterable[HasText]) -> set[str]:
+    """The distinct sentences of ``examples`` as ``drop_overlap`` compares them
+    (``bracket_free``)."""
+    return {bracket_free(e.text) for e in examples}
+
+
+def sentence_overlap(examples: Iterable[HasText], seen: set[str]) -> dict[str, int]:
+    """How many of the sentences of ``examples`` the sentences ``seen`` (``sentences_of`` a
+    reference set, made once for every set compared with it) hold too: ``{"sentences": n,
+    "of": m}``. An eval or dev set measured on what training saw (retrain's gate, ``absa
+    train``)."""
+    sentences = sentences_of(examples)
     return {"sentences": len(sentences & seen), "of": len(sentences)}

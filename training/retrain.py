@@ -55,7 +55,13 @@ from absa.model.registry import (
 from absa.training.evaluate import evaluate, model_identity
 from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
-from absa.training.readers import label_counts, missing_labels, read_many, sentence_overlap
+from absa.training.readers import (
+    label_counts,
+    missing_labels,
+    read_many,
+    sentence_overlap,
+    sentences_of,
+)
 from absa.training.records import DataError, Example, Invalid
 from absa.training.retrain_config import (
     Gate,
@@ -273,7 +279,7 @@ def eval_overlap(data: JobData) -> dict[str, dict[str, int]]:
     """Per eval set whose sentences the training or dev data also hold (compared as
     ``absa train --exclude`` compares them): how many, of how many. Logged as a warning: the
     gate then compares challenger and champion on what the challenger learnt."""
-    seen = [*data.train, *(data.dev or [])]
+    seen = sentences_of([*data.train, *(data.dev or [])])
     out = {}
     for name, examples in data.evals.items():
         overlap = sentence_overlap(examples, seen)

@@ -109,10 +109,12 @@ def _overlaps(
     sentences (not refused: it is sometimes meant), and the counts in ``info`` (run.json's
     data: ``dev_overlap``, ``eval_overlap``). ``examples``: what trains, with the dev split
     a run without --dev holds out of it. Returns each --eval's counts, for its report."""
-    from absa.training.readers import sentence_overlap
+    from absa.training.readers import sentence_overlap, sentences_of
 
-    if dev_files and dev is not None:
-        shared = sentence_overlap(dev, examples)
+    trained = sentences_of(examples)
+    selected = sentences_of(dev) if dev_files and dev is not None else None
+    if selected is not None:
+        shared = sentence_overlap(dev or [], trained)
         info["dev_overlap"] = {"train": shared}
         if shared["sentences"]:
             log.warning(
@@ -125,9 +127,9 @@ def _overlaps(
             )
     out: dict[str, dict] = {}
     for path, read in evals.items():
-        out[path] = {"train": sentence_overlap(read.examples, examples)}
-        if dev_files and dev is not None:
-            out[path]["dev"] = sentence_overlap(read.examples, dev)
+        out[path] = {"train": sentence_overlap(read.examples, trained)}
+        if selected is not None:
+            out[path]["dev"] = sentence_overlap(read.examples, selected)
         for part, what, why in (
             ("train", "the training data", "what the model learnt"),
             ("dev", "--dev", "the data its epoch was selected on"),
