@@ -58,7 +58,9 @@ def write_tag_run(run_dir: Path, run: TagRun, dev_texts: list[str], info: Mappin
     from absa.training.tagging import write_sentences
 
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir.mkdir(parents=True, exist_ok=True)  # absa train's claim on --out made it
+    if any(run_dir.iterdir()):  # never two runs' files in one directory
+        raise FileExistsError(f"{run_dir}: not empty; a tagger run is written into a new one")
     save_file({k: v.contiguous() for k, v in run.net.state_dict().items()}, run_dir / WEIGHTS)
     run.config.save(run_dir / "tagger_config.json")
     _dump(run_dir / "train_config.json", run.train_config.to_dict())

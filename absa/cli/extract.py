@@ -16,6 +16,7 @@ from absa.cli.common import (
     check_config,
     check_new_out,
     check_writable,
+    claim_out,
     say,
     to_stdout,
 )
@@ -87,6 +88,31 @@ def partial_of(out: Path) -> Path:
 
 
 def cmd_train_extract(args: argparse.Namespace) -> int:
+    from absa.training.tagger_build import PRESETS
+
+    if args.preset and args.preset not in PRESETS:
+        raise CLIError(
+            f"--task extract: unknown preset {args.preset!r}; choose {', '.join(PRESETS)}"
+        )
+    out = Path(args.out)
+    if not _empty_dir(out):  # an empty one is claimed (another run's claim makes one)
+        check_new_out(out, "train into a new directory")
+    check_writable(out.parent)  # OUT.partial goes there: at the first epoch
+    # --out (and so OUT.partial) is this command's from its checks to its end, as absa
+    # train's of a sentiment model: a second run into it passed them (OUT is written at the
+    # end), and the two replaced each other's best epoch in OUT.partial
+    with claim_out(out, "absa train", "train into another directory"):
+        if not _empty_dir(out):  # written in the meantime by a run that has ended
+            check_new_out(out, "train into a new directory")
+        return _train_extract_into(args, out)
+
+
+def _empty_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
+def _train_extract_into(args: argparse.Namespace, out: Path) -> int:
+    """``absa train --task extract`` into ``out``, claimed (``claim_out``) and empty."""
     from dataclasses import replace
 
     from absa.cli.train import command_of
@@ -97,13 +123,7 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
     from absa.training.tagging import TagRun, TagTrainConfig, fit_tagger, write_sentences
     from absa.training.tagging_run import add_eval, write_tag_run
 
-    if args.preset and args.preset not in PRESETS:
-        raise CLIError(
-            f"--task extract: unknown preset {args.preset!r}; choose {', '.join(PRESETS)}"
-        )
-    check_new_out(Path(args.out), "train into a new directory")
-    check_writable(Path(args.out).parent)  # OUT.partial goes there: at the first epoch
-    partial = partial_of(Path(args.out))
+    partial = partial_of(out)
     if partial.exists():  # replaced at the first epoch, removed at the end
         raise CLIError(
             f"{partial} exists: a killed run's best epoch so far (it exports); "
@@ -182,7 +202,6 @@ def cmd_train_extract(args: argparse.Namespace) -> int:
                          "aspect_free_left_out": left_out}  # fmt: skip
     info["reproduce"] = command_of(args)
     info["inputs"] = _inputs(cfg, tcfg)
-    out = Path(args.out)
     dev_texts = [s.text for s in dev]
     evals = {p: read_sentences([p]) for p in args.eval or []}  # before training, not after
 

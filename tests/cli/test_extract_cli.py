@@ -528,6 +528,18 @@ def test_a_run_whose_weights_are_cut_short_is_one_line(
     assert len(err.splitlines()) == 1, err
 
 
+def endless_extract(tmp_path: Path, small_glove: Path, run: Path) -> list[str]:
+    """The arguments of an `absa train --task extract` into ``run`` that trains until it is
+    stopped (a tiny tagger, epochs without end)."""
+    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
+    cfg = tmp_path / "cfg.json"
+    train = {"glove": str(small_glove), "glove_top_k": 0, "epochs": 100000, "patience": 100000}
+    cfg.write_text(json.dumps({"model": {"hidden_size": 8, "char_dim": 4, "char_filters": 4},
+                               "train": train}))  # fmt: skip
+    return ["train", "--task", "extract", "--train", str(xml), "--dev", str(xml),
+            "--config", str(cfg), "--out", str(run)]  # fmt: skip
+
+
 def test_sigterm_says_where_the_best_epoch_so_far_is(tmp_path: Path, small_glove: Path) -> None:
     """SIGTERM (a pod evicted) ended an extractor's training with 143 and no word of the
     OUT.partial run it leaves, nor that it exports."""
@@ -535,14 +547,8 @@ def test_sigterm_says_where_the_best_epoch_so_far_is(tmp_path: Path, small_glove
     import subprocess
     import sys
 
-    xml = write_xml(tmp_path / "train.xml", extraction_sentences())
-    cfg = tmp_path / "cfg.json"
-    train = {"glove": str(small_glove), "glove_top_k": 0, "epochs": 100000, "patience": 100000}
-    cfg.write_text(json.dumps({"model": {"hidden_size": 8, "char_dim": 4, "char_filters": 4},
-                               "train": train}))  # fmt: skip
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "absa.cli", "train", "--task", "extract", "--train", str(xml),
-           "--dev", str(xml), "--config", str(cfg), "--out", str(run)]  # fmt: skip
+    cmd = [sys.executable, "-m", "absa.cli", *endless_extract(tmp_path, small_glove, run)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     partial = Path(f"{run}.partial")
     until_file(proc, partial / "run.json", "epoch kept", pause=0.05)
@@ -630,3 +636,40 @@ def test_a_model_given_in_the_others_place_says_where_it_goes(
     assert main(["predict", "--extractor", str(DEFAULT_MODEL_DIR), *ask]) == 2
     err = capsys.readouterr().err
     assert "is a sentiment model" in err and "(give it as ABSA_MODEL_DIR, --model)" in err
+
+
+def test_a_second_extract_train_into_an_out_another_is_writing_into_is_refused(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`absa train --task extract` did not claim --out as `absa train` of sentiment does: two
+    runs into one --out both passed the "exists" check (OUT is written at the end) and shared
+    OUT.partial, each replacing the other's best epoch; one that started after the first
+    epoch was told of "a killed run's best epoch". It is claimed now (flock on OUT for the
+    whole command), and the second is refused as sentiment training's is."""
+    import signal
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    argv = endless_extract(tmp_path, small_glove, run)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "absa.cli", *argv], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        partial = Path(f"{run}.partial")
+        until_file(first, partial / "run.json", "epoch kept", pause=0.05)
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"absa train: error: {run}: another absa train is writing into it; "
+            "train into another directory\n"
+        ), err
+        assert run.is_dir() and first.poll() is None  # the first one's, still training
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=120)
+    assert first.returncode == 143
+    assert (partial / "run.json").is_file()  # its best epoch so far, kept
+    assert not run.exists()  # the claim's directory, empty: gone with the stopped run
