@@ -18,8 +18,12 @@ model card rewritten) records the hashes again with ``record_files`` + ``write_m
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
+import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +37,8 @@ from absa.errors import ArtifactError, raise_if_full
 from absa.model.atomic import atomic_write_json
 from absa.model.text import WordPiecePipeline, WordPipeline, load_pipeline
 
+log = logging.getLogger(__name__)
+
 KIND = "absa-artifact"
 EXTRACTOR_KIND = "absa-extractor"  # an aspect term tagger (absa.model.extractor)
 #: what an artifact of each kind is, and where it is given: a wrong-kind error says both
@@ -43,6 +49,7 @@ KIND_GOES = {
 }
 METADATA = "metadata.json"
 ONNX = "model.onnx"
+STAGING = ".export-"  # the prefix of an export's temporary directory, beside its output
 PARITY_ATOL = 1e-4  # max |p_torch - p_onnxruntime| an export may show on its dev set
 
 
@@ -154,18 +161,89 @@ def refuse_existing(out_dir: Path) -> None:
         raise FileExistsError(f"{out_dir} exists; export into a new directory")
 
 
+def _hold(path: Path, blocking: bool) -> int | None:
+    """A descriptor of the directory ``path`` holding an exclusive ``flock`` on it: an
+    export's claim on its temporary directory, which the OS ends with the process (SIGKILL
+    too). None where another process holds it (``blocking`` off) or the path is gone; a
+    file system without ``flock`` gives an unlocked descriptor when ``blocking`` (the export
+    runs unclaimed), None otherwise (nobody can tell there whether it is in use)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except OSError as e:
+        if blocking and e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return fd
+        os.close(fd)
+        return None
+    return fd
+
+
+def _same(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the directory ``fd`` was opened on (not removed or renamed
+    meanwhile)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
+    except OSError:
+        return False
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the temporary directories (``.export-*``) that exports killed by SIGKILL (or a
+    power cut) left in ``folder``: those no process holds. A running export holds a flock on
+    its own (``staged``) and is left alone, as is one on a file system without ``flock``.
+    Returns the ones removed, each logged."""
+    removed = []
+    try:
+        found = sorted(p for p in Path(folder).glob(f"{STAGING}*") if not p.is_symlink())
+    except OSError:
+        return []
+    for path in found:
+        fd = _hold(path, blocking=False)
+        if fd is None:  # a running export's (or gone meanwhile)
+            continue
+        try:
+            if not _same(fd, path):  # renamed to its output, or removed, before the lock
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)
+        if not path.exists():
+            log.info("removed %s: the temporary directory of an export that did not end", path)
+            removed.append(path)
+    return removed
+
+
+def _claimed_staging(parent: Path) -> tuple[Path, int]:
+    """A new temporary directory in ``parent`` for an export, and the descriptor holding its
+    flock. Made again where another export's ``remove_stale_staging`` took it for a dead
+    one between its making and its lock (it is then gone: the lock is taken on nothing)."""
+    while True:
+        tmp = Path(tempfile.mkdtemp(prefix=STAGING, dir=parent))
+        fd = _hold(tmp, blocking=True)
+        if fd is not None and _same(fd, tmp):
+            return tmp, fd
+        if fd is not None:
+            os.close(fd)
+
+
 @contextmanager
 def staged(out_dir: Path) -> Iterator[Path]:
     """A temporary directory beside ``out_dir`` to build an artifact in; renamed to
     ``out_dir`` (atomic on one file system: no half artifact is ever visible) when the block
-    ends without error, removed otherwise. An existing ``out_dir`` is never replaced."""
+    ends without error, removed otherwise. An existing ``out_dir`` is never replaced. The
+    directory is held (flock) while the block runs; the ones killed exports left beside
+    ``out_dir`` are removed first (``remove_stale_staging``)."""
     out_dir = Path(out_dir)
     made = [p for p in reversed(out_dir.parents) if not p.exists()]  # outermost first
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
+    remove_stale_staging(out_dir.parent)
+    tmp, held = _claimed_staging(out_dir.parent)
     done = False
     try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
         yield tmp
         refuse_existing(out_dir)  # made while the artifact was built
         tmp.rename(out_dir)
@@ -176,6 +254,7 @@ def staged(out_dir: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        os.close(held)  # after the rename or the removal: never a dead export's till then
         for folder in reversed(made) if not done else ():  # a failed export's, innermost first
             try:
                 folder.rmdir()

@@ -366,6 +366,53 @@ def test_a_failed_export_leaves_none_of_the_folders_it_made(tmp_path: Path) -> N
     assert list((tmp_path / "deep").iterdir()) == []
 
 
+def staging_in(parent: Path, name: str) -> tuple[subprocess.Popen[str], Path]:
+    """A process in the middle of an export into ``parent / name`` (inside ``staged``, a
+    file written in its temporary directory) until it is killed; and that directory."""
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from absa.model.artifact import staged\n"
+        "with staged(Path(sys.argv[1])) as tmp:\n"
+        "    (tmp / 'model.onnx').write_bytes(b'half a graph')\n"
+        "    print(tmp, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(parent / name)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
+
+
+def test_a_killed_exports_temporary_directory_is_removed_by_the_next_export(
+    tiny_run: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An export killed by SIGKILL left its .export-* directory (half an artifact) beside
+    --out for good: nothing removed it. The next export into the same folder removes those
+    that no process holds (each export holds a flock on its own while it runs), says which,
+    and leaves a running export's alone."""
+    import signal
+
+    killed, stale = staging_in(tmp_path, "a")
+    running, live = staging_in(tmp_path, "b")
+    try:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=60)
+        assert stale.is_dir() and (stale / "model.onnx").is_file()  # what SIGKILL leaves
+        with caplog.at_level("INFO", logger="absa"):
+            assert main(["export", "--run", str(tiny_run), "--out", str(tmp_path / "art")]) == 0
+        assert not stale.exists()
+        assert live.is_dir() and (live / "model.onnx").is_file()  # a running export's: kept
+        assert leftovers(tmp_path) == [live.name]
+        said = [r.getMessage() for r in caplog.records if str(stale) in r.getMessage()]
+        assert said == [f"removed {stale}: the temporary directory of an export that did not end"]
+        assert artifact.is_artifact(tmp_path / "art")
+    finally:
+        running.kill()
+        running.wait(timeout=60)
+
+
 def test_an_export_that_fills_the_disk_is_one_line_naming_its_output(tmp_path: Path) -> None:
     """A full disk while the artifact's files were written: "[Errno 28] No space left on
     device", naming no file (fp32 export; int8's own check said so before). Whatever file
