@@ -226,6 +226,18 @@ class Registry:
                 out.append((created, d.name))
         return [name for _, name in sorted(out)]
 
+    def incomplete(self) -> list[str]:
+        """The directories in versions/ named as a version but without metadata.json (a copy
+        in progress, or one cut short), by name: no version (never listed as one, served,
+        or pruned: it may still be being made), for an operator to finish or remove."""
+        if not self.versions_dir.is_dir():
+            return []
+        return sorted(
+            d.name
+            for d in self.versions_dir.iterdir()
+            if _VERSION_RE.match(d.name) and d.is_dir() and not (d / "metadata.json").exists()
+        )
+
     def path(self, version: str) -> Path:
         p = self.versions_dir / version
         if not _VERSION_RE.match(version) or not (p / "metadata.json").is_file():
@@ -474,8 +486,15 @@ class Registry:
         all but those among the newest ``keep`` versions, so that rejections never push out
         a rollback target. Never the current or the previous one, nor one whose metadata
         cannot be read: it has no creation time to be old by (it lists first), and the next
-        job's repair leaves it to an operator, who would find it gone."""
+        job's repair leaves it to an operator, who would find it gone. Nor a directory
+        without metadata.json (``incomplete``): it may be a copy still being made."""
         self.require()
+        for name in self.incomplete():
+            log.warning(
+                "not pruned, for an operator to look at: %s has no metadata.json (a copy in "
+                "progress, or one cut short): finish it, or remove it",
+                self.versions_dir / name,
+            )
         ptr = self.pointer()
         protected = {ptr.get("version"), *ptr.get("previous", [])[:1]}
         versions = self.versions()

@@ -78,6 +78,13 @@ def cmd_models(args: argparse.Namespace) -> int:
                 continue
             created = str(m.get("created") or "")
             to_stdout(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
+        for v in reg.incomplete():  # no version, never pruned: the operator's to finish
+            to_stdout(f"  {v:<22} incomplete: no metadata.json {CUT_SHORT}\n")
+            say(
+                f"absa models: warning: {reg.versions_dir / v} has no metadata.json "
+                f"{CUT_SHORT}: not a version, and prune leaves it; finish it, or remove it",
+                logging.WARNING,
+            )
         return 0
     if args.action == "show":
         to_stdout(json.dumps(reg.metadata(args.version), indent=1) + "\n")
@@ -95,6 +102,9 @@ def cmd_models(args: argparse.Namespace) -> int:
             to_stdout(f"current: {reg.rollback()}\n")
     return 0
 
+
+#: what a directory in versions/ without metadata.json may be
+CUT_SHORT = "(a copy in progress, or one cut short)"
 
 #: each action, what it does, and whether it names a VERSION
 ACTIONS = {

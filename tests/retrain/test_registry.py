@@ -257,6 +257,29 @@ def test_prune_leaves_a_version_whose_metadata_cannot_be_read(
     assert "v2" in caplog.text and "not pruned" in caplog.text
 
 
+def test_prune_leaves_a_version_directory_without_metadata_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A directory in versions/ without metadata.json (a copy in progress, or one cut short)
+    is no version, and prune passed over it without a word, for good. It may be a copy still
+    being made: prune never removes it, and names it for an operator to look at."""
+    reg = make_registry(tmp_path, 3)
+    reg.promote("v3")
+    half = reg.versions_dir / "v0-copy"
+    half.mkdir()
+    (half / "model.onnx").write_bytes(b"half a graph")
+    assert reg.incomplete() == ["v0-copy"]
+    with caplog.at_level("WARNING", logger="absa.model.registry"):
+        assert reg.prune(keep=1) == ["v1", "v2"]
+    assert (half / "model.onnx").read_bytes() == b"half a graph"
+    assert reg.versions() == ["v3"] and reg.incomplete() == ["v0-copy"]
+    said = [r.getMessage() for r in caplog.records if str(half) in r.getMessage()]
+    assert said == [
+        f"not pruned, for an operator to look at: {half} has no metadata.json (a copy in "
+        "progress, or one cut short): finish it, or remove it"
+    ], caplog.text
+
+
 def test_prune_of_an_empty_registry(tmp_path: Path) -> None:
     # made by init: a path that holds no registry is refused (the test below)
     assert Registry(tmp_path / "empty").init().prune(keep=0) == []
