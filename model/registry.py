@@ -169,8 +169,10 @@ class Registry:
     @contextmanager
     def lock(self, blocking: bool = True) -> Iterator[None]:
         """Exclusive lock for a change (add, promote, rollback, prune, repair), held only
-        while it is made; released by the OS if the holder dies. Only on a registry (``init``
-        makes one): RegistryError, and nothing created, on a directory that is not one."""
+        while it is made; released by the OS if the holder dies. ``blocking``: held by
+        another process, it is waited for, said once in the log (INFO, naming the lock file).
+        Only on a registry (``init`` makes one): RegistryError, and nothing created, on a
+        directory that is not one."""
         with self._flock(".lock", blocking, "is being changed by another process"):
             yield
 
@@ -201,9 +203,17 @@ class Registry:
                 ) from None
         with f:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RegistryError(f"{self.root} {busy}") from None
+                if not blocking:
+                    raise RegistryError(f"{self.root} {busy}") from None
+                # said once (only ``lock`` waits): a promote that waited without a word
+                # was taken for hung
+                log.info(
+                    "waiting for the lock held at %s (another process is changing the registry)",
+                    path,
+                )
+                fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield
             finally:

@@ -11,6 +11,7 @@ import pytest
 
 from absa.cli import main
 from absa.model.registry import POINTER
+from tests.retrain.conftest import LockHolder
 from tests.retrain.test_registry import corrupt, make_registry
 
 
@@ -145,3 +146,40 @@ def test_list_names_a_version_directory_without_metadata(
         f"absa models: warning: {half} has no metadata.json (a copy in progress, or one cut "
         "short): not a version, and prune leaves it; finish it, or remove it\n"
     ), got.err
+
+
+def test_promote_says_it_waits_for_the_lock_another_process_holds(
+    tmp_path: Path, hold_lock: LockHolder
+) -> None:
+    """A promote while another process held the registry's lock (a retraining job adding its
+    version) waited without a word: an operator took it for hung. It says once that it
+    waits, and for which lock file, and goes on when the lock is free."""
+    import subprocess
+    import sys
+    import time
+
+    reg = make_registry(tmp_path, 2)
+    holder = hold_lock(reg.root)
+    log = tmp_path / "promote.log"
+    with log.open("w") as err:
+        promote = subprocess.Popen(
+            [sys.executable, "-m", "absa.cli", "models", "promote", "v2", "--registry",
+             str(reg.root)], stdout=subprocess.PIPE, stderr=err, text=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "waiting" not in log.read_text() and promote.poll() is None:
+            assert time.monotonic() < deadline, f"nothing said in 60 s: {log.read_text()!r}"
+            time.sleep(0.05)
+        assert promote.poll() is None, log.read_text()  # still waiting for the lock
+        assert reg.current() is None
+    finally:
+        holder.communicate("", timeout=10)  # the lock released
+    out, _ = promote.communicate(timeout=60)
+    assert promote.returncode == 0 and out == "current: v2\n", log.read_text()
+    said = [line for line in log.read_text().splitlines() if "waiting" in line]
+    assert len(said) == 1 and said[0].endswith(
+        f"INFO absa.model.registry: waiting for the lock held at {reg.root / '.lock'} "
+        "(another process is changing the registry)"
+    ), said
+    assert reg.current() == "v2"
