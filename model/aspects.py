@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from absa.errors import InputError
-from absa.model.termsearch import find, short_texts_cached, visible
+from absa.model.termsearch import expand, find, short_texts_cached, visible
 
 # a CSV start/end: ASCII digits, an optional minus ("²" and "--4" are no offsets), and a
 # fraction of zeros, as pandas writes an integer column with gaps ("14.0"; "14.5" is none)
@@ -182,7 +182,11 @@ def occurrences(text: str, term: str, where: str = "") -> list[Span]:
         raise InputError(f"{where}the aspect is empty")
     if not visible(stripped).strip():  # read past in the text, as a reader does
         raise InputError(f"{where}the aspect is empty: it holds only invisible characters")
-    if len(" ".join(stripped.split())) > len(text) and not _may_compose_into(stripped, text):
+    if (
+        len(" ".join(stripped.split())) > len(text)
+        and not _may_compose_into(stripped, text)
+        and not _may_fold_into(stripped, text)
+    ):
         # checked before any regex is compiled: a huge term costs nothing
         raise InputError(
             f"{where}the aspect ({len(term)} characters) is longer than the text "
@@ -201,6 +205,12 @@ def _may_compose_into(term: str, text: str) -> bool:
     if term.isascii():
         return False
     return len(unicodedata.normalize("NFC", term)) <= len(unicodedata.normalize("NFD", text))
+
+
+def _may_fold_into(term: str, text: str) -> bool:
+    """Whether ``term``, longer than ``text``, may still occur in it case-folded: the text
+    holds characters that fold to several ("STRASSE" is "Straße", one character shorter)."""
+    return len(" ".join(term.split())) <= len(expand(text))
 
 
 def pinned(text: str, term: str, start: int, end: int, where: str = "") -> Span:

@@ -1,5 +1,6 @@
-"""Where a term occurs in a text, in time linear in the text: both case-folded a character
-for a character, every run of whitespace in the text made one space, then ``str.find``.
+"""Where a term occurs in a text, in time linear in the text: both case-folded (``expand``,
+then ``fold`` a character for a character), every run of whitespace in the text made one
+space, then ``str.find``.
 
 A regular expression per term (its words apart by ``\\s+``, case-insensitive) tried a match
 at every word start of the text: a text that repeats itself ("a a a ...") and a long term
@@ -14,7 +15,7 @@ import bisect
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 try:  # the characters re.IGNORECASE takes as one beyond lower-casing ("ſ" and "s", "ς" and "σ")
@@ -80,6 +81,55 @@ def fold(s: str) -> str:
     return low.translate(_CLASSES) if _IN_CLASSES.search(low) else low
 
 
+def _expands(c: str) -> bool:
+    """Whether ``c``'s full case folding is longer than the character and all of word
+    characters, as ``c`` is ("ß" -> "ss", "ﬁ" -> "fi", "ᾳ" -> "αι"). Those that fold to a
+    letter and combining marks ("ǰ" -> "j" + U+030C, "İ") are left to ``fold`` (their folding
+    differs from their lower case only in being decomposed: the composed search,
+    absa.model.aspects, finds those), so a word edge stays where the text has one."""
+    folded = c.casefold()
+    return len(folded) > 1 and is_word(c) and all(is_word(x) for x in folded)
+
+
+#: each character whose full case folding (``str.casefold``) is several characters -> that
+#: folding; every one is in the Basic Multilingual Plane (tests/model/test_termsearch.py)
+EXPANSIONS = {chr(i): chr(i).casefold() for i in range(0x10000) if _expands(chr(i))}
+_EXPANDS = re.compile("[" + "".join(map(re.escape, EXPANSIONS)) + "]")
+
+
+def expand(s: str) -> str:
+    """``s`` with each character of ``EXPANSIONS`` as its full case folding: what ``fold``
+    cannot do a character for a character ("STRASSE" and "Straße" fold alike)."""
+    return "".join(EXPANSIONS.get(c, c) for c in s) if _EXPANDS.search(s) else s
+
+
+@dataclass(frozen=True)
+class _Expanded:
+    """``expand(text)``'s characters as the text's: ``source[j]`` is the text's character
+    that the expanded text's character ``j`` is (a piece of)."""
+
+    source: list[int]
+
+    def span(self, start: int, end: int) -> tuple[int, int] | None:
+        """``[start, end)`` of the expanded text as a span of the text; None where it cuts one
+        character's folding apart ("s" of the "ss" of "ß")."""
+        src = self.source
+        if start > 0 and src[start - 1] == src[start]:
+            return None
+        if end < len(src) and src[end] == src[end - 1]:
+            return None
+        return src[start], src[end - 1] + 1
+
+
+def _expanded(text: str) -> tuple[str, _Expanded | None]:
+    if not _EXPANDS.search(text):
+        return text, None
+    source: list[int] = []
+    for i, c in enumerate(text):
+        source += [i] * len(EXPANSIONS.get(c, c))
+    return expand(text), _Expanded(source)
+
+
 @dataclass(frozen=True)
 class _Folded:
     """A text folded, each whitespace run one space; ``starts[i]``: from where in it the
@@ -88,11 +138,19 @@ class _Folded:
     text: str
     starts: list[int]
     shifts: list[int]
+    #: where the text had characters ``expand`` made several of; None where it had none
+    expanded: _Expanded | None = None
 
     def original(self, k: int) -> int:
-        """The offset in the text of the folded text's character ``k``."""
+        """The offset in the (expanded) text of the folded text's character ``k``."""
         i = bisect.bisect_right(self.starts, k)
         return k + self.shifts[i - 1] if i else k
+
+    def span(self, start: int, end: int) -> tuple[int, int] | None:
+        """The folded text's ``[start, end)`` as a span of the text; None where it cuts a
+        character's folding apart."""
+        begin, stop = self.original(start), self.original(end - 1) + 1
+        return (begin, stop) if self.expanded is None else self.expanded.span(begin, stop)
 
 
 #: texts up to this long are kept folded (and composed, in absa.model.aspects): the service
@@ -122,7 +180,13 @@ def short_texts_cached(maxsize: int) -> Callable[[Callable[[str], T]], Callable[
 
 @short_texts_cached(maxsize=256)
 def _folded(text: str) -> _Folded:
-    folded = fold(text)
+    wide, expanded = _expanded(text)
+    short = _shortened(fold(wide))
+    return short if expanded is None else replace(short, expanded=expanded)
+
+
+def _shortened(folded: str) -> _Folded:
+    """The folded text, each whitespace run one space (and the invisible characters gone)."""
     if _HAS_IGNORABLE.search(folded):
         return _without_ignorable(folded)
     starts: list[int] = []
@@ -162,9 +226,10 @@ def _without_ignorable(folded: str) -> _Folded:
 
 def find(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
     """Every occurrence of ``term`` in ``text`` as (start, end), left to right and not
-    overlapping, the case folded (``fold``) and any run of whitespace matching any other;
+    overlapping, the case folded (``expand``, ``fold``: as ``str.casefold`` but for the
+    characters it decomposes) and any run of whitespace matching any other;
     with ``whole``, only those with no word character just before or after."""
-    needle = " ".join(visible(fold(term)).split())
+    needle = " ".join(visible(fold(expand(term))).split())
     if not needle:
         return []
     folded = _folded(text)
@@ -182,6 +247,10 @@ def find(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
         if whole and after < len(hay) and is_word(hay[after]):
             k = hay.find(needle, k + 1)
             continue
-        spans.append((folded.original(k), folded.original(after - 1) + 1))
+        span = folded.span(k, after)
+        if span is None:  # it starts or ends inside one character's folding
+            k = hay.find(needle, k + 1)
+            continue
+        spans.append(span)
         k = hay.find(needle, after)
     return spans

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from absa.model.termsearch import find, fold, is_word
+from absa.model.termsearch import EXPANSIONS, find, fold, is_word
 from tests.model.test_text_properties import PROPS
 
 CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
@@ -38,6 +39,18 @@ def test_characters_re_ignorecase_takes_as_one_fold_alike() -> None:
         )
 
 
+def test_the_characters_folded_to_several_are_those_of_str_casefold() -> None:
+    """Every character ``str.casefold`` makes several word characters of (all in the Basic
+    Multilingual Plane, which is all ``EXPANSIONS`` looks in), as it does; the others it
+    makes several of are a letter with combining marks, which ``fold`` keeps one."""
+    several = {c: c.casefold() for c in CHARS if len(c.casefold()) > 1}
+    assert max(map(ord, several)) < 0x10000
+    assert {c: f for c, f in several.items() if is_word(f)} == EXPANSIONS
+    assert len(EXPANSIONS) > 70 and EXPANSIONS["ß"] == EXPANSIONS["\u1e9e"] == "ss"
+    others = [f for c, f in several.items() if c not in EXPANSIONS]
+    assert all(any(unicodedata.category(x) == "Mn" for x in f) for f in others)
+
+
 def test_word_and_space_characters_are_those_of_re() -> None:
     assert {c for c in CHARS if is_word(c)} == set(re.findall(r"\w", ALL))
     assert {c for c in CHARS if c.isspace()} == set(re.findall(r"\s", ALL))
@@ -60,18 +73,33 @@ def visible(s: str) -> str:
 def reference(text: str, term: str, whole: bool) -> list[tuple[int, int]]:
     """One regular expression over the folded text, its invisible characters dropped: the
     term's words apart by any whitespace, whole words or anywhere (folding keeps every
-    character one character; the offsets of the characters kept map back)."""
-    kept = [i for i, c in enumerate(text) if c not in INVISIBLE]
+    character one character but those ``str.casefold`` makes several of; the offsets of the
+    characters kept map back)."""
+    # each character kept as its full case folding where that is several word characters
+    pieces = [(i, c.casefold() if c in EXPANSIONS else c) for i, c in enumerate(text)]
+    kept = [i for i, p in pieces if p not in INVISIBLE for _ in p]
+    first = [j == 0 for i, p in pieces if p not in INVISIBLE for j in range(len(p))]
+    term = "".join(c.casefold() if c in EXPANSIONS else c for c in term)
     pattern = r"\s+".join(re.escape(w) for w in visible(fold(term)).split())
     if whole:
         pattern = rf"(?<!\w){pattern}(?!\w)"
-    clean = fold(visible(text))
-    return [(kept[m.start()], kept[m.end() - 1] + 1) for m in re.finditer(pattern, clean)]
+    clean = fold("".join(p for _, p in pieces if p not in INVISIBLE))
+    # an occurrence that cuts one character's folding apart is none: the next one may start
+    # inside it (a lookahead finds them all; those that overlap a kept one are dropped)
+    spans: list[tuple[int, int]] = []
+    for m in re.finditer(f"(?=({pattern}))", clean):
+        s, e = m.start(1), m.end(1)
+        if not first[s] or (e < len(first) and not first[e]):
+            continue
+        if spans and s < spans[-1][1]:
+            continue
+        spans.append((s, e))
+    return [(kept[s], kept[e - 1] + 1) for s, e in spans]
 
 
 #: few characters, so that terms overlap and repeat: cases, word and non-word, whitespace,
 #: invisible ones
-NARROW = "aAb _-.\u00a0\t\nİıiſsSΣσς\u0301é\u00ad\u200b\u200e"
+NARROW = "aAb _-.\u00a0\t\nİıiſsSΣσς\u0301é\u00ad\u200b\u200eß\ufb03f"
 
 
 @st.composite
@@ -97,6 +125,9 @@ def text_and_term(draw: st.DrawFn) -> tuple[str, str]:
 @example(case=("the piz\u00adza, a pizza", "pizza"))  # read past: found in both
 @example(case=("a\u200bb \u200e b", "b"))  # "ab" holds no whole "b"; the second is one
 @example(case=("ma\u200dsala \ufeff", "Masala"))
+@example(case=("Straße STRASSE", "strasse"))
+@example(case=("ßs", "ss"))  # the "ss" of "ß" is found, not the "s" of it and the next "s"
+@example(case=("f\ufb03", "ff"))
 def test_spans_are_those_of_one_regular_expression_over_the_folded_text(
     case: tuple[str, str],
 ) -> None:
@@ -142,3 +173,22 @@ def test_an_aspect_is_found_past_the_invisible_characters_of_the_text() -> None:
     assert (pizza.term, pizza.start, pizza.end) == ("piz\u00adza", 4, 10)
     assert text[masala.start : masala.end] == masala.term == "ma\u200dsala"
     assert pizza.label == "negative" and masala.label == "positive"
+
+
+def test_the_case_is_folded_fully_and_the_spans_are_the_texts_own_characters() -> None:
+    """An aspect "STRASSE" was not found in "Straße" (nor "straße" in "STRASSE"), which
+    str.casefold equates: "ß" folds to two characters, and the offsets map back to one."""
+    text = "Die Straße, die STRASSE, ein \ufb01sh"
+    for term in ("STRASSE", "straße", "Strasse", "STRA\u1e9eE"):
+        assert find(text, term, whole=True) == [(4, 10), (16, 23)], term
+    assert [text[s:e] for s, e in find(text, "Fish", whole=True)] == ["\ufb01sh"]
+    # a match never cuts one character's folding apart: "ß" is "ss", not "s"
+    assert find("Straße", "stras", whole=False) == []
+    assert find("Straße", "se", whole=False) == []
+    assert find("Straße", "SSE", whole=False) == [(4, 6)]
+    assert find("Straße", "strass", whole=False) == [(0, 5)]
+    assert find("\ufb03", "f", whole=False) == find("\ufb03", "fi", whole=False) == []
+    assert find("\ufb03", "FFI", whole=True) == [(0, 1)]
+    # whole words as the text has them: "ss" is no word of "Straße"
+    assert find("Straße", "ss", whole=True) == []
+    assert find("Straße", "ss", whole=False) == [(4, 5)]

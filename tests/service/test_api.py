@@ -64,6 +64,20 @@ def test_lookup_is_case_insensitive_and_reports_the_text_as_written(client: Test
     assert (res["term"], res["start"], res["end"]) == ("Food", 4, 8)
 
 
+def test_lookup_folds_case_fully_and_reports_the_text_as_written(client: TestClient) -> None:
+    """str.casefold's equalities: "STRASSE" is "Straße" (a term "STRASSE" did "not occur"), and
+    the span is the text's own characters, however many the folding made of them."""
+    text = "Die Straße war laut, die STRASSE auch, das \ufb01sh war gut"
+    results = predict(client, text, ["strasse", "FISH"])["results"]
+    assert [(r["term"], r["start"], r["end"]) for r in results] == [
+        ("Straße", *span(text, "Straße")),
+        ("STRASSE", *span(text, "STRASSE")),
+        ("\ufb01sh", *span(text, "\ufb01sh")),
+    ]
+    capital = predict(client, text, ["STRA\u1e9eE"])["results"]  # the capital sharp s
+    assert [r["term"] for r in capital] == ["Straße", "STRASSE"]
+
+
 def test_span_object_pins_one_occurrence(client: TestClient) -> None:
     text = "the food was great but the food was awful"
     start, end = span(text, "food", 1)
