@@ -175,12 +175,42 @@ def _check_fresh(root: Path) -> None:
         )
 
 
-class Settings(LogSettings, ModelSettings):
+class OfflineSettings(ModelSettings):
+    """The settings the commands that start no server read (predict, evaluate, train,
+    retrain, models): a server-only setting with a bad value (ABSA_PORT=abc) is for
+    ``absa serve`` to refuse, and failed them, which never read it."""
+
     category_model: MaybePath = Field(
         None,
         description="an aspect-category artifact served next to the term model: /v1/predict "
         "with categories instead of aspects (default: none, categories refused)",
     )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="where onnxruntime runs the model: auto (a CUDA GPU where onnxruntime "
+        "has one), cpu, or cuda (refused where there is none)",
+    )
+    # training
+    teacher_cache: MaybePath | Literal["off"] = Field(
+        None,
+        description="where distillation keeps a teacher's probabilities, by teacher and "
+        "examples, so students of other seeds or presets do not score them again (default: "
+        "~/.cache/absa/teacher; 'off': no cache)",
+    )
+    # provenance
+    code_version: str | None = Field(
+        None,
+        description="recorded as the code version of training runs where the source tree "
+        "travels without .git (git's commit wins where there is one)",
+    )
+
+    def teacher_cache_dir(self) -> Path | None:
+        if self.teacher_cache == "off":
+            return None
+        return self.teacher_cache or Path.home() / ".cache" / "absa" / "teacher"
+
+
+class Settings(LogSettings, OfflineSettings):
     reload_interval_s: float = Field(
         30.0,
         ge=0.0,
@@ -250,11 +280,6 @@ class Settings(LogSettings, ModelSettings):
         "what it held 503: under --workers N uvicorn starts a fresh one, and a lone "
         "absa serve exits with status 70 for its restart policy (false: it stays up, "
         "answering 503, its /healthz failing)",
-    )
-    device: Literal["auto", "cpu", "cuda"] = Field(
-        "auto",
-        description="where onnxruntime runs the model: auto (a CUDA GPU where onnxruntime "
-        "has one), cpu, or cuda (refused where there is none)",
     )
     threads: int = Field(
         0,
@@ -362,19 +387,6 @@ class Settings(LogSettings, ModelSettings):
         description="PROMETHEUS_MULTIPROC_DIR (prometheus_client reads it too): /metrics "
         "adds up every worker's files there",
     )
-    # training
-    teacher_cache: MaybePath | Literal["off"] = Field(
-        None,
-        description="where distillation keeps a teacher's probabilities, by teacher and "
-        "examples, so students of other seeds or presets do not score them again (default: "
-        "~/.cache/absa/teacher; 'off': no cache)",
-    )
-    # provenance
-    code_version: str | None = Field(
-        None,
-        description="recorded as the code version of training runs where the source tree "
-        "travels without .git (git's commit wins where there is one)",
-    )
 
     def api_keys(self) -> tuple[str, ...]:
         """The keys ``api_key`` holds (none: /v1/* is open)."""
@@ -384,10 +396,9 @@ class Settings(LogSettings, ModelSettings):
         """The origins ``cors_origins`` names (none: no CORS headers at all)."""
         return _origins(self.cors_origins)
 
-    def teacher_cache_dir(self) -> Path | None:
-        if self.teacher_cache == "off":
-            return None
-        return self.teacher_cache or Path.home() / ".cache" / "absa" / "teacher"
+
+#: every class that reads settings: the commands say their errors in one line
+SETTINGS_CLASSES = (LogSettings, ModelSettings, OfflineSettings, Settings)
 
 
 #: the settings whose values are secrets (SecretStr): an error names them, never the value

@@ -135,11 +135,11 @@ def _cached_predict(teacher: Path, examples: Sequence[Example]) -> tuple[np.ndar
     """``predict_examples``, through the teacher cache (``ABSA_TEACHER_CACHE``,
     ``training/teacher_cache.py``): every student of one teacher asks it much the same. A
     teacher's scores carried without it (``training/teacher_scores.py``) answer for it."""
-    from absa.settings import Settings
+    from absa.settings import OfflineSettings
 
     if teacher_scores.is_scores(teacher):
         return teacher_scores.scores_of(teacher, examples)
-    root = Settings().teacher_cache_dir()
+    root = OfflineSettings().teacher_cache_dir()
     # a teacher run's network draws from torch's generator as it is built, on a cache miss
     # alone: the student's draws that follow were another as the cache was cold or warm
     with torch.random.fork_rng():

@@ -31,9 +31,9 @@ def code_version() -> str:
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         pass
-    from absa.settings import Settings
+    from absa.settings import OfflineSettings
 
-    configured = Settings().code_version
+    configured = OfflineSettings().code_version
     if configured:
         return configured
     from importlib.metadata import PackageNotFoundError, version

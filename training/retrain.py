@@ -315,9 +315,9 @@ def baseline_dir(cfg: RetrainConfig) -> Path:
     if cfg.baseline:
         return Path(cfg.baseline)
     from absa.model.runtime import DEFAULT_MODEL_DIR
-    from absa.settings import Settings
+    from absa.settings import ModelSettings
 
-    return Settings().model_dir or DEFAULT_MODEL_DIR
+    return ModelSettings().model_dir or DEFAULT_MODEL_DIR
 
 
 def check_comparable(model_dir: Path, labels: tuple[str, ...], task: str, what: str) -> None:

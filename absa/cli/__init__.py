@@ -172,7 +172,7 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         return 2
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        if isinstance(e, ValidationError) and e.title == "Settings":
+        if isinstance(e, ValidationError) and _of_settings(e):
             msg = settings_message(e, vars(args))
         if transient(e):
             say(f"absa {args.command}: error: {msg} (may succeed if run again)")
@@ -217,6 +217,15 @@ def _warn_unknown_variables() -> None:
     except ImportError:  # without the serve extra: no pydantic-settings, no settings read
         return
     warn_unknown_variables()
+
+
+def _of_settings(e: ValidationError) -> bool:
+    """Whether ``e`` is a bad ``ABSA_*`` value: an error of one of the settings classes."""
+    try:
+        from absa.settings import SETTINGS_CLASSES
+    except ImportError:  # without the serve extra: no settings were read
+        return False
+    return e.title in {cls.__name__ for cls in SETTINGS_CLASSES}
 
 
 def settings_message(e: ValidationError, flags: dict[str, Any] | None = None) -> str:

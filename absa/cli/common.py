@@ -230,9 +230,9 @@ def model_dir(model: str | None) -> Path:
     version, ``ABSA_MODEL_DIR``), else the shipped model."""
     if model:
         return Path(model)
-    from absa.settings import Settings
+    from absa.settings import ModelSettings
 
-    return Settings().model_path()
+    return ModelSettings().model_path()
 
 
 def servable(path: Path, kind: str | None = None, task: str | None = None, named: str = "") -> Path:

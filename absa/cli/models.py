@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 def _registry(args: argparse.Namespace) -> Registry:
     from absa.model.registry import Registry
-    from absa.settings import Settings
+    from absa.settings import ModelSettings
 
-    root = args.registry or Settings().registry
+    root = args.registry or ModelSettings().registry
     if not root:
         raise CLIError("name the registry with --registry DIR or ABSA_REGISTRY")
     return Registry.open(root)  # a mistyped path is an error, never a new empty registry
@@ -33,9 +33,9 @@ def _empty_volume(args: argparse.Namespace) -> bool:
     from pathlib import Path
 
     from absa.model.registry import volume_entry
-    from absa.settings import Settings
+    from absa.settings import ModelSettings
 
-    root = args.registry or Settings().registry
+    root = args.registry or ModelSettings().registry
     if not root or not Path(root).is_dir():
         return False
     if any(not volume_entry(p.name) for p in Path(root).iterdir()):

@@ -291,9 +291,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from absa.model.categories import TERMS
     from absa.model.predictor import Predictor
     from absa.model.runtime import Runtime
-    from absa.settings import Settings
+    from absa.settings import OfflineSettings
 
-    settings = Settings()
+    settings = OfflineSettings()  # no server: a bad server-only setting is not its to refuse
     device = args.device or settings.device
     if args.category:
         return _predict_categories(args, device, settings.category_model)
@@ -302,7 +302,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     path = servable(model_dir(args.model), task=TERMS)
     extractor = None
     if args.extractor:
-        settings = Settings(extractor=args.extractor)
+        settings = OfflineSettings(extractor=args.extractor)
     ext_dir = settings.extractor_path()
     if args.text and not args.aspect:
         if ext_dir is None:
@@ -365,9 +365,9 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
                 "--device is for the local engine; with --engine ray give --num-gpus (GPUs "
                 "per actor: above 0 the model runs on CUDA, 0 on CPUs)"
             )
-        from absa.settings import Settings
+        from absa.settings import OfflineSettings
 
-        if Settings().device != "auto":  # the environment's, for `absa serve`: unread here
+        if OfflineSettings().device != "auto":  # the environment's, for `absa serve`: unread here
             log.warning("ABSA_DEVICE is not read by --engine ray: --num-gpus (GPUs per actor) "
                         "puts the model on CUDA, 0 on CPUs")  # fmt: skip
         return

@@ -214,6 +214,23 @@ def test_a_bad_setting_is_named_as_the_user_gave_it(
     assert line.startswith(f"absa serve: error: {named}"), line
 
 
+@pytest.mark.parametrize(
+    ("name", "value"), [("ABSA_PORT", "abc"), ("ABSA_WORKERS", "0"), ("ABSA_CORS_ORIGINS", "x")]
+)
+def test_a_bad_server_setting_fails_absa_serve_only(
+    name: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ABSA_PORT=abc failed `absa predict` ("absa predict: error: ABSA_PORT: ..."), a command
+    that starts no server: it reads the settings it uses, and absa serve still refuses the
+    value, naming the variable."""
+    monkeypatch.setenv(name, value)
+    done = absa("predict", "--text", "the food was great", "--aspect", "food", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [r["term"] for r in json.loads(done.stdout)["results"]] == ["food"]
+    line = one_line(absa("serve", timeout=30))
+    assert line.startswith(f"absa serve: error: {name}: "), line
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_port_in_use_is_one_line_before_the_model_loads(workers: str) -> None:
     """It came after the model had loaded: nine lines with one worker, and with two an
