@@ -59,6 +59,20 @@ def test_load_reads_only_the_settings_it_needs(monkeypatch: pytest.MonkeyPatch) 
         absa.load()
 
 
+def test_load_warns_once_of_an_absa_variable_that_is_no_setting(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ABSA_MODEL_DRI=/elsewhere absa.load() loaded the shipped model without a word, where
+    the CLI and the server warn of it: load warns alike, once however often it is called."""
+    monkeypatch.setenv("ABSA_MODEL_DRI", "/elsewhere")
+    monkeypatch.setenv("ABSA_DATA_DIR", "/data")  # read elsewhere on purpose: no warning
+    with caplog.at_level("WARNING", logger="absa"):
+        absa.load()
+        absa.load()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == ["ABSA_MODEL_DRI is not a setting (ignored): did you mean ABSA_MODEL_DIR?"]
+
+
 def test_load_expands_the_home_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``absa.load("~/models/m")`` and ``ABSA_MODEL_DIR=~/models/m`` (a compose file, a
     systemd unit: no shell to expand it) looked for a directory named ``~``."""
