@@ -13,6 +13,7 @@ import asyncio
 import functools
 import json
 import logging
+import sys
 import uuid
 from http import HTTPStatus
 from typing import Any
@@ -52,6 +53,30 @@ class _HeadTooLarge(Exception):  # noqa: N818 - stops the parser; answered 431
     """A request's line and headers went past ``MAX_HEAD_BYTES``."""
 
 
+#: what uvicorn logs of a request its parser refused, just before ``send_400_response``
+UVICORN_REFUSAL = "Invalid HTTP request received."
+
+
+class _OneLineARefusal(logging.Filter):
+    """Drops uvicorn's own warning of a request its parser refused: ``send_400_response``
+    logs the one line of it, with the request id and what the parser found (there were two
+    warnings of one request, uvicorn's with neither)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != UVICORN_REFUSAL
+
+
+_REFUSAL_FILTER = _OneLineARefusal()
+
+
+def _parser_said() -> str:
+    """What the HTTP parser found wrong: the error uvicorn is handling as it calls
+    ``send_400_response`` (httptools' HttpParserError, h11's RemoteProtocolError)."""
+    err = sys.exc_info()[1]
+    said = " ".join(str(err).split())[:200] if err is not None else ""  # a line, bounded
+    return said or (type(err).__name__ if err is not None else "no reason given")
+
+
 class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     """A connection without a whole request head ``client_timeout_s`` after it was made, or
     after its last response, is closed: a request under way is left to the app (BodyLimit),
@@ -62,6 +87,10 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     _head_bytes = 0
     _head_too_large = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.logger.addFilter(_REFUSAL_FILTER)  # once: a logger holds a filter once
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -87,7 +116,8 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request its parser refused (a text/plain "Invalid HTTP
-        request received."): in the service's one error shape, with an X-Request-ID."""
+        request received."): in the service's one error shape, with an X-Request-ID, and one
+        log line with that id and what the parser found."""
         if self._head_too_large:
             status, detail = 431, HEAD_TOO_LARGE
         else:
@@ -100,7 +130,9 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
                 rid,
             )
         else:
-            log.warning("refused a request that is not HTTP/1.1 (request %s)", rid)
+            log.warning(
+                "refused a request that is not HTTP/1.1 (request %s): %s", rid, _parser_said()
+            )
         body = json.dumps(error_body(detail)).encode()
         head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode()]
         for name, value in self.server_state.default_headers:  # date, server: as uvicorn's

@@ -109,6 +109,14 @@ def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
         assert len(ids) == len(BAD_REQUESTS)  # a fresh one each
         with httpx.Client() as client:  # the worker serves on
             assert client.get(f"{url}/healthz").status_code == 200
+    # one log line each, with its request id and what the parser found (uvicorn's own
+    # "Invalid HTTP request received." came first, a second warning with neither)
+    log = (tmp_path / "serve.log").read_text()
+    warned = [line for line in log.splitlines() if "WARNING" in line]
+    assert len(warned) == len(BAD_REQUESTS), log
+    for rid in ids:
+        (line,) = [w for w in warned if rid in w]
+        assert re.search(rf"not HTTP/1\.1 \(request {rid}\): \S", line), line
 
 
 def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
