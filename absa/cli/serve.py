@@ -73,6 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     hangup = signal.getsignal(signal.SIGHUP)
     ours = settings.workers == 1 and hangup not in (signal.SIG_IGN, None)
     if ours:
+        HUNG_UP.clear()  # this call's (a program may call main() again)
         signal.signal(signal.SIGHUP, _hangup)
     failed = _WorkerFailed()  # uvicorn's supervisor logs it, then returns as if stopped
     logging.getLogger("uvicorn.error").addFilter(failed)
@@ -93,8 +94,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
     finally:
         logging.getLogger("uvicorn.error").removeFilter(failed)
-        if ours:
-            signal.signal(signal.SIGHUP, hangup)  # a program that called main() keeps its own
+        if ours:  # a program that called main() keeps its own; once hung up, the process
+            # ends ignoring it: a second SIGHUP there killed it (status 129) as it exited
+            signal.signal(signal.SIGHUP, signal.SIG_IGN if HUNG_UP else hangup)
     if failed.seen:
         say(
             "absa serve: error: a worker could not start (see the log: the model it loads, "
@@ -132,11 +134,21 @@ def _outside_uvicorn(signum: int, frame: object) -> None:
     cleanly stopped server with status 143. Nothing to do."""
 
 
+#: the SIGHUP that stops this server, once one has come
+HUNG_UP: list[int] = []
+
+
 def _hangup(signum: int, frame: object) -> None:
     """SIGHUP under one worker: uvicorn's graceful shutdown, as SIGTERM gets; before uvicorn
-    has set its handler (or after it put ours back), an exit with 128 + the signal."""
+    has set its handler (or after it put ours back), an exit with 128 + the signal. Once: a
+    second (a closed terminal sends the shell's and the kernel's) is passed over with a log
+    line, the stop under way (it exited 129 where it came as uvicorn had finished)."""
     import signal
 
+    if HUNG_UP:
+        log.info("SIGHUP again: passed over, the server is stopping already")
+        return
+    HUNG_UP.append(signum)
     if signal.getsignal(signal.SIGTERM) is _outside_uvicorn:
         raise SystemExit(128 + signum)
     signal.raise_signal(signal.SIGTERM)

@@ -96,6 +96,29 @@ def test_sigterm_drains_queued_requests_and_exits_0(
             server.wait(timeout=10)
 
 
+def test_sighups_while_it_stops_are_one_stop(artifact: Path, tmp_path: Path) -> None:
+    """A closed terminal sends two SIGHUPs (the shell's and the kernel's): one that came as
+    the server finished its graceful stop killed it (status 129, uvloop's traceback in the
+    log). Every SIGHUP after the first is passed over, with a log line, however late."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    server = spawn(["serve", "--model", str(artifact), "--port", str(port)], log)
+    try:
+        wait_ready(server, f"http://127.0.0.1:{port}", log)
+        sent = 0
+        while server.poll() is None and sent < 2000:  # until it has exited
+            server.send_signal(signal.SIGHUP)
+            sent += 1
+            time.sleep(0.005)
+        assert server.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+    said = log.read_text()
+    assert sent > 1 and "SIGHUP again: passed over" in said and "Traceback" not in said, said
+
+
 def test_app_shutdown_answers_requests_still_waiting_for_their_batch(artifact: Path) -> None:
     """Six requests wait for a batch that would fill only after 60 s; the app shuts down:
     all six are answered at once (the queue is drained, not dropped or left waiting)."""
