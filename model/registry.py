@@ -222,13 +222,15 @@ class Registry:
     # ------------------------------------------------------------------ reading
 
     def versions(self) -> list[str]:
-        """Versions, oldest first (by creation time in their metadata, then name)."""
+        """Versions, oldest first (by creation time in their metadata, then name). Only
+        names a version can have: a hidden one is never a version, even with a
+        metadata.json (an export killed in versions/ leaves ``.export-*`` with one)."""
         if not self.versions_dir.is_dir():
             return []
         out = []
         for d in self.versions_dir.iterdir():
             meta = d / "metadata.json"
-            if d.is_dir() and meta.is_file():
+            if _VERSION_RE.match(d.name) and d.is_dir() and meta.is_file():
                 try:
                     created = str(json.loads(meta.read_text()).get("created", ""))
                 except (OSError, ValueError, AttributeError):
@@ -388,7 +390,11 @@ class Registry:
 
     def clean_work(self) -> None:
         """Remove what killed jobs left: .work (but ``resumable_dir``) and pointer
-        temporaries (hold ``job_lock`` and ``lock``)."""
+        temporaries (hold ``job_lock`` and ``lock``); and what exports killed in versions/
+        left (``remove_stale_staging``: a running export's is kept)."""
+        from absa.model.artifact import remove_stale_staging
+
+        remove_stale_staging(self.versions_dir)
         if self.work_dir.is_dir():
             for d in self.work_dir.iterdir():
                 if d.name != RESUMABLE:
@@ -497,8 +503,13 @@ class Registry:
         a rollback target. Never the current or the previous one, nor one whose metadata
         cannot be read: it has no creation time to be old by (it lists first), and the next
         job's repair leaves it to an operator, who would find it gone. Nor a directory
-        without metadata.json (``incomplete``): it may be a copy still being made."""
+        without metadata.json (``incomplete``): it may be a copy still being made. The
+        temporary directories of exports killed in versions/ are removed (those no process
+        holds, each logged)."""
+        from absa.model.artifact import remove_stale_staging
+
         self.require()
+        remove_stale_staging(self.versions_dir)
         for name in self.incomplete():
             log.warning(
                 "not pruned, for an operator to look at: %s has no metadata.json (a copy in "

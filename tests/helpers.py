@@ -6,7 +6,9 @@ import itertools
 import json
 import os
 import random
-from collections.abc import Sequence
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,33 @@ def synthetic_examples(n_sentences: int = 12, seed: int = 0, paired: bool = True
         for j, (s, term, lab) in enumerate(asked):
             out.append(Example(text, s, s + len(term), lab, f"synthetic:{i}.{j}"))
     return out
+
+
+def staging_in(
+    parent: Path, name: str, files: Mapping[str, bytes] | None = None
+) -> tuple[subprocess.Popen[str], Path]:
+    """A process in the middle of an export into ``parent / name`` (inside ``staged``,
+    ``files`` written in its temporary directory: half a graph unless given) until it is
+    killed; and that directory."""
+    code = (
+        "import json, sys, time\n"
+        "from pathlib import Path\n"
+        "from absa.model.artifact import staged\n"
+        "with staged(Path(sys.argv[1])) as tmp:\n"
+        "    for name, text in json.loads(sys.argv[2]).items():\n"
+        "        (tmp / name).write_bytes(text.encode('latin-1'))\n"
+        "    print(tmp, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    files = files or {"model.onnx": b"half a graph"}
+    written = {k: v.decode("latin-1") for k, v in files.items()}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(parent / name), json.dumps(written)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

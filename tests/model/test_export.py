@@ -32,7 +32,13 @@ from absa.model.text import collate
 from absa.training.metrics import classification_report
 from absa.training.rundir import LoadedRun, load_run
 from absa.training.train import fit
-from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples, tiny_preset, write_jsonl
+from tests.helpers import (
+    ONNX_EXPORT_WARNINGS,
+    staging_in,
+    synthetic_examples,
+    tiny_preset,
+    write_jsonl,
+)
 
 EXAMPLES = synthetic_examples(12, seed=0)  # tiny_run's training (and dev) set
 PROVENANCE = {"preset": "atae-lstm", "source_run": "somewhere"}
@@ -364,25 +370,6 @@ def test_a_failed_export_leaves_none_of_the_folders_it_made(tmp_path: Path) -> N
         raise RuntimeError("the export failed")
     assert [p.name for p in tmp_path.iterdir()] == ["deep"] and leftovers(tmp_path / "deep") == []
     assert list((tmp_path / "deep").iterdir()) == []
-
-
-def staging_in(parent: Path, name: str) -> tuple[subprocess.Popen[str], Path]:
-    """A process in the middle of an export into ``parent / name`` (inside ``staged``, a
-    file written in its temporary directory) until it is killed; and that directory."""
-    code = (
-        "import sys, time\n"
-        "from pathlib import Path\n"
-        "from absa.model.artifact import staged\n"
-        "with staged(Path(sys.argv[1])) as tmp:\n"
-        "    (tmp / 'model.onnx').write_bytes(b'half a graph')\n"
-        "    print(tmp, flush=True)\n"
-        "    time.sleep(600)\n"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(parent / name)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    return proc, Path(proc.stdout.readline().strip())
 
 
 def test_a_killed_exports_temporary_directory_is_removed_by_the_next_export(

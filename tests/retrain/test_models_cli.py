@@ -11,6 +11,7 @@ import pytest
 
 from absa.cli import main
 from absa.model.registry import POINTER
+from tests.helpers import staging_in
 from tests.retrain.conftest import LockHolder
 from tests.retrain.test_registry import corrupt, make_registry
 
@@ -183,3 +184,22 @@ def test_promote_says_it_waits_for_the_lock_another_process_holds(
         "(another process is changing the registry)"
     ), said
     assert reg.current() == "v2"
+
+
+def test_list_leaves_out_a_killed_exports_directory_in_versions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A killed export into versions/ that had written metadata.json was listed as version
+    '.export-xxxx', "unreadable": no name a version can have is ever listed."""
+    import signal
+
+    reg = make_registry(tmp_path, 2)
+    meta = {"metadata.json": (reg.versions_dir / "v1" / "metadata.json").read_bytes()}
+    killed, stale = staging_in(reg.versions_dir, "v3", meta)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=60)
+    assert (stale / "metadata.json").is_file()
+    assert main(["models", "list", "--registry", str(reg.root)]) == 0
+    got = capsys.readouterr()
+    assert [line.split()[0] for line in got.out.splitlines()] == ["v1", "v2"], got.out
+    assert got.err == "", got.err
