@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import glob
 import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,6 +52,9 @@ KIND_GOES = {
 METADATA = "metadata.json"
 ONNX = "model.onnx"
 STAGING = ".export-"  # the prefix of an export's temporary directory, beside its output
+#: what ``tempfile.mkdtemp`` adds to a prefix (8 of [a-z0-9_]): another name is never taken
+#: for a temporary directory (".out.v2.x1" is not one of ".out."'s)
+_MKDTEMP_SUFFIX = re.compile(r"[a-z0-9_]{8}\Z")
 PARITY_ATOL = 1e-4  # max |p_torch - p_onnxruntime| an export may show on its dev set
 
 
@@ -190,19 +195,26 @@ def _same(fd: int, path: Path) -> bool:
         return False
 
 
-def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the temporary directories (``.export-*``) that exports killed by SIGKILL (or a
-    power cut) left in ``folder``: those no process holds. A running export holds a flock on
-    its own (``staged``) and is left alone, as is one on a file system without ``flock``.
-    Returns the ones removed, each logged."""
+def remove_stale_staging(
+    folder: Path, prefix: str = STAGING, what: str = "an export"
+) -> list[Path]:
+    """Remove the temporary directories (``prefix`` and what ``mkdtemp`` adds: ``.export-*``
+    unless said) that writers killed by SIGKILL (or a power cut) left in ``folder``: those
+    no process holds. A running writer holds a flock on its own (``held_temporary``) and
+    is left alone, as is one on a file system without ``flock``, and any other name. Returns
+    the ones removed, each logged as the temporary directory of ``what``."""
     removed = []
     try:
-        found = sorted(p for p in Path(folder).glob(f"{STAGING}*") if not p.is_symlink())
+        found = sorted(
+            p
+            for p in Path(folder).glob(f"{glob.escape(prefix)}*")
+            if _MKDTEMP_SUFFIX.match(p.name[len(prefix) :]) and not p.is_symlink()
+        )
     except OSError:
         return []
     for path in found:
         fd = _hold(path, blocking=False)
-        if fd is None:  # a running export's (or gone meanwhile)
+        if fd is None:  # a running writer's (or gone meanwhile)
             continue
         try:
             if not _same(fd, path):  # renamed to its output, or removed, before the lock
@@ -211,17 +223,17 @@ def remove_stale_staging(folder: Path) -> list[Path]:
         finally:
             os.close(fd)
         if not path.exists():
-            log.info("removed %s: the temporary directory of an export that did not end", path)
+            log.info("removed %s: the temporary directory of %s that did not end", path, what)
             removed.append(path)
     return removed
 
 
-def _claimed_staging(parent: Path) -> tuple[Path, int]:
-    """A new temporary directory in ``parent`` for an export, and the descriptor holding its
-    flock. Made again where another export's ``remove_stale_staging`` took it for a dead
-    one between its making and its lock (it is then gone: the lock is taken on nothing)."""
+def _claimed_staging(parent: Path, prefix: str) -> tuple[Path, int]:
+    """A new temporary directory in ``parent`` and the descriptor holding its flock. Made
+    again where another writer's ``remove_stale_staging`` took it for a dead one between
+    its making and its lock (it is then gone: the lock is taken on nothing)."""
     while True:
-        tmp = Path(tempfile.mkdtemp(prefix=STAGING, dir=parent))
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         fd = _hold(tmp, blocking=True)
         if fd is not None and _same(fd, tmp):
             return tmp, fd
@@ -230,31 +242,45 @@ def _claimed_staging(parent: Path) -> tuple[Path, int]:
 
 
 @contextmanager
+def held_temporary(parent: Path, prefix: str = STAGING, what: str = "an export") -> Iterator[Path]:
+    """A new temporary directory ``prefix*`` in ``parent`` (private, as ``mkdtemp`` makes
+    it), held (flock) while the block runs, so that a writer killed by SIGKILL leaves one
+    the next writer can tell from a running one's; those killed writers left are removed
+    first (``remove_stale_staging``, logged as ``what``'s). Removed at the end unless the
+    block renamed it away (to its output)."""
+    remove_stale_staging(parent, prefix, what)
+    tmp, held = _claimed_staging(parent, prefix)
+    try:
+        yield tmp
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        os.close(held)  # after the rename or the removal: never a dead writer's till then
+
+
+@contextmanager
 def staged(out_dir: Path) -> Iterator[Path]:
     """A temporary directory beside ``out_dir`` to build an artifact in; renamed to
     ``out_dir`` (atomic on one file system: no half artifact is ever visible) when the block
     ends without error, removed otherwise. An existing ``out_dir`` is never replaced. The
     directory is held (flock) while the block runs; the ones killed exports left beside
-    ``out_dir`` are removed first (``remove_stale_staging``)."""
+    ``out_dir`` are removed first (``held_temporary``)."""
     out_dir = Path(out_dir)
     made = [p for p in reversed(out_dir.parents) if not p.exists()]  # outermost first
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(out_dir.parent)
-    tmp, held = _claimed_staging(out_dir.parent)
     done = False
     try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
-        yield tmp
-        refuse_existing(out_dir)  # made while the artifact was built
-        tmp.rename(out_dir)
-        done = True
-    except OSError as e:  # a full disk: "[Errno 28] No space left on device", naming nothing
-        raise_if_full(out_dir, e)
-        raise
+        with held_temporary(out_dir.parent) as tmp:
+            try:
+                tmp.chmod(0o755)  # mkdtemp makes it private; a served artifact must be readable
+                yield tmp
+                refuse_existing(out_dir)  # made while the artifact was built
+                tmp.rename(out_dir)
+                done = True
+            except OSError as e:  # a full disk: "[Errno 28] No space left on device"
+                raise_if_full(out_dir, e)
+                raise
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-        os.close(held)  # after the rename or the removal: never a dead export's till then
         for folder in reversed(made) if not done else ():  # a failed export's, innermost first
             try:
                 folder.rmdir()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +36,7 @@ log = logging.getLogger(__name__)
 PROBS = "probs"  # the graph output the temperature goes in front of
 T_INIT = "temperature"  # the initializer holding T
 Span = tuple[str, int, int]  # (text, start, end) of an aspect
+RECALIBRATING = ".recalibrate-"  # the prefix of its temporary directory, beside dst
 BATCH = 64  # the reference logits and the check's runtime batch alike (dynamic int8)
 
 
@@ -131,8 +131,8 @@ def recalibrate(
     y = np.array([art.labels.index(label) for label in dev_labels])
     z = logits(src, dev, BATCH)
     t = calibration.fit_temperature(z, y)
-    tmp = Path(tempfile.mkdtemp(prefix=".recalibrate-", dir=dst.parent))
-    try:
+    # held while it runs: a killed one leaves it for the next one to remove
+    with artifact.held_temporary(dst.parent, RECALIBRATING, "a recalibration") as tmp:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
         tmp.chmod(0o755)
         onnx.save(with_temperature(onnx.load(str(art.onnx_path)), t), str(tmp / ONNX))
@@ -161,9 +161,6 @@ def recalibrate(
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         tmp.rename(dst)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return metadata
 
 

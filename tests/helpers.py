@@ -85,6 +85,27 @@ def staging_in(
     return proc, Path(proc.stdout.readline().strip())
 
 
+def temporary_held_in(parent: Path, prefix: str) -> tuple[subprocess.Popen[str], Path]:
+    """A process holding a temporary directory ``prefix*`` of ``parent`` as a running
+    writer does (a flock on it, a file written in it) until it is killed; and that
+    directory."""
+    code = (
+        "import fcntl, os, sys, tempfile, time\n"
+        "from pathlib import Path\n"
+        "tmp = Path(tempfile.mkdtemp(prefix=sys.argv[2], dir=sys.argv[1]))\n"
+        "fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "(tmp / 'model.onnx').write_bytes(b'half a graph')\n"
+        "print(tmp, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(parent), prefix], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSONL file (an output scored), as a dict."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from absa.model.artifact import held_temporary
 from absa.training import rundir
 from absa.training.records import Example
 from absa.training.teacher_cache import (
@@ -64,8 +64,9 @@ def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
     if not known or labels is None:
         raise FileNotFoundError(f"{cache_root / key}: the cache holds no scores of {teacher}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    # held while it runs: one a killed export left, the next one removes (as absa export's);
+    # gone once renamed, and a failed export leaves none
+    with held_temporary(out.parent, f".{out.name}.", "a scores export") as tmp:
         for name in sorted(RECORDS):
             if (teacher / name).is_file():
                 shutil.copy2(teacher / name, tmp / name)
@@ -82,8 +83,6 @@ def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone once renamed; a failed export leaves none
     return record
 
 

@@ -20,7 +20,7 @@ from absa.training.teacher_cache import file_sha256, read_shards, teacher_key
 from absa.training.teacher_scores import export_scores
 from absa.training.train import fit
 from benchmarks import teacher_score
-from tests.helpers import synthetic_examples, tiny_preset
+from tests.helpers import synthetic_examples, temporary_held_in, tiny_preset
 
 LABELS = ("negative", "neutral", "positive")
 EXAMPLES = synthetic_examples(12, seed=0)
@@ -111,3 +111,33 @@ def test_a_torn_cache_shard_does_not_travel(scores: Path, tiny_run: Path, tmp_pa
     )  # the same one shard as before the torn one came
     known, labels = read_shards(out / "scores")
     assert record["aspects"] == len(known) == len(EXAMPLES) and labels == list(LABELS)
+
+
+def test_a_killed_exports_temporary_directory_is_removed_by_the_next_one(
+    tiny_run: Path, scores: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An export of scores killed by SIGKILL left its .<out>.* directory beside ``out`` for
+    good. The next one into the same folder removes those no process holds, says which,
+    and leaves a running one's alone (and another output's: .<out>.v2.*)."""
+    import signal
+
+    killed, stale = temporary_held_in(tmp_path, ".again.")
+    running, live = temporary_held_in(tmp_path, ".again.")
+    other, theirs = temporary_held_in(tmp_path, ".again.v2.")
+    other.send_signal(signal.SIGKILL)
+    try:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=60)
+        other.wait(timeout=60)
+        assert (stale / "model.onnx").is_file()  # what SIGKILL leaves
+        with caplog.at_level("INFO", logger="absa"):
+            export_scores(tiny_run, tmp_path / "cache", tmp_path / "again")
+        assert not stale.exists() and (live / "model.onnx").is_file() and theirs.is_dir()
+        assert read_shards(tmp_path / "again" / "scores")[1] == list(LABELS)
+        said = [r.getMessage() for r in caplog.records if str(stale) in r.getMessage()]
+        assert said == [
+            f"removed {stale}: the temporary directory of a scores export that did not end"
+        ]
+    finally:
+        running.kill()
+        running.wait(timeout=60)
