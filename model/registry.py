@@ -503,10 +503,18 @@ class Registry:
         a rollback target. Never the current or the previous one, nor one whose metadata
         cannot be read: it has no creation time to be old by (it lists first), and the next
         job's repair leaves it to an operator, who would find it gone. Nor a directory
-        without metadata.json (``incomplete``): it may be a copy still being made. The
-        temporary directories of exports killed in versions/ are removed (those no process
-        holds, each logged)."""
-        from absa.model.artifact import remove_stale_staging
+        without metadata.json (``incomplete``): it may be a copy still being made. Nor one
+        whose files do not all match its metadata's checksums (``verify_files``): a version
+        gets into versions/ whole by this project's own ways (``add``'s rename, an export's
+        or a recalibration's temporary directory renamed), but an operator's ``cp -r`` may
+        have copied metadata.json (with the old creation time: the oldest version) and not
+        yet the graph; a damaged or pre-checksum version is left to an operator too. A
+        version's files are read for it, once, where it is to go; no clock is asked (``cp
+        -a`` keeps old mtimes, and a version added a moment ago is rightly pruned at once).
+        The temporary directories of exports killed in versions/ are removed (those no
+        process holds, each logged)."""
+        from absa.errors import ArtifactError
+        from absa.model.artifact import remove_stale_staging, verify_files
 
         self.require()
         remove_stale_staging(self.versions_dir)
@@ -527,9 +535,17 @@ class Registry:
             if v in kept:
                 continue
             try:
-                self.metadata(v)
+                verify_files(self.metadata(v), self.versions_dir / v)
             except RegistryError as e:
                 log.warning("not pruned, for an operator to look at: %s", e)
+                continue
+            except ArtifactError as e:  # a copy being made is never deleted under it
+                log.warning(
+                    "not pruned, for an operator to look at: version %r does not match its "
+                    "metadata.json (a copy in progress, or a damaged one): %s",
+                    v,
+                    e,
+                )
                 continue
             # rename first so a half-deleted version is never listed
             trash = self.new_work_dir("trash-")

@@ -312,6 +312,33 @@ def test_a_killed_exports_directory_in_versions_is_no_version_and_prune_removes_
         running.wait(timeout=60)
 
 
+def test_prune_leaves_a_version_copy_in_progress_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An operator's `cp -r` of a version into versions/ that has copied metadata.json (with
+    the old creation time inside) but not yet all of the graph was the oldest version, and
+    prune deleted it under the copy. Prune removes only a version whose files all match its
+    metadata's checksums; this one it leaves, and names, for an operator to look at."""
+    reg = make_registry(tmp_path, 3)
+    reg.promote("v3")
+    copy = reg.versions_dir / "v1-copy"
+    copy.mkdir()
+    for f in sorted((reg.versions_dir / "v1").iterdir()):
+        data = f.read_bytes()
+        (copy / f.name).write_bytes(data[: len(data) // 2] if f.name == "model.onnx" else data)
+    assert reg.versions()[:2] == ["v1", "v1-copy"]  # the copied creation time: the oldest
+    with caplog.at_level("WARNING", logger="absa.model.registry"):
+        assert reg.prune(keep=1) == ["v1", "v2"]
+    assert reg.versions() == ["v1-copy", "v3"]
+    said = [r.getMessage() for r in caplog.records if "v1-copy" in r.getMessage()]
+    assert len(said) == 1, caplog.text
+    assert said[0].startswith(
+        "not pruned, for an operator to look at: version 'v1-copy' does not match its "
+        "metadata.json (a copy in progress, or a damaged one): "
+    ), said
+    assert str(copy / "model.onnx") in said[0]
+
+
 def test_prune_of_an_empty_registry(tmp_path: Path) -> None:
     # made by init: a path that holds no registry is refused (the test below)
     assert Registry(tmp_path / "empty").init().prune(keep=0) == []
