@@ -142,7 +142,7 @@ def _add(sink: _Sink, text: Any, category: Any, polarity: Any, source: str, wher
         return
     label = sink.label(polarity, where, text)
     if label is not None:
-        sink.result.examples.append(CategoryExample(text, category.strip(), label, source))  # type: ignore[arg-type]
+        sink.result.examples.append(CategoryExample(text, category.strip(), label, source))
 
 
 def _read_xml(data: bytes, sink: _Sink) -> None:

@@ -29,7 +29,7 @@ from absa.model import artifact
 from absa.training import rundir, teacher_scores
 from absa.training.evaluate import model_kind, predict_examples
 from absa.training.readers import read_examples
-from absa.training.records import TRANSFER, DataError, Example
+from absa.training.records import TRANSFER, DataError, Example, term_examples
 from absa.training.teacher_cache import cached_scores, file_sha256
 from absa.training.transfer_set import Candidate
 
@@ -93,7 +93,7 @@ def fold_targets(
                 trained = rundir.read_info(Path(teacher)).get("data", {}).get("train", [])
                 if any(entry.get("sha256") == sha for entry in trained):
                     raise DataError(f"teacher {teacher} trained on {fold}: not out of fold")
-        spans = {(e.text, e.start, e.end) for e in read_examples(fold).examples}
+        spans = {(e.text, e.start, e.end) for e in term_examples(read_examples(fold).examples)}
         rows = [i for i, e in enumerate(examples) if (e.text, e.start, e.end) in spans]
         if rows:
             items = [examples[i] for i in rows]

@@ -132,6 +132,7 @@ def _read_text_glove(path: Path) -> Vectors:
             lines.append(lineno)
     if not words:
         raise ValueError(f"{path}: no vectors found")
+    assert dim is not None  # the first row read sets it
     matrix = np.frombuffer(values, dtype=np.float32).reshape(len(words), dim)
     for start in range(0, len(matrix), 65536):  # a block at a time: no N x D mask at once
         finite = np.isfinite(matrix[start : start + 65536]).all(axis=1)

@@ -78,7 +78,7 @@ _UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)  # FF FE 00 00 starts a
 _XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
 
-def parse_label(value: str | int) -> str:
+def parse_label(value: object) -> str:
     """Normalise a polarity to one of ``LABELS``.
 
     Accepts ``negative/neutral/positive`` in any case and ``-1/0/1`` as ints or strings.
@@ -186,8 +186,8 @@ def _suffix_hint(data: bytes, fmt: str) -> str | None:
     if data.startswith(_GZIP_MAGIC) or _wide(data):  # said already
         return None
     if data.startswith(_UTF16_BOMS) and fmt != "xml":  # expat reads UTF-16; no other does
-        start = data[:64].decode("utf-16", errors="replace").lstrip(" \t\r\n")
-        if start[:1] != "<":
+        opening = data[:64].decode("utf-16", errors="replace").lstrip(" \t\r\n")
+        if opening[:1] != "<":
             return "it is UTF-16: save it as UTF-8"
         return "it looks like XML: name it .xml"
     if data.startswith(_UTF16_BOMS):
@@ -626,7 +626,8 @@ def _json_document(text: str, path: str) -> None:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return
-    kind = {list: "list", dict: "object"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {list: "list", dict: "object"}
+    kind = kinds.get(type(value), type(value).__name__)
     raise DataError(
         f"{path}:1: one JSON document (a {kind}) over several lines, not JSON Lines: "
         "expected one JSON object a line"
@@ -858,6 +859,7 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
             for _ in aspects:  # each of its aspects is a record skipped (and counted)
                 sink.bad(where, why)
             continue
+        assert text is not None  # a sentence without one has its why above
         for aspect in aspects:
             _xml_aspect(aspect, text, sink, source, _xml_where(path, sid, lines[id(aspect)]))
 
@@ -879,10 +881,10 @@ def opinions_merged(
         group = (value, opinion.get("from"), opinion.get("to")) if key == "target" else value
         # an opinion without the attribute is its own record (the reader names what it lacks)
         groups.setdefault(group if value is not None else object(), []).append(opinion)
-    merged = []
-    for group in groups.values():
-        first = group[0]
-        polarities = {(o.get("polarity") or "").strip().lower() for o in group}
+    merged: list[ET.Element] = []
+    for members in groups.values():
+        first = members[0]
+        polarities = {(o.get("polarity") or "").strip().lower() for o in members}
         attrs = {named.get(k, k): v for k, v in first.attrib.items()}
         if len(polarities) > 1 and "" not in polarities:
             attrs["polarity"] = CONFLICT

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from absa.errors import DataError
 from absa.model.text import LABELS
@@ -15,6 +17,8 @@ __all__ = [
     "Invalid",
     "Labelled",
     "ReadResult",
+    "category_examples",
+    "term_examples",
 ]
 
 # the source prefix of a transfer-set item: "transfer:" and its candidate's own source
@@ -59,6 +63,29 @@ class CategoryExample:
 Labelled = Example | CategoryExample
 
 
+def _all_terms(examples: Sequence[Labelled]) -> TypeGuard[Sequence[Example]]:
+    return all(isinstance(e, Example) for e in examples)
+
+
+def _all_categories(examples: Sequence[Labelled]) -> TypeGuard[Sequence[CategoryExample]]:
+    return all(isinstance(e, CategoryExample) for e in examples)
+
+
+def term_examples(examples: Sequence[Labelled]) -> Sequence[Example]:
+    """``examples`` themselves (not a copy), each an aspect term's: what reads spans (a
+    teacher, augment, the union of files) is given no category example (TypeError)."""
+    if not _all_terms(examples):
+        raise TypeError("aspect-term examples expected, and a category example was given")
+    return examples
+
+
+def category_examples(examples: Sequence[Labelled]) -> Sequence[CategoryExample]:
+    """``examples`` themselves (not a copy), each a category's (a category reader's)."""
+    if not _all_categories(examples):
+        raise TypeError("category examples expected, and an aspect-term example was given")
+    return examples
+
+
 @dataclass(frozen=True)
 class Invalid:
     """A record a reader passed over (``skip_invalid``), and its sentence where it had one:
@@ -71,5 +98,5 @@ class Invalid:
 
 @dataclass
 class ReadResult:
-    examples: list[Example] = field(default_factory=list)  # CategoryExample: category readers
+    examples: list[Labelled] = field(default_factory=list)  # CategoryExample: category readers
     skipped: list[Invalid] = field(default_factory=list)

@@ -62,7 +62,7 @@ from absa.training.readers import (
     sentence_overlap,
     sentences_of,
 )
-from absa.training.records import DataError, Example, Invalid
+from absa.training.records import DataError, Example, Invalid, term_examples
 from absa.training.retrain_config import (
     Gate,
     RetrainConfig,
@@ -428,7 +428,7 @@ def _read(paths: list[str], skip: bool, into: dict, key: str) -> list[Example]:
                 f"{path}: no examples left after validation ({key.replace(':', '.')}; "
                 f"{len(res.skipped)} skipped as invalid)"
             )
-        examples += res.examples
+        examples += term_examples(res.examples)
         skipped += res.skipped
     if paths:
         into[key] = {

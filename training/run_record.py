@@ -20,7 +20,7 @@ from absa.training.distill import teacher_info, teachers_info
 from absa.training.embeddings import MINILM, PACKAGED_GLOVE
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import environment, file_info, portable
-from absa.training.records import Labelled
+from absa.training.records import Labelled, term_examples
 from absa.training.train_data import Data, teacher_dirs
 
 __all__ = ["encoder_info", "plot_history", "run_info", "save_run", "vectors_info"]
@@ -59,10 +59,13 @@ def run_info(
         "augmented": data.augmented,
         "oversampled": data.oversampled,
         "transfer": data.transfer,
-        "teacher": teachers_info(teacher_dirs(tcfg), data.dev) if tcfg.teacher else None,
+        "teacher": teachers_info(teacher_dirs(tcfg), term_examples(data.dev))
+        if tcfg.teacher
+        else None,
         # out-of-fold targets (train.teacher_folds): each fold's teacher as ``teacher``'s
         "teacher_folds": [
-            {**f, "teacher": teacher_info(Path(f["teacher"]), data.dev)} for f in data.folds
+            {**f, "teacher": teacher_info(Path(f["teacher"]), term_examples(data.dev))}
+            for f in data.folds
         ]
         if data.folds
         else None,

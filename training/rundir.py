@@ -216,7 +216,7 @@ def read_dev_examples(run_dir: Path) -> list[Labelled]:
 
 
 #: the fields of a dev.jsonl line, and their JSON types, by kind
-_DEV_FIELDS = {
+_DEV_FIELDS: dict[str, dict[str, type]] = {
     "category": {"text": str, "category": str, "label": str},
     "terms": {"text": str, "start": int, "end": int, "label": str},
 }

@@ -46,7 +46,7 @@ from absa.training.readers import (
     opinion_terms,
     parse_label,
 )
-from absa.training.records import DataError
+from absa.training.records import DataError, term_examples
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _span_label(value: object) -> str:
     """A polarity as the sentiment readers normalise it, ``conflict`` kept."""
     if isinstance(value, str) and value.strip().lower() == CONFLICT:
         return CONFLICT
-    return parse_label(value)  # type: ignore[arg-type]  # anything else: ValueError
+    return parse_label(value)  # anything else: ValueError
 
 
 def _gold_span(text: str, item: object, k: int) -> GoldSpan:
@@ -171,7 +171,7 @@ def _read_xml(path: str) -> list[Sentence]:
         sink.result.examples.clear()
         for a in list(sent.iter("aspectTerm")) or opinion_terms(sent, lines, sink):
             _xml_aspect(a, text, sink, source, _xml_where(path, sid, lines[id(a)]))
-        spans = [GoldSpan(e.start, e.end, e.label) for e in sink.result.examples]
+        spans = [GoldSpan(e.start, e.end, e.label) for e in term_examples(sink.result.examples)]
         out.append(Sentence(text, tuple(dict.fromkeys(spans)), source))
     if sink.relocated:
         log.info(
@@ -188,7 +188,8 @@ def _grouped(path: str) -> list[Sentence]:
     ``conflict`` aspects kept as spans labelled ``conflict``."""
     groups: dict[str, list[GoldSpan]] = {}
     sources: dict[str, str] = {}
-    for ex in _read_file(path, None, skip_invalid=False, keep_conflict=True).examples:
+    read = _read_file(path, None, skip_invalid=False, keep_conflict=True)
+    for ex in term_examples(read.examples):
         groups.setdefault(ex.text, []).append(GoldSpan(ex.start, ex.end, ex.label))
         sources.setdefault(ex.text, ex.source)
     return [Sentence(t, tuple(dict.fromkeys(s)), sources[t]) for t, s in groups.items()]

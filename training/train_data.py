@@ -19,7 +19,7 @@ from absa.training.distill import ensemble_targets, fold_targets, label_transfer
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import portable
 from absa.training.readers import bracket_free, drop_overlap
-from absa.training.records import DataError, Labelled
+from absa.training.records import DataError, Labelled, term_examples
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate
 from absa.training.union import oversample
@@ -75,7 +75,7 @@ def prepare_data(
         warn_one_label(dev, "the held-out split")
     augmented = 0
     if tcfg.augment > 0:  # train only, after the split: dev never sees synthetic examples
-        extra = augment(train, seed=tcfg.seed, rate=tcfg.augment)
+        extra = augment(term_examples(train), seed=tcfg.seed, rate=tcfg.augment)
         train, augmented = [*train, *extra], len(extra)
         log.info("augmented train with %d rule-made example(s)", augmented)
     train, oversampled = oversample(train, tcfg.oversample, tcfg.oversample_times)
@@ -84,10 +84,14 @@ def prepare_data(
     log.info("train %d examples, dev %d (%s)", len(train), len(dev), dev_source)
     soft, folds = None, None
     if tcfg.teacher:  # scored with torch's generator forked (distill._cached_predict)
-        probs = ensemble_targets(teacher_dirs(tcfg), train, preset.model.labels)
+        probs = ensemble_targets(teacher_dirs(tcfg), term_examples(train), preset.model.labels)
         if tcfg.teacher_folds:
             probs, folds = fold_targets(
-                probs, train, tcfg.teacher_folds, preset.model.labels, tcfg.teacher_folds_weight
+                probs,
+                term_examples(train),
+                tcfg.teacher_folds,
+                preset.model.labels,
+                tcfg.teacher_folds_weight,
             )
         soft = torch.from_numpy(probs).to(device)
     gold, about = None, None

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 EX_TEMPFAIL = 75  # sysexits.h: a temporary failure, worth running again (or resuming)
@@ -27,7 +28,9 @@ class Stopped(KeyboardInterrupt):  # noqa: N818 (KeyboardInterrupt's kin, named 
 
 
 @contextmanager
-def on_sigterm(handler: Callable[[int, object], None], hangup: bool = False) -> Iterator[None]:
+def on_sigterm(
+    handler: Callable[[int, FrameType | None], None], hangup: bool = False
+) -> Iterator[None]:
     """``handler`` answers SIGTERM while the block runs, and SIGHUP too with ``hangup`` unless
     it is ignored (a closed terminal or SSH session ended the command on the spot; ``nohup``
     sets it ignored, and ignored it stays); the handlers before them are back once the block

@@ -32,6 +32,8 @@ from absa.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from absa.training.presets import TrainConfig
     from absa.training.records import Invalid, Labelled, ReadResult
 
@@ -58,7 +60,7 @@ def _checkpoint_on_sigterm() -> Iterator[list[str]]:
     checkpoint.STOP.clear()
     outer = signal.getsignal(signal.SIGTERM)  # the CLI's: unwinds, exit 143
 
-    def ask(signum: int, frame: object) -> None:
+    def ask(signum: int, frame: FrameType | None) -> None:
         if checkpoint.STOP.is_set():
             if signum == signal.SIGHUP:
                 return
@@ -134,13 +136,13 @@ def _overlaps(
             ("train", "the training data", "what the model learnt"),
             ("dev", "--dev", "the data its epoch was selected on"),
         ):
-            shared = out[path].get(part)
-            if shared and shared["sentences"]:
+            overlap = out[path].get(part)
+            if overlap and overlap["sentences"]:
                 log.warning(
                     "--eval %s: %d of its %d sentences are also in %s: its score is partly on %s",
                     path,
-                    shared["sentences"],
-                    shared["of"],
+                    overlap["sentences"],
+                    overlap["of"],
                     what,
                     why,
                 )
@@ -174,8 +176,10 @@ def _of_categories(
     ``read.skipped``. Shared by evaluate (the model's categories) and train's --dev and
     --eval (the training data's: they failed after training, --skip-invalid or not)."""
     from absa.training.evaluate import known_categories
+    from absa.training.records import category_examples
 
-    read.examples, unknown = known_categories(read.examples, categories)
+    kept, unknown = known_categories(category_examples(read.examples), categories)
+    read.examples = list(kept)
     if unknown and not skip_invalid:
         raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
     _log_skipped(unknown, skipped_as)
@@ -352,9 +356,11 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
     if task == "category":
         from absa.training.categories import category_preset
         from absa.training.category_readers import categories_of, folded
+        from absa.training.records import category_examples
 
-        train.examples = folded(train.examples)  # "FOOD" and "food": one category
-        categories = categories_of(train.examples)
+        folds = folded(category_examples(train.examples))  # "FOOD" and "food": one category
+        train.examples = list(folds)
+        categories = categories_of(folds)
         preset = category_preset(preset, categories)
         if dev_read is not None:
             _of_categories(dev_read, categories, args.skip_invalid, LACKED.format("--dev"))
@@ -368,7 +374,8 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
         "skipped_invalid": len(train.skipped),
         "skipped_invalid_dev": len(dev_read.skipped) if dev_read is not None else 0,
     }
-    examples, excluded = train.examples, []
+    excluded: list[Labelled] = []
+    examples = train.examples
     dev_source = "file"
     if args.train_more:
         examples, excluded = _train_more(args, examples, info)
@@ -500,11 +507,15 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     without --exclude's sentences (training/union.py); what was dropped goes in run.json.
     Returns the examples kept and --exclude's examples."""
     from absa.training.provenance import portable
+    from absa.training.records import term_examples
     from absa.training.union import combine_more
 
     # files named as run.json names them elsewhere (beside the checkout: relative)
     reads = [_read_some([p], args.skip_invalid, "terms", "--train-more") for p in args.train_more]
-    more = [(portable(p), r.examples) for p, r in zip(args.train_more, reads, strict=True)]
+    more = [
+        (portable(p), term_examples(r.examples))
+        for p, r in zip(args.train_more, reads, strict=True)
+    ]
     read = _read_exclude(args.exclude or [], "terms")  # --train-more: --task terms only
     tests = {portable(p): ex for p, ex in read.items()}
     kept, reports = combine_more(examples, more, tests)
