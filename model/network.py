@@ -334,7 +334,7 @@ class ABSANet(nn.Module):
         super().__init__()
         self.cfg = cfg
         if cfg.encoder == "embedding":
-            self.encoder: nn.Module = WordEncoder(cfg, vectors)
+            self.encoder: WordEncoder | TransformerEncoder = WordEncoder(cfg, vectors)
         else:
             if encoder_path is None:
                 raise ValueError("a transformer encoder needs encoder_path")

@@ -17,7 +17,7 @@ from dataclasses import replace
 import torch
 
 from absa.model.categories import category_words
-from absa.model.network import ABSANet
+from absa.model.network import ABSANet, WordEncoder
 from absa.model.text import WordPiecePipeline, WordPipeline
 from absa.training.presets import Preset
 
@@ -53,10 +53,10 @@ def init_from_words(net: ABSANet, pipeline: WordPipeline | WordPiecePipeline) ->
     knows keep their random start and are returned."""
     if net.category is None:
         raise ValueError("not a category model")
-    if net.cfg.encoder == "embedding":
-        table = net.encoder.table.weight  # type: ignore[union-attr]
+    if isinstance(net.encoder, WordEncoder):  # cfg.encoder "embedding"
+        table = net.encoder.table.weight
     else:
-        table = net.encoder.model.get_input_embeddings().weight  # type: ignore[union-attr]
+        table = net.encoder.model.get_input_embeddings().weight
     unknown = []
     for i, name in enumerate(net.cfg.categories):
         ids = [j for j in pipeline.tokenized(category_words(name)).ids if j != pipeline.unk_id]

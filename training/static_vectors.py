@@ -25,13 +25,16 @@ import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 import torch
 
 from absa.model.text import tokenize
 from absa.training.embeddings import PACKAGED_GLOVE, load_glove, words_by_frequency
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -60,25 +63,28 @@ def check_encoder(source: Path) -> None:
         raise FileNotFoundError(f"{source}: neither a training run nor a model directory")
 
 
-def load_encoder(source: Path) -> tuple[torch.nn.Module, object]:
+def load_encoder(source: Path) -> tuple[PreTrainedModel, object]:
     """The Hugging Face encoder and its fast tokenizer: a training run of a transformer
     model (its fine-tuned encoder: a sentiment run's or an aspect tagger run's) or a Hugging
     Face model directory."""
     from tokenizers import Tokenizer
 
+    from absa.model.network import TransformerEncoder
     from absa.training import rundir
     from absa.training.tagging_run import is_tag_run, load_tag_run
 
     if rundir.is_run(source):  # run.json: a sentiment run's or a tagger run's
+        net: torch.nn.Module
         if is_tag_run(source):
             tag_run = load_tag_run(source)
             encoder, net = tag_run.config.encoder, tag_run.net
         else:
             run = rundir.load_run(source)
             encoder, net = run.model_config.encoder, run.net
-        if encoder != "transformer":
+        transformer = net.encoder if encoder == "transformer" else None
+        if not isinstance(transformer, TransformerEncoder):
             raise ValueError(f"{source}: a run of a word-vector model has no encoder to distil")
-        model = net.encoder.model
+        model = transformer.model
     else:
         check_encoder(source)
         from transformers import AutoModel
@@ -127,7 +133,7 @@ def _ids_and_mask(encodings: Sequence[object]) -> tuple[torch.Tensor, torch.Tens
 
 @torch.no_grad()
 def encode_words(
-    model: torch.nn.Module, tokenizer: object, words: Sequence[str], batch_size: int = 512
+    model: PreTrainedModel, tokenizer: object, words: Sequence[str], batch_size: int = 512
 ) -> np.ndarray:
     """(V, H): each word's word pieces' last hidden states, averaged (specials left out)."""
     model.eval()
@@ -149,7 +155,7 @@ def encode_words(
 
 @torch.no_grad()
 def sentence_states(
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     tokenizer: object,
     texts: Sequence[str],
     batch_size: int = 64,
@@ -194,7 +200,7 @@ def sentence_states(
 
 
 def encode_in_context(
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     tokenizer: object,
     texts: Sequence[str],
     words: Sequence[str],

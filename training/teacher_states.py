@@ -42,7 +42,7 @@ import numpy as np
 from absa.model.text import TOKENIZER, Token, check_tokenizer, tokenize
 
 if TYPE_CHECKING:  # torch is imported when states are made, not when they are read
-    import torch
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def check_out(out: Path) -> None:
 
 
 def _encode(
-    model: torch.nn.Module, tokenizer: object, distinct: list[str], parts: Path, key: dict
+    model: PreTrainedModel, tokenizer: object, distinct: list[str], parts: Path, key: dict
 ) -> dict[int, np.ndarray]:
     """Each of ``distinct``'s states (float16) by its index: those kept in ``parts`` under
     ``key`` read back, the rest encoded and kept there every ``PART`` sentences."""

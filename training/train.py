@@ -17,6 +17,7 @@ the same run, bit for bit.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -180,7 +181,11 @@ def fit(
 
     def save_within(epoch: int, at: checkpoint.Within) -> None:
         state = snapshot(key, epoch - 1, parts, rng, history, best, started)
-        extra = {"within": asdict(at), "code_versions": versions, "sessions": sessions}
+        extra: dict[str, object] = {
+            "within": asdict(at),
+            "code_versions": versions,
+            "sessions": sessions,
+        }
         extra["soft"] = soft
         checkpoint.save(run_dir, {**state, **extra})
         log.info("checkpoint within epoch %d, after %d batches", epoch, at.batches)
@@ -208,7 +213,7 @@ def fit(
                     gold=data.gold,
                     hint=hint,
                     within=within if epoch == first else None,
-                    save=lambda at, epoch=epoch: save_within(epoch, at),
+                    save=functools.partial(save_within, epoch),
                 )
             except _Stopped:  # a checkpoint within the epoch was written
                 return stopped(f"within epoch {epoch}")

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from absa.model.artifact import sha256_file
+from absa.model.network import WordEncoder
 from absa.model.text import WordPipeline
 from absa.training.embeddings import embedding_matrix, load_glove, read_vectors
 from absa.training.rundir import LoadedRun
@@ -160,8 +161,9 @@ def expand_vocabulary(
     if run.model_config.encoder != "embedding" or not isinstance(run.pipeline, WordPipeline):
         raise ValueError("vocabulary expansion needs a word-table model (encoder 'embedding')")
     encoder = run.net.encoder
+    assert isinstance(encoder, WordEncoder)  # encoder "embedding", as checked above
     rows, vocab, report = expand_table(
-        encoder.table.weight.detach().cpu().numpy(),  # type: ignore[union-attr]
+        encoder.table.weight.detach().cpu().numpy(),
         run.pipeline.words,
         run.train_config.glove,
         run.train_config.seed,
@@ -170,7 +172,7 @@ def expand_vocabulary(
         ridge,
         keep_untrained,
     )
-    encoder.table = frozen_table(rows)  # type: ignore[union-attr]
+    encoder.table = frozen_table(rows)
     cfg = replace(run.model_config, vocab_size=len(rows))
     run.net.cfg = cfg
     pipeline = WordPipeline(vocab, run.pipeline.max_len, run.pipeline.tokenizer)
