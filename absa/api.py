@@ -184,9 +184,12 @@ class Classifier:
             explain = item["explain"]
             if not isinstance(explain, bool):
                 raise InputError(f"{where}explain must be true or false, not {explain!r}")
-        return self.predictor.preprocess(
-            text, self._asked(aspects, categories, where), explain, where
-        )
+        asked = self._asked(aspects, categories, where)
+        if isinstance(self.predictor, CategoryPredictor):
+            if asked is None:  # _asked refuses a category model's call without categories
+                raise AssertionError("a category model asked for no categories")
+            return self.predictor.preprocess(text, asked, explain, where)
+        return self.predictor.preprocess(text, asked, explain, where)
 
 
 def load(

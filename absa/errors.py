@@ -116,7 +116,7 @@ def cannot_write(dst: Path | str, e: OSError) -> OSError:
     Where there was no room (``NO_SPACE``) it says the disk is full (or the quota used
     up): Python said only "[Errno 28] No space left on device", pyarrow "Error writing
     bytes to file. Detail: [errno 28] ...", neither naming a file."""
-    if e.errno in NO_SPACE:  # the disk is full, or the user's share of it used up
+    if e.errno is not None and e.errno in NO_SPACE:  # the disk is full, or the quota used up
         quota = e.errno == getattr(errno, "EDQUOT", None)
         room = "the disk quota is used up" if quota else "the disk is full"
         why = f"{room} ({os.strerror(e.errno)})"

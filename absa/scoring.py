@@ -561,13 +561,7 @@ class PreparedRow:
 def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     """The row's pinned span, or the first occurrence of its aspect, encoded (with which
     occurrence it is); InputError says what is wrong."""
-    text, aspect = row.get("text"), row.get("aspect")
-    for name, value in (("text", text), ("aspect", aspect)):
-        if value is not None and not isinstance(value, str):
-            raise InputError(f"{name} must be a string, not {type(value).__name__}")
-        if value is None or not value.strip():
-            raise InputError(f"{name} is missing or empty{_row_hint(name, value, row)}")
-        check_unicode(value, f"the {name}")
+    text, aspect = _row_string(row, "text"), _row_string(row, "aspect")
     start, end = row.get("start"), row.get("end")
     if _unpinned(start) and _unpinned(end):
         found = occurrences(text, aspect)
@@ -585,6 +579,17 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     return PreparedRow(
         Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(spans)
     )
+
+
+def _row_string(row: dict[str, Any], name: str) -> str:
+    """The row's ``name`` (text, aspect): a string with a word in it, or InputError."""
+    value = row.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{name} must be a string, not {type(value).__name__}")
+    if value is None or not value.strip():
+        raise InputError(f"{name} is missing or empty{_row_hint(name, value, row)}")
+    check_unicode(value, f"the {name}")
+    return value
 
 
 def _row_hint(field: str, value: Any, row: dict[str, Any]) -> str:

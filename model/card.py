@@ -229,10 +229,9 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
     # an int8 artifact serves the int8 graph: calibration.dev is the fp32 graph's (where T
     # and the map were fitted); the served graph's dev ECE is the quantisation record's
     quant = metadata.get("quantization")
-    served = None
-    if isinstance(quant, Mapping):
-        key = "dev_ece_int8_out_of_fold" if mapped else "dev_ece_int8"
-        served = quant.get(key)
+    if not isinstance(quant, Mapping):
+        quant = {}
+    served = quant.get("dev_ece_int8_out_of_fold" if mapped else "dev_ece_int8")
     if isinstance(served, int | float) and isinstance(sets.get("dev"), Mapping):
         dev_rep = sets.pop("dev")
         sets = {
@@ -259,7 +258,9 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
     ]
     source = metadata.get("recalibrated_from")
     if isinstance(source, Mapping):  # fitted after export, on the dev set the caller gave
-        dev = cal.get("dev") if isinstance(cal.get("dev"), Mapping) else {}
+        dev = cal.get("dev")
+        if not isinstance(dev, Mapping):
+            dev = {}
         where = (
             f"fitted on {cal.get('fitted_on', 'a dev set')} ({dev.get('n', '?')} items, "
             f"negative log-likelihood) when version {source.get('version')} was recalibrated"

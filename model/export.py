@@ -406,7 +406,7 @@ def _quantize(
     got = pre if knots is None else calibration.apply_top_map(pre, *knots)  # as served
     acc32 = float((fp32_probs.argmax(1) == y).mean())
     acc8 = float((got.argmax(1) == y).mean())
-    info = {
+    info: dict[str, Any] = {  # a JSON record: numbers and names
         "type": "int8-embeddings" if tables else "int8-dynamic",
         "dev_accuracy_fp32": acc32,
         "dev_accuracy_int8": acc8,

@@ -171,4 +171,6 @@ def stitched(
             seams.append((a, across[0]))
     for (a, _), rows in zip(seams, tag([w for _, w in seams]) if seams else [], strict=True):
         offer(a, rows)
-    return tokens, np.stack([row for _, row in best])
+    chosen = [row for _, row in best if row is not None]
+    assert len(chosen) == len(tokens), "every word is in one of the windows, so offered"
+    return tokens, np.stack(chosen)

@@ -215,9 +215,7 @@ class Predictor(RuntimeModel):
                 raise InputError(f"{at}the term is a {type(term).__name__}, not a string")
             check_unicode(term, "the aspect", at)
             found = (
-                occurrences(text, aspect, at)
-                if fields is None
-                else [pinned(text, *fields, where=at)]
+                occurrences(text, term, at) if fields is None else [pinned(text, *fields, where=at)]
             )
             for span in found:
                 if (span.start, span.end) not in seen:

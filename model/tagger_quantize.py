@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def quantize_tagger(
         changed += sa != sb
         only_fp32 += len(sa - sb)
         only_int8 += len(sb - sa)
-    info = {
+    info: dict[str, Any] = {  # a JSON record: numbers and names
         "type": "int8-embeddings" if tables else "int8-dynamic",
         "per_channel": not tables,
         "dev_windows": len(windows),

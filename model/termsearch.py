@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 try:  # the characters re.IGNORECASE takes as one beyond lower-casing ("ſ" and "s", "ς" and "σ")
-    from re._casefix import _EXTRA_CASES
+    from re._casefix import _EXTRA_CASES  # type: ignore[import-not-found]  # private, no stub
 except ImportError:  # a Python that moved the table: lower-casing alone
     _EXTRA_CASES = {}
 

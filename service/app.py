@@ -102,7 +102,7 @@ class ApiGate:
             # the token before anything about the body (its type, its syntax: the route's own
             # check comes after FastAPI parsed it); a form body was a "valid dictionary" 422
             state = scope["app"].state if "app" in scope else None
-            if getattr(state, "admin", False):
+            if state is not None and getattr(state, "admin", False):
                 token = state.settings.admin_token.get_secret_value().encode()
                 if not _authorized(scope, (token,)):
                     return await reply(send, 401, admin.NEED_TOKEN, BEARER)

@@ -92,7 +92,7 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         super().__init__(*args, **kwargs)
         self.logger.addFilter(_REFUSAL_FILTER)  # once: a logger holds a filter once
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
         self._arm()
 

@@ -101,9 +101,12 @@ class BatchEngine:
         """The batcher ended. Other than at shutdown that is a bug, and without this every
         queued request would wait for ever: they are failed at once (503, retry), new ones
         are refused, and /healthz says so, so the orchestrator restarts the worker."""
-        if task.cancelled() or task.exception() is None:
+        if task.cancelled():
             return
-        self.failed = task.exception()
+        failed = task.exception()
+        if failed is None:
+            return
+        self.failed = failed
         self._closing = True
         jobs = [*self._running, *self._queue]
         log.critical(
@@ -118,7 +121,7 @@ class BatchEngine:
         self._pending = 0
         self.metrics.queue_depth.set(0)
         if self.on_failure is not None:
-            self.on_failure(self.failed)
+            self.on_failure(failed)
 
     async def stop(self) -> None:
         """Stop taking work, finish everything queued, then stop the worker."""

@@ -158,8 +158,7 @@ def public_metrics(metrics: dict) -> dict:
     """The metadata's metrics as the public endpoint shows them: evaluation sets (keyed by
     the data path of the machine that trained) by file name only, and every other path
     shortened (``_names_only``)."""
-    out = {k: v for k, v in metrics.items() if k != "eval"}
-    out = _names_only(out)
+    out = _names_only({k: v for k, v in metrics.items() if k != "eval"})
     assert isinstance(out, dict)
     evals = metrics.get("eval")
     if isinstance(evals, dict):

@@ -219,12 +219,12 @@ async def _lists_fit(request: Request, batch: bool) -> None:
         try:
             engine.fits(sum(_listed(it) for it in items))
         except LimitError:  # more than the queue holds: refused whole, its lists unread
-            over = [_over_max_aspects(it, limit) for it in items]
+            whys = [_over_max_aspects(it, limit) for it in items]
             # the items within max_aspects over the queue alone: its own refusal, since
             # mending the items over max_aspects would not make the batch fit
-            within = (it for it, why in zip(items, over, strict=True) if why is None)
+            within = (it for it, why in zip(items, whys, strict=True) if why is None)
             engine.fits(sum(_listed(it) for it in within))
-            for i, why in enumerate(over):  # else the first item over max_aspects is why
+            for i, why in enumerate(whys):  # else the first item over max_aspects is why
                 if why is not None:
                     raise LimitError(f"items[{i}]: {why}") from None
             raise
