@@ -6,9 +6,11 @@ import itertools
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,29 @@ def temporary_held_in(parent: Path, prefix: str) -> tuple[subprocess.Popen[str],
     )
     assert proc.stdout is not None
     return proc, Path(proc.stdout.readline().strip())
+
+
+Writer = tuple[subprocess.Popen[str], Path]
+
+
+@contextmanager
+def one_writer_killed(killed: Writer, running: Writer) -> Iterator[tuple[Path, Path]]:
+    """The first of two writers (``staging_in``, ``temporary_held_in``) killed by SIGKILL,
+    its temporary directory left as it was; the second running until the block ends. Yields
+    the dead writer's directory and the live one's."""
+    try:
+        killed[0].send_signal(signal.SIGKILL)
+        killed[0].wait(timeout=60)
+        assert (killed[1] / "model.onnx").is_file() or (killed[1] / "metadata.json").is_file()
+        yield killed[1], running[1]
+    finally:
+        running[0].kill()
+        running[0].wait(timeout=60)
+
+
+def said_of(caplog: pytest.LogCaptureFixture, path: Path) -> list[str]:
+    """The captured log messages that name ``path``."""
+    return [r.getMessage() for r in caplog.records if str(path) in r.getMessage()]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

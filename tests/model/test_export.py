@@ -34,6 +34,8 @@ from absa.training.rundir import LoadedRun, load_run
 from absa.training.train import fit
 from tests.helpers import (
     ONNX_EXPORT_WARNINGS,
+    one_writer_killed,
+    said_of,
     staging_in,
     synthetic_examples,
     tiny_preset,
@@ -379,25 +381,16 @@ def test_a_killed_exports_temporary_directory_is_removed_by_the_next_export(
     --out for good: nothing removed it. The next export into the same folder removes those
     that no process holds (each export holds a flock on its own while it runs), says which,
     and leaves a running export's alone."""
-    import signal
-
-    killed, stale = staging_in(tmp_path, "a")
-    running, live = staging_in(tmp_path, "b")
-    try:
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=60)
-        assert stale.is_dir() and (stale / "model.onnx").is_file()  # what SIGKILL leaves
+    with one_writer_killed(staging_in(tmp_path, "a"), staging_in(tmp_path, "b")) as (stale, live):
         with caplog.at_level("INFO", logger="absa"):
             assert main(["export", "--run", str(tiny_run), "--out", str(tmp_path / "art")]) == 0
         assert not stale.exists()
         assert live.is_dir() and (live / "model.onnx").is_file()  # a running export's: kept
         assert leftovers(tmp_path) == [live.name]
-        said = [r.getMessage() for r in caplog.records if str(stale) in r.getMessage()]
-        assert said == [f"removed {stale}: the temporary directory of an export that did not end"]
+        assert said_of(caplog, stale) == [
+            f"removed {stale}: the temporary directory of an export that did not end"
+        ]
         assert artifact.is_artifact(tmp_path / "art")
-    finally:
-        running.kill()
-        running.wait(timeout=60)
 
 
 def test_an_export_that_fills_the_disk_is_one_line_naming_its_output(tmp_path: Path) -> None:

@@ -16,7 +16,13 @@ from absa.model.recalibrate import logits, recalibrate, temperature_of, with_tem
 from absa.model.runtime import Runtime
 from absa.training.exporting import export_run
 from absa.training.rundir import read_info
-from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples, temporary_held_in
+from tests.helpers import (
+    ONNX_EXPORT_WARNINGS,
+    one_writer_killed,
+    said_of,
+    synthetic_examples,
+    temporary_held_in,
+)
 
 DEV = synthetic_examples(12, seed=0)  # tiny_run's dev set
 SPANS = [(e.text, e.start, e.end) for e in DEV]
@@ -203,22 +209,15 @@ def test_a_killed_recalibrations_temporary_directory_is_removed_by_the_next_one(
     """A recalibration killed by SIGKILL left its .recalibrate-* directory (a copy of the
     artifact) beside its destination for good. The next one into the same folder removes
     those no process holds, says which, and leaves a running one's alone."""
-    import signal
-
-    killed, stale = temporary_held_in(tmp_path, ".recalibrate-")
-    running, live = temporary_held_in(tmp_path, ".recalibrate-")
-    try:
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=60)
-        assert (stale / "model.onnx").is_file()  # what SIGKILL leaves
+    writers = (
+        temporary_held_in(tmp_path, ".recalibrate-"),
+        temporary_held_in(tmp_path, ".recalibrate-"),
+    )
+    with one_writer_killed(*writers) as (stale, live):
         with caplog.at_level("INFO", logger="absa"):
             recalibrate(exports[0], tmp_path / "r2", SPANS, [e.label for e in DEV], "r2")
         assert not stale.exists() and (live / "model.onnx").is_file()
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "r2"])
-        said = [r.getMessage() for r in caplog.records if str(stale) in r.getMessage()]
-        assert said == [
+        assert said_of(caplog, stale) == [
             f"removed {stale}: the temporary directory of a recalibration that did not end"
         ]
-    finally:
-        running.kill()
-        running.wait(timeout=60)

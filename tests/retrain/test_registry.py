@@ -19,7 +19,7 @@ import pytest
 from absa.model import artifact as artifacts
 from absa.model.registry import POINTER, Registry, RegistryError, atomic_write_json
 from absa.model.runtime import DEFAULT_MODEL_DIR
-from tests.helpers import staging_in
+from tests.helpers import one_writer_killed, said_of, staging_in
 from tests.retrain.conftest import LockHolder
 
 
@@ -289,27 +289,20 @@ def test_a_killed_exports_directory_in_versions_is_no_version_and_prune_removes_
     creation time) and which prune then left for good. Only valid version names are
     versions; prune removes the .export-* no process holds, and says so, and leaves a
     running export's alone."""
-    import signal
-
     reg = make_registry(tmp_path, 2)
     reg.promote("v2")
     meta = {"metadata.json": (reg.versions_dir / "v1" / "metadata.json").read_bytes()}
-    killed, stale = staging_in(reg.versions_dir, "v3", meta)
-    running, live = staging_in(reg.versions_dir, "v4", meta)
-    try:
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=60)
-        assert (stale / "metadata.json").is_file() and stale.parent == reg.versions_dir
+    writers = staging_in(reg.versions_dir, "v3", meta), staging_in(reg.versions_dir, "v4", meta)
+    with one_writer_killed(*writers) as (stale, live):
+        assert stale.parent == reg.versions_dir
         assert reg.versions() == ["v1", "v2"] and reg.incomplete() == []
         with caplog.at_level("INFO", logger="absa"):
             assert reg.prune(keep=1) == ["v1"]
         assert not stale.exists() and (live / "metadata.json").is_file()
         assert sorted(p.name for p in reg.versions_dir.iterdir()) == sorted([live.name, "v2"])
-        said = [r.getMessage() for r in caplog.records if str(stale) in r.getMessage()]
-        assert said == [f"removed {stale}: the temporary directory of an export that did not end"]
-    finally:
-        running.kill()
-        running.wait(timeout=60)
+        assert said_of(caplog, stale) == [
+            f"removed {stale}: the temporary directory of an export that did not end"
+        ]
 
 
 def test_prune_leaves_a_version_copy_in_progress_and_says_so(

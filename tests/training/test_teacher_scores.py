@@ -20,7 +20,13 @@ from absa.training.teacher_cache import file_sha256, read_shards, teacher_key
 from absa.training.teacher_scores import export_scores
 from absa.training.train import fit
 from benchmarks import teacher_score
-from tests.helpers import synthetic_examples, temporary_held_in, tiny_preset
+from tests.helpers import (
+    one_writer_killed,
+    said_of,
+    synthetic_examples,
+    temporary_held_in,
+    tiny_preset,
+)
 
 LABELS = ("negative", "neutral", "positive")
 EXAMPLES = synthetic_examples(12, seed=0)
@@ -121,23 +127,15 @@ def test_a_killed_exports_temporary_directory_is_removed_by_the_next_one(
     and leaves a running one's alone (and another output's: .<out>.v2.*)."""
     import signal
 
-    killed, stale = temporary_held_in(tmp_path, ".again.")
-    running, live = temporary_held_in(tmp_path, ".again.")
     other, theirs = temporary_held_in(tmp_path, ".again.v2.")
     other.send_signal(signal.SIGKILL)
-    try:
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=60)
-        other.wait(timeout=60)
-        assert (stale / "model.onnx").is_file()  # what SIGKILL leaves
+    other.wait(timeout=60)
+    writers = temporary_held_in(tmp_path, ".again."), temporary_held_in(tmp_path, ".again.")
+    with one_writer_killed(*writers) as (stale, live):
         with caplog.at_level("INFO", logger="absa"):
             export_scores(tiny_run, tmp_path / "cache", tmp_path / "again")
         assert not stale.exists() and (live / "model.onnx").is_file() and theirs.is_dir()
         assert read_shards(tmp_path / "again" / "scores")[1] == list(LABELS)
-        said = [r.getMessage() for r in caplog.records if str(stale) in r.getMessage()]
-        assert said == [
+        assert said_of(caplog, stale) == [
             f"removed {stale}: the temporary directory of a scores export that did not end"
         ]
-    finally:
-        running.kill()
-        running.wait(timeout=60)
