@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import absa
-from absa.service import docs, errors
+from absa.service import docs, errors, logs
 from absa.service.auth import bearer_accepted, bearer_token
 from absa.service.body import BodyDeadlines, BodyLimit
 from absa.service.engine import BatchEngine
@@ -332,6 +332,7 @@ class Observe:
         status = CLIENT_CLOSED
         rid = request_id(scope)
         scope.setdefault("state", {})["request_id"] = rid
+        logs.handling(rid)  # each line logged from here on names it
         path = route_path(scope)  # now: a mount adds its own path to the root_path it shares
 
         async def send_status(msg: Message) -> None:

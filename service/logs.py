@@ -1,14 +1,61 @@
 """ABSA_LOG_FORMAT=json: the server's log lines as JSON objects, for a log collector. Every
 line has time (ISO 8601, UTC), level, logger, process and message; uvicorn's access lines
-add client, method, path and status as fields of their own. Built on python-json-logger."""
+add client, method, path and status as fields of their own. Built on python-json-logger.
+
+A line logged while a request is handled carries its ``request_id`` (the X-Request-ID the
+answer carries: the client's own, or one made for it), and an access line the request's
+``duration_s`` too (from its arrival to its answer's start): a field of each in JSON, and
+"(request ID, 0.012 s)" at the end of a text access line. ``Observe`` (service/app.py) says
+which request a task handles (``handling``); ``RequestFields``, a filter on the handlers,
+reads it as each line is logged: uvicorn writes its access line in the request's own task,
+as it sends the answer's start.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
+from contextvars import ContextVar
 from typing import Any
 
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
+from uvicorn.logging import AccessFormatter
+
+#: the request the current task handles: its id and when it came (time.perf_counter())
+_REQUEST: ContextVar[tuple[str, float] | None] = ContextVar("absa_request", default=None)
+
+
+def handling(request_id: str) -> None:
+    """The current task handles this request from now on. Not undone when the app returns:
+    uvicorn runs each request in a task of its own (a copy of the context), and logs after
+    the app has returned (Starlette's 500, uvicorn's access line of it) are the request's."""
+    _REQUEST.set((request_id, time.perf_counter()))
+
+
+class RequestFields(logging.Filter):
+    """Adds ``request_id`` to a record logged while a request is handled, and to an access
+    line ``duration_s`` (seconds, from the request's arrival)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        handled = _REQUEST.get()
+        if handled is not None and not hasattr(record, "request_id"):
+            record.request_id = handled[0]
+            if record.name == "uvicorn.access":
+                record.duration_s = round(time.perf_counter() - handled[1], 6)
+        return True
+
+
+class AccessText(AccessFormatter):
+    """uvicorn's text access line, with the request's id and duration at its end."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        line = super().formatMessage(record)
+        rid, took = getattr(record, "request_id", None), getattr(record, "duration_s", None)
+        if rid is None or took is None:
+            return line
+        return f"{line} (request {rid}, {took:.3f} s)"
+
 
 #: uvicorn's access log passes these as the record's arguments, in this order
 ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")

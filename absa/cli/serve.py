@@ -249,6 +249,8 @@ def _log_config(level: str, fmt: str = "text") -> dict:
     config["formatters"]["absa"] = {
         "format": "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
     }
+    # an access line ends with its request's id and duration
+    config["formatters"]["access"]["()"] = "absa.service.logs.AccessText"
     if fmt == "json":
         for name in ("default", "access", "absa"):
             config["formatters"][name] = {"()": "absa.service.logs.JsonLines"}
@@ -257,6 +259,10 @@ def _log_config(level: str, fmt: str = "text") -> dict:
         "class": "logging.StreamHandler",
         "stream": "ext://sys.stderr",
     }
+    # every line logged while a request is handled names it (request_id)
+    config["filters"] = {"request": {"()": "absa.service.logs.RequestFields"}}
+    for handler in config["handlers"].values():
+        handler["filters"] = ["request"]
     config["loggers"]["absa"] = {
         "handlers": ["absa"],
         "level": "DEBUG" if level == "trace" else level.upper(),

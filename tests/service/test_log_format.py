@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -14,12 +16,24 @@ import pytest
 from tests.service.conftest import spawn, wait_ready
 from tests.service.test_shutdown import free_port
 
+BODY = {"text": "the food was great", "aspects": ["food"]}
+ADMIN_TOKEN = "admin-secret"
+
+
+def _ask_one(url: str) -> None:
+    assert httpx.post(f"{url}/v1/predict", json=BODY, timeout=30).status_code == 200
+
 
 def _serve_and_ask(
-    artifact: Path, tmp_path: Path, out: Path | None = None, pid: list | None = None, **env: str
+    artifact: Path,
+    tmp_path: Path,
+    out: Path | None = None,
+    pid: list | None = None,
+    ask: Callable[[str], object] = _ask_one,
+    **env: str,
 ) -> list[str]:
-    """A served request's log lines (stderr's alone, with stdout into ``out``); the server's
-    pid appended to ``pid``."""
+    """The log lines of a server ``ask`` sent its requests to (stderr's alone, with stdout
+    into ``out``); the server's pid appended to ``pid``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
@@ -29,8 +43,7 @@ def _serve_and_ask(
         pid.append(server.pid)
     try:
         wait_ready(server, url, log)
-        body = {"text": "the food was great", "aspects": ["food"]}
-        assert httpx.post(f"{url}/v1/predict", json=body, timeout=30).status_code == 200
+        ask(url)
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 0, log.read_text()
@@ -103,3 +116,46 @@ def test_text_logs_go_to_stderr_each_with_its_pid(artifact: Path, tmp_path: Path
     assert f"[{pid[0]}]" in access, access
     uvicorn_lines = [line for line in lines if line.startswith("INFO:")]
     assert uvicorn_lines and all(f"[{pid[0]}]" in line for line in uvicorn_lines), lines
+
+
+def test_the_access_log_names_the_request_and_its_duration(
+    artifact: Path, artifact_v2: Path, tmp_path: Path
+) -> None:
+    """An access line carried neither the request id (the X-Request-ID answered, the
+    client's own included) nor how long the request took: the request a user reported by
+    its id could not be found in the log. Every line logged while a request is handled
+    carries its id too (the reload's, here)."""
+    answered: dict[str, str] = {}
+
+    def ask(url: str) -> None:
+        r = httpx.post(f"{url}/v1/predict", json=BODY, headers={"X-Request-ID": "report-42"})
+        assert r.status_code == 200 and r.headers["x-request-id"] == "report-42"
+        answered["made"] = httpx.get(f"{url}/v1/model").headers["x-request-id"]
+        r = httpx.post(
+            f"{url}/admin/reload",
+            json={"model_dir": str(artifact_v2)},
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Request-ID": "reload-7"},
+            timeout=60,
+        )
+        assert r.status_code == 200 and r.json()["changed"], r.text
+
+    env = {"ABSA_LOG_FORMAT": "json", "ABSA_ADMIN_TOKEN": ADMIN_TOKEN}
+    records = [json.loads(line) for line in _serve_and_ask(artifact, tmp_path, ask=ask, **env)]
+    access = {r["path"]: r for r in records if r["logger"] == "uvicorn.access"}
+    assert access["/v1/predict"]["request_id"] == "report-42"
+    assert access["/v1/model"]["request_id"] == answered["made"]
+    assert access["/admin/reload"]["request_id"] == "reload-7"
+    for r in access.values():
+        assert isinstance(r["duration_s"], float) and 0 <= r["duration_s"] < 60, r
+    (swapped,) = [r for r in records if r["message"].startswith("now serving")]
+    assert swapped["request_id"] == "reload-7"
+    started = [r for r in records if r["message"].startswith("ready: serving")]
+    assert started and all("request_id" not in r for r in started)  # no request: no id
+
+    def ask_text(url: str) -> None:
+        r = httpx.post(f"{url}/v1/predict", json=BODY, headers={"X-Request-ID": "report-43"})
+        assert r.status_code == 200
+
+    lines = _serve_and_ask(artifact, tmp_path, ask=ask_text)
+    (line,) = [line for line in lines if '"POST /v1/predict' in line]
+    assert re.search(r" 200 OK \(request report-43, \d+\.\d{3} s\)$", line), line
