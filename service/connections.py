@@ -21,6 +21,7 @@ from typing import Any
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from absa.service.errors import error_body
+from absa.service.logs import said_once
 
 log = logging.getLogger("absa.service")
 
@@ -53,22 +54,6 @@ class _HeadTooLarge(Exception):  # noqa: N818 - stops the parser; answered 431
     """A request's line and headers went past ``MAX_HEAD_BYTES``."""
 
 
-#: what uvicorn logs of a request its parser refused, just before ``send_400_response``
-UVICORN_REFUSAL = "Invalid HTTP request received."
-
-
-class _OneLineARefusal(logging.Filter):
-    """Drops uvicorn's own warning of a request its parser refused: ``send_400_response``
-    logs the one line of it, with the request id and what the parser found (there were two
-    warnings of one request, uvicorn's with neither)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != UVICORN_REFUSAL
-
-
-_REFUSAL_FILTER = _OneLineARefusal()
-
-
 def _parser_said() -> str:
     """What the HTTP parser found wrong: the error uvicorn is handling as it calls
     ``send_400_response`` (httptools' HttpParserError, h11's RemoteProtocolError)."""
@@ -90,7 +75,7 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.logger.addFilter(_REFUSAL_FILTER)  # once: a logger holds a filter once
+        said_once(self.logger)  # a refused request: send_400_response's line alone
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)

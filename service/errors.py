@@ -33,6 +33,7 @@ from absa.errors import (
     TransientRefusal,
 )
 from absa.model.aspects import SHOWN_CHARS
+from absa.service import logs
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +236,7 @@ def _unreadable(cause: BaseException | None) -> str:
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     rid = getattr(request.state, "request_id", "-")
     log.error("unexpected error on %s (request %s)", request.url.path, rid, exc_info=exc)
+    logs.logged(exc)  # uvicorn's line of it as it is raised again is left out
     # answered outside the layer that adds the header to every other answer
     headers = {"X-Request-ID": rid} if rid != "-" else {}
     from absa.service.app import route_path
@@ -247,7 +249,9 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    """Register the handlers on ``app``."""
+    """Register the handlers on ``app`` (and leave out uvicorn's second line of a 500's
+    error, however the app is served)."""
+    logs.said_once(logging.getLogger("uvicorn.error"))
     app.add_exception_handler(AbsaError, _domain_error)
     app.add_exception_handler(RequestValidationError, _invalid_body)
     app.add_exception_handler(HTTPException, _http_error)

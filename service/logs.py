@@ -46,6 +46,44 @@ class RequestFields(logging.Filter):
         return True
 
 
+#: what uvicorn logs of a request its parser refused, just before ``send_400_response``
+UVICORN_REFUSAL = "Invalid HTTP request received."
+#: what uvicorn logs of an exception out of the app: Starlette raises a 500's error again
+#: once its handler (errors._unexpected) has logged it and answered
+UVICORN_APP_ERROR = "Exception in ASGI application\n"
+#: the error the current task's request has logged (``logged``)
+_LOGGED: ContextVar[BaseException | None] = ContextVar("absa_logged", default=None)
+
+
+def logged(error: BaseException) -> None:
+    """The service has logged ``error`` (with its traceback and request id): uvicorn's own
+    line of it, as the app raises it again, is left out."""
+    _LOGGED.set(error)
+
+
+class _SaidOnce(logging.Filter):
+    """Drops uvicorn's own line of what the service says in one line of its own: a request
+    the parser refused (``send_400_response`` logs it with the request id and what the
+    parser found) and an error the app raised that was logged already (``logged``: its
+    traceback with the request id). Each was logged twice, uvicorn's line with neither."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == UVICORN_REFUSAL:
+            return False
+        if record.msg == UVICORN_APP_ERROR and record.exc_info:
+            said = _LOGGED.get()
+            return said is None or record.exc_info[1] is not said
+        return True
+
+
+_SAID_ONCE = _SaidOnce()
+
+
+def said_once(logger: logging.Logger) -> None:
+    """Put the filter on ``logger`` (uvicorn.error): once, as a logger holds a filter once."""
+    logger.addFilter(_SAID_ONCE)
+
+
 class AccessText(AccessFormatter):
     """uvicorn's text access line, with the request's id and duration at its end."""
 

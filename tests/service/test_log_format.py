@@ -159,3 +159,68 @@ def test_the_access_log_names_the_request_and_its_duration(
     lines = _serve_and_ask(artifact, tmp_path, ask=ask_text)
     (line,) = [line for line in lines if '"POST /v1/predict' in line]
     assert re.search(r" 200 OK \(request report-43, \d+\.\d{3} s\)$", line), line
+
+
+#: the real app under uvicorn as absa serve runs it (its log config, its HTTP protocol), with
+#: one route that fails, as a bug would: ``python -c FAILING_ROUTE PORT`` in the project root
+FAILING_ROUTE = """
+import sys
+
+import uvicorn
+
+from absa.cli.serve import _log_config
+from absa.service.app import create_app
+
+
+def factory():
+    app = create_app()
+
+    async def boom():
+        raise RuntimeError("a bug")
+
+    app.add_api_route("/v1/boom", boom, methods=["GET"])
+    return app
+
+
+uvicorn.run(
+    factory,
+    factory=True,
+    host="127.0.0.1",
+    port=int(sys.argv[1]),
+    log_config=_log_config("info", "json"),
+    http="absa.service.connections:FirstRequestDeadline",
+)
+"""
+
+
+def test_a_server_error_is_logged_once(artifact: Path, tmp_path: Path) -> None:
+    """A 500 was logged twice, with the same traceback: the service's "unexpected error on
+    /v1/boom (request ID)", then uvicorn's "Exception in ASGI application" (Starlette
+    raises the error again once it has answered), which named no request."""
+    import subprocess
+    import sys
+
+    from tests.service.conftest import ROOT
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "ABSA_MODEL_DIR": str(artifact), "ABSA_DEVICE": "cpu"}
+    env.update(ABSA_THREADS="1", ABSA_LOG_FORMAT="json")
+    with log.open("w") as out:
+        argv = [sys.executable, "-c", FAILING_ROUTE, str(port)]
+        server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(server, url, log)
+        r = httpx.get(f"{url}/v1/boom", headers={"X-Request-ID": "boom-1"}, timeout=30)
+        assert r.status_code == 500 and r.headers["x-request-id"] == "boom-1"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    told = [r for r in records if "RuntimeError: a bug" in json.dumps(r)]
+    assert len(told) == 1, told
+    assert told[0]["message"] == "unexpected error on /v1/boom (request boom-1)"
+    assert told[0]["level"] == "ERROR" and told[0]["request_id"] == "boom-1"
+    (access,) = [r for r in records if r["logger"] == "uvicorn.access" and r["path"] == "/v1/boom"]
+    assert (access["status"], access["request_id"]) == (500, "boom-1")
