@@ -515,5 +515,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)
+    # however the app is served: a key sent in the URL stays out of the access log
+    logs.hide_query_values(logging.getLogger("uvicorn.access"))
     app.state.tracing.instrument(app)  # ABSA_TRACING: a span per request, around them all
     return app

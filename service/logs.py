@@ -84,6 +84,43 @@ def said_once(logger: logging.Logger) -> None:
     logger.addFilter(_SAID_ONCE)
 
 
+#: what an access line shows of a query parameter's value
+HIDDEN = "***"
+
+
+def without_query_values(path: str) -> str:
+    """``path`` with its query parameters' values hidden (``?api_key=***&x=***``; a
+    parameter without a ``=`` is hidden whole): a key or a token a client put in the URL
+    stays out of the log."""
+    path, mark, query = path.partition("?")
+    if not mark:
+        return path
+    parts = (part.partition("=") for part in query.split("&"))
+    return path + "?" + "&".join(name + "=" + HIDDEN if eq else HIDDEN for name, eq, _ in parts)
+
+
+class _QueryValuesHidden(logging.Filter):
+    """On uvicorn.access: the path its access line shows (a record argument: the text and
+    the JSON formats both read it there) without the query's values."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == len(ACCESS_FIELDS):
+            at = ACCESS_FIELDS.index("path")
+            if isinstance(args[at], str) and "?" in args[at]:
+                shown = without_query_values(args[at])
+                record.args = (*args[:at], shown, *args[at + 1 :])
+        return True
+
+
+_QUERY_VALUES_HIDDEN = _QueryValuesHidden()
+
+
+def hide_query_values(logger: logging.Logger) -> None:
+    """Put the filter on ``logger`` (uvicorn.access): once, as a logger holds a filter once."""
+    logger.addFilter(_QUERY_VALUES_HIDDEN)
+
+
 class AccessText(AccessFormatter):
     """uvicorn's text access line, with the request's id and duration at its end."""
 

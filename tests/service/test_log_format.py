@@ -224,3 +224,21 @@ def test_a_server_error_is_logged_once(artifact: Path, tmp_path: Path) -> None:
     assert told[0]["level"] == "ERROR" and told[0]["request_id"] == "boom-1"
     (access,) = [r for r in records if r["logger"] == "uvicorn.access" and r["path"] == "/v1/boom"]
     assert (access["status"], access["request_id"]) == (500, "boom-1")
+
+
+def test_the_access_log_hides_the_query_strings_values(artifact: Path, tmp_path: Path) -> None:
+    """The access line's path held the query string as sent: a key a client put in the URL
+    (?api_key=SECRET) was in the log. Its parameters' names are kept, their values not."""
+
+    def ask(url: str) -> None:
+        assert httpx.get(f"{url}/v1/model?api_key=SECRET1&x=SECRET2&SECRET3").status_code == 200
+
+    lines = _serve_and_ask(artifact, tmp_path, ask=ask, ABSA_LOG_FORMAT="json")
+    assert not [line for line in lines if "SECRET" in line]
+    (access,) = [
+        r
+        for r in map(json.loads, lines)
+        if r["logger"] == "uvicorn.access" and r["path"].startswith("/v1/model")
+    ]
+    assert access["path"] == "/v1/model?api_key=***&x=***&***"
+    assert '"GET /v1/model?api_key=***&x=***&*** HTTP/1.1" 200' in access["message"]
