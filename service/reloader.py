@@ -250,7 +250,13 @@ class Reloader:
             self._count("swapped")
             if publish:
                 self._publish(target)
-            log.info("now serving %s (was %s)", target, old.runtime.model_dir)
+            log.info(
+                "now serving %s from %s (was %s from %s)",
+                _named(rt.metadata),
+                target,
+                _named(old.metadata),
+                old.runtime.model_dir,
+            )
             return {
                 "changed": True,
                 "model_dir": str(target),
@@ -406,6 +412,12 @@ class Reloader:
             except Exception as e:  # noqa: BLE001 - keep serving, keep following
                 log.warning("reload signal: %s", e)
             await asyncio.sleep(SYNC_INTERVAL_S)
+
+
+def _named(metadata: dict) -> str:
+    """A model as its metadata names it, ``name:version``: the directory alone said nothing
+    of a model copied over the one served (``--model /models/current``)."""
+    return f"{metadata.get('name') or 'unnamed'}:{metadata.get('version') or 'unversioned'}"
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from absa.service.deps import SettingsDep
 from absa.service.schemas import ErrorResponse
 from absa.service.twice import OneValuePerKey
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/admin", tags=["admin"], route_class=OneValuePerKey)
 NEED_TOKEN = "a valid admin token is required"
 #: the admin token's security scheme in the OpenAPI schema (Swagger UI's Authorize button
@@ -82,6 +84,9 @@ async def reload(request: Request, body: ReloadRequest | None = None) -> ReloadR
     loaded for want of memory or file descriptors is a 503 to retry. ``model_dir`` is
     refused (409) where the service polls its registry, whose next poll would undo it."""
     target = Path(body.model_dir) if body and body.model_dir else None
+    rid = getattr(request.state, "request_id", "-")
+    what = f"model_dir {target}" if target is not None else "what the settings name"
+    log.info("reload asked by request %s: %s", rid, what)  # the swap's line names it too
     settings = request.app.state.reloader.settings
     if target is not None and settings.registry is not None and settings.reload_interval_s > 0:
         # the next poll would put the registry's version back, each worker on its own clock

@@ -242,3 +242,32 @@ def test_the_access_log_hides_the_query_strings_values(artifact: Path, tmp_path:
     ]
     assert access["path"] == "/v1/model?api_key=***&x=***&***"
     assert '"GET /v1/model?api_key=***&x=***&*** HTTP/1.1" 200' in access["message"]
+
+
+def test_a_reload_names_the_models_and_who_asked(
+    artifact: Path, artifact_v2: Path, tmp_path: Path
+) -> None:
+    """A reload's line named the directories alone, "now serving /models/current (was
+    /models/current)": the same words for any swap of a model copied over the served one
+    (1.8.0 for 1.8.1). It names each model's name:version too, and /admin/reload says who
+    asked (the request id), at INFO."""
+
+    def ask(url: str) -> None:
+        r = httpx.post(
+            f"{url}/admin/reload",
+            json={"model_dir": str(artifact_v2)},
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Request-ID": "ops-9"},
+            timeout=60,
+        )
+        assert r.status_code == 200 and r.json()["changed"], r.text
+
+    env = {"ABSA_LOG_FORMAT": "json", "ABSA_ADMIN_TOKEN": ADMIN_TOKEN}
+    records = [json.loads(line) for line in _serve_and_ask(artifact, tmp_path, ask=ask, **env)]
+    name = json.loads((artifact / "metadata.json").read_text())["name"]
+    (swapped,) = [r for r in records if r["message"].startswith("now serving")]
+    assert swapped["message"] == (
+        f"now serving {name}:v2 from {artifact_v2} (was {name}:v1 from {artifact})"
+    )
+    (asked,) = [r for r in records if r["logger"] == "absa.service.routes.admin"]
+    assert asked["level"] == "INFO" and asked["request_id"] == "ops-9"
+    assert asked["message"] == f"reload asked by request ops-9: model_dir {artifact_v2}"
