@@ -107,9 +107,9 @@ class _QueryValuesHidden(logging.Filter):
         args = record.args
         if isinstance(args, tuple) and len(args) == len(ACCESS_FIELDS):
             at = ACCESS_FIELDS.index("path")
-            if isinstance(args[at], str) and "?" in args[at]:
-                shown = without_query_values(args[at])
-                record.args = (*args[:at], shown, *args[at + 1 :])
+            path = args[at]
+            if isinstance(path, str) and "?" in path:
+                record.args = (*args[:at], without_query_values(path), *args[at + 1 :])
         return True
 
 
