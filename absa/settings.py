@@ -326,6 +326,15 @@ class Settings(LogSettings, OfflineSettings):
         "(absa serve; else the connection is closed) and after them to send its body (else "
         "408): slow or silent clients hold no connection for ever",
     )
+    keep_alive_s: float = Field(
+        75.0,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="an idle keep-alive connection is held this long between requests "
+        "(absa serve; uvicorn's timeout_keep_alive): keep it above the idle timeout of the "
+        "proxy or load balancer in front (nginx's upstream keepalive_timeout and an AWS ALB: "
+        "60 s), which else sends a request on a connection the server is closing (a 502)",
+    )
     # request limits
     max_text_chars: int = Field(2000, ge=1, description="characters per text (beyond: 413)")
     max_aspects: int = Field(

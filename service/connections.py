@@ -64,14 +64,18 @@ def _parser_said() -> str:
 
 class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     """A connection without a whole request head ``client_timeout_s`` after it was made, or
-    after its last response, is closed: a request under way is left to the app (BodyLimit),
-    an idle keep-alive connection to uvicorn (whose timer stops at a new request's first
-    byte: a second request begun and never finished held the connection for ever). A head
-    past ``MAX_HEAD_BYTES`` is answered 431 and the connection closed (httptools' callbacks;
-    h11 has a limit of its own)."""
+    after the first bytes of a later request, is closed: a request under way is left to the
+    app (BodyLimit), an idle keep-alive connection between requests to uvicorn's keep-alive
+    timer (``keep_alive_s``, absa serve's ``timeout_keep_alive``; it stops at a new
+    request's first byte, where this deadline starts: a second request begun and never
+    finished held the connection for ever). The client timeout armed again at each response
+    closed idle connections after 30 s whatever the keep-alive, before a proxy's 60 s idle
+    timeout (a 502). A head past ``MAX_HEAD_BYTES`` is answered 431 and the connection
+    closed (httptools' callbacks; h11 has a limit of its own)."""
 
     _head_bytes = 0
     _head_too_large = False
+    _deadline: asyncio.TimerHandle | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -132,10 +136,16 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         self.transport.write(b"".join(head) + body)
         self.transport.close()
 
+    def data_received(self, data: bytes) -> None:
+        if self._deadline is None:  # idle since its last response: a request begins
+            self._arm()
+        super().data_received(data)
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        self._deadline.cancel()
-        self._arm()
+        if self._deadline is not None:  # idle now: uvicorn's keep-alive timer governs
+            self._deadline.cancel()
+            self._deadline = None
 
     def _arm(self) -> None:
         waiting = self.cycle  # the request answered last (None: none yet)
@@ -147,5 +157,6 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
             self.transport.close()
 
     def connection_lost(self, exc: Any) -> None:
-        self._deadline.cancel()
+        if self._deadline is not None:
+            self._deadline.cancel()
         super().connection_lost(exc)

@@ -90,6 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     "debug" if args.verbose else settings.log_level, settings.log_format
                 ),
                 timeout_graceful_shutdown=30,
+                timeout_keep_alive=settings.keep_alive_s,  # above a proxy's idle timeout
                 http="absa.service.connections:FirstRequestDeadline",
             )
     finally:

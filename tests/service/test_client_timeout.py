@@ -36,7 +36,9 @@ def _one_response(sock: socket.socket) -> bytes:
     """One response with a Content-Length, read off a connection left open."""
     data = b""
     while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection was closed: {data!r}"
+        data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     length = next(
         int(line.split(b":", 1)[1])
@@ -183,3 +185,26 @@ def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
         assert "request headers" in body["detail"]
         with httpx.Client() as client:  # the worker serves on
             assert client.get(f"{url}/healthz").status_code == 200
+
+
+def test_an_idle_keep_alive_connection_is_kept_for_the_keep_alive_time(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """A proxy (nginx, an AWS ALB: 60 s) reuses an idle upstream connection until its own
+    idle timeout: uvicorn's default keep-alive of 5 s (and the client timeout, armed again
+    after each response) closed it first, and a request the proxy sent on it as it closed
+    was a 502. An idle connection between requests is held ``ABSA_KEEP_ALIVE_S``; the client
+    timeout is a started request's (its head must arrive within it)."""
+    env = {"ABSA_CLIENT_TIMEOUT_S": "1", "ABSA_KEEP_ALIVE_S": "4"}
+    with _absa_serve(artifact, tmp_path, **env) as url, _connect(url) as kept:
+        kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _one_response(kept).startswith(b"HTTP/1.1 200")
+        time.sleep(2.5)  # idle past the client timeout
+        kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _one_response(kept).startswith(b"HTTP/1.1 200")
+        start = time.monotonic()
+        assert _read_all(kept) == b""  # closed by the keep-alive timer
+        assert 3 < time.monotonic() - start < 8
+    from absa.settings import Settings
+
+    assert Settings().keep_alive_s == 75  # over the 60 s idle timeout of nginx and an ALB
