@@ -3,8 +3,10 @@
 With several workers (``absa serve --workers N``) every worker is its own process with its
 own counters; ``absa serve`` then sets ``PROMETHEUS_MULTIPROC_DIR`` (a fresh directory,
 removed on exit) before the workers import prometheus_client, each worker writes its values
-there, and ``/metrics`` adds them up (``expose``). One process, or an app made with
-``create_app`` directly, keeps the per-app registry.
+there, and ``/metrics`` adds them up (``expose``). A directory the operator set instead is
+emptied of prometheus_client's files by ``absa serve`` before its workers start (an earlier
+run's counts would be added in). One process, or an app made with ``create_app`` directly,
+keeps the per-app registry.
 """
 
 from __future__ import annotations

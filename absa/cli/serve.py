@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import math
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,6 +78,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGHUP, _hangup)
     failed = _WorkerFailed()  # uvicorn's supervisor logs it, then returns as if stopped
     logging.getLogger("uvicorn.error").addFilter(failed)
+    if settings.prometheus_multiproc_dir is not None:  # the operator's: an earlier run's
+        _empty_multiproc_dir(settings.prometheus_multiproc_dir)
     try:
         with _shared_by_workers(settings):
             uvicorn.run(
@@ -277,6 +280,28 @@ def _log_config(level: str, fmt: str = "text") -> dict:
         "propagate": False,
     }
     return config
+
+
+#: the files prometheus_client's multiprocess mode writes (values.MultiProcessValue):
+#: counter_PID.db, histogram_PID.db, gauge_livesum_PID.db, ...
+_PROMETHEUS_FILE = re.compile(r"(counter|gauge_[a-z]+|histogram|summary)_[0-9]+\.db")
+
+
+def _empty_multiproc_dir(directory: Path) -> None:
+    """Removes prometheus_client's files from a PROMETHEUS_MULTIPROC_DIR set before absa
+    serve started, before any worker does: the counts of an earlier run were a fresh
+    server's (/metrics adds up every file there), and the files of every worker ever
+    started piled up. Only those files: anything else there is left as it is."""
+    removed = 0
+    for f in sorted(Path(directory).iterdir()):
+        if _PROMETHEUS_FILE.fullmatch(f.name) and f.is_file():
+            f.unlink(missing_ok=True)
+            removed += 1
+    log.info(
+        "emptied PROMETHEUS_MULTIPROC_DIR %s: removed %d metrics files of an earlier run",
+        directory,
+        removed,
+    )
 
 
 @contextmanager

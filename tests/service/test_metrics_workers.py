@@ -31,3 +31,53 @@ def test_a_dead_workers_live_gauges_leave_the_sums(tmp_path: Path) -> None:
     # its counts stay: requests it answered were answered
     assert 'absa_requests_total{method="POST",route="/v1/predict",status="200"} 1.0' in text
     assert not list(tmp_path.glob("gauge_live*_*.db"))
+
+
+EARLIER_RUN = """
+import os, sys
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = sys.argv[1]
+from pathlib import Path
+from absa.service.metrics import Metrics
+m = Metrics(Path(sys.argv[1]))
+m.reloads.labels("swapped").inc(2)
+os._exit(0)
+"""
+
+
+def test_a_multiprocess_directory_set_by_the_operator_starts_empty(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """A PROMETHEUS_MULTIPROC_DIR the operator sets was never emptied: an earlier run's
+    counts were a fresh server's (absa_reloads_total{result="swapped"} 2 before any reload),
+    and its files grew with every worker ever started. absa serve empties it of
+    prometheus_client's files before a worker starts, says so, and leaves anything else."""
+    import socket
+
+    import httpx
+
+    from tests.service.conftest import spawn, wait_ready
+
+    shared = tmp_path / "metrics"
+    shared.mkdir()
+    subprocess.run([sys.executable, "-c", EARLIER_RUN, str(shared)], check=True)
+    left = sorted(p.name for p in shared.glob("*.db"))
+    assert left, "the earlier run's files"
+    (shared / "notes.db.txt").write_text("the operator's")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    log = tmp_path / "serve.log"
+    argv = ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"]
+    server = spawn(argv, log, PROMETHEUS_MULTIPROC_DIR=str(shared))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(server, url, log)
+        text = httpx.get(f"{url}/metrics").text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert 'absa_reloads_total{result="swapped"} 0.0' in text, text
+    assert (shared / "notes.db.txt").read_text() == "the operator's"
+    said = log.read_text()
+    assert f"emptied PROMETHEUS_MULTIPROC_DIR {shared}" in said, said
