@@ -34,8 +34,9 @@ class Metrics:
         )
         self.latency = Histogram(
             "absa_request_latency_seconds",
-            "HTTP request latency (503 answers apart: overload's, held on purpose)",
-            ["route"],
+            "HTTP request latency (503 answers apart: overload's, held on purpose), by status "
+            "class (2xx, 4xx, 5xx): fast refusals do not hide slow answers",
+            ["route", "status_class"],
             buckets=LATENCY_BUCKETS,
             registry=r,
         )

@@ -657,6 +657,22 @@ def test_metrics_is_prometheus_text(client: TestClient) -> None:
     assert 'absa_model_info{name="pos-scaled-selfattn",version="v1"} 1.0' in r.text
 
 
+def test_the_latency_of_refusals_is_apart_from_the_answers(artifact: Path) -> None:
+    """absa_request_latency_seconds had no status: fast 401/413/422 refusals pulled down
+    the p99 that AbsaSlowPredictions and the dashboard read, hiding slow predictions. Each
+    observation carries its status class (2xx, 4xx, 5xx: a bounded label)."""
+    from absa.service.app import create_app
+
+    with TestClient(create_app(make_settings(artifact))) as c:
+        assert predict(c, TEXT, ["food"])["results"]
+        for _ in range(3):
+            assert c.post("/v1/predict", json={"text": TEXT, "aspects": 7}).status_code == 422
+        text = c.get("/metrics").text
+    latency = 'absa_request_latency_seconds_count{route="/v1/predict",status_class="%s"}'
+    assert f"{latency % '2xx'} 1.0" in text, text
+    assert f"{latency % '4xx'} 3.0" in text, text
+
+
 def test_docs_and_openapi(client: TestClient) -> None:
     r = client.get("/docs")
     assert r.status_code == 200
