@@ -14,7 +14,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+
+# no ``*_created`` series beside every counter and histogram (each child's creation time):
+# they doubled the series for nothing, Prometheus reads resets from the counts themselves
+disable_created_metrics()
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -29,6 +43,14 @@ class Metrics:
             forget_dead_workers(multiproc_dir)
         self.registry = CollectorRegistry()
         r = self.registry
+        if multiproc_dir is None:
+            # the process's memory, CPU, file descriptors, and Python's GC and version (the
+            # default registry's, which this one left out). Not under several workers:
+            # prometheus_client cannot add them up across processes (its docs: custom
+            # collectors do not work in multiprocess mode), and one worker's, at random a
+            # scrape, would mislead; the container's own metrics (cAdvisor) measure it all
+            for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+                r.register(collector)
         self.requests = Counter(
             "absa_requests", "HTTP requests", ["route", "method", "status"], registry=r
         )

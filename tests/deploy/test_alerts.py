@@ -19,10 +19,12 @@ NAME = re.compile(r"\babsa_[a-z_]+")
 
 
 def exported() -> set[str]:
-    """Every sample name /metrics can carry (a histogram's _bucket, _sum and _count, a
+    """Every absa sample name /metrics can carry (a histogram's _bucket, _sum and _count, a
     counter's _total), from the metrics' own descriptions."""
     names: set[str] = set()
     for family in Metrics().registry.collect():
+        if not family.name.startswith("absa_"):  # prometheus_client's process_*, python_*
+            continue
         if family.type == "histogram":
             names |= {f"{family.name}{s}" for s in ("_bucket", "_sum", "_count")}
         elif family.type == "counter":

@@ -673,6 +673,22 @@ def test_the_latency_of_refusals_is_apart_from_the_answers(artifact: Path) -> No
     assert f"{latency % '4xx'} 3.0" in text, text
 
 
+def test_metrics_has_the_process_and_no_created_series(client: TestClient) -> None:
+    """The app's own registry left out prometheus_client's process and runtime collectors
+    (no memory, CPU or file descriptors of the server), and every counter and histogram
+    had a ``_created`` series beside it, doubling the series for nothing."""
+    text = client.get("/metrics").text
+    for name in (
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "python_gc_objects_collected_total",
+        "python_info",
+    ):
+        assert f"\n{name}" in text, name
+    assert "_created" not in text
+
+
 def test_docs_and_openapi(client: TestClient) -> None:
     r = client.get("/docs")
     assert r.status_code == 200
@@ -854,10 +870,11 @@ def test_the_readme_names_every_metric_and_only_real_ones() -> None:
     from absa.service.metrics import Metrics
 
     types = re.findall(r"^# TYPE (\S+)", Metrics().expose().decode(), re.M)
-    exposed = {t.removesuffix("_total") for t in types if not t.endswith("_created")}
+    exposed = {t.removesuffix("_total") for t in types if t.startswith("absa_")}
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     named = {n.removesuffix("_total") for n in re.findall(r"`(absa_[a-z_]+)", readme)}
     assert named == exposed
+    assert "process_resident_memory_bytes" in readme  # prometheus_client's, said once
 
 
 @pytest.mark.parametrize(
