@@ -22,6 +22,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from absa.service.errors import error_body
 from absa.service.logs import said_once
+from absa.service.metrics import PROTOCOL_ERRORS
 
 log = logging.getLogger("absa.service")
 
@@ -112,6 +113,7 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         else:
             status, detail = 400, NOT_HTTP
         rid = uuid.uuid4().hex  # no request to take the client's from: a new one
+        PROTOCOL_ERRORS.labels("too_large" if status == 431 else "invalid").inc()
         if status == 431:
             log.warning(
                 "closed a connection whose request head was over %d bytes (request %s)",
@@ -154,6 +156,7 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     def _no_request(self, waiting: object) -> None:
         if self.cycle is waiting and not self.transport.is_closing():  # no new head since
             log.info("closed a connection that sent no whole request within the client timeout")
+            PROTOCOL_ERRORS.labels("timeout").inc()
             self.transport.close()
 
     def connection_lost(self, exc: Any) -> None:

@@ -36,6 +36,22 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CONFIDENCE_BUCKETS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
+#: requests uvicorn's HTTP parser refused, before any app saw them (service/connections.py,
+#: absa serve's protocol): one counter per process, in every app's registry (an app's own
+#: counters cannot reach the protocol) and, with several workers, in the multiprocess files
+PROTOCOL_ERRORS = Counter(
+    "absa_protocol_errors",
+    "connections closed before a request reached the app: invalid (not HTTP/1.1: a 400), "
+    "too_large (a request head over 64 KiB: a 431), timeout (no whole request head within "
+    "the client timeout: closed unanswered)",
+    ["reason"],
+    registry=None,
+)
+PROTOCOL_ERROR_REASONS = ("invalid", "too_large", "timeout")
+for _reason in PROTOCOL_ERROR_REASONS:  # each at 0 from the start, as absa_reloads_total
+    PROTOCOL_ERRORS.labels(_reason)
+
+
 class Metrics:
     def __init__(self, multiproc_dir: Path | None = None) -> None:
         self.multiproc_dir = multiproc_dir
@@ -51,6 +67,7 @@ class Metrics:
             # scrape, would mislead; the container's own metrics (cAdvisor) measure it all
             for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
                 r.register(collector)
+        r.register(PROTOCOL_ERRORS)
         self.requests = Counter(
             "absa_requests", "HTTP requests", ["route", "method", "status"], registry=r
         )

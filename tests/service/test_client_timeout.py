@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.service.conftest import make_settings, serve, spawn, wait_ready
 
@@ -208,3 +209,36 @@ def test_an_idle_keep_alive_connection_is_kept_for_the_keep_alive_time(
     from absa.settings import Settings
 
     assert Settings().keep_alive_s == 75  # over the 60 s idle timeout of nginx and an ALB
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_requests_the_parser_refuses_are_counted(
+    artifact: Path, tmp_path: Path, workers: str
+) -> None:
+    """A request uvicorn's parser refused (400), a head over its limit (431) and a
+    connection that sent no whole head in time were logged, never counted: no app route
+    sees them, so absa_requests_total cannot. absa_protocol_errors_total{reason} counts
+    them, added up across workers."""
+    env = {"ABSA_CLIENT_TIMEOUT_S": "1", "ABSA_WORKERS": workers}
+    with _absa_serve(artifact, tmp_path, **env) as url:
+        for request in BAD_REQUESTS:
+            with _connect(url) as bad:
+                bad.sendall(request)
+                assert _read_all(bad).startswith(b"HTTP/1.1 400 ")
+        with _connect(url) as big:
+            headers = "".join(f"X-{i:06d}: {'a' * 40}\r\n" for i in range(1500))  # 75 KB
+            try:
+                big.sendall(f"GET /healthz HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # closed once over the limit
+            assert _read_all(big).startswith(b"HTTP/1.1 431 ")
+        with _connect(url) as silent:
+            assert _read_all(silent) == b""
+        text = httpx.get(f"{url}/metrics").text
+    counted = {
+        reason: float(value)
+        for reason, value in re.findall(
+            r'^absa_protocol_errors_total\{reason="([a-z_]+)"\} (\S+)$', text, re.M
+        )
+    }
+    assert counted == {"invalid": len(BAD_REQUESTS), "too_large": 1, "timeout": 1}, text
