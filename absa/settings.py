@@ -326,11 +326,10 @@ class Settings(LogSettings, OfflineSettings):
         "(absa serve; else the connection is closed) and after them to send its body (else "
         "408): slow or silent clients hold no connection for ever",
     )
-    keep_alive_s: float = Field(
-        75.0,
-        gt=0.0,
-        allow_inf_nan=False,
-        description="an idle keep-alive connection is held this long between requests "
+    keep_alive_s: int = Field(
+        75,
+        ge=1,
+        description="an idle keep-alive connection is held this many seconds between requests "
         "(absa serve; uvicorn's timeout_keep_alive): keep it above the idle timeout of the "
         "proxy or load balancer in front (nginx's upstream keepalive_timeout and an AWS ALB: "
         "60 s), which else sends a request on a connection the server is closing (a 502)",
