@@ -211,6 +211,12 @@ class OfflineSettings(ModelSettings):
 
 
 class Settings(LogSettings, OfflineSettings):
+    access_log_probes: bool = Field(
+        False,
+        description="log the successful (2xx) requests of /healthz, /readyz and /metrics in "
+        "the access log too (a probe or a scrape every few seconds); false: left out, a "
+        "failed one still logged",
+    )
     reload_interval_s: float = Field(
         30.0,
         ge=0.0,

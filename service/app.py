@@ -521,5 +521,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     # however the app is served: a key sent in the URL stays out of the access log
     logs.hide_query_values(logging.getLogger("uvicorn.access"))
+    # successful probes and scrapes stay out of it, unless asked for (ABSA_ACCESS_LOG_PROBES)
+    logs.leave_out_probes(logging.getLogger("uvicorn.access"), not settings.access_log_probes)
     app.state.tracing.instrument(app)  # ABSA_TRACING: a span per request, around them all
     return app

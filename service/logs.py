@@ -121,6 +121,36 @@ def hide_query_values(logger: logging.Logger) -> None:
     logger.addFilter(_QUERY_VALUES_HIDDEN)
 
 
+#: paths a kubelet probes and Prometheus scrapes every few seconds
+PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+class _ProbesLeftOut(logging.Filter):
+    """On uvicorn.access: leaves out the line of a probe or a scrape (``PROBES``) that
+    succeeded (2xx), a few a minute per pod that buried the API's lines; one that failed
+    is logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == len(ACCESS_FIELDS):
+            path, status = args[ACCESS_FIELDS.index("path")], args[ACCESS_FIELDS.index("status")]
+            if isinstance(path, str) and isinstance(status, int) and 200 <= status < 300:
+                return path.partition("?")[0] not in PROBES
+        return True
+
+
+_PROBES_LEFT_OUT = _ProbesLeftOut()
+
+
+def leave_out_probes(logger: logging.Logger, leave_out: bool) -> None:
+    """Put the filter on ``logger`` (uvicorn.access), or take it off (ABSA_ACCESS_LOG_PROBES):
+    the last app made in a process decides, as a logger holds a filter once."""
+    if leave_out:
+        logger.addFilter(_PROBES_LEFT_OUT)
+    else:
+        logger.removeFilter(_PROBES_LEFT_OUT)
+
+
 class AccessText(AccessFormatter):
     """uvicorn's text access line, with the request's id and duration at its end."""
 

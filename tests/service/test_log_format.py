@@ -271,3 +271,45 @@ def test_a_reload_names_the_models_and_who_asked(
     (asked,) = [r for r in records if r["logger"] == "absa.service.routes.admin"]
     assert asked["level"] == "INFO" and asked["request_id"] == "ops-9"
     assert asked["message"] == f"reload asked by request ops-9: model_dir {artifact_v2}"
+
+
+def _probe_and_scrape(url: str) -> None:
+    """What a kubelet and Prometheus ask, with one probe that fails (a POST: 405), and one
+    request of the API."""
+    for path in ("/healthz", "/readyz", "/metrics", "/healthz"):
+        assert httpx.get(f"{url}{path}").status_code == 200
+    assert httpx.post(f"{url}/healthz").status_code == 405
+    assert httpx.get(f"{url}/v1/model").status_code == 200
+
+
+def test_successful_probes_and_scrapes_are_left_out_of_the_access_log(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """Probes (/healthz every 10 s, /readyz every 5 s) and scrapes of /metrics filled the
+    access log; only ABSA_LOG_LEVEL=warning dropped them, and the whole access log with
+    them. Their successful lines are left out unless ABSA_ACCESS_LOG_PROBES is true; a
+    probe that fails is still logged."""
+
+    def access(**env: str) -> list[tuple[str, str, int]]:
+        lines = _serve_and_ask(
+            artifact, tmp_path, ask=_probe_and_scrape, ABSA_LOG_FORMAT="json", **env
+        )
+        records = [json.loads(line) for line in lines]
+        return [
+            (r["method"], r["path"], r["status"])
+            for r in records
+            if r["logger"] == "uvicorn.access"
+        ]
+
+    assert access() == [("POST", "/healthz", 405), ("GET", "/v1/model", 200)]
+    logged = access(ABSA_ACCESS_LOG_PROBES="true")
+    waited = logged.index(("GET", "/healthz", 200))  # wait_ready's /readyz before
+    assert set(logged[:waited]) == {("GET", "/readyz", 200)}
+    assert logged[waited:] == [
+        ("GET", "/healthz", 200),
+        ("GET", "/readyz", 200),
+        ("GET", "/metrics", 200),
+        ("GET", "/healthz", 200),
+        ("POST", "/healthz", 405),
+        ("GET", "/v1/model", 200),
+    ]
