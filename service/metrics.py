@@ -5,13 +5,17 @@ own counters; ``absa serve`` then sets ``PROMETHEUS_MULTIPROC_DIR`` (a fresh dir
 removed on exit) before the workers import prometheus_client, each worker writes its values
 there, and ``/metrics`` adds them up (``expose``). A directory the operator set instead is
 emptied of prometheus_client's files by ``absa serve`` before its workers start (an earlier
-run's counts would be added in). One process, or an app made with ``create_app`` directly,
-keeps the per-app registry.
+run's counts would be added in), and refused where it holds another ``*.db`` (someone
+else's: prometheus_client's collector reads every ``*.db`` there, and failed the scrape on
+it); ``expose`` reads prometheus_client's own files alone. One process, or an app made
+with ``create_app`` directly, keeps the per-app registry.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from prometheus_client import (
@@ -25,6 +29,12 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from absa.service.multiproc_files import foreign_files, own_files
+
+log = logging.getLogger(__name__)
 
 # no ``*_created`` series beside every counter and histogram (each child's creation time):
 # they doubled the series for nothing, Prometheus reads resets from the counts themselves
@@ -52,9 +62,24 @@ for _reason in PROTOCOL_ERROR_REASONS:  # each at 0 from the start, as absa_relo
     PROTOCOL_ERRORS.labels(_reason)
 
 
+class _OwnFilesCollector(Collector):
+    """prometheus_client's MultiProcessCollector, reading prometheus_client's own files
+    alone: it reads every ``*.db`` of the directory, and any other file failed the scrape."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def collect(self) -> Iterable[Metric]:
+        from prometheus_client import multiprocess
+
+        files = [str(f) for f in own_files(self.directory)]
+        return multiprocess.MultiProcessCollector.merge(files, accumulate=True)
+
+
 class Metrics:
     def __init__(self, multiproc_dir: Path | None = None) -> None:
         self.multiproc_dir = multiproc_dir
+        self._foreign_seen: set[str] = set()  # foreign files warned of
         if multiproc_dir is not None:  # a worker starts, maybe in place of one that died
             forget_dead_workers(multiproc_dir)
         self.registry = CollectorRegistry()
@@ -153,12 +178,24 @@ class Metrics:
         """The text exposition: every worker's values in multiprocess mode, else this app's."""
         if self.multiproc_dir is None:
             return generate_latest(self.registry)
-        from prometheus_client import multiprocess
-
         forget_dead_workers(self.multiproc_dir)
+        self._warn_of_foreign_files(self.multiproc_dir)
         merged = CollectorRegistry()
-        multiprocess.MultiProcessCollector(merged, path=str(self.multiproc_dir))
+        merged.register(_OwnFilesCollector(self.multiproc_dir))
         return generate_latest(merged)
+
+    def _warn_of_foreign_files(self, directory: Path) -> None:
+        """Names, once each, a ``*.db`` there that is not prometheus_client's: left out of
+        /metrics (prometheus_client's collector read it, and the scrape was a 500)."""
+        for f in foreign_files(directory):
+            if f.name not in self._foreign_seen:
+                self._foreign_seen.add(f.name)
+                log.warning(
+                    "PROMETHEUS_MULTIPROC_DIR %s: %s is not prometheus_client's; left out "
+                    "of /metrics (move it: the directory is the server's)",
+                    directory,
+                    f.name,
+                )
 
     def close(self) -> None:
         """A worker stops: its live gauges leave the multiprocess sums."""

@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import math
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -194,6 +193,8 @@ def _check_startable(settings: Any) -> None:
             raise CLIError(f"{name} {shared}: not a directory")
         if shared is not None and not os.access(shared, os.W_OK | os.X_OK):
             raise CLIError(f"{name} {shared}: not writable")
+    if settings.prometheus_multiproc_dir is not None:
+        _check_no_foreign_db(settings.prometheus_multiproc_dir)
     _check_sample(settings.sample_path)
     try:
         choose_providers(settings.device, ort.get_available_providers())
@@ -216,6 +217,21 @@ def _check_startable(settings: Any) -> None:
                 f"cannot listen on {settings.host}:{settings.port} ({e.strerror}); "
                 "ABSA_PORT / --port picks another port"
             ) from None
+
+
+def _check_no_foreign_db(directory: Path) -> None:
+    """A ``*.db`` in PROMETHEUS_MULTIPROC_DIR that is not prometheus_client's (the directory
+    is shared with something else): /metrics reads every ``*.db`` there, and such a file
+    failed every scrape. Refused rather than removed: it is someone else's."""
+    from absa.service.multiproc_files import foreign_files
+
+    foreign = foreign_files(directory)
+    if foreign:
+        raise CLIError(
+            f"PROMETHEUS_MULTIPROC_DIR {directory}: {foreign[0].name} is not "
+            "prometheus_client's (/metrics reads every *.db there): move it, or give the "
+            "server a directory of its own"
+        )
 
 
 def _check_sample(sample: Path | None) -> None:
@@ -282,19 +298,16 @@ def _log_config(level: str, fmt: str = "text") -> dict:
     return config
 
 
-#: the files prometheus_client's multiprocess mode writes (values.MultiProcessValue):
-#: counter_PID.db, histogram_PID.db, gauge_livesum_PID.db, ...
-_PROMETHEUS_FILE = re.compile(r"(counter|gauge_[a-z]+|histogram|summary)_[0-9]+\.db")
-
-
 def _empty_multiproc_dir(directory: Path) -> None:
     """Removes prometheus_client's files from a PROMETHEUS_MULTIPROC_DIR set before absa
     serve started, before any worker does: the counts of an earlier run were a fresh
     server's (/metrics adds up every file there), and the files of every worker ever
     started piled up. Only those files: anything else there is left as it is."""
+    from absa.service.multiproc_files import own_files
+
     removed = 0
-    for f in sorted(Path(directory).iterdir()):
-        if _PROMETHEUS_FILE.fullmatch(f.name) and f.is_file():
+    for f in own_files(directory):
+        if f.is_file():
             f.unlink(missing_ok=True)
             removed += 1
     log.info(

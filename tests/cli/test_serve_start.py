@@ -209,3 +209,28 @@ def test_a_graph_onnxruntime_cannot_open_is_refused_in_one_line(
     (copy / "metadata.json").write_text(json.dumps(meta))
     err = _serve(capsys, copy, busy_port)
     assert "onnxruntime cannot open" in err and str(onnx) in err, err
+
+
+def test_a_foreign_db_file_in_the_multiprocess_directory_is_refused(
+    artifact: Path,
+    busy_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A file in PROMETHEUS_MULTIPROC_DIR that is not prometheus_client's but ends in .db
+    (a database of the operator's: the directory was shared) was left there as the
+    directory was emptied, and every scrape of /metrics, which reads every *.db there,
+    answered 500. absa serve refuses to start, naming it; a file of another suffix stays."""
+    (tmp_path / "notes.db.txt").write_text("the operator's")
+    (tmp_path / "counter_123.db").write_bytes(b"")  # prometheus_client's: emptied at start
+    (tmp_path / "cache.db").write_bytes(b"SQLite format 3\0")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    err = _serve(capsys, artifact, busy_port)
+    assert err.startswith(
+        f"absa serve: error: PROMETHEUS_MULTIPROC_DIR {tmp_path}: cache.db is not "
+        "prometheus_client's"
+    ), err
+    assert (tmp_path / "cache.db").exists()  # the operator's file is left alone
+    (tmp_path / "cache.db").unlink()
+    assert "cannot listen on" in _serve(capsys, artifact, busy_port)

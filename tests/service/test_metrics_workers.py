@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from absa.service.metrics import Metrics
 
 WORKER = """
@@ -81,3 +83,26 @@ def test_a_multiprocess_directory_set_by_the_operator_starts_empty(
     assert (shared / "notes.db.txt").read_text() == "the operator's"
     said = log.read_text()
     assert f"emptied PROMETHEUS_MULTIPROC_DIR {shared}" in said, said
+
+
+def test_a_foreign_db_file_does_not_fail_the_scrape(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """/metrics read every *.db in PROMETHEUS_MULTIPROC_DIR: a file of someone else's there
+    (a database, an empty file) made every scrape a 500 ("unpack_from requires a buffer of
+    at least 1634562704 bytes"), and Prometheus lost every series. Only prometheus_client's
+    own files are read; the other is named in a warning."""
+    from fastapi.testclient import TestClient
+
+    from absa.service.app import create_app
+    from tests.service.conftest import make_settings
+
+    subprocess.run([sys.executable, "-c", WORKER, str(tmp_path)], check=True)
+    (tmp_path / "cache.db").write_bytes(b"SQLite format 3\0" + b"\1" * 100)
+    settings = make_settings(artifact, prometheus_multiproc_dir=tmp_path)
+    with TestClient(create_app(settings)) as client, caplog.at_level("WARNING"):
+        r = client.get("/metrics")
+    assert r.status_code == 200, r.text
+    assert 'absa_requests_total{method="POST",route="/v1/predict",status="200"} 1.0' in r.text
+    said = [rec.getMessage() for rec in caplog.records if "cache.db" in rec.getMessage()]
+    assert said and "not prometheus_client's" in said[0], said
