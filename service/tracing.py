@@ -5,7 +5,8 @@ it. Spans go out by OTLP over HTTP in batches, set up by the standard variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_SERVICE_NAME`` (default ``absa``),
 ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``). Probes, /metrics and the page's
-files make none. Off, no provider, exporter or instrumentation is loaded (FastAPI imports
+files make none. A span's URL and query show the query's values hidden, as the access log
+does (``?api_key=***``). Off, no provider, exporter or instrumentation is loaded (FastAPI imports
 OpenTelemetry's API where it is installed, a no-op without a provider) and every call here
 does nothing.
 """
@@ -17,6 +18,8 @@ import os
 import threading
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
+
+from absa.service.logs import without_query_values
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,26 @@ def check_installed() -> None:
         import opentelemetry.sdk.trace  # noqa: F401
     except ImportError as e:
         raise ImportError(f"{NEEDS} ({e.name} is not installed)") from None
+
+
+#: the span attributes that may hold the request's URL with its query string (url.query,
+#: the query alone under the stable HTTP conventions, apart)
+_WITH_QUERY = ("http.url", "url.full", "http.target")
+
+
+def _query_values_hidden(span: Any, scope: dict[str, Any]) -> None:
+    """The server span's URL and query without the query's values (``?api_key=***``), as the
+    access log shows them: the instrumentation put the query string there as sent (a key a
+    client put in the URL went to the collector; its own redaction knows a few cloud
+    signatures' names alone). Its hook, run once the span's attributes are set."""
+    if not scope.get("query_string") or not span.is_recording():
+        return
+    held = getattr(span, "attributes", None) or {}
+    hidden = {k: without_query_values(v) for k in _WITH_QUERY if isinstance(v := held.get(k), str)}
+    query = held.get("url.query")
+    if isinstance(query, str):
+        hidden["url.query"] = without_query_values("?" + query)[1:]
+    span.set_attributes(hidden)
 
 
 class Tracing:
@@ -79,6 +102,7 @@ class Tracing:
             tracer_provider=self.provider,
             excluded_urls=UNTRACED,
             exclude_spans=["receive", "send"],
+            server_request_hook=_query_values_hidden,
         )
 
     def start(self) -> None:

@@ -172,3 +172,27 @@ def test_a_collector_that_is_down_does_not_hold_the_shutdown(
             assert r.status_code == 200, r.text
         t0 = time.monotonic()
     assert time.monotonic() - t0 < SHUTDOWN_WAIT_S + 2
+
+
+def test_a_span_hides_the_query_strings_values(
+    artifact: Path, collector: list[ExportTraceServiceRequest]
+) -> None:
+    """The request's span carried the query string as sent (http.url, and url.query under
+    the stable conventions): a key a client put in the URL (?api_key=SECRET), which the
+    access log hides, went to the trace collector. Its parameters' names are kept, their
+    values not, as in the access log."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from absa.service.app import create_app
+
+    app = create_app(make_settings(artifact, tracing=True))
+    exported = InMemorySpanExporter()
+    app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(exported))
+    with TestClient(app) as client:
+        assert client.get("/v1/model?api_key=SECRET1&x=SECRET2&SECRET3").status_code == 200
+    (span,) = [s for s in exported.get_finished_spans() if s.name == "GET /v1/model"]
+    values = {k: v for k, v in (span.attributes or {}).items() if isinstance(v, str)}
+    assert not {k: v for k, v in values.items() if "SECRET" in v}, values
+    shown = [v for k, v in values.items() if k in ("http.url", "url.full", "url.query")]
+    assert shown and all(v.endswith("api_key=***&x=***&***") for v in shown), values
