@@ -26,6 +26,7 @@ from absa.cli import models, serve, train, vectors
 from absa.cli.common import (
     EX_TEMPFAIL,
     JSON_LINES,
+    STOP_SIGNAL,
     CLIError,
     Stopped,
     after_hangup,
@@ -104,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             handler.setFormatter(JsonLines())
         JSON_LINES[0] = True  # the error line too (say)
     _warn_unknown_variables()
-    terminated: list[int] = []
+    terminated = STOP_SIGNAL  # read by the commands too (absa train's --eval)
+    terminated.clear()  # this call's (a program may call main() again)
     remember_terminals()
     try:
         with on_sigterm(_stopper(terminated), hangup=getattr(args, "command", None) != "serve"):

@@ -17,6 +17,12 @@ class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
+#: the signal (SIGTERM, SIGHUP) that asked the running command to stop, once one has (``main``
+#: notes it): an error raised as it unwound may be what the stop became (``Stopped`` raised
+#: inside a C extension's callback comes out of torch as another error)
+STOP_SIGNAL: list[int] = []
+
+
 class Stopped(KeyboardInterrupt):  # noqa: N818 (KeyboardInterrupt's kin, named as it is)
     """A command stopped by a signal (SIGTERM, SIGHUP): it unwinds as on Ctrl-C, and
     ``except KeyboardInterrupt`` catches it. Not KeyboardInterrupt itself: that one, raised

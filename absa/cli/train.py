@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from absa.cli.common import (
     EX_TEMPFAIL,
     MODEL_DEFAULT,
+    STOP_SIGNAL,
     CLIError,
     Stopped,
     after_hangup,
@@ -462,6 +463,14 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
     except KeyboardInterrupt:  # SIGTERM, Ctrl-C: the run is whole, its --eval report is not
         _eval_cut_short(result.run_dir, evals)
         raise
+    except Exception:
+        if not STOP_SIGNAL:
+            raise
+        # the stop (Stopped, raised by the signal's handler) met inside torch came out of it
+        # as another error: "could not determine the shape of object type
+        # 'torch.storage.UntypedStorage'" (CI, a loaded machine), and no word of the run
+        _eval_cut_short(result.run_dir, evals)
+        raise Stopped from None
     add_eval(result.run_dir, reports)
     dev_rep = result.dev
     to_stdout(
