@@ -109,3 +109,23 @@ def wait_ready(server: subprocess.Popen, url: str, log_path: Path, timeout: floa
         except httpx.TransportError:
             pass
         time.sleep(0.1)
+
+
+@contextmanager
+def absa_serve(artifact: Path, tmp_path: Path, **env: str) -> Iterator[str]:
+    """``absa serve`` (uvicorn with the service's own protocol class, as deployed) on a
+    free loopback port, its log in tmp_path; yields its URL once ready."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    log = tmp_path / "serve.log"
+    argv = ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"]
+    server = spawn(argv, log, **env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(server, url, log)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -10,14 +10,12 @@ import json
 import re
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.service.conftest import make_settings, serve, spawn, wait_ready
+from tests.service.conftest import absa_serve, make_settings, serve
 
 
 def _connect(url: str) -> socket.socket:
@@ -66,26 +64,6 @@ def _error_answer(answer: bytes) -> tuple[dict[str, str], dict]:
     return headers, said
 
 
-@contextmanager
-def _absa_serve(artifact: Path, tmp_path: Path, **env: str) -> Iterator[str]:
-    """``absa serve`` (uvicorn with the service's own protocol class, as deployed) on a
-    free loopback port, its log in tmp_path; yields its URL once ready."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    log = tmp_path / "serve.log"
-    argv = ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"]
-    server = spawn(argv, log, **env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(server, url, log)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
 BAD_REQUESTS = [
     b"FOO /v1/predict HTTP/1.1\r\nHost: x\r\n\r\n",  # no such method token
     b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
@@ -99,7 +77,7 @@ def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
 ) -> None:
     """uvicorn answered these with a text/plain "Invalid HTTP request received." and no
     X-Request-ID: every other answer of the service is JSON and carries one."""
-    with _absa_serve(artifact, tmp_path) as url:
+    with absa_serve(artifact, tmp_path) as url:
         ids = set()
         for request in BAD_REQUESTS:
             with _connect(url) as bad:
@@ -146,7 +124,7 @@ def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
 def test_a_connection_that_never_finishes_its_headers_is_closed(
     artifact: Path, tmp_path: Path
 ) -> None:
-    with _absa_serve(artifact, tmp_path, ABSA_CLIENT_TIMEOUT_S="1") as url:
+    with absa_serve(artifact, tmp_path, ABSA_CLIENT_TIMEOUT_S="1") as url:
         with _connect(url) as silent, _connect(url) as slow, _connect(url) as kept:
             slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
             # a request answered, then a second one begun and never finished (uvicorn's own
@@ -171,7 +149,7 @@ def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
 ) -> None:
     """httptools (what uvicorn runs here) has no limit on a request's headers: 100 MB of
     small ones, sent in 2 s with no key, took a worker to 1.24 GB and were answered 200."""
-    with _absa_serve(artifact, tmp_path) as url:
+    with absa_serve(artifact, tmp_path) as url:
         with _connect(url) as big:
             big.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
             try:
@@ -197,7 +175,7 @@ def test_an_idle_keep_alive_connection_is_kept_for_the_keep_alive_time(
     was a 502. An idle connection between requests is held ``ABSA_KEEP_ALIVE_S``; the client
     timeout is a started request's (its head must arrive within it)."""
     env = {"ABSA_CLIENT_TIMEOUT_S": "1", "ABSA_KEEP_ALIVE_S": "4"}
-    with _absa_serve(artifact, tmp_path, **env) as url, _connect(url) as kept:
+    with absa_serve(artifact, tmp_path, **env) as url, _connect(url) as kept:
         kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _one_response(kept).startswith(b"HTTP/1.1 200")
         time.sleep(2.5)  # idle past the client timeout
@@ -220,7 +198,7 @@ def test_requests_the_parser_refuses_are_counted(
     sees them, so absa_requests_total cannot. absa_protocol_errors_total{reason} counts
     them, added up across workers."""
     env = {"ABSA_CLIENT_TIMEOUT_S": "1", "ABSA_WORKERS": workers}
-    with _absa_serve(artifact, tmp_path, **env) as url:
+    with absa_serve(artifact, tmp_path, **env) as url:
         for request in BAD_REQUESTS:
             with _connect(url) as bad:
                 bad.sendall(request)

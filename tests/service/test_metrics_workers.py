@@ -53,11 +53,9 @@ def test_a_multiprocess_directory_set_by_the_operator_starts_empty(
     counts were a fresh server's (absa_reloads_total{result="swapped"} 2 before any reload),
     and its files grew with every worker ever started. absa serve empties it of
     prometheus_client's files before a worker starts, says so, and leaves anything else."""
-    import socket
-
     import httpx
 
-    from tests.service.conftest import spawn, wait_ready
+    from tests.service.conftest import absa_serve
 
     shared = tmp_path / "metrics"
     shared.mkdir()
@@ -65,23 +63,11 @@ def test_a_multiprocess_directory_set_by_the_operator_starts_empty(
     left = sorted(p.name for p in shared.glob("*.db"))
     assert left, "the earlier run's files"
     (shared / "notes.db.txt").write_text("the operator's")
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    log = tmp_path / "serve.log"
-    argv = ["serve", "--model", str(artifact), "--port", str(port), "--threads", "1"]
-    server = spawn(argv, log, PROMETHEUS_MULTIPROC_DIR=str(shared))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(server, url, log)
+    with absa_serve(artifact, tmp_path, PROMETHEUS_MULTIPROC_DIR=str(shared)) as url:
         text = httpx.get(f"{url}/metrics").text
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     assert 'absa_reloads_total{result="swapped"} 0.0' in text, text
     assert (shared / "notes.db.txt").read_text() == "the operator's"
-    said = log.read_text()
+    said = (tmp_path / "serve.log").read_text()
     assert f"emptied PROMETHEUS_MULTIPROC_DIR {shared}" in said, said
 
 
