@@ -131,13 +131,7 @@ def test_the_access_log_names_the_request_and_its_duration(
         r = httpx.post(f"{url}/v1/predict", json=BODY, headers={"X-Request-ID": "report-42"})
         assert r.status_code == 200 and r.headers["x-request-id"] == "report-42"
         answered["made"] = httpx.get(f"{url}/v1/model").headers["x-request-id"]
-        r = httpx.post(
-            f"{url}/admin/reload",
-            json={"model_dir": str(artifact_v2)},
-            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Request-ID": "reload-7"},
-            timeout=60,
-        )
-        assert r.status_code == 200 and r.json()["changed"], r.text
+        _reload_to(url, artifact_v2, "reload-7")
 
     env = {"ABSA_LOG_FORMAT": "json", "ABSA_ADMIN_TOKEN": ADMIN_TOKEN}
     records = [json.loads(line) for line in _serve_and_ask(artifact, tmp_path, ask=ask, **env)]
@@ -253,13 +247,7 @@ def test_a_reload_names_the_models_and_who_asked(
     asked (the request id), at INFO."""
 
     def ask(url: str) -> None:
-        r = httpx.post(
-            f"{url}/admin/reload",
-            json={"model_dir": str(artifact_v2)},
-            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Request-ID": "ops-9"},
-            timeout=60,
-        )
-        assert r.status_code == 200 and r.json()["changed"], r.text
+        _reload_to(url, artifact_v2, "ops-9")
 
     env = {"ABSA_LOG_FORMAT": "json", "ABSA_ADMIN_TOKEN": ADMIN_TOKEN}
     records = [json.loads(line) for line in _serve_and_ask(artifact, tmp_path, ask=ask, **env)]
@@ -313,3 +301,14 @@ def test_successful_probes_and_scrapes_are_left_out_of_the_access_log(
         ("POST", "/healthz", 405),
         ("GET", "/v1/model", 200),
     ]
+
+
+def _reload_to(url: str, model_dir: Path, request_id: str) -> None:
+    """POST /admin/reload to ``model_dir`` with the admin token and ``request_id``; swapped."""
+    r = httpx.post(
+        f"{url}/admin/reload",
+        json={"model_dir": str(model_dir)},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Request-ID": request_id},
+        timeout=60,
+    )
+    assert r.status_code == 200 and r.json()["changed"], r.text
