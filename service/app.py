@@ -297,6 +297,14 @@ def _authorized(scope: Scope, accepted: tuple[bytes, ...]) -> bool:
 
 #: the status counted for a request that ended without an answer (cancelled before one)
 CLIENT_CLOSED = 499
+
+
+def status_class(status: int) -> str:
+    """The latency histogram's bounded label of an answer's status: 2xx, 4xx, 5xx, and
+    client_closed for a request whose client hung up before its answer (CLIENT_CLOSED)."""
+    return "client_closed" if status == CLIENT_CLOSED else f"{status // 100}xx"
+
+
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUEST_ID = b"x-request-id"
 _ID_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-:")
@@ -356,8 +364,9 @@ class Observe:
             method = scope["method"] if scope["method"] in METHODS else "other"
             if status != 503:  # overload's refusal, held on purpose (shed_pause): not slow
                 # by status class: fast 401/413/422 refusals pulled the p99 of the
-                # answers down (AbsaSlowPredictions reads 2xx), a bounded label (1xx-5xx)
-                self.metrics.latency.labels(path, f"{status // 100}xx").observe(
+                # answers down (AbsaSlowPredictions reads 2xx and client_closed, a wait
+                # the client gave up on: with 4xx, slowness past the clients' timeout hid)
+                self.metrics.latency.labels(path, status_class(status)).observe(
                     time.perf_counter() - t0
                 )
             self.metrics.requests.labels(path, method, str(status)).inc()

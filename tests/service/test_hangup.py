@@ -22,17 +22,19 @@ BODIES = {"/v1/predict": ONE, "/v1/predict/batch": {"items": [ONE, ONE]}}
 WAIT_MS = 1500
 
 
-def requests_with(url: str, route: str, status: str) -> float:
+def sample(url: str, name: str, labels: dict[str, str]) -> float:
+    """The value of /metrics' sample ``name`` with exactly these labels (0 where none)."""
     text = httpx.get(f"{url}/metrics", timeout=10).text
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name == "absa_requests_total" and s.labels == {
-                "route": route,
-                "method": "POST",
-                "status": status,
-            }:
+            if s.name == name and s.labels == labels:
                 return s.value
     return 0.0
+
+
+def requests_with(url: str, route: str, status: str) -> float:
+    labels = {"route": route, "method": "POST", "status": status}
+    return sample(url, "absa_requests_total", labels)
 
 
 def send_and_hang_up(url: str, path: str, body: dict, after_s: float) -> None:
@@ -66,6 +68,10 @@ def test_a_request_whose_client_hangs_up_is_dropped_before_the_model(
         while requests_with(url, path, "499") < 1:
             assert time.monotonic() < deadline, "the hung-up request was never counted"
             time.sleep(0.05)
+        # its wait is latency the slow-predictions alert reads (beside 2xx), not a refusal's
+        latency = "absa_request_latency_seconds_count"
+        assert sample(url, latency, {"route": path, "status_class": "client_closed"}) == 1
+        assert sample(url, latency, {"route": path, "status_class": "4xx"}) == 0
         time.sleep(WAIT_MS / 1000 + 0.5)  # past the moment its batch would have run
         assert metric(url, "absa_batch_size_count") == batches + 1  # no model call for it
         assert metric(url, "absa_queue_depth") == 0  # and nothing of it left waiting
