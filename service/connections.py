@@ -21,7 +21,7 @@ from typing import Any
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from absa.service.errors import error_body
-from absa.service.logs import said_once
+from absa.service.logs import parsed_by_own_protocol, said_once
 from absa.service.metrics import PROTOCOL_ERRORS
 
 log = logging.getLogger("absa.service")
@@ -141,7 +141,8 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     def data_received(self, data: bytes) -> None:
         if self._deadline is None:  # idle since its last response: a request begins
             self._arm()
-        super().data_received(data)
+        with parsed_by_own_protocol():  # a refusal is logged by send_400_response alone
+            super().data_received(data)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -61,14 +63,31 @@ def logged(error: BaseException) -> None:
     _LOGGED.set(error)
 
 
+#: whether the bytes being parsed are absa serve's protocol's (service/connections.py),
+#: which logs a request its parser refused in a line of its own: plain uvicorn's does not
+_OWN_PROTOCOL: ContextVar[bool] = ContextVar("absa_own_protocol", default=False)
+
+
+@contextmanager
+def parsed_by_own_protocol() -> Iterator[None]:
+    """The block parses a request in absa serve's protocol: uvicorn's line of a refusal
+    there is left out (``_SaidOnce``)."""
+    token = _OWN_PROTOCOL.set(True)
+    try:
+        yield
+    finally:
+        _OWN_PROTOCOL.reset(token)
+
+
 class _SaidOnce(logging.Filter):
     """Drops uvicorn's own line of what the service says in one line of its own: a request
-    the parser refused (``send_400_response`` logs it with the request id and what the
-    parser found) and an error the app raised that was logged already (``logged``: its
-    traceback with the request id). Each was logged twice, uvicorn's line with neither."""
+    absa serve's parser refused (its ``send_400_response`` logs it with the request id and
+    what the parser found; under plain uvicorn, uvicorn's line is the only one, and kept)
+    and an error the app raised that was logged already (``logged``: its traceback with
+    the request id). Each was logged twice, uvicorn's line with neither."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg == UVICORN_REFUSAL:
+        if record.msg == UVICORN_REFUSAL and _OWN_PROTOCOL.get():
             return False
         if record.msg == UVICORN_APP_ERROR and record.exc_info:
             said = _LOGGED.get()

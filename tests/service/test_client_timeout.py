@@ -100,6 +100,28 @@ def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
         assert re.search(rf"not HTTP/1\.1 \(request {rid}\): \S", line), line
 
 
+def test_plain_uvicorn_keeps_its_line_of_a_refused_request(artifact: Path) -> None:
+    """Every app put the filter that leaves out uvicorn's "Invalid HTTP request received."
+    on uvicorn.error (absa serve's protocol logs one line of its own instead, with the
+    request id): under plain uvicorn, whose protocol logs nothing else, a refused request
+    left no line at all."""
+    import logging
+
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    uvicorn_error = logging.getLogger("uvicorn.error")
+    with serve(make_settings(artifact)) as url:  # its logging config, then the handler
+        uvicorn_error.addHandler(handler)
+        try:
+            with _connect(url) as sock:
+                sock.sendall(BAD_REQUESTS[0])
+                assert _read_all(sock).startswith(b"HTTP/1.1 400")
+        finally:
+            uvicorn_error.removeHandler(handler)
+    assert "Invalid HTTP request received." in seen, seen
+
+
 def test_a_body_that_stops_arriving_is_a_408(artifact: Path) -> None:
     with serve(make_settings(artifact, client_timeout_s=0.5)) as url:
         with _connect(url) as sock:
