@@ -13,6 +13,7 @@ import asyncio
 import functools
 import json
 import logging
+import re
 import sys
 import uuid
 from http import HTTPStatus
@@ -55,11 +56,18 @@ class _HeadTooLarge(Exception):  # noqa: N818 - stops the parser; answered 431
     """A request's line and headers went past ``MAX_HEAD_BYTES``."""
 
 
+#: where h11's words of a refused request give the bytes it refused ("illegal request line:
+#: bytearray(b'GET /?api_key=... HTTP/1.1 x')"): a key, a token may be in them
+_REQUEST_BYTES = re.compile(r"""\s*(bytearray\(|b'|b").*""", re.DOTALL)
+
+
 def _parser_said() -> str:
     """What the HTTP parser found wrong: the error uvicorn is handling as it calls
-    ``send_400_response`` (httptools' HttpParserError, h11's RemoteProtocolError)."""
+    ``send_400_response`` (httptools' HttpParserError, h11's RemoteProtocolError), without
+    the request's bytes an h11 error quotes."""
     err = sys.exc_info()[1]
-    said = " ".join(str(err).split())[:200] if err is not None else ""  # a line, bounded
+    said = _REQUEST_BYTES.sub("", str(err)) if err is not None else ""
+    said = " ".join(said.split())[:200].rstrip(":")  # a line, bounded
     return said or (type(err).__name__ if err is not None else "no reason given")
 
 

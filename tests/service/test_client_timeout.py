@@ -100,6 +100,35 @@ def test_a_request_the_parser_refuses_is_a_400_in_the_error_shape(
         assert re.search(rf"not HTTP/1\.1 \(request {rid}\): \S", line), line
 
 
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET /v1/model?api_key=SECRET123 HTTP/1.1 x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nAuthorization Bearer SECRET123\r\n\r\n",
+    ],
+)
+def test_what_the_parser_found_is_logged_without_the_requests_bytes(
+    request_bytes: bytes,
+) -> None:
+    """h11 (uvicorn's parser where httptools is not installed) says the bytes it refused
+    ("illegal request line: bytearray(b'GET /v1/model?api_key=SECRET123 ...')"), and the
+    line of a refused request logged them: a key in the URL, a malformed Authorization
+    header. The parser's words are logged, its copy of the request left out."""
+    import h11
+
+    from absa.service.connections import _parser_said
+
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(request_bytes)
+    with pytest.raises(h11.RemoteProtocolError):
+        try:
+            conn.next_event()
+        except h11.RemoteProtocolError:
+            said = _parser_said()
+            raise
+    assert "SECRET123" not in said and said.startswith("illegal "), said
+
+
 def test_plain_uvicorn_keeps_its_line_of_a_refused_request(artifact: Path) -> None:
     """Every app put the filter that leaves out uvicorn's "Invalid HTTP request received."
     on uvicorn.error (absa serve's protocol logs one line of its own instead, with the
