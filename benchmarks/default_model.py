@@ -87,15 +87,22 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def teacher_record(out: Path, run_name: str, sha256: str) -> Path:
+    """Where ``teacher_scores`` keeps the test scores of the teacher run ``run_name`` whose
+    weights hash to ``sha256``."""
+    return out / f"teacher-{run_name}-{sha256[:8]}.json"
+
+
 def teacher_scores(
     absa: list[str], teacher: Path, tests: dict[str, str], out: Path = TEACHER_RESULTS
 ) -> dict:
     """A teacher run's test scores, measured once per teacher weights: kept in
-    ``out``/teacher-<run name>.json and read again while its weights' sha256 is the
-    recorded one (an mpnet teacher takes 8-10 minutes to evaluate on this CPU). Its
-    ``absa evaluate`` commands join the listed commands either way."""
+    ``out``/teacher-<run name>-<weights' sha256, 8 digits>.json, so a rebuilt teacher of the
+    same run name adds its own record beside the old one's (an mpnet teacher takes 8-10
+    minutes to evaluate on this CPU). Its ``absa evaluate`` commands join the listed
+    commands either way."""
     sha = sha256_file(teacher / rundir.WEIGHTS)
-    path = out / f"teacher-{teacher.name}.json"
+    path = teacher_record(out, teacher.name, sha)
     if path.exists():
         saved = json.loads(path.read_text())
         if saved["sha256"] == sha and set(saved["test"]) == set(tests):
@@ -351,9 +358,9 @@ def more_teacher_words(t: dict) -> str:
         return ""
     parts = []
     for m in more:
-        kept = TEACHER_RESULTS / f"teacher-{Path(m['path']).name}.json"
+        kept = teacher_record(TEACHER_RESULTS, Path(m["path"]).name, m["sha256"])
         scores = ""
-        if kept.is_file() and json.loads(kept.read_text()).get("sha256") == m["sha256"]:
+        if kept.is_file():
             test = json.loads(kept.read_text())["test"]
             scores = "; on the test sets " + ", ".join(
                 f"{name} {r['accuracy'] * 100:.2f} / {r['macro_f1'] * 100:.2f}"

@@ -142,9 +142,9 @@ def test_more_teacher_words_name_each_teacher_and_its_kept_scores(
     assert f"`{tmp_path / 't2'}` (an exported model)" in words and "1 more" in words
     assert "on the test sets" not in words  # no scores kept for it
     kept = {"sha256": "ab" * 32, "test": {"lap14": {"accuracy": 0.8, "macro_f1": 0.75}}}
-    (tmp_path / "teacher-t2.json").write_text(json.dumps(kept))
+    (tmp_path / "teacher-t2-abababab.json").write_text(json.dumps(kept))
     assert "on the test sets lap14 80.00 / 75.00" in default_model.more_teacher_words(t)
-    (tmp_path / "teacher-t2.json").write_text(json.dumps({**kept, "sha256": "cd" * 32}))
+    (tmp_path / "teacher-t2-abababab.json").rename(tmp_path / "teacher-t2-cdcdcdcd.json")
     assert "on the test sets" not in default_model.more_teacher_words(t)  # other weights
 
 

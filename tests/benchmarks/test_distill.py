@@ -75,11 +75,12 @@ def test_students_keep_the_teachers_split_and_rerun_skips(
     assert any("--seed 2 --dev-seed 1" in c for c in result["commands"])
     dev = {e.text for e in read_dev_examples(tmp_path / "runs" / "tiny.s2")}
     assert dev == {e.text for e in read_dev_examples(teacher)}
-    teacher_file = json.loads((tmp_path / "results" / "teacher-teacher.json").read_text())
+    (recorded,) = (tmp_path / "results").glob("teacher-teacher-*.json")
+    teacher_file = json.loads(recorded.read_text())
+    assert recorded.name == f"teacher-teacher-{teacher_file['sha256'][:8]}.json"
     assert teacher_file["test"] == result["teacher_test"] and teacher_file["seed"] == 1
     # the teacher's scores are read back while its weights are the recorded ones, and
     # measured again when they are not
-    recorded = tmp_path / "results" / "teacher-teacher.json"
     planted = {**teacher_file, "test": {d: {"accuracy": 0.5} for d in DATASETS}}
     recorded.write_text(json.dumps(planted))
     tests_by_name = distill.tests()
@@ -93,6 +94,15 @@ def test_students_keep_the_teachers_split_and_rerun_skips(
     assert again["test"] == {"mams": result["teacher_test"]["mams"]}
     assert again["sha256"] == teacher_file["sha256"]
     recorded.write_text(json.dumps(teacher_file))  # the four sets' record, for the report
+    # a rebuilt teacher of the same run name (other weights) keeps its record beside the
+    # old one's, which stays as it was (it overwrote it, the committed record of the teacher
+    # a shipped model was distilled from)
+    older = recorded.with_name("teacher-teacher-0badc0de.json")
+    older.write_text(json.dumps({**teacher_file, "sha256": "0badc0de" * 8}))
+    again = default_model.teacher_scores(distill.ABSA, teacher, tests_by_name, recorded.parent)
+    assert again == teacher_file and json.loads(recorded.read_text()) == teacher_file
+    assert json.loads(older.read_text())["sha256"] == "0badc0de" * 8
+    older.unlink()
     # benchmarks/teacher_gap.py writes its own teacher-gap__*.json beside the records: no
     # teacher record (no "dev"), and the report stopped at it with KeyError: 'dev'
     gap = recorded.parent / "teacher-gap__absa-default-1.8.0.json"
