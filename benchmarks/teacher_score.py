@@ -88,6 +88,8 @@ def main() -> int:
         return 2
     if not args.transfer and not args.data:
         ap.error("nothing to score: give --transfer or --data")
+    if args.export and args.export.exists() and not is_scores(args.export):  # before the hours
+        ap.error(f"--export {args.export}: exists and is not a scores export; not replaced")
     torch.set_num_threads(args.threads)
     if is_scores(args.teacher):  # a teacher's scores: they answer for what they hold
         labels = read_record(args.teacher)["labels"]

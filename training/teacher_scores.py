@@ -57,8 +57,11 @@ def read_record(teacher: Path) -> dict:
 
 def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
     """Write ``out`` from a teacher run and its entry in the cache at ``cache_root``;
-    written whole (a temporary directory renamed) or not at all."""
+    written whole (a temporary directory renamed) or not at all. An earlier export at
+    ``out`` is replaced; anything else there is refused (FileExistsError)."""
     teacher, out = Path(teacher), Path(out)
+    if out.exists() and not is_scores(out):  # the teacher run itself, say: never removed
+        raise FileExistsError(f"{out}: exists and is not a scores export; not replaced")
     key = teacher_key(teacher)
     known, labels = read_shards(cache_root / key)
     if not known or labels is None:
@@ -80,9 +83,13 @@ def export_scores(teacher: Path, cache_root: Path, out: Path) -> dict:
             "aspects": len(known),
         }
         (tmp / SCORES).write_text(json.dumps(record, indent=1))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
+        if out.exists():  # an earlier export: set aside until the new one is in its place
+            aside = out.with_name(f"{out.name}.replaced")
+            out.rename(aside)
+            tmp.rename(out)
+            shutil.rmtree(aside)
+        else:
+            tmp.rename(out)
     return record
 
 

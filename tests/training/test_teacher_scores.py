@@ -106,6 +106,36 @@ def test_a_failed_export_leaves_nothing_behind(
     assert not list(tmp_path.glob(".in-the-way.*"))
 
 
+def test_an_export_never_replaces_a_directory_that_is_not_one(
+    scores: Path,
+    tiny_run: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--export pointed at a directory of other things (the teacher run itself, say) removed
+    it whole before renaming the export there. Refused, naming it, and nothing removed; an
+    earlier export there is replaced, and none is left aside."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for taken in (mine, tiny_run):
+        before = sorted(p.name for p in taken.iterdir())
+        with pytest.raises(FileExistsError, match=str(taken)):
+            export_scores(tiny_run, tmp_path / "cache", taken)
+        assert sorted(p.name for p in taken.iterdir()) == before
+    assert (mine / "notes.txt").read_text() == "mine"
+    argv = ["teacher_score", "--teacher", str(tiny_run), "--data", str(tmp_path / "fold.jsonl")]
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "argv", [*argv, "--export", str(tiny_run)])
+    with pytest.raises(SystemExit) as refused:  # the script: before any scoring
+        teacher_score.main()
+    assert refused.value.code == 2 and f"--export {tiny_run}: exists" in capsys.readouterr().err
+    again = export_scores(tiny_run, tmp_path / "cache", scores)  # an export there: replaced
+    assert read_shards(scores / "scores")[1] == list(LABELS) and again["aspects"] > 0
+    assert sorted(p.name for p in scores.parent.iterdir() if scores.name in p.name) == [scores.name]
+
+
 def test_a_torn_cache_shard_does_not_travel(scores: Path, tiny_run: Path, tmp_path: Path) -> None:
     """The export is one readable shard of what the cache's readable shards hold."""
     entry = tmp_path / "cache" / teacher_key(tiny_run)
