@@ -107,6 +107,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"exit {EX_SOFTWARE}, for a restart policy to start it again"
         )
         return EX_SOFTWARE
+    if settings.workers > 1:  # the workers were other processes: the supervisor's status
+        return 0
     from absa.service.app import STOPPED_BY  # set in this process: one worker, no supervisor
 
     if STOPPED_BY:
@@ -330,14 +332,19 @@ def _shared_by_workers(settings: Any) -> Iterator[None]:
         yield
         return
     made = Path(tempfile.mkdtemp(prefix="absa-serve-"))
+    set_here: list[str] = []
     try:
         if settings.run_dir is None:
             os.environ["ABSA_RUN_DIR"] = str(made)
+            set_here.append("ABSA_RUN_DIR")
         if settings.prometheus_multiproc_dir is None:
             (made / "metrics").mkdir()
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(made / "metrics")
+            set_here.append("PROMETHEUS_MULTIPROC_DIR")
         yield
     finally:
+        for name in set_here:  # no longer pointing at the directory removed below
+            os.environ.pop(name, None)
         shutil.rmtree(made, ignore_errors=True)
 
 
