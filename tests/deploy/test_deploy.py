@@ -763,6 +763,32 @@ def test_retrain_config_loads():
     assert str(cfg.registry) == "/models"
 
 
+def test_the_example_retrain_config_names_every_key() -> None:
+    """The one example config is where a user learns the job's keys: each one is set or
+    shown commented out (`# epochs = 20`, valid TOML once uncommented), in its table; a key
+    added to the job and not here fails (epochs, baseline and drift_threshold were missing)."""
+    import dataclasses
+    import re
+
+    from absa.training.retrain_config import Gate, RetrainConfig
+
+    text = (DEPLOY / "config" / "retrain.toml").read_text()
+    named: dict[str, set[str]] = {"": set()}
+    table = ""
+    for line in text.splitlines():
+        if m := re.fullmatch(r"\[(\w+)\]", line):
+            table = m[1]
+            named.setdefault(table, set())
+        elif m := re.fullmatch(r"(?:# )?(\w+) = .*", line):
+            tomllib.loads(line.removeprefix("# "))  # a value as TOML takes it
+            named[table].add(m[1])
+    tables = {"data": {"base", "new", "dev"}, "eval": set(), "gate": set()}
+    top = {f.name for f in dataclasses.fields(RetrainConfig)} - {"source", *tables}
+    assert named[""] == top - {"base", "new", "dev"}
+    assert named["data"] == tables["data"] and named["eval"] == {"test"}
+    assert named["gate"] == {f.name for f in dataclasses.fields(Gate)}
+
+
 # ------------------------------------------------------------------------------ images
 
 
