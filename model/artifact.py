@@ -46,8 +46,8 @@ EXTRACTOR_KIND = "absa-extractor"  # an aspect term tagger (absa.model.extractor
 #: what an artifact of each kind is, and where it is given: a wrong-kind error says both
 KIND_IS = {KIND: "a sentiment model", EXTRACTOR_KIND: "an aspect extractor"}
 KIND_GOES = {
-    KIND: "give it as ABSA_MODEL_DIR, --model",
-    EXTRACTOR_KIND: "give it as ABSA_EXTRACTOR, --extractor",
+    KIND: "give it as ABSA_MODEL_DIR, --model, absa.load(path)",
+    EXTRACTOR_KIND: "give it as ABSA_EXTRACTOR, --extractor, absa.load(extractor=path)",
 }
 METADATA = "metadata.json"
 ONNX = "model.onnx"

@@ -632,10 +632,16 @@ def test_a_model_given_in_the_others_place_says_where_it_goes(
     ask = ["--text", "The fries were soggy"]
     assert main(["predict", "--model", str(DEFAULT_EXTRACTOR_DIR), *ask, "--aspect", "fries"]) == 2
     err = capsys.readouterr().err
-    assert "is an aspect extractor" in err and "(give it as ABSA_EXTRACTOR, --extractor)" in err
+    assert (
+        "is an aspect extractor" in err
+        and "(give it as ABSA_EXTRACTOR, --extractor, absa.load(extractor=path))" in err
+    )
     assert main(["predict", "--extractor", str(DEFAULT_MODEL_DIR), *ask]) == 2
     err = capsys.readouterr().err
-    assert "is a sentiment model" in err and "(give it as ABSA_MODEL_DIR, --model)" in err
+    assert (
+        "is a sentiment model" in err
+        and "(give it as ABSA_MODEL_DIR, --model, absa.load(path))" in err
+    )
 
 
 def test_a_second_extract_train_into_an_out_another_is_writing_into_is_refused(

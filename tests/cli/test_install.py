@@ -96,7 +96,7 @@ def test_serve_checks_what_would_stop_every_worker_first(
     line = one_line(absa(*common, "--extractor", str(artifact), timeout=30))
     assert line.startswith("absa serve: error: ABSA_EXTRACTOR / --extractor: "), line
     assert "is a sentiment model" in line and "an aspect extractor is needed" in line, line
-    assert line.endswith("(give it as ABSA_MODEL_DIR, --model)"), line
+    assert line.endswith("(give it as ABSA_MODEL_DIR, --model, absa.load(path))"), line
     line = one_line(absa(*common, "--extractor", "nope", timeout=30))  # named as the others
     assert line == "absa serve: error: ABSA_EXTRACTOR / --extractor: nope: no such model directory"
     shipped_category = ROOT / "model" / "artifacts" / "category"

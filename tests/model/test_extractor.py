@@ -254,13 +254,14 @@ def test_a_sentiment_model_and_a_tagger_are_never_swapped(
         Runtime.load(extractor_artifact, device="cpu")
     assert str(e.value) == (
         f"{extractor_artifact}: is an aspect extractor (kind 'absa-extractor'), but a "
-        "sentiment model is needed here (give it as ABSA_EXTRACTOR, --extractor)"
+        "sentiment model is needed here (give it as ABSA_EXTRACTOR, --extractor, "
+        "absa.load(extractor=path))"
     )
     with pytest.raises(ArtifactError) as e:
         Extractor.load(artifact, device="cpu")
     assert str(e.value) == (
         f"{artifact}: is a sentiment model (kind 'absa-artifact'), but an aspect extractor "
-        "is needed here (give it as ABSA_MODEL_DIR, --model)"
+        "is needed here (give it as ABSA_MODEL_DIR, --model, absa.load(path))"
     )
 
 
