@@ -80,10 +80,12 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     finished held the connection for ever). The client timeout armed again at each response
     closed idle connections after 30 s whatever the keep-alive, before a proxy's 60 s idle
     timeout (a 502). A head past ``MAX_HEAD_BYTES`` is answered 431 and the connection
-    closed (httptools' callbacks; h11 has a limit of its own)."""
+    closed (httptools' callbacks, and the bytes of a head under way as they arrive; h11 has
+    a limit of its own)."""
 
     _head_bytes = 0
     _head_too_large = False
+    _in_head = False  # a request's line and headers begun, not yet all parsed (httptools)
     _deadline: asyncio.TimerHandle | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -96,7 +98,12 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     def on_message_begin(self) -> None:
         self._head_bytes = 0
+        self._in_head = True
         super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
 
     def on_url(self, url: bytes) -> None:
         self._count_head(len(url))
@@ -149,8 +156,18 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     def data_received(self, data: bytes) -> None:
         if self._deadline is None:  # idle since its last response: a request begins
             self._arm()
+        # httptools calls back with a header once it has ended, and buffers one under way
+        # without a limit: a value never ended grew for ever. Bytes that arrive while a head
+        # begun before them is still under way after them are all head; the chunk a head
+        # begins in is counted by the callbacks alone (it may end an earlier body)
+        began_before = self._in_head
         with parsed_by_own_protocol():  # a refusal is logged by send_400_response alone
             super().data_received(data)
+        if began_before and self._in_head and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._head_too_large = True
+                self.send_400_response("")  # answered 431, the connection closed
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
