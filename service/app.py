@@ -507,7 +507,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     deadlines = BodyDeadlines(settings.client_timeout_s)  # swept while the app is started
     app.add_middleware(CancelOnHangUp, paths=JSON_PATHS, route_path=route_path)
     app.add_middleware(InFlight, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, deadlines=deadlines)
+    app.add_middleware(
+        BodyLimit,
+        limit=settings.max_body_bytes,
+        deadlines=deadlines,
+        paths=JSON_PATHS | {ADMIN_RELOAD},
+        route_path=route_path,
+    )
     app.add_middleware(
         ApiGate, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s, api_keys=api_keys
     )
