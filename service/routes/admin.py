@@ -45,6 +45,9 @@ class ReloadRequest(BaseModel):
     def _a_path(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:  # no file system takes it (was a 500)
             raise ValueError("model_dir must not contain a NUL character")
+        if value is not None and any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+            # a newline went raw into the text log's lines: a line of the asker's making
+            raise ValueError("model_dir must not contain a control character (a newline, a tab)")
         if value is not None:
             try:
                 os.fsencode(value)  # a lone surrogate JSON can carry: resolving it was a 500

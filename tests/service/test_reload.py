@@ -211,6 +211,19 @@ def test_a_path_with_a_lone_surrogate_is_a_422(registry: Registry) -> None:
         assert c.post("/admin/reload", headers=AUTH).json()["changed"] is False  # still serving
 
 
+def test_a_path_with_a_control_character_is_a_422(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A newline in model_dir went raw into the text log's lines (the reload asked, then
+    refused): a line of the asker's own making in the server's log."""
+    with TestClient(create_app(settings(registry))) as c, caplog.at_level("INFO"):
+        for bad in ("/tmp/x\n2026-12-05 ERROR injected", "/tmp/x\ty", "/tmp/\x1b[31mred"):
+            r = c.post("/admin/reload", headers=AUTH, json={"model_dir": bad})
+            assert r.status_code == 422, r.text
+            assert "control character" in r.json()["detail"]
+        assert not [rec for rec in caplog.records if "injected" in rec.getMessage()]
+
+
 # --------------------------------------------------------------------------- reload
 
 
