@@ -67,6 +67,10 @@ ERRORS: dict[int | str, dict] = {
 
 #: aspects in a request above which its encoding and answer are built off the event loop
 HEAVY_ASPECTS = 8
+#: characters of text in a request above which it is encoded off the event loop too:
+#: tokenising costs 0.25 us a character of English, 1.3 of Hindi or emoji and up to 4.5 of
+#: decomposed accents (a token a character), so at most some 9 ms of the loop's time a request
+HEAVY_CHARS = 2000
 
 
 class JSONBytes(Response):
@@ -78,11 +82,13 @@ def _dumps(body: dict) -> bytes:
 
 
 def _heavy(reqs: list[PredictRequest]) -> bool:
-    """Work for the engine's thread, not the event loop: explanations, many aspects, and any
-    extraction (an onnxruntime call: 80 ms for a 2,000-character text, which held /healthz
-    for seconds under a few clients)."""
+    """Work for the engine's thread, not the event loop: explanations, many aspects, long
+    texts, and any extraction (an onnxruntime call: 80 ms for a 2,000-character text, which
+    held /healthz for seconds under a few clients)."""
     return (
-        any(r.explain or r.extracts for r in reqs) or sum(r.n_aspects for r in reqs) > HEAVY_ASPECTS
+        any(r.explain or r.extracts for r in reqs)
+        or sum(r.n_aspects for r in reqs) > HEAVY_ASPECTS
+        or sum(len(r.text) for r in reqs) > HEAVY_CHARS
     )
 
 
