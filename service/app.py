@@ -372,6 +372,33 @@ class Observe:
             self.metrics.requests.labels(path, method, str(status)).inc()
 
 
+#: the fewest characters of an API key or admin token not warned of: 16 random ones from
+#: `openssl rand -hex 8` and up are beyond guessing over HTTP (failed tries are not throttled)
+MIN_SECRET_CHARS = 16
+
+
+def _warn_of_short_secrets(settings: Settings, api_keys: tuple[str, ...]) -> None:
+    """A warning at start for an admin token or API key short enough to guess: every try is
+    answered at once, and a token opens /admin/reload (never says the secret itself)."""
+    token = settings.admin_token.get_secret_value() if settings.admin_token is not None else ""
+    if 0 < len(token) < MIN_SECRET_CHARS:
+        log.warning(
+            "ABSA_ADMIN_TOKEN has %d characters: use %d or more random ones "
+            "(openssl rand -hex 16), as failed tries are not throttled",
+            len(token),
+            MIN_SECRET_CHARS,
+        )
+    short = sum(len(k) < MIN_SECRET_CHARS for k in api_keys)
+    if short:
+        log.warning(
+            "%d of the API keys (ABSA_API_KEY) have fewer than %d characters: use random ones "
+            "of %d or more (openssl rand -hex 16), as failed tries are not throttled",
+            short,
+            MIN_SECRET_CHARS,
+            MIN_SECRET_CHARS,
+        )
+
+
 #: the web page's files, a mount: the router sets no route for what a mount serves
 STATIC_PATH = "/static"
 #: the API's paths, which ApiGate may answer before the router sees them (a 401 on any)
@@ -464,6 +491,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.freeze()
         if api_keys:
             log.info("/v1/* needs an API key (%d accepted)", len(api_keys))
+        _warn_of_short_secrets(settings, api_keys)
         log.info("ready: serving %s from %s", meta.get("name"), model_dir)
         try:
             yield

@@ -182,3 +182,25 @@ def test_the_one_reading_of_a_bearer_header(header: bytes, token: bytes) -> None
     assert bearer_token(header) == token
     assert bearer_accepted(header, [b"abc"]) is (token == b"abc")
     assert not bearer_accepted(header, [b""])  # an empty key accepts nothing
+
+
+def test_short_secrets_are_warned_of_at_start_never_shown(
+    artifact: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Failed tries are answered at once and not throttled: a five-character admin token
+    (it opens /admin/reload) or API key could be guessed over HTTP, and nothing said so."""
+    from absa.service.app import create_app
+
+    long = "0123456789abcdef0123"
+    for token, keys, said in (
+        ("hunter", f"abc,{long}", ["ABSA_ADMIN_TOKEN has 6 characters", "1 of the API keys"]),
+        (long, long, []),
+    ):
+        caplog.clear()
+        settings = make_settings(artifact, api_key=keys, admin_token=token)
+        with caplog.at_level("WARNING", logger="absa"), TestClient(create_app(settings)):
+            pass
+        lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert [s for s in said if not any(s in line for line in lines)] == [], lines
+        assert len([ln for ln in lines if "characters" in ln]) == len(said), lines
+        assert not any("hunter" in line or "abc," in line for line in lines)
