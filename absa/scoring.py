@@ -142,7 +142,8 @@ def check_paths(src: Path, dst: Path) -> None:
         )
     if not dst.parent.is_dir():
         raise ValueError(f"{dst}: no such directory {dst.parent}")
-    if dst.exists() and dst.resolve() == src.resolve():
+    if dst.exists() and os.path.samefile(src, dst):  # the file, not its name: a hard link,
+        # a bind mount, another case of the name where the file system ignores case
         raise ValueError(f"{dst}: the output would replace the input; write to another file")
     packed = _compressed(src) if src.suffix.lower() in (".jsonl", ".json", ".csv") else None
     if packed:  # read as text, every line would be a bad row (or the header unreadable)

@@ -406,6 +406,15 @@ def test_the_output_cannot_be_the_input(
     assert _score(artifact, src, tmp_path / "." / "same.jsonl") == 2
     assert "would replace the input" in capsys.readouterr().err
     assert src.read_bytes() == before
+    # the same file under another name (a hard link here; a bind mount, or another case of
+    # the name on a file system that ignores case): the names were compared, so a bind
+    # mount's input was replaced by the output. The file is compared (device and inode)
+    (tmp_path / "elsewhere").mkdir()
+    other = tmp_path / "elsewhere" / "same.jsonl"
+    os.link(src, other)
+    assert _score(artifact, src, other) == 2
+    assert "would replace the input" in capsys.readouterr().err
+    assert src.read_bytes() == before == other.read_bytes()
 
 
 def test_jsonl_to_csv_keeps_every_rows_fields_and_its_own_error_field(
