@@ -552,6 +552,12 @@ def _csv_rows(
         yield line, row, ragged or undecoded(row) or ""
 
 
+#: the longest text a row scored from a file may have: encoding takes some 80 bytes a
+#: character (a 20 MB text took 1.7 GB; this many, some 100 MB), where file scoring is to run
+#: in constant memory; the service takes far less (ABSA_MAX_TEXT_CHARS)
+MAX_ROW_TEXT_CHARS = 1_000_000
+
+
 @dataclass(frozen=True)
 class PreparedRow:
     prepared: Prepared
@@ -563,6 +569,11 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     """The row's pinned span, or the first occurrence of its aspect, encoded (with which
     occurrence it is); InputError says what is wrong."""
     text, aspect = _row_string(row, "text"), _row_string(row, "aspect")
+    if len(text) > MAX_ROW_TEXT_CHARS:
+        raise InputError(
+            f"text has {len(text):,} characters; a row scored from a file takes up to "
+            f"{MAX_ROW_TEXT_CHARS:,} (a review, not a document): split it"
+        )
     start, end = row.get("start"), row.get("end")
     if _unpinned(start) and _unpinned(end):
         found = occurrences(text, aspect)

@@ -398,6 +398,26 @@ def test_a_jsonl_line_giving_a_key_twice_is_a_bad_row(
     assert f"{src}:3: {message.format('k')}" in caplog.text
 
 
+def test_a_text_past_the_file_limit_is_a_bad_row_not_gigabytes(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """File scoring had no limit on a text: one row of 20 MB took 1.7 GB to encode (a
+    document, not a review), where the run is to take constant memory. A row's text over
+    MAX_ROW_TEXT_CHARS is that row's error; the others are scored."""
+    from absa.scoring import MAX_ROW_TEXT_CHARS
+
+    long = "the food " * (MAX_ROW_TEXT_CHARS // 9 + 1)
+    rows = [{"text": long, "aspect": "food"}, {"text": A.text, "aspect": A.term}]
+    src = _write(tmp_path / "in.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert _score(artifact, src, tmp_path / "out.jsonl") == 1
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert out[0]["error"] == (
+        f"text has {len(long):,} characters; a row scored from a file takes up to "
+        f"{MAX_ROW_TEXT_CHARS:,} (a review, not a document): split it"
+    )
+    assert out[1]["pred_label"] == A.label
+
+
 def test_the_output_cannot_be_the_input(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

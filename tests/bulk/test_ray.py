@@ -346,8 +346,11 @@ def test_a_csv_record_over_pyarrows_default_block_is_read(artifact: Path, tmp_pa
         w.writerow([3, long_text, "wine"])
     stats = score_with_ray(src.parent, tmp_path / "out", model=artifact, workers=1)
     got = _parquet_parts(tmp_path / "out")
-    assert stats.rows == 4 and stats.bad == 0
+    # read, and refused as a row: past the text a file's row may have (MAX_ROW_TEXT_CHARS)
+    assert stats.rows == 4 and stats.bad == 1
     assert sorted(r["id"] for r in got) == ["0", "1", "2", "3"]
+    (long_row,) = [r for r in got if r["id"] == "3"]
+    assert long_row["text"] == long_text and "a row scored from a file" in long_row["error"]
 
 
 @pytest.mark.parametrize("first", [False, True], ids=["last", "first"])
