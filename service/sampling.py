@@ -9,7 +9,9 @@ a category record but its label (``text``, ``category``), as the category reader
 
 The lines of one request go to the file in one ``write`` on a descriptor opened for
 appending, from a thread of their own, so the event loop never waits on the disk and the
-workers of one server may share the file (whole lines, on a local file system)."""
+workers of one server may share the file (whole lines, on a local file system). Lines wait
+for that thread in memory up to MAX_QUEUED_BYTES (a stalled volume); past it, new ones are
+dropped."""
 
 from __future__ import annotations
 
@@ -24,6 +26,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+#: the most bytes of kept lines waiting for the writer: on a volume that stalls (an NFS server
+#: gone, a hung disk) the answers kept would pile up in the worker's memory; past it, new
+#: lines are dropped (said once a backlog) and the queued ones are written when it is back
+MAX_QUEUED_BYTES = 16 * 2**20
 
 
 def categories_path(path: Path) -> Path:
@@ -51,6 +58,9 @@ class AnswerSample:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self._cut = False  # the last write stopped inside a line
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.queued_bytes = 0  # of lines put and not yet written (MAX_QUEUED_BYTES)
+        self._queued_lock = threading.Lock()
+        self._backlog_said = False  # dropping lines was said; again after the queue empties
         self._writer = threading.Thread(target=self._write, name="absa-sample", daemon=True)
         self._writer.start()
         log.info(
@@ -83,7 +93,19 @@ class AnswerSample:
             if self.kind in r and (every or r["score"] < self.below)
         ]
         if kept:  # a lone surrogate (none passes validation) would still be JSON's \ud800
-            self._lines.put(("\n".join(kept) + "\n").encode("utf-8", "backslashreplace"))
+            data = ("\n".join(kept) + "\n").encode("utf-8", "backslashreplace")
+            with self._queued_lock:
+                if self.queued_bytes + len(data) > MAX_QUEUED_BYTES:
+                    if not self._backlog_said:
+                        log.warning(
+                            "answer sample %s: %d bytes wait for a disk that does not take "
+                            "them: new lines not written until it does",
+                            self.path, self.queued_bytes,
+                        )  # fmt: skip
+                        self._backlog_said = True
+                    return
+                self.queued_bytes += len(data)
+            self._lines.put(data)
 
     def _what(self, r: dict) -> dict:
         """What an answer was about, as its kind's training record names it."""
@@ -94,6 +116,10 @@ class AnswerSample:
     def _write(self) -> None:
         while (data := self._lines.get()) is not None:
             self.append(data)
+            with self._queued_lock:
+                self.queued_bytes -= len(data)
+                if self.queued_bytes == 0:
+                    self._backlog_said = False
 
     def append(self, data: bytes) -> None:
         """``data``, whole lines, at the file's end. A write that stops short (a full disk:

@@ -174,6 +174,51 @@ def test_the_sample_stops_at_its_size_cap(tmp_path: Path, caplog: pytest.LogCapt
     assert path.read_bytes() == line
 
 
+def test_answers_queued_for_a_stalled_disk_are_bounded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lines waited for the writer in an unbounded queue: on a volume that stalls (an
+    NFS server gone, a disk that hangs) every answer kept piled up in the worker's memory
+    until it was killed for it. Past MAX_QUEUED_BYTES the new lines are dropped, said once
+    a backlog; the queued ones are written once the disk takes them again. A named pipe no
+    one reads stands in for the stalled disk."""
+    import os
+    import threading
+    import time
+
+    from absa.service.sampling import MAX_QUEUED_BYTES, AnswerSample
+
+    path = tmp_path / "stalled"
+    os.mkfifo(path)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # open, never read: writes block
+    sample = AnswerSample(path, rate=1.0, below=0.0)
+    result = {"term": "food", "start": 0, "end": 4, "label": "positive", "score": 0.9}
+    answer = [("f" * 10_000, "m", [{**result, "scores": {"positive": 0.9}}])]
+    offers = 3 * MAX_QUEUED_BYTES // 10_000
+    with caplog.at_level("WARNING", logger="absa.service.sampling"):
+        for _ in range(offers):
+            sample.offer(answer, "r")
+        assert sample.queued_bytes <= MAX_QUEUED_BYTES
+    said = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert len(said) == 1, said
+    got = bytearray()
+    closing = threading.Thread(target=sample.close)  # writes what is queued, then closes
+    closing.start()
+    while True:  # the disk is back: read until the writer has closed its end (b"")
+        try:
+            chunk = os.read(reader, 1 << 20)
+        except BlockingIOError:
+            time.sleep(0.01)
+            continue
+        if not chunk:
+            break
+        got += chunk
+    closing.join()
+    os.close(reader)
+    kept = got.count(b"\n")
+    assert 0 < kept < offers and kept * 10_000 <= MAX_QUEUED_BYTES + 200_000
+
+
 def test_category_answers_go_to_a_category_training_file(
     artifact: Path, category_artifact: Path, tmp_path: Path
 ) -> None:
