@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 #: gone, a hung disk) the answers kept would pile up in the worker's memory; past it, new
 #: lines are dropped (said once a backlog) and the queued ones are written when it is back
 MAX_QUEUED_BYTES = 16 * 2**20
+#: how long closing waits for the queued lines to be written (a worker's shutdown)
+CLOSE_WAIT_S = 5.0
 
 
 def categories_path(path: Path) -> Path:
@@ -152,7 +154,16 @@ class AnswerSample:
         self._cut = False
 
     def close(self) -> None:
-        """Write what is queued, then close the file."""
+        """Write what is queued, then close the file; on a disk that does not take it within
+        ``CLOSE_WAIT_S``, give up on it (said, with how much), so that a worker's shutdown
+        does not wait on a stalled volume for ever."""
         self._lines.put(None)
-        self._writer.join()
+        self._writer.join(CLOSE_WAIT_S)
+        if self._writer.is_alive():  # blocked in a write: its descriptor stays open with it
+            log.error(
+                "answer sample %s: the disk took nothing for %g s at shutdown: %d bytes of "
+                "lines not written",
+                self.path, CLOSE_WAIT_S, self.queued_bytes,
+            )  # fmt: skip
+            return
         os.close(self._fd)

@@ -219,6 +219,33 @@ def test_answers_queued_for_a_stalled_disk_are_bounded(
     assert 0 < kept < offers and kept * 10_000 <= MAX_QUEUED_BYTES + 200_000
 
 
+def test_closing_on_a_stalled_disk_gives_up_after_its_wait(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() waited for the writer for ever: a worker whose sample's volume stalled never
+    finished its shutdown (killed at the end of its grace period, the requests in flight
+    with it). It waits CLOSE_WAIT_S, then says how much was not written."""
+    import os
+    import time
+
+    from absa.service.sampling import CLOSE_WAIT_S, AnswerSample
+
+    path = tmp_path / "stalled"
+    os.mkfifo(path)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # open, never read: writes block
+    sample = AnswerSample(path, rate=1.0, below=0.0)
+    result = {"term": "food", "start": 0, "end": 4, "label": "positive", "score": 0.9}
+    for _ in range(20):  # 200 KB: past the pipe's 64 KiB
+        sample.offer([("f" * 10_000, "m", [{**result, "scores": {"positive": 0.9}}])], "r")
+    start = time.monotonic()
+    with caplog.at_level("ERROR", logger="absa.service.sampling"):
+        sample.close()
+    assert CLOSE_WAIT_S <= time.monotonic() - start < CLOSE_WAIT_S + 5
+    said = [r.getMessage() for r in caplog.records if "at shutdown" in r.getMessage()]
+    assert len(said) == 1 and "bytes of lines not written" in said[0], said
+    os.close(reader)  # the writer's blocked write ends (EPIPE): its thread ends too
+
+
 def test_category_answers_go_to_a_category_training_file(
     artifact: Path, category_artifact: Path, tmp_path: Path
 ) -> None:
