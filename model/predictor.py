@@ -247,7 +247,10 @@ class Predictor(RuntimeModel):
                 return False
             return end - start <= MAX_TERM_CHARS
 
-        found = [f for f in self.extractor.extract([text])[0] if readable(f.start, f.end)]
+        # a sentence at a time, as the tagger was trained: a review of several lost a third
+        # of its terms tagged whole
+        found = self.extractor.extract([text], by_sentence=True)[0]
+        found = [f for f in found if readable(f.start, f.end)]
         lim = self.limits
         if lim.max_aspects is not None and len(found) > lim.max_aspects:
             raise LimitError(

@@ -1,0 +1,53 @@
+"""A text of several sentences cut into them, each with its character offsets: the extractor
+is trained on one sentence at a time, and tagging a review of five at once found about 56 %
+of the gold terms where each sentence alone found 81 % (MAMS test sentences joined with
+spaces; the later ones lost most). Rules, no model: a sentence ends at a run of ``.``, ``!``,
+``?`` or ``…`` (closing quotes and brackets after it belong to it) followed by white space
+and then something that opens a sentence (a capital, a digit, an opening quote or bracket),
+unless the word before the stop is a title or a Latin abbreviation ("Dr.", "e.g."); and at a
+blank line. A single line break without a stop is no end (a line wrapped by hand).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["sentence_spans"]
+
+#: words after which a full stop ends no sentence (compared in lower case, without the stop)
+_ABBREVIATIONS = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "approx"}
+)
+#: a stop, what closes with it, the white space after it, and the character that opens the
+#: next sentence (looked at, not taken)
+_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?P<gap>\s+)(?=[\"'\u201c\u2018(\[\d\w])")
+_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+_WORD_BEFORE = re.compile(r"([\w.]+)[.!?\u2026]*[\"'\u201d\u2019)\]]*\Z")
+
+
+def _opens(c: str) -> bool:
+    """Whether ``c`` may open a sentence: not a lower-case letter ("e.g. the food")."""
+    return not c.islower()
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each sentence of ``text``, in order, covering every character but
+    the white space between sentences; one span for a text of one sentence (or of none)."""
+    cuts: list[tuple[int, int]] = []  # (end of a sentence, start of the next)
+    for m in _END.finditer(text):
+        after = m.end()
+        if after >= len(text) or not _opens(text[after]):
+            continue
+        before = _WORD_BEFORE.search(text, 0, m.start("gap"))
+        if before and before.group(1).lower().rstrip(".") in _ABBREVIATIONS:
+            continue
+        cuts.append((m.start("gap"), after))
+    cuts += [(m.start(), m.end()) for m in _BLANK_LINE.finditer(text)]
+    spans, start = [], 0
+    for end, nxt in sorted(cuts):
+        if end > start and text[start:end].strip():
+            spans.append((start, end))
+        start = max(start, nxt)
+    if start < len(text) and text[start:].strip() or not spans:
+        spans.append((start, len(text)))
+    return spans
