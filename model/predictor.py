@@ -255,7 +255,7 @@ class Predictor(RuntimeModel):
         if lim.max_aspects is not None and len(found) > lim.max_aspects:
             raise LimitError(
                 f"{where}the extractor found {len(found)} aspects; the limit is "
-                f"{lim.max_aspects}: name the aspects instead"
+                f"{lim.max_aspects} a request: send the text in parts (a few sentences each)"
             )
         return [Span(text[f.start : f.end], f.start, f.end, round(f.confidence, 6)) for f in found]
 

@@ -81,6 +81,8 @@ def test_more_aspects_found_than_allowed_is_413(auto_client: TestClient) -> None
     assert len(text) <= LIMITS["max_text_chars"]
     check_error(r, 413)
     assert "the extractor found 6 aspects; the limit is 4" in r.json()["detail"]
+    # it said "name the aspects instead", which the same limit refuses as many named ones
+    assert r.json()["detail"].endswith("send the text in parts (a few sentences each)")
 
 
 def test_explain_on_extracted_aspects(auto_client: TestClient) -> None:
