@@ -1,10 +1,9 @@
 """The request body of a route that takes one, read whole before the app sees it: over
-``max_body_bytes`` it is a 413
-(whatever Content-Length says), and not all arrived ``client_timeout_s`` after the headers
-a 408, the connection closed (a client that sent its body slowly, or never, held its
-connection for ever). The deadlines are swept once in a while by one task, not kept by a
-timer per request: ``asyncio.timeout`` cost 10-20 µs a request (measured), some 5 % of a
-one-aspect request's 290 µs.
+``max_body_bytes`` it is a 413 (whatever Content-Length says), and not all arrived
+``client_timeout_s`` after the headers a 408, the connection closed (a client that sent its
+body slowly, or never, held its connection for ever). The deadlines are swept once in a
+while by one task, not kept by a timer per request: ``asyncio.timeout`` cost 10-20 µs a
+request (measured), some 5 % of a one-aspect request's 290 µs.
 """
 
 from __future__ import annotations
