@@ -154,6 +154,20 @@ def test_full_queue_refuses_before_encoding(artifact: Path) -> None:
         assert c.post("/v1/predict", json=BODY).status_code == 200
 
 
+def threads_calling(obj: object, name: str) -> list[str]:
+    """The names of the threads that call ``obj``'s method ``name`` from now on, in the
+    order of the calls (the method wrapped on this object alone)."""
+    seen: list[str] = []
+    method = getattr(obj, name)
+
+    def traced(*a, **k):  # type: ignore[no-untyped-def]
+        seen.append(threading.current_thread().name)
+        return method(*a, **k)
+
+    setattr(obj, name, traced)
+    return seen
+
+
 def test_heavy_requests_are_encoded_and_answered_off_the_event_loop(artifact: Path) -> None:
     from absa.service.app import create_app
 
@@ -192,15 +206,7 @@ def test_long_texts_are_encoded_off_the_event_loop(artifact: Path) -> None:
     from absa.service.routes.predict import HEAVY_CHARS
 
     with TestClient(create_app(make_settings(artifact))) as c:
-        predictor = c.app.state.engine.model
-        seen: list[str] = []
-        preprocess = predictor.preprocess
-
-        def pre(*a, **k):  # type: ignore[no-untyped-def]
-            seen.append(threading.current_thread().name)
-            return preprocess(*a, **k)
-
-        predictor.preprocess = pre
+        seen = threads_calling(c.app.state.engine.model, "preprocess")
         loop_thread = c.portal.call(lambda: threading.current_thread().name)  # type: ignore[union-attr]
         text = "e\u0301" * 500 + " the food was great"
         item = {"text": text, "aspects": ["food"]}
@@ -221,15 +227,7 @@ def test_extraction_runs_off_the_event_loop(artifact: Path, extractor_artifact: 
 
     settings = make_settings(artifact, extractor=extractor_artifact)
     with TestClient(create_app(settings)) as c:
-        predictor = c.app.state.engine.model
-        seen: list[str] = []
-        extract = predictor.extract
-
-        def traced(*a, **k):  # type: ignore[no-untyped-def]
-            seen.append(threading.current_thread().name)
-            return extract(*a, **k)
-
-        predictor.extract = traced
+        seen = threads_calling(c.app.state.engine.model, "extract")
         for body in ({"text": TEXT}, {"text": TEXT, "aspects": "auto"}):
             assert c.post("/v1/predict", json=body).status_code == 200
             assert c.post("/v1/predict/batch", json={"items": [body]}).status_code == 200
