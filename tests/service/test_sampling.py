@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from absa.service.app import create_app
+from absa.service.sampling import AnswerSample
 from absa.training.readers import read_examples
 from tests.service.conftest import make_settings
 
@@ -174,6 +175,28 @@ def test_the_sample_stops_at_its_size_cap(tmp_path: Path, caplog: pytest.LogCapt
     assert path.read_bytes() == line
 
 
+#: one answer of 10,000 characters' text, as the routes offer them to the sample
+LONG_ANSWER = [
+    (
+        "f" * 10_000,
+        "m",
+        [{"term": "food", "start": 0, "end": 4, "label": "positive", "score": 0.9,
+          "scores": {"positive": 0.9}}],
+    )
+]  # fmt: skip
+
+
+def stalled_sample(tmp_path: Path) -> tuple[AnswerSample, int]:
+    """A sample writing to a stalled disk: a named pipe, its reading end (returned) open and
+    never read, so that a write blocks once the pipe's 64 KiB are full."""
+    import os
+
+    path = tmp_path / "stalled"
+    os.mkfifo(path)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    return AnswerSample(path, rate=1.0, below=0.0), reader
+
+
 def test_answers_queued_for_a_stalled_disk_are_bounded(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -186,18 +209,13 @@ def test_answers_queued_for_a_stalled_disk_are_bounded(
     import threading
     import time
 
-    from absa.service.sampling import MAX_QUEUED_BYTES, AnswerSample
+    from absa.service.sampling import MAX_QUEUED_BYTES
 
-    path = tmp_path / "stalled"
-    os.mkfifo(path)
-    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # open, never read: writes block
-    sample = AnswerSample(path, rate=1.0, below=0.0)
-    result = {"term": "food", "start": 0, "end": 4, "label": "positive", "score": 0.9}
-    answer = [("f" * 10_000, "m", [{**result, "scores": {"positive": 0.9}}])]
+    sample, reader = stalled_sample(tmp_path)
     offers = 3 * MAX_QUEUED_BYTES // 10_000
     with caplog.at_level("WARNING", logger="absa.service.sampling"):
         for _ in range(offers):
-            sample.offer(answer, "r")
+            sample.offer(LONG_ANSWER, "r")
         assert sample.queued_bytes <= MAX_QUEUED_BYTES
     said = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
     assert len(said) == 1, said
@@ -228,15 +246,11 @@ def test_closing_on_a_stalled_disk_gives_up_after_its_wait(
     import os
     import time
 
-    from absa.service.sampling import CLOSE_WAIT_S, AnswerSample
+    from absa.service.sampling import CLOSE_WAIT_S
 
-    path = tmp_path / "stalled"
-    os.mkfifo(path)
-    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # open, never read: writes block
-    sample = AnswerSample(path, rate=1.0, below=0.0)
-    result = {"term": "food", "start": 0, "end": 4, "label": "positive", "score": 0.9}
+    sample, reader = stalled_sample(tmp_path)
     for _ in range(20):  # 200 KB: past the pipe's 64 KiB
-        sample.offer([("f" * 10_000, "m", [{**result, "scores": {"positive": 0.9}}])], "r")
+        sample.offer(LONG_ANSWER, "r")
     start = time.monotonic()
     with caplog.at_level("ERROR", logger="absa.service.sampling"):
         sample.close()
