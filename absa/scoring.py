@@ -242,9 +242,10 @@ def name_max(directory: Path) -> int:
 
 def check_files(src: Path, dst: Path) -> None:
     """Everything ``score_file`` refuses about its two paths, without a model: an unknown
-    suffix on either, then ``check_paths``."""
-    _fmt(src)
-    _fmt(dst)
+    suffix on either, a Parquet file without pyarrow (the parquet extra: main() names it),
+    then ``check_paths``."""
+    if "parquet" in (_fmt(src), _fmt(dst)):
+        import pyarrow  # noqa: F401
     check_paths(src, dst)
 
 

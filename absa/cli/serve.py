@@ -450,8 +450,6 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
         from absa.scoring import check_files
 
         check_files(Path(args.input), Path(args.output))
-        if any(Path(p).suffix.lower() == ".parquet" for p in (args.input, args.output)):
-            import pyarrow  # noqa: F401 - the parquet extra, named by main() where missing
 
 
 def _predict_categories(
