@@ -66,6 +66,18 @@ def _blank_is_unset(value: object) -> object:
     return None if isinstance(value, str) and not value.strip() else value
 
 
+def _keyword(word: str) -> BeforeValidator:
+    """``Shipped`` or `` OFF `` is the word ``word`` unless a path of that name exists: a
+    keyword in the wrong case was read as a path, then "no such model directory"."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == word and not Path(value).exists():
+            return word
+        return value
+
+    return BeforeValidator(check)
+
+
 #: a path setting, ``~`` expanded
 UserPath = Annotated[Path, BeforeValidator(_home)]
 #: an optional path setting: empty is unset
@@ -112,7 +124,7 @@ class ModelSettings(BaseSettings):
         None, description="artifact directory (default: the shipped model)"
     )
     registry: MaybePath = Field(None, description="serve the registry's current version instead")
-    extractor: MaybePath | Literal["shipped"] = Field(
+    extractor: Annotated[MaybePath | Literal["shipped"], _keyword("shipped")] = Field(
         None,
         # the prefixed names only: an alias is matched as it is, and a bare EXTRACTOR in a
         # container's environment must not choose the service's extractor
@@ -191,7 +203,7 @@ class OfflineSettings(ModelSettings):
         "has one), cpu, or cuda (refused where there is none)",
     )
     # training
-    teacher_cache: MaybePath | Literal["off"] = Field(
+    teacher_cache: Annotated[MaybePath | Literal["off"], _keyword("off")] = Field(
         None,
         description="where distillation keeps a teacher's probabilities, by teacher and "
         "examples, so students of other seeds or presets do not score them again (default: "

@@ -80,6 +80,13 @@ def test_paths_under_the_home_directory_are_expanded(
     monkeypatch.setenv("ABSA_EXTRACTOR", "shipped")
     monkeypatch.setenv("ABSA_TEACHER_CACHE", "off")
     assert (Settings().extractor, Settings().teacher_cache) == ("shipped", "off")
+    # a keyword in another case is the keyword, unless a path of that name exists
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ABSA_EXTRACTOR", "Shipped")
+    monkeypatch.setenv("ABSA_TEACHER_CACHE", " OFF")
+    assert (Settings().extractor, Settings().teacher_cache) == ("shipped", "off")
+    (tmp_path / "Shipped").mkdir()
+    assert Settings().extractor == Path("Shipped")
 
 
 def test_a_registry_that_is_no_registry_is_refused_not_the_fallback_served(
