@@ -268,8 +268,19 @@ def _inputs(cfg: TaggerConfig, tcfg: TagTrainConfig) -> dict:
     return out
 
 
-def predict_spans(model: Path, texts: Sequence[str]) -> list[set[tuple[int, int]]]:
-    """The spans a tagger run (torch) or an extractor artifact (onnxruntime) finds."""
+def predict_spans(
+    model: Path, texts: Sequence[str], by_sentence: bool = True
+) -> list[set[tuple[int, int]]]:
+    """The spans a tagger run (torch) or an extractor artifact (onnxruntime) finds; with
+    ``by_sentence`` each text's sentences are tagged on their own, as the service does
+    (``Extractor.extract(by_sentence=True)``), so ``absa evaluate`` scores what is served."""
+    if by_sentence:
+        from absa.model.sentence_split import sentence_spans
+
+        cut = [sentence_spans(t) for t in texts]
+        pieces = [t[s:e] for t, spans in zip(texts, cut, strict=True) for s, e in spans]
+        found = iter(predict_spans(model, pieces, by_sentence=False))
+        return [{(a + s, b + s) for s, _ in spans for a, b in next(found)} for spans in cut]
     from absa.training.tagging_run import is_tag_run
 
     if is_tag_run(model):

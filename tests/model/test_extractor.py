@@ -225,8 +225,8 @@ def test_training_decodes_a_long_text_as_the_served_extractor_does(
     texts = [s.text for s in extraction_sentences()][:4]
     assert "wine list" in texts[3]  # its 7th and 8th words
     longs = ["and " * filler + " . ".join(texts[3::-1]) for filler in range(118, 126)]
-    served = predict_spans(extractor_artifact, longs)
-    assert predict_spans(tagger_run, longs) == served
+    served = predict_spans(extractor_artifact, longs, by_sentence=False)  # windows, not cuts
+    assert predict_spans(tagger_run, longs, by_sentence=False) == served
     across = [(t, a, b) for t, spans in zip(longs, served, strict=True) for a, b in spans
               if a < tokenize(t)[128].start < b]  # fmt: skip
     assert [t[a:b] for t, a, b in across] == ["wine list"]  # the case they differed on
@@ -368,3 +368,23 @@ def test_tagger_outputs_that_are_not_numbers_fail_parity() -> None:
         # NaN in a later window too: Python's max() kept the first number it saw
         with pytest.raises(ParityError, match="max \\|diff\\| nan"):
             _check_parity([good, bad], [good, bad.copy()], [window, window])
+
+
+def test_evaluate_tags_a_sentence_at_a_time_as_the_service_does(
+    tagger_run: Path, extractor_artifact: Path
+) -> None:
+    """``absa evaluate`` (``predict_spans``) tagged a text of several sentences whole where
+    the service cuts it into sentences first: it scored an extraction other than the one
+    served. A run (torch) and its artifact now both cut as the service does."""
+    from absa.cli.extract import predict_spans
+    from absa.model.extractor import Extractor
+
+    texts = [s.text for s in extraction_sentences()]
+    said = [f"{t[0].upper()}{t[1:]} ." for t in texts]  # sentences the splitter cuts apart
+    reviews = [" ".join(said[i : i + 6]) for i in range(0, len(said) - 5, 3)]
+    found = Extractor.load(extractor_artifact, device="cpu").extract(reviews, by_sentence=True)
+    served = [{(f.start, f.end) for f in spans} for spans in found]
+    assert predict_spans(extractor_artifact, reviews) == served
+    assert predict_spans(tagger_run, reviews) == served
+    whole = predict_spans(extractor_artifact, reviews, by_sentence=False)
+    assert whole != served  # the texts are ones where tagging whole finds other spans
