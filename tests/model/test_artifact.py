@@ -40,6 +40,7 @@ def test_the_shipped_model_verifies() -> None:
         ({"kind": "something-else"}, "kind"),
         ({"parity": None}, "records no parity check"),
         ({"parity": {"max_abs_diff": 0.5, "prediction_mismatches": 3}}, "failed parity check"),
+        ({"parity": {"max_abs_diff": 0.0, "prediction_mismatches": 1}}, "failed parity check"),
         # a model whose outputs are NaN passed "nan > atol" (False) before
         ({"parity": {"max_abs_diff": float("nan"), "prediction_mismatches": 0}}, "failed parity"),
         ({"parity": {"max_abs_diff": "0", "prediction_mismatches": 0}}, "failed parity check"),

@@ -315,6 +315,17 @@ def test_outputs_that_are_not_numbers_fail_parity() -> None:
         export._check_parity(ref, ref.copy(), np.zeros(4, int))
 
 
+def test_a_flipped_winner_within_the_tolerance_fails_parity() -> None:
+    """A near tie that torch and onnxruntime call differently fails, though every
+    probability is within the tolerance: served answers would differ from the run's."""
+    ref = np.array([[0.5 + 1e-5, 0.5 - 1e-5, 0.0], [0.9, 0.05, 0.05]])
+    got = np.array([[0.5 - 1e-5, 0.5 + 1e-5, 0.0], [0.9, 0.05, 0.05]])
+    assert np.abs(ref - got).max() <= export.PARITY_ATOL
+    with pytest.raises(export.ParityError, match="1 predictions differ"):
+        export._check_parity(ref, got, np.zeros(2, int))
+    assert export._check_parity(ref, ref.copy(), np.zeros(2, int))["prediction_mismatches"] == 0
+
+
 def test_parity_failure_writes_nothing(
     loaded: LoadedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,6 +96,12 @@ def test_the_graph_check_refuses_nan() -> None:
     nan = np.full((2, 3), np.nan)
     with pytest.raises(ParityError, match="max \\|diff\\| nan"):
         _graph_check(nan, nan)
+    # a near tie called the other way fails though within the tolerance
+    ref = np.array([[0.5 + 1e-5, 0.5 - 1e-5, 0.0]])
+    got = np.array([[0.5 - 1e-5, 0.5 + 1e-5, 0.0]])
+    with pytest.raises(ParityError, match="1 predictions"):
+        _graph_check(ref, got)
+    assert _graph_check(ref, ref.copy())["prediction_mismatches"] == 0
 
 
 def test_an_int8_record_keeps_only_what_a_new_temperature_leaves_true() -> None:

@@ -209,6 +209,26 @@ def test_label_drift_warns(
     assert "label drift (TVD) 0.267  WARNING" in text
 
 
+def test_label_drift_is_judged_at_its_threshold(
+    registry: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A warning just past the threshold and none just under it, nor for data with the
+    champion's label mix (the job's test above sits far past it, so a warning on any
+    drift, or at twice the threshold, passed it)."""
+    from absa.training.retrain import check_drift
+
+    reg = Registry(registry)
+    negatives = [e for e in EXAMPLES if e.label == "negative"] * 2
+    tvd = 24 / 40 - 1 / 3
+    with caplog.at_level(logging.WARNING, logger="absa.training.retrain"):
+        under = check_drift(reg, FIRST_VERSION, [*EXAMPLES, *negatives], tvd + 0.001)
+        same = check_drift(reg, FIRST_VERSION, list(EXAMPLES), 0.001)
+    assert under is not None and under["warning"] is False and caplog.text == ""
+    assert same is not None and same["tvd"] == pytest.approx(0) and same["warning"] is False
+    over = check_drift(reg, FIRST_VERSION, [*EXAMPLES, *negatives], tvd - 0.001)
+    assert over is not None and over["warning"] is True and "drift" in caplog.text
+
+
 # --------------------------------------------------------------------------- bad data
 
 
