@@ -71,6 +71,9 @@ def test_limits_raise_limit_errors() -> None:
     with pytest.raises(LimitError, match="too many aspects"):
         p("a b a b a", ["a", "b"])
     assert len(p("a b a", ["a"])) == 2  # within both limits
+    assert len(p("a b c", ["a", "b"])) == 2  # as many listed as the limit
+    with pytest.raises(LimitError, match=r"\(3 listed; the limit is 2\)"):
+        p("a b c", ["a", "b", "c"])  # one listed too many, refused before any lookup
 
 
 def test_results_label_score_scores_and_explain(predictor: Predictor) -> None:

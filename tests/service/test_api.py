@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -35,14 +36,20 @@ def span(text: str, term: str, nth: int = 0) -> tuple[int, int]:
 # --------------------------------------------------------------------------- /v1/predict
 
 
-def test_predict_returns_label_scores_and_spans(client: TestClient) -> None:
+def test_predict_returns_label_scores_and_spans(client: TestClient, artifact: Path) -> None:
+    from absa.model.runtime import Runtime
+
     body = predict(client, TEXT, ["wine list", "food"])
     assert body["model"] == "pos-scaled-selfattn:v1"
     assert [r["term"] for r in body["results"]] == ["wine list", "food"]
-    for res in body["results"]:
+    rt = Runtime.load(artifact, device="cpu", threads=1)
+    probs = rt.predict_proba([(TEXT, *span(TEXT, t)) for t in ("wine list", "food")])
+    for res, p in zip(body["results"], probs, strict=True):
         assert (res["start"], res["end"]) == span(TEXT, res["term"])
         assert res["label"] in LABELS
-        assert set(res["scores"]) == set(LABELS)
+        want = {lab: round(float(x), 6) for lab, x in zip(rt.labels, p, strict=True)}
+        assert res["scores"] == want  # the model's own, to 6 places
+        assert res["score"] == res["scores"][res["label"]]
         assert sum(res["scores"].values()) == pytest.approx(1.0, abs=1e-4)
         assert res["label"] == max(res["scores"], key=res["scores"].get)
         assert res["attention"] is None
@@ -379,6 +386,7 @@ def test_json_content_type_with_charset_is_served(client: TestClient) -> None:
         headers={"content-type": "application/json; charset=utf-8"},
     )
     assert r.status_code == 200, r.text
+    assert [(x["term"], x["start"]) for x in r.json()["results"]] == [("food", 4)]
 
 
 SURROGATES = {
@@ -718,7 +726,9 @@ def test_the_documented_example_is_answered(client: TestClient) -> None:
     props = client.get("/openapi.json").json()["components"]["schemas"]["PredictRequest"]
     body = {k: v["examples"][0] for k, v in props["properties"].items() if "examples" in v}
     assert set(body) == {"text", "aspects"}
-    assert client.post("/v1/predict", json=body).status_code == 200
+    r = client.post("/v1/predict", json=body)
+    assert r.status_code == 200, r.text
+    assert [x["term"] for x in r.json()["results"]] == body["aspects"]
 
 
 def test_the_schema_says_aspects_and_categories_do_not_go_together(client: TestClient) -> None:
@@ -857,7 +867,7 @@ def test_every_answer_carries_a_request_id(client: TestClient) -> None:
     r = client.post("/v1/predict", json=body, headers={"X-Request-ID": "abc-123.x:y"})
     assert r.status_code == 200 and r.headers["x-request-id"] == "abc-123.x:y"
     made = client.post("/v1/predict", json=body).headers["x-request-id"]
-    assert len(made) == 32 and int(made, 16) >= 0
+    assert re.fullmatch("[0-9a-f]{32}", made), made
     for bad in ("a b", "x" * 129, "a/b"):
         r = client.post("/v1/predict", json={"text": ""}, headers={"X-Request-ID": bad})
         assert r.status_code == 422 and r.headers["x-request-id"] not in (bad, made)
@@ -865,8 +875,6 @@ def test_every_answer_carries_a_request_id(client: TestClient) -> None:
 
 
 def test_the_readme_names_every_metric_and_only_real_ones() -> None:
-    import re
-
     from absa.service.metrics import Metrics
 
     types = re.findall(r"^# TYPE (\S+)", Metrics().expose().decode(), re.M)

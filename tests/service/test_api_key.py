@@ -119,7 +119,9 @@ def test_the_schema_says_which_operations_need_the_key(
 
 
 def test_without_keys_the_api_is_open(client: TestClient) -> None:
-    assert client.post("/v1/predict", json=REQUEST).status_code == 200
+    r = client.post("/v1/predict", json=REQUEST)
+    assert r.status_code == 200, r.text
+    assert [x["term"] for x in r.json()["results"]] == ["food"]
 
 
 @pytest.mark.parametrize("value", ["", " "])

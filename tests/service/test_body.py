@@ -63,7 +63,9 @@ def test_a_valid_streamed_body_under_the_limit_is_served(client: TestClient) -> 
         yield body[:100]
         yield body[100:]
 
-    assert post(client, chunks()).status_code == 200
+    r = post(client, chunks())
+    assert r.status_code == 200, r.text
+    assert [x["term"] for x in r.json()["results"]] == ["food"]  # the whole body was read
 
 
 def test_a_body_that_is_not_utf8_is_422_naming_utf8(client: TestClient) -> None:

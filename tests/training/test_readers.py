@@ -1529,3 +1529,16 @@ def test_a_skipped_record_names_the_place_its_error_names(
     assert len(res.skipped) == 1
     bad = res.skipped[0]
     assert str(err.value) == f"{bad.source}: {bad.reason}"
+
+
+def test_bracket_free_reads_penn_treebank_brackets_as_the_brackets() -> None:
+    """Rest14 test's "-LRB- including 2 drinks" is MAMS train's "(including 2 drinks": one
+    sentence to the overlap check, which normalise_text alone kept apart ("lrb")."""
+    from absa.training.readers import bracket_free, normalise_text
+
+    seg = "Great value -LRB- including 2 drinks -RRB- , really ."
+    raw = "Great value (including 2 drinks), really."
+    assert bracket_free(seg) == bracket_free(raw) == normalise_text(raw)
+    assert normalise_text(seg) != normalise_text(raw)
+    for escape in ("-LSB-", "-RSB-", "-LCB-", "-RCB-"):
+        assert bracket_free(f"a {escape} b") == "ab"
