@@ -1350,6 +1350,12 @@ def test_the_http_apis_names_are_named_where_a_field_is_missing(
         "text is missing or empty; the row has 'sentence': name that field 'text'"
     )
     assert out[2]["pred_label"] == "positive"  # scored: the other name is only a hint
+    pytest.importorskip("pyarrow")
+    assert _shipped(src, tmp_path / "out.parquet") == 1  # a table's row: the same hints
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [r["error"] for r in table] == [r.get("error") for r in out]
     src = _write(tmp_path / "in.csv", "sentence,aspect\nThe food was good,food\n")
     assert _shipped(src, tmp_path / "out.csv") == 2
     err = capsys.readouterr().err

@@ -15,11 +15,13 @@ from absa.errors import InputError
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
+    OTHER_NAMES,
     PRED_ERROR,
     PREFIX,
     READ_FIELDS,
     SCORE_,
     header_hint,
+    named_otherwise,
     predicted,
     read_names,
     refuse_both_errors,
@@ -116,9 +118,15 @@ def score_table(
     if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
+    # a column named as the HTTP API or the training data name a field ("aspects", "term"):
+    # a row lacking the field has it, for the error's hint, where its value is there
+    aliases = [n for n in table.column_names if n not in read.values() and _other_name(n)]
     rows = [
-        {field: row[name] for field, name in read.items()}
-        for row in table.select(list(read.values())).to_pylist()
+        {
+            **{field: row[name] for field, name in read.items()},
+            **{n: row[n] for n in aliases if row[n] not in (None, "")},
+        }
+        for row in table.select([*read.values(), *aliases]).to_pylist()
     ]
     prepared = [
         (None, why) if why else try_prepare(predictor, row)
@@ -134,3 +142,9 @@ def score_table(
     for field in schema:
         table = table.append_column(field, pa.array(columns[field.name], field.type))
     return table
+
+
+def _other_name(column: str) -> bool:
+    """Whether ``column`` is another name of a read field (``OTHER_NAMES``), as
+    ``named_otherwise`` reads it."""
+    return any(named_otherwise(field, [column]) for field in OTHER_NAMES)
