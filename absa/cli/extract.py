@@ -279,8 +279,8 @@ def predict_spans(
 
         cut = [sentence_spans(t) for t in texts]
         pieces = [t[s:e] for t, spans in zip(texts, cut, strict=True) for s, e in spans]
-        found = iter(predict_spans(model, pieces, by_sentence=False))
-        return [{(a + s, b + s) for s, _ in spans for a, b in next(found)} for spans in cut]
+        each = iter(predict_spans(model, pieces, by_sentence=False))
+        return [{(a + s, b + s) for s, _ in spans for a, b in next(each)} for spans in cut]
     from absa.training.tagging_run import is_tag_run
 
     if is_tag_run(model):
