@@ -202,6 +202,13 @@ class OfflineSettings(ModelSettings):
         description="where onnxruntime runs the model: auto (a CUDA GPU where onnxruntime "
         "has one), cpu, or cuda (refused where there is none)",
     )
+    threads: int = Field(
+        0,
+        ge=0,
+        description="onnxruntime intra-op threads of each absa serve worker, and of absa "
+        "predict; 0 = the CPUs this process may use (its CPU affinity, and a cgroup CPU "
+        "quota: docker --cpus, a Kubernetes CPU limit), shared out among the workers",
+    )
     # training
     teacher_cache: Annotated[MaybePath | Literal["off"], _keyword("off")] = Field(
         None,
@@ -298,13 +305,6 @@ class Settings(LogSettings, OfflineSettings):
         "what it held 503: under --workers N uvicorn starts a fresh one, and a lone "
         "absa serve exits with status 70 for its restart policy (false: it stays up, "
         "answering 503, its /healthz failing)",
-    )
-    threads: int = Field(
-        0,
-        ge=0,
-        description="onnxruntime intra-op threads per worker; 0 = the CPUs this process may "
-        "use (its CPU affinity, and a cgroup CPU quota: docker --cpus, a Kubernetes CPU "
-        "limit), shared out among the workers",
     )
     # micro-batching
     max_batch_size: int = Field(64, ge=1, description="aspects per onnxruntime call")

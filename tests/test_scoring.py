@@ -6,6 +6,7 @@ import csv
 import errno
 import io
 import json
+import logging
 import os
 import stat
 from pathlib import Path
@@ -58,6 +59,33 @@ def test_predict_takes_aspects_as_the_api_names_them(
         answers.append(json.loads(capsys.readouterr().out))
     assert [r["term"] for r in answers[0]["results"]] == [A.term, B.term]
     assert answers[1] == answers[0]
+
+
+def test_predict_runs_the_threads_asked_for(
+    artifact: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """ABSA_THREADS was read by absa serve alone: absa predict took every CPU on a machine
+    shared with others, whatever the environment said. --threads wins over it."""
+    base = ["predict", "--model", str(artifact), "--text", A.text, "--aspect", A.term]
+
+    def loaded_with(argv: list[str]) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="absa.model.runtime"):
+            assert main(argv) == 0
+        return [m for r in caplog.records if "threads=" in (m := r.getMessage())]
+
+    monkeypatch.setenv("ABSA_THREADS", "1")
+    assert [m.endswith("threads=1)") for m in loaded_with(base)] == [True]
+    assert [m.endswith("threads=2)") for m in loaded_with([*base, "--threads", "2"])] == [True]
+    capsys.readouterr()
+    assert main([*base, "--threads", "-1"]) == 2
+    assert "--threads is a whole number >= 0" in capsys.readouterr().err
+    ray = ["predict", "--engine", "ray", "--input", "x.jsonl", "--output", "o", "--threads", "1"]
+    assert main(ray) == 2
+    assert "--threads is for the local engine" in capsys.readouterr().err
 
 
 def test_predict_unknown_aspect_is_a_clear_error(

@@ -359,8 +359,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     settings = OfflineSettings()  # no server: a bad server-only setting is not its to refuse
     device = args.device or settings.device
+    threads = settings.threads if args.threads is None else args.threads
     if args.category:
-        return _predict_categories(args, device, settings.category_model)
+        return _predict_categories(args, device, threads, settings.category_model)
     # the kind of model first: a category model asked without --category is told so, not
     # to want --aspect or an extractor
     path = servable(model_dir(args.model), task=TERMS)
@@ -380,8 +381,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         # a missing or wrong one named as where it came from, as absa serve and load() do
         named = "--extractor" if args.extractor else "ABSA_EXTRACTOR"
         servable(ext_dir, kind=EXTRACTOR_KIND, named=named)
-        extractor = Extractor.load(ext_dir, device=device)
-    runtime = Runtime.load(path, device=device)
+        extractor = Extractor.load(ext_dir, device=device, threads=threads)
+    runtime = Runtime.load(path, device=device, threads=threads)
     predictor = Predictor(runtime, extractor=extractor)
     if args.input:
         from absa.scoring import score_file
@@ -416,6 +417,8 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
                        "--category")  # fmt: skip
     if args.output and not args.input:
         raise CLIError("--output needs --input (a file to score); one --text prints to stdout")
+    if args.threads is not None and args.threads < 0:  # onnxruntime's words named no flag
+        raise CLIError(f"--threads is a whole number >= 0 (0: the CPUs), not {args.threads}")
     if args.text is not None and not args.text.strip():  # said "give --text" after loading
         raise CLIError("--text is empty: give the sentence whose aspects to classify")
     if args.engine == "ray":  # its own checks: an output there is a directory of files
@@ -429,11 +432,19 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
                 "--device is for the local engine; with --engine ray give --num-gpus (GPUs "
                 "per actor: above 0 the model runs on CUDA, 0 on CPUs)"
             )
+        if args.threads is not None:  # never read: each actor runs one thread
+            raise CLIError(
+                "--threads is for the local engine; with --engine ray each of --workers "
+                "actors runs one onnxruntime thread"
+            )
         from absa.settings import OfflineSettings
 
         if OfflineSettings().device != "auto":  # the environment's, for `absa serve`: unread here
             log.warning("ABSA_DEVICE is not read by --engine ray: --num-gpus (GPUs per actor) "
                         "puts the model on CUDA, 0 on CPUs")  # fmt: skip
+        if OfflineSettings().threads:
+            log.warning("ABSA_THREADS is not read by --engine ray: each actor runs one "
+                        "onnxruntime thread")  # fmt: skip
         return
     given = [
         "--" + ("workers" if k == "ray_workers" else k.replace("_", "-"))
@@ -453,7 +464,7 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
 
 
 def _predict_categories(
-    args: argparse.Namespace, device: str, category_model: Path | None = None
+    args: argparse.Namespace, device: str, threads: int, category_model: Path | None = None
 ) -> int:
     """``--category``: the sentiment towards aspect categories, with a category model:
     ``--model``, else ``ABSA_CATEGORY_MODEL`` (``category_model``), else the default model."""
@@ -475,7 +486,8 @@ def _predict_categories(
             f"{e}: give --category a category model with --model DIR (the shipped one: "
             f"{SHIPPED_CATEGORY_MODEL}) or ABSA_CATEGORY_MODEL"
         ) from None
-    predictor = CategoryPredictor(Runtime.load(path, device=device, task=CATEGORY))
+    runtime = Runtime.load(path, device=device, threads=threads, task=CATEGORY)
+    predictor = CategoryPredictor(runtime)
     results = [r.to_dict() for r in predictor(args.text, args.category, explain=args.explain)]
     return _print(args, predictor.model_id, results)
 
@@ -656,6 +668,13 @@ def register(sub: Any) -> None:
         "--device",
         choices=["auto", "cpu", "cuda"],
         help=setting_help("device", "onnxruntime device; auto: CUDA where present"),
+    )
+    q.add_argument(
+        "--threads",
+        type=int,
+        help=setting_help(
+            "threads", "onnxruntime intra-op threads; 0: the CPUs this process may use"
+        ),  # fmt: skip
     )
     q.add_argument(
         "--quiet",
