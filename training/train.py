@@ -250,7 +250,7 @@ def fit(
     info["sessions"] = sessions
     info["teacher_states"] = hint.record if hint is not None else None
     info["init_from"] = start
-    info["reproduce"] = reproduce
+    info["reproduce"] = _reproduce(reproduce, sessions)
     try:
         save_run(run_dir, mcfg, tcfg, pipe, data.dev, history, best.dev, best.epoch, info)
     except OSError as e:  # a full disk: "[Errno 28] No space left on device", no file named
@@ -404,7 +404,18 @@ def restore(state: dict, parts: dict, rng: random.Random) -> tuple[int, list[dic
 # --------------------------------------------------------------------------- one epoch
 
 
-# with no progress bar (--quiet, or a log file): a line this often within an epoch, so that
+def _reproduce(command: str | None, sessions: list[dict]) -> str | None:
+    """The command that trains the run again, said not to be bit for bit where its sessions
+    ran on other threads or devices (the command names the last session's)."""
+    ran = sorted({f"{s['threads']} thread(s) on {s['device']}" for s in sessions})
+    if command is None or len(ran) < 2:
+        return command
+    return (
+        f"{command}\n# not bit for bit: the run's sessions ran on {' and '.join(ran)} "
+        "(run.json's sessions); its weights differ from this command's in the last digits"
+    )
+
+
 def session_record(
     state: dict | None, first: int, threads: int, device: str, version: str
 ) -> list[dict]:
@@ -426,6 +437,7 @@ def session_record(
     return [*sessions, this]
 
 
+# with no progress bar (--quiet, or a log file): a line this often within an epoch, so that
 # an epoch of hours (an mpnet teacher on two CPU threads) shows how far it has come
 HEARTBEAT_SECONDS = 600.0
 # a checkpoint within an epoch this often (training/checkpoint.py): a session that ends

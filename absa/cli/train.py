@@ -253,10 +253,16 @@ def command_of(args: argparse.Namespace, skip: Sequence[str] = SESSION) -> str:
     """The ``absa`` command ``args`` were parsed from (its options in the parser's order,
     files named as run.json names them), less ``skip``: what run.json and an artifact's
     card give as the command that makes them again."""
-    from absa.training.provenance import portable
+    from absa.training.provenance import ROOT, portable
+
+    # run from the checkout's root, the command names files as the records do (beside the
+    # checkout: relative to it); from elsewhere, as given, after a cd to where it ran: a
+    # relative path given there and one rewritten to the checkout could not both resolve
+    here = Path.cwd().resolve()
+    at_root = here == ROOT.resolve()
 
     def word(v: object) -> str:
-        return portable(v) if isinstance(v, str) and Path(v).is_absolute() else str(v)
+        return portable(v) if at_root and isinstance(v, str) and Path(v).is_absolute() else str(v)
 
     out = ["absa", args.command]
     for key, value in vars(args).items():
@@ -265,7 +271,7 @@ def command_of(args: argparse.Namespace, skip: Sequence[str] = SESSION) -> str:
         out.append("--" + key.replace("_", "-"))
         if value is not True:
             out += [word(v) for v in value] if isinstance(value, list) else [word(value)]
-    return shlex.join(out)
+    return shlex.join(out) if at_root else f"cd {shlex.quote(str(here))} && {shlex.join(out)}"
 
 
 def cmd_train(args: argparse.Namespace) -> int:

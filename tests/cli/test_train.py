@@ -437,6 +437,32 @@ def test_a_run_and_its_artifact_give_the_command_that_trains_it_again(
     assert "## Reproduce" in card and f"```bash\n{command}\n{export}\n```" in card
 
 
+def test_a_run_begun_outside_the_checkout_gives_a_command_that_runs_from_anywhere(
+    tmp_path: Path,
+    small_glove: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command run elsewhere than the checkout's root named its relative paths as given
+    and its absolute ones relative to the checkout: run again, from anywhere, it found
+    neither. It now says where it ran (a cd), and names its files as given there."""
+    (tmp_path / "work").mkdir()
+    write_jsonl(tmp_path / "work" / "train.jsonl", EXAMPLES)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1)
+    monkeypatch.chdir(tmp_path / "work")
+    argv = ["train", "--train", "train.jsonl", "--config", str(cfg), "--out", "run"]
+    assert main([*argv, "--quiet"]) == 0
+    command = read_info(tmp_path / "work" / "run")["reproduce"]
+    cd, rest = command.split(" && ", 1)
+    assert cd == f"cd {shlex.quote(str((tmp_path / 'work').resolve()))}"
+    assert rest.startswith("absa train --train train.jsonl ") and f"--config {cfg}" in rest
+    (tmp_path / "work" / "run").rename(tmp_path / "first")
+    monkeypatch.chdir(tmp_path)  # elsewhere: the cd takes it back
+    monkeypatch.chdir(shlex.split(cd)[1])
+    assert main(shlex.split(rest)[1:]) == 0
+    weights = "weights.safetensors"
+    assert info_sha(tmp_path / "work" / "run" / weights) == info_sha(tmp_path / "first" / weights)
+
+
 def test_the_card_names_every_file_the_run_read_and_its_vocabulary(
     tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -90,9 +90,15 @@ def test_every_sessions_threads_and_device_are_recorded_and_a_change_warned_of(
     run = tmp_path / "parts"
     fit(TRAIN, DEV, preset(small_glove, threads=1), run, progress=False, stop_after=0)
     with caplog.at_level(logging.WARNING, logger="absa.training.train"):
-        fit(TRAIN, DEV, preset(small_glove, threads=2), run, progress=False, resume=True)
+        fit(TRAIN, DEV, preset(small_glove, threads=2), run, progress=False, resume=True,
+            reproduce="absa train --threads 2")  # fmt: skip
     assert "1 thread(s) on cpu, this session 2 on cpu" in caplog.text
     info = json.loads((run / "run.json").read_text())
+    assert info["reproduce"] == (  # the command names the last session's threads: said so
+        "absa train --threads 2\n# not bit for bit: the run's sessions ran on 1 thread(s) on "
+        "cpu and 2 thread(s) on cpu (run.json's sessions); its weights differ from this "
+        "command's in the last digits"
+    )
     assert [(s["from_epoch"], s["threads"], s["device"]) for s in info["sessions"]] == [
         (1, 1, "cpu"),
         (2, 2, "cpu"),
@@ -102,8 +108,9 @@ def test_every_sessions_threads_and_device_are_recorded_and_a_change_warned_of(
     same = tmp_path / "same"
     fit(TRAIN, DEV, preset(small_glove), same, progress=False, stop_after=0)
     with caplog.at_level(logging.WARNING, logger="absa.training.train"):
-        fit(TRAIN, DEV, preset(small_glove), same, progress=False, resume=True)
+        fit(TRAIN, DEV, preset(small_glove), same, progress=False, resume=True, reproduce="x")
     assert "this session" not in caplog.text
+    assert json.loads((same / "run.json").read_text())["reproduce"] == "x"
     assert len(json.loads((same / "run.json").read_text())["sessions"]) == 2
 
 
