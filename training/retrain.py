@@ -204,6 +204,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             run_dir, resumed = train_challenger(cfg, data, report["data"], reg, progress)
             if resumed:
                 report["resumed_after_epoch"] = resumed
+            report["training"] = training_record(run_dir)
             stop_if_asked(run_dir)  # SIGTERM after the last batch: no checkpoint came
             artifact_dir = work / "artifact"
             report["parity"] = export_challenger(
@@ -460,6 +461,18 @@ def check_drift(
         "threshold": threshold,
         "warning": d > threshold,
     }
+
+
+def training_record(run_dir: Path) -> dict:
+    """What the challenger's run recorded of how it trained (libraries and CPU, each
+    session's threads and device, its training config), for the report: the
+    version's own metadata, which also has them, goes when ``keep`` prunes it."""
+    from absa.training.rundir import TRAIN_CONFIG, read_info
+
+    info = read_info(run_dir)
+    config = json.loads((run_dir / TRAIN_CONFIG).read_text(encoding="utf-8"))
+    return {"environment": info.get("environment"), "sessions": info.get("sessions"),
+            "train_config": config}  # fmt: skip
 
 
 def job_preset(cfg: RetrainConfig) -> Preset:

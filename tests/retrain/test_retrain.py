@@ -95,6 +95,11 @@ def test_first_job_promotes_and_reports_why(champion_registry: Path) -> None:
     assert report["data"]["base"]["examples"] == len(EXAMPLES)
     assert "PROMOTED" in text and "no champion yet" in text
     meta = reg.metadata(FIRST_VERSION)
+    # how it trained, kept by the report when a pruned version's metadata goes
+    trained = report["training"]
+    assert trained["environment"] == meta["train"]["environment"] and trained["environment"]
+    assert [s["from_epoch"] for s in trained["sessions"]] == [1]
+    assert trained["train_config"] == meta["train_config"]
     assert meta["version"] == FIRST_VERSION
     assert meta["parent"] is None
     assert meta["gated_against"] == report["baseline_model"]
