@@ -120,4 +120,17 @@ def evaluate(model_dir: Path, examples: Sequence[Labelled]) -> dict:
     report = classification_report(gold, probs.argmax(1), labels)
     report["ece"] = expected_calibration_error(probs, np.asarray(gold, dtype=np.int64))
     report["ece_bins"] = ECE_BINS
+    report["calibration"] = calibration_of(model_dir)
     return report
+
+
+def calibration_of(model_dir: Path) -> str:
+    """How the probabilities scored were calibrated: a run's and an artifact's ECE differ
+    by the temperature that export fits, which the report did not say."""
+    if model_kind(model_dir) == "run":
+        return "none (a run's network; export fits a temperature on dev)"
+    cal = artifact.read_metadata(model_dir).get("calibration")
+    if not isinstance(cal, dict) or not isinstance(cal.get("temperature"), int | float):
+        return "none"
+    top = ", and a top-label map" if cal.get("top_map") else ""
+    return f"as served: temperature {cal['temperature']:.3g}{top}"

@@ -52,6 +52,8 @@ def classification_report(
 
 def format_report(report: dict) -> str:
     ece = f"  ECE({report['ece_bins']} bins)={report['ece'] * 100:.2f}" if "ece" in report else ""
+    if report.get("calibration"):
+        ece += f" (calibration: {report['calibration']})"
     lines = [
         f"n={report['n']}  accuracy={report['accuracy'] * 100:.2f}  "
         f"macro-F1={report['macro_f1'] * 100:.2f}{ece}",

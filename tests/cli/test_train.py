@@ -933,6 +933,15 @@ def test_evaluate_text_report(
     out = capsys.readouterr().out
     assert out.startswith("n=5  accuracy=") and "confusion" in out
     assert "  ECE(15 bins)=" in out.splitlines()[0]
+    # a run's ECE and its artifact's differ by export's temperature: each says which it is
+    assert out.splitlines()[0].endswith("(calibration: none (a run's network; export fits a "
+                                        "temperature on dev))")  # fmt: skip
+    from absa.model.runtime import DEFAULT_MODEL_DIR
+
+    t = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())["calibration"]["temperature"]
+    assert main(["evaluate", "--data", str(data)]) == 0  # the shipped model
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(f"(calibration: as served: temperature {t:.3g}, and a top-label map)")
 
 
 def test_evaluate_errors(
