@@ -3,6 +3,8 @@ artifact. No torch at import time."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import os
 import platform
 import subprocess
@@ -39,9 +41,33 @@ def code_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return "absa " + version("absa")
+        release = "absa " + version("absa")
     except PackageNotFoundError:
-        return "unknown"
+        release = "absa (not installed)"
+    # the release number alone named every build of it alike: the source that runs does not
+    return f"{release}, source sha256 {source_digest()[:12]}"
+
+
+#: the subpackages that live beside ``absa`` in the checkout and inside it when installed
+_MAPPED = ("model", "training", "service")
+
+
+def source_digest() -> str:
+    """The sha256 of the package's Python source as it runs (each module's path within the
+    package and its bytes), the same for the checkout's layout and an installed copy's."""
+    dirs = {
+        name: Path(str(importlib.import_module(module).__file__)).resolve().parent
+        for name, module in [("absa", "absa"), *((n, f"absa.{n}") for n in _MAPPED)]
+    }
+    digest = hashlib.sha256()
+    for name, where in sorted(dirs.items()):
+        for f in sorted(where.rglob("*.py")):
+            rel = f.relative_to(where)
+            if name == "absa" and rel.parts[0] in _MAPPED:  # an installed copy's subpackage
+                continue
+            digest.update(f"{name}/{rel.as_posix()}\0".encode())
+            digest.update(hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def _git(*args: str) -> str:

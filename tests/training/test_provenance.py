@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from absa.training.provenance import code_version, environment, file_info
+from absa.training.provenance import code_version, environment, file_info, source_digest
 
 
 def test_code_version_is_the_git_commit_where_there_is_one() -> None:
@@ -32,7 +32,37 @@ def test_code_version_without_git_uses_the_environment(monkeypatch: pytest.Monke
     monkeypatch.setenv("ABSA_CODE_VERSION", "abc123")
     assert code_version() == "abc123"
     monkeypatch.delenv("ABSA_CODE_VERSION")
-    assert code_version().startswith(("absa ", "unknown"))
+    # the release number alone named every build alike: the source's own digest with it
+    assert re.fullmatch(r"absa .+, source sha256 [0-9a-f]{12}", code_version())
+    assert code_version().endswith(source_digest()[:12])
+
+
+def test_the_source_digest_is_the_codes_in_either_layout(tmp_path: Path) -> None:
+    """Installed, model/, training/ and service/ lie inside absa/; in the checkout, beside
+    it: the same code gives the same digest, and a changed module another."""
+    import shutil
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    site = tmp_path / "site"
+    only_py = shutil.ignore_patterns("*.onnx", "*.json", "*.npy", "*.txt", "*.md", "static")
+    shutil.copytree(root / "absa", site / "absa", ignore=only_py)
+    for name in ("model", "training", "service"):
+        shutil.copytree(root / name, site / "absa" / name, ignore=only_py)
+
+    def digest() -> str:
+        code = "from absa.training.provenance import source_digest; print(source_digest())"
+        env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert digest() == source_digest()
+    with (site / "absa" / "model" / "spans.py").open("a") as f:
+        f.write("\n# changed\n")
+    assert digest() != source_digest()
 
 
 def test_code_version_when_git_fails(monkeypatch: pytest.MonkeyPatch) -> None:
