@@ -388,7 +388,7 @@ def _rows(
         raise ValueError(f"{path}:1: {bad}")
     twice = repeated(header or [])
     if twice is not None:  # a row would keep one of them, and the output drop the other
-        raise ValueError(f"{path}:1: column {twice!r} appears twice")
+        raise ValueError(f"{path}:1: {repeated_said(twice)}")
     read = read_names(header or [], f"{path}:1")
     if header is None or not {"text", "aspect"} <= set(read):
         hint = header_hint([f for f in ("text", "aspect") if f not in read], header or [])
@@ -423,6 +423,17 @@ def as_read(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     if not names:
         return row
     return {**row, **{field: row.get(name) for field, name in names.items()}}
+
+
+def repeated_said(name: str) -> str:
+    """What a header that gives ``name`` twice (``repeated``) is told: cells left empty, as a
+    spreadsheet's export leaves them after the last column, are not a name given twice."""
+    if not name.strip():
+        return (
+            "more than one column has no name (empty header cells, as a spreadsheet's export "
+            "can leave after the last column): name them or remove them"
+        )
+    return f"column {name!r} appears twice"
 
 
 def repeated(names: Iterable[str]) -> str | None:

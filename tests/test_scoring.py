@@ -840,6 +840,12 @@ def test_a_csv_column_named_twice_is_refused(
     err = capsys.readouterr().err
     assert f"absa predict: error: {src}:1: column 'text' appears twice\n" in err
     assert list(tmp_path.iterdir()) == [src]
+    # empty cells after the last column, as a spreadsheet's export leaves them: said so
+    src.write_text("text,aspect,,\nThe pizza was good,pizza,,\n", encoding="utf-8")
+    assert _shipped(src, tmp_path / f"out{suffix}") == 2
+    err = capsys.readouterr().err
+    assert f"{src}:1: more than one column has no name (empty header cells" in err
+    assert "appears twice" not in err
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])

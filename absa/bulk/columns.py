@@ -26,6 +26,7 @@ from absa.scoring import (
     read_names,
     refuse_both_errors,
     repeated,
+    repeated_said,
     try_prepare,
 )
 
@@ -70,7 +71,7 @@ def check_columns(
     (default: ``error_column(names)``)."""
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
-        raise InputError(f"{where}: column {twice!r} appears twice")
+        raise InputError(f"{where}: {repeated_said(twice)}")
     needed = () if LINE_ERROR in names else ("text", "aspect")
     read = _read_columns(names, where, exact)
     missing = [c for c in needed if c not in read]

@@ -43,6 +43,7 @@ from absa.scoring import (
     publish,
     refuse_both_errors,
     repeated,
+    repeated_said,
     undecoded,
 )
 
@@ -143,7 +144,7 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         header = csv_header(str(src))
         twice = repeated(header)
         if twice is not None:  # as absa.scoring refuses it: a row would keep only one of them
-            raise ValueError(f"{src}:1: column {twice!r} appears twice")
+            raise ValueError(f"{src}:1: {repeated_said(twice)}")
         refuse_inner_name(header, f"{src}:1")
         # now: a block with a bad byte carries LINE_ERROR, and its rows are not checked for
         # these (a JSONL block's row may lack a field; a CSV's columns are its header's)

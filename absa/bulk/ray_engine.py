@@ -32,7 +32,7 @@ from typing import Any
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, refuse_inner_name
 from absa.errors import InputError
-from absa.scoring import ERROR, beside, refuse_both_errors, repeated
+from absa.scoring import ERROR, beside, refuse_both_errors, repeated, repeated_said
 
 log = logging.getLogger(__name__)
 
@@ -478,7 +478,7 @@ def _check_csv_headers(files: list[str], labels: list[str], error: str) -> None:
         header = csv_header(f)
         twice = repeated(header)
         if twice is not None:
-            raise InputError(f"{f}:1: column {twice!r} appears twice")
+            raise InputError(f"{f}:1: {repeated_said(twice)}")
         refuse_inner_name(header, f)
         for field, name in check_columns(header, labels, f, error=error).items():
             there, other = seen.setdefault(field, (f, name))

@@ -570,6 +570,9 @@ def test_a_column_named_twice_is_refused_naming_the_file(
         err = capsys.readouterr().err
         assert f"absa predict: error: {where}: column 'text' appears twice\n" in err
     assert sorted(tmp_path.iterdir()) == [csv_in, src]
+    csv_in.write_text("text,aspect,,\nThe pizza was good,pizza,,\n")  # a spreadsheet's
+    assert _shipped(csv_in, tmp_path / "out.parquet") == 2
+    assert f"{csv_in}:1: more than one column has no name" in capsys.readouterr().err
 
 
 def test_a_column_named_as_the_readers_inner_one_is_refused(
