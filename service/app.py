@@ -30,7 +30,12 @@ from absa.service.engine import BatchEngine
 from absa.service.errors import reply
 from absa.service.hangup import CancelOnHangUp
 from absa.service.metrics import Metrics
-from absa.service.reloader import Reloader, load_category_predictor, load_predictor
+from absa.service.reloader import (
+    Reloader,
+    load_at_start,
+    load_category_predictor,
+    note_serving,
+)
 from absa.service.routes import admin, ops, predict
 from absa.service.sampling import AnswerSample, categories_path
 from absa.service.tracing import Tracing
@@ -462,8 +467,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # per worker process: /healthz stays quick
-        model_dir = settings.model_path()
-        predictor = load_predictor(settings, model_dir)  # the same checks as a hot reload
+        # the same checks as a hot reload; a replacement worker may serve what the others do
+        model_dir, predictor = load_at_start(settings)
+        note_serving(settings, model_dir)
         engine = BatchEngine(
             predictor,
             metrics,

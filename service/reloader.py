@@ -55,6 +55,9 @@ from absa.settings import Settings
 log = logging.getLogger(__name__)
 
 SIGNAL = "reload.json"
+#: in the run dir: the model the server's workers serve (each writes it as it loads one), for
+#: a worker started in place of one that died whose settings name a model it cannot load
+SERVING = "serving.json"
 SYNC_INTERVAL_S = 0.25
 #: after a refusal for want of memory, or for the volume's read error: the wait (s) before
 #: that model is tried again, the first and the longest (it doubles at each such refusal in
@@ -126,6 +129,54 @@ def _warm(predictor: Predictor | CategoryPredictor, path: Path) -> None:
         raise ArtifactError(f"{path}: the model fails its first prediction: {e}") from e
 
 
+def load_at_start(settings: Settings) -> tuple[Path, Predictor]:
+    """What a worker serves as it starts: what the settings name (``model_path``). Where that
+    cannot be loaded (a bad pointer, a version corrupted since it was promoted) while the
+    other workers of this server serve a model (``SERVING``: a worker uvicorn starts in place
+    of one that died), that model, said at WARNING: the running workers refused the pointer
+    and kept serving, and a replacement that failed to start took the whole server down
+    with it. A server starting afresh (another parent process) refuses as before."""
+    try:
+        path = Path(settings.model_path())
+        return path, load_predictor(settings, path)
+    except (ArtifactError, RegistryError, OSError, ValueError) as e:
+        served = _served_by_this_server(settings)
+        if served is None or _for_want_of_a_resource(e):
+            raise
+        log.warning(
+            "cannot load what the settings name (%s); serving what this server's other "
+            "workers serve: %s",
+            e,
+            served,
+        )
+        return served, load_predictor(settings, served)
+
+
+def _served_by_this_server(settings: Settings) -> Path | None:
+    """The model dir ``SERVING`` names, where a worker of this server (the same parent
+    process) wrote it; else None."""
+    if settings.run_dir is None:
+        return None
+    try:
+        record = json.loads((Path(settings.run_dir) / SERVING).read_text(encoding="utf-8"))
+        server, model_dir = record["server"], Path(record["model_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return model_dir if server == os.getppid() else None
+
+
+def note_serving(settings: Settings, model_dir: Path) -> None:
+    """Record in the run dir (several workers) the model this worker now serves; a write
+    that fails is said, never fatal."""
+    if settings.run_dir is None:
+        return
+    record = {"server": os.getppid(), "model_dir": str(Path(model_dir).resolve())}
+    try:
+        atomic_write_json(Path(settings.run_dir) / SERVING, record)
+    except OSError as e:
+        log.warning("%s: cannot record the model served: %s", settings.run_dir, e)
+
+
 def _limits(s: Settings) -> Limits:
     return Limits(max_text_chars=s.max_text_chars, max_aspects=s.max_aspects)
 
@@ -136,7 +187,7 @@ class Reloader:
         self.engine = engine
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
-        self._seen: tuple[int, int, int] | None = None  # the signal file's stat, last read
+        self._seen: tuple[int, ...] | None = None  # the signal file's stat, last read
         self._signal_id: str | None = None
         self._refused: tuple | None = None  # what a poll found and refused (_poll_key)
         # the target the last reload went for, as _poll_key names it (None: none could be read)
@@ -202,7 +253,7 @@ class Reloader:
                     self._check_pointer_kept(current)
                 target = Path(path or self.settings.model_path())
                 self._tried = target
-            except RegistryError as e:
+            except (RegistryError, OSError) as e:  # OSError: a registry it may not read
                 self.failures += 1
                 self._count("refused")
                 log.error("reload refused, still serving %s: %s", current, e)
@@ -245,6 +296,7 @@ class Reloader:
                 refusal = TransientRefusal if starved or unread else ArtifactError
                 raise refusal(f"refused {target}: {reason}") from None
             old = self.engine.swap(rt)
+            note_serving(self.settings, target)
             self._wait_s = self._retry_at = 0.0
             self.engine.metrics.swapped(old.metadata, rt.metadata)
             self._count("swapped")
@@ -305,11 +357,14 @@ class Reloader:
         pointer = _stat(Path(self.settings.registry) / POINTER)
         try:
             target: Path | None = Path(self.settings.model_path())
-        except RegistryError:
+        except (RegistryError, OSError):  # refused by the reload, which says why
             target = None
-        files = None
-        if target is not None and target.is_dir():
-            files = tuple(sorted((f.name, _stat(f)) for f in target.iterdir()))
+        files: tuple | None = None
+        try:
+            if target is not None and target.is_dir():
+                files = tuple(sorted((f.name, _stat(f)) for f in target.iterdir()))
+        except OSError as e:  # a version's directory the server may not list
+            files = (e.errno or 0,)
         return (pointer, target, files)
 
     # ------------------------------------------------------------------ several workers
@@ -420,9 +475,13 @@ def _named(metadata: dict) -> str:
     return f"{metadata.get('name') or 'unnamed'}:{metadata.get('version') or 'unversioned'}"
 
 
-def _stat(path: Path) -> tuple[int, int, int] | None:
+def _stat(path: Path) -> tuple[int, ...] | None:
+    """(inode, mtime, size) of ``path``, None where it is not there, and (errno,) where it
+    cannot be looked at (a directory the server may not read): a state like any other."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return None
+    except OSError as e:
+        return (e.errno or 0,)
     return (st.st_ino, st.st_mtime_ns, st.st_size)

@@ -7,6 +7,7 @@ import asyncio
 import errno
 import gzip
 import json
+import logging
 import os
 import re
 import shutil
@@ -837,6 +838,42 @@ def test_start_up_applies_the_same_checks_as_a_reload(artifact: Path, tmp_path: 
             pass
 
 
+def test_a_worker_started_while_the_pointer_is_bad_serves_what_the_others_serve(
+    registry: Registry, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Under --workers N a bad CURRENT is refused by the running workers, which keep serving;
+    the worker uvicorn started in place of one that died loaded CURRENT, failed, and took the
+    whole server down with it (exit 70). It serves what the others serve now, said so; a
+    server started afresh (another parent process) still refuses to start."""
+    from fastapi.testclient import TestClient
+
+    from absa.errors import RegistryError
+    from absa.service.app import create_app
+    from absa.service.reloader import SERVING
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    s = settings(registry, run_dir=run_dir)
+    with serve(s) as first:
+        registry.promote("v2")
+        assert reload(first).json()["version"] == "v2"
+        (registry.root / POINTER).write_text("garbage{")
+        assert reload(first).status_code == 409  # refused: v2 keeps serving
+        with caplog.at_level(logging.WARNING, logger="absa.service.reloader"):
+            with serve(s) as second:  # in place of a worker that died
+                assert served_version(second) == "v2"
+                assert predict_model(second) == f"{NAME}:v2"
+        assert "serving what this server's other workers serve" in caplog.text
+        assert served_version(first) == "v2"
+    record = json.loads((run_dir / SERVING).read_text())
+    assert Path(record["model_dir"]) == registry.path("v2").resolve()
+    record["server"] = -1  # another server's record: a fresh start does not take it
+    (run_dir / SERVING).write_text(json.dumps(record))
+    with pytest.raises(RegistryError, match="unreadable pointer"):
+        with TestClient(create_app(s)):
+            pass
+
+
 # --------------------------------------------------------------------------- trust (issue #13)
 
 
@@ -879,6 +916,29 @@ def test_a_bad_pointer_is_refused_with_the_reason(
         assert r.status_code == 409, r.text
         assert reason in r.json()["detail"] and "CURRENT" in r.json()["detail"]
         assert c.get("/v1/model").json()["version"] == "v1"  # the old one keeps serving
+
+
+def test_a_pointer_that_cannot_be_read_is_a_refusal_counted_once(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A registry the server may not read (a volume's permissions, here a pointer that is a
+    symbolic link to itself, which root cannot read either) was a 500 with a traceback from
+    /admin/reload, uncounted, and a poll warned of it at every interval."""
+    with TestClient(create_app(settings(registry, reload_interval_s=0.1))) as c:
+        (registry.root / POINTER).unlink()
+        (registry.root / POINTER).symlink_to(POINTER)  # ELOOP on every open and stat
+        with caplog.at_level(logging.WARNING, logger="absa.service.reloader"):
+            r = c.post("/admin/reload", headers=AUTH)
+            assert r.status_code == 409, r.text
+            assert "CURRENT" in r.json()["detail"]
+            time.sleep(0.6)  # several polls
+        assert c.get("/v1/model").json()["version"] == "v1"
+        text = c.get("/metrics").text
+    refused = [
+        v for lab, v in metric_samples(text, "absa_reloads_total") if lab["result"] == "refused"
+    ]
+    assert refused == [1.0]  # the admin's; the polls leave it be as it stands
+    assert "Traceback" not in caplog.text and "registry poll" not in caplog.text
 
 
 def test_model_info_and_refused_reloads_are_exported(registry: Registry) -> None:
