@@ -199,6 +199,8 @@ def score_with_ray(
     model_dir = _model_dir(model)
     if fmt == "csv":
         _check_csv_parses(files)
+    if fmt == "jsonl":
+        _check_jsonl_types(files)
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
     started = not ray.is_initialized()
     local = started and not (address or os.environ.get("RAY_ADDRESS"))
@@ -450,6 +452,50 @@ def _check_csv_parses(files: list[str]) -> None:
                 pass
         except pa.ArrowInvalid as e:
             raise InputError(str(parse_error(Path(f), e))) from None
+
+
+def _check_jsonl_types(files: list[str]) -> None:
+    """Each local JSONL file's fields read ahead as single-process scoring into Parquet reads
+    them (``TableWriter.expect``), and their types merged over the files, before Ray
+    starts: Ray's blocks are typed columns in either output format, so a field whose values
+    change type (a number, then a string) failed the whole job after some 170 lines of
+    Ray's traceback. It is refused in one line naming the file and line (or both files). A
+    URI's file is left to Ray."""
+    import pyarrow as pa
+
+    from absa.bulk.files import TableWriter, _RowLines, read_batches
+
+    types: dict[str, tuple[pa.DataType, str]] = {}  # a field's type, and the file it is from
+    for f in files:
+        if "://" in f:
+            continue
+        src, lines = Path(f), _RowLines(Path(f))
+        try:
+            writer = TableWriter(src.with_suffix(".parquet"), "parquet", f, lines.named)
+            writer.expect(t.drop_columns([LINE_ERROR]) for t in read_batches(src, JSONL_BLOCK))
+        except ValueError as e:
+            raise InputError(f"{e} (--engine ray writes typed columns)") from None
+        finally:
+            lines.close()
+        for field in writer.types or []:
+            first = types.setdefault(field.name, (field.type, f))
+            if pa.types.is_null(first[0]):
+                types[field.name] = (field.type, f)
+            elif not pa.types.is_null(field.type) and not _one_kind(field.type, first[0]):
+                raise InputError(
+                    f"{f}: field {field.name!r} holds {field.type} values where {first[1]} "
+                    f"holds {first[0]}: give it one type in every file (--engine ray writes "
+                    "typed columns)"
+                )
+
+
+def _one_kind(a: Any, b: Any) -> bool:
+    """Whether two files' types of a field are one: the same, or numbers (JSON's 1 and 1.5,
+    an integer column beside a float one, as within one file)."""
+    import pyarrow as pa
+
+    numbers = (pa.types.is_integer, pa.types.is_floating)
+    return bool(a == b) or all(any(kind(t) for kind in numbers) for t in (a, b))
 
 
 def _csv_error(path: str, filesystem: Any, error: Exception) -> InputError:

@@ -106,6 +106,33 @@ def test_an_output_directory_named_near_the_name_limit_is_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.jsonl", name])
 
 
+def test_a_jsonl_field_of_changing_type_is_refused_before_ray_starts(tmp_path: Path) -> None:
+    """Ray's blocks are typed columns: a field that is a number in one row and a string in
+    another (in one file, or in two) failed the whole job after some 170 lines of Ray's
+    traceback. Refused before Ray starts, in one line naming the file and line."""
+    from absa.bulk import score_with_ray
+    from absa.errors import InputError
+
+    row = '{"text": "the food was great", "aspect": "food", "x": %s}\n'
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "a.jsonl").write_text(row % "1" + "\n" + row % '"a"')
+    with pytest.raises(InputError, match=r"a\.jsonl:3: field 'x' holds values of different"):
+        score_with_ray(one, tmp_path / "out1")
+    two = tmp_path / "two"
+    two.mkdir()
+    (two / "a.jsonl").write_text(row % "1")
+    (two / "b.jsonl").write_text(row % '"a"')
+    with pytest.raises(InputError, match=r"b\.jsonl: field 'x' holds string values where .*a"):
+        score_with_ray(two, tmp_path / "out2")
+    (two / "b.jsonl").write_text(row % "1.5")  # numbers are one kind, as within one file
+    from absa.bulk.ray_engine import _check_jsonl_types
+
+    _check_jsonl_types([str(two / "a.jsonl"), str(two / "b.jsonl")])
+    assert not ray.is_initialized()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one", "two"]
+
+
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_absa_device_in_the_environment_is_said_to_be_unread_by_the_ray_engine(
     tmp_path: Path,
