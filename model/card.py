@@ -16,9 +16,8 @@ from typing import Any
 CARD = "README.md"
 
 LANGUAGE = (
-    "English only. The word vocabulary and tokenizer are English, and the training data "
-    "is English reviews and tweets; text in another language gets answers, but they mean "
-    "nothing."
+    "English only. The word vocabulary and tokenizer are English, as is the training data "
+    "(below); text in another language gets answers, but they mean nothing."
 )
 
 INTENDED_USE = (
@@ -46,23 +45,31 @@ def limits(
     category: bool = False,
     expansion: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    weakest: str | None = None,
 ) -> list[str]:
     """The limits every model of this project shares (a list of Markdown bullet texts);
     ``category``: those of an aspect-category model; ``expansion``: the metadata's
     ``vocab_expansion``, when words it never trained on were given rows; ``metadata``: the
-    artifact's, for what its vocabulary holds (its encoder, size and the vectors' words)."""
+    artifact's, for what its vocabulary holds (its encoder, size and the vectors' words) and
+    whether its probabilities are calibrated; ``weakest``: a sentence on its weakest label,
+    from its test scores."""
     trained_on = domains or "the domains of its training data"
     finds = (
         "It does not find which categories a sentence talks about: the caller names them, "
-        "from the model's list; a category the sentence does not mention still gets a label."
+        "from the model's list; a category the sentence does not mention still gets a label, "
+        "often with a confident probability (0.6-0.75 in tries): ask only about the categories "
+        "a text mentions, or weigh such answers before adding them up."
         if category
         else "It does not find aspects: the caller names them (a term, or a term pinned to its "
         "span). A term that occurs several times gets one answer per occurrence."
     )
-    window = "the start of the text" if category else "the aspect"
+    window = "from the start of the text" if category else "centred on the aspect"
+    meta = metadata or {}
+    cal = meta.get("calibration")
+    calibrated = not meta or (isinstance(cal, Mapping) and "temperature" in cal)
     return [
         finds,
-        f"Text is read in a window of {max_len or 128} tokens from {window}; words "
+        f"Text is read in a window of {max_len or 128} tokens {window}; words "
         "outside it are not seen.",
         _vocabulary_limit(expansion, metadata or {}),
         f"Accuracy holds on text like {trained_on}; on other domains (legal, medical, "
@@ -70,10 +77,20 @@ def limits(
         "(`absa evaluate`).",
         "Three labels only: mixed or conflicting sentiment towards one aspect gets one of "
         "them; sarcasm, negation over long distances and comparisons are frequent errors.",
+        *([weakest] if weakest else []),
+        *(
+            []
+            if calibrated
+            else [
+                "Its probabilities are not calibrated (no temperature was fitted at export): "
+                "read them as scores that rank answers, not as how often answers that sure "
+                "are right."
+            ]
+        ),
         "The attention weights show what the model looked at, not a proof of why it "
         "answered; do not read them as an explanation a person can be held to.",
-        "It inherits the biases of its training reviews and tweets; check it on your own "
-        "data before relying on it.",
+        "It inherits the biases of its training data; check it on your own data before "
+        "relying on it.",
     ]
 
 

@@ -173,6 +173,17 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
                 f"| {name} | {_fmt(rep.get('precision'))} | {_fmt(rep.get('recall'))} "
                 f"| {_fmt(rep.get('f1'))} |"
             )
+    seg = {
+        n: r.get("sentences") for n, r in metrics.items() if str(n).startswith(("rest14", "lap14"))
+    }
+    if seg:
+        counts = ", ".join(f"{n} {k}" for n, k in seg.items() if isinstance(k, int))
+        lines += [
+            "",
+            "The SemEval-2014 test files (`.seg`) hold only the sentences with an aspect "
+            f"({counts} of 800 each): on every sentence of a review precision is lower, by "
+            "about the rate at which the aspect-free check below finds spans.",
+        ]
     bench = metadata.get("benchmark") or {}
     held, e2e, lat = bench.get("heldout_empty"), bench.get("end_to_end") or {}, bench.get("latency")
     if held:
