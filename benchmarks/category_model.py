@@ -91,7 +91,8 @@ def main() -> None:
             "## Reproduce",
             "",
             "```bash",
-            f"OMP_NUM_THREADS=1 python benchmarks/category_model.py --seed {args.seed}",
+            "OMP_NUM_THREADS=1 python benchmarks/category_model.py "
+            f"--seed {args.seed} --version {args.version}",
             *commands,
             "```",
             "",
