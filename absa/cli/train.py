@@ -274,6 +274,38 @@ def command_of(args: argparse.Namespace, skip: Sequence[str] = SESSION) -> str:
     return shlex.join(out) if at_root else f"cd {shlex.quote(str(here))} && {shlex.join(out)}"
 
 
+#: run.json's file records that ``_finished_alike`` compares with the files given now
+_RECORDED = ("train", "dev", "config", "train_more", "exclude", "transfer")
+
+
+def _finished_alike(out: Path, args: argparse.Namespace) -> bool:
+    """Whether the finished run in ``out`` was trained by this very command (its recorded
+    ``reproduce``) on files with the same bytes: ``--resume`` on it, a job restarted after
+    its run was written (a SIGTERM in the instant after, a pod evicted), has nothing left to
+    do, where it was refused and the job failed for good."""
+    from absa.training.provenance import file_info
+    from absa.training.rundir import read_info
+
+    try:
+        info = read_info(out)
+    except (OSError, ValueError):
+        return False
+    if str(info.get("reproduce") or "").split("\n")[0] != command_of(args):
+        return False
+    data = info.get("data") or {}
+    for key in _RECORDED:
+        given = getattr(args, key, None)
+        given = [given] if isinstance(given, str) else list(given or [])
+        recorded = [r.get("sha256") for r in data.get(key) or [] if isinstance(r, dict)]
+        try:
+            now = [r["sha256"] for r in file_info(given)] if given else []
+        except (OSError, ValueError):  # a file gone: the run is told as before
+            return False
+        if now != recorded:
+            return False
+    return True
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:  # torch's own words came after the data
         raise CLIError(f"--threads is at least 1, not {args.threads}")
@@ -327,6 +359,9 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
         # a finished run would be overwritten, or a killed one left half old, half new
         raise CLIError(f"{out} exists; train into a new directory, or go on with --resume")
     if args.resume and (out / "run.json").is_file() and not (out / "checkpoint.pt").exists():
+        if _finished_alike(out, args):  # a job restarted after its run was written
+            to_stdout(f"the run in {out} is finished (this command, these files): nothing to do\n")
+            return 0
         # trained to the end: --resume would start it over, with whatever data it is given
         raise CLIError(
             f"{out} holds a finished run (run.json, no checkpoint): nothing to go on with; "

@@ -1028,6 +1028,14 @@ def test_resume_on_a_finished_run_and_a_missing_eval_file_are_refused_first(
     err = capsys.readouterr().err
     assert "holds a finished run" in err and f"absa evaluate --model {out} --data FILE" in err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    # the very command again (a job restarted after its run was written): nothing to do
+    assert main([*argv, "--out", str(out), "--resume"]) == 0
+    assert "is finished (this command, these files): nothing to do" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    write_jsonl(train, EXAMPLES[:-1])  # the same command on other bytes: refused as before
+    assert main([*argv, "--out", str(out), "--resume"]) == 2
+    assert "holds a finished run" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
 def test_evaluate_refuses_skip_invalid_for_an_extractor(
