@@ -71,7 +71,7 @@ def limits(
         finds,
         f"Text is read in a window of {max_len or 128} tokens {window}; words "
         "outside it are not seen.",
-        _vocabulary_limit(expansion, metadata or {}),
+        _vocabulary_limit(expansion, meta),
         f"Accuracy holds on text like {trained_on}; on other domains (legal, medical, "
         "long documents, transcripts) expect it to be lower, and measure it "
         "(`absa evaluate`).",

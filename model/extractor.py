@@ -21,7 +21,7 @@ from absa.errors import ArtifactError
 from absa.model import artifact
 from absa.model.piecetext import PieceTagText
 from absa.model.runtime import open_session
-from absa.model.sentence_split import sentence_spans
+from absa.model.sentence_split import per_sentence
 from absa.model.spans import TRANSITIONS_FILE, FoundSpan, Transitions, decode
 from absa.model.tagtext import CHARS_FILE, TagText, Window, load_tag_text
 
@@ -111,21 +111,15 @@ class Extractor:
         self, texts: Sequence[str], max_batch: int = 64, by_sentence: bool = False
     ) -> list[list[FoundSpan]]:
         """The aspect spans found in each text, in text order (``decode_text``).
-        ``by_sentence``: each sentence of a text tagged on its own (``sentence_spans``), as
+        ``by_sentence``: each sentence of a text tagged on its own (``per_sentence``), as
         the tagger was trained, its spans put back at their place in the text; tagged whole,
         a review of five sentences lost a third of its terms, most in the later sentences."""
         if by_sentence:
-            cut = [sentence_spans(t) for t in texts]
-            pieces = [t[s:e] for t, spans in zip(texts, cut, strict=True) for s, e in spans]
-            found = iter(self.extract(pieces, max_batch))
-            return [
-                [
-                    replace(f, start=f.start + s, end=f.end + s)
-                    for s, _ in spans
-                    for f in next(found)
-                ]
-                for spans in cut
-            ]
+            return per_sentence(
+                texts,
+                lambda pieces: self.extract(pieces, max_batch),
+                lambda f, at: replace(f, start=f.start + at, end=f.end + at),
+            )
         windows, probs = self.window_probs(texts, max_batch)
         return [
             decode_text(text, ws, ps, self.learned, self.text.encode, self.probs)

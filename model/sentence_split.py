@@ -11,8 +11,12 @@ blank line. A single line break without a stop is no end (a line wrapped by hand
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
-__all__ = ["sentence_spans"]
+__all__ = ["per_sentence", "sentence_spans"]
+
+T = TypeVar("T")
 
 #: words after which a full stop ends no sentence (compared in lower case, without the stop)
 _ABBREVIATIONS = frozenset(
@@ -51,3 +55,16 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     if start < len(text) and text[start:].strip() or not spans:
         spans.append((start, len(text)))
     return spans
+
+
+def per_sentence(
+    texts: Sequence[str],
+    find: Callable[[list[str]], Sequence[Iterable[T]]],
+    shift: Callable[[T, int], T],
+) -> list[list[T]]:
+    """``find`` (what it finds in each of a list of texts) run on each sentence of each of
+    ``texts`` in one call, and each thing found put back at its place in its text
+    (``shift(thing, offset of its sentence)``)."""
+    cut = [sentence_spans(t) for t in texts]
+    found = iter(find([t[s:e] for t, spans in zip(texts, cut, strict=True) for s, e in spans]))
+    return [[shift(f, s) for s, _ in spans for f in next(found)] for spans in cut]

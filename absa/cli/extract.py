@@ -275,12 +275,14 @@ def predict_spans(
     ``by_sentence`` each text's sentences are tagged on their own, as the service does
     (``Extractor.extract(by_sentence=True)``), so ``absa evaluate`` scores what is served."""
     if by_sentence:
-        from absa.model.sentence_split import sentence_spans
+        from absa.model.sentence_split import per_sentence
 
-        cut = [sentence_spans(t) for t in texts]
-        pieces = [t[s:e] for t, spans in zip(texts, cut, strict=True) for s, e in spans]
-        each = iter(predict_spans(model, pieces, by_sentence=False))
-        return [{(a + s, b + s) for s, _ in spans for a, b in next(each)} for spans in cut]
+        parts = per_sentence(
+            texts,
+            lambda pieces: predict_spans(model, pieces, by_sentence=False),
+            lambda span, at: (span[0] + at, span[1] + at),
+        )
+        return [set(spans) for spans in parts]
     from absa.training.tagging_run import is_tag_run
 
     if is_tag_run(model):
