@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import absa
+from absa.errors import AbsaError
 from absa.service import docs, errors, logs
 from absa.service.auth import bearer_accepted, bearer_token
 from absa.service.body import BodyDeadlines, BodyLimit
@@ -38,6 +39,7 @@ from absa.service.reloader import (
 )
 from absa.service.routes import admin, ops, predict
 from absa.service.sampling import AnswerSample, categories_path
+from absa.service.startup import OneLineRefusal
 from absa.service.tracing import Tracing
 from absa.settings import Settings
 
@@ -467,8 +469,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # per worker process: /healthz stays quick
-        # the same checks as a hot reload; a replacement worker may serve what the others do
-        model_dir, predictor = load_at_start(settings)
+        try:  # both models before anything starts: a refusal leaves nothing running
+            # the same checks as a hot reload; a replacement worker may serve what others do
+            model_dir, predictor = load_at_start(settings)
+            category, category_model = settings.category_model, None
+            if category is not None:
+                category_model = load_category_predictor(settings, category)
+        except (AbsaError, OSError, ValueError) as e:  # what the operator mends: one line
+            app.state.start_refused = str(e)
+            raise
         note_serving(settings, model_dir)
         engine = BatchEngine(
             predictor,
@@ -483,9 +492,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         meta = predictor.metadata
         metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
         app.state.engine = engine
-        if settings.category_model is not None:
-            app.state.category_model = load_category_predictor(settings, settings.category_model)
-            log.info("categories: serving %s", settings.category_model)
+        if category_model is not None:
+            app.state.category_model = category_model
+            log.info("categories: serving %s", category)
         app.state.samples = _samples(settings)
         app.state.tracing.start()
         app.state.reloader = reloader = Reloader(settings, engine)
@@ -525,6 +534,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.state.ready = False
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
+    app.state.start_refused = None  # why the worker could not start: said in one line
     app.state.samples = []  # ABSA_SAMPLE_PATH: the answer samples, set at start-up
     app.state.tracing = Tracing(settings.tracing)  # off: does nothing
     app.include_router(predict.router)
@@ -565,6 +575,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # a 500 is answered outside every middleware (Starlette's ServerErrorMiddleware):
         # its handler adds what the CORS layer would have
         app.state.cors_headers = partial(cors_headers, origins, exposed)
+    app.add_middleware(OneLineRefusal)  # the lifespan's alone: a worker that cannot start
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer is counted
 
     errors.install(app)
