@@ -207,13 +207,13 @@ def load(
     ``extractor``: an extractor artifact ("shipped": the packaged one; default:
     ``ABSA_EXTRACTOR``, else none) that finds the aspects of a call without any."""
     from absa.model.registry import Registry
-    from absa.settings import ModelSettings
+    from absa.settings import ModelSettings, warn_unknown_variables_once
 
     for name, value in (("model", model), ("extractor", extractor)):
         if value is not None and not isinstance(value, str | os.PathLike):
             raise InputError(f"{name} must be a path (str or Path), not {type(value).__name__}")
 
-    _warn_unknown_variables()
+    warn_unknown_variables_once()  # as the CLI and the server give, however often it loads
     # these settings alone: a server's setting with a bad value is none of a script's business
     settings = ModelSettings() if extractor is None else ModelSettings(extractor=extractor)
     if model is None:
@@ -223,19 +223,6 @@ def load(
         if Registry.looks_like(path):
             path = Registry(path).current_path()
     return _loaded(path, settings.extractor_path(), device, threads, asked=extractor is not None)
-
-
-#: the unknown ABSA_* names ``load`` has warned of, in this process
-_WARNED: set[str] = set()
-
-
-def _warn_unknown_variables() -> None:
-    """A warning of each ABSA_* variable that is not a setting (a typo: ignored), as the CLI
-    and the server give, once per name however often a script loads."""
-    from absa.settings import warn_unknown_variables
-
-    fresh = {k: v for k, v in os.environ.items() if k not in _WARNED}
-    _WARNED.update(warn_unknown_variables(fresh))
 
 
 def _loaded(

@@ -481,6 +481,17 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     )
 
 
+#: the unknown ABSA_* names warned of by ``warn_unknown_variables_once``, in this process
+_WARNED: set[str] = set()
+
+
+def warn_unknown_variables_once() -> None:
+    """``warn_unknown_variables`` of the environment, each name once per process however
+    often it is asked (a script's every ``absa.load``, the app factory)."""
+    fresh = {k: v for k, v in os.environ.items() if k not in _WARNED}
+    _WARNED.update(warn_unknown_variables(fresh))
+
+
 def warn_unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     """A warning for each ABSA_* variable in the environment that is not a setting (a typo
     is ignored by pydantic-settings, silently), naming the one meant where one is close.

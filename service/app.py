@@ -41,7 +41,7 @@ from absa.service.routes import admin, ops, predict
 from absa.service.sampling import AnswerSample, categories_path
 from absa.service.startup import OneLineRefusal
 from absa.service.tracing import Tracing
-from absa.settings import Settings
+from absa.settings import Settings, warn_unknown_variables_once
 
 log = logging.getLogger(__name__)
 
@@ -462,6 +462,7 @@ def _samples(settings: Settings) -> list[AnswerSample]:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    warn_unknown_variables_once()  # a typo is ignored: under plain uvicorn too, said
     settings = settings or Settings()
     metrics = Metrics(settings.prometheus_multiproc_dir)  # set: several workers
     api_keys, origins = settings.api_keys(), settings.cors_origin_list()

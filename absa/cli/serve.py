@@ -35,7 +35,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from absa.settings import Settings
+    from absa.settings import Settings, unknown_variables
 
     flags = {
         "model_dir": args.model,
@@ -58,6 +58,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ.pop("ABSA_REGISTRY", None)
     settings = Settings(**given)
     _check_startable(settings)
+    for name in unknown_variables(os.environ):  # warned of already (main): not by each worker
+        del os.environ[name]
     for key, value in flags.items():  # workers re-read settings from the environment
         if value is not None:
             os.environ[f"ABSA_{key.upper()}"] = str(value)

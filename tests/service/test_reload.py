@@ -1065,6 +1065,18 @@ def test_every_worker_follows_a_reload(registry: Registry, tmp_path: Path) -> No
         assert fresh_connection_versions(url, 60) == Counter({f"{NAME}:v2": 60})
 
 
+def test_a_variable_that_is_no_setting_is_warned_of_once_not_by_every_worker(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app factory warns of it (plain uvicorn said nothing); under `absa serve` the
+    command has, and its workers do not say it again."""
+    monkeypatch.setenv("ABSA_PROT", "1")
+    log_path = tmp_path / "serve.log"
+    with two_workers(registry, log_path) as url:
+        assert len(worker_pids(url)) == 2
+    assert log_path.read_text().count("ABSA_PROT is not a setting (ignored)") == 1
+
+
 def test_workers_share_the_cpus_when_no_thread_count_is_set(
     registry: Registry, tmp_path: Path
 ) -> None:

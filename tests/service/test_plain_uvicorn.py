@@ -1,6 +1,7 @@
-"""A worker that cannot start, under plain uvicorn (the app factory, as a supervisor or
-`uvicorn absa.service.app:create_app --factory` starts it): the reason in one line on
-stderr, no traceback, and uvicorn's start-up failure status."""
+"""The app factory under plain uvicorn (as a supervisor or `uvicorn
+absa.service.app:create_app --factory` starts it): a worker that cannot start says why in
+one line on stderr, no traceback, with uvicorn's start-up failure status; a variable that is
+no setting is warned of."""
 
 from __future__ import annotations
 
@@ -56,3 +57,14 @@ def test_a_missing_model_is_one_line_whichever_model_it_is(
     assert "Traceback" not in done.stderr, done.stderr
     refused = [line for line in done.stderr.splitlines() if "cannot start" in line]
     assert len(refused) == 1 and str(gone) in refused[0], done.stderr
+
+
+def test_a_variable_that_is_no_setting_is_warned_of_under_plain_uvicorn(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """`absa serve` warned of ABSA_MODLE_DIR (ignored: the shipped model served); the app
+    factory under plain uvicorn said nothing."""
+    done = start(tmp_path, ABSA_MODEL_DIR=str(tmp_path / "gone"), ABSA_MODLE_DIR=str(artifact))
+    assert "ABSA_MODLE_DIR is not a setting (ignored): did you mean ABSA_MODEL_DIR?" in (
+        done.stderr
+    ), done.stderr
