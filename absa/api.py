@@ -26,7 +26,7 @@ from absa.errors import ArtifactError, InputError
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPrediction, CategoryPredictor
 from absa.model.predictor import AUTO, AspectInput, AspectPrediction, Aspects, Predictor
-from absa.model.runtime import Runtime
+from absa.model.runtime import Runtime, first_prediction
 
 __all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
 
@@ -239,6 +239,7 @@ def _loaded(
     an artifact verifies against its own metadata alone, so another one put at the path, or
     an edited metadata.json (other labels), would have loaded as if it were the same."""
     runtime = Runtime.load(path, device=device, threads=threads, task=None)
+    first_prediction(runtime, path)  # a graph that cannot run is refused here, as a server does
     if runtime.task == CATEGORY and ext_dir is not None:
         if asked:  # it would be loaded and never used
             raise InputError(

@@ -66,6 +66,14 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def metadata_digest(metadata: Mapping[str, Any]) -> str:
+    """The sha256 of ``metadata`` as canonical JSON (keys sorted): since the metadata records
+    every other file's sha256, one digest of the whole artifact, which changes whenever a
+    file or a recorded setting does (two exports given one version name differ in it)."""
+    canonical = json.dumps(metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def is_artifact(directory: Path) -> bool:
     return (Path(directory) / METADATA).is_file()
 
@@ -464,17 +472,18 @@ def check_serves(art: Artifact, task: str | None = None) -> None:
     """What a server's load refuses beyond the checksums ``load`` verified: a model of
     another task (``task``: terms or category, where given), a graph onnxruntime cannot
     open (``check_opens``), and for a sentiment model what the runtime checks as it builds
-    one (labels the graph gives as many probabilities of, a top-label map it can apply).
-    ArtifactError otherwise."""
+    one (labels the graph gives as many probabilities of, a top-label map it can apply)
+    and a first prediction, as a worker makes before it serves (a graph that takes inputs
+    the runtime does not give). ArtifactError otherwise."""
     if task is not None:
         from absa.model.categories import check_task
 
         check_task(art.metadata, task, art.directory)
     session = check_opens(art.directory)
     if art.metadata.get("kind") == KIND:
-        from absa.model.runtime import Runtime
+        from absa.model.runtime import Runtime, first_prediction
 
-        Runtime(art.directory, art.metadata, art.pipeline, session)
+        first_prediction(Runtime(art.directory, art.metadata, art.pipeline, session), art.directory)
 
 
 def check_opens(directory: Path) -> Any:

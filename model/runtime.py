@@ -14,6 +14,7 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -110,6 +111,7 @@ class Runtime:
         self.pipeline = pipeline
         self.session = session
         self.labels: list[str] = list(metadata["labels"])
+        self.digest = artifact.metadata_digest(metadata)  # which artifact this is, whole
         self.task = task_of(metadata)
         self.categories: list[str] = list(metadata.get("categories") or [])
         # a sentence-pair category model: its items carry the category's words after the text
@@ -214,6 +216,21 @@ class Runtime:
             self.run([self.encode("The food was great .", 4, 8)] * 2)
         else:
             self.run([self.encode_category("The food was great .", 0)] * 2)
+
+
+class Warms(Protocol):
+    def warmup(self) -> None: ...
+
+
+def first_prediction(model: Warms, model_dir: Path) -> None:
+    """``model.warmup()`` (a runtime, a predictor with its extractor): a graph that opens
+    but cannot run (inputs it does not take, an operator that fails) is refused as an
+    ArtifactError naming ``model_dir``, before it is served or pointed at, not found by the
+    first request."""
+    try:
+        model.warmup()
+    except Exception as e:  # onnxruntime's own classes, or the runtime's checks of its output
+        raise ArtifactError(f"{model_dir}: the model fails its first prediction: {e}") from e
 
 
 def batches_by_length(items: Sequence[Encoded], size: int) -> list[list[int]]:

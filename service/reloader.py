@@ -48,7 +48,7 @@ from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
 from absa.model.predictor import Limits, Predictor
 from absa.model.registry import POINTER, Registry, atomic_write_json
-from absa.model.runtime import Runtime
+from absa.model.runtime import Runtime, first_prediction
 from absa.service.engine import BatchEngine
 from absa.settings import Settings
 
@@ -121,12 +121,9 @@ def load_category_predictor(settings: Settings, path: Path) -> CategoryPredictor
 
 
 def _warm(predictor: Predictor | CategoryPredictor, path: Path) -> None:
-    """A first call through the graph: one that opens but cannot run (inputs it does not
-    take, an operator that fails) is refused here, as an artifact error, not served."""
-    try:
-        predictor.warmup()
-    except Exception as e:  # onnxruntime's own classes, or the runtime's checks of its output
-        raise ArtifactError(f"{path}: the model fails its first prediction: {e}") from e
+    """A first call through the graph (and the extractor's): one that opens but cannot run
+    is refused here, as an artifact error, not served."""
+    first_prediction(predictor, path)
 
 
 def load_at_start(settings: Settings) -> tuple[Path, Predictor]:

@@ -353,6 +353,10 @@ class Limits(BaseModel):
 class ModelInfo(BaseModel):
     name: str
     version: str
+    digest: str = Field(
+        description="sha256 of the artifact's metadata, which records every file's sha256: "
+        "it changes whenever the model served does, even where a version name is reused"
+    )
     labels: list[str]
     created: str | None
     preset: str | None

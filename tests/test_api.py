@@ -100,6 +100,24 @@ def test_load_refuses_a_tampered_artifact(tmp_path: Path) -> None:
         absa.load(copy)
 
 
+def test_load_refuses_a_graph_that_cannot_run(tmp_path: Path) -> None:
+    """Its checksums recorded again, a graph that takes an input the runtime does not give
+    (a newer export's, say) loaded, and every call then raised a bare ValueError."""
+    import json
+
+    from absa.model.artifact import record_files, record_onnx
+
+    copy = tmp_path / "m"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    shutil.copy(SHIPPED_CATEGORY_MODEL / "model.onnx", copy / "model.onnx")
+    meta = json.loads((copy / "metadata.json").read_text())
+    record_files(meta, copy)
+    record_onnx(meta, copy)
+    (copy / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(ArtifactError, match=f"{copy}: the model fails its first prediction"):
+        absa.load(copy)
+
+
 def test_load_of_a_training_run_says_to_export_it(tiny_run: Path) -> None:
     """`absa serve --model RUN` said "export it first"; absa.load(RUN) only "not a model
     artifact (no metadata.json)", which leaves a user guessing what an artifact is."""

@@ -77,7 +77,12 @@ def cmd_models(args: argparse.Namespace) -> int:
                 to_stdout(f"{mark} {v:<22} unreadable: {e}\n")
                 continue
             created = str(m.get("created") or "")
-            to_stdout(f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}\n")
+            line = f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}"
+            try:  # what promote checks: a file missing or changed, a graph that cannot run
+                reg.check_servable(v)
+            except RegistryError as e:
+                line += f"  cannot serve: {str(e).split(': ', 1)[-1]}"
+            to_stdout(line + "\n")
         for v in reg.incomplete():  # no version, never pruned: the operator's to finish
             to_stdout(f"  {v:<22} incomplete: no metadata.json {CUT_SHORT}\n")
             say(

@@ -109,6 +109,7 @@ async def model_info(
     return ModelInfo(
         name=str(meta.get("name")),
         version=str(meta.get("version")),
+        digest=rt.digest,
         labels=rt.labels,
         created=meta.get("created"),
         preset=meta.get("preset"),

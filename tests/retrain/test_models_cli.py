@@ -127,6 +127,21 @@ def test_a_version_whose_vocabulary_has_the_wrong_shape_is_refused_in_one_line(
     assert (reg.root / POINTER).read_text() == before
 
 
+def test_list_says_which_versions_cannot_serve_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A version with a file changed or gone was listed as a good one: only metadata that
+    would not parse was marked. Each is listed with what promote would refuse it for."""
+    reg = make_registry(tmp_path, 3)
+    corrupt(reg, "v1")
+    (reg.path("v2") / "model.onnx").unlink()
+    assert main(["models", "list", "--registry", str(reg.root)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "cannot serve: " in lines["v1"] and "vocab.json: sha256" in lines["v1"]
+    assert f"cannot serve: {reg.path('v2') / 'model.onnx'}: missing" in lines["v2"]
+    assert "cannot serve" not in lines["v3"] and "2024-01-03" in lines["v3"]
+
+
 def test_list_names_a_version_directory_without_metadata(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

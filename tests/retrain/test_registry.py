@@ -807,8 +807,8 @@ def test_a_registry_made_under_a_strict_umask_is_readable_by_all(tmp_path: Path)
 
 def _unservable(tmp_path: Path, kind: str) -> Path:
     """A version that passes its checksums but cannot serve: a category model, a graph
-    cut short whose sha256 was recorded again, labels the graph does not give, a top-label
-    map the runtime refuses."""
+    cut short whose sha256 was recorded again, a graph that takes an input the runtime does
+    not give, labels the graph does not give, a top-label map the runtime refuses."""
     from absa.model.categories import SHIPPED_CATEGORY_MODEL
 
     d = tmp_path / "staging" / kind
@@ -817,6 +817,8 @@ def _unservable(tmp_path: Path, kind: str) -> Path:
     if kind == "cut":
         onnx = d / "model.onnx"
         onnx.write_bytes(onnx.read_bytes()[: onnx.stat().st_size // 2])
+    if kind == "input":  # a graph that opens but takes an input a term model's items lack
+        shutil.copy(SHIPPED_CATEGORY_MODEL / "model.onnx", d / "model.onnx")
     meta = json.loads((d / "metadata.json").read_text())
     meta["version"] = kind
     if kind == "labels":  # two labels named, three probabilities given
@@ -829,7 +831,7 @@ def _unservable(tmp_path: Path, kind: str) -> Path:
     return d
 
 
-@pytest.mark.parametrize("kind", ["category", "cut", "labels", "top-map"])
+@pytest.mark.parametrize("kind", ["category", "cut", "input", "labels", "top-map"])
 def test_promote_and_rollback_refuse_a_version_the_service_cannot_serve(
     tmp_path: Path, kind: str
 ) -> None:
@@ -843,6 +845,7 @@ def test_promote_and_rollback_refuse_a_version_the_service_cannot_serve(
     words = {
         "category": "aspect-category model",
         "cut": "onnxruntime cannot open",
+        "input": r"fails its first prediction: the terms model needs \['category_ids'\]",
         "labels": "names 2 labels, the graph gives 3",
         "top-map": "top_map",
     }[kind]

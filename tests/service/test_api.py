@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -546,6 +547,8 @@ def test_model_info(client: TestClient, artifact) -> None:  # type: ignore[no-un
     assert info["metrics"]["dev"]["accuracy"] >= 0.95
     assert info["providers"] == ["CPUExecutionProvider"]
     meta = json.loads((artifact / "metadata.json").read_text())
+    canonical = json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert info["digest"] == hashlib.sha256(canonical.encode()).hexdigest()
     cal = info["calibration"]
     assert cal["temperature"] == meta["calibration"]["temperature"] != 1.0
     shown = {k: v for k, v in cal["dev"].items() if v is not None}

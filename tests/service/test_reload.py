@@ -242,6 +242,24 @@ def test_promote_then_reload_serves_the_new_version(registry: Registry) -> None:
         assert reload(url).json()["changed"] is False  # already serving it
 
 
+def test_the_digest_tells_two_models_of_one_version_name_apart(registry: Registry) -> None:
+    """/v1/model said name and version alone: two exports given one version name (another
+    calibration, another graph) looked the same to a client that caches answers."""
+    staging = registry.root.parent / "staging" / "v1-recalibrated"
+    shutil.copytree(registry.path("v1"), staging)
+    meta = json.loads((staging / "metadata.json").read_text())
+    meta["calibration"]["temperature"] *= 1.5  # its version name and the rest kept
+    (staging / "metadata.json").write_text(json.dumps(meta))
+    registry.add(staging, "v1-recalibrated")
+    with TestClient(create_app(settings(registry))) as c:
+        before = c.get("/v1/model").json()
+        registry.promote("v1-recalibrated")
+        assert c.post("/admin/reload", headers=AUTH).status_code == 200
+        after = c.get("/v1/model").json()
+    assert (after["name"], after["version"]) == (before["name"], before["version"])
+    assert re.fullmatch("[0-9a-f]{64}", after["digest"]) and after["digest"] != before["digest"]
+
+
 def test_an_artifact_copied_into_the_served_directory_is_loaded(
     exported: dict[str, Path], tmp_path: Path
 ) -> None:
