@@ -83,6 +83,13 @@ def write_metadata(directory: Path, metadata: dict) -> None:
     atomic_write_json(Path(directory) / METADATA, metadata)
 
 
+#: the artifact layout this absa writes (metadata ``format``), and the newest it reads: raised
+#: whenever an export records something an older absa would read wrongly or pass over (a
+#: new tokenizer, a map after the softmax, a graph input), so that an older server refuses
+#: the artifact instead of answering otherwise. An artifact without one is format 1.
+FORMAT = 1
+
+
 def read_metadata(directory: Path, kind: str = KIND) -> dict:
     """metadata.json of an artifact of ``kind``, checked to be one: ArtifactError otherwise
     (a sentiment model is never loaded as an extractor, nor the other way round)."""
@@ -106,7 +113,26 @@ def read_metadata(directory: Path, kind: str = KIND) -> dict:
     if not isinstance(metadata, dict) or metadata.get("kind") != kind:
         found = metadata.get("kind") if isinstance(metadata, dict) else None
         raise ArtifactError(_wrong_kind(directory, path, found, metadata, kind))
+    _check_format(path, metadata)
     return metadata
+
+
+def _check_format(path: Path, metadata: dict) -> None:
+    """ArtifactError where the metadata's ``format`` is newer than ``FORMAT`` (an export of
+    a later absa: this one would read it wrongly) or is not a format number."""
+    found = metadata.get("format", 1)
+    if isinstance(found, bool) or not isinstance(found, int) or found < 1:
+        raise ArtifactError(f"{path}: 'format' is {found!r}, not an artifact format number")
+    if found > FORMAT:
+        from absa import __version__
+
+        by = metadata.get("absa_version")
+        raise ArtifactError(
+            f"{path}: artifact format {found}"
+            + (f" (written by absa {by})" if isinstance(by, str) else "")
+            + f"; this absa ({__version__}) reads format {FORMAT} and older: upgrade absa to "
+            "load it, or serve an artifact this version exported"
+        )
 
 
 def _wrong_kind(directory: Path, path: Path, found: object, metadata: object, kind: str) -> str:
@@ -148,8 +174,10 @@ def new_metadata(
     """The metadata an export starts from (``version`` defaults to a UTC timestamp); the
     optional parts only where given: ``task`` (what the model answers: aspect terms or
     categories), ``categories`` (a category model's), ``calibration`` (its temperature)."""
+    from absa import __version__
+
     now = datetime.now(UTC)
-    meta: dict = {"kind": kind}
+    meta: dict = {"kind": kind, "format": FORMAT, "absa_version": __version__}
     if task is not None:
         meta["task"] = task
     meta.update(

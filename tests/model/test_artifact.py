@@ -59,6 +59,28 @@ def test_load_refuses(copy: Path, change: dict, message: str) -> None:
         artifact.load(copy)
 
 
+def test_an_artifact_of_a_newer_format_is_refused_with_who_wrote_it(copy: Path) -> None:
+    """An older absa served a newer one's export as if it were its own (a tokenizer, a
+    map after the softmax passed over: other answers, no word). From format 1 on, each
+    export records its format, and a newer one is refused."""
+    from absa import __version__
+
+    edit(copy, format=artifact.FORMAT + 1, absa_version="99.0.0")
+    with pytest.raises(ArtifactError) as e:
+        artifact.load(copy)
+    assert str(e.value) == (
+        f"{copy / 'metadata.json'}: artifact format {artifact.FORMAT + 1} (written by absa "
+        f"99.0.0); this absa ({__version__}) reads format {artifact.FORMAT} and older: "
+        "upgrade absa to load it, or serve an artifact this version exported"
+    )
+    for bad in ("1", 0, True, 1.0):
+        edit(copy, format=bad)
+        with pytest.raises(ArtifactError, match="not an artifact format number"):
+            artifact.load(copy)
+    edit(copy, format=artifact.FORMAT)
+    assert artifact.load(copy).labels == ["negative", "neutral", "positive"]
+
+
 def test_load_refuses_missing_and_broken_metadata(copy: Path, tmp_path: Path) -> None:
     """A path that is not there, or a file, is said as such: "not a model artifact (no
     metadata.json)" sent a user with a typo looking for a file in a directory that is not."""

@@ -19,6 +19,7 @@ import onnxruntime
 import pytest
 import torch
 
+import absa
 import absa.model.export as export
 from absa import errors
 from absa.cli import main
@@ -131,6 +132,7 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
     assert not any(n.endswith((".pt", ".pkl", ".safetensors")) for n in names)
     meta = json.loads((art / "metadata.json").read_text())
     assert meta["kind"] == artifact.KIND
+    assert meta["format"] == artifact.FORMAT == 1 and meta["absa_version"] == absa.__version__
     assert meta["name"] == "tiny" and meta["version"] == "t1"
     assert meta["labels"] == ["negative", "neutral", "positive"]
     assert meta["onnx"] == {
@@ -156,7 +158,8 @@ def test_artifact_contents(art: Path, tiny_run: Path, loaded: LoadedRun) -> None
     assert meta["model_config"] == loaded.model_config.to_dict()
     # the provenance goes in as given, between the model's config and the graph
     assert list(meta) == [
-        *("kind", "task", "name", "version", "created", "labels", "model_config"),
+        *("kind", "format", "absa_version", "task", "name", "version", "created", "labels"),
+        "model_config",
         *PROVENANCE,
         *("calibration", "onnx", "files", "parity"),
     ]
