@@ -333,8 +333,11 @@ def encode_inputs(net: ABSANet, pipe: Pipeline, data: Data, device: torch.device
         cache_train = cache_features(net, enc_train, pipe.pad_id)
         cache_dev = cache_features(net, enc_dev, pipe.pad_id)
         log.info("cached frozen encoder features in %.1fs", time.time() - t0)
-    y_train = torch.tensor([e.label_id for e in data.train], device=device)
-    y_dev = [e.label_id for e in data.dev]
+    # the network's outputs are ``model.labels`` in its order (a config may order them, or
+    # leave neutral out): a gold label's index is its place there, as the artifact says
+    labels = list(net.cfg.labels)
+    y_train = torch.tensor([labels.index(e.label) for e in data.train], device=device)
+    y_dev = [labels.index(e.label) for e in data.dev]
     return Inputs(
         enc_train,
         enc_dev,

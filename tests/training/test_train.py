@@ -44,6 +44,29 @@ def test_preset_overfits_a_small_set(name: str, small_glove: Path, tmp_path: Pat
     assert result.dev["accuracy"] == pytest.approx(report["accuracy"])
 
 
+@pytest.mark.parametrize(
+    "labels", [("positive", "neutral", "negative"), ("negative", "positive")], ids=["order", "two"]
+)
+def test_the_configs_labels_are_what_the_model_learns_and_answers(
+    labels: tuple[str, ...], small_glove: Path, tmp_path: Path
+) -> None:
+    """model.labels in a config: gold labels were numbered in the fixed order, the outputs
+    named in the config's, so a reordered model answered positive for negative (its dev
+    accuracy 100, its artifact's 35) and two labels ended in an IndexError."""
+    from absa.model.runtime import Runtime
+    from absa.training.exporting import export_run
+
+    examples = [e for e in synthetic_examples(12, seed=5) if e.label in labels]
+    fit(examples, examples, tiny_preset("atae-lstm", small_glove, labels=labels), tmp_path / "r")
+    assert evaluate(tmp_path / "r", examples)["accuracy"] >= 0.9
+    export_run(tmp_path / "r", tmp_path / "a", version="t")
+    runtime = Runtime.load(tmp_path / "a", device="cpu", threads=1)
+    assert runtime.labels == list(labels)
+    probs = runtime.predict_proba([(e.text, e.start, e.end) for e in examples])
+    answered = [labels[i] for i in probs.argmax(1)]
+    assert sum(a == e.label for a, e in zip(answered, examples, strict=True)) >= 0.9 * len(examples)
+
+
 def test_aspect_blind_baseline_cannot_fit_paired_aspects(small_glove: Path, tmp_path: Path) -> None:
     """The same sentence asked about two aspects with opposite labels: without the aspect
     the baseline answers both the same, so at most one of each pair is right."""
