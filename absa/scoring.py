@@ -558,8 +558,9 @@ def _csv_rows(
         row.update(dict.fromkeys(names[len(record) :]))
         got, want = len(record), len(names)
         ragged = f"the row has {got} fields; the header names {want}" if got != want else ""
-        if got < want and reader.line_num > line:  # short, over several lines: a quote left
-            # open takes every line after it into one field, and the rest of the file is one row
+        if ragged and reader.line_num > line:  # over several lines: a quote left open takes
+            # the lines after it into one field, up to the next quote (too few fields or, where
+            # that quote ends a field mid-line, too many) or the end of the file
             ragged += f" (it runs from line {line} to line {reader.line_num}: a quote not closed?)"
         yield line, row, ragged or undecoded(row) or ""
 

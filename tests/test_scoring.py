@@ -1200,6 +1200,24 @@ def test_a_quote_left_open_in_a_csv_says_where_its_row_ends(
     assert f"{src}:2: {want}" in caplog.text
 
 
+def test_a_quote_left_open_up_to_a_later_quote_says_where_its_row_ends(tmp_path: Path) -> None:
+    """Closed by a quote some lines on, the row had too many fields, and the error said
+    only that: 3 lines of good rows were gone into it without a word."""
+    src = _write(
+        tmp_path / "in.csv",
+        'id,text,aspect\n1,"The pizza,pizza\n2,The pizza,pizza\n3,The pizza,pizza\n'
+        '4,The pizza",pizza,extra\n5,The pizza,pizza\n',
+    )
+    dst = tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 1
+    rows = read_jsonl(dst)
+    assert [r["id"] for r in rows] == ["1", "5"]
+    assert rows[0]["error"] == (
+        "the row has 4 fields; the header names 3 (it runs from line 2 to line 5: "
+        "a quote not closed?)"
+    )
+
+
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
 def test_a_utf16_jsonl_is_refused_before_scoring(
     tmp_path: Path, capsys: pytest.CaptureFixture, encoding: str
