@@ -255,6 +255,8 @@ def servable(path: Path, kind: str | None = None, task: str | None = None, named
     kind = kind or artifact.KIND
     path = Path(path)
     said = f"{named}: " if named else ""
+    if path.exists() and not path.is_dir():  # model.onnx or a data file given for its folder
+        raise CLIError(f"{said}{path}: is a file; a model is the directory `absa export` writes")
     if not path.is_dir():
         raise CLIError(f"{said}{path}: no such model directory")
     try:

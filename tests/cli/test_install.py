@@ -99,6 +99,11 @@ def test_serve_checks_what_would_stop_every_worker_first(
     assert line.endswith("(give it as ABSA_MODEL_DIR, --model, absa.load(path))"), line
     line = one_line(absa(*common, "--extractor", "nope", timeout=30))  # named as the others
     assert line == "absa serve: error: ABSA_EXTRACTOR / --extractor: nope: no such model directory"
+    graph = artifact / "model.onnx"  # the file given for its folder: said so, not "no such"
+    line = one_line(absa("serve", "--model", str(graph), "--port", "1", timeout=30))
+    assert line == (
+        f"absa serve: error: {graph}: is a file; a model is the directory `absa export` writes"
+    )
     shipped_category = ROOT / "model" / "artifacts" / "category"
     wrong_task = ["serve", "--model", str(shipped_category), "--port", "1", "--workers", workers]
     line = one_line(absa(*wrong_task, timeout=30))
