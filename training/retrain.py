@@ -196,6 +196,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         if not champion:
             report["baseline"] = str(compare_with)
             report["baseline_model"] = gated_against
+            report["baseline_name"] = baseline_name(cfg)
         drift_report = check_drift(reg, champion, data.train, cfg.drift_threshold)
         if drift_report:
             report["drift"] = drift_report
@@ -218,7 +219,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 cfg.gate,
                 report["challenger_metrics"],
                 report["champion_metrics"],
-                "champion" if champion else "the served model (no champion yet)",
+                "champion" if champion else f"{baseline_name(cfg)} (no champion yet)",
             )
             with reg.lock():
                 report["promoted"] = register(
@@ -309,6 +310,12 @@ def check_labels(train: list[Example], labels: tuple[str, ...]) -> None:
             f"the training data has no {', '.join(repr(m) for m in missing)} examples "
             f"(labels found: {counts}); every label of the model ({', '.join(labels)}) needs some"
         )
+
+
+def baseline_name(cfg: RetrainConfig) -> str:
+    """What the gate and the summary call the model compared with while the registry has no
+    champion: the served model, or the config's ``baseline``, which need not be it."""
+    return "the config's baseline" if cfg.baseline else "the served model"
 
 
 def baseline_dir(cfg: RetrainConfig) -> Path:
@@ -644,16 +651,23 @@ def _summary(rep: dict) -> dict:
     return {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "n": rep["n"]}
 
 
+def baseline_word(report: dict) -> str:
+    """ "served model", or "config's baseline" (a report's ``baseline_name``)."""
+    return str(report.get("baseline_name") or "the served model").removeprefix("the ")
+
+
 def summary(report: dict) -> str:
     lines = [
         f"retrain {report['version']}: "
         + ("PROMOTED" if report["promoted"] else "NOT promoted")
         + f" (champion before: {report.get('champion')})"
     ]
+    # without a champion the gate compared with the served model (or the config's baseline)
+    other = "champion" if report.get("champion") else baseline_word(report)
     base = report.get("baseline_model")
     if base:  # no champion: which model the gate compared with
         what = f"{base.get('name')} {base.get('version')}" if base.get("version") else "a run"
-        lines.append(f"  served model: {what} ({base['path']})")
+        lines.append(f"  {other}: {what} ({base['path']})")
     if report.get("recovered"):
         lines.append("  (report written by the next run: this job was killed before writing it)")
     # a version this run promoted or reported for a killed job: not only in the JSON
@@ -666,8 +680,6 @@ def summary(report: dict) -> str:
     d = report.get("drift")
     if d:
         lines.append(f"label drift (TVD) {d['tvd']:.3f}" + ("  WARNING" if d["warning"] else ""))
-    # without a champion the gate compared with the served model: not called a champion
-    other = "champion" if report.get("champion") else "served model"
     for name, m in (report.get("challenger_metrics") or {}).items():
         champ = (report.get("champion_metrics") or {}).get(name)
         line = f"  {name}: challenger acc {m['accuracy'] * 100:.2f} F1 {m['macro_f1'] * 100:.2f}"

@@ -927,6 +927,10 @@ def test_the_summary_calls_the_served_model_so_where_there_is_no_champion() -> N
         {**report, "baseline_model": served}
     )
     assert "| champion acc 59.00" in summary({**report, "champion": "v1"})
+    # the config's baseline need not be what is served: it was called the served model
+    chosen = {**report, "baseline_model": served, "baseline_name": "the config's baseline"}
+    assert "  config's baseline: absa-default 1.8.0 (/models/x)" in summary(chosen)
+    assert "| config's baseline acc 59.00" in summary(chosen)
 
 
 def test_a_job_whose_data_does_not_read_makes_no_registry(
