@@ -519,6 +519,23 @@ def _pick(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
+def _offset_names(record: dict[str, Any]) -> str:
+    """The names ``record`` gives its offsets under ("'from' and 'to'"): each the first of
+    its names with a value; one given alone is named with its partner ('from' with 'to')."""
+    start = [i for i, k in enumerate(_START_KEYS) if _pick(record, (k,)) is not None]
+    end = [i for i, k in enumerate(_END_KEYS) if _pick(record, (k,)) is not None]
+    i, j = (start or end or [0])[0], (end or start or [0])[0]
+    return f"{_START_KEYS[i]!r} and {_END_KEYS[j]!r}"
+
+
+def _as_offsets(names: str) -> str:
+    """What ``names`` are read as, where they are the SemEval ones ('from', 'to'), which a
+    file may hold for something else (a guest's country, a date)."""
+    if names == "'start' and 'end'":
+        return ""
+    return " (read as the aspect's start and end offsets: rename a column that means another thing)"
+
+
 def _disagreeing(record: dict[str, Any]) -> str | None:
     """Two names of one field given other values ("aspect": "food", "term": "staff"), said;
     the first was taken, without a word. None where each field has one value."""
@@ -583,14 +600,15 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
             return
         start, end = first.start, first.end
     else:
+        names = _offset_names(record)
         if raw_start in (None, "") or raw_end in (None, ""):
-            sink.bad(where, "give both 'start' and 'end' or neither", text)
+            sink.bad(where, f"give both {names} or neither{_as_offsets(names)}", text)
             return
         try:
             start, end = _as_offset(raw_start), _as_offset(raw_end)
         except ValueError:
             got = f"{shown_value(raw_start)}, {shown_value(raw_end)}"
-            sink.bad(where, f"'start'/'end' must be integers, got {got}", text)
+            sink.bad(where, f"{names} must be integers{_as_offsets(names)}, got {got}", text)
             return
         try:  # as predict and the API check a pinned span (a letter cut from its mark too)
             pinned(text, aspect, start, end)

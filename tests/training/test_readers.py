@@ -1267,6 +1267,24 @@ def test_records_repeated_exactly_are_counted_in_a_log_line(
     assert "2 record(s) repeat an earlier record exactly: kept" in caplog.text
 
 
+def test_columns_from_and_to_are_named_as_read_when_they_do_not_hold_offsets(
+    tmp_path: Path,
+) -> None:
+    """A CSV with a 'from' column (a guest's country) or 'from'/'to' dates was refused with
+    "give both 'start' and 'end'" and "'start'/'end' must be integers": columns the file
+    does not have. The columns read are named, and what they are read as."""
+    country = write(tmp_path, "c.csv", "text,aspect,label,from\nnice pizza,pizza,positive,FR\n")
+    with pytest.raises(DataError) as e:
+        read_examples(country)
+    assert str(e.value).startswith(f"{country}:2: give both 'from' and 'to' or neither (read as")
+    assert "rename a column that means another thing" in str(e.value)
+    dates = write(
+        tmp_path, "d.csv", "text,aspect,label,from,to\nnice pizza,pizza,positive,2024-05-01,x\n"
+    )
+    with pytest.raises(DataError, match=r"d\.csv:2: 'from' and 'to' must be integers \(read as"):
+        read_examples(dates)
+
+
 def test_a_huge_start_value_is_not_echoed_whole_in_the_readers_message(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -1274,7 +1292,7 @@ def test_a_huge_start_value_is_not_echoed_whole_in_the_readers_message(tmp_path:
         f"text,aspect,label,start,end\nnice pizza,pizza,positive,{'1' * 9999},9\n",
     )
     with pytest.raises(
-        DataError, match=r"s\.csv:2: 'start'/'end' must be integers, got '1+…'"
+        DataError, match=r"s\.csv:2: 'start' and 'end' must be integers, got '1+…'"
     ) as e:
         read_examples(path)
     assert len(str(e.value)) < 300
