@@ -244,6 +244,8 @@ class _Sink:
         self.conflicts = 0
         self.relocated = 0  # XML aspects whose from/to were wrong, found in the text instead
         self.repeated = 0  # 3-line sentences whose $T$ occurs more than once
+        self.first_of_several = 0  # aspects without offsets that occur more than once
+        self.first_several_where = ""  # the first of them
         self.labels: dict[
             tuple[str, int, int], tuple[str, str]
         ] = {}  # span -> first (label, where)
@@ -307,6 +309,15 @@ class _Sink:
                 "once in the text",
                 self.path,
                 self.relocated,
+            )
+        if self.first_of_several:
+            logger.warning(
+                "%s: %d aspect(s) without start/end occur more than once in their sentence "
+                "(the first at %s): each labels its first occurrence; give start and end "
+                "to label another",
+                self.path,
+                self.first_of_several,
+                self.first_several_where,
             )
         if self.repeated:
             logger.info(
@@ -594,11 +605,14 @@ def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) ->
     raw_start, raw_end = _pick(record, _START_KEYS), _pick(record, _END_KEYS)
     if raw_start in (None, "") and raw_end in (None, ""):
         try:
-            first = occurrences(text, aspect)[0]  # several occurrences: the first one
+            found = occurrences(text, aspect)
         except InputError as e:
             sink.bad(where, str(e), text)
             return
-        start, end = first.start, first.end
+        start, end = found[0].start, found[0].end  # several occurrences: the first one
+        if len(found) > 1:
+            sink.first_several_where = sink.first_several_where or where
+            sink.first_of_several += 1
     else:
         names = _offset_names(record)
         if raw_start in (None, "") or raw_end in (None, ""):

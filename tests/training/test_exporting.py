@@ -44,7 +44,8 @@ def test_metadata_records_the_run(tiny_run: Path, exported: tuple[Path, dict]) -
     assert meta["source_run"] == str(tiny_run)
     assert meta["model_config"] == run.model_config.to_dict()
     assert list(meta) == [
-        *("kind", "task", "name", "version", "created", "labels", "model_config"),
+        *("kind", "format", "absa_version", "task", "name", "version", "created", "labels"),
+        "model_config",
         *("preset", "train", "train_config", "metrics", "code_version"),
         *("export_code_version", "source_run"),
         *(

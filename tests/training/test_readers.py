@@ -1267,6 +1267,28 @@ def test_records_repeated_exactly_are_counted_in_a_log_line(
     assert "2 record(s) repeat an earlier record exactly: kept" in caplog.text
 
 
+def test_an_aspect_without_offsets_that_occurs_twice_is_counted_and_warned_of(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It labelled its first occurrence without a word: "the room was clean; the second
+    room smelled", room negative, trained negative on the clean room."""
+    path = write(
+        tmp_path,
+        "r.csv",
+        "text,aspect,label,start,end\nnice room,room,positive,,\n"
+        '"the room was clean, the other room smelled",room,negative,,\n'
+        '"the room was clean, the other room smelled",room,negative,30,34\n',
+    )
+    with caplog.at_level(logging.WARNING, logger="absa.training.readers"):
+        (first, second, third) = read_examples(path).examples
+    assert (second.start, third.start) == (4, 30)  # the first occurrence, as before
+    assert caplog.messages == [
+        f"{path}: 1 aspect(s) without start/end occur more than once in their sentence (the "
+        f"first at {path}:3): each labels its first occurrence; give start and end to label "
+        "another"
+    ]
+
+
 def test_columns_from_and_to_are_named_as_read_when_they_do_not_hold_offsets(
     tmp_path: Path,
 ) -> None:
