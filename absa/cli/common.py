@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -235,9 +236,18 @@ def given_name(value: str) -> str:
 
 
 def model_dir(model: str | None) -> Path:
-    """``--model`` if given, else what the settings point at (``ABSA_REGISTRY``'s current
-    version, ``ABSA_MODEL_DIR``), else the shipped model."""
+    """``--model`` if given (a registry: its current version, as ``absa.load`` takes it),
+    else what the settings point at (``ABSA_REGISTRY``'s current version,
+    ``ABSA_MODEL_DIR``), else the shipped model."""
     if model:
+        from absa.model.registry import Registry
+
+        if Registry.looks_like(model):
+            path = Registry(model).current_path()
+            logging.getLogger("absa.cli").info(
+                "%s: the registry's current version, %s", model, path.name
+            )
+            return path
         return Path(model)
     from absa.settings import ModelSettings
 
@@ -259,6 +269,10 @@ def servable(path: Path, kind: str | None = None, task: str | None = None, named
         raise CLIError(f"{said}{path}: is a file; a model is the directory `absa export` writes")
     if not path.is_dir():
         raise CLIError(f"{said}{path}: no such model directory")
+    from absa.model.registry import Registry
+
+    if Registry.looks_like(path):  # served as a registry, its promotions are followed
+        raise CLIError(f"{said}{path}: a model registry; serve it with --registry (ABSA_REGISTRY)")
     try:
         # a graph cut short passes its (recorded again) sha256: check_serves opens it
         artifact.check_serves(artifact.load(path, kind=kind), task)

@@ -218,3 +218,24 @@ def test_list_leaves_out_a_killed_exports_directory_in_versions(
     got = capsys.readouterr()
     assert [line.split()[0] for line in got.out.splitlines()] == ["v1", "v2"], got.out
     assert got.err == "", got.err
+
+
+def test_predict_and_evaluate_take_a_registry_as_absa_load_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`absa predict --model REGISTRY` was refused ("not a model artifact") where
+    absa.load(REGISTRY) serves its current version; serve names the flag that follows it."""
+    reg = make_registry(tmp_path, 2)
+    reg.promote("v1")
+    argv = ["--model", str(reg.root)]
+    assert main(["predict", *argv, "--text", "The food was great", "--aspect", "food"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"].endswith(":v1")
+    data = tmp_path / "e.csv"
+    data.write_text("text,aspect,label\nThe food was great,food,positive\n")
+    assert main(["evaluate", *argv, "--data", str(data), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_identity"]["version"] == "v1"
+    assert main(["serve", *argv, "--port", "1"]) == 2
+    assert capsys.readouterr().err == (
+        f"absa serve: error: {reg.root}: a model registry; serve it with --registry "
+        "(ABSA_REGISTRY)\n"
+    )
