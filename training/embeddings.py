@@ -70,7 +70,9 @@ def _read_text_glove(path: Path) -> Vectors:
     if path.is_dir():
         raise IsADirectoryError(f"{path}: a directory, not a GloVe file")
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such GloVe file")
+        # a config's relative path is the working directory's, not the config file's
+        where = "" if path.is_absolute() else f" (looked for in {Path.cwd()})"
+        raise FileNotFoundError(f"{path}: no such GloVe file{where}")
     with path.open("rb") as f:
         head = f.read(6)
     for magic, what in _COMPRESSED.items():

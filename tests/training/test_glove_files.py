@@ -131,9 +131,14 @@ def test_a_directory_is_named_as_one(tmp_path: Path) -> None:
         read_vectors(str(tmp_path))
 
 
-def test_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no such GloVe file"):
+def test_a_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(FileNotFoundError, match="no such GloVe file$"):
         read_vectors(str(tmp_path / "nope.txt"))
+    # a relative path (a config's, beside which the file was): where it was looked for
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as e:
+        read_vectors("vecs.txt")
+    assert str(e.value) == f"vecs.txt: no such GloVe file (looked for in {tmp_path})"
 
 
 def test_an_empty_file(tmp_path: Path) -> None:
