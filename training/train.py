@@ -299,6 +299,12 @@ def build_pipeline(
         texts += [category_words(c) for c in mcfg.categories]
     vocab = build_vocab(texts, glove_words, tcfg.glove_top_k)
     matrix, _ = embedding_matrix(vocab, glove_words, glove, tcfg.seed)
+    if mcfg.embed_dim != matrix.shape[1]:  # the vectors decide; said, not done silently
+        log.info(
+            "embed_dim is the word vectors' width, %d (the config says %d)",
+            matrix.shape[1],
+            mcfg.embed_dim,
+        )
     mcfg = replace(mcfg, vocab_size=len(vocab), embed_dim=int(matrix.shape[1]))
     return mcfg, WordPipeline(vocab, max_len=tcfg.max_len), torch.from_numpy(matrix), None
 

@@ -240,6 +240,24 @@ class Rewrite(logging.Handler):
             self.path.write_text(self.path.read_text() + "zzz " + "0.5 " * 49 + "0.5\n")
 
 
+def test_an_embed_dim_the_vectors_overrule_is_said(
+    small_glove: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ "embed_dim": 50 with vectors 32 wide became 32 without a word."""
+    width = len(small_glove.read_text().splitlines()[0].split()) - 1
+    base = tiny_preset("atae-lstm", small_glove, embed_dim=width + 7)
+    preset = replace(base, train=replace(base.train, epochs=1))
+    with caplog.at_level(logging.INFO, logger="absa.training.train"):
+        fit(synthetic_examples(6), None, preset, tmp_path / "run", progress=False)
+    said = f"embed_dim is the word vectors' width, {width} (the config says {width + 7})"
+    assert said in caplog.messages
+    caplog.clear()
+    same = replace(preset, model=replace(preset.model, embed_dim=width))
+    with caplog.at_level(logging.INFO, logger="absa.training.train"):
+        fit(synthetic_examples(6), None, same, tmp_path / "run2", progress=False)
+    assert not [m for m in caplog.messages if m.startswith("embed_dim")]
+
+
 def test_run_json_names_the_vectors_file_that_was_trained_on(
     small_glove: Path, tmp_path: Path
 ) -> None:
