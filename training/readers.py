@@ -204,6 +204,13 @@ def _suffix_hint(data: bytes, fmt: str) -> str | None:
         )
     if (head == b"{" or re.match(rb"\[[\s{\[\"0-9tfn-]", start)) and fmt != "jsonl":
         return "it looks like JSON: name it .jsonl"
+    if fmt == "3line":  # a table's header on the first line: named .txt or .tsv, say
+        first = data.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].lower()
+        cells = {c.strip(b' "') for c in re.split(rb"[,\t;]", first)}
+        if b"text" in cells and cells & {b"aspect", b"term"}:
+            if b"," in first:
+                return "its first line looks like a CSV header: name it .csv"
+            return "its first line looks like a table's header: save it as CSV named .csv"
     return None
 
 

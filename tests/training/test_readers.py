@@ -254,6 +254,13 @@ XML = (
         ("a.jsonl", XML, "it looks like XML: name it .xml"),
         ("a.txt", '{"text": "The food .", "aspect": "food", "label": 1}\n', "name it .jsonl"),
         ("a.xml", "The $T$ .\nfood\n1\n", "it does not look like XML"),
+        # a table named .txt or .tsv was read as 3-line: "no $T$ placeholder", no hint
+        (
+            "a.txt",
+            "text,aspect,label\nThe food .,food,1\n",
+            "looks like a CSV header: name it .csv",
+        ),
+        ("a.tsv", "Text\tAspect\tLabel\nThe food .\tfood\t1\nx\n", "save it as CSV named .csv"),
     ],
 )
 def test_a_file_named_for_another_format_says_which_suffix(
