@@ -1498,3 +1498,24 @@ def test_a_pretty_printed_or_compressed_input_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert f"absa predict: error: {src}: " in err and says in err, err
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(("name", "content"), [("in.jsonl", ""), ("in.jsonl", "\n\n")])
+def test_an_input_without_rows_succeeds_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str
+) -> None:
+    """ "0 rows: 0 scored, 0 bad", exit 0 and nothing else: a wrong file or an export cut to
+    nothing read the same as a day without reviews. It still succeeds, with a warning."""
+    src, dst = _write(tmp_path / name, content), tmp_path / "out.jsonl"
+    assert _shipped(src, dst) == 0
+    assert dst.read_text() == ""
+    err = capsys.readouterr().err
+    assert f"absa predict: warning: {src} holds no rows to score\n" in err
+    assert (
+        _shipped(
+            _write(tmp_path / "one.jsonl", '{"text": "The food was great", "aspect": "food"}\n'),
+            dst.with_name("o.jsonl"),
+        )
+        == 0
+    )
+    assert "holds no rows" not in capsys.readouterr().err

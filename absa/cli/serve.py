@@ -394,6 +394,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"{stats.rows} rows: {stats.scored} scored, {stats.rows - stats.scored} bad -> "
             f"{args.output}\n"
         )
+        _say_if_empty(args, stats.rows)
         return 0 if not stats.bad else 1
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
     return _print(args, predictor.model_id, results)
@@ -522,7 +523,16 @@ def _predict_on_ray(args: argparse.Namespace) -> int:
         f"{stats.rows} rows: {stats.rows - stats.bad} scored, {stats.bad} bad -> "
         f"{args.output} ({stats.files} files, {stats.seconds:.1f} s)\n"
     )
+    _say_if_empty(args, stats.rows)
     return 0 if not stats.bad else 1
+
+
+def _say_if_empty(args: argparse.Namespace, rows: int) -> None:
+    """A warning where the input held no rows (an empty or blank file: its output is
+    written, empty, and the command succeeds, as for a day without reviews), since a
+    wrong file or an export cut to nothing reads the same."""
+    if not rows:
+        say(f"absa predict: warning: {args.input} holds no rows to score", logging.WARNING)
 
 
 def _flagless_variables(parser: argparse.ArgumentParser) -> str:
