@@ -209,7 +209,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             stop_if_asked(run_dir)  # SIGTERM after the last batch: no checkpoint came
             artifact_dir = work / "artifact"
             report["parity"] = export_challenger(
-                run_dir, artifact_dir, cfg.preset, version, cfg.calibration == "top_map"
+                run_dir, artifact_dir, cfg.name or cfg.preset, version, cfg.calibration == "top_map"
             )
             stop_if_asked(run_dir)
             report["challenger_metrics"] = evaluate_on(artifact_dir, data.evals)

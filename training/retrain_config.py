@@ -50,6 +50,9 @@ class RetrainConfig:
     baseline: str | None = None
     # "temperature", or "top_map": the top-label map after it (needs >= 500 dev items)
     calibration: str = "temperature"
+    # the exported model's name, what answers ("model": "NAME:VERSION") and /v1/model call
+    # it (None: the preset's)
+    name: str | None = None
     source: Path | None = None  # the TOML file it was read from (load sets it; not a key)
 
     @classmethod
@@ -134,6 +137,10 @@ class RetrainConfig:
             raise ValueError(
                 f"{path}: calibration must be one of {', '.join(CALIBRATIONS)}, "
                 f"not {cfg.calibration!r}"
+            )
+        if cfg.name is not None and (not cfg.name.strip() or ":" in cfg.name):
+            raise ValueError(  # answers say NAME:VERSION: a colon would make them ambiguous
+                f"{path}: name must be a non-empty name without ':', not {cfg.name!r}"
             )
         if cfg.keep < 1:
             raise ValueError(f"{path}: keep must be >= 1 (the versions kept), not {cfg.keep}")

@@ -285,6 +285,8 @@ def test_bad_data_fails_naming_file_and_line(
         # data: an unknown name or a missing file failed the job there
         ({"preset": "nonesuch"}, "", "unknown preset 'nonesuch'"),
         ({"model_config": "absent.json"}, "", "absent.json: no such file"),
+        ({"name": "a:b"}, "", "name must be a non-empty name without ':', not 'a:b'"),
+        ({"name": " "}, "", "name must be a non-empty name without ':'"),
     ],
 )
 def test_a_bad_config_is_refused_before_any_work(
@@ -529,6 +531,15 @@ def test_a_transient_io_error_inside_the_job_exits_75(
         return
     assert code == 75 and "may succeed if run again" in err, err
     assert state(registry) == before and work_entries(registry) == []  # met before any work
+
+
+def test_the_configs_name_is_the_models(make_config: ConfigWriter, tmp_path: Path) -> None:
+    """Every version a job made was named for its preset ("atae-lstm:v1" in each answer):
+    the config's name is the model's, in its metadata and so in answers and /v1/model."""
+    registry = tmp_path / "named"
+    cfg = make_config(tmp_path / "r.toml", registry, name="hotel-reviews")
+    assert main(["retrain", "--config", str(cfg), "--version", "v1", "--quiet"]) == 0
+    assert Registry(registry).metadata("v1")["name"] == "hotel-reviews"
 
 
 # ------------------------------------------------------------------ concurrency and crashes
