@@ -68,4 +68,9 @@ def format_report(report: dict) -> str:
     lines.append("confusion (rows gold, columns predicted): " + " ".join(labels))
     for name, row in zip(labels, report["confusion"], strict=True):
         lines.append(f"{name:<10} " + " ".join(f"{v:6d}" for v in row))
+    for name, part in (report.get("by_group") or {}).items():  # each file of several
+        lines.append(
+            f"{name}: n={part['n']}  accuracy={part['accuracy'] * 100:.2f}  "
+            f"macro-F1={part['macro_f1'] * 100:.2f}"
+        )
     return "\n".join(lines)

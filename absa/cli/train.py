@@ -638,7 +638,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     examples = read.examples
     from absa.training.provenance import code_version
 
-    rep = evaluate(model, examples)
+    rep = evaluate(model, examples, _files_of(examples, args.data))
     rep["model"] = str(model)
     rep["model_identity"] = model_identity(model)  # which model: the path serves another later
     rep["data"] = list(args.data)
@@ -650,6 +650,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         to_stdout(format_report(rep) + "\n")
     return 0
+
+
+def _files_of(examples: Sequence[Any], data: Sequence[str]) -> list[str] | None:
+    """The --data file each example came from (its ``source`` is "FILE:where"), for a
+    score of each file beside the pooled one; None for one file, or where one is unknown."""
+    if len(data) < 2:
+        return None
+    longest_first = sorted(data, key=len, reverse=True)  # "d:1" is a prefix of "d:1:2"
+    files = []
+    for e in examples:
+        found = next((f for f in longest_first if e.source.startswith(f"{f}:")), None)
+        if found is None:
+            return None
+        files.append(found)
+    return files
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -897,6 +897,21 @@ def test_evaluate_json(tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFix
     }
 
 
+def test_evaluate_of_several_files_scores_each_beside_the_pool(
+    tiny_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two files gave one pooled score, n the sum, and no word of either file's own."""
+    a = write_jsonl(tmp_path / "a.jsonl", EXAMPLES[:10])
+    b = write_jsonl(tmp_path / "b.jsonl", EXAMPLES[10:])
+    both = evaluate_json(capsys, tiny_run, a, b)
+    alone = [evaluate_json(capsys, tiny_run, f) for f in (a, b)]
+    assert both["by_group"] == {
+        str(f): {k: rep[k] for k in ("n", "accuracy", "macro_f1")}
+        for f, rep in zip((a, b), alone, strict=True)
+    }
+    assert both["n"] == alone[0]["n"] + alone[1]["n"] and "by_group" not in alone[0]
+
+
 def test_evaluate_names_an_artifact_by_name_version_and_onnx_sha256(
     artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
