@@ -38,9 +38,13 @@ def refuse_inner_name(names: Iterable[str], where: str, kind: str = "column") ->
         )
 
 
-def jsonl_tables(lines: Iterable[bytes], where: str, rows_per_table: int) -> Iterator[pa.Table]:
+def jsonl_tables(
+    lines: Iterable[bytes], where: str, rows_per_table: int, placed: bool = False
+) -> Iterator[pa.Table]:
     """The JSON objects of ``lines`` (raw lines of one file) as tables of at most
-    ``rows_per_table`` rows, each with ``LINE_ERROR``."""
+    ``rows_per_table`` rows, each with ``LINE_ERROR``. ``placed``: a line that is no JSON
+    object says where it is in its error ("a.jsonl:3: invalid JSON: ..."), since its row
+    keeps no field to find it by, and Ray writes rows of many files in no set order."""
     rows: list[dict[str, Any]] = []
     errors: list[str | None] = []
     numbers: list[int] = []  # each row's line, for an error naming the value that stops the file
@@ -48,6 +52,8 @@ def jsonl_tables(lines: Iterable[bytes], where: str, rows_per_table: int) -> Ite
         if not line.strip():
             continue
         row, err = parse_line(line)
+        if row is None and placed:
+            err = f"{where}:{number}: {err}"
         rows.append(clean(row) if row is not None else {})
         errors.append(err or None)
         numbers.append(number)

@@ -545,7 +545,7 @@ def _jsonl_source(files: list[str]) -> Any:
 
     class JsonlSource(FileBasedDatasource):
         def _read_stream(self, f: Any, path: str) -> Iterator[Any]:
-            yield from jsonl_tables(file_lines(f), path, JSONL_BLOCK)
+            yield from jsonl_tables(file_lines(f), path, JSONL_BLOCK, placed=True)
 
     return JsonlSource(files)
 
