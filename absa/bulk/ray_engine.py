@@ -199,8 +199,7 @@ def score_with_ray(
     model_dir = _model_dir(model)
     if fmt == "csv":
         _check_csv_parses(files)
-    if fmt == "jsonl":
-        _check_jsonl_types(files)
+    names = _check_jsonl_types(files) if fmt == "jsonl" else None
     # a local instance gets a logical CPU beyond the actors' for the read and write tasks
     started = not ray.is_initialized()
     local = started and not (address or os.environ.get("RAY_ADDRESS"))
@@ -211,7 +210,9 @@ def score_with_ray(
         ray.data.DataContext.get_current().enable_progress_bars = progress
         began = time.perf_counter()
         with _staged(output) as staging:
-            job = _Job(files, fmt, staging, model_dir, output_format, workers, num_gpus, batch_size)
+            job = _Job(
+                files, fmt, staging, model_dir, output_format, workers, num_gpus, batch_size, names
+            )
             try:
                 error = job.run(rows_per_file)
             except ray.exceptions.RayTaskError as e:  # a file Ray cannot read (ragged CSV)
@@ -239,6 +240,9 @@ class _Job:
     workers: int
     num_gpus: float
     batch_size: int
+    # a JSONL input's every field, where the type check read each file (all local): no pass
+    # of Ray's over the data for them
+    names: list[str] | None = None
 
     def run(self, rows_per_file: int) -> str:
         """Read, score on the actor pool, write; the column a row's error went in."""
@@ -251,7 +255,7 @@ class _Job:
         # the column of a row's error, chosen once from every file's columns (a JSONL
         # file's every field): chosen batch by batch, a batch without the input's own
         # ``error`` field put the row's error in ``error``, which was then not counted
-        names = _input_names(ds, self.files, self.fmt)
+        names = self.names if self.names is not None else _input_names(ds, self.files, self.fmt)
         error = error_column(names)
         where = self.files[0]
         if self.fmt == "csv":  # each file's own header (a CSV's columns are its header's)
@@ -454,13 +458,14 @@ def _check_csv_parses(files: list[str]) -> None:
             raise InputError(str(parse_error(Path(f), e))) from None
 
 
-def _check_jsonl_types(files: list[str]) -> None:
+def _check_jsonl_types(files: list[str]) -> list[str] | None:
     """Each local JSONL file's fields read ahead as single-process scoring into Parquet reads
     them (``TableWriter.expect``), and their types merged over the files, before Ray
     starts: Ray's blocks are typed columns in either output format, so a field whose values
     change type (a number, then a string) failed the whole job after some 170 lines of
     Ray's traceback. It is refused in one line naming the file and line (or both files). A
-    URI's file is left to Ray."""
+    URI's file is left to Ray. Returns every field, in the order first seen, with the
+    read-error column (as ``_input_names`` finds them), where every file was local."""
     import pyarrow as pa
 
     from absa.bulk.files import TableWriter, _RowLines, read_batches
@@ -487,6 +492,7 @@ def _check_jsonl_types(files: list[str]) -> None:
                     f"holds {first[0]}: give it one type in every file (--engine ray writes "
                     "typed columns)"
                 )
+    return None if any("://" in f for f in files) else [*types, LINE_ERROR]
 
 
 def _one_kind(a: Any, b: Any) -> bool:

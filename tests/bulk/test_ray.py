@@ -4,6 +4,7 @@ exactly once when a scoring actor is killed mid-job."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from absa.bulk.jsonl import LINE_ERROR
 from absa.cli import main
 from tests.bulk.conftest import (
     BAD_JSONL,
@@ -448,3 +450,23 @@ def test_a_ragged_csv_read_by_a_task_is_said_as_locally(artifact: Path, tmp_path
     with pytest.raises(InputError) as e:
         score_with_ray(src.as_uri(), tmp_path / "out", model=artifact, workers=1)
     assert str(e.value) == f"{src}:4: CSV parse error: Expected 2 columns, got 3: bad,food,x"
+
+
+def test_the_type_checks_fields_are_those_rays_pass_finds(tmp_path: Path) -> None:
+    """A local JSONL input was read three times: the type check, Ray's pass for its fields,
+    the job. The check's fields (every one, in the order first seen, with the read-error
+    column) stand in for Ray's pass, which a URI still takes."""
+    from absa.bulk.ray_engine import _check_jsonl_types, _input_names, _read
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(BAD_JSONL)
+    late = [{"text": f"the food {i}", "aspect": "food"} for i in range(3)]
+    late.append({"text": "the wine", "aspect": "wine", "late": None, "later": [1.5]})
+    (src / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in late))
+    files = sorted(str(f) for f in src.iterdir())
+    ours = _check_jsonl_types(files)
+    rays = _input_names(_read(files, "jsonl"), files, "jsonl")
+    assert ours is not None and set(ours) == set(rays)
+    assert ours[-3:] == ["late", "later", LINE_ERROR] and ours.index("id") < ours.index("note")
+    assert _check_jsonl_types([f"file://{files[0]}", files[1]]) is None  # a URI: Ray's pass
