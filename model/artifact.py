@@ -375,7 +375,8 @@ def verify_files(metadata: dict, directory: Path) -> dict[str, str]:
     if not isinstance(files, dict) or not files:
         raise ArtifactError(
             f"{directory / METADATA}: records no per-file checksums ('files'); this artifact "
-            "was made by an older export: re-export it (absa export) to serve it"
+            "was made by an older export: re-export it (absa export) to serve it, or, as a "
+            "registry's version, record them (absa models rehash VERSION)"
         )
     for name, expected in files.items():
         path = _inside(directory, name, "file")

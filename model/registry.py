@@ -443,6 +443,30 @@ class Registry:
         synced_after_rename(self.versions_dir, dest)
         return dest
 
+    def rehash(self, version: str) -> int:
+        """Record the sha256 of each file of ``version``, a version exported before exports
+        recorded them (absa 1.2 and older), which every load now refuses ("records no
+        per-file checksums") and whose run a registry does not keep to export again. Its
+        files are taken as they are, but its graph must still match the sha256 its export
+        recorded. Returns how many files were recorded; RegistryError for a version that
+        has them already, or whose graph changed."""
+        from absa.model.artifact import ONNX, record_files, sha256_file, write_metadata
+
+        meta, where = self.metadata(version), self.path(version)
+        if "files" in meta:
+            raise RegistryError(f"version {version!r} records its files' sha256 already")
+        onnx = meta.get("onnx")
+        recorded = onnx.get("sha256") if isinstance(onnx, dict) else None
+        if not recorded or sha256_file(where / ONNX) != recorded:
+            raise RegistryError(
+                f"version {version!r}: its graph's sha256 is not the one its export recorded "
+                f"({recorded or 'none'}): its files cannot be trusted as they are"
+            )
+        record_files(meta, where)
+        write_metadata(where, meta)
+        readable(where / "metadata.json", tree=False)
+        return len(meta["files"])
+
     def promote(self, version: str, reason: str = "") -> None:
         """Point CURRENT at ``version`` after verifying it (RegistryError: nothing changes).
         A pointer that cannot be read is replaced (the way an operator mends it: the new

@@ -95,12 +95,15 @@ def cmd_models(args: argparse.Namespace) -> int:
         to_stdout(json.dumps(reg.metadata(args.version), indent=1) + "\n")
         return 0
     # said before the lock, whose file would be the one thing the command made
-    if args.action == "promote":
+    if args.action in ("promote", "rehash"):
         reg.path(args.version)
     else:
         reg.rollback_target()
     with reg.lock():  # held by a retraining job only while it adds or promotes a version
-        if args.action == "promote":
+        if args.action == "rehash":
+            n = reg.rehash(args.version)
+            to_stdout(f"{args.version}: recorded the sha256 of {n} files\n")
+        elif args.action == "promote":
             reg.promote(args.version, reason="manual")
             to_stdout(f"current: {args.version}\n")
         else:
@@ -117,6 +120,12 @@ ACTIONS = {
     "show": ("a version's metadata as JSON", True),
     "promote": ("verify a version, then point CURRENT at it (served at the next reload)", True),
     "rollback": ("point CURRENT back at the previous version", False),
+    "rehash": (
+        "record the sha256 of each file of a version exported by absa 1.2 or older, which "
+        "every load refuses without them (its graph must match the sha256 its export "
+        "recorded)",
+        True,
+    ),
 }
 REGISTRY_HELP = "registry directory (default: $ABSA_REGISTRY)"
 

@@ -239,3 +239,31 @@ def test_predict_and_evaluate_take_a_registry_as_absa_load_does(
         f"absa serve: error: {reg.root}: a model registry; serve it with --registry "
         "(ABSA_REGISTRY)\n"
     )
+
+
+def test_rehash_mends_a_version_exported_before_file_checksums(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registry of absa 1.2 or older could not be served, promoted or retrained on by a
+    newer absa ("records no per-file checksums ... re-export it"), and a registry keeps no
+    run to export again. rehash records its files as they are, where its graph still
+    matches the sha256 its export recorded."""
+    reg = make_registry(tmp_path, 2)
+    for v in ("v1", "v2"):
+        meta_path = reg.path(v) / "metadata.json"
+        meta = json.loads(meta_path.read_text())
+        del meta["files"]  # as absa 1.2 exported it
+        meta_path.write_text(json.dumps(meta))
+    (reg.path("v2") / "model.onnx").write_bytes(b"changed since")
+    at = ["--registry", str(reg.root)]
+    assert main(["models", "promote", "v1", *at]) == 2
+    assert "absa models rehash VERSION" in capsys.readouterr().err
+    assert main(["models", "rehash", "v1", *at]) == 0
+    n = len(json.loads((reg.path("v1") / "metadata.json").read_text())["files"])
+    assert capsys.readouterr().out == f"v1: recorded the sha256 of {n} files\n" and n >= 3
+    assert main(["models", "promote", "v1", *at]) == 0 and reg.current() == "v1"
+    assert main(["models", "rehash", "v1", *at]) == 2  # once is enough
+    assert "records its files' sha256 already" in capsys.readouterr().err
+    assert main(["models", "rehash", "v2", *at]) == 2
+    assert "its graph's sha256 is not the one its export recorded" in capsys.readouterr().err
+    assert "files" not in json.loads((reg.path("v2") / "metadata.json").read_text())
