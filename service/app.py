@@ -562,8 +562,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         ApiGate, slots=slots, metrics=metrics, shed_delay_s=shed_delay_s, api_keys=api_keys
     )
-    if api_keys:
-        docs.require_key(app, prefix="/v1/", detail=NEED_KEY)
+    # said with or without keys here: a client made from this schema may meet a server with
+    docs.require_key(app, prefix="/v1/", detail=NEED_KEY, required=bool(api_keys))
     if origins:  # outside the gate: a preflight carries no API key
         exposed = [REQUEST_ID.decode(), "Retry-After"]
         app.add_middleware(

@@ -65,9 +65,11 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
         return page
 
 
-def require_key(app: FastAPI, prefix: str, detail: str) -> None:
-    """Say in the OpenAPI schema that the operations under ``prefix`` need a bearer key (the
-    service's ApiGate checks it): Swagger UI then has an Authorize button that sends it."""
+def require_key(app: FastAPI, prefix: str, detail: str, required: bool = True) -> None:
+    """Say in the OpenAPI schema that the operations under ``prefix`` take a bearer key (the
+    service's ApiGate checks it): Swagger UI then has an Authorize button that sends it.
+    ``required`` (the server has keys), else optional: a client generated from a server
+    without keys has the key and the 401 all the same, for the servers that have them."""
     build = app.openapi
 
     def openapi() -> dict:
@@ -81,15 +83,43 @@ def require_key(app: FastAPI, prefix: str, detail: str) -> None:
             "description": "one of the keys in ABSA_API_KEY",
         }
         unauthorized = {
-            "description": detail,
+            "description": detail if required else f"where the server has keys: {detail}",
             "content": {"application/json": {"schema": {"$ref": ERROR_SCHEMA}}},
         }
         for path, operations in schema.get("paths", {}).items():
             if not path.startswith(prefix):
                 continue
             for operation in operations.values():
-                operation["security"] = [{"apiKey": []}]
+                operation["security"] = [{"apiKey": []}] if required else [{}, {"apiKey": []}]
                 operation.setdefault("responses", {})["401"] = unauthorized
+        declare_headers(schema)
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+#: the headers answers carry, as the schema declares them (a generated client exposes them)
+REQUEST_ID_HEADER = {
+    "description": "the request's ID: the client's own X-Request-ID, or one made for it; "
+    "the server's log lines of the request carry it",
+    "schema": {"type": "string"},
+}
+RETRY_AFTER_HEADER = {
+    "description": "seconds to wait before sending the request again",
+    "schema": {"type": "integer"},
+}
+WWW_AUTHENTICATE_HEADER = {"description": "Bearer", "schema": {"type": "string"}}
+
+
+def declare_headers(schema: dict) -> None:
+    """Every answer's X-Request-ID, a 503's Retry-After and a 401's WWW-Authenticate, in
+    each operation's responses."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for status, response in operation.get("responses", {}).items():
+                headers = response.setdefault("headers", {})
+                headers["X-Request-ID"] = REQUEST_ID_HEADER
+                if status == "503":
+                    headers["Retry-After"] = RETRY_AFTER_HEADER
+                if status == "401":
+                    headers["WWW-Authenticate"] = WWW_AUTHENTICATE_HEADER

@@ -55,9 +55,17 @@ class AspectSpan(Strict):
     end: StrictInt = Field(ge=1, description="character offset just past the term")
 
 
+#: both given, neither null: what ``_aspects_or_categories`` refuses (one given as null is
+#: taken, as a generated client that writes every field out sends it)
+BOTH_GIVEN: dict[str, Any] = {
+    "required": ["aspects", "categories"],
+    "properties": {k: {"not": {"type": "null"}} for k in ("aspects", "categories")},
+}
+
+
 class PredictRequest(Strict):
     # what _aspects_or_categories refuses, said in the JSON schema (generated clients, fuzzers)
-    model_config = ConfigDict(json_schema_extra={"not": {"required": ["aspects", "categories"]}})
+    model_config = ConfigDict(json_schema_extra={"not": BOTH_GIVEN})
 
     text: StrictStr = Field(
         min_length=1,
@@ -348,6 +356,10 @@ class Limits(BaseModel):
         "take only part of the queue (ABSA_MAX_QUEUE), the rest kept for small requests; "
         "more is refused (413, split it)"
     )
+
+
+class Status(BaseModel):
+    status: Literal["ok", "ready"] = Field(description="ok (/healthz) or ready (/readyz)")
 
 
 class ModelInfo(BaseModel):

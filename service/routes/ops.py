@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from absa.model.aspects import MAX_TERM_CHARS
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_response
-from absa.service.schemas import ErrorResponse, Limits, ModelInfo
+from absa.service.schemas import ErrorResponse, Limits, ModelInfo, Status
 
 router = APIRouter(tags=["operations"])
 
@@ -61,6 +61,7 @@ def batcher_stopped(request: Request) -> bool:
 @router.head("/healthz", include_in_schema=False)  # load-balancer probes may use HEAD
 @router.get(
     "/healthz",
+    response_model=Status,
     responses={503: {"model": ErrorResponse, "description": "the batcher stopped: restart"}},
 )
 async def healthz(request: Request) -> Response:
@@ -74,6 +75,7 @@ async def healthz(request: Request) -> Response:
 @router.head("/readyz", include_in_schema=False)
 @router.get(
     "/readyz",
+    response_model=Status,
     responses={503: {"model": ErrorResponse, "description": "not loaded or warming up"}},
 )
 async def readyz(request: Request) -> JSONResponse:
