@@ -130,7 +130,21 @@ class Metrics:
         )
         self.rejected = Counter("absa_rejected", "requests refused: queue full", registry=r)
         self.shed = Counter("absa_shed", "requests refused at once: too many in flight", registry=r)
-        self.aspects = Counter("absa_aspects", "aspects classified", ["label"], registry=r)
+        self.aspects = Counter(
+            "absa_aspects", "aspect terms classified (categories apart)", ["label"], registry=r
+        )
+        self.categories = Counter(
+            "absa_categories", "aspect categories classified (the category model)", ["label"],
+            registry=r,
+        )  # fmt: skip
+        self.words = Counter(
+            "absa_words",
+            "words of the texts the term model answers (each text once a request), by whether "
+            "its vocabulary knows them: the share unknown rises as traffic leaves what it "
+            "trained on",
+            ["known"],
+            registry=r,
+        )
         self.confidence = Histogram(
             "absa_confidence",
             "the probability of each answer's label; calibrated, so their mean is the accuracy "

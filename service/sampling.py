@@ -85,6 +85,9 @@ class AnswerSample:
                     "score": r["score"],
                     "scores": r["scores"],
                     "model": model,
+                    # why it was kept: the random share (an unbiased sample of the traffic)
+                    # or its score under ABSA_SAMPLE_BELOW (the unsure answers, over-drawn)
+                    "kept": "random" if every else "unsure",
                     "request_id": request_id,
                     "time": now,
                 },

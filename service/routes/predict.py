@@ -137,9 +137,20 @@ def _sample(request: Request, answered: list[tuple[str, str, list[dict]]]) -> No
 
 def _count(results: list[dict], metrics: Metrics) -> None:
     for r in results:
-        metrics.aspects.labels(r["label"]).inc()
         if "term" in r:  # the term model's: a category model's answers are another model's
+            metrics.aspects.labels(r["label"]).inc()
             metrics.confidence.labels(r["label"]).observe(r["score"])
+        else:
+            metrics.categories.labels(r["label"]).inc()
+
+
+def _count_words(outputs: list[Any], metrics: Metrics) -> None:
+    """The words of one text the term model answered (its first aspect's: every aspect's
+    item holds the same words), known to its vocabulary or not."""
+    if outputs:
+        unknown = sum(outputs[0].oov)
+        metrics.words.labels("false").inc(unknown)
+        metrics.words.labels("true").inc(len(outputs[0].oov) - unknown)
 
 
 def _explained(prepared: Any, budget: tuple[int, int], where: str = "") -> tuple[int, int]:
@@ -337,6 +348,8 @@ async def predict(
 
     results, body = await engine.offload(answer) if heavy else answer()
     _count(results, metrics)
+    if req.categories is None:  # the term model's words
+        _count_words(outputs, metrics)
     _sample(request, [(req.text, predictor.model_id, results)])
     return JSONBytes(body)
 
@@ -409,7 +422,10 @@ async def predict_batch(
                 continue
             model, p = e
             out = outputs[id(model)]
-            results = _results(model, p, [next(out) for _ in p.items])
+            got = [next(out) for _ in p.items]
+            results = _results(model, p, got)
+            if model is terms:
+                _count_words(got, metrics)
             every += results
             entries.append({"model": model.model_id, "results": results})
             answered.append((getattr(it, "text", ""), model.model_id, results))

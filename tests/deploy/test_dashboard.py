@@ -51,16 +51,24 @@ def test_panels_read_what_the_service_exports_and_show_all_of_it() -> None:
 
 
 @pytest.fixture(scope="module")
-def scraped(artifact: Path, extractor_artifact: Path) -> Iterator[str]:
-    """/metrics of the real app after it answered named and extracted aspects, a batch with
-    a bad item, and an explain request."""
+def scraped(artifact: Path, extractor_artifact: Path, category_artifact: Path) -> Iterator[str]:
+    """/metrics of the real app after it answered named and extracted aspects, categories, a
+    batch with a bad item, and an explain request."""
     from absa.service.app import create_app
+    from tests.helpers import category_examples
 
-    settings = make_settings(artifact, extractor=extractor_artifact, max_items=8)
+    settings = make_settings(
+        artifact, extractor=extractor_artifact, category_model=category_artifact, max_items=8
+    )
+    asked = category_examples()[0]
     with TestClient(create_app(settings)) as client:
         for _ in range(3):
             assert client.post("/v1/predict", json={"text": TEXT}).status_code == 200
             r = client.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]})
+            assert r.status_code == 200, r.text
+            r = client.post(
+                "/v1/predict", json={"text": asked.text, "categories": [asked.category]}
+            )
             assert r.status_code == 200, r.text
         items = [{"text": TEXT, "aspects": ["food"]}, {"text": TEXT, "aspects": ["burger"]}]
         assert client.post("/v1/predict/batch", json={"items": items}).status_code == 200

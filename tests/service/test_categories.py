@@ -166,3 +166,30 @@ def test_a_sentence_pair_category_model_over_http(
         assert [w["token"] for w in body["results"][0]["attention"]] == TEXT.split()
         status, body = post(c, {"text": TEXT, "categories": ["drinks"]})
         assert status == 422 and "known: ambience, food, service" in body["detail"]
+
+
+def test_metrics_count_categories_apart_and_the_term_models_words(
+    artifact: Path, category_artifact: Path
+) -> None:
+    """Category answers went into absa_aspects_total (the term model's label mix) with no
+    metric of their own; the words the term model reads as unknown were in no metric (from
+    the monitoring review): absa_categories_total, absa_words_total{known}."""
+    from absa.service.app import create_app
+    from tests.service.test_reload import metric_samples
+
+    settings = make_settings(artifact, category_model=category_artifact)
+    with TestClient(create_app(settings)) as c:
+        _, terms = post(c, {"text": "the food was zzqxv", "aspects": ["food"]})
+        _, cats = post(c, {"text": TEXT, "categories": [EXAMPLES[0].category]})
+        items = [{"text": "the food was zzqxv", "aspects": ["food", "zzqxv"]}]
+        assert post(c, {"items": items}, "/v1/predict/batch")[0] == 200
+        text = c.get("/metrics").text
+
+    def counts(name: str, key: str) -> dict[str, float]:
+        return {labels[key]: v for labels, v in metric_samples(text, name) if v}
+
+    assert counts("absa_aspects_total", "label") == {terms["results"][0]["label"]: 3.0}
+    assert counts("absa_categories_total", "label") == {cats["results"][0]["label"]: 1.0}
+    # "the food was zzqxv", once a request: 1 word of 4 unknown, twice; the category
+    # request's words are the category model's, not counted
+    assert counts("absa_words_total", "known") == {"false": 2.0, "true": 6.0}

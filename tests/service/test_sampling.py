@@ -50,6 +50,7 @@ def test_a_sampled_answer_is_a_training_record_once_labelled(
     for g, a in zip(got, answers, strict=True):
         assert (g["predicted"], g["score"], g["scores"]) == (a["label"], a["score"], a["scores"])
         assert g["model"] == one.json()["model"] and g["time"].endswith("Z")
+        assert g["kept"] == "random"  # the unbiased share (rate 1), not the unsure answers
         assert "label" not in g  # for the person who labels it
     assert got[0]["request_id"] == got[1]["request_id"] == "req-1"
     assert got[2]["request_id"] == batch.headers["x-request-id"]
@@ -77,6 +78,8 @@ def test_answers_less_sure_than_the_bar_are_all_kept(artifact: Path, tmp_path: P
             assert c.post("/v1/predict", json=request).status_code == 200
     unsure = request["aspects"][scores.index(min(scores))]
     assert [g["aspect"] for g in lines(sample)] == [unsure] * 3
+    # said on each line: a labelled sample that mixes both can be reweighted
+    assert {g["kept"] for g in lines(sample)} == {"unsure"}
 
 
 def test_without_a_path_nothing_is_written(artifact: Path, tmp_path: Path) -> None:
