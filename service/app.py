@@ -30,7 +30,7 @@ from absa.service.body import BodyDeadlines, BodyLimit
 from absa.service.engine import BatchEngine
 from absa.service.errors import reply
 from absa.service.hangup import CancelOnHangUp
-from absa.service.metrics import Metrics
+from absa.service.metrics import Metrics, model_labels
 from absa.service.reloader import (
     Reloader,
     load_at_start,
@@ -491,7 +491,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await engine.start()
         deadlines.start()
         meta = predictor.metadata
-        metrics.model_info.labels(str(meta.get("name")), str(meta.get("version"))).set(1)
+        metrics.model_info.labels(*model_labels(meta)).set(1)
         app.state.engine = engine
         if category_model is not None:
             app.state.category_model = category_model

@@ -76,6 +76,14 @@ class _OwnFilesCollector(Collector):
         return multiprocess.MultiProcessCollector.merge(files, accumulate=True)
 
 
+def model_labels(metadata: dict) -> tuple[str, str, str]:
+    """``absa_model_info``'s name, version and digest of a model's metadata."""
+    from absa.model.artifact import metadata_digest
+
+    digest = metadata_digest(metadata)[:12]
+    return str(metadata.get("name")), str(metadata.get("version")), digest
+
+
 class Metrics:
     def __init__(self, multiproc_dir: Path | None = None) -> None:
         self.multiproc_dir = multiproc_dir
@@ -163,7 +171,9 @@ class Metrics:
         self.model_info = Gauge(
             "absa_model_info",
             "the model being served: 1 for the one a worker serves, 0 for one it served before",
-            ["name", "version"],
+            # digest: the artifact's (its first 12 hex digits), as /v1/model gives it whole:
+            # two exports under one name and version are two models
+            ["name", "version", "digest"],
             registry=r,
             multiprocess_mode="liveall",  # one sample per live worker (label pid)
         )
@@ -182,8 +192,7 @@ class Metrics:
     def swapped(self, old: dict, new: dict) -> None:
         """``absa_model_info`` after a swap from ``old`` to ``new`` (their metadata): 0 for
         the model served before, 1 for the one served now."""
-        before = (str(old.get("name")), str(old.get("version")))
-        now = (str(new.get("name")), str(new.get("version")))
+        before, now = model_labels(old), model_labels(new)
         if before != now:
             self.model_info.labels(*before).set(0)
         self.model_info.labels(*now).set(1)

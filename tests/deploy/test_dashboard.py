@@ -129,6 +129,7 @@ def test_every_panel_query_gives_data_on_a_served_apps_metrics(
     other = {**labels, "job": "absa-staging"}
     mine = series(scraped, labels, "1.0.0")
     (name,) = set(re.findall(r'^absa_model_info\{[^}]*name="([^"]+)"', scraped, re.M))
+    (digest,) = set(re.findall(r'^absa_model_info\{[^}]*digest="([^"]+)"', scraped, re.M))
     test = {
         "rule_files": ["rules.yml"],
         "evaluation_interval": "1m",
@@ -143,7 +144,10 @@ def test_every_panel_query_gives_data_on_a_served_apps_metrics(
                         "eval_time": "20m",
                         "exp_samples": [
                             {
-                                "labels": f'models_served{{name="{name}", version="1.0.0"}}',
+                                "labels": (
+                                    f'models_served{{digest="{digest}", name="{name}", '
+                                    'version="1.0.0"}'
+                                ),
                                 "value": 1,
                             }
                         ],

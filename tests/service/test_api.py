@@ -665,7 +665,10 @@ def test_metrics_is_prometheus_text(client: TestClient) -> None:
     ):
         assert name in r.text
     assert 'absa_requests_total{method="POST",route="/v1/predict",status="200"}' in r.text
-    assert 'absa_model_info{name="pos-scaled-selfattn",version="v1"} 1.0' in r.text
+    # and its digest, the artifact's as /v1/model gives it: a reused version name is told apart
+    digest = client.get("/v1/model").json()["digest"][:12]
+    info = f'absa_model_info{{digest="{digest}",name="pos-scaled-selfattn",version="v1"}} 1.0'
+    assert info in r.text, r.text
 
 
 def test_the_latency_of_refusals_is_apart_from_the_answers(artifact: Path) -> None:

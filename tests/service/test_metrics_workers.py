@@ -18,7 +18,7 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = sys.argv[1]  # before prometheus_client
 from absa.service.metrics import Metrics
 m = Metrics(Path(sys.argv[1]))
 m.queue_depth.set(7)
-m.model_info.labels("dead-model", "9").set(1)
+m.model_info.labels("dead-model", "9", "0123456789ab").set(1)
 m.requests.labels("/v1/predict", "POST", "200").inc()
 os._exit(0)  # killed: no lifespan shutdown, no Metrics.close()
 """
