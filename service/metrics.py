@@ -138,6 +138,14 @@ class Metrics:
         )
         self.rejected = Counter("absa_rejected", "requests refused: queue full", registry=r)
         self.shed = Counter("absa_shed", "requests refused at once: too many in flight", registry=r)
+        self.extractions = Counter(
+            "absa_extractions",
+            "texts whose aspects the extractor was asked to find, by what came of it: found, "
+            "none (answered with no results: a rising share is text the extractor does not "
+            "know) or refused (the text was)",
+            ["outcome"],
+            registry=r,
+        )
         self.aspects = Counter(
             "absa_aspects", "aspect terms classified (categories apart)", ["label"], registry=r
         )

@@ -118,14 +118,18 @@ def _asked(req: PredictRequest) -> Any:
 
 def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = "") -> Any:
     """``model.preprocess`` of ``req``; a request whose aspects are extracted is timed into
-    ``absa_extraction_seconds``, refused or not, where an extractor runs."""
+    ``absa_extraction_seconds``, refused or not, where an extractor runs, and counted by
+    what came of it (``absa_extractions_total{outcome}``: found, none or refused)."""
     if not req.extracts or getattr(model, "extractor", None) is None:
         return model.preprocess(req.text, _asked(req), req.explain, where)
-    start = time.perf_counter()
+    start, outcome = time.perf_counter(), "refused"
     try:
-        return model.preprocess(req.text, _asked(req), req.explain, where)
+        prepared = model.preprocess(req.text, _asked(req), req.explain, where)
+        outcome = "found" if prepared.items else "none"
+        return prepared
     finally:
         metrics.extraction.observe(time.perf_counter() - start)
+        metrics.extractions.labels(outcome).inc()
 
 
 def _sample(request: Request, answered: list[tuple[str, str, list[dict]]]) -> None:

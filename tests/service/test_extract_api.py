@@ -137,3 +137,24 @@ def test_each_extraction_is_timed_and_named_aspects_are_not(auto_client: TestCli
 def test_without_an_extractor_nothing_is_timed(client: TestClient) -> None:
     assert client.post("/v1/predict", json={"text": TEXT}).status_code == 422
     assert extraction_count(client) == 0
+
+
+def test_each_extraction_is_counted_by_what_came_of_it(
+    artifact: Path, extractor_artifact: Path
+) -> None:
+    """An extraction that found nothing was answered 200 with no results and counted
+    nowhere (from the monitoring review): absa_extractions_total{outcome}."""
+    from absa.service.app import create_app
+    from tests.service.test_reload import metric_samples
+
+    settings = make_settings(artifact, extractor=extractor_artifact)
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/v1/predict", json={"text": TEXT}).json()["results"]
+        r = c.post("/v1/predict", json={"text": "it was ok i guess"})
+        assert r.status_code == 200 and r.json()["results"] == []
+        text = "the food was great but the staff was awful and the pizza was okay . " * 2
+        assert c.post("/v1/predict", json={"text": text}).status_code == 413
+        c.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]})  # named: not counted
+        samples = metric_samples(c.get("/metrics").text, "absa_extractions_total")
+        got = {lab["outcome"]: v for lab, v in samples}
+    assert got == {"found": 1.0, "none": 1.0, "refused": 1.0}
