@@ -1178,44 +1178,41 @@ def test_csv_offsets_as_pandas_writes_them_pin(tmp_path: Path) -> None:
     assert rows[3]["error"] == "start/end must be integers, got '4.5'/'9.0'"
 
 
+@pytest.mark.parametrize(
+    ("line_4", "ids", "fields", "ends"),
+    [
+        ("4,The pizza,pizza\n", ["1"], 2, 6),  # never closed: the rest of the file
+        ('4,The pizza",pizza,extra\n', ["1", "5"], 4, 5),  # closed by a later quote
+    ],
+    ids=["never-closed", "closed-later"],
+)
 def test_a_quote_left_open_in_a_csv_says_where_its_row_ends(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    line_4: str,
+    ids: list[str],
+    fields: int,
+    ends: int,
 ) -> None:
-    """A quote not closed takes every line after it into one field: the rest of the file was
+    """A quote not closed takes the lines after it into one field: the rest of the file was
     one bad row, "the row has 2 fields; the header names 3", that did not say why the run
-    counted 1 row of 5, nor where the row ended."""
+    counted 1 row of 5, nor where the row ended. Closed by a quote some lines on, the row had
+    too many fields, and the error said only that: the good rows it took went without a
+    word."""
     src = _write(
         tmp_path / "in.csv",
         'id,text,aspect\n1,"The pizza,pizza\n2,The pizza,pizza\n3,The pizza,pizza\n'
-        "4,The pizza,pizza\n5,The pizza,pizza\n",
-    )
-    dst = tmp_path / "out.jsonl"
-    assert _shipped(src, dst) == 1
-    (row,) = read_jsonl(dst)
-    want = (
-        "the row has 2 fields; the header names 3 (it runs from line 2 to line 6: "
-        "a quote not closed?)"
-    )
-    assert row["id"] == "1" and row["error"] == want
-    assert f"{src}:2: {want}" in caplog.text
-
-
-def test_a_quote_left_open_up_to_a_later_quote_says_where_its_row_ends(tmp_path: Path) -> None:
-    """Closed by a quote some lines on, the row had too many fields, and the error said
-    only that: 3 lines of good rows were gone into it without a word."""
-    src = _write(
-        tmp_path / "in.csv",
-        'id,text,aspect\n1,"The pizza,pizza\n2,The pizza,pizza\n3,The pizza,pizza\n'
-        '4,The pizza",pizza,extra\n5,The pizza,pizza\n',
+        f"{line_4}5,The pizza,pizza\n",
     )
     dst = tmp_path / "out.jsonl"
     assert _shipped(src, dst) == 1
     rows = read_jsonl(dst)
-    assert [r["id"] for r in rows] == ["1", "5"]
-    assert rows[0]["error"] == (
-        "the row has 4 fields; the header names 3 (it runs from line 2 to line 5: "
+    want = (
+        f"the row has {fields} fields; the header names 3 (it runs from line 2 to line {ends}: "
         "a quote not closed?)"
     )
+    assert [r["id"] for r in rows] == ids and rows[0]["error"] == want
+    assert f"{src}:2: {want}" in caplog.text
 
 
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
