@@ -192,6 +192,14 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.behind = Gauge(
+            "absa_registry_behind",
+            "1 while the registry's CURRENT names a version this worker refused and it serves "
+            "another (until CURRENT moves or the version's files change); 0 otherwise",
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        self.behind.set(0)
         # each result's series from the start, at 0: a series that first appears at 1 is no
         # increase to Prometheus, and the first refusal would raise no alert
         for result in ("swapped", "refused"):

@@ -223,6 +223,7 @@ class Reloader:
         except TransientRefusal:  # logged and counted; not the model's fault: tried again
             self._refused, self._transient_key = None, key
             self._transient_refused()
+            self.engine.metrics.behind.set(1)
             raise
         except (ArtifactError, RegistryError):  # _reload logged why
             # the registry as it stands now, where it still names what was refused: ``key``
@@ -230,8 +231,10 @@ class Reloader:
             # and what that named was loaded (and counted) again at the next poll
             after = self._poll_key()
             self._refused = after if after[1] == self._tried else key
+            self.engine.metrics.behind.set(1)  # until CURRENT, or its files, change
             raise
         self._refused = self._transient_key = None
+        self.engine.metrics.behind.set(0)  # serves what CURRENT names
         return out
 
     async def _reload(self, path: Path | None, publish: bool, signal: str | None = None) -> dict:

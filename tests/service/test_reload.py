@@ -464,8 +464,15 @@ def test_polling_picks_up_a_promotion(registry: Registry) -> None:
         assert served_version(url) == "v2"
         assert predict_model(url) == f"{NAME}:v2"
         assert refused(url) == 1.0  # it was loaded, logged and counted at every poll
+        # what lasts of it (the count's increase is a window): CURRENT names a version this
+        # worker refused, until it moves (from the monitoring review)
+        assert behind(url) == 1.0
         registry.promote("v1")
         wait_for_version(url, "v1")
+        deadline = time.monotonic() + 10
+        while behind(url) != 0.0:
+            assert time.monotonic() < deadline, "absa_registry_behind stayed 1"
+            time.sleep(0.1)
 
 
 def test_a_pointer_moved_during_a_poll_is_refused_once(registry: Registry) -> None:
@@ -796,6 +803,12 @@ def test_an_admin_reload_refused_for_want_of_memory_is_a_503_to_retry(registry: 
         assert r.headers["Retry-After"] == "1" and "MemoryError" in r.json()["detail"]
         r = client.post("/admin/reload", headers=auth)
         assert r.status_code == 200 and r.json()["version"] == "v2", r.text
+
+
+def behind(url: str) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=5).text
+    (value,) = [v for _, v in metric_samples(text, "absa_registry_behind")]
+    return value
 
 
 def refused(url: str) -> float:
