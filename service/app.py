@@ -11,7 +11,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from urllib.parse import parse_qsl
@@ -446,17 +446,25 @@ def stop_worker(error: BaseException) -> None:
     signal.raise_signal(signal.SIGTERM)
 
 
-def _samples(settings: Settings) -> list[AnswerSample]:
+def _samples(settings: Settings, metrics: Metrics) -> list[AnswerSample]:
     """The answer samples ABSA_SAMPLE_PATH asks for: the term model's, and the category
-    model's beside it where one is served."""
+    model's beside it where one is served; their lines counted (absa_sample_lines_total)."""
     if settings.sample_path is None:
         return []
     rate, below, cap = settings.sample_rate, settings.sample_below, settings.sample_max_mb
     paths = {"term": settings.sample_path}
     if settings.category_model is not None:
         paths["category"] = categories_path(settings.sample_path)
+
+    def counter(kind: str) -> Callable[[str, int], None]:
+        for result in ("written", "dropped"):  # from 0: the first drop is an increase
+            metrics.sample_lines.labels(kind, result)
+        return lambda result, n: metrics.sample_lines.labels(kind, result).inc(n)
+
     return [
-        AnswerSample(path, rate, below, max_bytes=int(cap * 2**20), kind=kind)
+        AnswerSample(
+            path, rate, below, max_bytes=int(cap * 2**20), kind=kind, counted=counter(kind)
+        )
         for kind, path in paths.items()
     ]
 
@@ -496,7 +504,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if category_model is not None:
             app.state.category_model = category_model
             log.info("categories: serving %s", category)
-        app.state.samples = _samples(settings)
+        app.state.samples = _samples(settings, metrics)
         app.state.tracing.start()
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()

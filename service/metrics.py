@@ -192,6 +192,14 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.sample_lines = Counter(
+            "absa_sample_lines",
+            "lines of the answer sample (ABSA_SAMPLE_PATH), by kind (term, category) and "
+            "result: written, or dropped (the file at its cap until rotated, a disk stalled or "
+            "full): dropped lines are answers the retraining job will not see",
+            ["kind", "result"],
+            registry=r,
+        )
         self.behind = Gauge(
             "absa_registry_behind",
             "1 while the registry's CURRENT names a version this worker refused and it serves "

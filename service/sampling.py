@@ -50,8 +50,12 @@ class AnswerSample:
         draw: Callable[[], float] = random.random,
         max_bytes: int | None = None,
         kind: str = "term",
+        counted: Callable[[str, int], None] | None = None,
     ) -> None:
-        """``kind``: the answers kept, "term" (aspect terms) or "category"."""
+        """``kind``: the answers kept, "term" (aspect terms) or "category". ``counted``:
+        told of every line, ("written", n) or ("dropped", n) (the cap, a stalled or full
+        disk), for a metric: the feed of the retraining job can stop."""
+        self._counted = counted or (lambda result, n: None)
         self.path, self.rate, self.below, self._draw = path, rate, below, draw
         self.kind = kind
         self.max_bytes = max_bytes  # past it, nothing is kept until the file is rotated
@@ -108,6 +112,7 @@ class AnswerSample:
                             self.path, self.queued_bytes,
                         )  # fmt: skip
                         self._backlog_said = True
+                    self._counted("dropped", len(kept))
                     return
                 self.queued_bytes += len(data)
             self._lines.put(data)
@@ -140,6 +145,7 @@ class AnswerSample:
                     why = "answer sample %s has reached its cap (%d bytes): none kept until rotated"
                     log.warning(why, self.path, self.max_bytes)
                 self._full = True
+                self._counted("dropped", data.count(b"\n"))
                 return
             self._full = False
         ended = b"\n" if self._cut else b""  # the last write stopped inside a line
@@ -153,8 +159,11 @@ class AnswerSample:
             self._cut = cut or (self._cut and done == 0)
             lost, why = data.count(b"\n") - kept, ", the first cut short" if cut else ""
             log.error("answer sample %s: %s: %d line(s) lost%s", self.path, e, lost, why)
+            self._counted("written", kept)
+            self._counted("dropped", lost)
             return
         self._cut = False
+        self._counted("written", data.count(b"\n"))
 
     def close(self) -> None:
         """Write what is queued, then close the file; on a disk that does not take it within

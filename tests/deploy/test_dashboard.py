@@ -51,14 +51,23 @@ def test_panels_read_what_the_service_exports_and_show_all_of_it() -> None:
 
 
 @pytest.fixture(scope="module")
-def scraped(artifact: Path, extractor_artifact: Path, category_artifact: Path) -> Iterator[str]:
+def scraped(
+    artifact: Path,
+    extractor_artifact: Path,
+    category_artifact: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
     """/metrics of the real app after it answered named and extracted aspects, categories, a
     batch with a bad item, and an explain request."""
     from absa.service.app import create_app
     from tests.helpers import category_examples
 
     settings = make_settings(
-        artifact, extractor=extractor_artifact, category_model=category_artifact, max_items=8
+        artifact,
+        extractor=extractor_artifact,
+        category_model=category_artifact,
+        max_items=8,
+        sample_path=tmp_path_factory.mktemp("sample") / "answers.jsonl",
     )
     asked = category_examples()[0]
     with TestClient(create_app(settings)) as client:

@@ -5,6 +5,7 @@ a person adds each line's label: the loop from serving back to `absa retrain`.""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,14 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def sample_lines(client: TestClient, labels: dict[str, str]) -> float:
+    from tests.service.test_reload import metric_samples
+
+    text = client.get("/metrics").text
+    (value,) = [v for lab, v in metric_samples(text, "absa_sample_lines_total") if lab == labels]
+    return value
+
+
 def test_a_sampled_answer_is_a_training_record_once_labelled(
     artifact: Path, tmp_path: Path
 ) -> None:
@@ -39,6 +48,12 @@ def test_a_sampled_answer_is_a_training_record_once_labelled(
             json={"items": [{"text": OTHER, "aspects": ["service"]}, {"text": 3}]},
         )
         assert one.status_code == 200 and batch.status_code == 200
+        wrote = {"kind": "term", "result": "written"}
+        deadline = time.monotonic() + 10  # the lines go to the file from a thread
+        while sample_lines(c, wrote) < 3:
+            assert time.monotonic() < deadline, c.get("/metrics").text
+            time.sleep(0.05)
+        assert sample_lines(c, {"kind": "term", "result": "dropped"}) == 0  # at 0 from the start
     # written by the time the app has stopped; the invalid batch item is not an answer
     got = lines(sample)
     answers = [*one.json()["results"], *batch.json()["items"][0]["results"]]
@@ -165,17 +180,24 @@ def test_the_sample_stops_at_its_size_cap(tmp_path: Path, caplog: pytest.LogCapt
 
     path = tmp_path / "s.jsonl"
     line = b'{"n": 1}\n'  # 9 bytes
-    sample = AnswerSample(path, rate=1.0, below=0.0, max_bytes=30)
+    counts = {"written": 0, "dropped": 0}  # what absa_sample_lines_total is told
+
+    def counted(result: str, n: int) -> None:
+        counts[result] += n
+
+    sample = AnswerSample(path, rate=1.0, below=0.0, max_bytes=30, counted=counted)
     with caplog.at_level("WARNING", logger="absa.service.sampling"):
         for _ in range(6):
             sample.append(line)
         assert path.stat().st_size == 36  # the write that reached 30 was the last whole one
         said = [r.message for r in caplog.records if "cap" in r.message]
         assert len(said) == 1 and "30 bytes" in said[0], said
+        # said once in the log; every line dropped is counted (from the monitoring review)
+        assert counts == {"written": 4, "dropped": 2}
         path.write_bytes(b"")  # logrotate's copytruncate
         sample.append(line)
     sample.close()
-    assert path.read_bytes() == line
+    assert path.read_bytes() == line and counts == {"written": 5, "dropped": 2}
 
 
 #: one answer of 10,000 characters' text, as the routes offer them to the sample
