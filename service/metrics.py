@@ -146,12 +146,15 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        # model: name:version, as the answers name it: after a reload the new model's answers
+        # are series of their own, to compare with the old one's
         self.aspects = Counter(
-            "absa_aspects", "aspect terms classified (categories apart)", ["label"], registry=r
-        )
-        self.categories = Counter(
-            "absa_categories", "aspect categories classified (the category model)", ["label"],
+            "absa_aspects", "aspect terms classified (categories apart)", ["label", "model"],
             registry=r,
+        )  # fmt: skip
+        self.categories = Counter(
+            "absa_categories", "aspect categories classified (the category model)",
+            ["label", "model"], registry=r,
         )  # fmt: skip
         self.words = Counter(
             "absa_words",
@@ -165,7 +168,7 @@ class Metrics:
             "absa_confidence",
             "the probability of each answer's label; calibrated, so their mean is the accuracy "
             "to expect on this traffic",
-            ["label"],
+            ["label", "model"],
             buckets=CONFIDENCE_BUCKETS,
             registry=r,
         )

@@ -139,13 +139,14 @@ def _sample(request: Request, answered: list[tuple[str, str, list[dict]]]) -> No
         sample.offer(answered, getattr(request.state, "request_id", "-"))
 
 
-def _count(results: list[dict], metrics: Metrics) -> None:
+def _count(results: list[dict], model_id: str, metrics: Metrics) -> None:
+    """One model's answers (``model_id``, as they name it), by label."""
     for r in results:
         if "term" in r:  # the term model's: a category model's answers are another model's
-            metrics.aspects.labels(r["label"]).inc()
-            metrics.confidence.labels(r["label"]).observe(r["score"])
+            metrics.aspects.labels(r["label"], model_id).inc()
+            metrics.confidence.labels(r["label"], model_id).observe(r["score"])
         else:
-            metrics.categories.labels(r["label"]).inc()
+            metrics.categories.labels(r["label"], model_id).inc()
 
 
 def _count_words(outputs: list[Any], metrics: Metrics) -> None:
@@ -351,7 +352,7 @@ async def predict(
         return results, _dumps({"model": predictor.model_id, "results": results})
 
     results, body = await engine.offload(answer) if heavy else answer()
-    _count(results, metrics)
+    _count(results, predictor.model_id, metrics)
     if req.categories is None:  # the term model's words
         _count_words(outputs, metrics)
     _sample(request, [(req.text, predictor.model_id, results)])
@@ -416,9 +417,8 @@ async def predict_batch(
 
     answered: list[tuple[str, str, list[dict]]] = []  # for the answer sample
 
-    def answer() -> tuple[list[dict], bytes]:
+    def answer() -> bytes:
         entries: list[dict[str, Any]] = []
-        every: list[dict] = []
         for it, e in zip(req.items, prepared, strict=True):
             if not isinstance(e, tuple):
                 entries.append(e)
@@ -430,12 +430,12 @@ async def predict_batch(
             results = _results(model, p, got)
             if model is terms:
                 _count_words(got, metrics)
-            every += results
             entries.append({"model": model.model_id, "results": results})
             answered.append((getattr(it, "text", ""), model.model_id, results))
-        return every, _dumps({"model": terms.model_id, "items": entries})
+        return _dumps({"model": terms.model_id, "items": entries})
 
-    results, body = await engine.offload(answer) if heavy else answer()
-    _count(results, metrics)
+    body = await engine.offload(answer) if heavy else answer()
+    for _, model_id, results in answered:
+        _count(results, model_id, metrics)
     _sample(request, answered)
     return JSONBytes(body)

@@ -925,21 +925,26 @@ def test_metrics_give_the_confidence_of_the_answers(artifact: Path) -> None:
     from tests.service.test_reload import metric_samples
 
     with TestClient(create_app(make_settings(artifact))) as c:
+        one = predict(c, TEXT, ["food", "wine list"])
         answers = [
-            *predict(c, TEXT, ["food", "wine list"])["results"],
+            *one["results"],
             *c.post(
                 "/v1/predict/batch", json={"items": [{"text": TEXT, "aspects": ["food"]}]}
             ).json()["items"][0]["results"],
         ]
         text = c.get("/metrics").text
+    # the model as the answers name it: after a reload the new one's series are its own, to
+    # compare with the old one's (from the monitoring review)
+    model = one["model"]
     for label in {a["label"] for a in answers}:
         mine = [a["score"] for a in answers if a["label"] == label]
         samples = {
             name: value
-            for name in ("absa_confidence_count", "absa_confidence_sum")
+            for name in ("absa_confidence_count", "absa_confidence_sum", "absa_aspects_total")
             for labels, value in metric_samples(text, name)
-            if labels == {"label": label}
+            if labels == {"label": label, "model": model}
         }
+        assert samples["absa_aspects_total"] == len(mine), (label, samples)
         assert samples["absa_confidence_count"] == len(mine), (label, samples)
         assert abs(samples["absa_confidence_sum"] - sum(mine)) < 1e-6
     buckets = {float(labels["le"]) for labels, _ in metric_samples(text, "absa_confidence_bucket")}
