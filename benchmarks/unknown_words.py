@@ -12,7 +12,6 @@ table. Deterministic: no model call, the pipeline's tokens alone.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,9 +20,9 @@ sys.path.insert(0, str(ROOT))
 
 from absa.model import artifact  # noqa: E402
 from absa.model.text import load_pipeline  # noqa: E402
-from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 #: traffic the model was not made for, one text each (written for this script)
 OTHER = {
@@ -62,10 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, c in out.items():
         print(f"| {name} | {c['texts']} | {c['words']} | {c['unknown']} | {c['share']:.2%} |")
     name = f"{meta['name']}-{meta['version']}"
-    record = {"artifact": name, "shares": out, "other_texts": OTHER, "code_version": code_version()}
-    results = ROOT / "benchmarks" / "results" / "robustness"
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"unknown-words__{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    dest = ROOT / "benchmarks" / "results" / "robustness" / f"unknown-words__{name}.json"
+    write_record(dest, artifact=name, shares=out, other_texts=OTHER)
     return 0
 
 
