@@ -509,6 +509,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
         app.state.ready = True
+        metrics.worker_starts.inc()
         # what start-up built (model, vocabulary, app) lives as long as the worker: keep it out
         # of the cyclic collector's full passes, whose pause would stall the event loop
         gc.collect()

@@ -203,6 +203,13 @@ class Metrics:
             ["kind", "result"],
             registry=r,
         )
+        self.worker_starts = Counter(
+            "absa_worker_starts",
+            "worker processes that started serving, one a start: with --workers N, those "
+            "uvicorn starts in place of workers that died count too (a crash loop shows "
+            "nowhere else: process metrics are left out under several workers)",
+            registry=r,
+        )
         self.behind = Gauge(
             "absa_registry_behind",
             "1 while the registry's CURRENT names a version this worker refused and it serves "

@@ -188,3 +188,44 @@ def test_a_supervisor_stopped_by_a_worker_that_cannot_start_exits_as_a_failure(
         if server.poll() is None:
             server.kill()
             server.wait(timeout=10)
+
+
+def test_a_worker_started_in_place_of_one_that_died_is_counted(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """--workers 2 and a worker killed: uvicorn starts another, and nothing in /metrics said
+    so (process metrics are left out under several workers): a crash loop was invisible.
+    absa_worker_starts_total counts every start (from the monitoring review)."""
+    from tests.service.test_reload import metric_samples
+
+    log = tmp_path / "serve.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = spawn(
+        ["serve", "--model", str(artifact), "--port", str(port), "--workers", "2"],
+        log,
+        ABSA_DEVICE="cpu",
+        ABSA_THREADS="1",
+    )
+
+    def starts() -> float:
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+        return sum(v for _, v in metric_samples(text, "absa_worker_starts_total"))
+
+    try:
+        deadline = time.monotonic() + 90
+        while len(pids := worker_pids(url)) < 2:
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"two workers not up in 90 s:\n{log.read_text()}"
+            time.sleep(0.2)
+        assert starts() == 2
+        os.kill(int(next(iter(pids))), signal.SIGKILL)
+        deadline = time.monotonic() + 90
+        while starts() < 3:  # the replacement, once it serves
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"no worker in its place:\n{log.read_text()}"
+            time.sleep(0.2)
+        assert starts() == 3
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
