@@ -152,6 +152,29 @@ def test_a_host_without_a_sigterm_handler_is_not_killed(artifact: Path) -> None:
     assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr[-2000:]
 
 
+def two_workers(model: Path, tmp_path: Path) -> tuple[subprocess.Popen, str, Path]:
+    """``absa serve --model MODEL --workers 2`` on a free port: the process, its URL and log."""
+    log = tmp_path / "serve.log"
+    port = free_port()
+    server = spawn(
+        ["serve", "--model", str(model), "--port", str(port), "--workers", "2"],
+        log,
+        ABSA_DEVICE="cpu",
+        ABSA_THREADS="1",
+    )
+    return server, f"http://127.0.0.1:{port}", log
+
+
+def wait_for_workers(server: subprocess.Popen, url: str, log: Path) -> dict[str, str]:
+    """The two workers' pids once both serve (each reports itself in /metrics)."""
+    deadline = time.monotonic() + 90
+    while len(pids := worker_pids(url)) < 2:
+        assert server.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, f"two workers not up in 90 s:\n{log.read_text()}"
+        time.sleep(0.2)
+    return pids
+
+
 def test_a_supervisor_stopped_by_a_worker_that_cannot_start_exits_as_a_failure(
     artifact: Path, tmp_path: Path
 ) -> None:
@@ -160,21 +183,9 @@ def test_a_supervisor_stopped_by_a_worker_that_cannot_start_exits_as_a_failure(
     then exited 0, so a restart policy of "on failure" left the service down."""
     model = tmp_path / "model"
     shutil.copytree(artifact, model)
-    log = tmp_path / "serve.log"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = spawn(
-        ["serve", "--model", str(model), "--port", str(port), "--workers", "2"],
-        log,
-        ABSA_DEVICE="cpu",
-        ABSA_THREADS="1",
-    )
+    server, url, log = two_workers(model, tmp_path)
     try:
-        deadline = time.monotonic() + 90
-        while len(pids := worker_pids(url)) < 2:
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"two workers not up in 90 s:\n{log.read_text()}"
-            time.sleep(0.2)
+        pids = wait_for_workers(server, url, log)
         shutil.rmtree(model)
         os.kill(int(next(iter(pids))), signal.SIGKILL)
         try:
@@ -198,26 +209,14 @@ def test_a_worker_started_in_place_of_one_that_died_is_counted(
     absa_worker_starts_total counts every start (from the monitoring review)."""
     from tests.service.test_reload import metric_samples
 
-    log = tmp_path / "serve.log"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = spawn(
-        ["serve", "--model", str(artifact), "--port", str(port), "--workers", "2"],
-        log,
-        ABSA_DEVICE="cpu",
-        ABSA_THREADS="1",
-    )
+    server, url, log = two_workers(artifact, tmp_path)
 
     def starts() -> float:
         text = httpx.get(f"{url}/metrics", timeout=5).text
         return sum(v for _, v in metric_samples(text, "absa_worker_starts_total"))
 
     try:
-        deadline = time.monotonic() + 90
-        while len(pids := worker_pids(url)) < 2:
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"two workers not up in 90 s:\n{log.read_text()}"
-            time.sleep(0.2)
+        pids = wait_for_workers(server, url, log)
         assert starts() == 2
         os.kill(int(next(iter(pids))), signal.SIGKILL)
         deadline = time.monotonic() + 90
