@@ -499,7 +499,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await engine.start()
         deadlines.start()
         meta = predictor.metadata
-        metrics.model_info.labels(*model_labels(meta)).set(1)
+        metrics.model_info.labels(*model_labels(predictor.runtime)).set(1)
         app.state.engine = engine
         if category_model is not None:
             app.state.category_model = category_model

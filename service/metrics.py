@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -33,6 +34,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from absa.service.multiproc_files import foreign_files, own_files
+
+if TYPE_CHECKING:
+    from absa.model.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +80,10 @@ class _OwnFilesCollector(Collector):
         return multiprocess.MultiProcessCollector.merge(files, accumulate=True)
 
 
-def model_labels(metadata: dict) -> tuple[str, str, str]:
-    """``absa_model_info``'s name, version and digest of a model's metadata."""
-    from absa.model.artifact import metadata_digest
-
-    digest = metadata_digest(metadata)[:12]
-    return str(metadata.get("name")), str(metadata.get("version")), digest
+def model_labels(runtime: Runtime) -> tuple[str, str, str]:
+    """``absa_model_info``'s name, version and digest (the runtime's, computed as it loaded)."""
+    meta = runtime.metadata
+    return str(meta.get("name")), str(meta.get("version")), runtime.digest[:12]
 
 
 class Metrics:
@@ -223,8 +225,8 @@ class Metrics:
         for result in ("swapped", "refused"):
             self.reloads.labels(result)
 
-    def swapped(self, old: dict, new: dict) -> None:
-        """``absa_model_info`` after a swap from ``old`` to ``new`` (their metadata): 0 for
+    def swapped(self, old: Runtime, new: Runtime) -> None:
+        """``absa_model_info`` after a swap from ``old`` to ``new`` (their runtimes): 0 for
         the model served before, 1 for the one served now."""
         before, now = model_labels(old), model_labels(new)
         if before != now:

@@ -106,7 +106,7 @@ def load_predictor(settings: Settings, path: Path) -> Predictor:
 
         extractor = Extractor.load(extractor_dir, s.device, s.threads)
     predictor = Predictor(runtime, _limits(s), extractor)
-    _warm(predictor, path)
+    first_prediction(predictor, path)  # one that opens but cannot run is refused here
     return predictor
 
 
@@ -116,14 +116,8 @@ def load_category_predictor(settings: Settings, path: Path) -> CategoryPredictor
     s = settings
     runtime = Runtime.load(path, s.device, s.threads, s.max_batch_size, task=CATEGORY)
     predictor = CategoryPredictor(runtime, _limits(s))
-    _warm(predictor, path)
+    first_prediction(predictor, path)  # one that opens but cannot run is refused here
     return predictor
-
-
-def _warm(predictor: Predictor | CategoryPredictor, path: Path) -> None:
-    """A first call through the graph (and the extractor's): one that opens but cannot run
-    is refused here, as an artifact error, not served."""
-    first_prediction(predictor, path)
 
 
 def load_at_start(settings: Settings) -> tuple[Path, Predictor]:
@@ -298,7 +292,7 @@ class Reloader:
             old = self.engine.swap(rt)
             note_serving(self.settings, target)
             self._wait_s = self._retry_at = 0.0
-            self.engine.metrics.swapped(old.metadata, rt.metadata)
+            self.engine.metrics.swapped(old.runtime, rt.runtime)
             self._count("swapped")
             if publish:
                 self._publish(target)
