@@ -170,7 +170,7 @@ def unknown_fields(obj: object, known: frozenset[str] | None = None) -> tuple[in
 
 def too_many_unknown(where: str, unknown: int, first: str) -> str:
     """The refusal of a request object over ``MAX_UNKNOWN`` unknown fields (``where``: its
-    location, "body." or "items.3.")."""
+    location, "body." or "body.items.3.")."""
     return (
         f"invalid request: {where}{first}: Extra inputs are not permitted "
         f"(and {unknown - 1} more unknown fields)"

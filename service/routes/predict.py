@@ -384,9 +384,9 @@ async def predict_batch(
                 if it.twice:
                     said = error_body(f"items[{i}]: {twice_said(it.twice)}")
                 elif it.error is None:  # too many unknown fields: counted, not validated
-                    said = error_body(too_many_unknown(f"items.{i}.", *it.unknown))
+                    said = error_body(too_many_unknown(f"body.items.{i}.", *it.unknown))
                 else:
-                    said = validation_body(it.error, ("items", i))
+                    said = validation_body(it.error, ("body", "items", i))
                 out.append({"error": {"status": 422, **said}})
                 continue
             where = f"items[{i}]: "

@@ -233,7 +233,7 @@ def test_batch_bad_item_gets_an_error_in_its_place(wide: TestClient) -> None:
     assert "'burger' does not occur" in got[1]["error"]["detail"]
     assert got[2]["error"]["status"] == 413
     assert got[3]["error"]["status"] == 422
-    assert got[3]["error"]["errors"][0]["loc"] == ["items", 3, "text"]
+    assert got[3]["error"]["errors"][0]["loc"] == ["body", "items", 3, "text"]
     assert got[4]["error"]["status"] == 422
     for entry in got[1:5]:
         assert set(entry) == {"error"}

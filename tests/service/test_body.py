@@ -386,7 +386,7 @@ def test_a_request_of_many_unknown_fields_is_refused_before_validation(
     else:  # refused alone: the batch's other items are answered
         item = unknown_fields(75_000, text=text, aspects=["food"])
         good = {"text": text, "aspects": ["food"]}
-        path, body, where = "/v1/predict/batch", {"items": [good, item]}, "items.1"
+        path, body, where = "/v1/predict/batch", {"items": [good, item]}, "body.items.1"
     r = roomy.post(path, json=body)
     detail = (
         f"invalid request: {where}.k0: Extra inputs are not permitted "
@@ -413,7 +413,7 @@ def test_unknown_fields_are_counted_per_batch_item(roomy: TestClient) -> None:
     errors = [e["error"] for e in r.json()["items"]]
     assert len(errors) == 3 and all(e["status"] == 422 for e in errors)
     assert errors[2]["detail"].endswith("not permitted (and 29 more)"), errors[2]  # validated
-    assert errors[2]["errors"][0]["loc"] == ["items", 2, "k0"], errors[2]
+    assert errors[2]["errors"][0]["loc"] == ["body", "items", 2, "k0"], errors[2]
     # the batch's own unknown fields are still counted: past the limit, refused whole
     body = unknown_fields(100, items=[{"text": "the food", "aspects": ["food"]}])
     r = roomy.post("/v1/predict/batch", json=body)
