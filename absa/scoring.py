@@ -53,7 +53,7 @@ from absa.model.aspects import (
     whole_offset,
 )
 from absa.model.atomic import fsync_dir
-from absa.model.csvio import any_field_length
+from absa.model.csvio import ROW_INSIDE, any_field_length, row_inside
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
@@ -396,7 +396,8 @@ def _rows(
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
-    return header, _csv_rows(reader, header, path), {k: v for k, v in read.items() if k != v}
+    at = (header.index(read["text"]), header.index(read["aspect"]))
+    return header, _csv_rows(reader, header, path, at), {k: v for k, v in read.items() if k != v}
 
 
 def read_names(header: Sequence[str], where: str) -> dict[str, str]:
@@ -542,9 +543,11 @@ def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
 
 
 def _csv_rows(
-    reader: Any, names: list[str], path: Path
+    reader: Any, names: list[str], path: Path, at: tuple[int, int]
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """The rows; a record the csv module cannot read stops the file, naming it and the line."""
+    """The rows; a record the csv module cannot read stops the file, naming it and the line.
+    ``at``: the text's and the aspect's columns, for a row a quote left open took into a
+    field of a record of the header's width (``row_inside``)."""
     records = numbered_records(reader)
     while True:
         try:
@@ -562,6 +565,9 @@ def _csv_rows(
             # the lines after it into one field, up to the next quote (too few fields or, where
             # that quote ends a field mid-line, too many) or the end of the file
             ragged += f" (it runs from line {line} to line {reader.line_num}: a quote not closed?)"
+        elif reader.line_num > line and (inside := row_inside(record, want, *at)) is not None:
+            ragged = ROW_INSIDE.format(line=f"line {line + inside}")
+            ragged += f" (it runs from line {line} to line {reader.line_num})"
         yield line, row, ragged or undecoded(row) or ""
 
 

@@ -1215,6 +1215,34 @@ def test_a_quote_left_open_in_a_csv_says_where_its_row_ends(
     assert f"{src}:2: {want}" in caplog.text
 
 
+@pytest.mark.parametrize("out", ["out.jsonl", "out.parquet"])
+def test_a_row_a_quote_took_into_a_field_of_the_right_width_is_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, out: str
+) -> None:
+    """A quote left open and closed by a quote that ends a field made one record of the
+    header's width: the row in between was scored as part of a text, gone without a word.
+    A text over two lines whose lines are no rows (commas and all) is scored as it is."""
+    src = _write(
+        tmp_path / "in.csv",
+        'text,aspect\n"The pizza was great,pizza\nThe wine",wine\n'
+        '"The pizza, the wine, and the view\nwere fine",view\n',
+    )
+    dst = tmp_path / out
+    assert _shipped(src, dst) == 1
+    swallowed, paragraphs = read_jsonl(dst) if out.endswith("jsonl") else _parquet_rows(dst)
+    where = "line 2" if out.endswith("jsonl") else "line 1 of the row"
+    said = f"{where} reads as a row of its own, inside a field: a quote not closed?"
+    assert swallowed["error"].startswith(said) and swallowed.get("pred_label") is None
+    assert f"{src}:2: {said}" in caplog.text
+    assert paragraphs.get("error") is None and paragraphs["pred_label"] is not None
+
+
+def _parquet_rows(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
 def test_a_utf16_jsonl_is_refused_before_scoring(
     tmp_path: Path, capsys: pytest.CaptureFixture, encoding: str

@@ -40,7 +40,7 @@ from xml.parsers import expat
 
 from absa.errors import InputError
 from absa.model.aspects import check_unicode, occurrences, pinned, shown_value, whole_offset
-from absa.model.csvio import any_field_length
+from absa.model.csvio import ROW_INSIDE, any_field_length, row_inside
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.text import LABELS, TextError, check_span
 from absa.training.records import DataError, Example, Invalid, Labelled, ReadResult
@@ -732,8 +732,9 @@ def _read_csv(
                 _check_header(header, f"{path}:{first}", columns)
                 continue
             where = f"{path}:{first}"
-            if len(row) != len(header):
-                sink.bad(where, f"{len(row)} field(s) where the header has {len(header)}")
+            why = _swallowed(row, header, first, reader.line_num, columns)
+            if why:
+                sink.bad(where, why)
                 continue
             add(dict(zip(header, row, strict=True)), sink, where, where)
     except csv.Error as e:
@@ -743,6 +744,26 @@ def _read_csv(
         raise DataError(f"{path}:{start}: bad CSV in the row starting here: {e}{why}") from None
     if header is None:
         raise DataError(f"{path}: no examples (empty CSV file, not even a header)")
+
+
+def _swallowed(
+    row: list[str], header: list[str], first: int, last: int, columns: tuple[tuple[str, ...], ...]
+) -> str:
+    """What is wrong with a record not of the header's width or with a line inside it that
+    reads as a row of its own (a quote left open, up to the next quote: the row is gone
+    into a field), naming the lines it runs over; "" where nothing is."""
+    runs = f"it runs from line {first} to line {last}: a quote not closed?"
+    if len(row) != len(header):
+        over = f" ({runs})" if last > first else ""
+        return f"{len(row)} field(s) where the header has {len(header)}{over}"
+    if last == first or columns is not _TERM_COLUMNS:
+        return ""
+    text_at = header.index("text")
+    aspect_at = next(header.index(k) for k in _ASPECT_KEYS if k in header)
+    inside = row_inside(row, len(header), text_at, aspect_at)
+    if inside is None:
+        return ""
+    return ROW_INSIDE.format(line=f"line {first + inside}") + f" (it runs to line {last})"
 
 
 def _check_header(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
+from absa.model.csvio import ROW_INSIDE, row_inside
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
@@ -119,6 +120,8 @@ def score_table(
     if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
+    if not exact:  # a CSV file's: where a quote left open took a row into a field
+        unreadable = [u or s for u, s in zip(unreadable, _rows_inside(table, read), strict=True)]
     # a column named as the HTTP API or the training data name a field ("aspects", "term"):
     # a row lacking the field has it, for the error's hint, where its value is there
     aliases = [n for n in table.column_names if n not in read.values() and _other_name(n)]
@@ -143,6 +146,21 @@ def score_table(
     for field in schema:
         table = table.append_column(field, pa.array(columns[field.name], field.type))
     return table
+
+
+def _rows_inside(table: pa.Table, read: dict[str, str]) -> list[str | None]:
+    """For each row, what ``absa.scoring`` says of a CSV record with a line inside a field
+    that reads as a row of its own (``row_inside``), else None."""
+    names = table.column_names
+    at = (names.index(read["text"]), names.index(read["aspect"]))
+    said: list[str | None] = []
+    for values in zip(*(c.to_pylist() for c in table.columns), strict=True):
+        record = ["" if v is None else str(v) for v in values]
+        inside = row_inside(record, len(record), *at) if "\n" in "".join(record) else None
+        said.append(
+            None if inside is None else ROW_INSIDE.format(line=f"line {inside + 1} of the row")
+        )
+    return said
 
 
 def _other_name(column: str) -> bool:

@@ -1207,6 +1207,32 @@ def test_an_unclosed_csv_quote_is_reported_where_its_row_starts(tmp_path: Path, 
     ]
 
 
+@pytest.mark.parametrize("skip", [False, True])
+def test_a_row_a_quote_took_into_a_field_of_the_right_width_is_refused(
+    tmp_path: Path, skip: bool
+) -> None:
+    """A quote left open, closed by a quote that ends a field: one record of the header's
+    width, the row in between read as part of a text and gone without a word. Refused
+    (skipped with --skip-invalid), naming the row inside; a text over two lines whose lines
+    are no rows is read."""
+    content = (
+        "text,aspect,label\n"
+        '"The food was good,food,positive\nThe wine",wine,negative\n'
+        '"The food, the wine, and the view\nwere fine",view,neutral\n'
+    )
+    path = write(tmp_path, "q.csv", content)
+    said = (
+        "line 2 reads as a row of its own, inside a field: a quote not closed? (it runs to line 3)"
+    )
+    if not skip:
+        with pytest.raises(DataError, match=rf"^{path}:2: {re.escape(said)}$"):
+            read_examples(path)
+        return
+    got = read_examples(path, skip_invalid=True)
+    assert [(x.source, x.reason) for x in got.skipped] == [(f"{path}:2", said)]
+    assert [label for *_, label in spans(got)] == ["neutral"]
+
+
 def test_a_jsonl_line_nested_too_deeply_names_the_file_and_line(tmp_path: Path) -> None:
     """json.loads raised a bare RecursionError."""
     good = '{"text": "The food was good", "aspect": "food", "label": "positive"}\n'
