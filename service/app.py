@@ -457,7 +457,7 @@ def _samples(settings: Settings, metrics: Metrics) -> list[AnswerSample]:
         paths["category"] = categories_path(settings.sample_path)
 
     def counter(kind: str) -> Callable[[str, int], None]:
-        for result in ("written", "dropped"):  # from 0: the first drop is an increase
+        for result in ("written", "dropped", "repeated"):  # from 0: the first is an increase
             metrics.sample_lines.labels(kind, result)
         return lambda result, n: metrics.sample_lines.labels(kind, result).inc(n)
 

@@ -201,7 +201,8 @@ class Metrics:
             "absa_sample_lines",
             "lines of the answer sample (ABSA_SAMPLE_PATH), by kind (term, category) and "
             "result: written, or dropped (the file at its cap until rotated, a disk stalled or "
-            "full): dropped lines are answers the retraining job will not see",
+            "full): dropped lines are answers the retraining job will not see; repeated: an "
+            "unsure answer about a text and aspect the worker kept lately, not kept again",
             ["kind", "result"],
             registry=r,
         )

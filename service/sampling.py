@@ -15,6 +15,7 @@ dropped."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ import queue
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -33,6 +35,10 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_BYTES = 16 * 2**20
 #: how long closing waits for the queued lines to be written (a worker's shutdown)
 CLOSE_WAIT_S = 5.0
+#: how many answers kept lately a worker remembers (16-byte keys: some 6 MB), so that an
+#: unsure answer to a text sent again and again (a client's retries, a popular review, a
+#: probe) is kept once, not once a request: a person labels it once
+REMEMBERED = 65_536
 
 
 def categories_path(path: Path) -> Path:
@@ -67,6 +73,7 @@ class AnswerSample:
         self.queued_bytes = 0  # of lines put and not yet written (MAX_QUEUED_BYTES)
         self._queued_lock = threading.Lock()
         self._backlog_said = False  # dropping lines was said; again after the queue empties
+        self._kept: OrderedDict[bytes, None] = OrderedDict()  # REMEMBERED, oldest first
         self._writer = threading.Thread(target=self._write, name="absa-sample", daemon=True)
         self._writer.start()
         log.info(
@@ -80,6 +87,12 @@ class AnswerSample:
         sample keeps are queued for the file, as one write. The rate draws once a request."""
         every = self.rate > 0 and self._draw() < self.rate
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        chosen = [
+            (text, model, r)
+            for text, model, results in answered
+            for r in results
+            if self.kind in r and (every or r["score"] < self.below) and self._first(text, r, every)
+        ]
         kept = [
             json.dumps(
                 {
@@ -97,9 +110,7 @@ class AnswerSample:
                 },
                 ensure_ascii=False,
             )
-            for text, model, results in answered
-            for r in results
-            if self.kind in r and (every or r["score"] < self.below)
+            for text, model, r in chosen
         ]
         if kept:  # a lone surrogate (none passes validation) would still be JSON's \ud800
             data = ("\n".join(kept) + "\n").encode("utf-8", "backslashreplace")
@@ -116,6 +127,23 @@ class AnswerSample:
                     return
                 self.queued_bytes += len(data)
             self._lines.put(data)
+
+    def _first(self, text: str, r: dict, every: bool) -> bool:
+        """Whether to keep the answer ``r`` to ``text``: an unsure one only where this worker
+        kept none about the same text and aspect lately (``REMEMBERED``); one of the random
+        share always, as traffic repeats itself (remembered, so no unsure copy follows)."""
+        what = json.dumps([text, self._what(r)], ensure_ascii=False)
+        key = hashlib.blake2b(what.encode("utf-8", "backslashreplace"), digest_size=16).digest()
+        if key in self._kept:
+            self._kept.move_to_end(key)
+            if not every:
+                self._counted("repeated", 1)
+                return False
+            return True
+        self._kept[key] = None
+        if len(self._kept) > REMEMBERED:
+            self._kept.popitem(last=False)
+        return True
 
     def _what(self, r: dict) -> dict:
         """What an answer was about, as its kind's training record names it."""

@@ -80,7 +80,9 @@ def test_a_sampled_answer_is_a_training_record_once_labelled(
 
 def test_answers_less_sure_than_the_bar_are_all_kept(artifact: Path, tmp_path: Path) -> None:
     """ABSA_SAMPLE_BELOW: the unsure answers, the ones most worth a person's label, are kept
-    whatever the rate; the sure ones of the same request are not."""
+    whatever the rate; the sure ones of the same request are not. The same text sent three
+    times is kept once (it was three times, three lines for a person to label alike); another
+    aspect of it, and the same aspect of another text, are answers of their own."""
     request = {"text": TEXT, "aspects": ["food", "wine list"]}
     with TestClient(create_app(make_settings(artifact))) as c:
         scores = [r["score"] for r in c.post("/v1/predict", json=request).json()["results"]]
@@ -88,13 +90,32 @@ def test_answers_less_sure_than_the_bar_are_all_kept(artifact: Path, tmp_path: P
     bar = sum(scores) / 2
     sample = tmp_path / "sample.jsonl"
     settings = make_settings(artifact, sample_path=sample, sample_rate=0.0, sample_below=bar)
+    unsure = request["aspects"][scores.index(min(scores))]
+    again = {"text": TEXT + "!", "aspects": [unsure]}
     with TestClient(create_app(settings)) as c:
         for _ in range(3):
             assert c.post("/v1/predict", json=request).status_code == 200
-    unsure = request["aspects"][scores.index(min(scores))]
-    assert [g["aspect"] for g in lines(sample)] == [unsure] * 3
+        assert c.post("/v1/predict", json=again).json()["results"][0]["score"] < bar
+        assert sample_lines(c, {"kind": "term", "result": "repeated"}) == 2
+    assert [(g["text"], g["aspect"]) for g in lines(sample)] == [
+        (TEXT, unsure),
+        (TEXT + "!", unsure),
+    ]
     # said on each line: a labelled sample that mixes both can be reweighted
     assert {g["kept"] for g in lines(sample)} == {"unsure"}
+
+
+def test_the_random_share_keeps_repeats(tmp_path: Path) -> None:
+    """The random share is a sample of the traffic as it comes, repeats and all; an unsure
+    answer after it about the same text and aspect is not kept again."""
+    answer = {"term": "food", "start": 4, "end": 8, "label": "positive", "score": 0.4,
+              "scores": {"negative": 0.3, "neutral": 0.3, "positive": 0.4}}  # fmt: skip
+    draws = iter([0.1, 0.1, 0.9])
+    sample = AnswerSample(tmp_path / "s.jsonl", rate=0.5, below=0.5, draw=lambda: next(draws))
+    for request in ("r1", "r2", "r3"):
+        sample.offer([("the food", "m:1", [answer])], request)
+    sample.close()
+    assert [g["kept"] for g in lines(tmp_path / "s.jsonl")] == ["random", "random"]
 
 
 def test_without_a_path_nothing_is_written(artifact: Path, tmp_path: Path) -> None:
