@@ -64,6 +64,11 @@ def transient(e: BaseException) -> bool:
     return any(isinstance(c, OSError) and c.errno in TRANSIENT for c in chain(e))
 
 
+def no_room(e: BaseException) -> bool:
+    """An OSError of ``NO_SPACE`` (a full disk, a used-up quota), or an error raised from one."""
+    return any(isinstance(c, OSError) and c.errno in NO_SPACE for c in chain(e))
+
+
 class AbsaError(Exception):
     """Base of every error the project raises on purpose."""
 
@@ -105,18 +110,22 @@ class ShuttingDown(AbsaError):
     """The service no longer takes work."""
 
 
-#: OSError numbers of a write that found no room: the disk is full, or the user's quota is
-#: used up (no EDQUOT on Windows)
-NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
+#: OSError numbers of a write that found no room: the disk is full, the user's quota is used
+#: up (no EDQUOT on Windows), or the file is over a size limit (EFBIG: ``ulimit -f``, or the
+#: file system's largest file)
+NO_SPACE = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG") if hasattr(errno, n))
 
 
 def cannot_write(dst: Path | str, e: OSError) -> OSError:
     """``e``, met writing ``dst`` (a ``.part`` of it, a folder being built for it), as one
     line naming ``dst`` (the path the user gave), its errno kept: "cannot write DST: WHY".
     Where there was no room (``NO_SPACE``) it says the disk is full (or the quota used
-    up): Python said only "[Errno 28] No space left on device", pyarrow "Error writing
-    bytes to file. Detail: [errno 28] ...", neither naming a file."""
-    if e.errno is not None and e.errno in NO_SPACE:  # the disk is full, or the quota used up
+    up, or the file over a size limit): Python said only "[Errno 28] No space left on
+    device", pyarrow "Error writing bytes to file. Detail: [errno 28] ...", neither naming a
+    file."""
+    if e.errno == errno.EFBIG:
+        why = f"the file is over a size limit ({os.strerror(e.errno)}: ulimit -f?)"
+    elif e.errno is not None and e.errno in NO_SPACE:  # the disk is full, or the quota used up
         quota = e.errno == getattr(errno, "EDQUOT", None)
         room = "the disk quota is used up" if quota else "the disk is full"
         why = f"{room} ({os.strerror(e.errno)})"
@@ -129,8 +138,8 @@ def cannot_write(dst: Path | str, e: OSError) -> OSError:
 
 
 def raise_if_full(dst: Path, e: OSError) -> None:
-    """``e`` raised as ``cannot_write`` says it where the disk is full (or the quota used
-    up); else nothing, for the caller to re-raise ``e`` as it is."""
+    """``e`` raised as ``cannot_write`` says it where there was no room (``NO_SPACE``);
+    else nothing, for the caller to re-raise ``e`` as it is."""
     if e.errno in NO_SPACE:
         raise cannot_write(dst, e) from e
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from absa.errors import transient
+from absa.errors import no_room, transient
 from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
 from absa.model.registry import (
@@ -234,7 +234,8 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             known = _is_dir(reg.versions_dir / version)
             added = known is not False  # unknown (the volume fails this look too): maybe
             # added, and a retry must not add it a second time
-            if added or not transient(e):  # but the retry of an I/O error (exit 75) goes on
+            if added or not (transient(e) or no_room(e)):  # but the retry of an I/O error
+                # (exit 75), or the job run again once there is room, goes on from it
                 shutil.rmtree(reg.resumable_dir, ignore_errors=True)
             if added:  # whatever the error (a full disk too): say what the next job does
                 # from None: the training is done and in the registry, so no exit 75 (a retry
@@ -535,6 +536,7 @@ def train_challenger(
             resume=True,
             keep_checkpoint=True,
             reproduce=_command(cfg),
+            resume_with="the same command (absa retrain, no flag)",
         )
         if res.stopped:  # checkpoint.STOP: SIGTERM under `absa retrain`
             raise JobStopped(len(res.history))

@@ -106,6 +106,7 @@ def fit(
     stop_after: float | None = None,
     keep_checkpoint: bool = False,
     reproduce: str | None = None,
+    resume_with: str = "the same command with --resume",
 ) -> RunResult:
     """Train a network and write its run directory. Never reads test data. ``transfer``:
     unlabelled aspects for the teacher to label (soft targets only; needs a teacher).
@@ -114,7 +115,8 @@ def fit(
     (seconds): end at the first epoch's end past it, the checkpoint kept (``stopped``).
     ``keep_checkpoint``: leave the last one (the epoch before the last) with the finished
     run, for a caller killed in what it does next to go on from (the retraining job).
-    ``reproduce``: the command that trains this run again, for run.json (``absa train``'s)."""
+    ``reproduce``: the command that trains this run again, for run.json (``absa train``'s).
+    ``resume_with``: what goes on from the checkpoint, in the error of a run not written."""
     tcfg = preset.train
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -258,8 +260,8 @@ def fit(
 
         err = cannot_write(run_dir, e)
         err.args = (
-            f"{err}; the last epoch's checkpoint is kept: once there is room, the same "
-            "command with --resume writes the run",
+            f"{err}; the last epoch's checkpoint is kept: once there is room, {resume_with} "
+            "writes the run",
         )
         raise err from e
     if not keep_checkpoint:

@@ -56,7 +56,8 @@ def test_full_disk_leaves_champion_and_registry_intact(
         retrain(cfg, version="v2")
     assert err.value.errno == errno.ENOSPC
     assert state(registry) == before  # same CURRENT, same versions, same bytes
-    assert work_entries(registry) == []  # scratch space cleaned
+    # scratch space cleaned; what training wrote is kept for the next job, once there is room
+    assert set(work_entries(registry)) <= {"resumable"}
     assert not (registry / "versions" / "v2").exists()
     # with room again, the next job succeeds on the same registry
     (small_disk / "filler").unlink()
@@ -78,3 +79,32 @@ def test_a_pointer_or_record_written_on_a_full_disk_names_the_file(small_disk: P
     assert str(err.value).startswith(f"cannot write {small_disk / 'CURRENT'}: the disk is full")
     assert (small_disk / "CURRENT").read_text() == '{"version": "v1"}'
     assert sorted(p.name for p in small_disk.iterdir()) == ["CURRENT", "filler"]
+
+
+OVER_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from absa.model.atomic import atomic_write_text
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit: EFBIG, not a killed process
+resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.RLIM_INFINITY))
+try:
+    atomic_write_text(Path(sys.argv[1]), "x" * 4096)
+except OSError as e:
+    print(e.errno, e)
+"""
+
+
+def test_a_file_over_the_size_limit_is_named(tmp_path: Path) -> None:
+    """A write past ``ulimit -f`` (EFBIG) said "[Errno 27] File too large", no file named,
+    where a full disk at the same step named it; the old file stays."""
+    import sys
+
+    dst = tmp_path / "metadata.json"
+    dst.write_text("old")
+    done = subprocess.run(
+        [sys.executable, "-c", OVER_LIMIT, str(dst)], capture_output=True, text=True, check=True
+    )
+    said = f"{errno.EFBIG} cannot write {dst}: the file is over a size limit (File too large"
+    assert done.stdout.startswith(said), done.stdout + done.stderr
+    assert dst.read_text() == "old"

@@ -121,6 +121,50 @@ def test_a_job_stopped_by_an_io_error_a_retry_may_not_meet_leaves_its_checkpoint
     assert retrain(cfg, version="v2")["resumed_after_epoch"] == 2
 
 
+@pytest.mark.parametrize("where", ["checkpoint", "run"])
+def test_a_job_that_ran_out_of_disk_keeps_its_checkpoint(
+    registry: Path,
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+) -> None:
+    """A full disk as the third epoch's checkpoint or the finished run was written: the
+    job dropped its checkpoint, though the error said it was kept ("the same command with
+    --resume writes the run", and absa retrain has no --resume); the next job trained
+    every epoch again. Now the next job, with room, goes on from it."""
+    import errno
+    import os
+
+    from absa.errors import cannot_write
+    from absa.training import train
+
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    if where == "checkpoint":
+        save = checkpoint.save
+
+        def third_fails(run_dir: Path, state: dict) -> None:
+            if state["epoch"] == 3:
+                raise cannot_write(Path(run_dir) / checkpoint.CHECKPOINT, full) from full
+            save(run_dir, state)
+
+        monkeypatch.setattr(checkpoint, "save", third_fails)
+    else:
+
+        def no_room(*args: object, **kwargs: object) -> None:
+            raise full
+
+        monkeypatch.setattr(train, "save_run", no_room)
+    with pytest.raises(OSError) as err:
+        retrain(cfg, version="v2")
+    assert err.value.errno == errno.ENOSPC and "the disk is full" in str(err.value)
+    assert "--resume" not in str(err.value)
+    monkeypatch.undo()
+    assert (Registry(registry).resumable_dir / "run" / checkpoint.CHECKPOINT).is_file()
+    assert retrain(cfg, version="v2")["resumed_after_epoch"] == (2 if where == "checkpoint" else 9)
+
+
 def test_a_job_killed_after_training_goes_on_from_its_last_checkpoint(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
