@@ -162,11 +162,25 @@ def _code(metadata: Mapping[str, Any]) -> str:
     return f"code version `{metadata.get('code_version')}`"
 
 
+def served_dev(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The dev scores of the graph as served, as export measured them on the run's dev
+    aspects: the int8 graph's where it is quantised, else the fp32 graph's (``macro_f1``
+    None where the export predates its record); None where export recorded neither."""
+    quant, parity = metadata.get("quantization"), metadata.get("parity") or {}
+    if isinstance(quant, Mapping):
+        acc, f1 = quant.get("dev_accuracy_int8"), quant.get("dev_macro_f1_int8")
+    else:
+        acc, f1 = parity.get("dev_accuracy_onnx"), parity.get("dev_macro_f1_onnx")
+    if acc is None:
+        return None
+    return {"n": parity.get("n"), "accuracy": acc, "macro_f1": f1}
+
+
 def _served_note(metadata: Mapping[str, Any]) -> list[str]:
     """Where export changed the network (a vocabulary expansion, int8): the run's scores are
     the trained network's, not what ``absa evaluate`` measures on the directory; the served
     graph's dev scores, as export measured them."""
-    quant, parity = metadata.get("quantization"), metadata.get("parity") or {}
+    quant = metadata.get("quantization")
     changes = []
     if metadata.get("vocab_expansion"):
         changes.append("the vocabulary expansion at export")
@@ -174,14 +188,12 @@ def _served_note(metadata: Mapping[str, Any]) -> list[str]:
         changes.append(f"{quant.get('type', 'int8')} quantisation")
     if not changes:
         return []
-    if isinstance(quant, Mapping):
-        acc, f1 = quant.get("dev_accuracy_int8"), quant.get("dev_macro_f1_int8")
-    else:
-        acc, f1 = parity.get("dev_accuracy_onnx"), parity.get("dev_macro_f1_onnx")
+    served = served_dev(metadata) or {}
+    n = served.get("n") or "?"
     return [
         f"- The scores above are the trained network's, before {' and '.join(changes)}; as "
-        f"served, this directory scores accuracy {_pct(acc)} %, macro-F1 {_pct(f1)} % on the "
-        f"{parity.get('n', '?')} dev aspects."
+        f"served, this directory scores accuracy {_pct(served.get('accuracy'))} %, macro-F1 "
+        f"{_pct(served.get('macro_f1'))} % on the {n} dev aspects."
     ]
 
 

@@ -372,7 +372,13 @@ class ModelInfo(BaseModel):
     labels: list[str]
     created: str | None
     preset: str | None
-    metrics: dict
+    metrics: dict = Field(
+        description="the training run's: dev (its dev aspects, at the epoch it kept: the "
+        "trained network, before export's vocabulary expansion and quantisation), eval (test "
+        "files named at training); served_dev: the served graph's accuracy and macro-F1 on "
+        "the same dev aspects as export measured them (macro_f1 null for an export that did "
+        "not record it), null where export recorded neither"
+    )
     calibration: Calibration | None = Field(
         None,
         description="temperature scaling and its ECE; null for an uncalibrated model (exported "

@@ -11,6 +11,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from absa.model.aspects import MAX_TERM_CHARS
+from absa.model.card import served_dev
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_response
 from absa.service.schemas import ErrorResponse, Limits, ModelInfo, Status
@@ -115,7 +116,7 @@ async def model_info(
         labels=rt.labels,
         created=meta.get("created"),
         preset=meta.get("preset"),
-        metrics=public_metrics(meta.get("metrics") or {}),
+        metrics={**public_metrics(meta.get("metrics") or {}), "served_dev": served_dev(meta)},
         calibration=fitted_calibration(meta),
         providers=rt.providers,
         categories=None if category is None else category.categories,
