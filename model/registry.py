@@ -490,6 +490,17 @@ class Registry:
         self._history("promote", version, old, reason)
         log.info("promoted %s (was %s)", version, old)
 
+    def record_unrecorded_promotion(self, version: str, reason: str) -> bool:
+        """history.jsonl's line for ``version`` where CURRENT names it and the history never
+        does (a job killed between the pointer's write and the history's): promoted from
+        the version before it in the pointer. Whether a line was added (hold the lock)."""
+        ptr = self.pointer()
+        if ptr.get("version") != version or self.ever_served(version):
+            return False
+        old = next(iter(ptr.get("previous", [])), None)
+        self._history("promote", version, old, reason)
+        return True
+
     def rollback_target(self) -> str:
         """The version ``rollback`` would point at; RegistryError if there is none (it only
         reads: the CLI asks before it takes the lock, which would create the lock file)."""

@@ -170,6 +170,11 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             reg.clean_work()  # scratch space and pointer temporaries of killed jobs
             clean_reports(reg)  # and their reports' temporaries
             repaired = repair(reg)  # first: the same command again finishes its own version
+            if any(r["version"] == version for r in repaired):  # its goal reached: its report
+                log.warning("%s was left by a killed run of this job: finished, not trained again",
+                            version)  # fmt: skip
+                recovered = json.loads((reg.root / "reports" / f"{version}.json").read_text())
+                return {**recovered, "repaired": repaired}
             try:
                 reg.check_new(version)  # a bad or taken name: refused now, not after training
             except RegistryError as e:
@@ -382,6 +387,9 @@ def repair(reg: Registry) -> list[dict]:
         if (reports / f"{version}.json").is_file():
             continue
         gate = meta.get("gate") or {}
+        lost = "recorded by the next run: killed after promoting it, before its history line"
+        if reg.record_unrecorded_promotion(version, lost):
+            log.warning("repair: %s is current but history.jsonl lacked it: recorded", version)
         ptr = reg.pointer()
         # a version rolled back by hand is in neither the pointer nor its previous list:
         # only the history says it served, and it must not be promoted again

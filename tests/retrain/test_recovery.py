@@ -48,14 +48,17 @@ def test_first_model_worse_than_the_served_one_is_not_promoted(
 
 
 def kill_at(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    """The job dies at ``where``: "promote" (after adding its version) or "report" (after
-    promoting it, before its report)."""
+    """The job dies at ``where``: "promote" (after adding its version), "history" (after
+    promoting it, before its history line) or "report" (after promoting it, before its
+    report)."""
 
     def die(*args: object, **kwargs: object) -> None:
         raise Killed(where)
 
     if where == "promote":
         monkeypatch.setattr(Registry, "promote", die)
+    elif where == "history":
+        monkeypatch.setattr(Registry, "_history", die)
     else:
         monkeypatch.setattr(job, "write_report", die)
 
@@ -104,25 +107,58 @@ def test_the_next_run_finishes_a_killed_one(
     assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
 
 
-def test_the_same_command_again_finishes_its_killed_version_then_refuses_the_name(
+def test_a_promotion_killed_before_its_history_line_is_recorded_by_the_next_run(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between CURRENT and history.jsonl: the next run took v2 for promoted (it is
+    current) and never wrote its line, so the audit trail lacked the change for good."""
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    kill_at(monkeypatch, "history")
+    with pytest.raises(Killed):
+        retrain(cfg, version="v2")
+    monkeypatch.undo()
+    reg = Registry(registry)
+    assert reg.current() == "v2" and not reg.ever_served("v2")
+    report = retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)), version="v3")
+    assert report["repaired"] == [{"version": "v2", "action": "reported"}]
+    rows = [json.loads(line) for line in (registry / "history.jsonl").read_text().splitlines()]
+    assert [(r["action"], r["version"], r["from"]) for r in rows][-1] == (
+        "promote",
+        "v2",
+        FIRST_VERSION,
+    )
+    assert rows[-1]["reason"].startswith("recorded by the next run")
+
+
+def test_the_same_command_again_finishes_its_killed_version_and_says_so(
+    registry: Path,
+    make_config: ConfigWriter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A job killed after adding v2 and rerun as it was (--version v2, what a retry or an
     operator does): the name was refused first, so v2 stayed added, not promoted and not
-    reported, however often it ran. The repair comes first now; then the name is refused,
-    saying the version was finished."""
+    reported, however often it ran; then the repair came first, and the name was refused
+    after it (exit 2: a failed job to a CronJob's retry, its goal reached). Now the rerun
+    finishes v2 and answers with its report (exit 0, promoted); a run after that is refused
+    the name, as any taken one."""
+    from absa.cli import main
     from absa.errors import RegistryError
 
-    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    config = make_config(tmp_path / "r.toml", registry)
+    cfg = RetrainConfig.load(config)
     kill_at(monkeypatch, "promote")
     with pytest.raises(Killed):
         retrain(cfg, version="v2")
     monkeypatch.undo()
-    with pytest.raises(RegistryError, match="'v2' exists already") as refused:
-        retrain(cfg, version="v2")
-    assert "(this job finished it first: v2: promoted and reported)" in str(refused.value)
+    assert main(["retrain", "--config", str(config), "--version", "v2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("retrain v2: PROMOTED") and "repaired v2: promoted and reported" in out
     assert Registry(registry).current() == "v2"
     assert json.loads((registry / "reports" / "v2.json").read_text())["recovered"] is True
+    with pytest.raises(RegistryError, match="'v2' exists already"):
+        retrain(cfg, version="v2")
 
 
 @pytest.mark.parametrize("code", ["EIO", "ENOSPC"])
