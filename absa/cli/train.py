@@ -728,6 +728,9 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     try:  # SIGTERM (a pod evicted): training stops after the batch, as absa train's does
         with _checkpoint_on_sigterm() as asked:
             report = retrain(cfg, version=args.version, progress=not args.quiet)
+    except KeyboardInterrupt:  # Ctrl-C, a second SIGTERM: stopped at once, not at a batch's end
+        say(_retrain_left(cfg.registry))
+        raise
     except JobStopped as e:
         by = asked[0] if asked else "asked"
         to_stdout(
@@ -737,6 +740,19 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         return STOPPED
     to_stdout(summary(report) + "\n")
     return 0 if report["promoted"] else 3
+
+
+def _retrain_left(registry: Path) -> str:
+    """What an interrupted retraining job says it left (it printed nothing, exit 130)."""
+    from absa.model.registry import Registry
+    from absa.training.checkpoint import CHECKPOINT
+
+    kept = (Registry(registry).resumable_dir / "run" / CHECKPOINT).is_file()
+    return (
+        f"absa retrain: interrupted: {'its' if kept else 'no'} checkpoint is kept in "
+        f"{registry}; the same command goes on from what it left (a version it added is "
+        "promoted if it passed its gate and its champion still serves, and reported)"
+    )
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
