@@ -77,6 +77,18 @@ def _fsync_tree(path: Path) -> None:
         fsync_dir(Path(d))
 
 
+#: what is said of a symbolic link in versions/ (``Registry.links``)
+LINK_SAID = (
+    "a symbolic link, not a version: a version is a folder the registry holds, unchanged while "
+    "kept; copy the folder in its place"
+)
+
+
+def _folder(path: Path) -> bool:
+    """A directory of its own, not a symbolic link to one (``Registry.links``)."""
+    return path.is_dir() and not path.is_symlink()
+
+
 def volume_entry(name: str) -> bool:
     """What an empty folder may hold and still be made a registry, or served as an empty one:
     a mounted volume's own (ext4's lost+found, hidden entries such as a NAS's .snapshot)."""
@@ -230,7 +242,7 @@ class Registry:
         out = []
         for d in self.versions_dir.iterdir():
             meta = d / "metadata.json"
-            if _VERSION_RE.match(d.name) and d.is_dir() and meta.is_file():
+            if _VERSION_RE.match(d.name) and _folder(d) and meta.is_file():
                 try:
                     created = str(json.loads(meta.read_text()).get("created", ""))
                 except (OSError, ValueError, AttributeError):
@@ -247,11 +259,25 @@ class Registry:
         return sorted(
             d.name
             for d in self.versions_dir.iterdir()
-            if _VERSION_RE.match(d.name) and d.is_dir() and not (d / "metadata.json").exists()
+            if _VERSION_RE.match(d.name) and _folder(d) and not (d / "metadata.json").exists()
+        )
+
+    def links(self) -> list[str]:
+        """The symbolic links in versions/ named as a version, by name: no version (never
+        listed, served or pruned): a version is a folder the registry holds, unchanged
+        while it is kept, and a link's target is anyone's to change or remove."""
+        if not self.versions_dir.is_dir():
+            return []
+        return sorted(
+            d.name
+            for d in self.versions_dir.iterdir()
+            if _VERSION_RE.match(d.name) and d.is_symlink()
         )
 
     def path(self, version: str) -> Path:
         p = self.versions_dir / version
+        if _VERSION_RE.match(version) and p.is_symlink():
+            raise RegistryError(f"{p} is {LINK_SAID}")
         if not _VERSION_RE.match(version) or not (p / "metadata.json").is_file():
             raise RegistryError(f"no version {version!r} in {self.root}")
         return p
@@ -559,6 +585,8 @@ class Registry:
                 "progress, or one cut short): finish it, or remove it",
                 self.versions_dir / name,
             )
+        for name in self.links():
+            log.warning("not pruned: %s is %s", self.versions_dir / name, LINK_SAID)
         ptr = self.pointer()
         protected = {ptr.get("version"), *ptr.get("previous", [])[:1]}
         versions = self.versions()

@@ -50,7 +50,7 @@ def _empty_volume(args: argparse.Namespace) -> bool:
 
 def cmd_models(args: argparse.Namespace) -> int:
     from absa.errors import RegistryError
-    from absa.model.registry import POINTER
+    from absa.model.registry import LINK_SAID, POINTER
 
     if args.action == "list" and _empty_volume(args):
         return 0
@@ -83,6 +83,9 @@ def cmd_models(args: argparse.Namespace) -> int:
             except RegistryError as e:
                 line += f"  cannot serve: {str(e).split(': ', 1)[-1]}"
             to_stdout(line + "\n")
+        for v in reg.links():  # no version, never pruned or served
+            to_stdout(f"  {v:<22} a symbolic link: not a version\n")
+            say(f"absa models: warning: {reg.versions_dir / v} is {LINK_SAID}", logging.WARNING)
         for v in reg.incomplete():  # no version, never pruned: the operator's to finish
             to_stdout(f"  {v:<22} incomplete: no metadata.json {CUT_SHORT}\n")
             say(

@@ -164,6 +164,31 @@ def test_list_names_a_version_directory_without_metadata(
     ), got.err
 
 
+def test_a_symbolic_link_in_versions_is_no_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link in versions/ to a folder outside the registry was listed and promoted as a
+    version: what served then hung on a folder anyone could change or remove. It is listed
+    as a link and warned of; promote refuses it, and so does the rest (a link to the
+    registry's own versions/ was listed as incomplete)."""
+    outside = make_registry(tmp_path / "other", 1).path("v1")
+    reg = make_registry(tmp_path / "reg", 1)
+    reg.promote("v1")
+    (reg.versions_dir / "ext").symlink_to(outside, target_is_directory=True)
+    (reg.versions_dir / "self").symlink_to(".", target_is_directory=True)
+    assert reg.versions() == ["v1"] and reg.incomplete() == [] and reg.links() == ["ext", "self"]
+    assert main(["models", "list", "--registry", str(reg.root)]) == 0
+    got = capsys.readouterr()
+    assert got.out.splitlines()[1:] == [
+        f"  {'ext':<22} a symbolic link: not a version",
+        f"  {'self':<22} a symbolic link: not a version",
+    ], got.out
+    assert f"{reg.versions_dir / 'ext'} is a symbolic link, not a version" in got.err
+    assert main(["models", "promote", "ext", "--registry", str(reg.root)]) == 2
+    assert "is a symbolic link, not a version" in capsys.readouterr().err
+    assert reg.current() == "v1"
+
+
 def test_promote_says_it_waits_for_the_lock_another_process_holds(
     tmp_path: Path, hold_lock: LockHolder
 ) -> None:
