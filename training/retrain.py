@@ -194,7 +194,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
         labels = tuple(model.labels)
         check_labels(data.train, labels)
         champion = report["champion"] = reg.current()
-        compare_with = reg.verify(champion) if champion else baseline_dir(cfg)
+        compare_with = _verified_champion(reg, champion) if champion else baseline_dir(cfg)
         task = "category" if model.is_category else "terms"
         check_comparable(compare_with, labels, task, "the champion" if champion else "baseline")
         gated_against = model_identity(compare_with)
@@ -365,6 +365,20 @@ def check_comparable(model_dir: Path, labels: tuple[str, ...], task: str, what: 
             f"{what} {model_dir} classifies {theirs}, the challenger {list(labels)}: the gate "
             "compares models of the same labels"
         )
+
+
+def _verified_champion(reg: Registry, champion: str) -> Path:
+    """The champion's directory, verified; RegistryError saying what to do where its files
+    changed since it was added (the job has nothing to gate against, and its workers,
+    which hold it in memory, would not start again)."""
+    try:
+        return reg.verify(champion)
+    except RegistryError as e:
+        raise RegistryError(
+            f"the champion (the version CURRENT names) cannot be gated against: {e}; restore "
+            "its files, or promote a version that verifies (absa models list marks those "
+            "that do not), then run the job again"
+        ) from None
 
 
 def repair(reg: Registry) -> list[dict]:

@@ -48,6 +48,12 @@ def _empty_volume(args: argparse.Namespace) -> bool:
     return True
 
 
+def _mend(e: Exception) -> str:
+    """The way to mend the registry's pointer after the error ``e`` about it, where that
+    does not say it already."""
+    return "" if "absa models promote" in str(e) else "; promote a version to mend it"
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from absa.errors import RegistryError
     from absa.model.registry import LINK_SAID, POINTER
@@ -60,8 +66,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             current = reg.current()
         except RegistryError as e:
             current = None
-            mend = "" if "absa models promote" in str(e) else "; promote a version to mend it"
-            say(f"absa models: warning: {e}{mend}", logging.WARNING)
+            say(f"absa models: warning: {e}{_mend(e)}", logging.WARNING)
         versions = reg.versions()
         if current is not None and current not in versions:  # the service will not start
             say(
@@ -101,6 +106,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.action in ("promote", "rehash"):
         reg.path(args.version)
     else:
+        try:
+            reg.pointer()
+        except RegistryError as e:  # torn: no version to go back to is named in it
+            raise RegistryError(f"{e}{_mend(e)}") from None
         reg.rollback_target()
     with reg.lock():  # held by a retraining job only while it adds or promotes a version
         if args.action == "rehash":

@@ -32,13 +32,19 @@ def test_a_bad_pointer_is_named_and_mended_from_the_cli(
 ) -> None:
     """list, show and promote all failed on an unreadable pointer, so the operator could
     neither see the versions nor re-point the registry: list warns and lists, show shows,
-    promote writes a good pointer (Registry.promote mends it)."""
+    promote writes a good pointer (Registry.promote mends it); rollback, which cannot,
+    says how (it said only what was wrong)."""
     reg = make_registry(tmp_path, 2)
     (reg.root / POINTER).write_text(pointer)
     at = ["--registry", str(reg.root)]
     assert main(["models", "list", *at]) == 0
     out, err = capsys.readouterr()
     assert err.startswith("absa models: warning:") and POINTER in err and "Traceback" not in err
+    assert err.rstrip().endswith("promote a version to mend it"), err
+    assert main(["models", "rollback", *at]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("absa models: error:") and POINTER in err, err
+    assert err.rstrip().endswith("promote a version to mend it"), err
     assert [line.split()[0] for line in out.splitlines()] == ["v1", "v2"]  # none marked
     assert main(["models", "show", "v2", *at]) == 0
     assert json.loads(capsys.readouterr().out)["version"]

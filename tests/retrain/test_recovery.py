@@ -272,3 +272,22 @@ def test_a_version_rolled_back_by_hand_is_not_promoted_again_by_the_next_run(
     assert reg.current() == FIRST_VERSION  # the operator's rollback stands
     recovered = json.loads((registry / "reports" / "v2.json").read_text())
     assert recovered["promoted"] is True  # it did serve, until the rollback
+
+
+def test_a_champion_whose_files_changed_is_named_with_what_to_do(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """The served version's file changed in place: the job failed "fails verification", no
+    word of what to do; nothing trained, nothing changed."""
+    from absa.errors import RegistryError
+    from tests.retrain.test_registry import corrupt
+
+    reg = Registry(registry)
+    corrupt(reg, FIRST_VERSION)
+    cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
+    with pytest.raises(RegistryError) as refused:
+        retrain(cfg, version="v2")
+    said = str(refused.value)
+    assert said.startswith("the champion (the version CURRENT names) cannot be gated against: ")
+    assert f"'{FIRST_VERSION}' fails verification" in said and "restore its files" in said
+    assert reg.versions() == [FIRST_VERSION] and reg.current() == FIRST_VERSION
