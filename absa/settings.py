@@ -241,7 +241,9 @@ class Settings(LogSettings, OfflineSettings):
         ge=0.0,
         allow_inf_nan=False,
         description="with a registry: look at its pointer every this many seconds and serve "
-        "what it names (a promotion, a rollback); 0 = only on /admin/reload",
+        "what it names (a promotion, a rollback); 0 = only on /admin/reload. With a registry "
+        "or without: look at the served model's files as often (their sha256 where they "
+        "changed: absa_model_files_changed); 0 = never",
     )
     admin_token: SecretStr | None = Field(
         None, description="enables /admin/*; sent as a Bearer token"

@@ -221,6 +221,15 @@ class Metrics:
             multiprocess_mode="livemax",
         )
         self.behind.set(0)
+        self.files_changed = Gauge(
+            "absa_model_files_changed",
+            "1 while a file of the model this worker serves no longer has the sha256 its "
+            "metadata records (changed on disk after it loaded: it serves on from memory, and "
+            "a worker started now refuses it); 0 otherwise (looked at every reload interval)",
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        self.files_changed.set(0)
         # each result's series from the start, at 0: a series that first appears at 1 is no
         # increase to Prometheus, and the first refusal would raise no alert
         for result in ("swapped", "refused"):

@@ -27,7 +27,8 @@ worker that starts leaves alone a signal written before it started (the registry
 just loaded from says what to serve now).
 
 Metrics: ``absa_model_info`` follows every swap; ``absa_reloads{result}`` counts swapped,
-and refused reloads.
+and refused reloads; ``absa_model_files_changed`` is 1 while a file of the model served no
+longer has its recorded sha256 (looked at every ``ABSA_RELOAD_INTERVAL_S``, registry or not).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import uuid
 from pathlib import Path
 
 from absa.errors import TRANSIENT, ArtifactError, RegistryError, TransientRefusal, chain, transient
-from absa.model.artifact import METADATA
+from absa.model.artifact import METADATA, verify_files
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPredictor
 from absa.model.predictor import Limits, Predictor
@@ -188,6 +189,9 @@ class Reloader:
         self._transient_key: tuple | None = None  # the poll key it was refused at
         self._signal_retry = False  # the last signal's reload was refused so: follow it again
         self.failures = 0
+        # the served model's files as last verified: (id of its runtime, their stats)
+        self._files_seen: tuple | None = None
+        self._files_said = False  # a change of them was logged (again only once mended)
 
     @property
     def signal_path(self) -> Path | None:
@@ -415,9 +419,41 @@ class Reloader:
     def _waiting(self) -> bool:
         return time.monotonic() < self._retry_at
 
+    async def check_files(self) -> None:
+        """The served model's files against the sha256 its metadata records, where their
+        stats changed since the last look: a file changed on disk after the model loaded
+        (a copy over it, a damaged volume) is served on from memory, but a worker started
+        now refuses it, and a restart would take the service down. Logged once (and once
+        mended), and ``absa_model_files_changed``."""
+        rt = self.engine.model.runtime
+        directory = Path(rt.model_dir)
+        files = rt.metadata.get("files")
+        names = sorted(files) if isinstance(files, dict) else []
+        seen = (id(rt), tuple(_stat(directory / name) for name in names))
+        if seen == self._files_seen:
+            return
+        self._files_seen = seen
+        try:
+            await asyncio.to_thread(verify_files, rt.metadata, directory)
+            changed = ""
+        except ArtifactError as e:
+            changed = str(e)
+        if changed and not self._files_said:
+            log.error(
+                "the files of the model served (%s) changed on disk after it loaded: %s; it "
+                "serves on from memory, but a worker started now refuses them: restore them, "
+                "or serve a model that verifies",
+                _named(rt.metadata),
+                changed,
+            )
+        elif not changed and self._files_said:
+            log.info("the files of the model served (%s) verify again", _named(rt.metadata))
+        self._files_said = bool(changed)
+        self.engine.metrics.files_changed.set(int(bool(changed)))
+
     def start_polling(self) -> None:
         polls = self.settings.registry is not None and self.settings.reload_interval_s > 0
-        if polls:
+        if self.settings.reload_interval_s > 0:  # the registry, if any, and the files served
             self._tasks.append(asyncio.create_task(self._poll(), name="absa-reload-poll"))
         if self.signal_path is not None:
             if polls:
@@ -440,7 +476,9 @@ class Reloader:
         while True:
             await asyncio.sleep(self.settings.reload_interval_s)
             try:
-                await self.poll_once()
+                if self.settings.registry is not None:
+                    await self.poll_once()
+                await self.check_files()
             except Exception as e:  # noqa: BLE001 - keep serving, keep polling
                 log.warning("registry poll: %s", e)
 

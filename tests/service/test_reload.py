@@ -1191,3 +1191,43 @@ def test_a_worker_started_later_does_not_go_back_to_a_stale_signal(
         time.sleep(1.0)  # several looks at the signal file (every 0.25 s)
         assert served_version(second) == "v1"
         assert predict_model(second) == f"{NAME}:v1"
+
+
+def test_a_served_model_whose_files_change_on_disk_is_said(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file of the model served changed in place: /readyz stayed 200 and nothing said so
+    until a restart refused it (every worker, every pod). It serves on from memory; the
+    change is logged once, absa_model_files_changed is 1 until the file verifies again."""
+    served = tmp_path / "model"
+    shutil.copytree(artifact, served)
+    vocab = served / "vocab.json"
+    good = vocab.read_bytes()
+
+    def changed(c: TestClient) -> float:
+        (value,) = [
+            v for _, v in metric_samples(c.get("/metrics").text, "absa_model_files_changed")
+        ]
+        return value
+
+    def until(c: TestClient, value: float) -> None:
+        deadline = time.monotonic() + 10
+        while changed(c) != value:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
+
+    with TestClient(create_app(make_settings(served, reload_interval_s=0.05))) as c:
+        assert changed(c) == 0
+        vocab.write_bytes(good.replace(b'"great"', b'"graet"'))
+        with caplog.at_level(logging.INFO, logger="absa.service.reloader"):
+            until(c, 1)
+            assert c.get("/readyz").status_code == 200
+            r = c.post("/v1/predict", json={"text": "the food was great", "aspects": ["food"]})
+            assert r.status_code == 200
+            time.sleep(0.3)  # more polls: said once
+            said = [r for r in caplog.records if "changed on disk" in r.getMessage()]
+            assert len(said) == 1 and said[0].levelno == logging.ERROR
+            assert f"{vocab}: sha256" in said[0].getMessage()
+            vocab.write_bytes(good)
+            until(c, 0)
+        assert "verify again" in caplog.text
