@@ -31,6 +31,7 @@ def row_inside(record: Sequence[str], width: int, text_at: int, aspect_at: int) 
     one field up to the next quote, and where that quote ends a field, the record has the
     header's number of fields and a row is gone without an error; a text of several lines
     whose lines are not rows (a review's paragraphs) is not such a record."""
+    any_field_length()  # a line of a long text is one field as long
     lines_before = 0
     for field in record:
         lines = field.split("\n")
