@@ -143,3 +143,70 @@ def test_torch_free_modules_import_and_predict_without_torch() -> None:
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == f"ok {len(mods)}"
+
+
+IMPORTED = """
+import importlib, sys
+before = set(sys.modules)
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+from absa import load
+load(extractor="shipped")("The food was great")  # what loads on first use: onnxruntime, ...
+print(" ".join(sorted({m.split(".")[0] for m in set(sys.modules) - before})))
+"""
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """The distributions ``requirements`` install, with theirs and those of the extras
+    they name (as installed here), by normalised name. absa's own extras are not followed:
+    ``absa[serve]`` within an extra is absa's base install."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[tuple[str, str]] = set()
+    todo = [(Requirement(r), "") for r in requirements]
+    while todo:
+        req, extra = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(req.name)
+        wanted = [""] + ([] if name == "absa" else sorted(req.extras))
+        for want in wanted:
+            if (name, want) in seen:
+                continue
+            seen.add((name, want))
+            try:
+                todo.extend((Requirement(r), want) for r in requires(req.name) or [])
+            except PackageNotFoundError:  # a platform's own (uvloop on Windows): not here
+                break
+    return {name for name, _ in seen}
+
+
+def test_the_base_install_has_what_serving_imports() -> None:
+    """`pip install absa` gave a traceback on every command, --help too: what serving
+    imports was the serve extra's. Every distribution the torch-free modules import is one
+    the base dependencies install."""
+    from importlib.metadata import packages_distributions
+
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = _closure(project["dependencies"])
+    extras = project["optional-dependencies"]  # modules of their own: absa.bulk, tracing
+    allowed = base | _closure([r for x in ("parquet", "ray", "otel") for r in extras[x]])
+    allowed.add("cloudpickle")  # pyarrow imports it where installed (joblib's, here)
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORTED, *torch_free_modules()],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    of = packages_distributions()
+    imported = {canonicalize_name(d) for top in out.stdout.split() for d in of.get(top, [])}
+    assert "onnxruntime" in imported and "fastapi" in imported
+    assert imported - {"absa"} <= allowed, sorted(imported - {"absa"} - allowed)
+    for serving in ("onnxruntime", "fastapi", "uvicorn", "pydantic-settings", "tokenizers"):
+        assert serving in base, serving
