@@ -11,7 +11,7 @@
 #   docker build --target train -t absa-train:0.1.0 .
 #   docker build --target bulk -t absa-bulk:0.1.0 .
 #
-# The install steps are the ones CI and the README use: pip install ".[serve]" / ".[train]".
+# The install steps are the ones CI and the README use: pip install "." / ".[train]".
 # The default model (model/artifacts/default/) is package data: it comes with the install.
 # The runtime, gpu and train stages run as uid/gid 10001 and have /models (the model
 # registry's mount point in deploy/) owned by that user, so a fresh named volume mounted
@@ -47,7 +47,7 @@ COPY training ./training
 COPY service ./service
 # the otel extra too: ABSA_TRACING works in the image (OpenTelemetry, a few MB; off unless set)
 RUN echo "onnxruntime==${ORT_VERSION}" > /tmp/constraints.txt \
- && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[serve]" \
+ && PIP_CONSTRAINT=/tmp/constraints.txt pip install "." \
  && PIP_CONSTRAINT=/tmp/constraints.txt pip install ".[otel]"
 # Fail the build, not the first request: no torch on the serving path, and the shipped model
 # must be in the install (-I: import the installed package, not the sources in /src).
@@ -73,7 +73,7 @@ COPY absa ./absa
 COPY model ./model
 COPY training ./training
 COPY service ./service
-RUN pip install ".[serve]" && pip install ".[otel]"
+RUN pip install "." && pip install ".[otel]"
 # Both distributions provide the `onnxruntime` module: only one may be installed.
 RUN pip uninstall -y onnxruntime \
  && pip install "onnxruntime-gpu==${ORT_GPU_VERSION}" \
