@@ -480,7 +480,7 @@ class Reloader:
                     await self.poll_once()
                 await self.check_files()
             except Exception as e:  # noqa: BLE001 - keep serving, keep polling
-                log.warning("registry poll: %s", e)
+                log.warning("poll (the registry, the model's files): %s", e)
 
     async def poll_once(self) -> None:
         """One look at the registry: load what it names unless that was refused as it stands."""

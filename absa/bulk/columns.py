@@ -120,7 +120,7 @@ def score_table(
     if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
-    if not exact:  # a CSV file's: where a quote left open took a row into a field
+    if not exact:  # a CSV (or Parquet) file's: where a quote left open took a row into a field
         unreadable = [u or s for u, s in zip(unreadable, _rows_inside(table, read), strict=True)]
     # a column named as the HTTP API or the training data name a field ("aspects", "term"):
     # a row lacking the field has it, for the error's hint, where its value is there

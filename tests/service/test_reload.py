@@ -969,7 +969,7 @@ def test_a_pointer_that_cannot_be_read_is_a_refusal_counted_once(
         v for lab, v in metric_samples(text, "absa_reloads_total") if lab["result"] == "refused"
     ]
     assert refused == [1.0]  # the admin's; the polls leave it be as it stands
-    assert "Traceback" not in caplog.text and "registry poll" not in caplog.text
+    assert "Traceback" not in caplog.text and "poll (the registry" not in caplog.text
 
 
 def test_model_info_and_refused_reloads_are_exported(registry: Registry) -> None:
