@@ -171,8 +171,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             clean_reports(reg)  # and their reports' temporaries
             repaired = repair(reg)  # first: the same command again finishes its own version
             if any(r["version"] == version for r in repaired):  # its goal reached: its report
-                log.warning("%s was left by a killed run of this job: finished, not trained again",
-                            version)  # fmt: skip
+                log.warning("%s, left by a killed run of this job, is finished now", version)
                 recovered = json.loads((reg.root / "reports" / f"{version}.json").read_text())
                 return {**recovered, "repaired": repaired}
             try:
