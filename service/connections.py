@@ -15,7 +15,9 @@ import json
 import logging
 import re
 import sys
+import time
 import uuid
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -40,6 +42,33 @@ def client_timeout_s() -> float:
 #: (what uvicorn runs where it is installed, as here) at nothing: 100 MB of small headers,
 #: sent in 2 s with no API key, took a worker to 1.24 GB and were answered 200
 MAX_HEAD_BYTES = 64 * 1024
+#: a client's bad requests are logged one a kind per this many seconds (the one after says
+#: how many were not): a scanner sending thousands wrote as many WARNING lines, each the
+#: client's to trigger (absa_protocol_errors_total counts them all)
+LOG_EVERY_S = 60.0
+
+
+class _Throttled:
+    """``log.warning`` at most once per ``LOG_EVERY_S`` for each kind of line."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._unsaid: dict[str, int] = {}
+
+    def warning(self, kind: str, msg: str, *args: object) -> None:
+        now = self._clock()
+        if now - self._last.get(kind, -LOG_EVERY_S) < LOG_EVERY_S:
+            self._unsaid[kind] = self._unsaid.get(kind, 0) + 1
+            return
+        self._last[kind] = now
+        unsaid = self._unsaid.pop(kind, 0)
+        if unsaid:
+            msg += f" (and {unsaid} more like it in the last {LOG_EVERY_S:g} s, not logged)"
+        log.warning(msg, *args)
+
+
+_THROTTLED = _Throttled()
 HEAD_TOO_LARGE = (
     f"the request line and headers are over {MAX_HEAD_BYTES // 1024} KiB: send fewer request "
     "headers"
@@ -130,14 +159,18 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         rid = uuid.uuid4().hex  # no request to take the client's from: a new one
         PROTOCOL_ERRORS.labels("too_large" if status == 431 else "invalid").inc()
         if status == 431:
-            log.warning(
+            _THROTTLED.warning(
+                "too_large",
                 "closed a connection whose request head was over %d bytes (request %s)",
                 MAX_HEAD_BYTES,
                 rid,
             )
         else:
-            log.warning(
-                "refused a request that is not HTTP/1.1 (request %s): %s", rid, _parser_said()
+            _THROTTLED.warning(
+                "invalid",
+                "refused a request that is not HTTP/1.1 (request %s): %s",
+                rid,
+                _parser_said(),
             )
         body = json.dumps(error_body(detail)).encode()
         head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode()]
