@@ -278,7 +278,9 @@ class Settings(LogSettings, OfflineSettings):
         ge=0.0,
         le=1.0,
         allow_inf_nan=False,
-        description="with sample_path: the share of requests whose every answer is kept",
+        description="with sample_path: the share of requests whose every answer is kept (a "
+        "batch is one request: all its items' answers, or none; the lines are weighted to "
+        "big requests)",
     )
     sample_below: float = Field(
         0.5,

@@ -35,9 +35,10 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_BYTES = 16 * 2**20
 #: how long closing waits for the queued lines to be written (a worker's shutdown)
 CLOSE_WAIT_S = 5.0
-#: how many answers kept lately a worker remembers (16-byte keys: 8.6 MB, measured), so that an
-#: unsure answer to a text sent again and again (a client's retries, a popular review, a
-#: probe) is kept once, not once a request: a person labels it once
+#: how many answers kept lately a worker remembers, so that an unsure answer to a text sent
+#: again and again (a client's retries, a popular review, a probe) is kept once, not once a
+#: request: a person labels it once. 16-byte keys: 8.6 MB measured when full, up to some
+#: 18 MB as it turns over (a worker's RSS grows by that over its first hours, then stays)
 REMEMBERED = 65_536
 
 
@@ -87,12 +88,18 @@ class AnswerSample:
         sample keeps are queued for the file, as one write. The rate draws once a request."""
         every = self.rate > 0 and self._draw() < self.rate
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        chosen = [
-            (text, model, r)
-            for text, model, results in answered
-            for r in results
-            if self.kind in r and (every or r["score"] < self.below) and self._first(text, r, every)
-        ]
+        chosen, keys = [], []
+        for text, model, results in answered:
+            for r in results:
+                if self.kind not in r or not (every or r["score"] < self.below):
+                    continue
+                key = self._key(text, r)
+                if not every and key in self._kept:  # kept lately: not again
+                    self._kept.move_to_end(key)
+                    self._counted("repeated", 1)
+                    continue
+                chosen.append((text, model, r))
+                keys.append(key)
         kept = [
             json.dumps(
                 {
@@ -127,23 +134,30 @@ class AnswerSample:
                     return
                 self.queued_bytes += len(data)
             self._lines.put(data)
+            if not self._at_cap():  # the writer drops them: not kept, so not remembered
+                self._remember(keys)
 
-    def _first(self, text: str, r: dict, every: bool) -> bool:
-        """Whether to keep the answer ``r`` to ``text``: an unsure one only where this worker
-        kept none about the same text and aspect lately (``REMEMBERED``); one of the random
-        share always, as traffic repeats itself (remembered, so no unsure copy follows)."""
+    def _key(self, text: str, r: dict) -> bytes:
+        """What the answer ``r`` to ``text`` is about (its text and aspect), as a key of
+        ``_kept``: an unsure answer is kept only where this worker kept none with the same
+        key lately (``REMEMBERED``); one of the random share always, as traffic repeats
+        itself (remembered, so no unsure copy follows)."""
         what = json.dumps([text, self._what(r)], ensure_ascii=False)
-        key = hashlib.blake2b(what.encode("utf-8", "backslashreplace"), digest_size=16).digest()
-        if key in self._kept:
+        return hashlib.blake2b(what.encode("utf-8", "backslashreplace"), digest_size=16).digest()
+
+    def _at_cap(self) -> bool:
+        """Whether the file is at ``max_bytes`` (the writer drops what comes until it is
+        rotated)."""
+        return self.max_bytes is not None and os.fstat(self._fd).st_size >= self.max_bytes
+
+    def _remember(self, keys: list[bytes]) -> None:
+        """The keys of lines queued for the file (lines dropped are not remembered: the
+        same answer after a rotation is kept)."""
+        for key in keys:
+            self._kept[key] = None
             self._kept.move_to_end(key)
-            if not every:
-                self._counted("repeated", 1)
-                return False
-            return True
-        self._kept[key] = None
-        if len(self._kept) > REMEMBERED:
+        while len(self._kept) > REMEMBERED:
             self._kept.popitem(last=False)
-        return True
 
     def _what(self, r: dict) -> dict:
         """What an answer was about, as its kind's training record names it."""

@@ -221,6 +221,33 @@ def test_the_sample_stops_at_its_size_cap(tmp_path: Path, caplog: pytest.LogCapt
     assert path.read_bytes() == line and counts == {"written": 5, "dropped": 2}
 
 
+def test_an_answer_dropped_at_the_cap_is_kept_after_a_rotation(tmp_path: Path) -> None:
+    """An unsure answer dropped at the cap was remembered as kept: sent again after the file
+    was rotated, it was a repeat, never written (from the soak review)."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"x" * 40 + b"\n")  # at its cap of 30 bytes
+    counts = {"written": 0, "dropped": 0, "repeated": 0}
+
+    def counted(result: str, n: int) -> None:
+        counts[result] += n
+
+    sample = AnswerSample(path, rate=0.0, below=0.5, max_bytes=30, counted=counted)
+    unsure = {"term": "zorp", "start": 4, "end": 8, "label": "neutral", "score": 0.47,
+              "scores": {"negative": 0.2, "neutral": 0.47, "positive": 0.33}}  # fmt: skip
+    answered = [("the zorp was okay", "m:1", [unsure])]
+    sample.offer(answered, "r1")
+    deadline = time.monotonic() + 10
+    while counts["dropped"] < 1:  # the writer's thread drops it
+        assert time.monotonic() < deadline, counts
+        time.sleep(0.01)
+    path.write_bytes(b"")  # logrotate's copytruncate
+    sample.offer(answered, "r2")
+    sample.offer(answered, "r3")  # kept now: a repeat
+    sample.close()
+    assert [g["request_id"] for g in lines(path)] == ["r2"]
+    assert counts == {"written": 1, "dropped": 1, "repeated": 1}
+
+
 #: one answer of 10,000 characters' text, as the routes offer them to the sample
 LONG_ANSWER = [
     (
