@@ -981,11 +981,15 @@ def test_a_gate_drop_of_half_or_more_is_warned_of(
         assert "0.01 is one point" in caplog.text
 
 
-def test_ctrl_c_says_what_the_job_left(
-    registry: Path, make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
-) -> None:
-    """Ctrl-C (SIGINT) ended absa retrain with 130 and no word of what it left."""
-    before = state(registry)
+def _signalled_while_training(
+    registry: Path,
+    make_config: ConfigWriter,
+    retrain_files: dict[str, Path],
+    tmp_path: Path,
+    signum: int,
+) -> tuple[int, str]:
+    """``absa retrain`` of a job that trains for ever, sent ``signum`` once its first
+    checkpoint is written: its exit status and output."""
     override = json.loads(retrain_files["model_config"].read_text())
     override["train"].update(epochs=100_000, patience=100_000)
     (tmp_path / "slow.json").write_text(json.dumps(override))
@@ -1003,11 +1007,22 @@ def test_ctrl_c_says_what_the_job_left(
         while not any((registry / ".work").glob("resumable/run/checkpoint.pt")):
             assert job.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        job.send_signal(signal.SIGINT)
+        job.send_signal(signum)
         out, _ = job.communicate(timeout=60)
     finally:
         job.kill()
-    assert job.returncode == 130, out
+    return job.returncode, out
+
+
+def test_ctrl_c_says_what_the_job_left(
+    registry: Path, make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) ended absa retrain with 130 and no word of what it left."""
+    before = state(registry)
+    code, out = _signalled_while_training(
+        registry, make_config, retrain_files, tmp_path, signal.SIGINT
+    )
+    assert code == 130, out
     assert f"absa retrain: interrupted: its checkpoint is kept in {registry}; the same " in out
     assert state(registry) == before
 
@@ -1018,28 +1033,10 @@ def test_sigterm_stops_the_job_after_a_batch_with_its_checkpoint(
     """A pod evicted mid-training: exit 75 (a retry goes on from the checkpoint), the
     registry as it was; the job exited 143 at once, its epoch in progress lost."""
     before = state(registry)
-    override = json.loads(retrain_files["model_config"].read_text())
-    override["train"].update(epochs=100_000, patience=100_000)
-    (tmp_path / "slow.json").write_text(json.dumps(override))
-    slow = make_config(tmp_path / "slow.toml", registry, model_config=tmp_path / "slow.json")
-    job = subprocess.Popen(
-        [sys.executable, "-m", "absa.cli", "retrain", "--config", str(slow), "--quiet"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    code, out = _signalled_while_training(
+        registry, make_config, retrain_files, tmp_path, signal.SIGTERM
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not any((registry / ".work").glob("resumable/run/*")):
-            assert job.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        job.send_signal(signal.SIGTERM)
-        out, _ = job.communicate(timeout=60)
-    finally:
-        job.kill()
-    assert job.returncode == 75, out
+    assert code == 75, out
     assert "(SIGTERM): no version added" in out and "the same command goes on" in out, out
     assert state(registry) == before
     assert (Registry(registry).resumable_dir / "run" / "checkpoint.pt").is_file()
