@@ -133,8 +133,9 @@ class AnswerSample:
                     self._counted("dropped", len(kept))
                     return
                 self.queued_bytes += len(data)
+            at_cap = self._at_cap()  # looked at first: the writer may write them at once
             self._lines.put(data)
-            if not self._at_cap():  # the writer drops them: not kept, so not remembered
+            if not at_cap:  # else the writer drops them: not kept, so not remembered
                 self._remember(keys)
 
     def _key(self, text: str, r: dict) -> bytes:
