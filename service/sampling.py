@@ -147,8 +147,8 @@ class AnswerSample:
         return hashlib.blake2b(what.encode("utf-8", "backslashreplace"), digest_size=16).digest()
 
     def _at_cap(self) -> bool:
-        """Whether the file is at ``max_bytes`` (the writer drops what comes until it is
-        rotated)."""
+        """Whether the file (all workers' lines in it) is at ``max_bytes``: what comes is
+        dropped until it is rotated."""
         return self.max_bytes is not None and os.fstat(self._fd).st_size >= self.max_bytes
 
     def _remember(self, keys: list[bytes]) -> None:
@@ -181,16 +181,14 @@ class AnswerSample:
         on a line of their own (the cut one is not JSON: the retraining config's
         ``skip_invalid`` passes over it). A file at ``max_bytes`` takes nothing more (said
         once) until it is smaller again (rotated)."""
-        if self.max_bytes is not None:
-            size = os.fstat(self._fd).st_size  # the file's, all workers' lines in it
-            if size >= self.max_bytes:
-                if not self._full:
-                    why = "answer sample %s has reached its cap (%d bytes): none kept until rotated"
-                    log.warning(why, self.path, self.max_bytes)
-                self._full = True
-                self._counted("dropped", data.count(b"\n"))
-                return
-            self._full = False
+        if self._at_cap():
+            if not self._full:
+                why = "answer sample %s has reached its cap (%d bytes): none kept until rotated"
+                log.warning(why, self.path, self.max_bytes)
+            self._full = True
+            self._counted("dropped", data.count(b"\n"))
+            return
+        self._full = False
         ended = b"\n" if self._cut else b""  # the last write stopped inside a line
         out, done = ended + data, 0
         try:
