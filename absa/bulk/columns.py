@@ -7,6 +7,7 @@ by ``absa.scoring.prepare_row``, as in JSONL and CSV scoring."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -150,16 +151,29 @@ def score_table(
 
 def _rows_inside(table: pa.Table, read: dict[str, str]) -> list[str | None]:
     """For each row, what ``absa.scoring`` says of a CSV record with a line inside a field
-    that reads as a row of its own (``row_inside``), else None."""
+    that reads as a row of its own (``row_inside``), else None. Only the rows with a line
+    break in a string column are made Python records (most have none)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     names = table.column_names
     at = (names.index(read["text"]), names.index(read["aspect"]))
-    said: list[str | None] = []
-    for values in zip(*(c.to_pylist() for c in table.columns), strict=True):
+    said: list[str | None] = [None] * table.num_rows
+    broken = [
+        pc.fill_null(pc.match_substring(c, "\n"), False)
+        for c in table.columns
+        if pa.types.is_string(c.type) or pa.types.is_large_string(c.type)
+    ]
+    if not broken:
+        return said
+    where = pc.indices_nonzero(functools.reduce(pc.or_, broken))
+    taken = table.take(where).columns  # by position: names may repeat in a Parquet file
+    rows_taken = zip(*(c.to_pylist() for c in taken), strict=True)
+    for i, values in zip(where.to_pylist(), rows_taken, strict=True):
         record = ["" if v is None else str(v) for v in values]
-        inside = row_inside(record, len(record), *at) if "\n" in "".join(record) else None
-        said.append(
-            None if inside is None else ROW_INSIDE.format(line=f"line {inside + 1} of the row")
-        )
+        inside = row_inside(record, len(record), *at)
+        if inside is not None:
+            said[i] = ROW_INSIDE.format(line=f"line {inside + 1} of the row")
     return said
 
 
