@@ -33,7 +33,7 @@ ORT=onnxruntime-gpu==1.31.1
 SERVE=(fastapi==0.165.0 starlette==1.10.0 pydantic==2.14.4 pydantic_core==2.50.5
     pydantic-settings==2.16.3 python-dotenv==1.2.4 typing-inspection==0.4.5
     annotated-types==0.8.0 annotated-doc==0.0.7 uvicorn==0.54.0 httptools==0.9.0
-    swagger-ui-py==25.7.1 typing_extensions==4.16.0 opentelemetry-api==1.45.2)
+    fastapi-offline==1.7.7 typing_extensions==4.16.0 opentelemetry-api==1.45.2)
 DATA=../shared/data/semeval14/Restaurants_Test_Gold.xml.seg
 
 if [ "$what" = parts ]; then

@@ -550,7 +550,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(predict.router)
     app.include_router(ops.router)
     app.mount(STATIC_PATH, ops.Revalidated(directory=ops.STATIC), name="static")
-    docs.install(app)  # Swagger UI from the swagger-ui-py package, not a CDN
+    docs.install(app)  # Swagger UI from the fastapi-offline package, not a CDN
     if settings.admin_token is not None and settings.admin_token.get_secret_value():
         app.include_router(admin.router)  # off without a token
         app.state.admin = True

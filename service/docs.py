@@ -1,7 +1,8 @@
 """/docs (Swagger UI) from files installed with the service, not from a CDN: the page
 renders where the service has no internet. The assets (Swagger UI 5, which reads the
-OpenAPI 3.1 FastAPI writes) come from the maintained swagger-ui-py package (the serve
-extra) and are mounted at /docs/assets."""
+OpenAPI 3.1 FastAPI writes) come from the maintained fastapi-offline package (a base
+dependency; swagger-ui-py, used before, installs a top-level `test` package of its own tests)
+and are mounted at /docs/assets."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ ERROR_SCHEMA = "#/components/schemas/ErrorResponse"
 
 def install(app: FastAPI, docs_url: str = "/docs") -> None:
     """Serve Swagger UI at ``docs_url`` with local assets (create the app with docs_url=None)."""
-    import swagger_ui
+    import fastapi_offline
 
-    static = Path(swagger_ui.__file__).resolve().parent / "static"
+    static = Path(fastapi_offline.__file__).resolve().parent / "static"
     app.mount(ASSETS, Revalidated(directory=static), name="docs-assets")
     oauth2 = f"{docs_url}/oauth2-redirect"
     schema_url = f"{docs_url}/openapi.json"
@@ -43,7 +44,7 @@ def install(app: FastAPI, docs_url: str = "/docs") -> None:
             title=f"{app.title} - API",
             swagger_js_url=rel(f"{ASSETS}/swagger-ui-bundle.js"),
             swagger_css_url=rel(f"{ASSETS}/swagger-ui.css"),
-            swagger_favicon_url=rel(f"{ASSETS}/favicon-32x32.png"),
+            swagger_favicon_url=rel(f"{ASSETS}/favicon.png"),
             oauth2_redirect_url=rel(oauth2),
         )
         page.headers.update(DOCS_HEADERS)

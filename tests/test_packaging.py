@@ -210,3 +210,47 @@ def test_the_base_install_has_what_serving_imports() -> None:
     assert imported - {"absa"} <= allowed, sorted(imported - {"absa"} - allowed)
     for serving in ("onnxruntime", "fastapi", "uvicorn", "pydantic-settings", "tokenizers"):
         assert serving in base, serving
+
+
+#: names no distribution of the install may put at the top of site-packages: a package of
+#: one of these names shadows, or is shadowed by, the user's own (swagger-ui-py, the base
+#: install's Swagger UI assets until 0.1, installed its own tests as `test`)
+GENERIC = {
+    "test",
+    "tests",
+    "testing",
+    "doc",
+    "docs",
+    "example",
+    "examples",
+    "src",
+    "lib",
+    "utils",
+    "util",
+    "common",
+    "scripts",
+    "benchmarks",
+    "model",
+    "models",
+    "service",
+    "training",
+    "data",
+    "app",
+    "api",
+    "core",
+}
+
+
+def test_the_base_install_puts_no_generic_name_in_site_packages() -> None:
+    """The customer's rule (one import name, nothing generic at the top of site-packages)
+    holds for what the base install brings along too, not only for absa's own wheel."""
+    from importlib.metadata import distribution
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found = {}
+    for name in _closure(project["dependencies"]):
+        files = distribution(name).files or []
+        top = {f.parts[0] for f in files if len(f.parts) > 1 and not f.parts[0].startswith("..")}
+        top |= {f.stem for f in files if len(f.parts) == 1 and f.suffix == ".py"}
+        found.update({t: name for t in top & GENERIC})
+    assert not found, found

@@ -9,6 +9,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 import pytest
@@ -717,6 +718,12 @@ def test_docs_and_openapi(client: TestClient) -> None:
     assert "swagger" in r.text.lower()
     assert "cdn" not in r.text.lower()
     assert client.get("/redoc").status_code == 404  # no page that needs a CDN
+    # every file the page names (script, style sheet, icon) is served: the asset package's
+    # file names are the page's own (its favicon was named for swagger-ui-py's)
+    named = re.findall(r'(?:src|href)="([^"]+)"', r.text)
+    assert len(named) >= 3, named
+    for url in named:
+        assert client.get(urljoin("/docs", url)).status_code == 200, url
     spec = client.get("/openapi.json").json()
     assert {"/v1/predict", "/v1/predict/batch", "/v1/model", "/healthz", "/readyz"} <= set(
         spec["paths"]
