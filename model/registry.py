@@ -11,7 +11,7 @@
 A version appears by an atomic rename of a finished directory, and the pointer changes by
 writing a temporary file, fsync, rename, fsync of the directory: a process killed at any
 point leaves either the old state or the new one, never half of either (at most a hidden
-``.CURRENT.*`` temporary file, which ``clean_work`` removes).
+``.CURRENT.*`` temporary file, which the next promote, rollback or ``clean_work`` removes).
 
 Two locks: one retraining job at a time holds ``job_lock`` for its whole run (hours of
 training), and anyone who changes the registry (a job adding or promoting its version, a
@@ -425,6 +425,11 @@ class Registry:
             for d in self.work_dir.iterdir():
                 if d.name != RESUMABLE:
                     shutil.rmtree(d, ignore_errors=True)
+        self._drop_pointer_temporaries()
+
+    def _drop_pointer_temporaries(self) -> None:
+        """The ``.CURRENT.*`` temporaries of pointer writes killed by SIGKILL (any other end
+        removes its own): no writer is at work on one while ``lock`` is held."""
         for tmp in self.root.glob(f".{POINTER}.*"):
             tmp.unlink(missing_ok=True)
 
@@ -512,6 +517,7 @@ class Registry:
             return
         there = [v for v in ([old] if old else []) + ptr.get("previous", []) if v != version]
         previous = [v for v in dict.fromkeys(there) if (self.versions_dir / v).is_dir()]
+        self._drop_pointer_temporaries()  # a killed manual promote's: hold the lock
         atomic_write_json(self.root / POINTER, {"version": version, "previous": previous[:20]})
         self._history("promote", version, old, reason)
         log.info("promoted %s (was %s)", version, old)
@@ -553,6 +559,7 @@ class Registry:
                 f"{e}; the version before it is {rest[0]!r}: `absa models promote {rest[0]}` "
                 "points there"
             ) from None
+        self._drop_pointer_temporaries()
         atomic_write_json(self.root / POINTER, {"version": target, "previous": rest})
         self._history("rollback", target, old, "")
         return target

@@ -150,3 +150,22 @@ def test_with_json_logs_an_empty_registry_is_no_error(
     code, records = main_with_json_logs(argv, monkeypatch, capsys)
     said = [r for r in records if "holds no version yet" in r["message"]]
     assert code == 0 and [r["level"] for r in said] == ["WARNING"], records
+
+
+@pytest.mark.parametrize("action", ["promote", "rollback"])
+def test_a_killed_promotes_temporary_is_removed_by_the_next_change(
+    tmp_path: Path, action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manual promote killed by SIGKILL between the temporary's write and its rename left
+    a hidden ``.CURRENT.*`` file in the registry for good: only a retraining job's
+    clean-up removed it. The next change of the pointer (it holds the lock) does."""
+    reg = make_registry(tmp_path, 2)
+    assert main(["models", "promote", "v1", "--registry", str(reg.root)]) == 0
+    assert main(["models", "promote", "v2", "--registry", str(reg.root)]) == 0
+    left = reg.root / f".{POINTER}.k1ll3d"
+    left.write_text('{"version": "v1", "previous": []}')
+    argv = ["models", action] + (["v1"] if action == "promote" else [])
+    assert main([*argv, "--registry", str(reg.root)]) == 0
+    assert reg.current() == "v1"
+    assert not left.exists()
+    assert not list(reg.root.glob(f".{POINTER}.*"))
