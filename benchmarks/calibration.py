@@ -46,8 +46,9 @@ from absa.model.calibration import (  # noqa: E402
 from absa.model.card import calibration_lines  # noqa: E402
 from absa.model.recalibrate import logits, recalibrate, temperature_of  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
+from absa.training.overlap import bracket_free, drop_overlap, normalise_text  # noqa: E402
 from absa.training.presets import TrainConfig  # noqa: E402
-from absa.training.readers import bracket_free, drop_overlap, normalise_text, read_many  # noqa: E402
+from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train_data import split_dev, split_dev_of_first  # noqa: E402
 from absa.training.union import combine_more  # noqa: E402

@@ -505,7 +505,7 @@ def transfer_sources(tr: dict, run: Path) -> dict:
     """``run.json``'s ``transfer.by_file`` and ``transfer.copies`` for a run made before runs
     recorded them: the recorded transfer files (sha256 checked) less the aspects of the run's
     dev sentences, as training kept them (``training.train.transfer_sources``)."""
-    from absa.training.readers import drop_overlap
+    from absa.training.overlap import drop_overlap
     from absa.training.rundir import read_dev_examples
     from absa.training.train_data import transfer_sources as sources
     from absa.training.transfer_set import read_jsonl

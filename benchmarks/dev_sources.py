@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.training.evaluate import predict_examples  # noqa: E402
 from absa.training.metrics import classification_report  # noqa: E402
-from absa.training.readers import normalise_text, read_examples  # noqa: E402
+from absa.training.overlap import normalise_text  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
 from absa.training.records import Labelled  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402

@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from absa.training.readers import bracket_free, drop_overlap, read_many  # noqa: E402
+from absa.training.overlap import bracket_free, drop_overlap  # noqa: E402
+from absa.training.readers import read_many  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.rundir import read_dev_examples, read_info, write_examples  # noqa: E402
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE, load_glove  # noqa: E402
-from absa.training.readers import bracket_free  # noqa: E402
+from absa.training.overlap import bracket_free  # noqa: E402
 from absa.training.sentences import read_sentences  # noqa: E402
 from absa.training.substitute import nearest_words, sentence_copies  # noqa: E402
 from absa.training.tag_select import source_name  # noqa: E402

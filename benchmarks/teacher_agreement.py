@@ -34,8 +34,9 @@ import torch  # noqa: E402
 from absa.training.distill import teacher_targets  # noqa: E402
 from absa.training.evaluate import predict_examples  # noqa: E402
 from absa.training.metrics import classification_report  # noqa: E402
+from absa.training.overlap import normalise_text  # noqa: E402
 from absa.training.provenance import code_version, file_info, portable  # noqa: E402
-from absa.training.readers import normalise_text, read_examples  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
 from benchmarks.dev_sources import sources  # noqa: E402
 
 

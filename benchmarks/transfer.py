@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.evaluate import evaluate, predict_examples  # noqa: E402
+from absa.training.overlap import normalise_text  # noqa: E402
 from absa.training.presets import load_config  # noqa: E402
-from absa.training.readers import normalise_text, read_examples  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.rundir import read_info  # noqa: E402
 from absa.training.train import fit  # noqa: E402

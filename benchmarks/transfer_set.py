@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor  # noqa: E402
-from absa.training.readers import bracket_free, read_examples  # noqa: E402
+from absa.training.overlap import bracket_free  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
 from absa.training.transfer_set import candidates, write_jsonl  # noqa: E402
 from absa.training.union import combine  # noqa: E402
 from benchmarks.datasets import TRAIN_ONLY, test_files, union_files  # noqa: E402

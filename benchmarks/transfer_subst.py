@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.embeddings import load_glove  # noqa: E402
-from absa.training.readers import bracket_free, read_examples  # noqa: E402
+from absa.training.overlap import bracket_free  # noqa: E402
+from absa.training.readers import read_examples  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from absa.training.substitute import (  # noqa: E402
     copies,

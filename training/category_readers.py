@@ -29,19 +29,10 @@ from typing import Any
 
 from absa.errors import InputError
 from absa.model.aspects import check_unicode
-from absa.training.readers import (
-    _LABEL_KEYS,
-    _TEXT_KEYS,
-    _decode,
-    _parse_xml,
-    _pick,
-    _read_bytes,
-    _read_csv,
-    _read_jsonl,
-    _Sink,
-    _xml_where,
-    opinions_merged,
-)
+from absa.training.readers.files import decode, read_bytes
+from absa.training.readers.semeval_xml import opinions_merged, parse_xml, xml_where
+from absa.training.readers.sink import Sink
+from absa.training.readers.tables import LABEL_KEYS, TEXT_KEYS, pick, read_csv, read_jsonl
 from absa.training.records import CategoryExample, DataError, ReadResult
 
 logger = logging.getLogger(__name__)
@@ -89,21 +80,21 @@ def read_categories(
     fmt = fmt or _EXTENSIONS.get(Path(path).suffix.lower(), "jsonl")
     if fmt not in CATEGORY_FORMATS:
         raise ValueError(f"unknown category format {fmt!r}; expected xml, jsonl or csv")
-    data = _read_bytes(path_str)
+    data = read_bytes(path_str)
     three_line = Path(path).suffix.lower() in THREE_LINE_SUFFIXES
     if not named and three_line and not _starts_json(data):
         raise DataError(
             f"{path_str}: a 3-line file (its lines are not JSON) names aspect terms, not "
             "categories: give categories as SemEval XML, JSONL or CSV with a category column"
         )
-    sink = _Sink(path_str, skip_invalid)
+    sink = Sink(path_str, skip_invalid)
     if fmt == "xml":
         _read_xml(data, sink)
     elif fmt == "csv":
-        columns = (_TEXT_KEYS, _CATEGORY_KEYS, _LABEL_KEYS)
-        _read_csv(_decode(data, path_str), sink, _add_record, columns)
+        columns = (TEXT_KEYS, _CATEGORY_KEYS, LABEL_KEYS)
+        read_csv(decode(data, path_str), sink, _add_record, columns)
     else:
-        _read_jsonl(_decode(data, path_str), sink, _add_record)
+        read_jsonl(decode(data, path_str), sink, _add_record)
     return sink.finish(f"{fmt}, categories")
 
 
@@ -124,7 +115,7 @@ def read_many_categories(paths: Iterable[str | Path], *, skip_invalid: bool = Fa
     return out
 
 
-def _add(sink: _Sink, text: Any, category: Any, polarity: Any, source: str, where: str) -> None:
+def _add(sink: Sink, text: Any, category: Any, polarity: Any, source: str, where: str) -> None:
     if not isinstance(text, str) or not text.strip():
         sink.bad(where, "missing or empty text")
         return
@@ -145,8 +136,8 @@ def _add(sink: _Sink, text: Any, category: Any, polarity: Any, source: str, wher
         sink.result.examples.append(CategoryExample(text, category.strip(), label, source))
 
 
-def _read_xml(data: bytes, sink: _Sink) -> None:
-    root, lines = _parse_xml(data, sink.path)
+def _read_xml(data: bytes, sink: Sink) -> None:
+    root, lines = parse_xml(data, sink.path)
     for sentence in root.iter("sentence"):
         cats = sentence.find("aspectCategories")
         cats_of = [] if cats is None else cats.findall("aspectCategory")
@@ -159,16 +150,16 @@ def _read_xml(data: bytes, sink: _Sink) -> None:
         if len(texts) > 1 or (texts and len(texts[0])):
             # findtext would cut the text at the first child element
             why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
-            where = _xml_where(sink.path, sid, lines[id(sentence)])
+            where = xml_where(sink.path, sid, lines[id(sentence)])
             sink.bad(where, f"{why}: the sentence's text is not one plain string")
             continue
         text = texts[0].text if texts else None
         for cat in cats_of:
-            where = _xml_where(sink.path, sid, lines[id(cat)])
+            where = xml_where(sink.path, sid, lines[id(cat)])
             _add(sink, text, cat.get("category"), cat.get("polarity"), source, where)
 
 
-def _add_record(record: dict[str, Any], sink: _Sink, source: str, where: str) -> None:
+def _add_record(record: dict[str, Any], sink: Sink, source: str, where: str) -> None:
     """One JSONL object or CSV row: ``text``, ``category``, ``label`` (or ``polarity``)."""
-    polarity = _pick(record, _LABEL_KEYS)
+    polarity = pick(record, LABEL_KEYS)
     _add(sink, record.get("text"), record.get("category"), polarity, source, where)

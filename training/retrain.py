@@ -53,15 +53,10 @@ from absa.model.registry import (
     readable,
 )
 from absa.training.evaluate import evaluate, model_identity
+from absa.training.overlap import sentence_overlap, sentences_of
 from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
-from absa.training.readers import (
-    label_counts,
-    missing_labels,
-    read_many,
-    sentence_overlap,
-    sentences_of,
-)
+from absa.training.readers import label_counts, missing_labels, read_many
 from absa.training.records import DataError, Example, Invalid, term_examples
 from absa.training.retrain_config import (
     Gate,

@@ -31,21 +31,12 @@ from pathlib import Path
 from absa.errors import InputError
 from absa.model.aspects import check_unicode
 from absa.model.text import TextError, check_span
-from absa.training.readers import (
-    CONFLICT,
-    _decode,
-    _parse_xml,
-    _read_bytes,
-    _read_file,
-    _Sink,
-    _xml_aspect,
-    _xml_where,
-    detect_format,
-    drop_overlap,
-    json_line,
-    opinion_terms,
-    parse_label,
-)
+from absa.training.overlap import drop_overlap
+from absa.training.readers import detect_format, json_line, read_file
+from absa.training.readers.files import decode, read_bytes
+from absa.training.readers.labels import CONFLICT, parse_label
+from absa.training.readers.semeval_xml import opinion_terms, parse_xml, xml_aspect, xml_where
+from absa.training.readers.sink import Sink
 from absa.training.records import DataError, term_examples
 
 log = logging.getLogger(__name__)
@@ -81,7 +72,7 @@ def read_sentences(paths: Iterable[str | Path] | str | Path) -> list[Sentence]:
         elif fmt == "jsonl":
             # read and decoded as the record readers do: a missing file, a byte that is not
             # UTF-8 is a DataError naming the file and line, not a bare codec message
-            lines = _decode(_read_bytes(str(path)), str(path)).split("\n")
+            lines = decode(read_bytes(str(path)), str(path)).split("\n")
             first = next((line for line in lines if line.strip()), "")
             if _is_sentence_record(first):
                 out.extend(_read_sentence_jsonl(lines, Path(path)))
@@ -154,13 +145,13 @@ def _read_sentence_jsonl(lines: list[str], path: Path) -> list[Sentence]:
 def _read_xml(path: str) -> list[Sentence]:
     """Every sentence, each aspect term checked by ``absa.training.readers``' own XML check
     (a sink that raises at the first bad term and keeps ``conflict``)."""
-    root, lines = _parse_xml(_read_bytes(path), path)
-    sink = _Sink(path, skip_invalid=False, keep_conflict=True)
+    root, lines = parse_xml(read_bytes(path), path)
+    sink = Sink(path, skip_invalid=False, keep_conflict=True)
     out = []
     for sent in root.iter("sentence"):
         sid = sent.get("id")
         source = f"{path}:{sid or lines[id(sent)]}"
-        where = _xml_where(path, sid, lines[id(sent)])
+        where = xml_where(path, sid, lines[id(sent)])
         texts = sent.findall("text")
         if len(texts) > 1 or (texts and len(texts[0])):
             why = f"{len(texts)} <text> elements" if len(texts) > 1 else "markup inside <text>"
@@ -170,7 +161,7 @@ def _read_xml(path: str) -> list[Sentence]:
             raise DataError(f"{where}: sentence has no <text> or it is empty")
         sink.result.examples.clear()
         for a in list(sent.iter("aspectTerm")) or opinion_terms(sent, lines, sink):
-            _xml_aspect(a, text, sink, source, _xml_where(path, sid, lines[id(a)]))
+            xml_aspect(a, text, sink, source, xml_where(path, sid, lines[id(a)]))
         spans = [GoldSpan(e.start, e.end, e.label) for e in term_examples(sink.result.examples)]
         out.append(Sentence(text, tuple(dict.fromkeys(spans)), source))
     if sink.relocated:
@@ -188,7 +179,7 @@ def _grouped(path: str) -> list[Sentence]:
     ``conflict`` aspects kept as spans labelled ``conflict``."""
     groups: dict[str, list[GoldSpan]] = {}
     sources: dict[str, str] = {}
-    read = _read_file(path, None, skip_invalid=False, keep_conflict=True)
+    read = read_file(path, None, skip_invalid=False, keep_conflict=True)
     for ex in term_examples(read.examples):
         groups.setdefault(ex.text, []).append(GoldSpan(ex.start, ex.end, ex.label))
         sources.setdefault(ex.text, ex.source)

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 from absa.model.text import tokenize
-from absa.training.readers import bracket_free
+from absa.training.overlap import bracket_free
 from absa.training.transfer_set import Candidate
 
 log = logging.getLogger(__name__)

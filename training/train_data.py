@@ -16,9 +16,9 @@ import torch
 
 from absa.training.augment import augment
 from absa.training.distill import ensemble_targets, fold_targets, label_transfer
+from absa.training.overlap import bracket_free, drop_overlap
 from absa.training.presets import Preset, TrainConfig
 from absa.training.provenance import portable
-from absa.training.readers import bracket_free, drop_overlap
 from absa.training.records import DataError, Labelled, term_examples
 from absa.training.substitute import source_file
 from absa.training.transfer_set import Candidate

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from absa.training.readers import bracket_free
+from absa.training.overlap import bracket_free
 from absa.training.records import DataError, Example
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from absa.training.readers import HasText, bracket_free
+from absa.training.overlap import HasText, bracket_free
 from absa.training.records import Example, Labelled
 from absa.training.substitute import comes_from
 

@@ -112,7 +112,7 @@ def _overlaps(
     sentences (not refused: it is sometimes meant), and the counts in ``info`` (run.json's
     data: ``dev_overlap``, ``eval_overlap``). ``examples``: what trains, with the dev split
     a run without --dev holds out of it. Returns each --eval's counts, for its report."""
-    from absa.training.readers import sentence_overlap, sentences_of
+    from absa.training.overlap import sentence_overlap, sentences_of
 
     trained = sentences_of(examples)
     selected = sentences_of(dev) if dev_files and dev is not None else None
@@ -424,7 +424,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
         if args.dev_from_train:
             examples, dev, dev_source = _dev_from_train(examples, info, preset.train)
     elif args.exclude:
-        from absa.training.readers import drop_overlap
+        from absa.training.overlap import drop_overlap
 
         excluded = [e for ex in _read_exclude(args.exclude, task).values() for e in ex]
         examples, dropped = drop_overlap(examples, excluded)
@@ -530,7 +530,7 @@ def _last_look(
     compared sentences so too). What it finds now is a --dev file's: train and the transfer
     set were looked at already, by the same key, before any split, so a teacher and its
     students (--dev-from-train) hold out the same dev split."""
-    from absa.training.readers import bracket_free, drop_overlap
+    from absa.training.overlap import bracket_free, drop_overlap
 
     examples, n_train = drop_overlap(examples, excluded, key=bracket_free)
     n_dev = 0
@@ -593,7 +593,7 @@ def _dev_from_train(examples: list, info: dict, tcfg: TrainConfig) -> tuple[list
 def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
     """--transfer's unlabelled aspects, less those of a sentence in ``excluded`` (--exclude's
     examples)."""
-    from absa.training.readers import drop_overlap
+    from absa.training.overlap import drop_overlap
     from absa.training.transfer_set import read_jsonl
 
     kept, dropped = drop_overlap(read_jsonl(args.transfer), excluded)

@@ -95,8 +95,9 @@ def _refuse(check: Callable[[Path], None], path: Path) -> None:
 def _texts(args: argparse.Namespace) -> tuple[list[str], dict]:
     """The sentences of --texts and --sentences, less those of --exclude, and their
     provenance for the output's record."""
+    from absa.training.overlap import drop_overlap
     from absa.training.provenance import code_version, file_info
-    from absa.training.readers import drop_overlap, read_many
+    from absa.training.readers import read_many
 
     texts = [e.text for e in read_many(args.texts, skip_invalid=True).examples]
     for path in args.sentences or ():

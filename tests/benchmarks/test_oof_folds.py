@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from absa.training.readers import bracket_free, read_examples
+from absa.training.overlap import bracket_free
+from absa.training.readers import read_examples
 from absa.training.records import Example
 from absa.training.rundir import RUN_KIND, write_examples
 from benchmarks.oof_folds import main, split_folds, teacher_train

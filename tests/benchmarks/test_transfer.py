@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from absa.training.readers import normalise_text
+from absa.training.overlap import normalise_text
 from absa.training.train_data import split_dev
 from benchmarks import datasets
 from benchmarks.transfer import HOLDOUT, HOLDOUT_SEED, SETUPS, Data

@@ -1607,7 +1607,7 @@ def test_a_skipped_record_names_the_place_its_error_names(
 def test_bracket_free_reads_penn_treebank_brackets_as_the_brackets() -> None:
     """Rest14 test's "-LRB- including 2 drinks" is MAMS train's "(including 2 drinks": one
     sentence to the overlap check, which normalise_text alone kept apart ("lrb")."""
-    from absa.training.readers import bracket_free, normalise_text
+    from absa.training.overlap import bracket_free, normalise_text
 
     seg = "Great value -LRB- including 2 drinks -RRB- , really ."
     raw = "Great value (including 2 drinks), really."

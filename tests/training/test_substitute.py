@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from absa.model.text import tokenize
-from absa.training.readers import bracket_free
+from absa.training.overlap import bracket_free
 from absa.training.substitute import (
     copies,
     from_sources,

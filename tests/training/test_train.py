@@ -16,8 +16,8 @@ from absa.model.text import LABELS
 from absa.training.evaluate import evaluate
 from absa.training.inference import resolve_device
 from absa.training.optim import balanced_weights, make_schedule
+from absa.training.overlap import bracket_free
 from absa.training.presets import PRESETS, TrainConfig, get_preset
-from absa.training.readers import bracket_free
 from absa.training.records import DataError, Example
 from absa.training.rundir import DEV, WEIGHTS, is_run, read_dev_examples, read_info
 from absa.training.train import EarlyStopping, fit

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from absa.model.extractor import DEFAULT_EXTRACTOR_DIR, Extractor
-from absa.training.readers import bracket_free, read_examples
+from absa.training.overlap import bracket_free
+from absa.training.readers import read_examples
 from absa.training.records import Example
 from absa.training.substitute import copies, sentence_copies
 from absa.training.transfer_set import Candidate, candidates, write_jsonl
