@@ -18,20 +18,47 @@ function bdi(s) {
   return e;
 }
 
-function showError(message) {
+// field: the input the message is about ("text", "aspects", "api-key"), tied to it for a
+// screen reader (aria-invalid, aria-describedby); the box is brought into view (zoomed in,
+// or on a phone, it was below the screen, and a keyboard user saw nothing happen)
+function showError(message, field) {
   const box = $("error");
   box.textContent = message;
   box.hidden = !message;
+  for (const id of ["text", "aspects", "api-key"]) {
+    if (message && id === field) {
+      $(id).setAttribute("aria-invalid", "true");
+      $(id).setAttribute("aria-describedby", "error");
+    } else {
+      $(id).removeAttribute("aria-invalid");
+      $(id).removeAttribute("aria-describedby");
+    }
+  }
+  if (message) box.scrollIntoView({ block: "nearest" });
+}
+
+// the field a refusal is about: the schema error's (deepest, as describeError reads it), or
+// the aspect a service's "aspects[0]: ..." names; undefined for the request as a whole
+function errorField(body) {
+  const first = deepest(body);
+  const field = first ? (first.loc || [])[1] : undefined;
+  if (field === "text" || field === "aspects") return field;
+  if (body && typeof body.detail === "string" && /^aspects\[/.test(body.detail)) return "aspects";
+  return undefined;
+}
+
+// the deepest error: a pinned aspect {term, start, end} that fails is also "not a valid
+// string" (the other member of the union, listed first); its own field's error is deeper
+function deepest(body) {
+  const errors = body && Array.isArray(body.errors) ? body.errors : [];
+  const depth = (e) => (Array.isArray(e.loc) ? e.loc.length : 0);
+  return errors.reduce((a, e) => (a === null || depth(e) > depth(a) ? e : a), null);
 }
 
 // each request names one aspect: a body that does not fit the schema (an aspect over the
 // length limit, say) is said of that aspect, not as the request's field path
 function describeError(status, body, aspect) {
-  // the deepest error: a pinned aspect {term, start, end} that fails is also "not a valid
-  // string" (the other member of the union, listed first); its own field's error is deeper
-  const errors = body && Array.isArray(body.errors) ? body.errors : [];
-  const depth = (e) => (Array.isArray(e.loc) ? e.loc.length : 0);
-  const first = errors.reduce((a, e) => (a === null || depth(e) > depth(a) ? e : a), null);
+  const first = deepest(body);
   if (first && typeof first.msg === "string") {
     const field = (first.loc || [])[1];
     const short = aspect && aspect.length > 40 ? `${aspect.slice(0, 40)}…` : aspect;
@@ -173,15 +200,26 @@ function truncated(text, weights) {
 }
 
 // the strongest words in words too: the shading alone is lost on a screen reader
+// (words: a comma's weight read aloud had no word before it, "friendly 28%, 10%"), and the
+// words not in the model's vocabulary, which the shading marks by an underline alone
 function strongest(text, weights) {
   const chars = Array.from(text);
-  const top = [...weights].sort((a, b) => b.weight - a.weight).slice(0, 3);
+  const words = weights.filter((w) => /[\p{L}\p{N}]/u.test(cut(chars, w.start, w.end)));
+  const top = [...words].sort((a, b) => b.weight - a.weight).slice(0, 3);
   const line = document.createElement("div");
   line.className = "top";
   line.append("Most attention: ");
   top.forEach((w, i) => {
     line.append(...(i ? [" · "] : []), bdi(cut(chars, w.start, w.end)), ` ${(w.weight * 100).toFixed(0)}%`);
   });
+  const unknown = words.filter((w) => w.oov);
+  if (unknown.length) {
+    const list = document.createElement("span");
+    list.className = "unknown";
+    list.append("; not in the model's vocabulary: ");
+    unknown.forEach((w, i) => list.append(...(i ? [", "] : []), bdi(cut(chars, w.start, w.end))));
+    line.append(list);
+  }
   return line;
 }
 
@@ -216,7 +254,9 @@ async function post(body, aspect, signal) {
     askForKey();
     return { error: storedKey() ? "That API key was refused." : "This service needs an API key: enter it above." };
   }
-  if (!res.ok) return { error: describeError(res.status, answer, aspect) + retryHint(res) };
+  if (!res.ok) {
+    return { error: describeError(res.status, answer, aspect) + retryHint(res), field: errorField(answer) };
+  }
   if (!answer || !Array.isArray(answer.results)) {
     return { error: `The answer (${res.status}) was not the service's JSON: is a proxy answering for it?` };
   }
@@ -311,7 +351,7 @@ async function analyse() {
   const run = ++latest;
   showError("");
   if (!text.trim()) {
-    showError("Type a sentence first.");
+    showError("Type a sentence first.", "text");
     running = null;
     busy(false);
     $("status").textContent = "";
@@ -337,6 +377,11 @@ async function analyse() {
       answers[0].error = "No aspects found in this sentence: name one, or select it in the text.";
     }
     const errors = [...new Set(answers.filter((a) => a.error).map((a) => a.error))];
+    // the field at fault: the sentence, or a typed aspect (one selected in the text is a
+    // chip, not the field)
+    const fields = answers.map((a, i) => (
+      a.field === "aspects" && typeof aspects[i] !== "string" ? undefined : a.field));
+    const field = fields.includes("text") ? "text" : fields.find(Boolean);
     // one card per span: a span asked for twice (typed, and selected too) is answered twice
     const spans = new Set();
     const results = answers.flatMap((a) => a.results || []).filter((r) => {
@@ -357,7 +402,7 @@ async function analyse() {
       const s = starts.get(r.term.toLowerCase());
       return renderResult(text, r, { n: s.indexOf(r.start) + 1, of: s.length });
     });
-    showError(errors.join("\n"));
+    showError(errors.join("\n"), field);
     $("results").replaceChildren(...cards);
     $("legend").hidden = !cards.length;
     $("status").replaceChildren(...(results.length ? summary(results) : []));
@@ -389,7 +434,7 @@ $("add-selection").onclick = () => {
   const t = $("text");
   const start = t.selectionStart, end = t.selectionEnd;
   const term = t.value.slice(start, end);
-  if (!term.trim()) { showError("Select a word or phrase in the sentence first."); return; }
+  if (!term.trim()) { showError("Select a word or phrase in the sentence first.", "text"); return; }
   const lead = term.length - term.trimStart().length, trail = term.length - term.trimEnd().length;
   picked.push({
     term: term.trim(),
@@ -445,7 +490,7 @@ $("api-key").addEventListener("change", () => {
   const key = $("api-key").value.trim();
   // a header value fetch can send: other characters made every call "Could not reach"
   if (/[^\x21-\x7e]/.test(key)) {
-    showError("An API key is plain ASCII text (no spaces): this one has other characters.");
+    showError("An API key is plain ASCII text (no spaces): this one has other characters.", "api-key");
     return;
   }
   storeKey(key);
