@@ -239,7 +239,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logs.logged(exc)  # uvicorn's line of it as it is raised again is left out
     # answered outside the layer that adds the header to every other answer
     headers = {"X-Request-ID": rid} if rid != "-" else {}
-    from absa.service.app import route_path
+    from absa.service.paths import route_path
 
     cors = getattr(request.app.state, "cors_headers", None)  # with ABSA_CORS_ORIGINS
     if cors is not None and route_path(request.scope).startswith("/v1/"):  # the API's alone

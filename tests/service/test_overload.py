@@ -287,7 +287,7 @@ def test_an_answer_a_client_never_reads_holds_no_slot() -> None:
     slot while uvicorn waited, without end, for the socket to drain: max_in_flight such
     connections shut every /v1/ client out. The work is done once the last body part is
     handed over: the slot is given back before it is sent."""
-    from absa.service.app import InFlight, Slots
+    from absa.service.gate import InFlight, Slots
     from absa.service.metrics import Metrics
 
     slots = Slots(1)
