@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from absa.errors import LimitError, Overloaded, ShuttingDown
 from absa.model.predictor import Predictor, RuntimeModel
@@ -46,7 +46,7 @@ __all__ = ["BatchEngine", "QueueFull", "ShuttingDown"]
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(eq=False)  # a job is itself: compared and hashed by identity
 class _Job:
     model: RuntimeModel  # the term model, or the category model (ABSA_CATEGORY_MODEL)
     items: list[Encoded]
@@ -54,6 +54,16 @@ class _Job:
     explain: bool = False  # some answer explains itself (self-attention maps are fetched)
     taken: int = 0  # items handed to the model so far (a job runs in slices)
     results: list[Output] = field(default_factory=list, repr=False)
+    queued: float = field(default_factory=time.perf_counter)
+    first_run: float | None = None  # when its first slice went to the model
+    model_s: float = 0.0  # seconds of the model calls its slices were in
+    batches: list[int] = field(default_factory=list)  # the size of each of those calls
+
+    def timing(self) -> dict[str, Any]:
+        """How the job went (for the request's span): waited, ran, in which batches."""
+        start = self.queued if self.first_run is None else self.first_run
+        waited = start - self.queued
+        return {"queue_wait_s": waited, "model_s": self.model_s, "batches": self.batches}
 
 
 class BatchEngine:
@@ -179,33 +189,45 @@ class BatchEngine:
             raise QueueFull(f"{self._pending} aspects are waiting (limit {limit} for this request)")
 
     async def submit(
-        self, model: RuntimeModel, items: list[Encoded], explain: bool = False
+        self,
+        model: RuntimeModel,
+        items: list[Encoded],
+        explain: bool = False,
+        timings: list[dict[str, Any]] | None = None,
     ) -> list[Output]:
-        (out,) = await self.submit_all([(model, items, explain)])
+        (out,) = await self.submit_all([(model, items, explain)], timings)
         return out
 
     async def submit_all(
-        self, jobs: Sequence[tuple[RuntimeModel, list[Encoded], bool]]
+        self,
+        jobs: Sequence[tuple[RuntimeModel, list[Encoded], bool]],
+        timings: list[dict[str, Any]] | None = None,
     ) -> list[list[Output]]:
         """One request's jobs (model, items, explain), e.g. a batch's term and category items:
         admitted and queued together, or none of them (``admit``'s errors), so a refusal
-        leaves no job running for nobody."""
+        leaves no job running for nobody. ``timings``: each queued job's ``_Job.timing()``
+        appended once all are answered."""
         self.admit(sum(len(items) for _, items, _ in jobs))  # refused while shutting down
         loop = asyncio.get_running_loop()
         futures: list[asyncio.Future] = []
+        queued: list[_Job] = []
         for model, items, explain in jobs:
             fut: asyncio.Future = loop.create_future()
             futures.append(fut)
             if not items:
                 fut.set_result([])
                 continue
-            self._queue.append(_Job(model, items, fut, explain))
+            queued.append(_Job(model, items, fut, explain))
+            self._queue.append(queued[-1])
             self._pending += len(items)
         self.metrics.queue_depth.set(self._pending)
         assert self._wakeup is not None  # admit() refuses before start() and after close()
         self._wakeup.set()
         try:
-            return [await fut for fut in futures]  # all queued already: awaited in turn
+            done = [await fut for fut in futures]  # all queued already: awaited in turn
+            if timings is not None:
+                timings.extend(job.timing() for job in queued)
+            return done
         finally:  # cancelled (the client hung up) or failed: the rest run for nobody
             for fut in futures:
                 fut.cancel()  # a done one stays as it is; an undone one is dropped (_take)
@@ -284,8 +306,13 @@ class BatchEngine:
                     if not job.future.done():
                         job.future.set_exception(e)  # its other slices are then dropped
                 continue
-            self.metrics.inference.observe(time.perf_counter() - t0)
+            took = time.perf_counter() - t0
+            self.metrics.inference.observe(took)
             self.metrics.batch_size.observe(len(items))
+            for job in dict.fromkeys(job for job, _, _ in slices):  # a job once a call
+                job.first_run = t0 if job.first_run is None else job.first_run
+                job.model_s += took
+                job.batches.append(len(items))
             k = 0
             for job, a, b in slices:
                 job.results.extend(outputs[k : k + b - a])

@@ -5,17 +5,19 @@ add client, method, path and status as fields of their own. Built on python-json
 A line logged while a request is handled carries its ``request_id`` (the X-Request-ID the
 answer carries: the client's own, or one made for it), and an access line the request's
 ``duration_s`` too (from its arrival to its answer's start): a field of each in JSON, and
-"(request ID, 0.012 s)" at the end of a text access line. ``Observe`` (service/app.py) says
-which request a task handles (``handling``); ``RequestFields``, a filter on the handlers,
-reads it as each line is logged: uvicorn writes its access line in the request's own task,
-as it sends the answer's start.
+"(request ID, 0.012 s)" at the end of a text access line; with ABSA_TRACING, a JSON line
+also has the ``trace_id`` and ``span_id`` of its request's span. ``Observe``
+(service/observe.py) says which request a task handles (``handling``); ``RequestFields``, a
+filter on the handlers, reads it as each line is logged: uvicorn writes its access line in
+the request's own task, as it sends the answer's start.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -37,7 +39,9 @@ def handling(request_id: str) -> None:
 
 class RequestFields(logging.Filter):
     """Adds ``request_id`` to a record logged while a request is handled, and to an access
-    line ``duration_s`` (seconds, from the request's arrival)."""
+    line ``duration_s`` (seconds, from the request's arrival); with ABSA_TRACING, the
+    ``trace_id`` and ``span_id`` of the span the line was logged in (hex, as a collector
+    shows them), which joins a log line to its trace."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         handled = _REQUEST.get()
@@ -45,6 +49,45 @@ class RequestFields(logging.Filter):
             record.request_id = handled[0]
             if record.name == "uvicorn.access":
                 record.duration_s = round(time.perf_counter() - handled[1], 6)
+            span = _span_context()
+            if span is not None:
+                record.trace_id = f"{span.trace_id:032x}"
+                record.span_id = f"{span.span_id:016x}"
+        return True
+
+
+def _span_context() -> Any:
+    """The current span's context where a span is being recorded (ABSA_TRACING), else None;
+    OpenTelemetry is not imported for it (off, or not installed)."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    context = trace.get_current_span().get_span_context()
+    return context if context.is_valid else None
+
+
+class Throttle(logging.Filter):
+    """A logger's lines at most once per ``every_s`` seconds for each level; the next one
+    let through says how many were left out (the OTLP exporter logs two lines per failed
+    export, a few a second while the collector is down)."""
+
+    def __init__(self, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.every_s, self._clock = every_s, clock
+        self._last: dict[int, float] = {}
+        self._unsaid: dict[int, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self._clock()
+        if now - self._last.get(record.levelno, -self.every_s) < self.every_s:
+            self._unsaid[record.levelno] = self._unsaid.get(record.levelno, 0) + 1
+            return False
+        self._last[record.levelno] = now
+        unsaid = self._unsaid.pop(record.levelno, 0)
+        if unsaid:
+            record.msg = f"{record.getMessage()} (and {unsaid} more like it in the last "
+            record.msg += f"{self.every_s:g} s, not logged)"
+            record.args = ()
         return True
 
 

@@ -58,6 +58,9 @@ class Observe:
         rid = request_id(scope)
         scope.setdefault("state", {})["request_id"] = rid
         logs.handling(rid)  # each line logged from here on names it
+        tracing = getattr(scope["app"].state, "tracing", None) if "app" in scope else None
+        if tracing is not None:  # the request's span (ABSA_TRACING) names it too
+            tracing.annotate(**{"absa.request_id": rid})
         path = route_path(scope)  # now: a mount adds its own path to the root_path it shares
 
         async def send_status(msg: Message) -> None:
@@ -87,6 +90,8 @@ class Observe:
                     time.perf_counter() - t0
                 )
             self.metrics.requests.labels(path, method, str(status)).inc()
+            if status == CLIENT_CLOSED and tracing is not None:  # no status on the span
+                tracing.annotate(**{"absa.client_closed": True})
 
 
 def _unrouted(path: str, admin: bool) -> str:

@@ -1,12 +1,16 @@
 """OpenTelemetry traces (``ABSA_TRACING``; the ``otel`` extra): a span per API request,
-joined to the caller's trace by its ``traceparent`` header, with the model and the number of
-aspects on it, and a child span for the time the aspects waited for their batch and ran in
-it. Spans go out by OTLP over HTTP in batches, set up by the standard variables
-(``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
-``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_SERVICE_NAME`` (default ``absa``),
-``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``). Probes, /metrics and the page's
-files make none. A span's URL and query show the query's values hidden, as the access log
-does (``?api_key=***``). Off, no provider, exporter or instrumentation is loaded (FastAPI imports
+joined to the caller's trace by its ``traceparent`` header, with its request ID, the model
+and the number of aspects on it (and ``absa.client_closed`` where the client hung up), a
+child span for reading its text (and finding its aspects), and one for the time the
+aspects waited for their batch and ran in it (the engine's timings on it). A JSON log line
+of the request names the span (service/logs.py). Spans go out by OTLP over HTTP in
+batches, set up by the standard variables (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``,
+``OTEL_SERVICE_NAME`` (default ``absa``), ``OTEL_RESOURCE_ATTRIBUTES``,
+``OTEL_TRACES_SAMPLER``). Probes, /metrics and the page's files make none (nor what
+OTEL_PYTHON_FASTAPI_EXCLUDED_URLS adds). A span's URL and query show the query's values
+hidden, as the access log does (``?api_key=***``), and captured headers their secrets
+redacted. Off, no provider, exporter or instrumentation is loaded (FastAPI imports
 OpenTelemetry's API where it is installed, a no-op without a provider) and every call here
 does nothing.
 """
@@ -19,13 +23,34 @@ import threading
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from absa.service.logs import without_query_values
+from absa.service.logs import Throttle, without_query_values
 
 log = logging.getLogger(__name__)
 
 #: requests that make no span: probes and scrapes come every few seconds (each a regular
 #: expression searched in the request's URL)
-UNTRACED = "/healthz$,/readyz$,/metrics$,/static/"
+UNTRACED = "/healthz/?$,/readyz/?$,/metrics/?$,/static/"
+#: the variables that name more requests to make no span, as the instrumentation reads them
+#: (its excluded_urls argument, given, took their place: they were passed over)
+EXCLUDED_URLS_VARIABLES = ("OTEL_PYTHON_FASTAPI_EXCLUDED_URLS", "OTEL_PYTHON_EXCLUDED_URLS")
+#: request headers whose values never go out, whichever headers are captured
+SECRET_HEADERS = ["authorization", "x-api-key", "cookie", "proxy-authorization"]
+#: the loggers of the exporter and the batch processor: two lines per failed export, a few
+#: a second while the collector is down, are let through once a minute a level
+EXPORT_LOGGERS = (
+    "opentelemetry.exporter.otlp.common.http",  # "Transient error ...", "Failed to export ..."
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.sdk._shared_internal",  # "Queue full, dropping span."
+    "opentelemetry.sdk.trace.export",
+)
+
+
+def untraced() -> str:
+    """``UNTRACED`` and what the OTEL_PYTHON_[FASTAPI_]EXCLUDED_URLS variable adds."""
+    more = next((os.environ[v] for v in EXCLUDED_URLS_VARIABLES if os.environ.get(v)), "")
+    return ",".join(filter(None, [UNTRACED, more.strip()]))
+
+
 #: seconds an export may take (OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT, where set, instead): the
 #: exporter's default, 10 s with retries, would hold a shutdown past a pod's grace period
 #: while the collector is down
@@ -33,6 +58,7 @@ EXPORT_TIMEOUT_S = 2.0
 #: seconds the app's shutdown waits for the spans still held to be sent
 SHUTDOWN_WAIT_S = 5.0
 _OFF = nullcontext()
+_EXPORT_THROTTLE = Throttle()
 NEEDS = "ABSA_TRACING needs the otel extra: pip install 'absa[otel]'"
 
 
@@ -100,9 +126,12 @@ class Tracing:
         FastAPIInstrumentor.instrument_app(
             app,
             tracer_provider=self.provider,
-            excluded_urls=UNTRACED,
+            excluded_urls=untraced(),
             exclude_spans=["receive", "send"],
             server_request_hook=_query_values_hidden,
+            # headers an operator asks to capture (OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_*)
+            # go out without the secrets among them
+            http_capture_headers_sanitize_fields=SECRET_HEADERS,
         )
 
     def start(self) -> None:
@@ -115,10 +144,13 @@ class Tracing:
         given = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
         timeout = None if any(os.environ.get(v) for v in given) else EXPORT_TIMEOUT_S
         self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=timeout)))
+        for name in EXPORT_LOGGERS:  # once: a logger holds a filter once
+            logging.getLogger(name).addFilter(_EXPORT_THROTTLE)
         log.info("tracing: spans go out by OTLP over HTTP")
 
     def span(self, name: str, **attributes: Any) -> AbstractContextManager[Any]:
-        """A child span of the request's around a ``with`` block."""
+        """A child span of the request's around a ``with`` block (``as``: the span, or None
+        where tracing is off)."""
         if self.tracer is None:
             return _OFF
         return self.tracer.start_as_current_span(name, attributes=attributes)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
@@ -312,13 +312,34 @@ def _queued(req: PredictRequest, settings: Any) -> int:
 
 
 @contextmanager
-def _inference(request: Request, model_id: str, n: int, **more: object) -> Iterator[None]:
+def _inference(
+    request: Request, model_id: str, n: int, **more: object
+) -> Iterator[list[dict[str, Any]]]:
     """The request's span annotated (its model, aspects and ``more``), and a child span
-    ``absa.inference`` around the block: the wait for the aspects' batches and their run."""
+    ``absa.inference`` around the block: the wait for the aspects' batches and their run.
+    The block fills the list it is given with the engine's timings (``submit``'s), which go
+    on the span: ``absa.queue_wait_ms`` (the longest a job waited for its first batch),
+    ``absa.model_ms`` (the model calls its aspects were in) and ``absa.batch_sizes``."""
     tracing = request.app.state.tracing
     tracing.annotate(**{"absa.model": model_id, "absa.aspects": n, **more})
-    with tracing.span("absa.inference", **{"absa.aspects": n}):
-        yield
+    timings: list[dict[str, Any]] = []
+    with tracing.span("absa.inference", **{"absa.aspects": n}) as span:
+        yield timings
+        if span is not None and timings:
+            span.set_attributes(
+                {
+                    "absa.queue_wait_ms": max(t["queue_wait_s"] for t in timings) * 1000,
+                    "absa.model_ms": sum(t["model_s"] for t in timings) * 1000,
+                    "absa.batch_sizes": [b for t in timings for b in t["batches"]],
+                }
+            )
+
+
+def _preparing(request: Request, extracts: bool) -> AbstractContextManager[Any]:
+    """A child span ``absa.preprocess`` of the request's: its texts read and encoded, and
+    its aspects found where none were given (``absa.extracts``; where the work runs on the
+    engine's thread, a span there would have no parent: it is timed from here)."""
+    return request.app.state.tracing.span("absa.preprocess", **{"absa.extracts": extracts})
 
 
 @router.post("/predict", response_model=PredictResponse, responses=ERRORS)
@@ -343,9 +364,10 @@ async def predict(
         _explained(p, (0, settings.max_explain_aspects))
         return p
 
-    prepared = await engine.offload(prepare) if heavy else prepare()
-    with _inference(request, predictor.model_id, len(prepared.items)):
-        outputs = await engine.submit(predictor, prepared.items, req.explain)
+    with _preparing(request, req.extracts):
+        prepared = await engine.offload(prepare) if heavy else prepare()
+    with _inference(request, predictor.model_id, len(prepared.items)) as timings:
+        outputs = await engine.submit(predictor, prepared.items, req.explain, timings)
 
     def answer() -> tuple[list[dict], bytes]:
         results = _results(predictor, prepared, outputs)
@@ -401,7 +423,8 @@ async def predict_batch(
         return out
 
     heavy = _heavy(valid)
-    prepared = await engine.offload(prepare) if heavy else prepare()
+    with _preparing(request, any(it.extracts for it in valid)):
+        prepared = await engine.offload(prepare) if heavy else prepare()
     models = list(dict.fromkeys(e[0] for e in prepared if isinstance(e, tuple)))
     jobs = [
         [it for e in prepared if isinstance(e, tuple) and e[0] is m for it in e[1].items]
@@ -411,8 +434,8 @@ async def predict_batch(
         any(isinstance(e, tuple) and e[0] is m and e[1].explain for e in prepared) for m in models
     ]
     n = sum(len(job) for job in jobs)
-    with _inference(request, terms.model_id, n, **{"absa.items": len(req.items)}):
-        done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)))
+    with _inference(request, terms.model_id, n, **{"absa.items": len(req.items)}) as timings:
+        done = await engine.submit_all(list(zip(models, jobs, explains, strict=True)), timings)
     outputs = {id(m): iter(o) for m, o in zip(models, done, strict=True)}
 
     answered: list[tuple[str, str, list[dict]]] = []  # for the answer sample

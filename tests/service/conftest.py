@@ -45,8 +45,9 @@ def client(artifact: Path) -> Iterator[TestClient]:
 
 
 @contextmanager
-def serve(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """The app under uvicorn on a free loopback port, in a background thread."""
+def serve(settings, app=None) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The app (``app``, or one made of ``settings``) under uvicorn on a free loopback port,
+    in a background thread."""
     import uvicorn
 
     from absa.service.app import create_app
@@ -54,7 +55,8 @@ def serve(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    app = app if app is not None else create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

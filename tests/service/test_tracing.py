@@ -196,3 +196,171 @@ def test_a_span_hides_the_query_strings_values(
     assert not {k: v for k, v in values.items() if "SECRET" in v}, values
     shown = [v for k, v in values.items() if k in ("http.url", "url.full", "url.query")]
     assert shown and all(v.endswith("api_key=***&x=***&***") for v in shown), values
+
+
+def _in_memory(app):  # type: ignore[no-untyped-def]
+    """The app's spans, kept in memory as each ends (besides the OTLP exporter)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exported = InMemorySpanExporter()
+    app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(exported))
+    return exported
+
+
+def test_a_span_names_its_request_and_times_its_work(
+    artifact: Path, collector: list[ExportTraceServiceRequest]
+) -> None:
+    """Review (tracing): the request ID was on the log lines and the answer but on no span;
+    the text's reading (an extraction: 96 ms of a 413 in no child span) and the wait for a
+    batch against the model's run were one unexplained span."""
+    from absa.service.app import create_app
+
+    app = create_app(make_settings(artifact, tracing=True))
+    exported = _in_memory(app)
+    with TestClient(app) as client:
+        r = client.post(
+            "/v1/predict",
+            json={"text": "good food, bad service", "aspects": ["food", "service"]},
+            headers={"traceparent": CALLER, "X-Request-ID": "req-42"},
+        )
+        assert r.status_code == 200, r.text
+        items = {"items": [{"text": "good food", "aspects": ["food"]}] * 3}
+        assert client.post("/v1/predict/batch", json=items).status_code == 200
+    spans = exported.get_finished_spans()
+    (server,) = [s for s in spans if s.name == "POST /v1/predict"]
+    assert server.attributes["absa.request_id"] == "req-42"
+    children = {s.name: s for s in spans if s.parent and s.parent.span_id == server.context.span_id}
+    assert set(children) == {"absa.preprocess", "absa.inference"}, children
+    assert children["absa.preprocess"].attributes["absa.extracts"] is False
+    inference = children["absa.inference"].attributes
+    assert list(inference["absa.batch_sizes"]) == [2]
+    assert inference["absa.queue_wait_ms"] >= 0 and inference["absa.model_ms"] > 0
+    (batch,) = [s for s in spans if s.name == "POST /v1/predict/batch"]
+    (batched,) = [
+        s for s in spans if s.name == "absa.inference" and s.parent.span_id == batch.context.span_id
+    ]
+    assert list(batched.attributes["absa.batch_sizes"]) == [3]
+    assert len(batch.attributes["absa.request_id"]) == 32  # one made for it
+
+
+def test_the_variables_that_leave_urls_untraced_are_read(
+    artifact: Path, collector: list[ExportTraceServiceRequest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review (tracing): the app's own list (probes, /metrics) took the place of
+    OTEL_PYTHON_FASTAPI_EXCLUDED_URLS: set to /v1/model, it was traced all the same."""
+    from absa.service.app import create_app
+
+    monkeypatch.setenv("OTEL_PYTHON_FASTAPI_EXCLUDED_URLS", "/v1/model")
+    app = create_app(make_settings(artifact, tracing=True))
+    exported = _in_memory(app)
+    with TestClient(app) as client:
+        assert client.get("/v1/model").status_code == 200
+        assert client.post("/v1/predict", json={"text": "good food", "aspects": ["food"]})
+        assert client.get("/readyz/").status_code in (200, 307, 404)  # a probe's, slashed
+    names = {s.name for s in exported.get_finished_spans()}
+    assert "POST /v1/predict" in names
+    assert not [n for n in names if "model" in n or "readyz" in n], names
+
+
+def test_captured_headers_go_out_without_secrets(
+    artifact: Path, collector: list[ExportTraceServiceRequest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review (tracing): an operator who captures request headers
+    (OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_SERVER_REQUEST=.*) sent API keys to the
+    collector in clear."""
+    from absa.service.app import create_app
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_SERVER_REQUEST", ".*")
+    app = create_app(make_settings(artifact, tracing=True))
+    exported = _in_memory(app)
+    with TestClient(app) as client:
+        headers = {"Authorization": "Bearer SECRET-KEY", "X-Api-Key": "SECRET-2", "X-Tag": "t"}
+        assert client.get("/v1/model", headers=headers).status_code == 200
+    (span,) = [s for s in exported.get_finished_spans() if s.name == "GET /v1/model"]
+    values = {k: list(v) for k, v in (span.attributes or {}).items() if "header" in k}
+    assert values.get("http.request.header.x_tag") == ["t"], values  # captured, and
+    assert "SECRET" not in repr(values) and values["http.request.header.authorization"], values
+
+
+def test_the_exporters_lines_are_let_through_once_a_minute() -> None:
+    """Review (tracing): with the collector down, one worker wrote 32 lines in 20 s (a
+    warning and an error per failed export), as long as the outage lasted."""
+    import logging
+
+    from absa.service.logs import Throttle
+
+    now = [0.0]
+    throttle = Throttle(60.0, clock=lambda: now[0])
+    said = []
+    for t in (0.0, 1.0, 2.0, 30.0, 61.0, 62.0):
+        now[0] = t
+        record = logging.LogRecord("x", logging.ERROR, "f", 1, "failed %s", ("batch",), None)
+        if throttle.filter(record):
+            said.append((t, record.getMessage()))
+    assert said == [
+        (0.0, "failed batch"),
+        (61.0, "failed batch (and 3 more like it in the last 60 s, not logged)"),
+    ]
+    warning = logging.LogRecord("x", logging.WARNING, "f", 1, "retrying", (), None)
+    assert throttle.filter(warning)  # each level its own
+
+
+def test_tracing_throttles_the_exporters_loggers(artifact: Path) -> None:
+    import logging
+
+    from absa.service.tracing import EXPORT_LOGGERS, Tracing
+
+    tracing = Tracing(True)
+    tracing.start()
+    try:
+        for name in EXPORT_LOGGERS:
+            assert any(type(f).__name__ == "Throttle" for f in logging.getLogger(name).filters)
+    finally:
+        tracing.shutdown()
+
+
+def test_a_json_log_line_names_its_trace(
+    artifact: Path, tmp_path: Path, collector: list[ExportTraceServiceRequest]
+) -> None:
+    """Review (tracing): a log line and its request's trace had nothing in common: the
+    line had the request ID, the span not, nor the line the trace's ID."""
+    import json
+
+    import httpx
+
+    from tests.service.test_log_format import BODY, _serve_and_ask
+
+    def ask(url: str) -> None:
+        r = httpx.post(f"{url}/v1/predict", json=BODY, headers={"traceparent": CALLER})
+        assert r.status_code == 200
+
+    lines = _serve_and_ask(artifact, tmp_path, ask=ask, ABSA_LOG_FORMAT="json", ABSA_TRACING="true")
+    (access,) = [
+        r for r in map(json.loads, lines) if r["logger"] == "uvicorn.access" and r.get("path")
+    ]
+    assert access["trace_id"] == TRACE_ID and len(access["span_id"]) == 16, access
+
+
+def test_a_request_whose_client_hung_up_says_so_on_its_span(
+    artifact: Path, collector: list[ExportTraceServiceRequest]
+) -> None:
+    """Review (tracing): counted 499 in the metrics, its span had no status, no event: it
+    read as a request that simply ended."""
+    import time
+
+    from absa.service.app import create_app
+    from tests.service.conftest import serve
+    from tests.service.test_hangup import ONE, WAIT_MS, requests_with, send_and_hang_up
+
+    settings = make_settings(artifact, tracing=True, max_wait_ms=WAIT_MS, max_batch_size=64)
+    app = create_app(settings)
+    exported = _in_memory(app)
+    with serve(settings, app) as url:
+        send_and_hang_up(url, "/v1/predict", ONE, after_s=0.3)
+        deadline = time.monotonic() + 10
+        while requests_with(url, "/v1/predict", "499") < 1:
+            assert time.monotonic() < deadline, "the hung-up request was never counted"
+            time.sleep(0.05)
+    (span,) = [s for s in exported.get_finished_spans() if s.name == "POST /v1/predict"]
+    assert span.attributes.get("absa.client_closed") is True, span.attributes
