@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from absa.cli import models, serve, train, vectors
+from absa.cli import evaluate, export, models, retrain, serve, train, vectors
 from absa.cli.common import (
     EX_TEMPFAIL,
     JSON_LINES,
@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging (default: info)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     train.register(sub)
+    evaluate.register(sub)
+    export.register(sub)
+    retrain.register(sub)
+    train.register_presets(sub)
     serve.register(sub)
     models.register(sub)
     vectors.register(sub)

@@ -313,3 +313,50 @@ def check_new_out(out: Path, hint: str, source: Path | None = None) -> None:
             if not parent.is_dir():
                 raise CLIError(f"{parent} is not a directory; cannot write {out}")
             return
+
+
+#: the exit status of a run stopped by --stop-after or SIGTERM, to be resumed
+STOPPED = EX_TEMPFAIL
+
+
+@contextmanager
+def checkpoint_on_sigterm() -> Iterator[list[str]]:
+    """While a run trains, SIGTERM (a node drained, a pod evicted) or SIGHUP (the terminal or
+    SSH session closed; not under nohup) asks it to stop after the batch in progress, with a
+    checkpoint (training/checkpoint.STOP): the same command with --resume goes on from
+    there. A second SIGTERM stops at once, as SIGTERM does elsewhere (absa.cli); a second
+    SIGHUP does not (a closed terminal sends two). Yields a list that holds, once the block
+    is left, the name of the signal that asked for a stop, if one did."""
+    import signal
+    import threading
+
+    from absa.training import checkpoint
+
+    asked: list[str] = []
+    checkpoint.STOP.clear()
+    outer = signal.getsignal(signal.SIGTERM)  # the CLI's: unwinds, exit 143
+
+    def ask(signum: int, frame: FrameType | None) -> None:
+        if checkpoint.STOP.is_set():
+            if signum == signal.SIGHUP:
+                return
+            if callable(outer):
+                outer(signum, frame)
+            raise Stopped
+        checkpoint.STOP.set()
+        after_hangup(signum)
+        asked.append(signal.Signals(signum).name)
+        logging.getLogger("absa").warning(
+            "%s: stopping after this batch with a checkpoint (SIGTERM: at once)", asked[0]
+        )
+
+    try:
+        with on_sigterm(ask, hangup=True):
+            yield asked
+    finally:
+        checkpoint.STOP.clear()  # a later run in this process starts unasked
+        if asked == ["SIGHUP"] and threading.current_thread() is threading.main_thread():
+            # the hangup's second SIGHUP may come after the block: the command ends as
+            # asked (its checkpoint written, exit 75), not stopped by it; main() puts the
+            # handler before it back
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -1,103 +1,39 @@
-"""Commands that train: train, evaluate, export, retrain, presets (need ``absa[train]``)."""
+"""absa train (and absa presets): a model trained on labelled files into a run directory (needs
+``absa[train]``)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import shlex
 import signal
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from absa.cli.common import (
-    EX_TEMPFAIL,
-    MODEL_DEFAULT,
     STOP_SIGNAL,
+    STOPPED,
     CLIError,
     Stopped,
-    after_hangup,
     check_config,
-    check_new_out,
     check_writable,
+    checkpoint_on_sigterm,
     claim_out,
     given,
-    given_name,
-    model_dir,
-    on_sigterm,
     say,
     to_stdout,
 )
+from absa.cli.data import data_info, of_categories, read_data
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     from absa.training.presets import TrainConfig
-    from absa.training.records import Invalid, Labelled, ReadResult
+    from absa.training.records import Labelled, ReadResult
 
 log = logging.getLogger("absa")
 #: how train's --dev and --eval records of a category the training data lacks are logged
 LACKED = "records of {} of a category --train lacks"
-STOPPED = EX_TEMPFAIL  # the run stopped by --stop-after or SIGTERM, to be resumed
-
-
-@contextmanager
-def _checkpoint_on_sigterm() -> Iterator[list[str]]:
-    """While a run trains, SIGTERM (a node drained, a pod evicted) or SIGHUP (the terminal or
-    SSH session closed; not under nohup) asks it to stop after the batch in progress, with a
-    checkpoint (training/checkpoint.STOP): the same command with --resume goes on from
-    there. A second SIGTERM stops at once, as SIGTERM does elsewhere (absa.cli); a second
-    SIGHUP does not (a closed terminal sends two). Yields a list that holds, once the block
-    is left, the name of the signal that asked for a stop, if one did."""
-    import signal
-    import threading
-
-    from absa.training import checkpoint
-
-    asked: list[str] = []
-    checkpoint.STOP.clear()
-    outer = signal.getsignal(signal.SIGTERM)  # the CLI's: unwinds, exit 143
-
-    def ask(signum: int, frame: FrameType | None) -> None:
-        if checkpoint.STOP.is_set():
-            if signum == signal.SIGHUP:
-                return
-            if callable(outer):
-                outer(signum, frame)
-            raise Stopped
-        checkpoint.STOP.set()
-        after_hangup(signum)
-        asked.append(signal.Signals(signum).name)
-        log.warning("%s: stopping after this batch with a checkpoint (SIGTERM: at once)", asked[0])
-
-    try:
-        with on_sigterm(ask, hangup=True):
-            yield asked
-    finally:
-        checkpoint.STOP.clear()  # a later run in this process starts unasked
-        if asked == ["SIGHUP"] and threading.current_thread() is threading.main_thread():
-            # the hangup's second SIGHUP may come after the block: the command ends as
-            # asked (its checkpoint written, exit 75), not stopped by it; main() puts the
-            # handler before it back
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-
-def _read(paths: Sequence[str], skip_invalid: bool, task: str = "terms") -> ReadResult:
-    from absa.training.category_readers import read_many_categories
-    from absa.training.provenance import refuse_twice
-    from absa.training.readers import read_many
-
-    try:
-        refuse_twice(paths)
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    reader = read_many_categories if task == "category" else read_many
-    res = reader(paths, skip_invalid=skip_invalid)
-    _log_skipped(res.skipped, "invalid records")
-    return res
 
 
 def _overlaps(
@@ -168,39 +104,10 @@ def _warn_missing_labels(examples: Sequence[Labelled], labels: Sequence[str]) ->
         )
 
 
-def _of_categories(
-    read: ReadResult, categories: list[str], skip_invalid: bool, skipped_as: str
-) -> None:
-    """A file's category examples (``read``) named as ``categories`` name them ("Food" is
-    "food", as predict and the API read it); one of another category is refused, naming
-    file and line, or with --skip-invalid skipped, logged as ``skipped_as`` and counted in
-    ``read.skipped``. Shared by evaluate (the model's categories) and train's --dev and
-    --eval (the training data's: they failed after training, --skip-invalid or not)."""
-    from absa.training.evaluate import known_categories
-    from absa.training.records import category_examples
-
-    kept, unknown = known_categories(category_examples(read.examples), categories)
-    read.examples = list(kept)
-    if unknown and not skip_invalid:
-        raise CLIError(f"{unknown[0].source}: {unknown[0].reason}")
-    _log_skipped(unknown, skipped_as)
-    read.skipped.extend(unknown)
-
-
-def _log_skipped(skipped: Sequence[Invalid], what: str) -> None:
-    """One warning for the records passed over, then the first 20 of them, file and line."""
-    if skipped:
-        log.warning("skipped %d %s", len(skipped), what)
-    for bad in skipped[:20]:
-        log.warning("  %s: %s", bad.source, bad.reason)
-    if len(skipped) > 20:
-        log.warning("  ... and %d more", len(skipped) - 20)
-
-
 def _read_some(paths: Sequence[str], skip_invalid: bool, task: str, flag: str) -> ReadResult:
-    """``_read``, refusing files that give no valid example (every record skipped): an empty
+    """``read_data``, refusing files that give no valid example (every record skipped): an empty
     --dev was replaced by a split of --train, an empty --eval reported n = 0 as a result."""
-    res = _read(paths, skip_invalid, task)
+    res = read_data(paths, skip_invalid, task)
     if not res.examples:
         raise CLIError(
             f"no valid examples in {flag} {' '.join(paths)} ({len(res.skipped)} invalid, skipped)"
@@ -216,7 +123,7 @@ def _read_exclude(paths: Sequence[str], task: str) -> dict[str, list]:
     refused: it is not --task data, and its "sentences" would be guesses."""
     out: dict[str, list] = {}
     for path in paths:
-        res = _read([path], True, task)
+        res = read_data([path], True, task)
         if not res.examples:
             first = res.skipped[0] if res.skipped else None
             why = f"; first: {first.source}: {first.reason}" if first else ""
@@ -236,12 +143,6 @@ def _read_exclude(paths: Sequence[str], task: str) -> dict[str, list]:
             )
         out[path] = [*res.examples, *named]
     return out
-
-
-def _data_info(paths: Sequence[str]) -> list[dict]:
-    from absa.training.provenance import file_info
-
-    return file_info(paths)
 
 
 #: options that end a session of a run or go on with one, or say how it reports: not what
@@ -405,14 +306,14 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
         categories = categories_of(folds)
         preset = category_preset(preset, categories)
         if dev_read is not None:
-            _of_categories(dev_read, categories, args.skip_invalid, LACKED.format("--dev"))
+            of_categories(dev_read, categories, args.skip_invalid, LACKED.format("--dev"))
             if not dev_read.examples:
                 raise CLIError("--dev: no record of a category --train has")
             dev = dev_read.examples
     info = {
-        "train": _data_info(args.train),
-        "dev": _data_info(args.dev or []),
-        "config": _data_info([args.config] if args.config else []),  # the command names it
+        "train": data_info(args.train),
+        "dev": data_info(args.dev or []),
+        "config": data_info([args.config] if args.config else []),  # the command names it
         "skipped_invalid": len(train.skipped),
         "skipped_invalid_dev": len(dev_read.skipped) if dev_read is not None else 0,
     }
@@ -428,7 +329,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
 
         excluded = [e for ex in _read_exclude(args.exclude, task).values() for e in ex]
         examples, dropped = drop_overlap(examples, excluded)
-        info["exclude"] = _data_info(args.exclude)
+        info["exclude"] = data_info(args.exclude)
         info["excluded_overlap"] = dropped
         log.info("dropped %d training examples whose sentence occurs in --exclude files", dropped)
     transfer = _transfer(args, info, excluded) if args.transfer else []
@@ -449,7 +350,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
     }
     if task == "category":  # named as the model will name them, or refused now, not after
         for path, read in evals.items():
-            _of_categories(read, categories, args.skip_invalid, LACKED.format(path))
+            of_categories(read, categories, args.skip_invalid, LACKED.format(path))
             if not read.examples:
                 raise CLIError(f"{path}: no record of a category --train has")
     # the held-out split of a run with --dev-from-train is training data all the same
@@ -457,7 +358,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
     overlap = _overlaps(trained, dev, args.dev or [], evals, info)
     check_writable(out)  # a read-only volume found after the first epoch cost the epoch
     try:
-        with _checkpoint_on_sigterm() as asked:
+        with checkpoint_on_sigterm() as asked:
             result = fit(
                 examples,
                 dev,
@@ -496,7 +397,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
         for path, read in evals.items():
             reports[path] = {
                 **evaluate(result.run_dir, read.examples),
-                "file": _data_info([path])[0],  # which bytes were measured
+                "file": data_info([path])[0],  # which bytes were measured
                 "skipped_invalid": len(read.skipped),
                 "overlap": overlap[path],  # its sentences in the training data, and --dev
             }
@@ -569,9 +470,9 @@ def _train_more(args: argparse.Namespace, examples: list, info: dict) -> tuple[l
     read = _read_exclude(args.exclude or [], "terms")  # --train-more: --task terms only
     tests = {portable(p): ex for p, ex in read.items()}
     kept, reports = combine_more(examples, more, tests)
-    info["train_more"] = _data_info(args.train_more)
+    info["train_more"] = data_info(args.train_more)
     info["skipped_invalid_more"] = [len(r.skipped) for r in reads]  # per file, in order
-    info["exclude"] = _data_info(args.exclude or [])
+    info["exclude"] = data_info(args.exclude or [])
     info["excluded_overlap"] = sum(r.test_overlap for r in reports)
     info["combined"] = [r.to_dict() for r in reports]
     return kept, [e for ex in tests.values() for e in ex]
@@ -597,7 +498,7 @@ def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
     from absa.training.transfer_set import read_jsonl
 
     kept, dropped = drop_overlap(read_jsonl(args.transfer), excluded)
-    info["transfer"] = _data_info(args.transfer)
+    info["transfer"] = data_info(args.transfer)
     info["transfer_excluded"] = dropped
     log.info(
         "transfer set: %d unlabelled aspect(s) (%d dropped: their sentence is in --exclude)",
@@ -613,145 +514,6 @@ def _eval_cut_short(run_dir: Path, evals: Mapping[str, object]) -> None:
     say(
         f"absa train: the run in {run_dir} is written; --eval was cut short, and "
         f"`absa evaluate --model {shlex.quote(str(run_dir))} --data {files}` gives its report"
-    )
-
-
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from absa.cli.extract import cmd_evaluate_extract, is_extraction_model
-    from absa.training.evaluate import evaluate, model_identity
-    from absa.training.metrics import format_report
-
-    model = model_dir(args.model)
-    if is_extraction_model(model):
-        if args.skip_invalid:  # the sentence readers stop at the first bad record
-            raise CLIError("--skip-invalid is for sentiment models, not an extractor")
-        return cmd_evaluate_extract(args, model)
-    from absa.training.evaluate import model_categories, model_task
-
-    task = model_task(model)
-    read = _read(args.data, args.skip_invalid, task)
-    if task == "category":  # the model's categories: the readers know none
-        skipped_as = "records of a category the model has not"
-        _of_categories(read, model_categories(model), args.skip_invalid, skipped_as)
-    if not read.examples:  # every record skipped: a report of n = 0 would read as a result
-        raise CLIError(f"no valid examples in --data ({len(read.skipped)} invalid, skipped)")
-    examples = read.examples
-    from absa.training.provenance import code_version
-
-    rep = evaluate(model, examples, _files_of(examples, args.data))
-    rep["model"] = str(model)
-    rep["model_identity"] = model_identity(model)  # which model: the path serves another later
-    rep["data"] = list(args.data)
-    rep["files"] = _data_info(args.data)  # path and sha256 of each file measured
-    rep["skipped_invalid"] = len(read.skipped)
-    rep["code_version"] = code_version()
-    if args.json:
-        to_stdout(json.dumps(rep) + "\n")
-    else:
-        to_stdout(format_report(rep) + "\n")
-    return 0
-
-
-def _files_of(examples: Sequence[Any], data: Sequence[str]) -> list[str] | None:
-    """The --data file each example came from (its ``source`` is "FILE:where"), for a
-    score of each file beside the pooled one; None for one file, or where one is unknown."""
-    if len(data) < 2:
-        return None
-    longest_first = sorted(data, key=len, reverse=True)  # "d:1" is a prefix of "d:1:2"
-    files = []
-    for e in examples:
-        found = next((f for f in longest_first if e.source.startswith(f"{f}:")), None)
-        if found is None:
-            return None
-        files.append(found)
-    return files
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from absa.cli.extract import cmd_export_extract, is_extraction_model
-    from absa.training.exporting import export_run
-
-    if args.expand_top_k is not None and args.expand_vocab is None:
-        raise CLIError("--expand-top-k needs --expand-vocab")
-    if args.expand_top_k is not None and args.expand_top_k < 0:  # words[:-3]: all but 3
-        raise CLIError(f"--expand-top-k is a number of words, >= 0, not {args.expand_top_k}")
-    if is_extraction_model(Path(args.run)):
-        return cmd_export_extract(args)
-    if args.top_map and args.no_calibrate:  # the map is fitted after T: none without it
-        raise CLIError("--top-map needs the temperature that --no-calibrate leaves out: give one")
-    # before the export's work
-    check_new_out(Path(args.out), "export into a new directory", Path(args.run))
-    meta = export_run(
-        Path(args.run),
-        Path(args.out),
-        quantize=args.quantize,
-        name=args.name,
-        version=args.version,
-        calibrate=not args.no_calibrate,
-        top_map=args.top_map,
-        expand_vocab=args.expand_vocab,
-        expand_top_k=args.expand_top_k,
-        command=command_of(args),
-    )
-    par, cal = meta["parity"], meta["calibration"]
-    msg = (
-        f"artifact written to {args.out}: parity on {par['n']} dev items, max |diff| "
-        f"{par['max_abs_diff']:.1e}, dev accuracy {par['dev_accuracy_onnx'] * 100:.2f}; "
-        + (
-            f"temperature {cal['temperature']:.3f}, dev ECE ({cal['bins']} bins) "
-            f"{cal['dev']['ece_before'] * 100:.2f} -> {cal['dev']['ece_after'] * 100:.2f}"
-            if cal.get("fitted", True)
-            else f"not calibrated (--no-calibrate): dev ECE ({cal['bins']} bins) "
-            f"{cal['dev']['ece_before'] * 100:.2f}"
-        )
-        + (" (with the top-label map, out of fold)" if "top_map" in cal else "")
-    )
-    if "quantization" in meta:
-        q = meta["quantization"]
-        msg += (
-            f"; int8 dev accuracy {q['dev_accuracy_int8'] * 100:.2f} "
-            f"({q['accuracy_change'] * 100:+.2f}), {q['changed_predictions']} predictions changed"
-        )
-    to_stdout(msg + "\n")
-    return 0
-
-
-def cmd_retrain(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from absa.training.retrain import JobStopped, RetrainConfig, retrain, summary
-
-    check_config(args.config)
-    cfg = RetrainConfig.load(Path(args.config))
-    if args.skip_invalid:
-        cfg = replace(cfg, skip_invalid=True)
-    try:  # SIGTERM (a pod evicted): training stops after the batch, as absa train's does
-        with _checkpoint_on_sigterm() as asked:
-            report = retrain(cfg, version=args.version, progress=not args.quiet)
-    except KeyboardInterrupt:  # Ctrl-C, a second SIGTERM: stopped at once, not at a batch's end
-        say(_retrain_left(cfg.registry))
-        raise
-    except JobStopped as e:
-        by = asked[0] if asked else "asked"
-        to_stdout(
-            f"stopped after epoch {e.args[0]} ({by}): no version added; the checkpoint is kept "
-            f"in {cfg.registry}: the same command goes on from it\n"
-        )
-        return STOPPED
-    to_stdout(summary(report) + "\n")
-    return 0 if report["promoted"] else 3
-
-
-def _retrain_left(registry: Path) -> str:
-    """What an interrupted retraining job says it left (it printed nothing, exit 130)."""
-    from absa.model.registry import Registry
-    from absa.training.checkpoint import CHECKPOINT
-
-    kept = (Registry(registry).resumable_dir / "run" / CHECKPOINT).is_file()
-    return (
-        f"absa retrain: interrupted: {'its' if kept else 'no'} checkpoint is kept in "
-        f"{registry}; the same command goes on from what it left (a version it added is "
-        "promoted if it passed its gate and its champion still serves, and reported)"
     )
 
 
@@ -905,92 +667,7 @@ def register(sub: Any) -> None:
     )
     t.set_defaults(func=cmd_train)
 
-    e = sub.add_parser(
-        "evaluate",
-        help="accuracy, macro-F1, per-class scores, confusion matrix; for an extractor: "
-        "exact-span precision / recall / F1",
-    )
-    e.add_argument(
-        "--model", type=given, help=f"a run directory or an exported artifact ({MODEL_DEFAULT})"
-    )
-    e.add_argument(
-        "--data",
-        type=given,
-        action="extend",
-        nargs="+",
-        required=True,
-        help="labelled files, any format (required)",
-    )
-    e.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
-    e.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip bad records and report them (default: stop at the first)",
-    )
-    e.set_defaults(func=cmd_evaluate)
 
-    x = sub.add_parser(
-        "export",
-        help="export a run to an ONNX artifact directory, parity-checked (needs absa[train])",
-    )
-    x.add_argument("--run", type=given, required=True, help="a training run directory (required)")
-    x.add_argument(
-        "--out", type=given, required=True, help="the artifact directory to create (required)"
-    )
-    x.add_argument(
-        "--quantize",
-        choices=["int8", "int8-embeddings"],
-        help="int8: onnxruntime dynamic quantisation of every weight; int8-embeddings: the "
-        "word-vector table alone, weights only, so an item's answer does not depend on its "
-        "batch (default: none, fp32)",
-    )
-    x.add_argument("--name", type=given_name, help="model name (default: the preset's name)")
-    x.add_argument("--version", type=given_name, help="model version (default: a UTC timestamp)")
-    x.add_argument(
-        "--no-calibrate",
-        action="store_true",
-        help="export the network's own probabilities (default: fit a temperature on the "
-        "run's dev set and apply it in the graph)",
-    )
-    x.add_argument(
-        "--top-map",
-        action="store_true",
-        help="after the temperature, fit a top-label map on the dev set (isotonic, applied "
-        "by the runtime; no prediction changes): for a model whose surest answers a "
-        "temperature leaves under-confident. Needs at least 500 dev items (default: the "
-        "temperature alone)",
-    )
-    x.add_argument(
-        "--expand-vocab",
-        metavar="VECTORS",
-        help="a GloVe-format vectors file: its words the run lacks get rows in the tuned "
-        "table through a linear map fitted on the trained words, and so do words training "
-        "never saw (default: the run's vocabulary as it is)",
-    )
-    x.add_argument(
-        "--expand-top-k",
-        type=int,
-        metavar="N",
-        help="with --expand-vocab: only the file's first N words (GloVe files are in "
-        "frequency order; default: all)",
-    )
-    x.set_defaults(func=cmd_export)
-
-    r = sub.add_parser(
-        "retrain",
-        help="retrain, evaluate against the champion, promote if it passes (needs absa[train])",
-    )
-    r.add_argument("--config", required=True, help="a TOML retraining config (required)")
-    r.add_argument("--version", type=given_name, help="version name (default: a UTC timestamp)")
-    r.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip bad records and report them (default: the config's skip_invalid)",
-    )
-    r.add_argument(
-        "--quiet", action="store_true", help="no progress bar (default: a bar, on a terminal only)"
-    )
-    r.set_defaults(func=cmd_retrain)
-
+def register_presets(sub: Any) -> None:
     pr = sub.add_parser("presets", help="list the presets")
     pr.set_defaults(func=cmd_presets)

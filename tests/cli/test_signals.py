@@ -127,8 +127,8 @@ def test_absa_trains_second_sigterm_inside_exec_still_exits_143(tmp_path: Path) 
     stops at once, here inside ``exec``."""
     inside = "\n        ".join(
         [
-            "from absa.cli.train import _checkpoint_on_sigterm",
-            "with _checkpoint_on_sigterm():",
+            "from absa.cli.common import checkpoint_on_sigterm",
+            "with checkpoint_on_sigterm():",
             "    os.kill(os.getpid(), signal.SIGTERM)",
             f"    {KILL_IN_EXEC}",
         ]
