@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from absa.errors import ArtifactError, InputError
 from absa.model.categories import CATEGORY
@@ -82,6 +82,16 @@ class Classifier:
     def __repr__(self) -> str:
         return f"Classifier({self.predictor.model_id}, {self.predictor.runtime.model_dir})"
 
+    @overload
+    def __call__(
+        self, text: str, aspects: Aspects = None, *, categories: None = None, explain: bool = False
+    ) -> list[AspectPrediction]: ...
+
+    @overload
+    def __call__(
+        self, text: str, aspects: None = None, *, categories: Sequence[str], explain: bool = False
+    ) -> list[CategoryPrediction]: ...
+
     def __call__(
         self,
         text: str,
@@ -89,7 +99,7 @@ class Classifier:
         *,
         categories: Sequence[str] | None = None,
         explain: bool = False,
-    ) -> list[Any]:
+    ) -> list[AspectPrediction] | list[CategoryPrediction]:
         """One result per aspect occurrence: a term found twice gives two results, each with
         its own span; pin one with ``{"term", "start", "end"}``. Without aspects (None), the
         extractor given to ``load`` finds them; their results carry ``extracted`` (the
@@ -136,7 +146,7 @@ class Classifier:
         *,
         batch_size: int = 64,
         explain: bool = False,
-    ) -> list[list[Any]]:
+    ) -> list[list[AspectPrediction | CategoryPrediction]]:
         """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs (a
         category model: ``{"text", "categories"}`` or ``(text, categories)``; a mapping's
         own ``"explain"``, as an HTTP batch item's, over the call's ``explain``). Items are

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -508,3 +509,51 @@ def test_metadata_is_the_callers_copy() -> None:
     clf = absa.load()
     clf.metadata["name"] = "changed"
     assert clf.metadata["name"] != "changed" and "changed" not in repr(clf)
+
+
+USER_CODE = """
+import absa
+
+clf = absa.load()
+(r,) = clf("The food was great", aspects=["food"])
+label: str = r.label
+start: int = r.start
+wrong: int = r.label
+(c,) = clf("The food was great", categories=["food"])
+category: str = c.category
+c.term
+"""
+
+
+def test_a_users_type_checker_reads_the_answers_types(tmp_path: Path) -> None:
+    """absa shipped no py.typed, and a call's answers were ``list[Any]``: mypy passed
+    ``wrong: int = r.label`` without a word. The package as installed (absa/ with model,
+    training and service in it, as .ci/typecheck lays it out), a user's file checked."""
+    pytest.importorskip("mypy")
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "site" / "absa"
+    tree.mkdir(parents=True)
+    for entry in (root / "absa").iterdir():
+        if entry.name != "__pycache__":
+            (tree / entry.name).symlink_to(entry)
+    for part in ("model", "training", "service"):
+        (tree / part).symlink_to(root / part)
+    (tmp_path / "user.py").write_text(USER_CODE)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent"]
+        + ["--ignore-missing-imports", "--no-error-summary", "user.py"],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(tmp_path / "site")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    said = [line.split(": error: ")[1] for line in done.stdout.splitlines() if ": error: " in line]
+    assert sorted(said) == [
+        '"CategoryPrediction" has no attribute "term"  [attr-defined]',
+        'Incompatible types in assignment (expression has type "str", variable has type "int")'
+        "  [assignment]",
+    ], done.stdout + done.stderr
