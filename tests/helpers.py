@@ -403,3 +403,11 @@ def main_with_json_logs(argv: list[str], monkeypatch: Any, capsys: Any) -> tuple
         common.JSON_LINES[0] = False
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     return code, [json.loads(line) for line in lines]
+
+
+def sigint_as_ctrl_c() -> None:
+    """A child's ``preexec_fn``: SIGINT back to its default, so that Python in the child
+    turns it into KeyboardInterrupt as Ctrl-C does. A test run started in the background of
+    a shell (``pytest &``) inherits SIGINT ignored, and so did every child: the Ctrl-C tests'
+    jobs trained on, unstopped."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

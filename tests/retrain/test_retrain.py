@@ -24,7 +24,7 @@ from absa.model.registry import Registry, RegistryError
 from absa.model.runtime import DEFAULT_MODEL_DIR
 from absa.training.records import DataError
 from absa.training.retrain import RetrainConfig, retrain
-from tests.helpers import synthetic_examples, write_jsonl
+from tests.helpers import sigint_as_ctrl_c, synthetic_examples, write_jsonl
 from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ROOT, ConfigWriter, LockHolder
 
 
@@ -1001,6 +1001,7 @@ def _signalled_while_training(
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=sigint_as_ctrl_c,  # Ctrl-C as a terminal sends it, in any test run
     )
     try:
         deadline = time.monotonic() + 60

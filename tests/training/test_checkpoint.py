@@ -21,7 +21,14 @@ from absa.training.checkpoint import CHECKPOINT, CheckpointError
 from absa.training.presets import Preset
 from absa.training.rundir import WEIGHTS
 from absa.training.train import fit
-from tests.helpers import synthetic_examples, tiny_config, tiny_preset, until_file, write_jsonl
+from tests.helpers import (
+    sigint_as_ctrl_c,
+    synthetic_examples,
+    tiny_config,
+    tiny_preset,
+    until_file,
+    write_jsonl,
+)
 
 TRAIN, DEV = synthetic_examples(12, seed=0), synthetic_examples(4, seed=5)
 
@@ -496,7 +503,13 @@ def test_ctrl_c_says_the_run_goes_on_with_resume(small_glove: Path, tmp_path: Pa
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1000, batch_size=2, patience=1000)
     argv = [sys.executable, "-m", "absa.cli", "train", "--train", str(train), "--config"]
     argv += [str(cfg), "--out", str(tmp_path / "r"), "--quiet"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_ctrl_c,  # Ctrl-C as a terminal sends it, in any test run
+    )
     until_file(proc, tmp_path / "r" / CHECKPOINT, "epoch trained")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
