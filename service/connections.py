@@ -24,7 +24,7 @@ from typing import Any
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from absa.service.errors import error_body
-from absa.service.logs import parsed_by_own_protocol, said_once
+from absa.service.logs import Throttle, parsed_by_own_protocol, said_once
 from absa.service.metrics import PROTOCOL_ERRORS
 
 log = logging.getLogger("absa.service")
@@ -52,20 +52,12 @@ class _Throttled:
     """``log.warning`` at most once per ``LOG_EVERY_S`` for each kind of line."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._last: dict[str, float] = {}
-        self._unsaid: dict[str, int] = {}
+        self._throttle = Throttle(LOG_EVERY_S, clock)
 
     def warning(self, kind: str, msg: str, *args: object) -> None:
-        now = self._clock()
-        if now - self._last.get(kind, -LOG_EVERY_S) < LOG_EVERY_S:
-            self._unsaid[kind] = self._unsaid.get(kind, 0) + 1
-            return
-        self._last[kind] = now
-        unsaid = self._unsaid.pop(kind, 0)
-        if unsaid:
-            msg += f" (and {unsaid} more like it in the last {LOG_EVERY_S:g} s, not logged)"
-        log.warning(msg, *args)
+        more = self._throttle.passes(kind)
+        if more is not None:
+            log.warning(msg + more, *args)
 
 
 _THROTTLED = _Throttled()

@@ -67,28 +67,35 @@ def _span_context() -> Any:
 
 
 class Throttle(logging.Filter):
-    """A logger's lines at most once per ``every_s`` seconds for each level; the next one
-    let through says how many were left out (the OTLP exporter logs two lines per failed
-    export, a few a second while the collector is down)."""
+    """Lines at most once per ``every_s`` seconds for each kind; the next one let through
+    says how many were left out. As a filter on a logger, a kind is a level (the OTLP
+    exporter logs two lines per failed export, a few a second while the collector is down);
+    ``passes`` takes any kind (service/connections.py: the requests its parser refused)."""
 
     def __init__(self, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.every_s, self._clock = every_s, clock
-        self._last: dict[int, float] = {}
-        self._unsaid: dict[int, int] = {}
+        self._last: dict[object, float] = {}
+        self._unsaid: dict[object, int] = {}
+
+    def passes(self, kind: object) -> str | None:
+        """None where a line of ``kind`` went out less than ``every_s`` ago (this one is
+        counted), else what to add to it: how many were left out since ("" for none)."""
+        now = self._clock()
+        if now - self._last.get(kind, -self.every_s) < self.every_s:
+            self._unsaid[kind] = self._unsaid.get(kind, 0) + 1
+            return None
+        self._last[kind] = now
+        unsaid = self._unsaid.pop(kind, 0)
+        if not unsaid:
+            return ""
+        return f" (and {unsaid} more like it in the last {self.every_s:g} s, not logged)"
 
     def filter(self, record: logging.LogRecord) -> bool:
-        now = self._clock()
-        if now - self._last.get(record.levelno, -self.every_s) < self.every_s:
-            self._unsaid[record.levelno] = self._unsaid.get(record.levelno, 0) + 1
-            return False
-        self._last[record.levelno] = now
-        unsaid = self._unsaid.pop(record.levelno, 0)
-        if unsaid:
-            record.msg = f"{record.getMessage()} (and {unsaid} more like it in the last "
-            record.msg += f"{self.every_s:g} s, not logged)"
-            record.args = ()
-        return True
+        more = self.passes(record.levelno)
+        if more:
+            record.msg, record.args = record.getMessage() + more, ()
+        return more is not None
 
 
 #: what uvicorn logs of a request its parser refused, just before ``send_400_response``
