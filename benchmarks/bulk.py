@@ -37,7 +37,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.records import write_record  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "bulk"
+
 MACHINE = "project 2-core CPU (shared with other jobs unless the load average says otherwise)"
 
 #: config -> (engine, rows, workers)
@@ -264,7 +267,7 @@ def main() -> None:
     if args.child:  # one config in this fresh process: its result file, written whole
         out = OUT / f"{args.child}.json"
         tmp = out.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(child(args.child, args.work), indent=2) + "\n")
+        write_record(tmp, **child(args.child, args.work))
         tmp.replace(out)
         return
     for config in args.configs:

@@ -53,6 +53,7 @@ from absa.training.records import Example  # noqa: E402
 from absa.training.train_data import split_dev, split_dev_of_first  # noqa: E402
 from absa.training.union import combine_more  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("calibration")
 RESULTS = ROOT / "benchmarks" / "results" / "calibration"
@@ -319,7 +320,7 @@ def main() -> None:
         result = reusable(out, ident)
         if result is None:
             result = measure(args.artifact, name, ident)
-            out.write_text(json.dumps(result, indent=1) + "\n")
+            write_record(out, **result)
         results[name] = result
     record(args.artifact, results)
     print(table(results))

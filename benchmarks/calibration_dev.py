@@ -22,7 +22,6 @@ benchmarks/results/calibration/dev-oof__<name>-<version>.json, and a Markdown ta
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable
@@ -55,6 +54,7 @@ from absa.training.records import Example  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, recorded_files, spans  # noqa: E402
 from benchmarks.calibration_options import domain_of, source_weights, step_knots  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 FOLDS, SPLITS = 5, 20
 # a kind: (dev probabilities, features, gold) of the fitting folds -> a function that maps
@@ -226,7 +226,7 @@ def main() -> None:
     if args.tests:
         record["ece_tests"] = on_tests(args.artifact, meta, (p, x, y), pipe, laptop)
     out = RESULTS / f"dev-oof__{record['artifact']}.json"
-    out.write_text(json.dumps(record, indent=1) + "\n")
+    write_record(out, **record)
     print(
         f"| kind (dev {len(y)}, out of {FOLDS} folds x {SPLITS}) | all | "
         + " | ".join(sources)

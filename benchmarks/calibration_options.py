@@ -42,6 +42,7 @@ from absa.model.recalibrate import logits  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, spans  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 
 def fit_vector(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +165,7 @@ def main() -> None:
         out = RESULTS / f"options__{meta['name']}-{meta['version']}__{name}.json"
         if not out.is_file() or "ece_top_map_boot_sd" not in json.loads(out.read_text()):
             rep = options(args.artifact, name, dev_z, dev_y, dev_dom)
-            out.write_text(json.dumps(rep, indent=1) + "\n")
+            write_record(out, **rep)
         r = json.loads(out.read_text())
         print(
             f"| {name} | {r['n']} | {r['n_domain_dev']} | {r['ece_global_t'] * 100:.2f} | "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from absa.training.readers import read_examples  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 from benchmarks.dev_sources import by_source  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("class_offsets")
 GRID = np.round(np.arange(-0.6, 0.601, 0.05), 2)
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         for n, t in test.items():
             log.info("  %-8s %.2f / %.2f -> %.2f / %.2f", n, *t["without"], *t["with"])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_record(args.out / f"{args.name}.json", **result)
     return 0
 
 

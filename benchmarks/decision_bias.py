@@ -13,7 +13,6 @@ One result file, benchmarks/results/calibration/bias__<name>-<version>.json, and
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from absa.training.metrics import classification_report  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from benchmarks.calibration import RESULTS, rebuild_dev, spans, test_files  # noqa: E402
 from benchmarks.calibration_options import domain_of  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 TESTS = ("rest14", "lap14", "twitter", "mams")
 GRID = np.round(np.arange(-1.5, 1.5001, 0.05), 2)
@@ -89,7 +89,7 @@ def main() -> None:
         },
     }
     out = RESULTS / f"bias__{result['artifact']}.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write_record(out, **result)
     head = "| picked on | bias (neg, neu, pos) | " + " | ".join(sets) + " |"
     rows = [head, "|" + "---|" * (len(sets) + 2)]
     for k, r in result["picks"].items():

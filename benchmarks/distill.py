@@ -35,6 +35,7 @@ from absa.training.provenance import code_version  # noqa: E402
 from benchmarks import default_model  # noqa: E402
 from benchmarks.datasets import DATASETS, PROJECT_MACHINE, paths, train_more_args  # noqa: E402
 from benchmarks.fmt import mean_sd  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "distill"
 RUNS = ROOT / "runs" / "distill"
@@ -100,7 +101,7 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         "commands": cmds,
         "machine": args.machine,
     }
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write_record(out, **result)
     return out
 
 

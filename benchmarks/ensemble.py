@@ -18,7 +18,6 @@ its students' training.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +35,7 @@ from absa.training.provenance import code_version, file_info  # noqa: E402
 from absa.training.readers import read_many  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "ensemble"
@@ -99,7 +99,7 @@ def main() -> int:
     out["code_version"] = code_version()
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{args.name}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
+    write_record(path, **out)
     return 0
 
 

@@ -41,6 +41,7 @@ from absa.model.spans import span_scores  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.sentences import read_sentences  # noqa: E402
 from benchmarks.datasets import PROJECT_MACHINE, data_dir  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "extraction"
 log = logging.getLogger("benchmarks.extraction")
@@ -363,7 +364,7 @@ def main() -> int:
                 name, seed, args.config, args.threads, args.keep, args.tag, args.from_partial,
                 args.quantize, tuple(args.unlabelled),
             )  # fmt: skip
-            out.write_text(json.dumps(res, indent=1) + "\n")
+            write_record(out, **res)
             log.info("%s: %s", out.name, {t: round(r["f1"], 2) for t, r in res["test"].items()})
     return 0
 

@@ -29,6 +29,7 @@ from absa.training.provenance import code_version, file_info  # noqa: E402
 from absa.training.sentences import Sentence, read_sentences  # noqa: E402
 from benchmarks.datasets import data_dir  # noqa: E402
 from benchmarks.extraction import TESTS  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "extraction"
@@ -114,7 +115,7 @@ def main() -> int:
         "code_version": code_version(),
     }
     path = OUT / f"audit-{audit['artifact']}-{args.test}.json"
-    path.write_text(json.dumps(audit, indent=1, ensure_ascii=False) + "\n")
+    write_record(path, **audit)
     sys.stdout.write(f"{path}: {len(spans)} spurious spans, {len(audit['sample'])} sampled\n")
     return 0
 

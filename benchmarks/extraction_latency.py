@@ -15,7 +15,6 @@ calls, and ms per sentence when all are sent at once).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from absa.training.sentences import read_sentences  # noqa: E402
 from benchmarks.datasets import data_dir  # noqa: E402
 from benchmarks.extraction import TESTS, latency  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("extraction_latency")
 
@@ -66,7 +66,7 @@ def main() -> None:
             f" batched {row['batched_ms_per_sentence']:.3f} ms/sentence\n"
         )
     if args.json:
-        args.json.write_text(json.dumps({"load_average_1min": load, "rows": rows}, indent=1))
+        write_record(args.json, **{"load_average_1min": load, "rows": rows})
 
 
 if __name__ == "__main__":

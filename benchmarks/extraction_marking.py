@@ -15,7 +15,6 @@ Reads training files only. Writes benchmarks/results/extraction/marking.json.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections import Counter
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from absa.training.provenance import code_version, file_info  # noqa: E402
 from absa.training.sentences import Sentence, read_sentences  # noqa: E402
 from benchmarks.datasets import data_dir  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 FILES = {
     "rest14": "semeval14/xml/Restaurants_Train_v2.xml",
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['marked']} of {r['occurrences']} occurrences marked ({r['marked_pct']} %)\n"
             )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_record(args.out, **result)
     return 0
 
 

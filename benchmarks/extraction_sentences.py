@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from absa.model.extractor import Extractor  # noqa: E402
 from absa.model.sentence_split import sentence_spans  # noqa: E402
 from absa.training.sentences import GoldSpan, Sentence, read_sentences  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TESTS = {
@@ -81,7 +82,7 @@ def main() -> int:
         }
     out = ROOT / "benchmarks" / "results" / "extraction" / f"sentences__{result['artifact']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write_record(out, **result)
     print(json.dumps(result, indent=1))
     return 0
 

@@ -9,7 +9,6 @@ Writes benchmarks/results/extraction/threshold-<artifact version>.json and print
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from absa.training.provenance import code_version  # noqa: E402
 from absa.training.sentences import read_sentences  # noqa: E402
 from benchmarks.datasets import PROJECT_MACHINE, data_dir  # noqa: E402
 from benchmarks.extraction import TESTS  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -47,7 +47,7 @@ def main() -> int:
     out.update(code_version=code_version(), machine=PROJECT_MACHINE)
     name = ext.model_id.replace(":", "-")
     path = ROOT / "benchmarks" / "results" / "extraction" / f"threshold-{name}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
+    write_record(path, **out)
     return 0
 
 

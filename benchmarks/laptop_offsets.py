@@ -16,7 +16,6 @@ prediction). Writes benchmarks/results/calibration/laptop-offsets__<name>-<versi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from benchmarks.calibration_dev import laptop_score  # noqa: E402
 from benchmarks.calibration_options import domain_of  # noqa: E402
 from benchmarks.class_offsets import GRID, best_offset, mean_f1, scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         "code_version": code_version(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"laptop-offsets__{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    write_record(RESULTS / f"laptop-offsets__{name}.json", **record)
     print(f"offset c = {best.tolist()} (labels {labels}); dev source-mean macro-F1 "
           f"{dev_without:.2f} -> {best_f1:.2f}")  # fmt: skip
     print("| set | laptop score | without (acc / F1) | with |\n|---|---|---|---|")

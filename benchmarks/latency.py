@@ -26,6 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.records import write_record  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "latency"
 
 
@@ -313,7 +316,7 @@ def main() -> None:
     result["server_threads"] = args.server_threads
     result["workers"] = args.workers
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=1))
+    write_record(OUT / f"{args.name}.json", **result)
 
 
 if __name__ == "__main__":

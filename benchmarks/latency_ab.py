@@ -16,7 +16,6 @@ benchmarks/results/latency_ab/<name>.json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -30,6 +29,7 @@ from absa.model.extractor import Extractor  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.sentences import read_sentences  # noqa: E402
 from benchmarks.latency import _items  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "latency_ab"
 
@@ -132,7 +132,7 @@ def main() -> None:
         "command": " ".join(["python benchmarks/latency_ab.py", *sys.argv[1:]]),
     }
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=1))
+    write_record(OUT / f"{args.name}.json", **result)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.records
+from benchmarks.records import write_record  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "load"
 DEFAULT_MODEL = ROOT / "model" / "artifacts" / "default"
@@ -456,7 +459,7 @@ def main() -> int:
     }
     OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / f"{args.name}.json"
-    out.write_text(json.dumps(result, indent=1))
+    write_record(out, **result)
     print(summary(result, args.batch_items) + f"\nwritten to {out.relative_to(ROOT)}")
     failed = sum(
         r["statuses"]["other_5xx"] for r in [*steps, *hv.values(), b, over] if r is not None

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import threading
@@ -22,6 +21,9 @@ import time
 from pathlib import Path
 
 from absa.api import load
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.records
+from benchmarks.records import write_record  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "loop_lag"
 WORDS = [f"word{i}" for i in range(40)]
@@ -80,7 +82,7 @@ def main() -> None:
         "command": " ".join(["python benchmarks/loop_lag.py", *sys.argv[1:]]),
         "rows": rows,
     }
-    (OUT / f"{args.name}.json").write_text(json.dumps(out, indent=1))
+    write_record(OUT / f"{args.name}.json", **out)
 
 
 if __name__ == "__main__":

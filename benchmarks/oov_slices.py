@@ -11,7 +11,6 @@ The predictions are the served graph's argmax (its temperature and top-label map
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from benchmarks.calibration import spans  # noqa: E402
 from benchmarks.calibration_dev import aspect_words  # noqa: E402
 from benchmarks.class_offsets import scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 
 def aspect_has_oov(example: Example, vocab: set[str], tokenizer: int = TOKENIZER) -> bool:
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     record = {"artifact": name, "vocab": len(vocab), "tests": out, "code_version": code_version()}
     results = ROOT / "benchmarks" / "results" / "robustness"
     results.mkdir(parents=True, exist_ok=True)
-    (results / f"oov-slices__{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    write_record(results / f"oov-slices__{name}.json", **record)
     return 0
 
 

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model.artifact import read_metadata  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("served")
 
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "code_version": meta.get("code_version"),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_record(args.out / f"{args.name}.json", **result)
     lines = [
         f"{args.artifact} as served ({args.as_served}), against {args.against}",
         "| test set | candidate acc / F1 | shipped | target |",

@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.records import write_record  # noqa: E402
 from benchmarks.served import OUT, TARGETS, test_scores  # noqa: E402
 
 KINDS = ("accuracy", "macro-F1")
@@ -88,7 +89,7 @@ def main() -> int:
         raise SystemExit(f"no result files {args.glob} in {args.results}")
     result = odds(files)
     if args.json:
-        args.json.write_text(json.dumps({**result, "files": [f.name for f in files]}, indent=1))
+        write_record(args.json, **{**result, "files": [f.name for f in files]})
     sys.stdout.write(table(result) + "\n")
     return 0
 

@@ -19,7 +19,6 @@ than the label does not already say. Writes benchmarks/results/distill/agreement
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ from absa.training.overlap import normalise_text  # noqa: E402
 from absa.training.provenance import code_version, file_info, portable  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
 from benchmarks.dev_sources import sources  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 
 def agreement(probs: np.ndarray, gold: np.ndarray, labels: list[str]) -> dict:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         result["files"][portable(path)] = entry
     result["code_version"] = code_version()
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"agreement-{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_record(args.out / f"agreement-{args.name}.json", **result)
     return 0
 
 

@@ -16,7 +16,6 @@ artifact learnt from (its weights' sha256 against the artifact's ``train.teacher
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ from absa.training.readers import read_many  # noqa: E402
 from benchmarks.calibration import spans  # noqa: E402
 from benchmarks.class_offsets import scores  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 
 def gap(gold: np.ndarray, student: np.ndarray, teacher: np.ndarray, labels: Sequence[str]) -> dict:
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     results = ROOT / "benchmarks" / "results" / "distill"
     results.mkdir(parents=True, exist_ok=True)
-    (results / f"teacher-gap__{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    write_record(results / f"teacher-gap__{name}.json", **record)
     return 0
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import logging
 import sys
 import time
@@ -28,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from absa.model.aspects import find_all  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
 from benchmarks.datasets import test_files  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("term_lookup")
 Finder = Callable[[str, str], list[tuple[int, int]]]
@@ -114,7 +114,7 @@ def main() -> None:
         rows["baseline"] = str(args.baseline)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        write_record(args.json, rows=rows)
 
 
 if __name__ == "__main__":

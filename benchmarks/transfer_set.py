@@ -13,7 +13,6 @@ with them: ``absa train ... --config <teacher config> --transfer runs/transfer-s
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections import Counter
@@ -27,6 +26,7 @@ from absa.training.readers import read_examples  # noqa: E402
 from absa.training.transfer_set import candidates, write_jsonl  # noqa: E402
 from absa.training.union import combine  # noqa: E402
 from benchmarks.datasets import TRAIN_ONLY, test_files, union_files  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "transfer_set"
@@ -69,7 +69,7 @@ def main() -> None:
         "by_file": by_file,
         "command": " ".join(["python benchmarks/transfer_set.py", *sys.argv[1:]]),
     }
-    (OUT / args.counts).write_text(json.dumps(counts, indent=1) + "\n")
+    write_record(OUT / args.counts, **counts)
     for name, c in by_file.items():
         print(f"{name}: {c['candidates']} candidates in {c['sentences']} sentences; {c['top'][:5]}")
 

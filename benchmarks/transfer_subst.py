@@ -18,7 +18,6 @@ copies of the domains where the student lags its teacher most.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections import Counter
@@ -39,6 +38,7 @@ from absa.training.substitute import (  # noqa: E402
 )
 from absa.training.transfer_set import Candidate, read_jsonl, write_jsonl  # noqa: E402
 from benchmarks.datasets import DATASETS, paths, test_files  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "transfer_set"
@@ -97,7 +97,7 @@ def main() -> None:
         "out_sha256": sha256_file(args.out),
         "command": " ".join(["python benchmarks/transfer_subst.py", *sys.argv[1:]]),
     }
-    (OUT / f"{args.out.stem}.json").write_text(json.dumps(counts, indent=1) + "\n")
+    write_record(OUT / f"{args.out.stem}.json", **counts)
     logging.info("%d copies of %d aspects in %d sentences -> %s", len(made), len(keep),
                  counts["sentences_copied"], args.out)  # fmt: skip
 

@@ -29,6 +29,7 @@ from absa.training.readers import read_many  # noqa: E402
 from absa.training.rundir import read_dev_examples  # noqa: E402
 from benchmarks.datasets import DATASETS, paths  # noqa: E402
 from benchmarks.ensemble import cell, scores  # noqa: E402
+from benchmarks.records import write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "vocab_expansion"
@@ -115,7 +116,7 @@ def main() -> int:
         out = OUT / f"{args.name}__{run.name}.json"
         if out.exists():
             continue
-        out.write_text(json.dumps(run_one(run, args.vectors, args.top_k), indent=1) + "\n")
+        write_record(out, **run_one(run, args.vectors, args.top_k))
         print(f"wrote {out}")
     return 0
 
