@@ -44,8 +44,8 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint.pt"
 #: set when the process is asked to stop: the training loop writes a checkpoint after the
-#: batch in progress and the run stops, for ``--resume`` to go on (absa/cli/train.py sets
-#: it on SIGTERM)
+#: batch in progress and the run stops, for ``--resume`` to go on (absa train and absa
+#: retrain set it on SIGTERM: absa/cli/common.py ``checkpoint_on_sigterm``)
 STOP = threading.Event()
 # what may differ between the run that stopped and the one that resumes it
 FREE = ("threads", "device")
