@@ -146,7 +146,7 @@ class Classifier:
         *,
         batch_size: int = 64,
         explain: bool = False,
-    ) -> list[list[AspectPrediction | CategoryPrediction]]:
+    ) -> list[list[Any]]:  # AspectPrediction, or CategoryPrediction (a category model)
         """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs (a
         category model: ``{"text", "categories"}`` or ``(text, categories)``; a mapping's
         own ``"explain"``, as an HTTP batch item's, over the call's ``explain``). Items are

@@ -431,7 +431,10 @@ class Registry:
         """The ``.CURRENT.*`` temporaries of pointer writes killed by SIGKILL (any other end
         removes its own): no writer is at work on one while ``lock`` is held."""
         for tmp in self.root.glob(f".{POINTER}.*"):
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError as e:  # another user's, in a sticky folder: left, and the change made
+                log.warning("could not remove %s, left by a killed pointer write: %s", tmp, e)
 
     def check_new(self, version: str) -> Path:
         """Where ``version`` would go; RegistryError for a bad name, one that exists, or one

@@ -57,8 +57,9 @@ class RequestFields(logging.Filter):
 
 
 def _span_context() -> Any:
-    """The current span's context where a span is being recorded (ABSA_TRACING), else None;
-    OpenTelemetry is not imported for it (off, or not installed)."""
+    """The current span's context where there is one (ABSA_TRACING; a trace the sampler
+    left out has its IDs all the same, as OpenTelemetry's own log correlation gives them),
+    else None; OpenTelemetry is not imported for it (off, or not installed)."""
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
@@ -68,9 +69,11 @@ def _span_context() -> Any:
 
 class Throttle(logging.Filter):
     """Lines at most once per ``every_s`` seconds for each kind; the next one let through
-    says how many were left out. As a filter on a logger, a kind is a level (the OTLP
-    exporter logs two lines per failed export, a few a second while the collector is down);
-    ``passes`` takes any kind (service/connections.py: the requests its parser refused)."""
+    says how many were left out. As a filter on loggers, a kind is a logger's message (its
+    template, at its level: the OTLP exporter logs two lines per failed export, a few a
+    second while the collector is down, and the SDK's "Queue full, dropping span" is a line
+    of its own); ``passes`` takes any kind (service/connections.py: the requests its parser
+    refused)."""
 
     def __init__(self, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -92,7 +95,7 @@ class Throttle(logging.Filter):
         return f" (and {unsaid} more like it in the last {self.every_s:g} s, not logged)"
 
     def filter(self, record: logging.LogRecord) -> bool:
-        more = self.passes(record.levelno)
+        more = self.passes((record.name, record.levelno, record.msg))
         if more:
             record.msg, record.args = record.getMessage() + more, ()
         return more is not None

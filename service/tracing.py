@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from absa.service.logs import Throttle, without_query_values
@@ -60,6 +61,15 @@ SHUTDOWN_WAIT_S = 5.0
 _OFF = nullcontext()
 _EXPORT_THROTTLE = Throttle()
 NEEDS = "ABSA_TRACING needs the otel extra: pip install 'absa[otel]'"
+
+
+def _answered_status(error: Exception) -> int:
+    """The status the service answers ``error`` with (service/errors.py); 500 for any error
+    that is not the service's own kind."""
+    from absa.errors import AbsaError
+    from absa.service.errors import status_of
+
+    return status_of(error) if isinstance(error, AbsaError) else 500
 
 
 def check_installed() -> None:
@@ -150,10 +160,27 @@ class Tracing:
 
     def span(self, name: str, **attributes: Any) -> AbstractContextManager[Any]:
         """A child span of the request's around a ``with`` block (``as``: the span, or None
-        where tracing is off)."""
+        where tracing is off). An error out of the block is recorded on it, and marks it
+        failed where the service answers it 5xx: a client's 4xx (a text too long, an aspect
+        not in it) is no failure of the service's, as on the request's own span."""
         if self.tracer is None:
             return _OFF
-        return self.tracer.start_as_current_span(name, attributes=attributes)
+        return self._span(name, attributes)
+
+    @contextmanager
+    def _span(self, name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+        from opentelemetry.trace import Status, StatusCode
+
+        with self.tracer.start_as_current_span(
+            name, attributes=attributes, record_exception=False, set_status_on_exception=False
+        ) as span:
+            try:
+                yield span
+            except Exception as e:
+                span.record_exception(e)
+                if _answered_status(e) >= 500:
+                    span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+                raise
 
     def annotate(self, **attributes: Any) -> None:
         """Attributes on the request's span (the current one)."""

@@ -522,6 +522,8 @@ wrong: int = r.label
 (c,) = clf("The food was great", categories=["food"])
 category: str = c.category
 c.term
+for row in clf.batch([("The food was great", ["food"])]):
+    spans = [(p.term, p.start) for p in row]  # a term model's answers, as they are read
 """
 
 

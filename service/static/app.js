@@ -204,7 +204,8 @@ function truncated(text, weights) {
 // words not in the model's vocabulary, which the shading marks by an underline alone
 function strongest(text, weights) {
   const chars = Array.from(text);
-  const words = weights.filter((w) => /[\p{L}\p{N}]/u.test(cut(chars, w.start, w.end)));
+  // punctuation and spaces alone are no word; an emoji is one (the model weighs it as one)
+  const words = weights.filter((w) => /[^\p{P}\p{Z}\s]/u.test(cut(chars, w.start, w.end)));
   const top = [...words].sort((a, b) => b.weight - a.weight).slice(0, 3);
   const line = document.createElement("div");
   line.className = "top";

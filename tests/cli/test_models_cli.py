@@ -169,3 +169,17 @@ def test_a_killed_promotes_temporary_is_removed_by_the_next_change(
     assert reg.current() == "v1"
     assert not left.exists()
     assert not list(reg.root.glob(f".{POINTER}.*"))
+
+
+def test_a_temporary_that_cannot_be_removed_does_not_stop_a_promote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Review (diff): the clean-up before a pointer write raised where a ``.CURRENT.*``
+    could not be removed (another user's, in a sticky folder; here a folder), and the
+    promote failed for it."""
+    reg = make_registry(tmp_path, 2)
+    stuck = reg.root / f".{POINTER}.stuck"
+    stuck.mkdir()
+    assert main(["models", "promote", "v2", "--registry", str(reg.root)]) == 0
+    assert reg.current() == "v2"
+    assert stuck.is_dir() and "could not remove" in caplog.text

@@ -395,6 +395,14 @@ def test_the_strongest_words_said_are_words_and_unknown_ones_are_named(page) -> 
         "Most attention: though 32% · friendly 28% · rained 8%; "
         "not in the model's vocabulary: though, rained"
     ), said
+    # an emoji is a word to the model (its strongest, here), not punctuation
+    said = page.evaluate(
+        r"""() => strongest("food \u{1F60D} !", [
+            {start: 0, end: 4, weight: 0.3}, {start: 5, end: 6, weight: 0.6, oov: true},
+            {start: 7, end: 8, weight: 0.1}]).textContent"""
+    )
+    face = "\U0001f60d"
+    assert said == f"Most attention: {face} 60% · food 30%; not in the model's vocabulary: {face}"
     # as the page says it of an answer: the test's model knows few words
     page.fill("#text", "The staff was friendly, though the wait was long.")
     page.fill("#aspects", "staff")
