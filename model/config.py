@@ -85,7 +85,8 @@ class ModelConfig:
     # states over the aspect's own span, which sees its left and right context but not
     # the sentence's overall mood (what a multi-aspect sentence needs); "both": their mean
     summary: Summary = "last"
-    # classifier
+    # classifier; also the dropout on the self-attention layer's branch before the residual
+    # sum (self_attention_dropout is on its weights)
     dropout: float = 0.5
     labels: tuple[str, ...] = LABELS
 

@@ -38,12 +38,11 @@ from torch import nn
 
 from absa.model.config import ModelConfig
 
-NEG_INF = -1e9
-
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last axis, with masked-out positions given zero weight."""
-    return torch.softmax(scores.masked_fill(~mask, NEG_INF), dim=-1)
+    """Softmax over the last axis, with masked-out positions given zero weight (the dtype's
+    lowest value: a fixed -1e9 overflows float16, which mixed precision would run in)."""
+    return torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
 
 
 def sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
@@ -84,7 +83,9 @@ def relative_positions(aspect: torch.Tensor) -> torch.Tensor:
 
 def proximity(aspect: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """(B, T) weights 1 - d_t / n: d_t the distance of token t from the aspect span (0
-    inside it), n the item's length; 0 on padding."""
+    inside it), n the item's length; 0 on padding. An item with no aspect token, or of no
+    token at all, is not guarded here (its weights are meaningless, NaN for n = 0): the text
+    pipeline refuses both before a graph sees them (model/text.py)."""
     steps, first, last = _span_ends(aspect)
     dist = (first - steps).clamp(min=0) + (steps - last).clamp(min=0)
     n = mask.to(aspect.dtype).sum(1, keepdim=True)
@@ -174,8 +175,8 @@ class MaskedRNN(nn.Module):
             if name.startswith("weight_hh"):
                 for g in range(gates):  # orthogonal recurrent weights, one block per gate
                     nn.init.orthogonal_(p.data[g * h : (g + 1) * h])
-            elif name.startswith("weight_ih"):
-                nn.init.xavier_uniform_(p.data)
+            elif name.startswith("weight_ih"):  # over the stacked gates' matrix, not per
+                nn.init.xavier_uniform_(p.data)  # gate (a smaller bound: the runs' init)
             elif name.startswith("bias"):
                 nn.init.zeros_(p.data)
                 if self.cell == "lstm" and name.startswith("bias_ih"):

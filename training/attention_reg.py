@@ -63,7 +63,10 @@ def grouped_batches(
 
 def coverage_penalty(alpha: torch.Tensor, mask: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
     """Mean over the batch's sentences with two or more aspects of Σ_t (1 − Σ_i α_it)², over
-    their words; 0 when there is none. alpha, mask: (B, T); groups: (B,) ids."""
+    their words; 0 when there is none. alpha, mask: (B, T); groups: (B,) ids. With K aspects
+    over N > K words it is least when the summed attention is K/N on every word: it spreads
+    the aspects' attention over the sentence, flattening it as much as it parts them; it
+    grows with N against the cross-entropy (a sentence's sum, not its mean)."""
     groups = groups.to(alpha.device)
     _, inverse, counts = torch.unique(groups, return_inverse=True, return_counts=True)
     cover = torch.zeros(len(counts), alpha.size(1), dtype=alpha.dtype, device=alpha.device)

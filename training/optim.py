@@ -35,7 +35,8 @@ def adamw(groups: list[dict], weight_decay: float) -> torch.optim.AdamW:
     kernel (CPU, CUDA): the same steps within float rounding (2e-7 after 50 steps), and 10x
     faster on a 70,000-word table, where the loop was half of a word-vector student's
     training step (benchmarks/train_step.py, docs/distillation.md). With ``weight_decay`` 0
-    it is Adam."""
+    it is Adam. The decay is on every parameter of the groups, biases, LayerNorm and the
+    learned positional scales and gates too (none is exempted: the runs' recipe)."""
     params = [p for g in groups for p in g["params"]]
     fused = bool(params) and all(p.device.type in ("cpu", "cuda") for p in params)
     return torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused or None)

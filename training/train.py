@@ -539,6 +539,8 @@ def train_epoch(
             loss = loss + tcfg.distill_states * hint.loss(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        # the network's gradients (the hint's map, trained beside it, is not clipped: it is
+        # no part of the model, and its pull on the network is clipped here)
         torch.nn.utils.clip_grad_norm_(net.parameters(), tcfg.clip)
         opt.step()
         sched.step()

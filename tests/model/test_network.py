@@ -549,3 +549,18 @@ def test_aspect_origin_encodes_a_word_by_its_distance_to_the_aspect() -> None:
             steps, p_a = None, (am * torch.arange(6.0)).sum(1)
         out, _ = enc(h, mask, v_a, p_a, steps)
         assert torch.allclose(out[0, :4], out[1, 2:]) is same  # the same words, 2 later
+
+
+def test_the_masked_softmax_runs_in_half_precision() -> None:
+    """Review (ML): the mask's fixed -1e9 overflowed float16 ("value cannot be converted to
+    type c10::Half without overflow"): mixed precision could not run any of the networks."""
+    import torch
+
+    from absa.model.network import masked_softmax
+
+    scores = torch.tensor([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], dtype=torch.float16)
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    weights = masked_softmax(scores, mask)
+    assert weights.dtype == torch.float16
+    assert weights[0, 2] == 0 and weights[1, 1:].sum() == 0
+    assert torch.allclose(weights.float().sum(-1), torch.ones(2), atol=1e-3)
