@@ -500,7 +500,12 @@ def _print(args: argparse.Namespace, model_id: str, results: list[dict]) -> int:
         from absa.cli.heatmap import render, use_color
 
         sys.stderr.write(render(args.text, results, color=use_color(sys.stderr)) + "\n")
-    to_stdout(json.dumps({"model": model_id, "results": results}) + "\n")
+    # the text's own letters where stdout takes them ("café", as the answer files and the
+    # HTTP API write them); \u escapes where it cannot (PYTHONIOENCODING=ascii, a Latin-1
+    # terminal): the same JSON either way
+    plain = (sys.stdout.encoding or "").lower().replace("-", "").replace("_", "") == "utf8"
+    answer = {"model": model_id, "results": results}
+    to_stdout(json.dumps(answer, ensure_ascii=not plain) + "\n")
     return 0
 
 

@@ -104,3 +104,20 @@ def test_a_full_standard_output_is_named_as_such(unbuffered: bool) -> None:
     lines = done.stderr.strip().splitlines()
     assert lines == ["absa presets: error: cannot write standard output: the disk is full "
                      "(No space left on device)"], done.stderr  # fmt: skip
+
+
+def test_predict_prints_the_texts_own_letters_where_stdout_takes_them(tmp_path: Path) -> None:
+    """`absa predict --text` printed "caf\\u00e9" for "café" (and a Chinese aspect as
+    escapes alone), where its answer files and the HTTP API write the letters; still escaped
+    where stdout cannot write them, never an encoding error."""
+    import json
+
+    argv = [sys.executable, "-m", "absa.cli", "predict", "--text", "Le café était bon"]
+    argv += ["--aspect", "café"]
+    for encoding, shown in (("utf-8", '"term": "café"'), ("ascii", '"term": "caf\\u00e9"')):
+        env = {**os.environ, "PYTHONIOENCODING": encoding, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, timeout=120)
+        assert done.returncode == 0, done.stderr.decode()
+        out = done.stdout.decode(encoding)
+        assert shown in out, out
+        assert json.loads(out)["results"][0]["term"] == "café"
