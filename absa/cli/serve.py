@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import logging
 import math
@@ -503,7 +504,10 @@ def _print(args: argparse.Namespace, model_id: str, results: list[dict]) -> int:
     # the text's own letters where stdout takes them ("café", as the answer files and the
     # HTTP API write them); \u escapes where it cannot (PYTHONIOENCODING=ascii, a Latin-1
     # terminal): the same JSON either way
-    plain = (sys.stdout.encoding or "").lower().replace("-", "").replace("_", "") == "utf8"
+    try:  # codecs' own name of it: "UTF8", "utf_8", "u8" are all "utf-8"
+        plain = codecs.lookup(sys.stdout.encoding or "ascii").name == "utf-8"
+    except LookupError:
+        plain = False
     answer = {"model": model_id, "results": results}
     to_stdout(json.dumps(answer, ensure_ascii=not plain) + "\n")
     return 0
