@@ -37,7 +37,8 @@ EXCLUDED_URLS_VARIABLES = ("OTEL_PYTHON_FASTAPI_EXCLUDED_URLS", "OTEL_PYTHON_EXC
 #: request headers whose values never go out, whichever headers are captured
 SECRET_HEADERS = ["authorization", "x-api-key", "cookie", "proxy-authorization"]
 #: the loggers of the exporter and the batch processor: two lines per failed export, a few
-#: a second while the collector is down, are let through once a minute a level
+#: a second while the collector is down, are let through once a minute each (a line is a
+#: logger's message)
 EXPORT_LOGGERS = (
     "opentelemetry.exporter.otlp.common.http",  # "Transient error ...", "Failed to export ..."
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
