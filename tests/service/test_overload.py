@@ -261,14 +261,17 @@ def test_a_refusal_whose_client_hangs_up_in_the_pause_is_not_counted_as_one(
     body = json.dumps({"text": text, "aspects": words}).encode()
     # the batch's 7 aspects wait out the batching window in a queue of 8: 4 more do not fit
     # (refused once read, by the engine: a full queue is refused before the body, in ApiGate)
-    settings = make_settings(artifact, max_queue=8, max_wait_ms=600, shed_delay_s=2.0)
+    settings = make_settings(artifact, max_queue=8, max_wait_ms=1500, shed_delay_s=2.0)
     with serve(settings) as url:
         port = int(url.rsplit(":", 1)[1])
         first = threading.Thread(
             target=httpx.post, args=(f"{url}/v1/predict/batch",), kwargs={"json": queued}
         )
         first.start()
-        time.sleep(0.1)
+        deadline = time.perf_counter() + 30  # the batch waits in the queue (a fixed 0.1 s
+        while "absa_queue_depth 7.0" not in httpx.get(f"{url}/metrics").text:  # was flaky
+            assert first.is_alive() and time.perf_counter() < deadline, "the batch never queued"
+            time.sleep(0.01)
         sock = socket.create_connection(("127.0.0.1", port))
         head = (f"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
