@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,21 +130,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def http(
-    artifact: Path,
-    data: Path,
-    concurrencies: list[int],
-    seconds: int,
-    threads: int,
-    workers: int,
-    device: str = "cpu",
-) -> list[dict]:
+def wrk_script(data: Path) -> Path:
+    """A wrk Lua script sending one-aspect /v1/predict requests of 300 items of ``data``."""
     items = _items(data, 300)
     bodies = [
         json.dumps({"text": t, "aspects": [{"term": t[s:e], "start": s, "end": e}]})
         for t, s, e in items
     ]
     lua = WRK_LUA.replace("{BODIES}", "{" + ",".join(json.dumps(b) for b in bodies) + "}")
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(lua)
+    return Path(f.name)
+
+
+@contextmanager
+def serving(
+    artifact: Path, threads: int, workers: int, device: str = "cpu", **env: str
+) -> Iterator[tuple[int, subprocess.Popen]]:
+    """``absa serve`` on ``artifact`` on a free loopback port, ready: (port, process);
+    ``env``: more of its variables (ABSA_SHADOW_MODEL=...). Stopped on leaving."""
     port = _free_port()
     env = {
         **os.environ,
@@ -150,24 +156,15 @@ def http(
         "ABSA_LOG_LEVEL": "warning",
         "ABSA_WORKERS": str(workers),
         "ABSA_DEVICE": device,
+        **env,
     }
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "absa.cli",
-            "serve",
-            "--model",
-            str(artifact),
-            "--port",
-            str(port),
-        ],
+        [sys.executable, "-m", "absa.cli", "serve", "--model", str(artifact), "--port", str(port)],
         env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    results = []
     try:
         deadline = time.time() + 60
         while True:
@@ -178,40 +175,48 @@ def http(
                 if time.time() > deadline or server.poll() is not None:
                     raise RuntimeError("the server did not become ready") from None
                 time.sleep(0.3)
-        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-            f.write(lua)
-        for c in concurrencies:
-            out = subprocess.run(
-                [
-                    "wrk",
-                    "-t1",
-                    f"-c{c}",
-                    f"-d{seconds}s",
-                    "--latency",
-                    "-s",
-                    f.name,
-                    f"http://127.0.0.1:{port}",
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            line = next(ln for ln in out.splitlines() if ln.startswith("WRKJSON "))
-            r = json.loads(line[len("WRKJSON ") :])
-            results.append(
-                {
-                    "concurrency": c,
-                    "p50_ms": r["p50_us"] / 1000,
-                    "p99_ms": r["p99_us"] / 1000,
-                    "aspects_per_s": r["requests"] / (r["duration_us"] / 1e6),
-                    "non2xx": r["non2xx"],
-                    "socket_errors": r["errors"],
-                }
-            )
-            print(f"http c={c}: {results[-1]}", flush=True)
+        yield port, server
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def wrk_at(port: int, script: Path, c: int, seconds: int) -> dict:
+    """wrk at concurrency ``c`` for ``seconds`` against the server on ``port``."""
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{c}", f"-d{seconds}s", "--latency", "-s", str(script),
+         f"http://127.0.0.1:{port}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    line = next(ln for ln in out.splitlines() if ln.startswith("WRKJSON "))
+    r = json.loads(line[len("WRKJSON ") :])
+    return {
+        "concurrency": c,
+        "p50_ms": r["p50_us"] / 1000,
+        "p99_ms": r["p99_us"] / 1000,
+        "aspects_per_s": r["requests"] / (r["duration_us"] / 1e6),
+        "non2xx": r["non2xx"],
+        "socket_errors": r["errors"],
+    }
+
+
+def http(
+    artifact: Path,
+    data: Path,
+    concurrencies: list[int],
+    seconds: int,
+    threads: int,
+    workers: int,
+    device: str = "cpu",
+) -> list[dict]:
+    script = wrk_script(data)
+    results = []
+    with serving(artifact, threads, workers, device) as (port, _):
+        for c in concurrencies:
+            results.append(wrk_at(port, script, c, seconds))
+            print(f"http c={c}: {results[-1]}", flush=True)
     return results
 
 
