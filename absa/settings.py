@@ -297,6 +297,21 @@ class Settings(LogSettings, OfflineSettings):
         description="with sample_path: no more is kept once the file is this large (MiB), "
         "until it is rotated: a sample never fills the disk",
     )
+    shadow_model: MaybePath = Field(
+        None,
+        description="a challenger artifact scored beside the served model, off the request "
+        "path: a share of the term model's answers (shadow_rate) are answered by it too and "
+        "what the two said is counted (absa_shadow_* metrics), never served (default: none)",
+    )
+    shadow_rate: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="with shadow_model: the share of requests whose term answers it scores (a "
+        "batch is one request; 1: all, where the CPU has room for a second model's work); what "
+        "it cannot keep up with is dropped and counted",
+    )
     tracing: bool = Field(
         False,
         description="send OpenTelemetry traces of the API's requests by OTLP over HTTP, to "

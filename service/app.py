@@ -33,6 +33,7 @@ from absa.service.reloader import (
 )
 from absa.service.routes import admin, ops, predict
 from absa.service.sampling import AnswerSample, categories_path
+from absa.service.shadow import load_shadow
 from absa.service.startup import OneLineRefusal
 from absa.service.tracing import Tracing
 from absa.settings import Settings, warn_unknown_variables_once
@@ -130,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             category, category_model = settings.category_model, None
             if category is not None:
                 category_model = load_category_predictor(settings, category)
+            shadow = load_shadow(settings, metrics)
         except (AbsaError, OSError, ValueError) as e:  # what the operator mends: one line
             app.state.start_refused = str(e)
             raise
@@ -151,6 +153,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.category_model = category_model
             log.info("categories: serving %s", category)
         app.state.samples = _samples(settings, metrics)
+        if shadow is not None:
+            if shadow.digest == predictor.runtime.digest:
+                log.warning(
+                    "shadow: %s is the model served: nothing to compare until another serves",
+                    shadow.model_id,
+                )
+            shadow.start()
+            app.state.shadow = shadow
         app.state.tracing.start()
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
@@ -172,6 +182,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.stop()  # drains the queue: in-flight requests get their answers
             for sample in app.state.samples:
                 sample.close()  # after the last answers: their lines are written
+            if shadow is not None:  # what it holds is scored (a few seconds at most)
+                await asyncio.to_thread(shadow.close)
             await deadlines.stop()
             metrics.close()  # several workers: its live gauges leave /metrics
             # the spans still held are sent (a few seconds at most: the collector may be down)
@@ -192,6 +204,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
     app.state.start_refused = None  # why the worker could not start: said in one line
     app.state.samples = []  # ABSA_SAMPLE_PATH: the answer samples, set at start-up
+    app.state.shadow = None  # ABSA_SHADOW_MODEL: set at start-up
     app.state.tracing = Tracing(settings.tracing)  # off: does nothing
     app.include_router(predict.router)
     app.include_router(ops.router)

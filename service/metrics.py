@@ -48,6 +48,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # a top label's probability is over 1/3 (three labels): finer where answers are sure
 CONFIDENCE_BUCKETS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+# how far apart two models' probabilities of one aspect are (total variation, 0 to 1)
+SHIFT_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
 
 
 #: requests uvicorn's HTTP parser refused, before any app saw them (service/connections.py,
@@ -204,6 +206,38 @@ class Metrics:
             "full): dropped lines are answers the retraining job will not see; repeated: an "
             "unsure answer about a text and aspect the worker kept lately, not kept again",
             ["kind", "result"],
+            registry=r,
+        )
+        # ABSA_SHADOW_MODEL (service/shadow.py): a challenger answering beside the served model
+        self.shadow_aspects = Counter(
+            "absa_shadow_aspects",
+            "aspect terms the shadow model (ABSA_SHADOW_MODEL, named by model) answered beside "
+            "the served one, by the served label and the shadow's: where they differ is what "
+            "promoting it would change",
+            ["served", "shadow", "model"],
+            registry=r,
+        )
+        self.shadow_texts = Counter(
+            "absa_shadow_texts",
+            "texts offered to the shadow model, by what came of them: compared; dropped (its "
+            "queue was full: it fell behind the traffic); refused (it could not read the text: "
+            "its limits, its vocabulary); failed (an error, logged); same (answered by the "
+            "shadow's own model, promoted since: nothing to compare)",
+            ["outcome"],
+            registry=r,
+        )
+        self.shadow_seconds = Histogram(
+            "absa_shadow_seconds",
+            "time of one shadow batch: its texts encoded, its onnxruntime call, the answers "
+            "compared (in a thread of its own, off the request path)",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.shadow_shift = Histogram(
+            "absa_shadow_shift",
+            "how far the shadow's probabilities of an aspect are from the served ones: total "
+            "variation, half the sum of the labels' differences (0 the same, 1 disjoint)",
+            buckets=SHIFT_BUCKETS,
             registry=r,
         )
         self.worker_starts = Counter(

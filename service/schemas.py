@@ -362,6 +362,12 @@ class Status(BaseModel):
     status: Literal["ok", "ready"] = Field(description="ok (/healthz) or ready (/readyz)")
 
 
+class ShadowInfo(BaseModel):
+    model: str = Field(description="its name:version, as absa_shadow_aspects names it")
+    digest: str = Field(description="sha256 of its metadata, as the served model's digest")
+    rate: float = Field(description="the share of requests whose term answers it scores")
+
+
 class ModelInfo(BaseModel):
     name: str
     version: str
@@ -395,3 +401,6 @@ class ModelInfo(BaseModel):
         None, description="name:version of the aspect extractor; null: requests must name aspects"
     )
     limits: Limits | None = Field(None, description="what the server refuses beyond")
+    shadow: ShadowInfo | None = Field(
+        None, description="a challenger scored beside the served model (ABSA_SHADOW_MODEL)"
+    )

@@ -222,7 +222,7 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             )
             with reg.lock():
                 report["promoted"] = register(
-                    reg, artifact_dir, version, champion, report, gated_against
+                    reg, artifact_dir, version, champion, report, gated_against, cfg.promote
                 )
                 try:  # the version is in (and maybe served): a failed clean-up is not the job's
                     report["pruned"] = reg.prune(cfg.keep)
@@ -407,7 +407,9 @@ def repair(reg: Registry) -> list[dict]:
             or reg.ever_served(version)
         )
         action = "reported"
-        if not promoted and gate.get("passed") and meta.get("parent") == ptr.get("version"):
+        held = meta.get("held") is True  # promote = false: a challenger, never promoted here
+        parent = meta.get("parent") == ptr.get("version")
+        if not promoted and gate.get("passed") and parent and not held:
             why = "finished by the next run: " + "; ".join(gate["reasons"])
             try:
                 reg.promote(version, reason=why)
@@ -432,6 +434,7 @@ def repair(reg: Registry) -> list[dict]:
             "parity": meta.get("parity"),
             "gate": gate,
             "promoted": promoted,
+            **({"held": True} if held else {}),
         }
         write_report(reg, report)
         log.warning("repaired %s left by a killed job: %s", version, action)
@@ -614,10 +617,12 @@ def register(
     champion: str | None,
     report: dict,
     gated_against: dict,
+    promote: bool = True,
 ) -> bool:
     """Record lineage, evaluation and gate (and the model it compared with, ``model_identity``)
     in the artifact, add it to the registry as ``version``, and promote it if it passed the
-    gate; whether it was promoted."""
+    gate; whether it was promoted. ``promote`` False (the config's): one that passed is held,
+    its report says so (``held``), and the metadata too: a killed job's repair leaves it."""
     amend_metadata(
         artifact_dir,
         parent=champion,
@@ -625,9 +630,19 @@ def register(
         registry_report=f"reports/{version}.json",
         eval=report["challenger_metrics"],
         gate=report["gate"],
+        **({} if promote else {"held": True}),
     )
     reg.add(artifact_dir, version)
     if not report["gate"]["passed"]:
+        return False
+    if not promote:
+        report["held"] = True
+        report["not_promoted"] = (
+            f"promote = false in the config: it waits as a challenger; score it beside the "
+            f"champion on live traffic (ABSA_SHADOW_MODEL={reg.path(version)}), then "
+            f"`absa models promote {version}` if it should serve"
+        )
+        log.info("%s: passed its gate, held: %s", version, report["not_promoted"])
         return False
     try:
         now = reg.current()
@@ -677,7 +692,7 @@ def baseline_word(report: dict) -> str:
 def summary(report: dict) -> str:
     lines = [
         f"retrain {report['version']}: "
-        + ("PROMOTED" if report["promoted"] else "NOT promoted")
+        + ("PROMOTED" if report["promoted"] else "HELD" if report.get("held") else "NOT promoted")
         + f" (champion before: {report.get('champion')})"
     ]
     # without a champion the gate compared with the served model (or the config's baseline)

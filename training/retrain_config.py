@@ -44,6 +44,9 @@ class RetrainConfig:
     keep: int = 5
     skip_invalid: bool = False
     drift_threshold: float = 0.1  # total variation distance of label shares that warns
+    # false: a version that passes its gate is added and held, not promoted: a challenger to
+    # score beside the champion on live traffic first (ABSA_SHADOW_MODEL), promoted by hand
+    promote: bool = True
     gate: Gate = field(default_factory=Gate)
     # what the gate compares with while the registry has no champion: the model the service
     # serves meanwhile (None: ABSA_MODEL_DIR, else the shipped model)

@@ -33,7 +33,8 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         )
         return STOPPED
     to_stdout(summary(report) + "\n")
-    return 0 if report["promoted"] else 3
+    # held (promote = false): the gate passed and the job did what its config asks
+    return 0 if report["promoted"] or report.get("held") else 3
 
 
 def _retrain_left(registry: Path) -> str:

@@ -43,6 +43,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "registry": args.registry,
         "category_model": args.category_model,
         "extractor": args.extractor,
+        "shadow_model": args.shadow_model,
+        "shadow_rate": args.shadow_rate,
         "host": args.host,
         "port": args.port,
         "workers": args.workers,
@@ -188,6 +190,8 @@ def _check_startable(settings: Any) -> None:
         servable(
             settings.extractor_path(), kind=EXTRACTOR_KIND, named="ABSA_EXTRACTOR / --extractor"
         )
+    if settings.shadow_model is not None:
+        servable(settings.shadow_model, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
     # set already, they are the workers' own (absa serve makes them only where unset): a
     # missing one was a traceback in every worker (the metrics), or a failed /admin/reload
     for name, shared in (
@@ -590,6 +594,17 @@ def register(sub: Any) -> None:
             "none: such requests are refused",
         ),
     )
+    s.add_argument(
+        "--shadow-model",
+        type=given,
+        help=setting_help(
+            "shadow_model",
+            "a challenger artifact scored beside the model on live traffic (never served; "
+            "absa_shadow_* metrics)",
+            "none",
+        ),
+    )
+    s.add_argument("--shadow-rate", type=float, help=setting_help("shadow_rate"))
     s.add_argument("--host", help=setting_help("host", "address to listen on"))
     s.add_argument("--port", type=int, help=setting_help("port", "port to listen on"))
     s.add_argument("--workers", type=int, help=setting_help("workers"))

@@ -14,7 +14,7 @@ from absa.model.aspects import MAX_TERM_CHARS
 from absa.model.card import served_dev
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_response
-from absa.service.schemas import ErrorResponse, Limits, ModelInfo, Status
+from absa.service.schemas import ErrorResponse, Limits, ModelInfo, ShadowInfo, Status
 
 router = APIRouter(tags=["operations"])
 
@@ -102,13 +102,14 @@ async def readyz(request: Request) -> JSONResponse:
     },
 )
 async def model_info(
-    engine: EngineDep, category: CategoryModelDep, settings: SettingsDep
+    request: Request, engine: EngineDep, category: CategoryModelDep, settings: SettingsDep
 ) -> ModelInfo:
     """The model being served: name, version, labels, metrics, calibration, creation time,
     the limits the server enforces (and the category model's name:version and categories,
     where one is served)."""
     rt = engine.model.runtime
     meta = rt.metadata
+    shadow = request.app.state.shadow
     return ModelInfo(
         name=str(meta.get("name")),
         version=str(meta.get("version")),
@@ -131,6 +132,9 @@ async def model_info(
             max_body_bytes=settings.max_body_bytes,
             max_request_aspects=engine.request_limit,
         ),
+        shadow=None
+        if shadow is None
+        else ShadowInfo(model=shadow.model_id, digest=shadow.digest, rate=shadow.rate),
     )
 
 

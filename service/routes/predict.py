@@ -132,11 +132,17 @@ def _preprocess(model: Any, req: PredictRequest, metrics: Metrics, where: str = 
         metrics.extractions.labels(outcome).inc()
 
 
-def _sample(request: Request, answered: list[tuple[str, str, list[dict]]]) -> None:
+def _sample(
+    request: Request, answered: list[tuple[str, str, list[dict]]], terms: RuntimeModel
+) -> None:
     """A request's answers, (text, model, results) a text, offered to the answer samples
-    (ABSA_SAMPLE_PATH), each keeping its kind's."""
+    (ABSA_SAMPLE_PATH), each keeping its kind's, and to the shadow model (ABSA_SHADOW_MODEL),
+    with the digest of ``terms``, the term model that answered."""
     for sample in request.app.state.samples:
         sample.offer(answered, getattr(request.state, "request_id", "-"))
+    shadow = request.app.state.shadow
+    if shadow is not None:
+        shadow.offer(answered, terms.runtime.digest)
 
 
 def _count(results: list[dict], model_id: str, metrics: Metrics) -> None:
@@ -377,7 +383,7 @@ async def predict(
     _count(results, predictor.model_id, metrics)
     if req.categories is None:  # the term model's words
         _count_words(outputs, metrics)
-    _sample(request, [(req.text, predictor.model_id, results)])
+    _sample(request, [(req.text, predictor.model_id, results)], predictor)
     return JSONBytes(body)
 
 
@@ -460,5 +466,5 @@ async def predict_batch(
     body = await engine.offload(answer) if heavy else answer()
     for _, model_id, results in answered:
         _count(results, model_id, metrics)
-    _sample(request, answered)
+    _sample(request, answered, terms)
     return JSONBytes(body)

@@ -234,3 +234,23 @@ def test_a_foreign_db_file_in_the_multiprocess_directory_is_refused(
     assert (tmp_path / "cache.db").exists()  # the operator's file is left alone
     (tmp_path / "cache.db").unlink()
     assert "cannot listen on" in _serve(capsys, artifact, busy_port)
+
+
+def test_a_shadow_model_that_cannot_be_one_is_refused_in_one_line(
+    artifact: Path, category_artifact: Path, busy_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ABSA_SHADOW_MODEL / --shadow-model is checked as the model is: a path that is none,
+    or a category model, is one line before uvicorn; a share over 1 is refused too."""
+    err = _serve(capsys, artifact, busy_port, "--shadow-model", "nope")
+    assert (
+        err
+        == "absa serve: error: ABSA_SHADOW_MODEL / --shadow-model: nope: no such model directory\n"
+    )
+    err = _serve(capsys, artifact, busy_port, "--shadow-model", str(category_artifact))
+    assert "ABSA_SHADOW_MODEL / --shadow-model" in err and "aspect-category model" in err, err
+    err = _serve(capsys, artifact, busy_port, "--shadow-model", str(artifact), "--shadow-rate", "2")
+    assert err == (
+        "absa serve: error: --shadow-rate: input should be less than or equal to 1, not 2.0\n"
+    )
+    err = _serve(capsys, artifact, busy_port, "--shadow-model", str(artifact))
+    assert "cannot listen on" in err, err  # a term model: taken, as far as the port

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.deploy.test_alerts import NAME, exported
 from tests.service.conftest import make_settings
+from tests.service.test_shadow import wait_for
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "absa.json"
 TEXT = "the wine list was great but the food was awful"
@@ -53,12 +54,13 @@ def test_panels_read_what_the_service_exports_and_show_all_of_it() -> None:
 @pytest.fixture(scope="module")
 def scraped(
     artifact: Path,
+    artifact_v2: Path,
     extractor_artifact: Path,
     category_artifact: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     """/metrics of the real app after it answered named and extracted aspects, categories, a
-    batch with a bad item, and an explain request."""
+    batch with a bad item, and an explain request, with a shadow model beside it."""
     from absa.service.app import create_app
     from tests.helpers import category_examples
 
@@ -68,6 +70,8 @@ def scraped(
         category_model=category_artifact,
         max_items=8,
         sample_path=tmp_path_factory.mktemp("sample") / "answers.jsonl",
+        shadow_model=artifact_v2,
+        shadow_rate=1.0,
     )
     asked = category_examples()[0]
     with TestClient(create_app(settings)) as client:
@@ -81,7 +85,7 @@ def scraped(
             assert r.status_code == 200, r.text
         items = [{"text": TEXT, "aspects": ["food"]}, {"text": TEXT, "aspects": ["burger"]}]
         assert client.post("/v1/predict/batch", json={"items": items}).status_code == 200
-        yield client.get("/metrics").text
+        yield wait_for(client, "compared", 4)  # the shadow scored the named aspects, at least
 
 
 def series(metrics: str, deployment: dict[str, str], version: str) -> list[dict[str, str]]:

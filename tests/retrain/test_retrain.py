@@ -735,6 +735,58 @@ def test_a_version_promoted_by_hand_during_the_job_is_not_overridden(registry: P
     assert reg.current() == "v3"
 
 
+def test_a_job_told_not_to_promote_holds_a_version_that_passes(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``promote = false``: the version that passes its gate is added and held, a
+    challenger to score beside the champion (ABSA_SHADOW_MODEL) before it is promoted by
+    hand; the job did what it was asked (exit 0), and its report and text say what next."""
+    reg = Registry(registry)
+    cfg = make_config(tmp_path / "r.toml", registry, promote=False)
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    report, text = read_report(registry, "v2")
+    assert report["gate"]["passed"] and report["held"] and not report["promoted"]
+    assert reg.current() == FIRST_VERSION and reg.versions() == [FIRST_VERSION, "v2"]
+    assert reg.metadata("v2")["held"] is True
+    assert text.startswith("retrain v2: HELD") and out.startswith("retrain v2: HELD")
+    assert f"ABSA_SHADOW_MODEL={reg.path('v2')}" in text
+    assert "`absa models promote v2`" in text
+    assert main(["models", "--registry", str(registry), "list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[-1].startswith("  v2") and listed[-1].endswith(
+        "held: a challenger its job did not promote (promote = false)"
+    )
+    assert "held" not in listed[0]
+    assert main(["models", "--registry", str(registry), "promote", "v2"]) == 0
+    assert reg.current() == "v2"
+    assert main(["models", "--registry", str(registry), "list"]) == 0
+    assert "held" not in capsys.readouterr().out  # it serves now
+
+
+def test_a_killed_jobs_held_version_is_reported_and_left_held(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """The next job finishes a killed job's version (its report), promoting one that passed
+    its gate: not one its config held."""
+    from absa.training.retrain import register, repair
+
+    reg = Registry(registry)
+    staging = registry.parent / "staging"
+    shutil.copytree(reg.path(FIRST_VERSION), staging)
+    report = {
+        "challenger_metrics": {"synthetic": {"accuracy": 1.0, "macro_f1": 1.0, "n": 24}},
+        "gate": {"passed": True, "reasons": ["passes: within tolerance of champion"]},
+    }
+    assert not register(reg, staging, "v2", FIRST_VERSION, report, {}, promote=False)
+    with reg.lock():  # killed before its report: the next job's repair
+        done = repair(reg)
+    assert done == [{"version": "v2", "action": "reported"}]
+    assert reg.current() == FIRST_VERSION
+    recovered, _ = read_report(registry, "v2")
+    assert recovered["held"] is True and recovered["promoted"] is False
+
+
 def test_a_job_not_promoted_for_a_changed_champion_says_why_in_its_text(
     registry: Path,
     make_config: ConfigWriter,
