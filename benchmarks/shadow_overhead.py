@@ -7,8 +7,8 @@ medians over rounds. With the
 shadow, /metrics says how many texts it compared and how many it dropped (it fell behind),
 and the workers' RSS is read from /proc.
 
-    python benchmarks/shadow_overhead.py --workers 2 --rounds 2 \\
-        --data ../shared/data/semeval14/Restaurants_Test_Gold.xml.seg
+    python benchmarks/shadow_overhead.py --workers 2 --rounds 4 --rate 0.1 \\
+        --name shadow-overhead-rate0.1 --data ../shared/data/semeval14/Restaurants_Test_Gold.xml.seg
 
 Writes benchmarks/results/latency/<--name, default shadow-overhead>.json.
 """
@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True, help="texts to send (any reader format)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime threads a worker")
-    ap.add_argument("--rate", type=float, default=1.0, help="ABSA_SHADOW_RATE")
+    ap.add_argument("--rate", type=float, default=0.1, help="ABSA_SHADOW_RATE (its default)")
     ap.add_argument("--seconds", type=int, default=10, help="each concurrency")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
     ap.add_argument("--rounds", type=int, default=2)
