@@ -36,10 +36,10 @@ log = logging.getLogger(__name__)
 MAX_QUEUED = 1024
 #: texts scored in one onnxruntime call, at most
 MAX_TEXTS = 64
-#: how long the thread gathers texts once one is queued: one wake-up for all the texts of
-#: that time, not one a text. Each wake-up takes the GIL from the worker's event loop, and a
-#: thread of a lower priority holding it can be kept waiting by the scheduler (the loop with
-#: it): at ABSA_SHADOW_RATE 0.1, one wake-up a text cost 9-19 % of the served throughput
+#: how long the thread gathers texts once one is queued: one wake-up (a turn at the GIL the
+#: event loop waits out) for all the texts of that time, and fuller onnxruntime batches.
+#: Measured at ABSA_SHADOW_RATE 0.1 the served throughput is the same either way, within
+#: this machine's noise (docs/benchmarks.md, "What a shadow model costs")
 GATHER_S = 0.1
 #: how much lower the shadow thread's scheduling priority is than the worker's (nice)
 NICE = 10
