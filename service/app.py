@@ -131,11 +131,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             category, category_model = settings.category_model, None
             if category is not None:
                 category_model = load_category_predictor(settings, category)
-            shadow = load_shadow(settings, metrics)
         except (AbsaError, OSError, ValueError) as e:  # what the operator mends: one line
             app.state.start_refused = str(e)
             raise
         note_serving(settings, model_dir)
+        try:  # a challenger only: one that is gone (pruned, say) never stops the service
+            shadow = load_shadow(settings, metrics)
+        except (AbsaError, OSError, ValueError) as e:
+            shadow = None
+            log.error(
+                "shadow: serving without one: %s cannot be loaded: %s", settings.shadow_model, e
+            )
         engine = BatchEngine(
             predictor,
             metrics,

@@ -217,6 +217,13 @@ class Metrics:
             ["served", "shadow", "model"],
             registry=r,
         )
+        self.shadow_agreed = Counter(
+            "absa_shadow_agreed",
+            "aspect terms the shadow model answered with the served label: over "
+            "absa_shadow_aspects_total, the share it agrees on",
+            ["model"],
+            registry=r,
+        )
         self.shadow_texts = Counter(
             "absa_shadow_texts",
             "texts offered to the shadow model, by what came of them: compared; dropped (its "

@@ -99,6 +99,10 @@ class Shadow:
         self._said_behind = False  # dropping was said; again once the queue has emptied
         for outcome in OUTCOMES:  # each series from 0: its first increase is one
             metrics.shadow_texts.labels(outcome)
+        metrics.shadow_agreed.labels(self.model_id)
+        for served in predictor.runtime.labels:  # the pairs of its labels (a served model
+            for theirs in predictor.runtime.labels:  # of other labels adds its own later)
+                metrics.shadow_aspects.labels(served, theirs, self.model_id)
 
     @property
     def model_id(self) -> str:
@@ -145,15 +149,22 @@ class Shadow:
                     )
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> None:
-        """Score what is queued (up to ``timeout`` seconds), then stop the thread."""
+        """Score what is queued, then stop the thread: ``timeout`` seconds in all, after
+        which what is left is said and left (the thread is a daemon)."""
         if self._thread is None:
             return
+        deadline = time.monotonic() + timeout
         try:
             self._queue.put(None, timeout=timeout)
         except queue.Full:
-            log.warning("shadow: stopped with %d texts unscored", self._queue.qsize())
-            return
-        self._thread.join(timeout)
+            pass
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():
+            log.warning(
+                "shadow: stopped with %d texts unscored (%.0f s to score what was queued)",
+                self._queue.qsize(),
+                timeout,
+            )
 
     def _run(self) -> None:
         _lower_priority(self._nice)
@@ -210,6 +221,8 @@ class Shadow:
             return
         for label, theirs, moved in pairs:
             m.shadow_aspects.labels(label, theirs, self.model_id).inc()
+            if label == theirs:
+                m.shadow_agreed.labels(self.model_id).inc()
             m.shadow_shift.observe(moved)
         m.shadow_texts.labels("compared").inc(len(served))
         m.shadow_seconds.observe(time.perf_counter() - start)

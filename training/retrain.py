@@ -407,7 +407,8 @@ def repair(reg: Registry) -> list[dict]:
             or reg.ever_served(version)
         )
         action = "reported"
-        held = meta.get("held") is True  # promote = false: a challenger, never promoted here
+        # promote = false and its gate passed: a challenger, never promoted here
+        held = meta.get("held") is True and gate.get("passed") is True
         parent = meta.get("parent") == ptr.get("version")
         if not promoted and gate.get("passed") and parent and not held:
             why = "finished by the next run: " + "; ".join(gate["reasons"])
@@ -630,7 +631,7 @@ def register(
         registry_report=f"reports/{version}.json",
         eval=report["challenger_metrics"],
         gate=report["gate"],
-        **({} if promote else {"held": True}),
+        **({} if promote or not report["gate"]["passed"] else {"held": True}),
     )
     reg.add(artifact_dir, version)
     if not report["gate"]["passed"]:

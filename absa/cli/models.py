@@ -83,7 +83,8 @@ def cmd_models(args: argparse.Namespace) -> int:
                 continue
             created = str(m.get("created") or "")
             line = f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}"
-            if m.get("held") is True and v != current and not reg.ever_served(v):
+            held = m.get("held") is True and (m.get("gate") or {}).get("passed") is True
+            if held and v != current and not reg.ever_served(v):
                 line += "  held: a challenger its job did not promote (promote = false)"
             try:  # what promote checks: a file missing or changed, a graph that cannot run
                 reg.check_servable(v)

@@ -190,8 +190,11 @@ def _check_startable(settings: Any) -> None:
         servable(
             settings.extractor_path(), kind=EXTRACTOR_KIND, named="ABSA_EXTRACTOR / --extractor"
         )
-    if settings.shadow_model is not None:
-        servable(settings.shadow_model, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
+    if settings.shadow_model is not None:  # a challenger only: its workers serve without it
+        try:
+            servable(settings.shadow_model, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
+        except CLIError as e:
+            say(f"absa serve: warning: {e}; the service starts without a shadow", logging.WARNING)
     # set already, they are the workers' own (absa serve makes them only where unset): a
     # missing one was a traceback in every worker (the metrics), or a failed /admin/reload
     for name, shared in (

@@ -785,6 +785,16 @@ def test_a_killed_jobs_held_version_is_reported_and_left_held(
     assert reg.current() == FIRST_VERSION
     recovered, _ = read_report(registry, "v2")
     assert recovered["held"] is True and recovered["promoted"] is False
+    # one that failed its gate is not held (exit 3 when its job is run again, "NOT promoted")
+    failed = registry.parent / "failed"
+    shutil.copytree(reg.path(FIRST_VERSION), failed)
+    gate = {"passed": False, "reasons": ["fails: accuracy 0.1000 under the floor 1.0000"]}
+    assert not register(reg, failed, "v3", FIRST_VERSION, {**report, "gate": gate}, {}, False)
+    assert "held" not in reg.metadata("v3")
+    with reg.lock():
+        repair(reg)
+    recovered, text = read_report(registry, "v3")
+    assert "held" not in recovered and text.startswith("retrain v3: NOT promoted")
 
 
 def test_a_job_not_promoted_for_a_changed_champion_says_why_in_its_text(

@@ -92,9 +92,11 @@ def test_the_shadow_answers_every_served_aspect_and_each_pair_of_labels_is_count
     counted = {
         (dict(k)["served"], dict(k)["shadow"]): v
         for k, v in samples(text, "absa_shadow_aspects_total").items()
-        if dict(k)["model"] == model
+        if dict(k)["model"] == model and v  # every pair of its labels is there from 0
     }
     assert counted == expected
+    agreed = sum(n for (ours, theirs), n in expected.items() if ours == theirs)
+    assert samples(text, "absa_shadow_agreed_total") == {(("model", model),): agreed}
     assert sum(expected.values()) == sum(len(res) for _, res in served) == 5
     outcomes = {dict(k)["outcome"]: v for k, v in samples(text, "absa_shadow_texts_total").items()}
     assert outcomes == {"compared": 4, "dropped": 0, "refused": 0, "failed": 0, "same": 0}
@@ -127,17 +129,26 @@ def test_a_shadow_that_is_the_served_model_compares_nothing(
     with caplog.at_level(logging.WARNING), TestClient(create_app(settings)) as c:
         assert c.post("/v1/predict", json={"text": TEXTS[1], "aspects": ["staff"]}).is_success
         text = wait_for(c, "same", 1)
-    assert samples(text, "absa_shadow_aspects_total") == {}
+    assert not any(samples(text, "absa_shadow_aspects_total").values())
     assert "is the model served: nothing to compare" in caplog.text
 
 
-def test_a_shadow_that_cannot_load_stops_the_start(artifact: Path, tmp_path: Path) -> None:
+def test_a_shadow_that_cannot_load_leaves_the_service_serving(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A challenger only: one that is gone (a held version pruned from the registry, say)
+    is logged as an error and the worker serves without it, where stopping would take the
+    service down at its next restart."""
     from absa.service.app import create_app
 
-    app = create_app(make_settings(artifact, shadow_model=tmp_path / "nope"))
-    with pytest.raises(Exception), TestClient(app):  # noqa: B017 - the start's own error
-        pass
-    assert app.state.start_refused is not None and "nope" in app.state.start_refused
+    gone = tmp_path / "versions" / "v9"
+    with (
+        caplog.at_level(logging.ERROR),
+        TestClient(create_app(make_settings(artifact, shadow_model=gone))) as c,
+    ):
+        assert c.post("/v1/predict", json={"text": TEXTS[1], "aspects": ["staff"]}).is_success
+        assert c.get("/v1/model").json()["shadow"] is None
+    assert f"shadow: serving without one: {gone} cannot be loaded" in caplog.text
 
 
 def _shadow(challenger: Path, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -204,14 +215,32 @@ def test_a_batch_that_fails_is_counted_and_the_thread_goes_on(
 
 
 def test_the_rate_draws_whole_requests(challenger: Path) -> None:
+    """Each request is drawn once, all its texts with it: of a request of one text not
+    drawn and one of two drawn, both texts of the second are scored, and only they."""
     draws = iter([0.7, 0.3])
     shadow = _shadow(challenger, rate=0.5, draw=lambda: next(draws))
-    for _ in range(2):  # the first request is not drawn, the second (both its texts) is
-        shadow.offer([(t, "m:1", _answer(t, t.split()[1])) for t in TEXTS[:2]], "x")
+    shadow.offer([(TEXTS[1], "m:1", _answer(TEXTS[1], "staff"))], "x")  # 0.7: not drawn
+    shadow.offer([(t, "m:1", _answer(t, t.split()[1])) for t in (TEXTS[0], TEXTS[2])], "x")
     shadow.start()
     shadow.close()
     text = shadow.metrics.expose().decode()
     assert samples(text, "absa_shadow_texts_total")[(("outcome", "compared"),)] == 2
+    assert sum(samples(text, "absa_shadow_aspects_total").values()) == 2
+
+
+def test_closing_waits_at_most_its_time_and_says_what_is_left(
+    challenger: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() scores what is queued within its time in all, and says what it left."""
+    shadow = _shadow(challenger, rate=1.0)
+    for _ in range(1000):
+        shadow.offer([(TEXTS[0], "m:1", _answer(TEXTS[0], "food"))], "x")
+    shadow.start()
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        shadow.close(timeout=0.05)
+    assert time.monotonic() - start < 1.0
+    assert "texts unscored" in caplog.text
 
 
 def test_shift_is_the_total_variation_distance() -> None:
