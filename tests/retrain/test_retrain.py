@@ -714,23 +714,32 @@ def test_a_lost_pointer_stops_the_job_before_training(
     assert state(registry) == before and work_entries(registry) == []
 
 
+def _staged(reg: Registry, name: str) -> Path:
+    """A copy of the champion's artifact beside the registry, to register as a new one."""
+    staging = reg.root.parent / name
+    shutil.copytree(reg.path(FIRST_VERSION), staging)
+    return staging
+
+
+def _passed() -> dict:
+    """What a job's report holds when it registers a version whose gate passed."""
+    return {
+        "challenger_metrics": {"synthetic": {"accuracy": 1.0, "macro_f1": 1.0, "n": 24}},
+        "gate": {"passed": True, "reasons": ["passes: within tolerance of champion"]},
+    }
+
+
 def test_a_version_promoted_by_hand_during_the_job_is_not_overridden(registry: Path) -> None:
     """The gate compared with the champion of the job's start: if an operator promoted or
     rolled back meanwhile, the job adds its version and leaves the pointer to them."""
     from absa.training.retrain import register
 
     reg = Registry(registry)
-    staging = registry.parent / "staging"
-    shutil.copytree(reg.path(FIRST_VERSION), staging)
-    report = {
-        "challenger_metrics": {"synthetic": {"accuracy": 1.0, "macro_f1": 1.0, "n": 24}},
-        "gate": {"passed": True, "reasons": ["passes: within tolerance of champion"]},
-    }
+    staging, report = _staged(reg, "staging"), _passed()
     assert not register(reg, staging, "v2", "v0", report, {})  # the job began under v0
     assert reg.current() == FIRST_VERSION and "v2" in reg.versions()
     assert "changed while the job ran (v0 -> v1)" in report["not_promoted"]
-    again = registry.parent / "again"
-    shutil.copytree(reg.path(FIRST_VERSION), again)
+    again = _staged(reg, "again")
     assert register(reg, again, "v3", FIRST_VERSION, dict(report), {})  # unchanged: promoted
     assert reg.current() == "v3"
 
@@ -772,12 +781,7 @@ def test_a_killed_jobs_held_version_is_reported_and_left_held(
     from absa.training.retrain import register, repair
 
     reg = Registry(registry)
-    staging = registry.parent / "staging"
-    shutil.copytree(reg.path(FIRST_VERSION), staging)
-    report = {
-        "challenger_metrics": {"synthetic": {"accuracy": 1.0, "macro_f1": 1.0, "n": 24}},
-        "gate": {"passed": True, "reasons": ["passes: within tolerance of champion"]},
-    }
+    staging, report = _staged(reg, "staging"), _passed()
     assert not register(reg, staging, "v2", FIRST_VERSION, report, {}, promote=False)
     with reg.lock():  # killed before its report: the next job's repair
         done = repair(reg)
@@ -786,8 +790,7 @@ def test_a_killed_jobs_held_version_is_reported_and_left_held(
     recovered, _ = read_report(registry, "v2")
     assert recovered["held"] is True and recovered["promoted"] is False
     # one that failed its gate is not held (exit 3 when its job is run again, "NOT promoted")
-    failed = registry.parent / "failed"
-    shutil.copytree(reg.path(FIRST_VERSION), failed)
+    failed = _staged(reg, "failed")
     gate = {"passed": False, "reasons": ["fails: accuracy 0.1000 under the floor 1.0000"]}
     assert not register(reg, failed, "v3", FIRST_VERSION, {**report, "gate": gate}, {}, False)
     assert "held" not in reg.metadata("v3")
