@@ -242,6 +242,25 @@ def test_promote_then_reload_serves_the_new_version(registry: Registry) -> None:
         assert reload(url).json()["changed"] is False  # already serving it
 
 
+def test_a_shadow_promoted_and_reloaded_is_compared_with_itself_no_more(
+    registry: Registry,
+) -> None:
+    """The held version served as the shadow (ABSA_SHADOW_MODEL) is promoted: once the
+    workers reload, its texts are counted "same", not compared with themselves."""
+    from tests.service.test_shadow import samples, wait_until
+
+    shadowed = settings(registry, shadow_model=registry.path("v2"), shadow_rate=1.0)
+    with serve(shadowed) as url:
+        assert predict_model(url) == f"{NAME}:v1"
+        wait_until(url, "compared", 1)
+        registry.promote("v2")
+        assert reload(url).json()["version"] == "v2"
+        assert predict_model(url) == f"{NAME}:v2"
+        text = wait_until(url, "same", 1)
+    outcomes = {dict(k)["outcome"]: v for k, v in samples(text, "absa_shadow_texts_total").items()}
+    assert outcomes["compared"] == 1 and outcomes["same"] == 1, outcomes
+
+
 def test_the_digest_tells_two_models_of_one_version_name_apart(registry: Registry) -> None:
     """/v1/model said name and version alone: two exports given one version name (another
     calibration, another graph) looked the same to a client that caches answers."""

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -42,7 +43,7 @@ def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
     }
 
 
-def wait_for(client: TestClient, outcome: str, n: float) -> str:
+def wait_for(client: TestClient | httpx.Client, outcome: str, n: float) -> str:
     """/metrics once ``absa_shadow_texts_total{outcome}`` reached ``n`` (30 s at most)."""
     deadline = time.monotonic() + 30
     while True:
@@ -51,6 +52,12 @@ def wait_for(client: TestClient, outcome: str, n: float) -> str:
             return text
         assert time.monotonic() < deadline, text
         time.sleep(0.02)
+
+
+def wait_until(url: str, outcome: str, n: float) -> str:
+    """``wait_for`` on a server at ``url``."""
+    with httpx.Client(base_url=url, timeout=10) as client:
+        return wait_for(client, outcome, n)
 
 
 @pytest.fixture
