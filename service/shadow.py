@@ -10,8 +10,7 @@ of a second brought at a time (``GATHER_S``), at a lower scheduling priority tha
 worker's other threads (``NICE``, Linux), with one onnxruntime thread, on the aspects' spans
 as they were served (extracted ones too: the shadow needs no extractor). It encodes each
 text with its own vocabulary. A shadow that falls behind the traffic drops what does not
-fit, counted (``absa_shadow_texts{outcome="dropped"}``): a
-sample, not a second server."""
+fit, counted (``absa_shadow_texts{outcome="dropped"}``): a sample, not a second server."""
 
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ log = logging.getLogger(__name__)
 
 #: texts waiting for the shadow; past it, new ones are dropped (counted)
 MAX_QUEUED = 1024
-#: texts scored in one onnxruntime call, at most
+#: texts scored at a time, at most (in onnxruntime calls of max_batch_size aspects)
 MAX_TEXTS = 64
 #: how long the thread gathers texts once one is queued: one wake-up (a turn at the GIL the
 #: event loop waits out) for all the texts of that time, and fuller onnxruntime batches.

@@ -106,7 +106,7 @@ async def model_info(
 ) -> ModelInfo:
     """The model being served: name, version, labels, metrics, calibration, creation time,
     the limits the server enforces (and the category model's name:version and categories,
-    where one is served)."""
+    where one is served, and the shadow model, where one answers beside it)."""
     rt = engine.model.runtime
     meta = rt.metadata
     shadow = request.app.state.shadow
