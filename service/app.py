@@ -165,6 +165,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     "shadow: %s is the model served: nothing to compare until another serves",
                     shadow.model_id,
                 )
+            # the answers it labels otherwise go to the term model's sample, where one is kept
+            shadow.sample = next((s for s in app.state.samples if s.kind == "term"), None)
             shadow.start()
             app.state.shadow = shadow
         app.state.tracing.start()

@@ -75,6 +75,7 @@ class AnswerSample:
         self._queued_lock = threading.Lock()
         self._backlog_said = False  # dropping lines was said; again after the queue empties
         self._kept: OrderedDict[bytes, None] = OrderedDict()  # REMEMBERED, oldest first
+        self._kept_lock = threading.Lock()
         self._writer = threading.Thread(target=self._write, name="absa-sample", daemon=True)
         self._writer.start()
         log.info(
@@ -83,23 +84,32 @@ class AnswerSample:
             path, rate, below,
         )  # fmt: skip
 
-    def offer(self, answered: Sequence[tuple[str, str, Sequence[dict]]], request_id: str) -> None:
+    def offer(
+        self,
+        answered: Sequence[tuple[str, str, Sequence[dict]]],
+        request_id: str,
+        disagreed: bool = False,
+    ) -> None:
         """One request's answers, as (text, model, results) for each of its texts: those the
-        sample keeps are queued for the file, as one write. The rate draws once a request."""
-        every = self.rate > 0 and self._draw() < self.rate
+        sample keeps are queued for the file, as one write. The rate draws once a request.
+        ``disagreed``: answers the shadow model (service/shadow.py, from its thread) labelled
+        otherwise, each with its own answer under ``shadow``: every one is kept (the answers
+        a label settles most), but one kept lately."""
+        every = not disagreed and self.rate > 0 and self._draw() < self.rate
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         chosen, keys = [], []
-        for text, model, results in answered:
-            for r in results:
-                if self.kind not in r or not (every or r["score"] < self.below):
-                    continue
-                key = self._key(text, r)
-                if not every and key in self._kept:  # kept lately: not again
-                    self._kept.move_to_end(key)
-                    self._counted("repeated", 1)
-                    continue
-                chosen.append((text, model, r))
-                keys.append(key)
+        with self._kept_lock:  # offered from the event loop and from the shadow's thread
+            for text, model, results in answered:
+                for r in results:
+                    if self.kind not in r or not (every or disagreed or r["score"] < self.below):
+                        continue
+                    key = self._key(text, r)
+                    if not every and key in self._kept:  # kept lately: not again
+                        self._kept.move_to_end(key)
+                        self._counted("repeated", 1)
+                        continue
+                    chosen.append((text, model, r))
+                    keys.append(key)
         kept = [
             json.dumps(
                 {
@@ -109,9 +119,11 @@ class AnswerSample:
                     "score": r["score"],
                     "scores": r["scores"],
                     "model": model,
-                    # why it was kept: the random share (an unbiased sample of the traffic)
-                    # or its score under ABSA_SAMPLE_BELOW (the unsure answers, over-drawn)
-                    "kept": "random" if every else "unsure",
+                    # why it was kept: the random share (an unbiased sample of the traffic),
+                    # its score under ABSA_SAMPLE_BELOW (the unsure answers, over-drawn), or
+                    # the shadow model's other label (and its answer)
+                    "kept": "random" if every else "disagreed" if disagreed else "unsure",
+                    **({"shadow": r["shadow"]} if disagreed else {}),
                     "request_id": request_id,
                     "time": now,
                 },
@@ -136,7 +148,8 @@ class AnswerSample:
             at_cap = self._at_cap()  # looked at first: the writer may write them at once
             self._lines.put(data)
             if not at_cap:  # else the writer drops them: not kept, so not remembered
-                self._remember(keys)
+                with self._kept_lock:
+                    self._remember(keys)
 
     def _key(self, text: str, r: dict) -> bytes:
         """What the answer ``r`` to ``text`` is about (its text and aspect), as a key of

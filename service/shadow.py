@@ -21,12 +21,14 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from absa.errors import InputError
 from absa.model.predictor import Limits, Predictor
 from absa.model.runtime import Runtime, first_prediction
 from absa.service.metrics import Metrics
+from absa.service.sampling import AnswerSample
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,16 @@ OUTCOMES = ("compared", "dropped", "refused", "failed", "same")
 
 #: a request's answers as the routes offer them: (text, model name:version, results)
 Answered = Sequence[tuple[str, str, list[dict]]]
+
+
+@dataclass(frozen=True)
+class _Offered:
+    """A text queued for the shadow: its served answers, their model and request."""
+
+    text: str
+    model: str  # name:version of the model that served them
+    results: list[dict]
+    request_id: str
 
 
 def load_shadow(settings: Settings, metrics: Metrics) -> Shadow | None:
@@ -93,7 +105,10 @@ class Shadow:
         """Nothing is scored before ``start``: offers wait in the queue (``max_queued``)."""
         self.predictor, self.metrics, self.rate = predictor, metrics, rate
         self._draw, self._nice = draw, nice
-        self._queue: queue.Queue[tuple[str, list[dict]] | None] = queue.Queue(max_queued)
+        self._queue: queue.Queue[_Offered | None] = queue.Queue(max_queued)
+        #: the term model's answer sample (ABSA_SAMPLE_PATH), where every answer the shadow
+        #: labels otherwise is kept, with the shadow's answer (``kept: "disagreed"``)
+        self.sample: AnswerSample | None = None
         self._thread: threading.Thread | None = None
         self._said_behind = False  # dropping was said; again once the queue has emptied
         for outcome in OUTCOMES:  # each series from 0: its first increase is one
@@ -120,21 +135,21 @@ class Shadow:
     def digest(self) -> str:
         return self.predictor.runtime.digest
 
-    def offer(self, answered: Answered, served: str) -> None:
+    def offer(self, answered: Answered, served: str, request_id: str = "-") -> None:
         """One request's answers; the term model's are queued for the shadow, the request
         drawn at ``rate``. ``served``: the digest of the term model that answered (the
         shadow's own, promoted since, would agree with itself). Never blocks: past the
         queue's room they are dropped."""
         if self.rate < 1.0 and self._draw() >= self.rate:
             return
-        for text, _, results in answered:
+        for text, model_id, results in answered:
             if not results or "term" not in results[0]:  # none, or the category model's
                 continue
             if served == self.digest:
                 self.metrics.shadow_texts.labels("same").inc()
                 continue
             try:
-                self._queue.put_nowait((text, results))
+                self._queue.put_nowait(_Offered(text, model_id, results, request_id))
             except queue.Full:
                 self.metrics.shadow_texts.labels("dropped").inc()
                 if not self._said_behind:
@@ -188,40 +203,48 @@ class Shadow:
                 self._said_behind = False
                 log.info("shadow: %s caught up with the traffic", self.model_id)
 
-    def _score(self, batch: list[tuple[str, list[dict]]]) -> None:
+    def _score(self, batch: list[_Offered]) -> None:
         """The shadow's answers to ``batch`` (texts, served answers), compared and counted;
         a text it refuses is counted so, and an error fails the batch (logged), never the
         thread."""
         start = time.perf_counter()
         m = self.metrics
         prepared: list = []
-        served: list[list[dict]] = []
+        served: list[_Offered] = []
         refused = 0
         try:
-            for text, results in batch:
-                spans = [{"term": r["term"], "start": r["start"], "end": r["end"]} for r in results]
+            for offered in batch:
+                spans = [
+                    {"term": r["term"], "start": r["start"], "end": r["end"]}
+                    for r in offered.results
+                ]
                 try:
-                    prepared.append(self.predictor.preprocess(text, spans))
+                    prepared.append(self.predictor.preprocess(offered.text, spans))
                 except InputError as e:
                     refused += 1
                     m.shadow_texts.labels("refused").inc()
                     log.debug("shadow: refused a text: %s", e)
                     continue
-                served.append(results)
+                served.append(offered)
             answers = self.predictor.predict_many(prepared) if prepared else []
             pairs = [
-                (ours["label"], other.label, shift(ours["scores"], dict(other.scores)))
-                for results, theirs in zip(served, answers, strict=True)
-                for ours, other in zip(results, theirs, strict=True)
+                (offered, ours, other, shift(ours["scores"], dict(other.scores)))
+                for offered, theirs in zip(served, answers, strict=True)
+                for ours, other in zip(offered.results, theirs, strict=True)
             ]
         except Exception:  # noqa: BLE001 - counted and logged; the thread lives
             m.shadow_texts.labels("failed").inc(len(batch) - refused)  # those counted apart
             log.exception("shadow: %s failed on a batch of %d texts", self.model_id, len(batch))
             return
-        for label, theirs, moved in pairs:
-            m.shadow_aspects.labels(label, theirs, self.model_id).inc()
-            if label == theirs:
+        for offered, ours, other, moved in pairs:
+            m.shadow_aspects.labels(ours["label"], other.label, self.model_id).inc()
+            if ours["label"] == other.label:
                 m.shadow_agreed.labels(self.model_id).inc()
+            elif self.sample is not None:
+                said = {"model": self.model_id, "predicted": other.label, "score": other.score,
+                        "scores": dict(other.scores)}  # fmt: skip
+                answer = [{**ours, "shadow": said}]
+                self.sample.offer([(offered.text, offered.model, answer)], offered.request_id, True)
             m.shadow_shift.observe(moved)
         m.shadow_texts.labels("compared").inc(len(served))
         m.shadow_seconds.observe(time.perf_counter() - start)

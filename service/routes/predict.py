@@ -138,11 +138,12 @@ def _sample(
     """A request's answers, (text, model, results) a text, offered to the answer samples
     (ABSA_SAMPLE_PATH), each keeping its kind's, and to the shadow model (ABSA_SHADOW_MODEL),
     with the digest of ``terms``, the term model that answered."""
+    request_id = getattr(request.state, "request_id", "-")
     for sample in request.app.state.samples:
-        sample.offer(answered, getattr(request.state, "request_id", "-"))
+        sample.offer(answered, request_id)
     shadow = request.app.state.shadow
     if shadow is not None:
-        shadow.offer(answered, terms.runtime.digest)
+        shadow.offer(answered, terms.runtime.digest, request_id)
 
 
 def _count(results: list[dict], model_id: str, metrics: Metrics) -> None:

@@ -3,6 +3,7 @@ off the request path; what the two models said is counted, never served."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -112,6 +113,42 @@ def test_the_shadow_answers_every_served_aspect_and_each_pair_of_labels_is_count
 
     info = shadowed.get("/v1/model").json()["shadow"]
     assert info == {"model": model, "digest": metadata_digest(theirs.metadata), "rate": 1.0}
+
+
+def test_every_answer_the_shadow_labels_otherwise_is_kept_in_the_answer_sample(
+    artifact: Path, challenger: Path, tmp_path: Path
+) -> None:
+    """With an answer sample (ABSA_SAMPLE_PATH), each served answer the shadow labels
+    otherwise is a line of it, ``kept: "disagreed"``, with the shadow's answer: the answers
+    a person's label settles most. Here nothing else is kept (rate 0, below 0)."""
+    import absa
+    from absa.service.app import create_app
+
+    path = tmp_path / "answers.jsonl"
+    settings = make_settings(
+        artifact, shadow_model=challenger, shadow_rate=1.0,
+        sample_path=path, sample_rate=0.0, sample_below=0.0,
+    )  # fmt: skip
+    theirs = absa.load(challenger, device="cpu", threads=1)
+    expected = []
+    with TestClient(create_app(settings)) as c:
+        for text in TEXTS:
+            aspect = text.split()[1]
+            r = c.post("/v1/predict", json={"text": text, "aspects": [aspect]})
+            ours = r.json()["results"][0]
+            (other,) = theirs(text, aspects=[aspect])
+            said = (text, aspect, ours["label"], other.label, r.headers["x-request-id"])
+            if other.label != ours["label"]:
+                expected.append(said)
+        wait_for(c, "compared", len(TEXTS))
+    assert expected, "the two models agree on every text: nothing to test"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    got = [(x["text"], x["aspect"], x["predicted"], x["shadow"]["predicted"], x["request_id"])
+           for x in lines]  # fmt: skip
+    assert got == expected
+    assert all(x["kept"] == "disagreed" for x in lines)
+    model = f"{theirs.metadata['name']}:{theirs.metadata['version']}"
+    assert all(x["shadow"]["model"] == model and x["model"] != model for x in lines)
 
 
 def test_the_answers_served_are_the_same_with_a_shadow(
