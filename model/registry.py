@@ -89,6 +89,13 @@ def _folder(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
 
 
+def held(metadata: dict) -> bool:
+    """Whether a version's metadata says its retraining job held it (``promote = false``,
+    its gate passed): a challenger to watch (ABSA_SHADOW_MODEL), never promoted by a job."""
+    gate = metadata.get("gate") or {}
+    return metadata.get("held") is True and gate.get("passed") is True
+
+
 def volume_entry(name: str) -> bool:
     """What an empty folder may hold and still be made a registry, or served as an empty one:
     a mounted volume's own (ext4's lost+found, hidden entries such as a NAS's .snapshot)."""

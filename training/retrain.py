@@ -52,6 +52,7 @@ from absa.model.registry import (
     atomic_write_text,
     readable,
 )
+from absa.model.registry import held as is_held
 from absa.training.evaluate import evaluate, model_identity
 from absa.training.overlap import sentence_overlap, sentences_of
 from absa.training.presets import Preset, load_config
@@ -407,8 +408,7 @@ def repair(reg: Registry) -> list[dict]:
             or reg.ever_served(version)
         )
         action = "reported"
-        # promote = false and its gate passed: a challenger, never promoted here
-        held = meta.get("held") is True and gate.get("passed") is True
+        held = is_held(meta)  # a challenger: never promoted here
         parent = meta.get("parent") == ptr.get("version")
         if not promoted and gate.get("passed") and parent and not held:
             why = "finished by the next run: " + "; ".join(gate["reasons"])

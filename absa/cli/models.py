@@ -56,7 +56,7 @@ def _mend(e: Exception) -> str:
 
 def cmd_models(args: argparse.Namespace) -> int:
     from absa.errors import RegistryError
-    from absa.model.registry import LINK_SAID, POINTER
+    from absa.model.registry import LINK_SAID, POINTER, held
 
     if args.action == "list" and _empty_volume(args):
         return 0
@@ -83,8 +83,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 continue
             created = str(m.get("created") or "")
             line = f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}"
-            held = m.get("held") is True and (m.get("gate") or {}).get("passed") is True
-            if held and v != current and not reg.ever_served(v):
+            if held(m) and v != current and not reg.ever_served(v):
                 line += "  held: a challenger its job did not promote (promote = false)"
             try:  # what promote checks: a file missing or changed, a graph that cannot run
                 reg.check_servable(v)
