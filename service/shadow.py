@@ -236,15 +236,20 @@ class Shadow:
             m.shadow_texts.labels("failed").inc(len(batch) - refused)  # those counted apart
             log.exception("shadow: %s failed on a batch of %d texts", self.model_id, len(batch))
             return
+        disagreed: dict[int, list[dict]] = {}  # a text's answers labelled otherwise
         for offered, ours, other, moved in pairs:
             m.shadow_aspects.labels(ours["label"], other.label, self.model_id).inc()
             if ours["label"] == other.label:
                 m.shadow_agreed.labels(self.model_id).inc()
-            elif self.sample is not None:
+            else:
                 said = {"model": self.model_id, "predicted": other.label, "score": other.score,
                         "scores": dict(other.scores)}  # fmt: skip
-                answer = [{**ours, "shadow": said}]
-                self.sample.offer([(offered.text, offered.model, answer)], offered.request_id, True)
+                disagreed.setdefault(id(offered), []).append({**ours, "shadow": said})
             m.shadow_shift.observe(moved)
         m.shadow_texts.labels("compared").inc(len(served))
+        if self.sample is not None:  # one write a text, as the sample writes a request's
+            for offered in served:
+                if id(offered) in disagreed:
+                    theirs_otherwise = [(offered.text, offered.model, disagreed[id(offered)])]
+                    self.sample.offer(theirs_otherwise, offered.request_id, disagreed=True)
         m.shadow_seconds.observe(time.perf_counter() - start)
