@@ -578,7 +578,9 @@ class Registry:
         """Delete old versions: of those that served (promoted, or rolled back to or from),
         all but the newest ``keep``; of those that never did (challengers the gate rejected),
         all but those among the newest ``keep`` versions, so that rejections never push out
-        a rollback target. Never the current or the previous one, nor one whose metadata
+        a rollback target, save the newest one held (``held``): the challenger a service may
+        be shadowing (ABSA_SHADOW_MODEL), whichever ``keep`` is, until a newer one is held
+        or it serves. Never the current or the previous one, nor one whose metadata
         cannot be read: it has no creation time to be old by (it lists first), and the next
         job's repair leaves it to an operator, who would find it gone. Nor a directory
         without metadata.json (``incomplete``): it may be a copy still being made. Nor one
@@ -610,6 +612,7 @@ class Registry:
         served = [v for v in versions if v in ptr["previous"] or self.ever_served(v)]
         kept = protected | set(versions[max(0, len(versions) - keep) :])
         kept |= set(served[max(0, len(served) - keep) :])
+        kept |= set(self._newest_held(versions, served))
         removed = []
         for v in versions:
             if v in kept:
@@ -633,6 +636,20 @@ class Registry:
             shutil.rmtree(trash, ignore_errors=True)
             removed.append(v)
         return removed
+
+    def _newest_held(self, versions: list[str], served: list[str]) -> list[str]:
+        """The newest version a job held (``held``) that has not served, as a list of one or
+        none: the challenger an ABSA_SHADOW_MODEL is likeliest to name. One whose metadata
+        cannot be read is passed over (``prune`` leaves it anyway)."""
+        for v in reversed(versions):
+            if v in served:
+                continue
+            try:
+                if held(self.metadata(v)):
+                    return [v]
+            except RegistryError:
+                continue
+        return []
 
     def _history(self, action: str, version: str, old: str | None, reason: str) -> None:
         """One line in history.jsonl for a change CURRENT already holds. A line that cannot be

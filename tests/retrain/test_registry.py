@@ -233,6 +233,36 @@ def test_rejected_challengers_never_push_out_versions_that_served(tmp_path: Path
     assert reg.rollback() == "v1"
 
 
+def held_artifact(tmp: Path, name: str, created: str, passed: bool = True) -> Path:
+    """A version a retraining job held (``promote = false``), its gate passed or not."""
+    d = artifact(tmp, name, created)
+    meta = artifacts.read_metadata(d)
+    meta.update(held=True, gate={"passed": passed})
+    artifacts.write_metadata(d, meta)
+    return d
+
+
+def test_prune_keeps_the_newest_held_version_the_shadow_may_be_watching(tmp_path: Path) -> None:
+    """A held version is a challenger a service may be shadowing (ABSA_SHADOW_MODEL): the
+    next job's ``keep`` pruned it as a rejected one, and the service's next restart ran
+    without its shadow. The newest held one is kept until a newer one is held or it serves;
+    older held ones, and one whose gate failed, go as rejected ones do."""
+    reg = make_registry(tmp_path, 1)
+    reg.promote("v1")
+    for i, (name, passed) in enumerate([("v2", True), ("v3", True), ("v4", False)], 2):
+        reg.add(held_artifact(tmp_path, name, f"2024-01-{i:02d}T00:00:00+00:00", passed), name)
+    reg.add(artifact(tmp_path, "v5", "2024-01-05T00:00:00+00:00"), "v5")  # rejected
+    assert reg.prune(keep=1) == ["v2", "v4"]
+    assert reg.versions() == ["v1", "v3", "v5"]
+    assert reg.prune(keep=0) == ["v5"]  # v3 is held whatever keep is
+    reg.promote("v3")  # it serves now: kept as the champion, by the served count after it
+    reg.add(artifact(tmp_path, "v6", "2024-01-06T00:00:00+00:00"), "v6")
+    reg.promote("v6")
+    reg.add(held_artifact(tmp_path, "v7", "2024-01-07T00:00:00+00:00"), "v7")
+    assert reg.prune(keep=0) == ["v1"]
+    assert reg.versions() == ["v3", "v6", "v7"]
+
+
 def test_a_version_rolled_back_from_is_a_version_that_served(tmp_path: Path) -> None:
     """The pointer forgets the version a rollback leaves; the history still counts it."""
     reg = make_registry(tmp_path, 5)
