@@ -297,11 +297,13 @@ class Settings(LogSettings, OfflineSettings):
         description="with sample_path: no more is kept once the file is this large (MiB), "
         "until it is rotated: a sample never fills the disk",
     )
-    shadow_model: MaybePath = Field(
+    shadow_model: Annotated[MaybePath | Literal["held"], _keyword("held")] = Field(
         None,
         description="a challenger artifact scored beside the served model, off the request "
         "path: a share of the term model's answers (shadow_rate) are answered by it too and "
-        "what the two said is counted (absa_shadow_* metrics), never served (default: none)",
+        "what the two said is counted (absa_shadow_* metrics), never served (default: none); "
+        "'held': the registry's newest version a retraining job held (promote = false), "
+        "followed as jobs hold new ones (with registry)",
     )
     shadow_rate: float = Field(
         0.1,
@@ -436,6 +438,24 @@ class Settings(LogSettings, OfflineSettings):
     def api_keys(self) -> tuple[str, ...]:
         """The keys ``api_key`` holds (none: /v1/* is open)."""
         return tuple(_keys(self.api_key))
+
+    def shadow_path(self) -> Path | None:
+        """The shadow artifact to load now: ``shadow_model``'s path, or with ``held`` the
+        registry's newest held version (``Registry.newest_held``), None while it holds none;
+        a RegistryError where ``held`` has no registry to read or its registry cannot be."""
+        if self.shadow_model != "held":
+            return self.shadow_model
+        from absa.errors import RegistryError
+        from absa.model.registry import Registry
+
+        if self.registry is None:
+            raise RegistryError(
+                "ABSA_SHADOW_MODEL=held follows a registry's held versions: set ABSA_REGISTRY "
+                "(--registry) too, or name the shadow's directory"
+            )
+        reg = Registry(self.registry)
+        version = reg.newest_held() if reg.looks_like(reg.root) else None
+        return None if version is None else reg.path(version)
 
     def cors_origin_list(self) -> list[str]:
         """The origins ``cors_origins`` names (none: no CORS headers at all)."""

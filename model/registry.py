@@ -578,10 +578,11 @@ class Registry:
         """Delete old versions: of those that served (promoted, or rolled back to or from),
         all but the newest ``keep``; of those that never did (challengers the gate rejected),
         all but those among the newest ``keep`` versions, so that rejections never push out
-        a rollback target, save the newest one held (``held``): the challenger a service may
-        be shadowing (ABSA_SHADOW_MODEL), whichever ``keep`` is, until a newer one is held
-        or it serves. Never the current or the previous one, nor one whose metadata
-        cannot be read: it has no creation time to be old by (it lists first), and the next
+        a rollback target, save the newest one held (``newest_held``): the challenger a
+        service may be shadowing (ABSA_SHADOW_MODEL), whichever ``keep`` is, until a newer
+        one is held or it, or one after it, serves. Never the current or the previous one,
+        nor one whose metadata cannot be read: it has no creation time to be old by (it
+        lists first), and the next
         job's repair leaves it to an operator, who would find it gone. Nor a directory
         without metadata.json (``incomplete``): it may be a copy still being made. Nor one
         whose files do not all match its metadata's checksums (``verify_files``): a version
@@ -609,10 +610,10 @@ class Registry:
         ptr = self.pointer()
         protected = {ptr.get("version"), *ptr.get("previous", [])[:1]}
         versions = self.versions()
-        served = [v for v in versions if v in ptr["previous"] or self.ever_served(v)]
+        served = self._served(versions, ptr)
         kept = protected | set(versions[max(0, len(versions) - keep) :])
         kept |= set(served[max(0, len(served) - keep) :])
-        kept |= set(self._newest_held(versions, served))
+        kept.add(self.newest_held(versions, served))
         removed = []
         for v in versions:
             if v in kept:
@@ -637,19 +638,33 @@ class Registry:
             removed.append(v)
         return removed
 
-    def _newest_held(self, versions: list[str], served: list[str]) -> list[str]:
-        """The newest version a job held (``held``) that has not served, as a list of one or
-        none: the challenger an ABSA_SHADOW_MODEL is likeliest to name. One whose metadata
-        cannot be read is passed over (``prune`` leaves it anyway)."""
+    def _served(self, versions: list[str], ptr: dict) -> list[str]:
+        """Those of ``versions`` that served: the current one, those the pointer keeps to
+        roll back to, and those the history records as promoted, rolled back to or from."""
+        pointed = {ptr.get("version"), *ptr["previous"]}
+        for row in self._history_rows():
+            pointed |= {v for v in (row.get("version"), row.get("from")) if isinstance(v, str)}
+        return [v for v in versions if v in pointed]
+
+    def newest_held(
+        self, versions: list[str] | None = None, served: list[str] | None = None
+    ) -> str | None:
+        """The newest version a job held (``held``), while neither it nor a version after it
+        has served: the challenger to watch (ABSA_SHADOW_MODEL=held); None where there is
+        none (it was promoted, or a newer one served since: it is no challenger then).
+        ``versions`` and ``served``: the registry's, where the caller has them. A version whose
+        metadata cannot be read is passed over."""
+        versions = self.versions() if versions is None else versions
+        served = self._served(versions, self.pointer()) if served is None else served
         for v in reversed(versions):
             if v in served:
-                continue
+                return None
             try:
                 if held(self.metadata(v)):
-                    return [v]
+                    return v
             except RegistryError:
                 continue
-        return []
+        return None
 
     def _history(self, action: str, version: str, old: str | None, reason: str) -> None:
         """One line in history.jsonl for a change CURRENT already holds. A line that cannot be

@@ -33,7 +33,7 @@ from absa.service.reloader import (
 )
 from absa.service.routes import admin, ops, predict
 from absa.service.sampling import AnswerSample, categories_path
-from absa.service.shadow import load_shadow
+from absa.service.shadow_slot import ShadowSlot
 from absa.service.startup import OneLineRefusal
 from absa.service.tracing import Tracing
 from absa.settings import Settings, warn_unknown_variables_once
@@ -135,13 +135,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.start_refused = str(e)
             raise
         note_serving(settings, model_dir)
-        try:  # a challenger only: one that is gone (pruned, say) never stops the service
-            shadow = load_shadow(settings, metrics)
-        except (AbsaError, OSError, ValueError) as e:
-            shadow = None
-            log.error(
-                "shadow: serving without one: %s cannot be loaded: %s", settings.shadow_model, e
-            )
         engine = BatchEngine(
             predictor,
             metrics,
@@ -159,16 +152,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.category_model = category_model
             log.info("categories: serving %s", category)
         app.state.samples = _samples(settings, metrics)
-        if shadow is not None:
-            if shadow.digest == predictor.runtime.digest:
-                log.warning(
-                    "shadow: %s is the model served: nothing to compare until another serves",
-                    shadow.model_id,
-                )
-            # the answers it labels otherwise go to the term model's sample, where one is kept
-            shadow.sample = next((s for s in app.state.samples if s.kind == "term"), None)
-            shadow.start()
-            app.state.shadow = shadow
+        # a challenger only: one that is gone (pruned, say) never stops the service
+        app.state.shadow_slot = shadow = ShadowSlot(
+            settings,
+            metrics,
+            lambda: engine.model.runtime.digest,
+            next((s for s in app.state.samples if s.kind == "term"), None),
+        )
+        shadow.load_at_start()
+        shadow.start_following()
         app.state.tracing.start()
         app.state.reloader = reloader = Reloader(settings, engine)
         reloader.start_polling()
@@ -190,8 +182,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.stop()  # drains the queue: in-flight requests get their answers
             for sample in app.state.samples:
                 sample.close()  # after the last answers: their lines are written
-            if shadow is not None:  # what it holds is scored (a few seconds at most)
-                await asyncio.to_thread(shadow.close)
+            await shadow.close()  # what it holds is scored (a few seconds at most)
             await deadlines.stop()
             metrics.close()  # several workers: its live gauges leave /metrics
             # the spans still held are sent (a few seconds at most: the collector may be down)
@@ -212,7 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.category_model = None  # ABSA_CATEGORY_MODEL: set at start-up
     app.state.start_refused = None  # why the worker could not start: said in one line
     app.state.samples = []  # ABSA_SAMPLE_PATH: the answer samples, set at start-up
-    app.state.shadow = None  # ABSA_SHADOW_MODEL: set at start-up
+    app.state.shadow_slot = None  # ABSA_SHADOW_MODEL's ShadowSlot: set at start-up
     app.state.tracing = Tracing(settings.tracing)  # off: does nothing
     app.include_router(predict.router)
     app.include_router(ops.router)

@@ -62,16 +62,13 @@ class _Offered:
     request_id: str
 
 
-def load_shadow(settings: Settings, metrics: Metrics) -> Shadow | None:
-    """The shadow ``settings.shadow_model`` names, loaded, verified and warmed as a served
-    model is (``ArtifactError`` where it cannot be); None where none is named."""
-    path = settings.shadow_model
-    if path is None:
-        return None
-    runtime = Runtime.load(Path(path), settings.device, 1, settings.max_batch_size)
+def load_shadow(settings: Settings, metrics: Metrics, path: Path) -> Shadow:
+    """The shadow at ``path``, loaded, verified and warmed as a served model is
+    (``ArtifactError`` where it cannot be), not yet started."""
+    runtime = Runtime.load(path, settings.device, 1, settings.max_batch_size)
     limits = Limits(max_text_chars=settings.max_text_chars, max_aspects=settings.max_aspects)
     predictor = Predictor(runtime, limits)
-    first_prediction(predictor, Path(path))
+    first_prediction(predictor, path)
     return Shadow(predictor, metrics, settings.shadow_rate)
 
 

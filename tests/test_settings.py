@@ -87,6 +87,10 @@ def test_paths_under_the_home_directory_are_expanded(
     assert (Settings().extractor, Settings().teacher_cache) == ("shipped", "off")
     (tmp_path / "Shipped").mkdir()
     assert Settings().extractor == Path("Shipped")
+    monkeypatch.setenv("ABSA_SHADOW_MODEL", "Held ")
+    assert Settings().shadow_model == "held"
+    monkeypatch.setenv("ABSA_SHADOW_MODEL", "~/v2")
+    assert Settings().shadow_model == tmp_path / "v2"
 
 
 def test_a_registry_that_is_no_registry_is_refused_not_the_fallback_served(

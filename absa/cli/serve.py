@@ -23,7 +23,7 @@ from absa.cli.common import (
     setting_help,
     to_stdout,
 )
-from absa.errors import ArtifactError
+from absa.errors import ArtifactError, RegistryError
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (the batcher stopped: a bug)
 
@@ -190,11 +190,17 @@ def _check_startable(settings: Any) -> None:
         servable(
             settings.extractor_path(), kind=EXTRACTOR_KIND, named="ABSA_EXTRACTOR / --extractor"
         )
-    if settings.shadow_model is not None:  # a challenger only: its workers serve without it
-        try:
-            servable(settings.shadow_model, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
-        except CLIError as e:
-            say(f"absa serve: warning: {e}; the service starts without a shadow", logging.WARNING)
+    if settings.shadow_model == "held" and settings.registry is None:  # it can never be one
+        raise CLIError(
+            "ABSA_SHADOW_MODEL / --shadow-model held follows a registry's held versions: "
+            "serve a registry (ABSA_REGISTRY / --registry), or name the shadow's directory"
+        )
+    try:  # a challenger only: its workers serve without it
+        shadow = settings.shadow_path()
+        if shadow is not None:
+            servable(shadow, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
+    except (CLIError, RegistryError) as e:
+        say(f"absa serve: warning: {e}; the service starts without a shadow", logging.WARNING)
     # set already, they are the workers' own (absa serve makes them only where unset): a
     # missing one was a traceback in every worker (the metrics), or a failed /admin/reload
     for name, shared in (
@@ -603,7 +609,8 @@ def register(sub: Any) -> None:
         help=setting_help(
             "shadow_model",
             "a challenger artifact scored beside the model on live traffic (never served; "
-            "absa_shadow_* metrics)",
+            "absa_shadow_* metrics); 'held' with --registry: the newest version a retraining "
+            "job held, followed as jobs hold new ones",
             "none",
         ),
     )

@@ -15,6 +15,7 @@ from absa.model.card import served_dev
 from absa.service.deps import CategoryModelDep, EngineDep, MetricsDep, SettingsDep
 from absa.service.errors import error_response
 from absa.service.schemas import ErrorResponse, Limits, ModelInfo, ShadowInfo, Status
+from absa.service.shadow_slot import shadow_now
 
 router = APIRouter(tags=["operations"])
 
@@ -109,7 +110,7 @@ async def model_info(
     where one is served, and the shadow model, where one answers beside it)."""
     rt = engine.model.runtime
     meta = rt.metadata
-    shadow = request.app.state.shadow
+    shadow = shadow_now(request.app)
     return ModelInfo(
         name=str(meta.get("name")),
         version=str(meta.get("version")),

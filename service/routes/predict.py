@@ -44,6 +44,7 @@ from absa.service.schemas import (
     too_many_unknown,
     unknown_fields,
 )
+from absa.service.shadow_slot import shadow_now
 from absa.service.twice import Twice, marked_json, refuse_twice, twice_said
 
 ERRORS: dict[int | str, dict] = {
@@ -141,7 +142,7 @@ def _sample(
     request_id = getattr(request.state, "request_id", "-")
     for sample in request.app.state.samples:
         sample.offer(answered, request_id)
-    shadow = request.app.state.shadow
+    shadow = shadow_now(request.app)
     if shadow is not None:
         shadow.offer(answered, terms.runtime.digest, request_id)
 

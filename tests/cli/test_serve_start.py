@@ -258,3 +258,22 @@ def test_a_shadow_model_that_cannot_be_one_is_warned_of_in_one_line(
     )
     err = _serve(capsys, artifact, busy_port, "--shadow-model", str(artifact))
     assert "cannot listen on" in err, err  # a term model: taken, as far as the port
+
+
+def test_a_held_shadow_needs_a_registry_to_follow(
+    artifact: Path, busy_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--shadow-model held`` follows a registry's held versions: without a registry it can
+    never be one, a mistake refused at once; with one that holds none yet (an empty volume
+    here), it is no warning: the next version a job holds is scored."""
+    err = _serve(capsys, artifact, busy_port, "--shadow-model", "held")
+    assert err == (
+        "absa serve: error: ABSA_SHADOW_MODEL / --shadow-model held follows a registry's held "
+        "versions: serve a registry (ABSA_REGISTRY / --registry), or name the shadow's "
+        "directory\n"
+    )
+    (tmp_path / "registry").mkdir()
+    code = main(["serve", "--registry", str(tmp_path / "registry"), "--port", str(busy_port),
+                 "--shadow-model", "HELD"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "warning" not in err and "cannot listen on" in err, err

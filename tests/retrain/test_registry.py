@@ -259,8 +259,13 @@ def test_prune_keeps_the_newest_held_version_the_shadow_may_be_watching(tmp_path
     reg.add(artifact(tmp_path, "v6", "2024-01-06T00:00:00+00:00"), "v6")
     reg.promote("v6")
     reg.add(held_artifact(tmp_path, "v7", "2024-01-07T00:00:00+00:00"), "v7")
+    assert reg.newest_held() == "v7"
     assert reg.prune(keep=0) == ["v1"]
     assert reg.versions() == ["v3", "v6", "v7"]
+    reg.add(artifact(tmp_path, "v8", "2024-01-08T00:00:00+00:00"), "v8")
+    reg.promote("v8")  # a newer version serves: v7 is no challenger to it
+    assert reg.newest_held() is None
+    assert reg.prune(keep=0) == ["v3", "v7"]
 
 
 def test_a_version_rolled_back_from_is_a_version_that_served(tmp_path: Path) -> None:

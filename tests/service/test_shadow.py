@@ -199,8 +199,7 @@ def _shadow(challenger: Path, **kwargs: object):  # type: ignore[no-untyped-def]
     from absa.service.metrics import Metrics
     from absa.service.shadow import Shadow, load_shadow
 
-    loaded = load_shadow(make_settings(challenger, shadow_model=challenger), Metrics())
-    assert loaded is not None
+    loaded = load_shadow(make_settings(challenger), Metrics(), challenger)
     return Shadow(loaded.predictor, loaded.metrics, **kwargs)  # type: ignore[arg-type]
 
 

@@ -1,0 +1,160 @@
+"""The shadow a worker runs (ABSA_SHADOW_MODEL), and with ``held`` the one it follows: the
+registry's newest version a retraining job held (``promote = false``), looked for every
+``ABSA_RELOAD_INTERVAL_S`` as the served model's pointer is, so that the job's next held
+version is watched without a restart, and a held version promoted since (or one a newer
+served version has passed) stops being scored. A shadow is a challenger only: one that
+cannot be loaded is said once (as the registry then stands) and the worker goes on with the
+shadow it had, or none; nothing here ever stops the service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from absa.errors import AbsaError
+from absa.service.metrics import Metrics
+from absa.service.sampling import AnswerSample
+from absa.service.shadow import Shadow, load_shadow
+from absa.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ShadowSlot:
+    """The shadow of one worker: ``shadow`` (None: none), read by the routes at each request;
+    a swap replaces it whole, and the old one scores what it holds as it closes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        served_digest: Callable[[], str],
+        sample: AnswerSample | None,
+    ) -> None:
+        self.settings, self.metrics = settings, metrics
+        self._served_digest, self._sample = served_digest, sample
+        self.shadow: Shadow | None = None
+        self._path: Path | None = None  # what ``shadow`` was loaded from
+        self._refused: tuple | None = None  # (path, its metadata's stat) refused: said once
+        self._task: asyncio.Task | None = None
+        self._unread: str | None = None  # why the registry could not be read: said once
+
+    @property
+    def follows(self) -> bool:
+        """Whether it follows the registry's held versions (``held``, polled)."""
+        s = self.settings
+        return s.shadow_model == "held" and s.reload_interval_s > 0
+
+    def load_at_start(self) -> None:
+        """The shadow the settings name, loaded and started, or none (said why)."""
+        try:
+            path = self.settings.shadow_path()
+        except (AbsaError, OSError) as e:
+            log.error("shadow: serving without one: %s", e)
+            return
+        if path is None:
+            if self.settings.shadow_model == "held":
+                log.info(
+                    "shadow: the registry holds no challenger yet%s",
+                    ": the next version a job holds is scored" if self.follows else "",
+                )
+            return
+        shadow = self._open(path)
+        if shadow is not None:
+            shadow.start()
+            self.shadow, self._path = shadow, path
+
+    def start_following(self) -> None:
+        if self.follows:
+            self._task = asyncio.create_task(self._follow(), name="absa-shadow-follow")
+
+    async def check(self) -> None:
+        """One look at the registry's held versions: the newest scored, none where there
+        is none."""
+        try:
+            path = await asyncio.to_thread(self.settings.shadow_path)
+        except (AbsaError, OSError) as e:  # said once, until it reads again (or otherwise)
+            if str(e) != self._unread:
+                log.warning("shadow: cannot look at the registry's held versions: %s", e)
+            self._unread = str(e)
+            return
+        self._unread = None
+        if path == self._path:
+            return
+        if path is None:
+            log.info(
+                "shadow: %s is no challenger any more (promoted, or a newer version served): "
+                "none is scored until a job holds another",
+                self.shadow.model_id if self.shadow is not None else self._path,
+            )
+            await self._swap(None, None)
+            return
+        shadow = await asyncio.to_thread(self._open, path)
+        if shadow is not None:  # not started: cancelled meanwhile, it is dropped unstarted
+            await self._swap(shadow, path)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        await self._swap(None, None)  # what it holds is scored (a few seconds at most)
+
+    def _open(self, path: Path) -> Shadow | None:
+        """``path`` loaded as the shadow, not yet started; one that cannot be loaded is said
+        once as it stands on disk (None), and what the slot holds stays."""
+        key = (path, _stat(path / "metadata.json"))
+        if key == self._refused:
+            return None
+        try:
+            shadow = load_shadow(self.settings, self.metrics, path)
+        except (AbsaError, OSError, ValueError) as e:
+            self._refused = key
+            kept = f"still scoring {self.shadow.model_id}" if self.shadow else "serving without one"
+            log.error("shadow: %s: %s cannot be loaded: %s", kept, path, e)
+            return None
+        self._refused = None
+        if shadow.digest == self._served_digest():
+            log.warning(
+                "shadow: %s is the model served: nothing to compare until another serves",
+                shadow.model_id,
+            )
+        # the answers it labels otherwise go to the term model's sample, where one is kept
+        shadow.sample = self._sample
+        return shadow
+
+    async def _swap(self, shadow: Shadow | None, path: Path | None) -> None:
+        if shadow is not None:
+            shadow.start()
+        old, self.shadow, self._path = self.shadow, shadow, path
+        if old is not None:
+            if shadow is not None:
+                log.info("shadow: now %s (was %s)", shadow.model_id, old.model_id)
+            await asyncio.to_thread(old.close)  # what it holds is scored (seconds at most)
+
+    async def _follow(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reload_interval_s)
+            try:
+                await self.check()
+            except Exception:  # noqa: BLE001 - a challenger only: the worker serves on
+                log.exception("shadow: following the registry's held versions")
+
+
+def shadow_now(app: Any) -> Shadow | None:
+    """The shadow ``app``'s worker runs now (None: none, or before start-up)."""
+    slot: ShadowSlot | None = app.state.shadow_slot
+    return None if slot is None else slot.shadow
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)

@@ -1,0 +1,144 @@
+"""ABSA_SHADOW_MODEL=held: the shadow is the registry's newest version a retraining job held
+(``promote = false``), followed as jobs hold new ones, and none once it, or a version after
+it, serves; a held version that cannot be loaded is said once and never stops the worker."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from absa.model import artifact as artifacts
+from absa.model.registry import Registry
+from tests.service.conftest import make_settings
+from tests.service.test_shadow import wait_for
+
+TEXT = "the staff was rude"
+
+
+@pytest.fixture(scope="module")
+def held_export(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A challenger (another model than ``artifact``), exported once. Read-only: copy it."""
+    from absa.training.exporting import export_run
+
+    out = tmp_path_factory.mktemp("held") / "challenger"
+    export_run(tiny_run, out, name="challenger", version="c")
+    return out
+
+
+@pytest.fixture
+def registry(artifact: Path, tmp_path: Path) -> Registry:
+    """A registry serving v1 (``artifact``), holding no challenger."""
+    reg = Registry(tmp_path / "registry").init()
+    reg.add(shutil.copytree(artifact, tmp_path / "staging" / "v1"), "v1")
+    reg.promote("v1")
+    return reg
+
+
+def hold(reg: Registry, source: Path, version: str, created: str) -> None:
+    """Add ``source`` as ``version``, held by its job: its gate passed, not promoted."""
+    d = shutil.copytree(source, reg.root.parent / "staging" / version)
+    meta = artifacts.read_metadata(d)
+    meta.update(version=version, created=created, held=True, gate={"passed": True})
+    artifacts.write_metadata(d, meta)
+    reg.add(d, version)
+
+
+def until(client: TestClient, shadow: Callable[[dict | None], bool]) -> dict | None:
+    """/v1/model's ``shadow`` once ``shadow`` holds of it (20 s at most)."""
+    deadline = time.monotonic() + 20
+    while True:
+        info = client.get("/v1/model").json()["shadow"]
+        if shadow(info):
+            return info
+        assert time.monotonic() < deadline, info
+        time.sleep(0.05)
+
+
+def test_the_shadow_follows_the_newest_held_version_until_it_serves(
+    registry: Registry, artifact: Path, held_export: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from absa.service.app import create_app
+
+    settings = make_settings(
+        artifact, registry=registry.root, shadow_model="held", shadow_rate=1.0,
+        reload_interval_s=0.1,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO), TestClient(create_app(settings)) as c:
+        assert c.get("/v1/model").json()["shadow"] is None
+        assert "shadow: the registry holds no challenger yet: the next version" in caplog.text
+
+        hold(registry, held_export, "v2", "2099-01-02T00:00:00+00:00")
+        info = until(c, lambda s: s is not None)
+        assert info is not None and info["model"] == "challenger:v2"
+        assert c.post("/v1/predict", json={"text": TEXT, "aspects": ["staff"]}).is_success
+        text = wait_for(c, "compared", 1)
+        assert 'model="challenger:v2"' in text
+
+        hold(registry, held_export, "v3", "2099-01-03T00:00:00+00:00")  # the next job's
+        until(c, lambda s: s is not None and s["model"] == "challenger:v3")
+        assert "shadow: now challenger:v3 (was challenger:v2)" in caplog.text
+
+        registry.promote("v3")  # it serves: no challenger any more, and v2 is older than it
+        assert until(c, lambda s: s is None) is None
+        deadline = time.monotonic() + 20
+        while c.get("/v1/model").json()["version"] != "v3":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert "shadow: challenger:v3 is no challenger any more" in caplog.text
+
+
+def test_a_held_version_that_cannot_be_loaded_is_said_once_and_the_worker_serves_on(
+    registry: Registry, artifact: Path, held_export: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A held version whose graph is damaged: one error line over many polls (as the
+    version stands on disk), the service answers, and the next held version is scored."""
+    from absa.service.app import create_app
+
+    hold(registry, held_export, "v2", "2099-01-02T00:00:00+00:00")
+    (registry.path("v2") / "model.onnx").write_bytes(b"not a graph")
+    settings = make_settings(
+        artifact, registry=registry.root, shadow_model="held", reload_interval_s=0.05
+    )
+    with caplog.at_level(logging.ERROR), TestClient(create_app(settings)) as c:
+        time.sleep(0.5)  # several polls
+        assert c.post("/v1/predict", json={"text": TEXT, "aspects": ["staff"]}).is_success
+        assert c.get("/v1/model").json()["shadow"] is None
+        hold(registry, held_export, "v3", "2099-01-03T00:00:00+00:00")
+        info = until(c, lambda s: s is not None)
+        assert info is not None and info["model"] == "challenger:v3"
+    refused = [r.message for r in caplog.records if "cannot be loaded" in r.message]
+    assert len(refused) == 1, refused
+    assert refused[0].startswith(f"shadow: serving without one: {registry.path('v2')} ")
+
+
+def test_a_registry_that_cannot_be_read_is_said_once_and_the_shadow_scores_on(
+    registry: Registry, artifact: Path, held_export: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pointer that is no JSON any more: one warning over many polls, the shadow it had
+    kept (what the registry says is unknown, not "none"), and said again once it changes."""
+    from absa.model.registry import POINTER
+    from absa.service.app import create_app
+
+    hold(registry, held_export, "v2", "2099-01-02T00:00:00+00:00")
+    settings = make_settings(
+        artifact, registry=registry.root, shadow_model="held", reload_interval_s=0.05
+    )
+    pointer = registry.root / POINTER
+    good = pointer.read_text()
+    with caplog.at_level(logging.WARNING), TestClient(create_app(settings)) as c:
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v2"
+        pointer.write_text("[")
+        time.sleep(0.5)  # several polls
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v2"
+        pointer.write_text(good)
+        time.sleep(0.3)
+        pointer.write_text("{")
+        time.sleep(0.3)
+    said = [r.message for r in caplog.records if "cannot look at the registry's held" in r.message]
+    assert len(said) == 2, said
