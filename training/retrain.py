@@ -640,7 +640,8 @@ def register(
         report["held"] = True
         report["not_promoted"] = (
             f"promote = false in the config: it waits as a challenger; score it beside the "
-            f"champion on live traffic (ABSA_SHADOW_MODEL={reg.path(version)}), then "
+            f"champion on live traffic (ABSA_SHADOW_MODEL={reg.path(version)}, or `held`: "
+            f"the registry's newest held version, followed), then "
             f"`absa models promote {version}` if it should serve"
         )
         log.info("%s: passed its gate, held: %s", version, report["not_promoted"])
