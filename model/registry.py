@@ -92,8 +92,8 @@ def _folder(path: Path) -> bool:
 def held(metadata: dict) -> bool:
     """Whether a version's metadata says its retraining job held it (``promote = false``,
     its gate passed): a challenger to watch (ABSA_SHADOW_MODEL), never promoted by a job."""
-    gate = metadata.get("gate") or {}
-    return metadata.get("held") is True and gate.get("passed") is True
+    gate = metadata.get("gate")
+    return metadata.get("held") is True and isinstance(gate, dict) and gate.get("passed") is True
 
 
 def volume_entry(name: str) -> bool:

@@ -179,10 +179,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             app.state.ready = False
             await reloader.stop()
+            await shadow.stop_following()
             await engine.stop()  # drains the queue: in-flight requests get their answers
+            # what the shadow holds is scored (a few seconds at most), its disagreements
+            # offered to the sample before the sample closes
+            await shadow.close()
             for sample in app.state.samples:
                 sample.close()  # after the last answers: their lines are written
-            await shadow.close()  # what it holds is scored (a few seconds at most)
             await deadlines.stop()
             metrics.close()  # several workers: its live gauges leave /metrics
             # the spans still held are sent (a few seconds at most: the collector may be down)

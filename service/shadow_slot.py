@@ -3,24 +3,29 @@ registry's newest version a retraining job held (``promote = false``), looked fo
 ``ABSA_RELOAD_INTERVAL_S`` as the served model's pointer is, so that the job's next held
 version is watched without a restart, and a held version promoted since (or one a newer
 served version has passed) stops being scored. A shadow is a challenger only: one that
-cannot be loaded is said once (as the registry then stands) and the worker goes on with the
-shadow it had, or none; nothing here ever stops the service."""
+cannot be loaded is said once (as its files then stand, again after ``RETRY_S``) and the
+worker goes on with the shadow it had, or none; nothing here ever stops the service."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from absa.errors import AbsaError
+from absa.errors import AbsaError, RegistryError
 from absa.service.metrics import Metrics
 from absa.service.sampling import AnswerSample
 from absa.service.shadow import Shadow, load_shadow
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: a held version refused as its files stand is tried again after this long (s): a read
+#: error of the volume, or a copy still being made, does not last
+RETRY_S = 300.0
 
 
 class ShadowSlot:
@@ -38,7 +43,9 @@ class ShadowSlot:
         self._served_digest, self._sample = served_digest, sample
         self.shadow: Shadow | None = None
         self._path: Path | None = None  # what ``shadow`` was loaded from
-        self._refused: tuple | None = None  # (path, its metadata's stat) refused: said once
+        # (path, its files' stats) refused, and when: said once, tried again after RETRY_S
+        self._refused: tuple | None = None
+        self._refused_at = 0.0
         self._task: asyncio.Task | None = None
         self._unread: str | None = None  # why the registry could not be read: said once
 
@@ -49,11 +56,12 @@ class ShadowSlot:
         return s.shadow_model == "held" and s.reload_interval_s > 0
 
     def load_at_start(self) -> None:
-        """The shadow the settings name, loaded and started, or none (said why)."""
+        """The shadow the settings name, loaded and started, or none (said why): never an
+        error that stops the worker."""
         try:
             path = self.settings.shadow_path()
-        except (AbsaError, OSError) as e:
-            log.error("shadow: serving without one: %s", e)
+        except Exception as e:  # noqa: BLE001 - a challenger only: the worker serves on
+            log.error("shadow: serving without one: %s", e, exc_info=not _named(e))
             return
         if path is None:
             if self.settings.shadow_model == "held":
@@ -72,11 +80,12 @@ class ShadowSlot:
             self._task = asyncio.create_task(self._follow(), name="absa-shadow-follow")
 
     async def check(self) -> None:
-        """One look at the registry's held versions: the newest scored, none where there
-        is none."""
+        """One look at the registry's held versions: the newest scored, none where the
+        registry says there is none. One it cannot read (or a volume mounted empty for a
+        while) says nothing: the shadow it had stays."""
         try:
-            path = await asyncio.to_thread(self.settings.shadow_path)
-        except (AbsaError, OSError) as e:  # said once, until it reads again (or otherwise)
+            path = await asyncio.to_thread(self._held_path)
+        except Exception as e:  # noqa: BLE001 - said once, until it reads again
             if str(e) != self._unread:
                 log.warning("shadow: cannot look at the registry's held versions: %s", e)
             self._unread = str(e)
@@ -86,8 +95,8 @@ class ShadowSlot:
             return
         if path is None:
             log.info(
-                "shadow: %s is no challenger any more (promoted, or a newer version served): "
-                "none is scored until a job holds another",
+                "shadow: %s is no challenger any more (promoted, a newer version served, or "
+                "it left the registry): none is scored until a job holds another",
                 self.shadow.model_id if self.shadow is not None else self._path,
             )
             await self._swap(None, None)
@@ -96,27 +105,44 @@ class ShadowSlot:
         if shadow is not None:  # not started: cancelled meanwhile, it is dropped unstarted
             await self._swap(shadow, path)
 
-    async def close(self) -> None:
+    def _held_path(self) -> Path | None:
+        """``shadow_path`` where the registry is one to read: a RegistryError where it is
+        not (a volume not mounted yet, or gone), which is no "none held"."""
+        from absa.model.registry import Registry
+
+        path = self.settings.shadow_path()
+        root = self.settings.registry
+        if path is None and root is not None and not Registry.looks_like(root):
+            raise RegistryError(f"{root} is no registry now (a volume not mounted?)")
+        return path
+
+    async def stop_following(self) -> None:
+        """No more looks at the registry (a load under way is dropped unstarted)."""
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except asyncio.CancelledError:
                 pass
+            self._task = None
+
+    async def close(self) -> None:
+        await self.stop_following()
         await self._swap(None, None)  # what it holds is scored (a few seconds at most)
 
     def _open(self, path: Path) -> Shadow | None:
         """``path`` loaded as the shadow, not yet started; one that cannot be loaded is said
-        once as it stands on disk (None), and what the slot holds stays."""
-        key = (path, _stat(path / "metadata.json"))
-        if key == self._refused:
+        once as its files stand (None), again after ``RETRY_S``, and what the slot holds
+        stays."""
+        key = (path, _stats(path))
+        if key == self._refused and time.monotonic() - self._refused_at < RETRY_S:
             return None
         try:
             shadow = load_shadow(self.settings, self.metrics, path)
-        except (AbsaError, OSError, ValueError) as e:
-            self._refused = key
+        except Exception as e:  # noqa: BLE001 - a challenger only: the worker serves on
+            self._refused, self._refused_at = key, time.monotonic()
             kept = f"still scoring {self.shadow.model_id}" if self.shadow else "serving without one"
-            log.error("shadow: %s: %s cannot be loaded: %s", kept, path, e)
+            log.error("shadow: %s: %s cannot be loaded: %s", kept, path, e, exc_info=not _named(e))
             return None
         self._refused = None
         if shadow.digest == self._served_digest():
@@ -152,9 +178,19 @@ def shadow_now(app: Any) -> Shadow | None:
     return None if slot is None else slot.shadow
 
 
-def _stat(path: Path) -> tuple[int, int, int] | None:
+def _named(e: BaseException) -> bool:
+    """Whether ``e`` is an error whose message says it all (no traceback wanted)."""
+    return isinstance(e, AbsaError | OSError | ValueError)
+
+
+def _stats(directory: Path) -> tuple:
+    """(name, inode, mtime, size) of each file in ``directory``; (errno,) where it cannot be
+    listed: a version refused as it stands is tried again once one of them changes."""
     try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+        out = []
+        for f in sorted(directory.iterdir()):
+            st = f.stat()
+            out.append((f.name, st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
+    except OSError as e:
+        return (e.errno or 0,)

@@ -199,7 +199,7 @@ def _check_startable(settings: Any) -> None:
         shadow = settings.shadow_path()
         if shadow is not None:
             servable(shadow, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
-    except (CLIError, RegistryError) as e:
+    except (CLIError, RegistryError, OSError, ValueError) as e:  # a folder it may not read
         say(f"absa serve: warning: {e}; the service starts without a shadow", logging.WARNING)
     # set already, they are the workers' own (absa serve makes them only where unset): a
     # missing one was a traceback in every worker (the metrics), or a failed /admin/reload

@@ -4,6 +4,7 @@ missing ends at the port check (a different line), never in a running server."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,3 +278,28 @@ def test_a_held_shadow_needs_a_registry_to_follow(
                  "--shadow-model", "HELD"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "warning" not in err and "cannot listen on" in err, err
+
+
+def test_a_held_shadow_that_cannot_be_loaded_is_warned_of_in_one_line(
+    artifact: Path, busy_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``held`` names the registry's newest held version: one whose graph is damaged is
+    checked as a named one is, a warning line, and the service starts without it."""
+    from absa.model import artifact as artifacts
+    from absa.model.registry import Registry
+
+    reg = Registry(tmp_path / "registry").init()
+    reg.add(shutil.copytree(artifact, tmp_path / "staging" / "v1"), "v1")
+    reg.promote("v1")
+    held = shutil.copytree(artifact, tmp_path / "staging" / "v2")
+    meta = artifacts.read_metadata(held)
+    meta.update(version="v2", created="2099-01-01T00:00:00+00:00", held=True, gate={"passed": True})
+    artifacts.write_metadata(held, meta)
+    reg.add(held, "v2")
+    (reg.path("v2") / "model.onnx").write_bytes(b"not a graph")
+    code = main(["serve", "--registry", str(reg.root), "--port", str(busy_port),
+                 "--shadow-model", "held"])  # fmt: skip
+    warning, refusal = capsys.readouterr().err.splitlines()
+    assert code == 2 and "cannot listen on" in refusal, refusal
+    assert warning.startswith("absa serve: warning: ABSA_SHADOW_MODEL / --shadow-model: ")
+    assert "model.onnx" in warning and warning.endswith("; the service starts without a shadow")

@@ -268,6 +268,21 @@ def test_prune_keeps_the_newest_held_version_the_shadow_may_be_watching(tmp_path
     assert reg.prune(keep=0) == ["v3", "v7"]
 
 
+@pytest.mark.parametrize("gate", [True, "passed", ["passed"], None])
+def test_a_held_version_whose_gate_is_no_object_is_none(tmp_path: Path, gate: object) -> None:
+    """A hand-edited metadata.json with ``gate`` that is no object stopped every worker of
+    ABSA_SHADOW_MODEL=held from starting (AttributeError), and failed the job's prune."""
+    reg = make_registry(tmp_path, 1)
+    reg.promote("v1")
+    d = held_artifact(tmp_path, "v2", "2024-01-02T00:00:00+00:00")
+    meta = artifacts.read_metadata(d)
+    meta["gate"] = gate
+    artifacts.write_metadata(d, meta)
+    reg.add(d, "v2")
+    assert reg.newest_held() is None
+    assert reg.prune(keep=0) == ["v2"]
+
+
 def test_a_version_rolled_back_from_is_a_version_that_served(tmp_path: Path) -> None:
     """The pointer forgets the version a rollback leaves; the history still counts it."""
     reg = make_registry(tmp_path, 5)

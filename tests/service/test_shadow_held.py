@@ -5,6 +5,7 @@ it, serves; a held version that cannot be loaded is said once and never stops th
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -121,7 +122,8 @@ def test_a_registry_that_cannot_be_read_is_said_once_and_the_shadow_scores_on(
     registry: Registry, artifact: Path, held_export: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A pointer that is no JSON any more: one warning over many polls, the shadow it had
-    kept (what the registry says is unknown, not "none"), and said again once it changes."""
+    kept (what the registry says is unknown, not "none"), and said again once it changes;
+    a registry volume gone a while (mounted empty) is no "none held" either."""
     from absa.model.registry import POINTER
     from absa.service.app import create_app
 
@@ -133,12 +135,25 @@ def test_a_registry_that_cannot_be_read_is_said_once_and_the_shadow_scores_on(
     good = pointer.read_text()
     with caplog.at_level(logging.WARNING), TestClient(create_app(settings)) as c:
         assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v2"
-        pointer.write_text("[")
+        atomic_write_text(pointer, "[")
         time.sleep(0.5)  # several polls
         assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v2"
-        pointer.write_text(good)
+        atomic_write_text(pointer, good)
         time.sleep(0.3)
-        pointer.write_text("{")
+        atomic_write_text(pointer, "{")
         time.sleep(0.3)
+        atomic_write_text(pointer, good)
+        away = registry.root.rename(registry.root.with_name("away"))
+        registry.root.mkdir()  # the volume's mount point, empty
+        time.sleep(0.3)
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v2"
     said = [r.message for r in caplog.records if "cannot look at the registry's held" in r.message]
-    assert len(said) == 2, said
+    assert len(said) == 3, said
+    assert "is no registry now" in said[-1] and away.is_dir()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole (a poll never reads it half written)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
