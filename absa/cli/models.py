@@ -68,6 +68,10 @@ def cmd_models(args: argparse.Namespace) -> int:
             current = None
             say(f"absa models: warning: {e}{_mend(e)}", logging.WARNING)
         versions = reg.versions()
+        try:  # the challenger ABSA_SHADOW_MODEL=held scores (prune spares it)
+            challenger = reg.newest_held(versions)
+        except RegistryError:  # the pointer, said above
+            challenger = None
         if current is not None and current not in versions:  # the service will not start
             say(
                 f"absa models: warning: {reg.root / POINTER} names version {current!r}, which "
@@ -83,8 +87,10 @@ def cmd_models(args: argparse.Namespace) -> int:
                 continue
             created = str(m.get("created") or "")
             line = f"{mark} {v:<22} {created:<26} parent={m.get('parent')} {_evals(m)}"
-            if held(m) and v != current and not reg.ever_served(v):
+            if v == challenger:
                 line += "  held: a challenger its job did not promote (promote = false)"
+            elif held(m) and v != current and not reg.ever_served(v):
+                line += "  held, passed by a newer held or served version"
             try:  # what promote checks: a file missing or changed, a graph that cannot run
                 reg.check_servable(v)
             except RegistryError as e:

@@ -298,3 +298,31 @@ def test_rehash_mends_a_version_exported_before_file_checksums(
     assert main(["models", "rehash", "v2", *at]) == 2
     assert "its graph's sha256 is not the one its export recorded" in capsys.readouterr().err
     assert "files" not in json.loads((reg.path("v2") / "metadata.json").read_text())
+
+
+def test_models_list_marks_the_challenger_and_the_held_versions_passed_since(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Of the held versions, only the newest is the challenger (the one held follows, and
+    prune spares): an older one is marked as passed, and so is one a newer version served
+    after."""
+    from tests.retrain.test_registry import held_artifact
+
+    reg = make_registry(tmp_path, 1)
+    reg.promote("v1")
+    for i in (2, 3):
+        reg.add(held_artifact(tmp_path, f"v{i}", f"2024-01-0{i}T00:00:00+00:00"), f"v{i}")
+
+    def listed() -> dict[str, str]:
+        assert main(["models", "--registry", str(reg.root), "list"]) == 0
+        return {line[2:].split()[0]: line for line in capsys.readouterr().out.splitlines()}
+
+    lines = listed()
+    assert lines["v3"].endswith("  held: a challenger its job did not promote (promote = false)")
+    assert lines["v2"].endswith("  held, passed by a newer held or served version")
+    assert "held" not in lines["v1"]
+    reg.add(held_artifact(tmp_path, "v4", "2024-01-04T00:00:00+00:00"), "v4")
+    reg.promote("v4")
+    lines = listed()
+    assert "held" not in lines["v4"]  # it serves
+    assert all(lines[v].endswith("passed by a newer held or served version") for v in ("v2", "v3"))
