@@ -133,9 +133,45 @@ function renderChips() {
   });
 }
 
+const SHADE = [255, 170, 0]; // the heatmap's orange; its opacity says the attention
+const opacity = (level) => 0.08 + 0.85 * level;
 function shade(weight, max) {
   const level = max > 0 ? weight / max : 0;
-  return `rgba(255, 170, 0, ${(0.08 + 0.85 * level).toFixed(3)})`;
+  return `rgba(${SHADE.join(", ")}, ${opacity(level).toFixed(3)})`;
+}
+
+// Relative luminance (WCAG 2) of [r, g, b] in 0-255, and the contrast of two luminances.
+function luminance(rgb) {
+  const [r, g, b] = rgb.map((c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+const contrast = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+function cssColour(name) { // a custom property of the page's colour scheme, "#rrggbb"
+  const hex = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
+  return m ? m.slice(1).map((h) => parseInt(h, 16)) : null;
+}
+
+// A shaded word's ink: the page's text colour where it reads on the shade (4.5:1, WCAG
+// 1.4.3), else black or white, whichever reads better. Light pages need no change; on a
+// dark page the page's light text is lost on a strong orange.
+function ink(span) {
+  const card = cssColour("--card"), fg = cssColour("--fg");
+  span.style.color = "";
+  if (!card || !fg) return;
+  const a = opacity(Number(span.dataset.level));
+  const under = luminance(SHADE.map((c, i) => a * c + (1 - a) * card[i]));
+  if (contrast(luminance(fg), under) >= 4.5) return;
+  span.style.color = contrast(0, under) >= contrast(1, under) ? "#000" : "#fff";
+}
+// the reader's system switches between light and dark: the words already shown follow
+if (window.matchMedia) {
+  window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+    document.querySelectorAll(".heat span.w").forEach(ink);
+  });
 }
 
 // The tokenizer keeps an emoji sequence (a family joined by U+200D, a flag, a skin tone) in
@@ -180,6 +216,8 @@ function heatmap(text, weights, aspect) {
     span.className = "w" + (w.start < aspect.end && w.end > aspect.start ? " aspect" : "")
       + (w.oov ? " oov" : "");
     span.style.background = shade(w.weight, max);
+    span.dataset.level = max > 0 ? w.weight / max : 0;
+    ink(span);
     span.textContent = cut(chars, w.start, w.end);
     span.title = `attention ${w.weight.toFixed(3)}` + (w.oov ? " · not in the model's vocabulary" : "");
     span.dataset.weight = w.weight;

@@ -5,8 +5,11 @@ test_browser.py for how the page is served and driven)."""
 # ruff: noqa: F811 (the fixtures imported below are the tests' parameters)
 from __future__ import annotations
 
+import pytest
+
 # the page's fixtures: a served page without an extractor (page) and with one (auto_page)
 from tests.service.test_browser import (  # noqa: F401
+    ARTIFACTS,
     auto_page,
     auto_url,
     offline_page,
@@ -444,3 +447,71 @@ def test_the_fields_edges_and_the_chips_buttons_can_be_seen_and_hit(page) -> Non
         "JSON.parse(JSON.stringify(document.querySelector('.chip button').getBoundingClientRect()))"
     )
     assert size["width"] >= 24 and size["height"] >= 24, size
+
+
+# [colour, the background under it] of each element a selector finds: the backgrounds of its
+# ancestors laid over each other from the page up (rgba shades over a card over the page)
+_INK_AND_GROUND = """(selectors) => {
+  const rgba = (s) => {
+    const v = s.match(/[\\d.]+/g).map(Number);
+    return v.length > 3 ? v : [...v, 1];
+  };
+  const over = (top, under) => [0, 1, 2].map((i) => top[3] * top[i] + (1 - top[3]) * under[i]);
+  const ground = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) layers.push(rgba(getComputedStyle(e).backgroundColor));
+    layers.push(rgba(getComputedStyle(document.documentElement).backgroundColor));
+    let out = [255, 255, 255];  // the canvas under a transparent page
+    for (const l of layers.reverse()) out = over(l, out);
+    return out;
+  };
+  return selectors.flatMap((sel) => [...document.querySelectorAll(sel)].map((el) => [
+    sel, el.textContent.slice(0, 30), rgba(getComputedStyle(el).color).slice(0, 3), ground(el),
+    rgba(getComputedStyle(el).borderTopColor).slice(0, 3)]));
+}"""
+
+
+def _lum(rgb: list[float]) -> float:
+    return _luminance("rgb({})".format(", ".join(str(round(c)) for c in rgb)))
+
+
+def _contrast(a: list[float], b: list[float]) -> float:
+    x, y = _lum(a), _lum(b)
+    return (max(x, y) + 0.05) / (min(x, y) + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_text_reads_in_the_light_and_the_dark_scheme(page, scheme: str) -> None:  # type: ignore[no-untyped-def]
+    """Review: the page had one colour scheme, a white page in front of a reader whose system
+    is dark. It follows the system's now; in each scheme every text reads against what is
+    under it (4.5:1, WCAG 1.4.3), a heatmap word at every strength of its shade too (the
+    dark page's light text was lost on a strong orange), and the fields' edges and the
+    probability bars against theirs (3:1, 1.4.11)."""
+    page.emulate_media(color_scheme=scheme)
+    page.fill("#text", "the food was great but the service was awful")
+    page.fill("#aspects", "food, service")
+    page.click("#analyse")
+    page.wait_for_selector(".result")
+    body = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert (_luminance(body) < 0.02) is (scheme == "dark"), body
+    texts = ["h1", ".lead", "label", "#examples", "button", ".result h2", ".bars span",
+             ".heat", ".heat span.w", ".head", ".top", "footer", ".label"]  # fmt: skip
+    found = page.evaluate(_INK_AND_GROUND, texts)
+    assert {sel for sel, *_ in found} >= {".heat span.w", ".result h2", ".label", "footer"}
+    shaded = [level for level in page.eval_on_selector_all(
+        ".heat span.w", "els => els.map(e => Number(e.dataset.level))")]  # fmt: skip
+    assert min(shaded) < 0.3 and max(shaded) == 1  # weak and strong shades both met
+    for sel, text, ink, ground, _ in found:
+        assert _contrast(ink, ground) >= 4.5, (scheme, sel, text, ink, ground)
+    # a field's edge against its inside and the page; a bar against its card
+    (_, _, _, page_ground, _), (_, _, _, card, _) = page.evaluate(
+        _INK_AND_GROUND, ["main", ".bars"]
+    )[:2]
+    for sel, _, _, inside, edge in page.evaluate(_INK_AND_GROUND, ["#text", "#aspects"]):
+        for ground in (inside, page_ground):
+            assert _contrast(edge, ground) >= 3, (scheme, sel, edge, ground)
+    bar = page.evaluate("getComputedStyle(document.querySelector('.bar')).backgroundColor")
+    rgb = [float(x) for x in bar[bar.index("(") + 1 : bar.index(")")].split(",")[:3]]
+    assert _contrast(rgb, card) >= 3, (scheme, rgb, card)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"web-page-{scheme}.png"), full_page=True)
