@@ -1,0 +1,28 @@
+"""benchmarks/calibration_dev.py's map per label answered: on answers whose sureness means
+something else for each label, it recovers each label's own rate where one map cannot."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from absa.model.calibration import expected_calibration_error
+from benchmarks.calibration_dev import by_label, knots
+
+
+def test_a_map_per_label_answered_recovers_each_labels_own_rate() -> None:
+    rng = np.random.default_rng(0)
+    n = 3000
+    answered = rng.integers(0, 2, n)  # labels 0 and 1 answered, each as sure: 0.85
+    p = np.full((n, 3), 0.05)
+    p[np.arange(n), answered] = 0.9
+    right = rng.random(n) < np.where(answered == 0, 0.55, 0.9)  # label 0 is right less often
+    y = np.where(right, answered, 2)
+    x = np.zeros((n, 1))
+    per_label = by_label(min_items=100)(p, x, y)(p, x)
+    one_map = knots("centres")(p, x, y)(p, x)
+    assert (per_label.argmax(1) == answered).all()  # no prediction changes
+    for k, rate in ((0, 0.55), (1, 0.9)):
+        assert abs(per_label[answered == k].max(1).mean() - rate) < 0.03
+    assert expected_calibration_error(per_label, y) < 0.5 * expected_calibration_error(one_map, y)
+    few = by_label(min_items=n)(p, x, y)(p, x)  # no label answered that often: the one map
+    assert np.allclose(few, one_map)
