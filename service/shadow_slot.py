@@ -106,14 +106,16 @@ class ShadowSlot:
             await self._swap(shadow, path)
 
     def _held_path(self) -> Path | None:
-        """``shadow_path`` where the registry is one to read: a RegistryError where it is
-        not (a volume not mounted yet, or gone), which is no "none held"."""
+        """``shadow_path``; while a shadow is scored, a RegistryError where the registry is
+        no registry now (a volume not mounted, or gone a while), which is no "none held".
+        Without one, an empty folder is a registry before its first job: nothing to say."""
         from absa.model.registry import Registry
 
         path = self.settings.shadow_path()
         root = self.settings.registry
-        if path is None and root is not None and not Registry.looks_like(root):
-            raise RegistryError(f"{root} is no registry now (a volume not mounted?)")
+        if path is None and self.shadow is not None and root is not None:
+            if not Registry.looks_like(root):
+                raise RegistryError(f"{root} is no registry now (a volume not mounted?)")
         return path
 
     async def stop_following(self) -> None:

@@ -200,7 +200,12 @@ def _check_startable(settings: Any) -> None:
         if shadow is not None:
             servable(shadow, task=TERMS, named="ABSA_SHADOW_MODEL / --shadow-model")
     except (CLIError, RegistryError, OSError, ValueError) as e:  # a folder it may not read
-        say(f"absa serve: warning: {e}; the service starts without a shadow", logging.WARNING)
+        follows = settings.shadow_model == "held" and settings.reload_interval_s > 0
+        then = " (it follows the registry: a version held later is scored)" if follows else ""
+        say(
+            f"absa serve: warning: {e}; the service starts without a shadow{then}",
+            logging.WARNING,
+        )
     # set already, they are the workers' own (absa serve makes them only where unset): a
     # missing one was a traceback in every worker (the metrics), or a failed /admin/reload
     for name, shared in (

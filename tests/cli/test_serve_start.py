@@ -302,4 +302,7 @@ def test_a_held_shadow_that_cannot_be_loaded_is_warned_of_in_one_line(
     warning, refusal = capsys.readouterr().err.splitlines()
     assert code == 2 and "cannot listen on" in refusal, refusal
     assert warning.startswith("absa serve: warning: ABSA_SHADOW_MODEL / --shadow-model: ")
-    assert "model.onnx" in warning and warning.endswith("; the service starts without a shadow")
+    assert "model.onnx" in warning and warning.endswith(
+        "; the service starts without a shadow (it follows the registry: a version held later "
+        "is scored)"
+    )

@@ -157,3 +157,25 @@ def atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def test_an_empty_registry_before_its_first_job_is_no_warning(
+    artifact: Path, held_export: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A new user's trial: an empty folder is a registry before its first job (the shipped
+    model serves meanwhile), yet each worker's first poll warned "no registry now (a volume
+    not mounted?)". Without a shadow to keep there is nothing to say; the first held
+    version is scored."""
+    from absa.service.app import create_app
+
+    root = tmp_path / "registry"
+    root.mkdir()
+    settings = make_settings(artifact, registry=root, shadow_model="held", reload_interval_s=0.05)
+    with caplog.at_level(logging.WARNING), TestClient(create_app(settings)) as c:
+        time.sleep(0.4)  # several polls
+        assert c.get("/v1/model").json()["shadow"] is None
+        reg = Registry(root).init()
+        hold(reg, held_export, "v1", "2099-01-01T00:00:00+00:00")
+        info = until(c, lambda s: s is not None)
+        assert info is not None and info["model"] == "challenger:v1"
+    assert not [r.message for r in caplog.records if r.name == "absa.service.shadow_slot"]
