@@ -170,16 +170,22 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
                 log.warning("%s, left by a killed run of this job, is finished now", version)
                 recovered = json.loads((reg.root / "reports" / f"{version}.json").read_text())
                 return {**recovered, "repaired": repaired}
+            earlier, taken = None, RegistryError(f"version {version!r} exists already")
             try:
                 reg.check_new(version)  # a bad or taken name: refused now, not after training
             except RegistryError as e:
                 done = "; ".join(f"{r['version']}: {r['action']}" for r in repaired)
                 if done:
                     raise RegistryError(f"{e} (this job finished it first: {done})") from None
-                raise
+                earlier = _finished(reg, version)
+                if earlier is None:
+                    raise
+                taken = e
         if repaired:
             report["repaired"] = repaired
         data = early or read_data(cfg, report["data"])  # every file, before any training
+        if earlier is not None:  # the same job again (a retried pod): its goal reached
+            return _again(cfg, version, report, earlier, taken)
         overlap = eval_overlap(data)
         if overlap:
             report["eval_overlap"] = overlap
@@ -265,6 +271,44 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _finished(reg: Registry, version: str) -> dict | None:
+    """The report of ``version`` where a job finished it (its version in the registry, its
+    report written whole), else None."""
+    path = reg.root / "reports" / f"{version}.json"
+    if not (reg.versions_dir / version).is_dir() or not path.is_file():
+        return None
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return earlier if isinstance(earlier, dict) and earlier.get("version") == version else None
+
+
+def _again(
+    cfg: RetrainConfig, version: str, report: dict, earlier: dict, taken: RegistryError
+) -> dict:
+    """The same command again after its job finished (a Job's pod retried after a success it
+    never saw): that job's report, nothing done, where its config and every data file are
+    the same bytes; otherwise the name is taken (``taken``, exit 2)."""
+    config = config_record(cfg)
+    if cfg.model_config:
+        config["model_config"] = file_info([cfg.model_config])[0]
+    then = earlier.get("config") or {}
+    same = {k: then.get(k) for k in config} == config and earlier.get("data") == report["data"]
+    if not same:
+        raise RegistryError(
+            f"{taken}: its report ({earlier.get('finished')}) records another config or other "
+            "data; give this job another --version"
+        )
+    log.warning(
+        "%s: this job finished it already (its report of %s): nothing to do; its report "
+        "and exit status again",
+        version,
+        earlier.get("finished"),
+    )
+    return earlier
 
 
 def read_data(cfg: RetrainConfig, into: dict) -> JobData:

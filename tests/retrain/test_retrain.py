@@ -760,6 +760,15 @@ def test_a_job_told_not_to_promote_holds_a_version_that_passes(
     assert reg.metadata("v2")["held"] is True
     assert text.startswith("retrain v2: HELD") and out.startswith("retrain v2: HELD")
     assert f"ABSA_SHADOW_MODEL={reg.path('v2')}" in text
+    # the same command again (a Job's pod retried after a success it never saw): its goal
+    # reached, its report and exit status again, nothing trained; it was an exit 2
+    before = state(registry)
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 0
+    assert capsys.readouterr().out == out and read_report(registry, "v2") == (report, text)
+    assert state(registry) == before
+    other = make_config(tmp_path / "r2.toml", registry, promote=False, epochs=1)
+    assert main(["retrain", "--config", str(other), "--version", "v2", "--quiet"]) == 2
+    assert "records another config or other data" in capsys.readouterr().err
     assert "`absa models promote v2`" in text
     assert main(["models", "--registry", str(registry), "list"]) == 0
     listed = capsys.readouterr().out.splitlines()
