@@ -144,6 +144,12 @@ def raise_if_full(dst: Path, e: OSError) -> None:
         raise cannot_write(dst, e) from e
 
 
+def install_hint(extra: str) -> str:
+    """How to install absa's ``extra``: from absa's checkout (absa is not installed from
+    PyPI, where another project's package has its name)."""
+    return f"pip install '.[{extra}]' in absa's checkout"
+
+
 def first_few(names: list[str], n: int = 3) -> str:
     """Names for a message: the first ``n``, and how many more ("a, b, c and 4 more")."""
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+from absa.errors import install_hint
 from absa.service.logs import Throttle, without_query_values
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ EXPORT_TIMEOUT_S = 2.0
 SHUTDOWN_WAIT_S = 5.0
 _OFF = nullcontext()
 _EXPORT_THROTTLE = Throttle()
-NEEDS = "ABSA_TRACING needs the otel extra: pip install 'absa[otel]'"
+NEEDS = f"ABSA_TRACING needs the otel extra: {install_hint('otel')}"
 
 
 def _answered_status(error: Exception) -> int:

@@ -36,7 +36,7 @@ from absa.cli.common import (
     to_devnull,
     to_stdout,
 )
-from absa.errors import AbsaError, transient
+from absa.errors import AbsaError, install_hint, transient
 
 __all__ = ["EX_TEMPFAIL", "CLIError", "build_parser", "main"]
 
@@ -173,7 +173,7 @@ def _run(args: argparse.Namespace, terminated: list[int]) -> int:
         extra = EXTRA_OF[top]
         say(
             f"absa {args.command}: error: this needs the {extra} extra ({top} is not "
-            f"installed): pip install 'absa[{extra}]'"
+            f"installed): {install_hint(extra)}"
         )
         return 2
     except (CLIError, AbsaError, ValueError, KeyError, RuntimeError, OSError) as e:

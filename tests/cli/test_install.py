@@ -60,7 +60,7 @@ def test_training_commands_without_torch_say_to_install_the_train_extra(
     for name, argv in commands.items():
         line = one_line(absa(*argv, torch=False))
         assert line.startswith(f"absa {name}: error: "), line
-        assert "pip install 'absa[train]'" in line and "torch" in line, line
+        assert "pip install '.[train]' in absa's checkout" in line and "torch" in line, line
 
 
 def test_serve_on_a_training_run_points_at_absa_export(tiny_run: Path) -> None:
