@@ -53,7 +53,7 @@ from absa.model.aspects import (
     whole_offset,
 )
 from absa.model.atomic import fsync_dir
-from absa.model.csvio import ROW_INSIDE, any_field_length, row_inside
+from absa.model.csvio import ROW_INSIDE, any_field_length, delimiter_hint, row_inside
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
 
@@ -392,6 +392,7 @@ def _rows(
     read = read_names(header or [], f"{path}:1")
     if header is None or not {"text", "aspect"} <= set(read):
         hint = header_hint([f for f in ("text", "aspect") if f not in read], header or [])
+        hint += delimiter_hint(header or [])
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect{hint}")
     clash = [c for c in header if c in reserved]
     if clash:

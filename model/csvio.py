@@ -42,3 +42,18 @@ def row_inside(record: Sequence[str], width: int, text_at: int, aspect_at: int) 
                 return lines_before + i
         lines_before += len(lines) - 1
     return None
+
+
+def delimiter_hint(header: Sequence[str]) -> str:
+    """The hint of an error about a CSV header that names one column holding another
+    delimiter ("text;aspect", a spreadsheet's export in a locale whose list separator is
+    ';'), or "": the reader splits on commas only."""
+    if len(header) != 1:
+        return ""
+    for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
+        if sep in header[0]:
+            return (
+                f"; the header is one column, {header[0]!r}, split by {name}: separate the "
+                "columns with commas"
+            )
+    return ""

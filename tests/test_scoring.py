@@ -1403,6 +1403,10 @@ def test_a_term_field_is_named_where_the_aspect_is_missing(
     assert _shipped(src, tmp_path / "out.csv") == 2
     err = capsys.readouterr().err
     assert "must name the columns text and aspect; it has 'Term': name that column 'aspect'" in err
+    src = _write(tmp_path / "in.csv", "text;aspect\nThe food was good;food\n")  # a locale's CSV
+    assert _shipped(src, tmp_path / "out.csv") == 2
+    err = capsys.readouterr().err
+    assert "the header is one column, 'text;aspect', split by semicolons: separate" in err
 
 
 def test_the_http_apis_names_are_named_where_a_field_is_missing(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
-from absa.model.csvio import ROW_INSIDE, row_inside
+from absa.model.csvio import ROW_INSIDE, delimiter_hint, row_inside
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
@@ -78,7 +78,7 @@ def check_columns(
     read = _read_columns(names, where, exact)
     missing = [c for c in needed if c not in read]
     if missing:
-        hint = header_hint(missing[:1], names)
+        hint = header_hint(missing[:1], names) + delimiter_hint(names)
         raise InputError(
             f"{where}: no column {missing[0]!r} (the input needs text and aspect){hint}"
         )

@@ -790,6 +790,14 @@ def test_a_csv_without_a_text_column_is_refused_though_a_row_is_bad(
     assert proc.returncode == 2, proc.stderr
     assert f"{src}: no column 'text'" in proc.stderr
     assert not (tmp_path / "out.parquet").exists()
+    src.write_text("text;aspect\nthe food was good;food\n")  # a locale's list separator
+    proc = subprocess.run(
+        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
+         str(src), "--output", str(tmp_path / "out.parquet"), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "one column, 'text;aspect', split by semicolons" in proc.stderr, proc.stderr
 
 
 # ------------------------------------------- file scoring review: types, lines, wide headers

@@ -870,6 +870,17 @@ def test_csv_wrong_field_count(tmp_path: Path) -> None:
     assert [s.source for s in res.skipped] == [f"{path}:3", f"{path}:4"]
 
 
+def test_a_csv_split_by_semicolons_is_told_so(tmp_path: Path) -> None:
+    """A new user's trial: a spreadsheet's CSV in a locale whose list separator is ';' read
+    as one column, the error naming columns it lacks and not why."""
+    path = write(tmp_path, "a.csv", "text;aspect;label\ngood food;food;positive\n")
+    with pytest.raises(DataError, match="one column, 'text;aspect;label', split by semicolons"):
+        read_examples(path)
+    path = write(tmp_path, "b.csv", "text\tterm\tlabel\ngood food\tfood\tpositive\n")
+    with pytest.raises(DataError, match="split by tabs: separate the columns with commas"):
+        read_examples(path)
+
+
 def test_csv_missing_column(tmp_path: Path) -> None:
     path = write(tmp_path, "a.csv", "text,label\ngood food,1\n")
     with pytest.raises(DataError, match="aspect/term") as err:

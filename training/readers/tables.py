@@ -13,7 +13,7 @@ from typing import Any
 
 from absa.errors import InputError
 from absa.model.aspects import occurrences, pinned, shown_value, whole_offset
-from absa.model.csvio import ROW_INSIDE, any_field_length, row_inside
+from absa.model.csvio import ROW_INSIDE, any_field_length, delimiter_hint, row_inside
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.training.readers.files import refuse_bare_cr
 from absa.training.readers.sink import Sink
@@ -272,7 +272,7 @@ def _check_header(
     if missing:
         raise DataError(
             f"{where}: the CSV header lacks the column(s) {', '.join(missing)} "
-            f"(header: {', '.join(header)})"
+            f"(header: {', '.join(header)}){delimiter_hint(header)}"
         )
     # empty names aside: a spreadsheet's trailing commas ("text,aspect,label,,")
     dupes = sorted({h for h in header if h and header.count(h) > 1})
