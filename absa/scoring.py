@@ -698,7 +698,9 @@ class _Writer:
         if answer is not None and prep is not None:
             added = predicted(prep, answer, nested=self.fmt == "jsonl")
             if self.fmt == "csv":
-                added.update({k: f"{v:.6f}" for k, v in added.items() if k.startswith(SCORE_)})
+                added.update(  # every probability the same six places (the API's rounding)
+                    {k: f"{v:.6f}" for k, v in added.items() if k.startswith(f"{PREFIX}score")}
+                )
         else:
             added[self.error] = error
         if self.fmt == "jsonl":

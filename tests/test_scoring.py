@@ -193,6 +193,9 @@ def test_csv_to_csv_keeps_columns_and_quoting(artifact: Path, tmp_path: Path) ->
     assert rows[0]["pred_label"] == A.label and rows[0]["error"] == ""
     labels = ("negative", "neutral", "positive")
     assert abs(sum(float(rows[0][f"pred_score_{k}"]) for k in labels) - 1) < 1e-4
+    # the label's probability written as its own column is: six places (it was "0.80835")
+    assert rows[0]["pred_score"] == rows[0][f"pred_score_{A.label}"]
+    assert len(rows[0]["pred_score"].split(".")[1]) == 6
     assert rows[1]["pred_label"] == "" and "does not occur" in rows[1]["error"]
     assert rows[1]["text"] == "multi\nline, text"
 
