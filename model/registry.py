@@ -398,7 +398,16 @@ class Registry:
         """Whether history.jsonl records ``version`` as pointed at (promoted or rolled back
         to) or pointed away from: a rollback drops the version it leaves from the pointer,
         and only the history still says it served. Unreadable lines are passed over."""
-        return any(version in (row.get("version"), row.get("from")) for row in self._history_rows())
+        return version in self._history_versions()
+
+    def _history_versions(self) -> set[str]:
+        """Every version history.jsonl records as pointed at or away from (``ever_served``)."""
+        return {
+            v
+            for row in self._history_rows()
+            for v in (row.get("version"), row.get("from"))
+            if isinstance(v, str)
+        }
 
     def current_path(self) -> Path:
         v = self.current()
@@ -582,8 +591,8 @@ class Registry:
         service may be shadowing (ABSA_SHADOW_MODEL), whichever ``keep`` is, until a newer
         one is held or it, or one after it, serves. Never the current or the previous one,
         nor one whose metadata cannot be read: it has no creation time to be old by (it
-        lists first), and the next
-        job's repair leaves it to an operator, who would find it gone. Nor a directory
+        lists first), and the next job's repair leaves it to an operator, who would find it
+        gone. Nor a directory
         without metadata.json (``incomplete``): it may be a copy still being made. Nor one
         whose files do not all match its metadata's checksums (``verify_files``): a version
         gets into versions/ whole by this project's own ways (``add``'s rename, an export's
@@ -641,9 +650,7 @@ class Registry:
     def _served(self, versions: list[str], ptr: dict) -> list[str]:
         """Those of ``versions`` that served: the current one, those the pointer keeps to
         roll back to, and those the history records as promoted, rolled back to or from."""
-        pointed = {ptr.get("version"), *ptr["previous"]}
-        for row in self._history_rows():
-            pointed |= {v for v in (row.get("version"), row.get("from")) if isinstance(v, str)}
+        pointed = {ptr.get("version"), *ptr["previous"], *self._history_versions()}
         return [v for v in versions if v in pointed]
 
     def newest_held(
