@@ -44,14 +44,20 @@ def row_inside(record: Sequence[str], width: int, text_at: int, aspect_at: int) 
     return None
 
 
+#: the names a text and an aspect column go by, in any case (the readers' and scoring's)
+_TEXT_NAMES, _ASPECT_NAMES = {"text", "sentence"}, {"aspect", "term", "aspects", "terms"}
+
+
 def delimiter_hint(header: Sequence[str]) -> str:
-    """The hint of an error about a CSV header that names one column holding another
-    delimiter ("text;aspect", a spreadsheet's export in a locale whose list separator is
-    ';'), or "": the reader splits on commas only."""
+    """The hint of an error about a CSV header that is one column which another delimiter
+    splits into a text and an aspect column ("text;aspect", a spreadsheet's export in a
+    locale whose list separator is ';'), or "": the reader splits on commas only. A single
+    column that merely holds a ';' ("notes; free text") gets no hint."""
     if len(header) != 1:
         return ""
     for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
-        if sep in header[0]:
+        parts = {p.strip().lower() for p in header[0].split(sep)}
+        if parts & _TEXT_NAMES and parts & _ASPECT_NAMES:
             return (
                 f"; the header is one column, {header[0]!r}, split by {name}: separate the "
                 "columns with commas"

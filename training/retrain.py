@@ -174,18 +174,19 @@ def retrain(cfg: RetrainConfig, version: str | None = None, progress: bool = Fal
             try:
                 reg.check_new(version)  # a bad or taken name: refused now, not after training
             except RegistryError as e:
-                done = "; ".join(f"{r['version']}: {r['action']}" for r in repaired)
-                if done:
-                    raise RegistryError(f"{e} (this job finished it first: {done})") from None
-                earlier = _finished(reg, version)
+                earlier = _finished(reg, version)  # the same job again, whatever it repaired
                 if earlier is None:
+                    done = "; ".join(f"{r['version']}: {r['action']}" for r in repaired)
+                    if done:
+                        raise RegistryError(f"{e} (this job finished it first: {done})") from None
                     raise
                 taken = e
         if repaired:
             report["repaired"] = repaired
         data = early or read_data(cfg, report["data"])  # every file, before any training
         if earlier is not None:  # the same job again (a retried pod): its goal reached
-            return _again(cfg, version, report, earlier, taken)
+            again = _again(cfg, version, report, earlier, taken)
+            return {**again, "repaired": repaired} if repaired else again
         overlap = eval_overlap(data)
         if overlap:
             report["eval_overlap"] = overlap
@@ -281,9 +282,11 @@ def _finished(reg: Registry, version: str) -> dict | None:
         return None
     try:
         earlier = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        added = reg.metadata(version).get("registry_report") == f"reports/{version}.json"
+    except (OSError, ValueError, RegistryError):
         return None
-    return earlier if isinstance(earlier, dict) and earlier.get("version") == version else None
+    ours = added and isinstance(earlier, dict) and earlier.get("version") == version
+    return earlier if ours else None  # a version put there by hand is no job's
 
 
 def _again(
@@ -292,10 +295,15 @@ def _again(
     """The same command again after its job finished (a Job's pod retried after a success it
     never saw): that job's report, nothing done, where its config and every data file are
     the same bytes; otherwise the name is taken (``taken``, exit 2)."""
-    config = config_record(cfg)
+    if earlier.get("recovered"):  # written by a later job's repair: no config, no data
+        raise RegistryError(
+            f"{taken}: its report was written by a later job's repair (its job was killed), "
+            "which records neither config nor data to compare; give this job another --version"
+        )
+    config = _comparable(config_record(cfg))
     if cfg.model_config:
         config["model_config"] = file_info([cfg.model_config])[0]
-    then = earlier.get("config") or {}
+    then = _comparable(earlier.get("config") or {})
     same = {k: then.get(k) for k in config} == config and earlier.get("data") == report["data"]
     if not same:
         raise RegistryError(
@@ -308,7 +316,14 @@ def _again(
         version,
         earlier.get("finished"),
     )
-    return earlier
+    return {**earlier, "again": _now()}
+
+
+def _comparable(config: dict) -> dict:
+    """A report's config record less what does not change the job's work where the data
+    are the same bytes (``skip_invalid``: with nothing invalid, the same examples)."""
+    values = {k: v for k, v in (config.get("values") or {}).items() if k != "skip_invalid"}
+    return {**config, "values": values}
 
 
 def read_data(cfg: RetrainConfig, into: dict) -> JobData:
@@ -749,6 +764,11 @@ def summary(report: dict) -> str:
         lines.append(f"  {other}: {what} ({base['path']})")
     if report.get("recovered"):
         lines.append("  (report written by the next run: this job was killed before writing it)")
+    if report.get("again"):  # the same job run again after it finished: nothing done
+        lines.append(
+            f"  (the report of {report.get('finished')}: run again at {report['again']}, "
+            "nothing done; the registry may have changed since)"
+        )
     # a version this run promoted or reported for a killed job: not only in the JSON
     for r in report.get("repaired", []):
         lines.append(f"  repaired {r['version']}: {r['action']}")

@@ -64,13 +64,15 @@ def check_columns(
     where: str,
     exact: bool = False,
     error: str | None = None,
+    csv: bool = False,
 ) -> dict[str, str]:
     """InputError naming ``where`` when the table cannot be scored, else the column each
     field scoring reads comes from (``_read_columns``; any others are carried through
     untouched). Rows read from JSONL (``LINE_ERROR`` among the columns) may lack a field:
     each such row gets its error. ``exact``: the fields read by their own names only (a
     JSONL file's). ``error``: the column a row's error goes in, chosen for the whole input
-    (default: ``error_column(names)``)."""
+    (default: ``error_column(names)``). ``csv``: the names are a CSV header's (a header
+    another delimiter splits is told so)."""
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
         raise InputError(f"{where}: {repeated_said(twice)}")
@@ -78,7 +80,7 @@ def check_columns(
     read = _read_columns(names, where, exact)
     missing = [c for c in needed if c not in read]
     if missing:
-        hint = header_hint(missing[:1], names) + delimiter_hint(names)
+        hint = header_hint(missing[:1], names) + (delimiter_hint(names) if csv else "")
         raise InputError(
             f"{where}: no column {missing[0]!r} (the input needs text and aspect){hint}"
         )

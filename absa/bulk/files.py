@@ -148,7 +148,7 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         refuse_inner_name(header, f"{src}:1")
         # now: a block with a bad byte carries LINE_ERROR, and its rows are not checked for
         # these (a JSONL block's row may lack a field; a CSV's columns are its header's)
-        check_columns(header, (), str(src))
+        check_columns(header, (), str(src), csv=True)
         batches = csv_batches(src, header)
     elif suffix in (".jsonl", ".json"):
         with src.open("rb") as f:

@@ -532,7 +532,7 @@ def _check_csv_headers(files: list[str], labels: list[str], error: str) -> None:
         if twice is not None:
             raise InputError(f"{f}:1: {repeated_said(twice)}")
         refuse_inner_name(header, f)
-        for field, name in check_columns(header, labels, f, error=error).items():
+        for field, name in check_columns(header, labels, f, error=error, csv=True).items():
             there, other = seen.setdefault(field, (f, name))
             if other != name:
                 raise InputError(

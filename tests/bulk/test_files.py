@@ -798,6 +798,18 @@ def test_a_csv_without_a_text_column_is_refused_though_a_row_is_bad(
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert "one column, 'text;aspect', split by semicolons" in proc.stderr, proc.stderr
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "one.parquet"  # a table's one column is no CSV header: no such hint
+    pq.write_table(pa.table({"text|aspect": ["the food|food"]}), table)
+    proc = subprocess.run(
+        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
+         str(table), "--output", str(tmp_path / "out.parquet"), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "no column 'text'" in proc.stderr, proc.stderr
+    assert "split by" not in proc.stderr
 
 
 # ------------------------------------------- file scoring review: types, lines, wide headers

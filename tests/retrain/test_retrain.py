@@ -764,8 +764,15 @@ def test_a_job_told_not_to_promote_holds_a_version_that_passes(
     # reached, its report and exit status again, nothing trained; it was an exit 2
     before = state(registry)
     assert main(["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]) == 0
-    assert capsys.readouterr().out == out and read_report(registry, "v2") == (report, text)
-    assert state(registry) == before
+    again = capsys.readouterr().out.splitlines()
+    assert [x for x in again if "run again at" not in x] == out.splitlines()
+    assert read_report(registry, "v2") == (report, text) and state(registry) == before
+    # whatever else the job's repair meets (a version an operator broke): the same answer
+    shutil.copytree(registry / "versions" / FIRST_VERSION, registry / "versions" / "vbad")
+    (registry / "versions" / "vbad" / "metadata.json").write_text("{")
+    assert main(["retrain", "--config", str(cfg), "--version", "v2", "--skip-invalid"]) == 0
+    assert "repaired vbad: left: unreadable" in capsys.readouterr().out
+    shutil.rmtree(registry / "versions" / "vbad")
     other = make_config(tmp_path / "r2.toml", registry, promote=False, epochs=1)
     assert main(["retrain", "--config", str(other), "--version", "v2", "--quiet"]) == 2
     assert "records another config or other data" in capsys.readouterr().err
@@ -780,6 +787,24 @@ def test_a_job_told_not_to_promote_holds_a_version_that_passes(
     assert reg.current() == "v2"
     assert main(["models", "--registry", str(registry), "list"]) == 0
     assert "held" not in capsys.readouterr().out  # it serves now
+
+
+def test_a_recovered_report_is_no_record_to_answer_a_rerun_with(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report a later job's repair wrote records neither config nor data: a second rerun
+    is refused saying so (it said "records another config or other data", untrue)."""
+    cfg = make_config(tmp_path / "r.toml", registry, promote=False)
+    run = ["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]
+    assert main(run) == 0
+    for suffix in (".json", ".txt"):  # killed before its report
+        (registry / "reports" / f"v2{suffix}").unlink()
+    assert main(run) == 0  # its repair writes the report: the goal reached
+    assert read_report(registry, "v2")[0]["recovered"] is True
+    capsys.readouterr()
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert "written by a later job's repair" in err and "another config" not in err
 
 
 def test_a_killed_jobs_held_version_is_reported_and_left_held(

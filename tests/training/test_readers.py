@@ -879,6 +879,10 @@ def test_a_csv_split_by_semicolons_is_told_so(tmp_path: Path) -> None:
     path = write(tmp_path, "b.csv", "text\tterm\tlabel\ngood food\tfood\tpositive\n")
     with pytest.raises(DataError, match="split by tabs: separate the columns with commas"):
         read_examples(path)
+    path = write(tmp_path, "c.csv", '"notes; free text"\nhello\n')  # one column, a ';' in it
+    with pytest.raises(DataError, match="lacks the column") as err:
+        read_examples(path)
+    assert "split by" not in str(err.value)
 
 
 def test_csv_missing_column(tmp_path: Path) -> None:
