@@ -777,39 +777,35 @@ def assert_csv_error(artifact: Path, src: Path, tmp_path: Path) -> list[str]:
     return [r["error"] for r in read_jsonl(tmp_path / "out.jsonl") if r.get("error")]
 
 
+def _refused_into_parquet(artifact: Path, src: Path) -> str:
+    """``absa predict`` of ``src`` into Parquet in a process of its own: its stderr, exit 2."""
+    out = src.with_name("out.parquet")
+    proc = subprocess.run(
+        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
+         str(src), "--output", str(out), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert not out.exists()
+    return proc.stderr
+
+
 def test_a_csv_without_a_text_column_is_refused_though_a_row_is_bad(
     artifact: Path, tmp_path: Path
 ) -> None:
     src = tmp_path / "in.csv"
     src.write_bytes(b"id,words,aspect\n1,caf\xe9 food,food\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
-         str(src), "--output", str(tmp_path / "out.parquet"), "--quiet"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 2, proc.stderr
-    assert f"{src}: no column 'text'" in proc.stderr
-    assert not (tmp_path / "out.parquet").exists()
+    assert f"{src}: no column 'text'" in _refused_into_parquet(artifact, src)
     src.write_text("text;aspect\nthe food was good;food\n")  # a locale's list separator
-    proc = subprocess.run(
-        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
-         str(src), "--output", str(tmp_path / "out.parquet"), "--quiet"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 2, proc.stderr
-    assert "one column, 'text;aspect', split by semicolons" in proc.stderr, proc.stderr
+    err = _refused_into_parquet(artifact, src)
+    assert "one column, 'text;aspect', split by semicolons" in err, err
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = tmp_path / "one.parquet"  # a table's one column is no CSV header: no such hint
     pq.write_table(pa.table({"text|aspect": ["the food|food"]}), table)
-    proc = subprocess.run(
-        [sys.executable, "-m", "absa.cli", "predict", "--model", str(artifact), "--input",
-         str(table), "--output", str(tmp_path / "out.parquet"), "--quiet"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 2 and "no column 'text'" in proc.stderr, proc.stderr
-    assert "split by" not in proc.stderr
+    err = _refused_into_parquet(artifact, table)
+    assert "no column 'text'" in err and "split by" not in err, err
 
 
 # ------------------------------------------- file scoring review: types, lines, wide headers
