@@ -144,10 +144,21 @@ def raise_if_full(dst: Path, e: OSError) -> None:
         raise cannot_write(dst, e) from e
 
 
+#: the extras that bring torch, whose PyPI wheel on Linux is the CUDA build (several GB)
+TORCH_EXTRAS = ("train", "dev")
+
+
 def install_hint(extra: str) -> str:
     """How to install absa's ``extra``: from absa's checkout (absa is not installed from
-    PyPI, where another project's package has its name)."""
-    return f"pip install '.[{extra}]' in absa's checkout"
+    PyPI, where another project's package has its name); torch's CPU build where it brings
+    torch."""
+    cpu = (
+        " (on Linux with --extra-index-url https://download.pytorch.org/whl/cpu: PyPI's torch "
+        "there is the CUDA build, several GB)"
+        if extra in TORCH_EXTRAS
+        else ""
+    )
+    return f"pip install '.[{extra}]' in absa's checkout{cpu}"
 
 
 def first_few(names: list[str], n: int = 3) -> str:

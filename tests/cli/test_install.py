@@ -61,6 +61,7 @@ def test_training_commands_without_torch_say_to_install_the_train_extra(
         line = one_line(absa(*argv, torch=False))
         assert line.startswith(f"absa {name}: error: "), line
         assert "pip install '.[train]' in absa's checkout" in line and "torch" in line, line
+        assert "--extra-index-url https://download.pytorch.org/whl/cpu" in line, line
 
 
 def test_serve_on_a_training_run_points_at_absa_export(tiny_run: Path) -> None:
