@@ -109,6 +109,7 @@ class ShadowSlot:
         """``shadow_path``; while a shadow is scored, a RegistryError where the registry is
         no registry now (a volume not mounted, or gone a while), which is no "none held".
         Without one, an empty folder is a registry before its first job: nothing to say."""
+        from absa.model import artifact
         from absa.model.registry import Registry
 
         path = self.settings.shadow_path()
@@ -116,6 +117,11 @@ class ShadowSlot:
         if path is None and self.shadow is not None and root is not None:
             if not Registry.looks_like(root):
                 raise RegistryError(f"{root} is no registry now (a volume not mounted?)")
+        scored = self._path
+        if path != scored and scored is not None and scored.is_dir():
+            # the version scored, still there, unreadable now (a metadata.json torn): its
+            # place in the registry is unknown, and the newest held one it reads may be older
+            artifact.read_metadata(scored)
         return path
 
     async def stop_following(self) -> None:

@@ -179,3 +179,25 @@ def test_an_empty_registry_before_its_first_job_is_no_warning(
         info = until(c, lambda s: s is not None)
         assert info is not None and info["model"] == "challenger:v1"
     assert not [r.message for r in caplog.records if r.name == "absa.service.shadow_slot"]
+
+
+def test_the_version_scored_torn_keeps_its_place_over_an_older_held_one(
+    registry: Registry, artifact: Path, held_export: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A torn metadata.json lists its version first (no creation time), so the registry's
+    newest held version read an older one: the shadow went back to it. The version scored
+    that cannot be read now is said once and kept."""
+    from absa.service.app import create_app
+
+    hold(registry, held_export, "v2", "2099-01-02T00:00:00+00:00")
+    hold(registry, held_export, "v3", "2099-01-03T00:00:00+00:00")
+    settings = make_settings(
+        artifact, registry=registry.root, shadow_model="held", reload_interval_s=0.05
+    )
+    with caplog.at_level(logging.WARNING), TestClient(create_app(settings)) as c:
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v3"
+        atomic_write_text(registry.path("v3") / "metadata.json", '{"created": "2099-')
+        time.sleep(0.4)  # several polls
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v3"
+    said = [r.message for r in caplog.records if "cannot look at the registry's held" in r.message]
+    assert len(said) == 1 and "metadata.json" in said[0], said
