@@ -162,7 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         shadow.load_at_start()
         shadow.start_following()
         app.state.tracing.start()
-        app.state.reloader = reloader = Reloader(settings, engine)
+        app.state.reloader = reloader = Reloader(settings, engine, shadow.after_reload)
         reloader.start_polling()
         app.state.ready = True
         metrics.worker_starts.inc()

@@ -9,12 +9,12 @@ request (measured), some 5 % of a one-aspect request's 290 µs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from absa.service.errors import reply
+from absa.service.tasks import cancel_all
 
 
 class BodyDeadlines:
@@ -32,10 +32,7 @@ class BodyDeadlines:
         self._sweeper = asyncio.create_task(self._sweep(), name="absa-body-deadlines")
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        await cancel_all(self._sweeper)
 
     async def _sweep(self) -> None:
         loop = asyncio.get_running_loop()

@@ -41,6 +41,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from absa.errors import TRANSIENT, ArtifactError, RegistryError, TransientRefusal, chain, transient
@@ -51,6 +52,7 @@ from absa.model.predictor import Limits, Predictor
 from absa.model.registry import POINTER, Registry, atomic_write_json
 from absa.model.runtime import Runtime, first_prediction
 from absa.service.engine import BatchEngine
+from absa.service.tasks import cancel_all
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -174,9 +176,17 @@ def _limits(s: Settings) -> Limits:
 
 
 class Reloader:
-    def __init__(self, settings: Settings, engine: BatchEngine) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: BatchEngine,
+        after_reload: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``after_reload``: what else a reload asked for looks at (the held shadow), after
+        this worker's /admin/reload and after each signal of another worker's it follows."""
         self.settings = settings
         self.engine = engine
+        self.after_reload = after_reload
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._seen: tuple[int, ...] | None = None  # the signal file's stat, last read
@@ -209,9 +219,19 @@ class Reloader:
         ``publish`` (``/admin/reload``): tell the other workers to serve the same model.
         A refusal of what the settings point at is remembered, whoever asked (a poll, or
         /admin/reload): the poll leaves it be until the pointer or its files change."""
-        if path is not None or self.settings.registry is None:
-            return await self._reload(path, publish)
-        return await self._reload_current(self._poll_key(), publish)
+        try:
+            if path is not None or self.settings.registry is None:
+                return await self._reload(path, publish)
+            return await self._reload_current(self._poll_key(), publish)
+        finally:  # refused or not: the shadow is no part of the model served
+            await self._after()
+
+    async def _after(self) -> None:
+        if self.after_reload is not None:
+            try:
+                await self.after_reload()
+            except Exception:  # noqa: BLE001 - the reload's answer stands
+                log.exception("after a reload")
 
     async def _reload_current(self, key: tuple, publish: bool) -> dict:
         """``reload`` of what the registry names, ``key`` (``_poll_key``) read before: a
@@ -408,6 +428,7 @@ class Reloader:
         except (ArtifactError, RegistryError) as e:
             self._signal_retry = False
             log.error("reload signalled by another worker refused: %s", e)
+        await self._after()
 
     def _transient_refused(self) -> None:
         """A refusal for want of memory or for a read error: wait (TRANSIENT_WAIT_S) before
@@ -464,12 +485,7 @@ class Reloader:
             self._tasks.append(asyncio.create_task(self._follow(), name="absa-reload-sync"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await cancel_all(*self._tasks)
         self._tasks = []
 
     async def _poll(self) -> None:

@@ -19,6 +19,7 @@ from absa.errors import AbsaError, RegistryError
 from absa.service.metrics import Metrics
 from absa.service.sampling import AnswerSample
 from absa.service.shadow import Shadow, load_shadow
+from absa.service.tasks import cancel_all
 from absa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class ShadowSlot:
         self._refused_at = 0.0
         self._task: asyncio.Task | None = None
         self._unread: str | None = None  # why the registry could not be read: said once
+        self._checking = asyncio.Lock()  # a reload's look and the poll's: one at a time
 
     @property
     def follows(self) -> bool:
@@ -83,6 +85,17 @@ class ShadowSlot:
         """One look at the registry's held versions: the newest scored, none where the
         registry says there is none. One it cannot read (or a volume mounted empty for a
         while) says nothing: the shadow it had stays."""
+        async with self._checking:
+            await self._check()
+
+    async def after_reload(self) -> None:
+        """A reload asked for (/admin/reload, or another worker's signal of one): with
+        ``held``, the registry's held versions looked at too, polled or not (with
+        ``ABSA_RELOAD_INTERVAL_S=0`` this is the only look after start-up)."""
+        if self.settings.shadow_model == "held":
+            await self.check()
+
+    async def _check(self) -> None:
         try:
             path = await asyncio.to_thread(self._held_path)
         except Exception as e:  # noqa: BLE001 - said once, until it reads again
@@ -126,13 +139,8 @@ class ShadowSlot:
 
     async def stop_following(self) -> None:
         """No more looks at the registry (a load under way is dropped unstarted)."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel_all(self._task)
+        self._task = None
 
     async def close(self) -> None:
         await self.stop_following()

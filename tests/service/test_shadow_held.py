@@ -201,3 +201,35 @@ def test_the_version_scored_torn_keeps_its_place_over_an_older_held_one(
         assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v3"
     said = [r.message for r in caplog.records if "cannot look at the registry's held" in r.message]
     assert len(said) == 1 and "metadata.json" in said[0], said
+
+
+def test_a_reload_looks_at_the_held_versions_where_nothing_polls(
+    registry: Registry, artifact: Path, held_export: Path, tmp_path: Path
+) -> None:
+    """With ``ABSA_RELOAD_INTERVAL_S=0`` the held shadow was resolved at start-up only:
+    /admin/reload, and another worker's signal of one, look at the registry's held versions
+    too, as they do at its pointer."""
+    from absa.service.app import create_app
+    from absa.service.reloader import Reloader
+
+    auth = {"Authorization": "Bearer a-token-of-thirty-two-characters"}
+    settings = make_settings(
+        artifact, registry=registry.root, shadow_model="held", reload_interval_s=0,
+        admin_token=auth["Authorization"].split()[1], run_dir=tmp_path / "run",
+    )  # fmt: skip
+    (tmp_path / "run").mkdir()
+    with TestClient(create_app(settings)) as c:
+        hold(registry, held_export, "v2", "2099-01-02T00:00:00+00:00")
+        assert c.get("/v1/model").json()["shadow"] is None
+        assert c.post("/admin/reload", headers=auth).json()["changed"] is False
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v2"
+
+        hold(registry, held_export, "v3", "2099-01-03T00:00:00+00:00")
+        here = c.app.state.reloader
+        Reloader(here.settings, here.engine)._publish(registry.path("v1"))  # another worker's
+        c.portal.call(here.sync)
+        assert c.get("/v1/model").json()["shadow"]["model"] == "challenger:v3"
+
+        registry.promote("v3")
+        assert c.post("/admin/reload", headers=auth).json()["version"] == "v3"
+        assert c.get("/v1/model").json()["shadow"] is None
