@@ -57,8 +57,9 @@ def limits(
     finds = (
         "It does not find which categories a sentence talks about: the caller names them, "
         "from the model's list; a category the sentence does not mention still gets a label, "
-        "often with a confident probability (0.6-0.75 in tries): ask only about the categories "
-        "a text mentions, or weigh such answers before adding them up."
+        "about as confidently as one it mentions (`python benchmarks/category_unmentioned.py "
+        "--artifact DIR` measures it): ask only about the categories a text mentions, or weigh "
+        "such answers before adding them up."
         if category
         else "It does not find aspects: the caller names them (a term, or a term pinned to its "
         "span). A term that occurs several times gets one answer per occurrence."

@@ -144,7 +144,7 @@ def test_a_category_models_card_warns_of_unmentioned_categories_and_raw_probabil
     meta = {"task": "category", "labels": ["negative", "neutral", "positive"]}
     card = render(meta, 128)
     assert "reviews and tweets" not in card and "as is the training data (below)" in card
-    assert "often with a confident probability" in card
+    assert "about as confidently as one it mentions" in card
     assert "Its probabilities are not calibrated" in card
     assert "window of 128 tokens from the start of the text" in card
     calibrated = render({**meta, "calibration": {"temperature": 1.2}}, 128)
