@@ -41,18 +41,19 @@ def _beside(here: str) -> list[str]:
 __path__ += _beside(os.path.dirname(os.path.abspath(__file__)))
 
 if TYPE_CHECKING:
-    from absa.api import Classifier, load
+    from absa.api import AspectPrediction, CategoryPrediction, Classifier, load
 
 try:
     __version__ = version("absa")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-__all__ = ["Classifier", "__version__", "load"]
+__all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "__version__", "load"]
+_API = ("load", "Classifier", "AspectPrediction", "CategoryPrediction")
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("load", "Classifier"):
+    if name in _API:
         from absa import api
 
         return getattr(api, name)

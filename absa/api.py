@@ -16,6 +16,7 @@ Torch-free: the same ``Predictor`` as the HTTP service and the CLI (onnxruntime)
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
@@ -26,9 +27,12 @@ from absa.errors import ArtifactError, InputError
 from absa.model.categories import CATEGORY
 from absa.model.category_predictor import CategoryPrediction, CategoryPredictor
 from absa.model.predictor import AUTO, AspectInput, AspectPrediction, Aspects, Predictor
-from absa.model.runtime import Runtime, first_prediction
+from absa.model.runtime import DEFAULT_MODEL_DIR, Runtime, first_prediction
 
 __all__ = ["AspectPrediction", "CategoryPrediction", "Classifier", "load"]
+log = logging.getLogger(__name__)
+#: ``load``'s word for the model in the package, as the extractor's "shipped"
+SHIPPED = "shipped"
 
 
 #: keys a batch item may use by mistake for the one that names what it asks about
@@ -107,6 +111,7 @@ class Classifier:
         one ``CategoryPrediction`` per category. ``explain`` adds the attention over the
         words. Bad input raises ``absa.errors.InputError``."""
         asked = self._asked(aspects, categories)
+        _check_explain(explain)
         return self.predictor(text, asked, explain=explain)  # type: ignore[arg-type]
 
     def _asked(self, aspects: Any, categories: Any, where: str = "") -> Sequence[Any] | None:
@@ -156,6 +161,7 @@ class Classifier:
         item's dict, None) raises ``InputError`` naming it."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
             raise InputError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
+        _check_explain(explain)
         # a text or one item's dict would be taken apart into characters or keys
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InputError(
@@ -192,14 +198,20 @@ class Classifier:
             raise InputError(f"{where}text must be a string")
         if isinstance(item, Mapping) and "explain" in item:  # its own, as an HTTP batch item's
             explain = item["explain"]
-            if not isinstance(explain, bool):
-                raise InputError(f"{where}explain must be true or false, not {explain!r}")
+            _check_explain(explain, where)
         asked = self._asked(aspects, categories, where)
         if isinstance(self.predictor, CategoryPredictor):
             if asked is None:  # _asked refuses a category model's call without categories
                 raise AssertionError("a category model asked for no categories")
             return self.predictor.preprocess(text, asked, explain, where)
         return self.predictor.preprocess(text, asked, explain, where)
+
+
+def _check_explain(explain: object, where: str = "") -> None:
+    """InputError for an ``explain`` that is not a bool: "no" and 0 asked for attention as
+    any true value did (an HTTP request's is refused so, and so was a batch item's)."""
+    if not isinstance(explain, bool):
+        raise InputError(f"{where}explain must be true or false, not {explain!r}")
 
 
 def load(
@@ -209,9 +221,10 @@ def load(
     device: str = "auto",
     threads: int = 0,
 ) -> Classifier:
-    """A classifier for ``model``: an artifact directory, or a registry directory (its
-    current version). Without one: what the settings point at (``ABSA_REGISTRY``'s current
-    version, ``ABSA_MODEL_DIR``), else the model shipped in the package. The artifact is
+    """A classifier for ``model``: an artifact directory, a registry directory (its
+    current version), or "shipped" (the model in the package). Without one: what the
+    settings point at (``ABSA_REGISTRY``'s current version; before its first promotion,
+    said in a warning, ``ABSA_MODEL_DIR``), else the shipped model. The artifact is
     verified (checksum, recorded parity) as the service does at start-up. A category
     model's artifact (``task: category``) gives a classifier of aspect categories.
     ``extractor``: an extractor artifact ("shipped": the packaged one; default:
@@ -222,17 +235,32 @@ def load(
     for name, value in (("model", model), ("extractor", extractor)):
         if value is not None and not isinstance(value, str | os.PathLike):
             raise InputError(f"{name} must be a path (str or Path), not {type(value).__name__}")
+    if isinstance(model, str) and not model.strip():  # Path("") is "." : no model meant so
+        raise InputError("model is an empty path: name an artifact or a registry (or None)")
 
     warn_unknown_variables_once()  # as the CLI and the server give, however often it loads
     # these settings alone: a server's setting with a bad value is none of a script's business
     settings = ModelSettings() if extractor is None else ModelSettings(extractor=extractor)
     if model is None:
         path = settings.model_path()
+        if settings.registry is not None and not _inside(path, Path(settings.registry)):
+            log.warning(
+                "registry %s has no current version yet (ABSA_REGISTRY): loading %s, as a "
+                "service serves then",
+                settings.registry,
+                path,
+            )
+    elif model == SHIPPED:
+        path = DEFAULT_MODEL_DIR
     else:
         path = Path(model).expanduser()
         if Registry.looks_like(path):
             path = Registry(path).current_path()
     return _loaded(path, settings.extractor_path(), device, threads, asked=extractor is not None)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def _loaded(

@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 
 from absa.errors import InputError, LimitError
-from absa.model.aspects import MAX_TERM_CHARS, Span, check_unicode, occurrences, pinned, shown
+from absa.model.aspects import (
+    MAX_TERM_CHARS,
+    Span,
+    check_unicode,
+    occurrences,
+    pinned,
+    shown,
+    shown_value,
+)
 from absa.model.runtime import Output, Runtime, word_weights, words
 from absa.model.text import Encoded, TextError
 
@@ -127,7 +135,8 @@ def _pinned_fields(aspect: Any, where: str = "") -> tuple[str, int, int] | None:
     if all(hasattr(aspect, k) for k in ("term", "start", "end")):
         return aspect.term, aspect.start, aspect.end
     raise InputError(
-        f"{where}an aspect is a term (str) or a span with term, start, end: {shown(repr(aspect))}"
+        f"{where}an aspect is a term (str) or a span with term, start, end, not "
+        f"{type(aspect).__name__} {shown_value(aspect)}"
     )
 
 
@@ -319,7 +328,8 @@ def check_text(text: str, limits: Limits, where: str = "") -> None:
     """InputError for a text that is not a string, is empty or has lone surrogates,
     LimitError past the limit."""
     if not isinstance(text, str):
-        raise InputError(f"{where}the text is a {type(text).__name__}, not a string")
+        kind = "None" if text is None else type(text).__name__
+        raise InputError(f"{where}the text must be a string, not {kind}")
     if not text.strip():
         raise InputError(f"{where}text is empty")
     if limits.max_text_chars is not None and len(text) > limits.max_text_chars:

@@ -184,8 +184,8 @@ def test_onnxruntime_telemetry_is_off_unless_asked_for(
         ("good food", [{"term": "food", "start": "5", "end": 9}], "start is a str"),
         ("good food", [{"term": "food", "start": 5, "end": None}], "end is a NoneType"),
         ("good food", [{"term": "food", "start": True, "end": 9}], "start is a bool"),
-        (None, ["food"], "the text is a NoneType"),
-        (b"good food", ["food"], "the text is a bytes"),
+        (None, ["food"], "the text must be a string, not None"),
+        (b"good food", ["food"], "the text must be a string, not bytes"),
     ],
 )
 def test_bad_types_are_input_errors_not_python_ones(
@@ -503,6 +503,57 @@ def test_a_batch_items_own_explain_is_honoured_as_over_http() -> None:
     ]  # fmt: skip
     with pytest.raises(InputError, match=r"items\[0\]: explain must be true or false"):
         clf.batch([{"text": "The food was cold", "aspects": ["food"], "explain": "yes"}])
+
+
+def test_explain_that_is_no_bool_is_refused_in_every_call() -> None:
+    """``explain="no"`` asked for the attention (any true value did) in a call and in a
+    batch, where a batch item's own "yes" was refused."""
+    clf = absa.load()
+    for call in (
+        lambda: clf("The food was cold", ["food"], explain="no"),  # type: ignore[arg-type]
+        lambda: clf.batch([("The food was cold", ["food"])], explain=1),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InputError, match="explain must be true or false"):
+            call()
+
+
+@pytest.mark.parametrize(("aspect", "shown"), [(1, "not int 1"), (None, "not NoneType null")])
+def test_an_aspect_of_another_type_is_named_as_it_is(aspect: object, shown: str) -> None:
+    """``aspects=[1]`` was said as if it were the string '1'."""
+    with pytest.raises(InputError, match=f"a span with term, start, end, {shown}$"):
+        absa.load()("The food was cold", [aspect])  # type: ignore[list-item]
+
+
+def test_load_of_an_empty_path_is_refused_and_shipped_is_the_packaged_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``load("")`` looked for a model in the working directory (Path("") is "."), and
+    "shipped", the extractor's word for the packaged one, was a path of that name."""
+    with pytest.raises(InputError, match="model is an empty path"):
+        absa.load("")
+    monkeypatch.setenv("ABSA_MODEL_DIR", str(tmp_path / "elsewhere"))
+    assert absa.load("shipped").predictor.runtime.model_dir == DEFAULT_MODEL_DIR
+    assert isinstance(absa.load("shipped")("The food was cold", ["food"])[0], absa.AspectPrediction)
+
+
+def test_load_of_a_registry_before_its_first_promotion_says_what_it_loads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ABSA_REGISTRY naming an empty registry loaded the fallback model without a word (as
+    a service does, before the first job promotes a version), where ``load(registry)``
+    raises: it is said now."""
+    reg = Registry(tmp_path / "reg").init()
+    monkeypatch.setenv("ABSA_REGISTRY", str(reg.root))
+    with caplog.at_level("WARNING", logger="absa"):
+        assert absa.load().predictor.runtime.model_dir == DEFAULT_MODEL_DIR
+    assert f"registry {reg.root} has no current version yet (ABSA_REGISTRY)" in caplog.text
+    shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "v1")
+    reg.add(tmp_path / "v1", "v1")
+    reg.promote("v1")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="absa"):
+        assert absa.load().predictor.runtime.model_dir == reg.path("v1")
+    assert "no current version" not in caplog.text
 
 
 def test_metadata_is_the_callers_copy() -> None:
