@@ -27,7 +27,10 @@ TERMS = "terms"
 CATEGORY = "category"
 TASKS = (TERMS, CATEGORY)
 #: where a category model is given (an error about one given elsewhere says so)
-CATEGORY_GOES = "serve it with ABSA_CATEGORY_MODEL; absa predict asks it with --category"
+CATEGORY_GOES = (
+    "serve it with ABSA_CATEGORY_MODEL; absa predict asks it with --text and --category, and "
+    "scores files with aspect-term models only: absa.load(DIR).batch scores categories in bulk"
+)
 
 
 class Categorised(Protocol):
