@@ -11,7 +11,10 @@ The lines of one request go to the file in one ``write`` on a descriptor opened 
 appending, from a thread of their own, so the event loop never waits on the disk and the
 workers of one server may share the file (whole lines, on a local file system). Lines wait
 for that thread in memory up to MAX_QUEUED_BYTES (a stalled volume); past it, new ones are
-dropped."""
+dropped. A file moved, removed or replaced at the path (``mv`` to take a batch to label,
+logrotate's ``create``, an editor's save) is followed, as logging's WatchedFileHandler
+does: the next lines go to a new file at the path. A path that cannot be opened (its folder
+gone) never stops the worker: its lines are dropped, counted and said once, until it can."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import logging
 import os
 import queue
 import random
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -67,14 +71,16 @@ class AnswerSample:
         self.kind = kind
         self.max_bytes = max_bytes  # past it, nothing is kept until the file is rotated
         self._full = False  # the cap was met (and said): said again only after a rotation
-        # 0600: the texts are the service's users' own
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._fd: int | None = None  # None: the path could not be opened (said once)
+        self._unopened: str | None = None  # why it could not be, as said
+        self._reopen()
         self._cut = False  # the last write stopped inside a line
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self.queued_bytes = 0  # of lines put and not yet written (MAX_QUEUED_BYTES)
         self._queued_lock = threading.Lock()
         self._backlog_said = False  # dropping lines was said; again after the queue empties
-        self._kept: OrderedDict[bytes, None] = OrderedDict()  # REMEMBERED, oldest first
+        # REMEMBERED, oldest first: whether a line the shadow disagreed with was kept of it
+        self._kept: OrderedDict[bytes, bool] = OrderedDict()
         self._kept_lock = threading.Lock()
         self._writer = threading.Thread(target=self._write, name="absa-sample", daemon=True)
         self._writer.start()
@@ -94,7 +100,8 @@ class AnswerSample:
         sample keeps are queued for the file, as one write. The rate draws once a request.
         ``disagreed``: answers the shadow model (service/shadow.py, from its thread) labelled
         otherwise, each with its own answer under ``shadow``: every one is kept (the answers
-        a label settles most), but one kept lately."""
+        a label settles most), but one kept lately as disagreed: one kept at random or as
+        unsure (written before the shadow scored it) gets a second line, the shadow's."""
         every = not disagreed and self.rate > 0 and self._draw() < self.rate
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         chosen, keys = [], []
@@ -104,7 +111,9 @@ class AnswerSample:
                     if self.kind not in r or not (every or disagreed or r["score"] < self.below):
                         continue
                     key = self._key(text, r)
-                    if not every and key in self._kept:  # kept lately: not again
+                    # kept lately: not again; but the shadow's answer to one kept at random
+                    # or as unsure is (its line is written before the shadow scores it)
+                    if not every and key in self._kept and (self._kept[key] or not disagreed):
                         self._kept.move_to_end(key)
                         self._counted("repeated", 1)
                         continue
@@ -149,7 +158,7 @@ class AnswerSample:
             self._lines.put(data)
             if not at_cap:  # else the writer drops them: not kept, so not remembered
                 with self._kept_lock:
-                    self._remember(keys)
+                    self._remember(keys, disagreed)
 
     def _key(self, text: str, r: dict) -> bytes:
         """What the answer ``r`` to ``text`` is about (its text and aspect), as a key of
@@ -162,13 +171,72 @@ class AnswerSample:
     def _at_cap(self) -> bool:
         """Whether the file (all workers' lines in it) is at ``max_bytes``: what comes is
         dropped until it is rotated."""
-        return self.max_bytes is not None and os.fstat(self._fd).st_size >= self.max_bytes
+        if self.max_bytes is None or self._fd is None:
+            return False
+        try:
+            return os.fstat(self._fd).st_size >= self.max_bytes
+        except OSError:  # the volume's error: the write says it
+            return False
 
-    def _remember(self, keys: list[bytes]) -> None:
+    def _reopen(self) -> None:
+        """The file at ``path`` opened for appending (made, 0600: the texts are the
+        service's users' own), in place of the one held; where it cannot be, none is held
+        and the reason is said once. Opened without waiting: a FIFO with no reader blocked
+        the worker's start for good (one with a reader, a log shipper's, is written as a
+        file is); anything else but a regular file is refused."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as e:
+            self._said_unopened(e.strerror or str(e))
+            return
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            os.close(fd)
+            self._said_unopened("not a regular file")
+            return
+        os.set_blocking(fd, True)  # a write waits for a slow disk (or reader), on its thread
+        if self._unopened is not None:
+            log.info("answer sample %s: writing again", self.path)
+        self._fd, self._unopened = fd, None
+
+    def _said_unopened(self, why: str) -> None:
+        if why != self._unopened:
+            log.error(
+                "answer sample %s cannot be opened (%s): its lines are dropped (counted in "
+                "absa_sample_lines_total) until it can; the service answers as before",
+                self.path, why,
+            )  # fmt: skip
+        self._unopened = why
+
+    def _follow(self) -> None:
+        """A new file at the path when the one held is no longer there (moved, removed,
+        replaced): the lines that come go to the path, not to a file no one reads. None
+        held: tried again."""
+        if self._fd is not None:
+            try:
+                held = os.fstat(self._fd)
+                there = os.stat(self.path)
+                if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+                    return
+            except FileNotFoundError:
+                pass
+            except OSError:  # the volume's error: the write says it
+                return
+            log.info(
+                "answer sample %s was moved or replaced: writing to a new file there", self.path
+            )
+            self._cut = False  # a new file starts on a line of its own
+        self._reopen()
+
+    def _remember(self, keys: list[bytes], disagreed: bool) -> None:
         """The keys of lines queued for the file (lines dropped are not remembered: the
         same answer after a rotation is kept)."""
         for key in keys:
-            self._kept[key] = None
+            self._kept[key] = disagreed or self._kept.get(key, False)
             self._kept.move_to_end(key)
         while len(self._kept) > REMEMBERED:
             self._kept.popitem(last=False)
@@ -194,6 +262,10 @@ class AnswerSample:
         on a line of their own (the cut one is not JSON: the retraining config's
         ``skip_invalid`` passes over it). A file at ``max_bytes`` takes nothing more (said
         once) until it is smaller again (rotated)."""
+        self._follow()
+        if self._fd is None:
+            self._counted("dropped", data.count(b"\n"))
+            return
         if self._at_cap():
             if not self._full:
                 why = "answer sample %s has reached its cap (%d bytes): none kept until rotated"
@@ -232,4 +304,6 @@ class AnswerSample:
                 self.path, CLOSE_WAIT_S, self.queued_bytes,
             )  # fmt: skip
             return
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -267,6 +267,8 @@ def _check_sample(sample: Path | None) -> None:
         raise CLIError(f"ABSA_SAMPLE_PATH {sample}: a directory; name a file (answers.jsonl)")
     if not sample.parent.is_dir():
         raise CLIError(f"ABSA_SAMPLE_PATH {sample}: no such directory as {sample.parent}")
+    if sample.exists() and not (sample.is_file() or sample.is_fifo()):
+        raise CLIError(f"ABSA_SAMPLE_PATH {sample}: not a regular file")
     if not os.access(sample if sample.exists() else sample.parent, os.W_OK):
         raise CLIError(f"ABSA_SAMPLE_PATH {sample}: not writable")
 

@@ -168,10 +168,12 @@ def test_an_answer_sample_that_cannot_be_written_is_refused(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """ABSA_SAMPLE_PATH in a directory that is not there, or that is a directory itself."""
+    """ABSA_SAMPLE_PATH in a directory that is not there, or that is a directory itself, or
+    a device."""
     for where, why in (
         (tmp_path / "missing" / "s.jsonl", "no such directory"),
         (tmp_path, "a directory"),
+        (Path("/dev/null"), "not a regular file"),
     ):
         monkeypatch.setenv("ABSA_SAMPLE_PATH", str(where))
         err = _serve(capsys, artifact, busy_port)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,125 @@ def test_category_answers_go_to_a_category_training_file(
     assert [(e.text, e.category, e.label) for e in examples] == [
         (g["text"], g["category"], g["predicted"]) for g in got
     ]
+
+
+def counting() -> tuple[dict[str, int], Callable[[str, int], None]]:
+    counts = {"written": 0, "dropped": 0, "repeated": 0}
+
+    def counted(result: str, n: int) -> None:
+        counts[result] += n
+
+    return counts, counted
+
+
+@pytest.mark.parametrize("how", ["moved", "removed", "replaced"])
+def test_a_file_moved_or_replaced_at_the_path_is_followed(tmp_path: Path, how: str) -> None:
+    """``mv answers.jsonl to-label.jsonl`` (a batch taken to label), logrotate's ``create``
+    and an editor's save (``sed -i``: a new file at the path) left the worker writing into
+    the old file: every later line went to a file no one read, or to none, counted as
+    written and said nowhere."""
+    import os
+
+    path = tmp_path / "s.jsonl"
+    counts, counted = counting()
+    sample = AnswerSample(path, rate=1.0, below=0.0, counted=counted)
+    sample.append(b'{"n": 1}\n')
+    if how == "moved":
+        path.rename(tmp_path / "to-label.jsonl")
+    elif how == "removed":
+        path.unlink()
+    else:
+        (tmp_path / "edited").write_bytes(path.read_bytes() + b'{"n": 1, "label": "x"}\n')
+        os.replace(tmp_path / "edited", path)
+    sample.append(b'{"n": 2}\n')
+    sample.close()
+    assert lines(path)[-1] == {"n": 2}
+    assert len(lines(path)) == (3 if how == "replaced" else 1)
+    if how == "moved":
+        assert lines(tmp_path / "to-label.jsonl") == [{"n": 1}]
+    assert counts["written"] == 2
+    if how != "replaced":  # made anew: 0600 as the first was (a file put there keeps its own)
+        assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_path_that_cannot_be_opened_drops_its_lines_and_never_stops_the_worker(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its folder gone (moved, a volume not mounted) when a worker started in place of one
+    that died: the worker stopped with a traceback, and the whole server with it (exit 70).
+    The sample is optional: its lines are dropped, counted and said once, until it can be
+    opened again."""
+    folder = tmp_path / "samples"
+    counts, counted = counting()
+    with caplog.at_level("INFO", logger="absa.service.sampling"):
+        sample = AnswerSample(folder / "s.jsonl", rate=1.0, below=0.0, counted=counted)
+        sample.append(b'{"n": 1}\n')
+        sample.append(b'{"n": 2}\n')
+        folder.mkdir()  # mounted again
+        sample.append(b'{"n": 3}\n')
+        sample.close()
+    assert lines(folder / "s.jsonl") == [{"n": 3}]
+    assert counts == {"written": 1, "dropped": 2, "repeated": 0}
+    said = [r.message for r in caplog.records if "cannot be opened" in r.message]
+    assert len(said) == 1 and "No such file or directory" in said[0], said
+    assert "answer sample" in caplog.text and "writing again" in caplog.text
+
+
+def test_a_fifo_without_a_reader_is_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO with no reader blocked the worker's start for good (SIGTERM could not stop
+    it): its lines are dropped until a reader opens it, as for a path whose folder is gone.
+    A character device is refused."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    counts, counted = counting()
+    sample = AnswerSample(fifo, rate=1.0, below=0.0, counted=counted)
+    sample.append(b'{"n": 1}\n')
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    sample.append(b'{"n": 2}\n')
+    sample.close()
+    assert os.read(reader, 100) == b'{"n": 2}\n'
+    os.close(reader)
+    assert counts["dropped"] == 1 and counts["written"] == 1
+    device = AnswerSample(Path("/dev/null"), rate=1.0, below=0.0, counted=counted)
+    device.append(b'{"n": 3}\n')
+    device.close()
+    assert counts["dropped"] == 2
+
+
+def test_the_shadows_answer_to_a_line_kept_at_random_is_kept_too(tmp_path: Path) -> None:
+    """A line of the random share is written before the shadow scores its text: the
+    shadow's other label for it was then a repeat, dropped, so the unbiased lines were the
+    ones that never carried the shadow's answer. A second disagreement is a repeat."""
+    answer = {"term": "food", "start": 4, "end": 8, "label": "positive", "score": 0.9,
+              "scores": {"negative": 0.05, "neutral": 0.05, "positive": 0.9}}  # fmt: skip
+    theirs = {**answer, "shadow": {"label": "negative"}}
+    counts, counted = counting()
+    sample = AnswerSample(tmp_path / "s.jsonl", rate=1.0, below=0.5, counted=counted)
+    sample.offer([("the food", "m:1", [answer])], "r1")
+    sample.offer([("the food", "m:1", [theirs])], "r1", disagreed=True)
+    sample.offer([("the food", "m:1", [theirs])], "r2", disagreed=True)
+    sample.close()
+    got = lines(tmp_path / "s.jsonl")
+    assert [(g["kept"], g["request_id"], "shadow" in g) for g in got] == [
+        ("random", "r1", False),
+        ("disagreed", "r1", True),
+    ]
+    assert counts["repeated"] == 1
+
+
+def test_a_worker_starts_and_answers_while_its_sample_folder_is_gone(
+    artifact: Path, tmp_path: Path
+) -> None:
+    """A worker started in place of one that died while the sample's folder was gone (moved,
+    a volume not mounted) stopped in os.open with a traceback, and the server with it."""
+    path = tmp_path / "gone" / "answers.jsonl"
+    settings = make_settings(artifact, sample_path=path, sample_rate=1.0)
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]}).status_code == 200
+        deadline = time.monotonic() + 10
+        while sample_lines(c, {"kind": "term", "result": "dropped"}) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    assert not path.parent.exists()
