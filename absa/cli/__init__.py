@@ -1,5 +1,5 @@
-"""The absa command line: train, evaluate, export, retrain, presets, serve, predict, models,
-vectors, states.
+"""The absa command line: train, evaluate, export, retrain, answers, presets, serve, predict,
+models, vectors, states.
 
 Each command imports what it needs when it runs, so `absa serve` and `absa predict`
 work in an install without torch. A command fails with one line on stderr
@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from absa.cli import evaluate, export, models, retrain, serve, train, vectors
+from absa.cli import answers, evaluate, export, models, retrain, serve, train, vectors
 from absa.cli.common import (
     EX_TEMPFAIL,
     JSON_LINES,
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.register(sub)
     export.register(sub)
     retrain.register(sub)
+    answers.register(sub)
     train.register_presets(sub)
     serve.register(sub)
     models.register(sub)
