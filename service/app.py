@@ -97,6 +97,13 @@ def _samples(settings: Settings, metrics: Metrics) -> list[AnswerSample]:
     """The answer samples ABSA_SAMPLE_PATH asks for: the term model's, and the category
     model's beside it where one is served; their lines counted (absa_sample_lines_total)."""
     if settings.sample_path is None:
+        asked = {"sample_rate", "sample_below", "sample_max_mb"}
+        unused = sorted(settings.model_fields_set & asked)
+        if unused:  # set for a sample that is not kept
+            log.warning(
+                "%s set without ABSA_SAMPLE_PATH: no answers are kept",
+                ", ".join(f"ABSA_{name.upper()}" for name in unused),
+            )
         return []
     rate, below, cap = settings.sample_rate, settings.sample_below, settings.sample_max_mb
     paths = {"term": settings.sample_path}

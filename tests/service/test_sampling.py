@@ -119,11 +119,16 @@ def test_the_random_share_keeps_repeats(tmp_path: Path) -> None:
     assert [g["kept"] for g in lines(tmp_path / "s.jsonl")] == ["random", "random"]
 
 
-def test_without_a_path_nothing_is_written(artifact: Path, tmp_path: Path) -> None:
+def test_without_a_path_nothing_is_written(
+    artifact: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """And a rate set for a sample that has no path is said (it was ignored unsaid)."""
     settings = make_settings(artifact, sample_rate=1.0, sample_below=1.0)
-    with TestClient(create_app(settings)) as c:
+    with caplog.at_level("WARNING"), TestClient(create_app(settings)) as c:
         assert c.post("/v1/predict", json={"text": TEXT, "aspects": ["food"]}).status_code == 200
     assert list(tmp_path.iterdir()) == []
+    said = "ABSA_SAMPLE_BELOW, ABSA_SAMPLE_RATE set without ABSA_SAMPLE_PATH: no answers are kept"
+    assert said in caplog.text
 
 
 @pytest.mark.parametrize("rate", ["-0.1", "1.5", "nan"])
