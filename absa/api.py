@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 from absa.errors import ArtifactError, InputError
 from absa.model.categories import CATEGORY
@@ -145,32 +145,65 @@ class Classifier:
             )
         return asked
 
+    @overload
     def batch(
         self,
         items: Iterable[Mapping[str, Any] | tuple[str, Sequence[AspectInput]]],
         *,
         batch_size: int = 64,
         explain: bool = False,
-    ) -> list[list[Any]]:  # AspectPrediction, or CategoryPrediction (a category model)
+        errors: Literal["raise"] = "raise",
+    ) -> list[list[Any]]: ...
+    @overload
+    def batch(
+        self,
+        items: Iterable[Mapping[str, Any] | tuple[str, Sequence[AspectInput]]],
+        *,
+        batch_size: int = 64,
+        explain: bool = False,
+        errors: Literal["return"],
+    ) -> list[list[Any] | InputError]: ...
+    def batch(
+        self,
+        items: Iterable[Mapping[str, Any] | tuple[str, Sequence[AspectInput]]],
+        *,
+        batch_size: int = 64,
+        explain: bool = False,
+        errors: Literal["raise", "return"] = "raise",
+    ) -> list[Any]:  # lists of AspectPrediction (CategoryPrediction), or InputError
         """Many texts: ``{"text", "aspects"}`` mappings or ``(text, aspects)`` pairs (a
         category model: ``{"text", "categories"}`` or ``(text, categories)``; a mapping's
         own ``"explain"``, as an HTTP batch item's, over the call's ``explain``). Items are
         encoded, then run ``batch_size`` aspects per onnxruntime call (bucketed by length
         across items, the last call the rest); the answer keeps the order of ``items``. A
         bad item, a bad ``batch_size``, or ``items`` that are no iterable of items (a text, one
-        item's dict, None) raises ``InputError`` naming it."""
+        item's dict, None) raises ``InputError`` naming it; with ``errors="return"`` a bad
+        item's place holds its ``InputError`` instead and the others are answered, as an
+        HTTP batch answers each item."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
             raise InputError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
         _check_explain(explain)
+        if errors not in ("raise", "return"):
+            raise InputError(f"errors must be 'raise' or 'return', not {errors!r}")
         # a text or one item's dict would be taken apart into characters or keys
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InputError(
                 "items must be a list of items ({'text', 'aspects'} or (text, aspects)), "
                 f"not {type(items).__name__}"
             )
-        prepared = [self._prepare(i, item, explain) for i, item in enumerate(items)]
-        # the runtime's own max_batch (64) no longer caps it: a GPU wants larger calls
-        return self.predictor.predict_many(prepared, max_batch=int(batch_size))
+        if errors == "raise":
+            prepared = [self._prepare(i, item, explain) for i, item in enumerate(items)]
+            # the runtime's own max_batch (64) no longer caps it: a GPU wants larger calls
+            return self.predictor.predict_many(prepared, max_batch=int(batch_size))
+        out: list[Any] = []
+        for i, item in enumerate(items):
+            try:
+                out.append(self._prepare(i, item, explain))
+            except InputError as e:
+                out.append(e)
+        good = [p for p in out if not isinstance(p, InputError)]
+        answers = iter(self.predictor.predict_many(good, max_batch=int(batch_size)))
+        return [p if isinstance(p, InputError) else next(answers) for p in out]
 
     def _prepare(self, i: int, item: Any, explain: bool) -> Any:
         where = f"items[{i}]: "

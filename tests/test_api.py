@@ -505,6 +505,21 @@ def test_a_batch_items_own_explain_is_honoured_as_over_http() -> None:
         clf.batch([{"text": "The food was cold", "aspects": ["food"], "explain": "yes"}])
 
 
+def test_a_batch_may_return_each_bad_items_error_in_its_place() -> None:
+    """One bad item failed the whole batch, where an HTTP batch answers each item: with
+    ``errors="return"`` its place holds its InputError and the others are answered as alone."""
+    clf = absa.load()
+    items = [("The food was cold", ["food"]), ("The food was cold", ["wine"]), ("x", 3)]
+    got = clf.batch(items, errors="return")  # type: ignore[arg-type]
+    assert got[0] == clf.batch(items[:1])[0]
+    assert isinstance(got[1], InputError) and "items[1]: " in str(got[1])
+    assert isinstance(got[2], InputError) and "items[2]: " in str(got[2])
+    with pytest.raises(InputError, match=r"items\[1\]"):
+        clf.batch(items)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="errors must be 'raise' or 'return'"):
+        clf.batch(items, errors="skip")  # type: ignore[call-overload]
+
+
 def test_explain_that_is_no_bool_is_refused_in_every_call() -> None:
     """``explain="no"`` asked for the attention (any true value did) in a call and in a
     batch, where a batch item's own "yes" was refused."""
