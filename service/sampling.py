@@ -18,6 +18,7 @@ gone) never stops the worker: its lines are dropped, counted and said once, unti
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -72,6 +73,7 @@ class AnswerSample:
         self.max_bytes = max_bytes  # past it, nothing is kept until the file is rotated
         self._full = False  # the cap was met (and said): said again only after a rotation
         self._fd: int | None = None  # None: the path could not be opened (said once)
+        self._ident: tuple[int, int] = (0, 0)  # the (device, inode) of the file opened
         self._unopened: str | None = None  # why it could not be, as said
         self._reopen()
         self._cut = False  # the last write stopped inside a line
@@ -154,7 +156,9 @@ class AnswerSample:
                     self._counted("dropped", len(kept))
                     return
                 self.queued_bytes += len(data)
-            at_cap = self._at_cap()  # looked at first: the writer may write them at once
+            # looked at first: the writer may write them at once; with no file held it
+            # drops them, so they are not remembered either
+            at_cap = self._fd is None or self._at_cap()
             self._lines.put(data)
             if not at_cap:  # else the writer drops them: not kept, so not remembered
                 with self._kept_lock:
@@ -171,10 +175,11 @@ class AnswerSample:
     def _at_cap(self) -> bool:
         """Whether the file (all workers' lines in it) is at ``max_bytes``: what comes is
         dropped until it is rotated."""
-        if self.max_bytes is None or self._fd is None:
+        fd = self._fd  # the writer's thread may put another in its place meanwhile
+        if self.max_bytes is None or fd is None:
             return False
         try:
-            return os.fstat(self._fd).st_size >= self.max_bytes
+            return os.fstat(fd).st_size >= self.max_bytes
         except OSError:  # the volume's error: the write says it
             return False
 
@@ -183,25 +188,36 @@ class AnswerSample:
         service's users' own), in place of the one held; where it cannot be, none is held
         and the reason is said once. Opened without waiting: a FIFO with no reader blocked
         the worker's start for good (one with a reader, a log shipper's, is written as a
-        file is); anything else but a regular file is refused."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        file is); anything else but a regular file is refused. Never raises: a close that
+        fails (NFS's EIO) or a look at the new file that does leaves none held."""
+        self._drop_fd()
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
         try:
             fd = os.open(self.path, flags, 0o600)
         except OSError as e:
             self._said_unopened(e.strerror or str(e))
             return
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            os.close(fd)
-            self._said_unopened("not a regular file")
+        try:
+            st = os.fstat(fd)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+                raise OSError(0, "not a regular file")
+            os.set_blocking(fd, True)  # a write waits for a slow disk (or reader), on its thread
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self._said_unopened(e.strerror or str(e))
             return
-        os.set_blocking(fd, True)  # a write waits for a slow disk (or reader), on its thread
         if self._unopened is not None:
             log.info("answer sample %s: writing again", self.path)
-        self._fd, self._unopened = fd, None
+        self._fd, self._ident, self._unopened = fd, (st.st_dev, st.st_ino), None
+        self._cut = False  # a file opened anew: its lines start on lines of their own
+
+    def _drop_fd(self) -> None:
+        """Close the file held, if any (a close that fails is the old file's loss)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _said_unopened(self, why: str) -> None:
         if why != self._unopened:
@@ -214,13 +230,14 @@ class AnswerSample:
 
     def _follow(self) -> None:
         """A new file at the path when the one held is no longer there (moved, removed,
-        replaced): the lines that come go to the path, not to a file no one reads. None
-        held: tried again."""
+        replaced): the lines that come go to the path, not to a file no one reads. The
+        path is looked at, not the file held (on NFS, a file removed from another host
+        answers ESTALE to its holder), as logging's WatchedFileHandler does. None held:
+        tried again."""
         if self._fd is not None:
             try:
-                held = os.fstat(self._fd)
                 there = os.stat(self.path)
-                if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+                if (there.st_dev, there.st_ino) == self._ident:
                     return
             except FileNotFoundError:
                 pass
@@ -229,7 +246,6 @@ class AnswerSample:
             log.info(
                 "answer sample %s was moved or replaced: writing to a new file there", self.path
             )
-            self._cut = False  # a new file starts on a line of its own
         self._reopen()
 
     def _remember(self, keys: list[bytes], disagreed: bool) -> None:
@@ -249,7 +265,11 @@ class AnswerSample:
 
     def _write(self) -> None:
         while (data := self._lines.get()) is not None:
-            self.append(data)
+            try:
+                self.append(data)
+            except Exception:  # noqa: BLE001 - the sample's loss, never the writer's end
+                log.exception("answer sample %s: lines lost", self.path)
+                self._counted("dropped", data.count(b"\n"))
             with self._queued_lock:
                 self.queued_bytes -= len(data)
                 if self.queued_bytes == 0:
@@ -304,6 +324,4 @@ class AnswerSample:
                 self.path, CLOSE_WAIT_S, self.queued_bytes,
             )  # fmt: skip
             return
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._drop_fd()

@@ -490,3 +490,58 @@ def test_a_worker_starts_and_answers_while_its_sample_folder_is_gone(
             assert time.monotonic() < deadline
             time.sleep(0.02)
     assert not path.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "kept"),
+    [
+        # the shadow's answer after the served one's line: written; a second: a repeat
+        (["random", "disagreed", "disagreed"], ["random", "disagreed"]),
+        (["unsure", "disagreed"], ["unsure", "disagreed"]),
+        # once a disagreed line is kept, a random one after it does not let the next through
+        (["disagreed", "random", "disagreed"], ["disagreed", "random"]),
+    ],
+)
+def test_which_lines_of_one_answer_are_kept(
+    tmp_path: Path, first: list[str], kept: list[str]
+) -> None:
+    unsure = {"term": "food", "start": 4, "end": 8, "label": "positive", "score": 0.4,
+              "scores": {"negative": 0.3, "neutral": 0.3, "positive": 0.4}}  # fmt: skip
+    theirs = {**unsure, "shadow": {"label": "negative"}}
+    draws = iter([0.0 if k == "random" else 0.9 for k in first if k != "disagreed"])
+    sample = AnswerSample(tmp_path / "s.jsonl", rate=0.5, below=0.5, draw=lambda: next(draws))
+    for i, k in enumerate(first):
+        if k == "disagreed":
+            sample.offer([("the food", "m:1", [theirs])], f"r{i}", disagreed=True)
+        else:
+            sample.offer([("the food", "m:1", [unsure])], f"r{i}")
+    sample.close()
+    assert [g["kept"] for g in lines(tmp_path / "s.jsonl")] == kept
+
+
+def test_a_close_that_fails_leaves_the_writer_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On NFS close(2) may fail (EIO): the writer's thread died of it when the file was
+    moved, every later line piling up in memory and close() closing a stale descriptor."""
+    import errno
+    import os
+
+    from absa.service import sampling
+
+    path = tmp_path / "s.jsonl"
+    counts, counted = counting()
+    sample = AnswerSample(path, rate=1.0, below=0.0, counted=counted)
+    held, real_close = sample._fd, os.close
+
+    def failing(fd: int) -> None:
+        real_close(fd)
+        if fd == held:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(sampling.os, "close", failing)
+    path.rename(tmp_path / "batch.jsonl")
+    sample.offer(LONG_ANSWER, "r1")
+    sample.offer(LONG_ANSWER, "r2")
+    sample.close()
+    assert [g["request_id"] for g in lines(path)] == ["r1", "r2"] and counts["written"] == 2
