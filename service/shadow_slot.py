@@ -50,6 +50,7 @@ class ShadowSlot:
         self._task: asyncio.Task | None = None
         self._unread: str | None = None  # why the registry could not be read: said once
         self._checking = asyncio.Lock()  # a reload's look and the poll's: one at a time
+        self._closed = False  # closed: no look swaps a shadow in any more
 
     @property
     def follows(self) -> bool:
@@ -86,7 +87,8 @@ class ShadowSlot:
         registry says there is none. One it cannot read (or a volume mounted empty for a
         while) says nothing: the shadow it had stays."""
         async with self._checking:
-            await self._check()
+            if not self._closed:
+                await self._check()
 
     async def after_reload(self) -> None:
         """A reload asked for (/admin/reload, or another worker's signal of one): with
@@ -144,7 +146,9 @@ class ShadowSlot:
 
     async def close(self) -> None:
         await self.stop_following()
-        await self._swap(None, None)  # what it holds is scored (a few seconds at most)
+        async with self._checking:  # a reload's look under way ends first, and none follows
+            self._closed = True
+            await self._swap(None, None)  # what it holds is scored (a few seconds at most)
 
     def _open(self, path: Path) -> Shadow | None:
         """``path`` loaded as the shadow, not yet started; one that cannot be loaded is said
