@@ -18,6 +18,7 @@ from typing import Any
 from absa.errors import DataError
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.training.readers.labels import parse_label
+from absa.training.records import CategoryExample
 
 #: why a line was kept by the service (its ``kept``): the random share is a fair sample of the
 #: traffic, so its labelled lines estimate live accuracy; the others are drawn on purpose
@@ -64,10 +65,21 @@ class Answers:
         }
 
 
-def _key(record: dict[str, Any], kind: str) -> tuple:
-    if kind == "category":
-        return (record["text"], record["category"])
-    return (record["text"], record["aspect"], record.get("start"), record.get("end"))
+def _key(record: dict[str, Any], kind: str, where: str) -> tuple:
+    """What a labelled line is about, as the training reader reads it (the term's span, or
+    the category): a DataError for a line it would refuse (an aspect that is no string,
+    offsets that are no span of the term), so the file written trains."""
+    from absa.training.category_readers import add_category_record
+    from absa.training.readers.sink import Sink
+    from absa.training.readers.tables import add_record
+
+    sink = Sink(where.rsplit(":", 1)[0], skip_invalid=False)
+    (add_category_record if kind == "category" else add_record)(record, sink, where, where)
+    for example in sink.result.examples:
+        if isinstance(example, CategoryExample):
+            return (example.text, example.category)
+        return (example.text, example.start, example.end)
+    raise DataError(f"{where}: not a training record")  # none read: refused above
 
 
 def _parse(line: str, where: str) -> tuple[dict[str, Any] | None, str]:
@@ -125,8 +137,15 @@ def read_answers(paths: Sequence[Path], skip_invalid: bool = False) -> Answers:
                     "models (the term model's answers.jsonl, the category model's "
                     "answers.categories.jsonl): one kind a run"
                 )
+            try:
+                key = _key(record, kind, where)
+            except DataError as e:
+                if not skip_invalid:
+                    raise
+                out.invalid.append(str(e))
+                continue
             out.kind = kind
-            out.labelled.append(Labelled(record, where, _key(record, kind)))
+            out.labelled.append(Labelled(record, where, key))
     _once(out)
     return out
 

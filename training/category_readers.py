@@ -92,9 +92,9 @@ def read_categories(
         _read_xml(data, sink)
     elif fmt == "csv":
         columns = (TEXT_KEYS, _CATEGORY_KEYS, LABEL_KEYS)
-        read_csv(decode(data, path_str), sink, _add_record, columns)
+        read_csv(decode(data, path_str), sink, add_category_record, columns)
     else:
-        read_jsonl(decode(data, path_str), sink, _add_record)
+        read_jsonl(decode(data, path_str), sink, add_category_record)
     return sink.finish(f"{fmt}, categories")
 
 
@@ -159,7 +159,7 @@ def _read_xml(data: bytes, sink: Sink) -> None:
             _add(sink, text, cat.get("category"), cat.get("polarity"), source, where)
 
 
-def _add_record(record: dict[str, Any], sink: Sink, source: str, where: str) -> None:
+def add_category_record(record: dict[str, Any], sink: Sink, source: str, where: str) -> None:
     """One JSONL object or CSV row: ``text``, ``category``, ``label`` (or ``polarity``)."""
     polarity = pick(record, LABEL_KEYS)
     _add(sink, record.get("text"), record.get("category"), polarity, source, where)

@@ -26,6 +26,8 @@ def cmd_answers(args: argparse.Namespace) -> int:
         if p.resolve() == out.resolve():
             raise CLIError(f"--out {out} is one of the sample files: name a new file")
     check_new_out(out, "name a new file (a batch's training file is written once)")
+    if not out.parent.is_dir():
+        raise CLIError(f"--out {out}: no such directory as {out.parent}")
     read = read_answers(paths, skip_invalid=args.skip_invalid)
     for what, found in (("invalid line(s) skipped", read.invalid), (
         "answer(s) whose lines' labels disagree, left out", read.conflicts)):  # fmt: skip
@@ -35,6 +37,11 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 log.warning("  %s", place)
             if len(found) > SHOWN:
                 log.warning("  ... and %d more", len(found) - SHOWN)
+    if not read.kept and read.conflicts:
+        raise CLIError(
+            f"every labelled answer in {', '.join(args.files)} has lines whose labels "
+            f"disagree ({len(read.conflicts)}, listed above): settle them, then run it again"
+        )
     if not read.kept:
         raise CLIError(
             f"no labelled answer in {', '.join(args.files)} ({read.unlabelled} line(s) without "

@@ -118,12 +118,36 @@ def test_bad_lines_name_their_file_and_line_or_are_skipped(
 
 
 @pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"aspect": ["food"]}, "'aspect' is not a string"),  # was a TypeError's traceback
+        ({"aspect": None}, "missing or empty 'aspect'"),  # was written, and refused by retrain
+        ({"start": "x"}, "must be integers"),
+        ({"start": 0}, "not the term 'food'"),
+    ],
+)
+def test_a_line_the_training_reader_would_refuse_is_refused_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict, words: str
+) -> None:
+    rows = [line("wine", "neutral"), {**line("food", "positive"), **change}]
+    f = write(tmp_path / "s.jsonl", rows)
+    out = tmp_path / "t.jsonl"
+    assert main(["answers", str(f), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:2: " in err and words in err, err
+    assert main(["answers", str(f), "--out", str(out), "--skip-invalid"]) == 0
+    assert [e.text for e in read_examples(out).examples] == ["the wine was fine"]
+
+
+@pytest.mark.parametrize(
     ("case", "words"),
     [
         ("unlabelled", "no labelled answer in"),
         ("out is input", "is one of the sample files"),
         ("out exists", "exists; name a new file"),
         ("mixed kinds", "a category answer among term answers"),
+        ("all disagree", "every labelled answer in"),
+        ("no folder", "no such directory as"),
     ],
 )
 def test_what_cannot_make_a_training_file_is_refused(
@@ -137,6 +161,10 @@ def test_what_cannot_make_a_training_file_is_refused(
         out.write_text("mine\n")
     elif case == "mixed kinds":
         write(f, [line("food", "positive"), {"text": "x", "category": "food", "label": "neutral"}])
+    elif case == "all disagree":
+        write(f, [line("food", "positive"), line("food", "negative")])
+    elif case == "no folder":
+        out = tmp_path / "missing" / "t.jsonl"
     assert main(["answers", str(f), "--out", str(out)]) == 2
     assert words in capsys.readouterr().err
     if case == "out exists":
