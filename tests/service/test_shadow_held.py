@@ -233,3 +233,36 @@ def test_a_reload_looks_at_the_held_versions_where_nothing_polls(
         registry.promote("v3")
         assert c.post("/admin/reload", headers=auth).json()["version"] == "v3"
         assert c.get("/v1/model").json()["shadow"] is None
+
+
+def test_a_look_under_way_at_close_swaps_no_shadow_in_after_it(
+    registry: Registry, artifact: Path, held_export: Path
+) -> None:
+    """A reload's look still loading a held version when the worker closed its slot swapped
+    that shadow in (started, scoring into a closed sample) after the close."""
+    import asyncio
+
+    from absa.service.metrics import Metrics
+    from absa.service.shadow_slot import ShadowSlot
+
+    hold(registry, held_export, "v2", "2099-01-02T00:00:00+00:00")
+    settings = make_settings(
+        artifact, registry=registry.root, shadow_model="held", reload_interval_s=0
+    )
+    slot = ShadowSlot(settings, Metrics(), lambda: "served", None)
+    opened = slot._open
+
+    def slow_open(path: Path):  # type: ignore[no-untyped-def]
+        time.sleep(0.3)
+        return opened(path)
+
+    slot._open = slow_open  # type: ignore[method-assign]
+
+    async def both() -> None:
+        look = asyncio.create_task(slot.after_reload())
+        await asyncio.sleep(0.05)  # the look is loading v2
+        await slot.close()
+        await look
+
+    asyncio.run(both())
+    assert slot.shadow is None
