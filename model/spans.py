@@ -145,13 +145,35 @@ def decode(
             conf = float(probs[i, B]) * float(np.prod(probs[i + 1 : j, I]))
             if j < len(tags):
                 conf *= 1.0 - float(probs[j, I])
-        a, b = unpaired_trimmed(tokens, i, j)
+        a, b = hyphen_whole(tokens, *unpaired_trimmed(tokens, i, j))
         if a < b and any(c.isalnum() for t in tokens[a:b] for c in t.text):  # not "😀" alone
             out.append(FoundSpan(_term_start(tokens, a, b), _term_end(tokens[b - 1]), conf))
     return out
 
 
 _CLITICS = {"'s", "'re", "'ve", "'ll", "'d", "'m"}
+
+
+def hyphen_whole(tokens: Sequence[Token], a: int, b: int) -> tuple[int, int]:
+    """Words a..b-1 widened to whole hyphenated words: the word tokenizer makes a hyphen a
+    word of its own, and the tagger now and then stops at one ("check" of "check-in",
+    "service kiosk" of "self-service kiosk"), where no term starts or ends inside a word."""
+
+    def joined(left: int) -> bool:  # tokens[left], a hyphen, tokens[left + 2], no spaces
+        if left < 0 or left + 2 >= len(tokens) or tokens[left + 1].text != "-":
+            return False
+        x, h, y = tokens[left], tokens[left + 1], tokens[left + 2]
+        return (
+            x.end == h.start and h.end == y.start and x.text[-1:].isalnum() and y.text[:1].isalnum()
+        )
+
+    if a >= b:
+        return a, b
+    while joined(b - 1):
+        b += 2
+    while joined(a - 2):
+        a -= 2
+    return a, b
 
 
 def _term_start(tokens: Sequence[Token], a: int, b: int) -> int:

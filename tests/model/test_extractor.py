@@ -93,6 +93,24 @@ def test_an_emoji_or_symbol_at_an_edge_leaves_the_term(
     check_decoded(text, tokenize(text), tags, term)
 
 
+@pytest.mark.parametrize(
+    ("text", "tags", "term"),
+    [
+        ("the check-in was", [O, B, O, O, O], "check-in"),  # stopped at the hyphen
+        ("the self-service kiosk", [O, O, O, B, I], "self-service kiosk"),  # began after it
+        ("the check-in-desk was", [O, B, O, O, O, O, O], "check-in-desk"),
+        ("a pizza - tasty", [O, B, O, O], "pizza"),  # a dash between spaced words: not one
+        ("the wi-fi was", [O, B, I, I, O], "wi-fi"),
+    ],
+)
+def test_a_term_is_never_cut_inside_a_hyphenated_word(
+    text: str, tags: list[int], term: str
+) -> None:
+    """The word tokenizer makes a hyphen a word of its own, and the shipped tagger stopped
+    at one: "check" of "The check-in was slow", "service kiosk" of "self-service kiosk"."""
+    check_decoded(text, tokenize(text), tags, term)
+
+
 def test_the_shipped_extractor_leaves_emoji_out_of_terms() -> None:
     from absa import load
 
