@@ -352,6 +352,13 @@ READ_FIELDS = ("text", "aspect", "start", "end")
 OTHER_NAMES = {"text": ("sentence",), "aspect": ("term", "aspects", "terms")}
 
 
+#: said of rows without an aspect: a file's rows are scored by the aspects they name
+NO_EXTRACTION = (
+    " (a file's rows name their aspects; the extractor is for one --text, the HTTP API and "
+    "absa.load(extractor='shipped'))"
+)
+
+
 def named_otherwise(field: str, names: Iterable[object]) -> str | None:
     """The name among ``names`` (a row's keys, a header's columns) that is another name of
     ``field`` (``OTHER_NAMES``), read as a header is (any case, spaces around), or None."""
@@ -393,6 +400,8 @@ def _rows(
     if header is None or not {"text", "aspect"} <= set(read):
         hint = header_hint([f for f in ("text", "aspect") if f not in read], header or [])
         hint += delimiter_hint(header or [])
+        if "text" in read and not hint:
+            hint = NO_EXTRACTION
         raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect{hint}")
     clash = [c for c in header if c in reserved]
     if clash:
@@ -629,7 +638,7 @@ def _row_hint(field: str, value: Any, row: dict[str, Any]) -> str:
     API's "aspects", the training data's "term"), as a hint; else ""."""
     other = named_otherwise(field, row) if value is None else None
     if other is None:
-        return ""
+        return NO_EXTRACTION if field == "aspect" and value is None else ""
     one = " (one aspect a row)" if isinstance(row[other], list) else ""
     return f"; the row has {other!r}: name that field {field!r}{one}"
 

@@ -17,6 +17,7 @@ from absa.model.csvio import ROW_INSIDE, delimiter_hint, row_inside
 from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
+    NO_EXTRACTION,
     OTHER_NAMES,
     PRED_ERROR,
     PREFIX,
@@ -81,6 +82,8 @@ def check_columns(
     missing = [c for c in needed if c not in read]
     if missing:
         hint = header_hint(missing[:1], names) + (delimiter_hint(names) if csv else "")
+        if missing == ["aspect"] and not hint:
+            hint = NO_EXTRACTION
         raise InputError(
             f"{where}: no column {missing[0]!r} (the input needs text and aspect){hint}"
         )

@@ -395,8 +395,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.text and not args.aspect:
         if ext_dir is None:
             raise CLIError(
-                "give at least one --aspect, or --extractor DIR (or ABSA_EXTRACTOR) to have "
-                "the aspects of --text extracted"
+                "give at least one --aspect, or --extractor DIR (or ABSA_EXTRACTOR; 'shipped': "
+                "the packaged one) to have the aspects of --text extracted"
             )
         from absa.model.artifact import EXTRACTOR_KIND
         from absa.model.extractor import Extractor
