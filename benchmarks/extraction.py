@@ -102,7 +102,9 @@ def end_to_end(extractor: Path, test: Path) -> dict:
     sentences = read_sentences(test)
     gold = [{(s.start, s.end, s.label) for s in sent.spans} for sent in sentences]
     pred = [{(p.start, p.end, p.label) for p in predictor(s.text, None)} for s in sentences]
-    return span_scores(gold, pred)
+    meta = runtime.metadata  # which sentiment model: the shipped one changes
+    model = f"{meta.get('name')}:{meta.get('version')}"
+    return {**span_scores(gold, pred), "sentiment_model": model}
 
 
 def latency(extractor: Path, texts: list[str], threads: int) -> dict:

@@ -194,10 +194,12 @@ def render_extractor(metadata: Mapping[str, Any]) -> str:
             f"{held['false_positives']} spans found in all.",
         ]
     for name, rep in e2e.items():
+        # the sentiment model shipped then: the shipped one changes, and these numbers with it
+        model = rep.get("sentiment_model") or "shipped then"
         lines.append(
-            f"End to end on {name} test (extracted, then classified by the shipped sentiment "
-            f"model; a triple counts when span and label are right): P {_fmt(rep['precision'])}"
-            f" / R {_fmt(rep['recall'])} / F1 {_fmt(rep['f1'])}."
+            f"End to end on {name} test (extracted, then classified by the sentiment model "
+            f"{model}; a triple counts when span and label are right): P "
+            f"{_fmt(rep['precision'])} / R {_fmt(rep['recall'])} / F1 {_fmt(rep['f1'])}."
         )
     if lat:
         lines.append(
