@@ -321,11 +321,17 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
     from absa.training.provenance import code_version, file_info
 
     rep = score_extraction(model, sentences)
+    if len(args.data) > 1:  # each file's score beside the pooled one, as a sentiment report's
+        rep["by_file"] = {f: score_extraction(model, read_sentences([f])) for f in args.data}
     # path and sha256 of each file measured, and the code: as a sentiment report
     rep.update(model=str(model), data=list(args.data), files=file_info(args.data))
     rep["model_identity"] = model_identity(model)  # which model: the path serves another later
     rep["code_version"] = code_version()
-    out = json.dumps(rep) if args.json else _line(rep)
+    if args.json:
+        out = json.dumps(rep)
+    else:
+        each = [f"{f}: {_line(r)}" for f, r in rep.get("by_file", {}).items()]
+        out = "\n".join([_line(rep), *each])
     to_stdout(out + "\n")
     return 0
 

@@ -457,6 +457,25 @@ def test_heldout_empty_that_would_do_the_wrong_thing_is_refused(
     assert not (tmp_path / "run").exists()
 
 
+def test_evaluate_of_several_files_scores_each_beside_the_pool(
+    extractor_artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two files gave the pooled score alone, where a sentiment report scores each file."""
+    sentences = extraction_sentences()
+    half = len(sentences) // 2
+    a = write_xml(tmp_path / "a.xml", sentences[:half])
+    b = write_xml(tmp_path / "b.xml", sentences[half:])
+    model = str(extractor_artifact)
+    assert main(["evaluate", "--model", model, "--data", str(a), str(b), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert list(rep["by_file"]) == [str(a), str(b)]
+    assert sum(r["gold"] for r in rep["by_file"].values()) == rep["gold"]
+    assert sum(r["sentences"] for r in rep["by_file"].values()) == rep["sentences"]
+    assert main(["evaluate", "--model", model, "--data", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[1].startswith(f"{a}: span P ")
+
+
 def test_evaluate_on_a_file_without_sentences_is_an_error(
     extractor_artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
