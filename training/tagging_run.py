@@ -16,6 +16,7 @@ Importing this module imports no torch; loading and exporting a run do.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING
 from absa.model.tagger_config import TaggerConfig
 from absa.model.tagtext import TagText, load_tag_text
 from absa.training.provenance import code_version
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from absa.model.piece_tagger import PieceTagger
@@ -132,6 +135,13 @@ def export_tag_run(
     from absa.model.tagger_export import export_tagger
 
     run = load_tag_run(run_dir)
+    dev = run.metrics.get("dev") or {}
+    if dev.get("predicted") == 0 and dev.get("gold"):  # served, it would find nothing
+        log.warning(
+            "%s finds no aspect in its dev split (0 spans of %s marked): an extractor made of "
+            "it answers every text with none; train it longer or on more data",
+            run_dir, dev["gold"],
+        )  # fmt: skip
     expansion = None
     if expand_vocab is not None:
         run, expansion = _expanded(run, Path(run_dir), expand_vocab, expand_top_k)

@@ -698,3 +698,23 @@ def test_a_second_extract_train_into_an_out_another_is_writing_into_is_refused(
     assert first.returncode == 143
     assert (partial / "run.json").is_file()  # its best epoch so far, kept
     assert not run.exists()  # the claim's directory, empty: gone with the stopped run
+
+
+def test_exporting_a_tagger_that_found_nothing_on_dev_is_warned_of(
+    extract_run: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 1-epoch tagger with dev F1 0 exported without a word, and served it answered every
+    text with no aspect. Its run's dev record (0 spans marked) stands in for such a run."""
+    import shutil
+
+    run = shutil.copytree(extract_run, tmp_path / "run")
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["dev"] = {**metrics["dev"], "predicted": 0, "true_positives": 0, "f1": 0.0}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    with caplog.at_level("WARNING"):
+        assert main(["export", "--run", str(run), "--out", str(tmp_path / "art")]) == 0
+    assert "finds no aspect in its dev split (0 spans of" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert main(["export", "--run", str(extract_run), "--out", str(tmp_path / "b")]) == 0
+    assert "finds no aspect" not in caplog.text
