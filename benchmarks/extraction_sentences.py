@@ -1,7 +1,8 @@
 """Extraction of texts of several sentences: MAMS test sentences joined K to a text (a space
 between), tagged whole and a sentence at a time (``Extractor.extract(by_sentence=True)``, what
 the service does), exact-span precision / recall / F1 against the gold spans moved to their
-place in the joined text; and the test files as they are, both ways.
+place in the joined text, as written and in lower case; and the test files as they are,
+both ways.
 
     python benchmarks/extraction_sentences.py --artifact model/artifacts/extractor
 
@@ -57,6 +58,15 @@ def joined(sentences: list[Sentence], k: int) -> list[Sentence]:
     return out
 
 
+def lowered(sentences: list[Sentence]) -> list[Sentence]:
+    """The texts in lower case (casual reviews and tweets are written so), spans kept: a
+    text whose lower case is not as long is left as it is."""
+    return [
+        Sentence(s.text.lower(), s.spans) if len(s.text.lower()) == len(s.text) else s
+        for s in sentences
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "extractor")
@@ -79,6 +89,12 @@ def main() -> int:
             "texts": len(texts),
             "whole": scores(ext, texts, False),
             "by_sentence": scores(ext, texts, True),
+        }
+        lower = lowered(texts)
+        result[f"mams_joined_{k}_lower"] = {
+            "texts": len(lower),
+            "whole": scores(ext, lower, False),
+            "by_sentence": scores(ext, lower, True),
         }
     out = ROOT / "benchmarks" / "results" / "extraction" / f"sentences__{result['artifact']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

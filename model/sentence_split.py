@@ -3,9 +3,14 @@ is trained on one sentence at a time, and tagging a review of five at once found
 the gold terms where each sentence alone found 81 % (MAMS test sentences joined with
 spaces; the later ones lost most). Rules, no model: a sentence ends at a run of ``.``, ``!``,
 ``?`` or ``…`` (closing quotes and brackets after it belong to it) followed by white space
-and then something that opens a sentence (a capital, a digit, an opening quote or bracket),
-unless the word before the stop is a title or a Latin abbreviation ("Dr.", "e.g."); and at a
-blank line. A single line break without a stop is no end (a line wrapped by hand).
+and then a word, a digit or an opening quote or bracket, unless the word before the stop is
+a title or a Latin abbreviation ("Dr.", "e.g.", "approx."); and at a blank line. A single
+line break without a stop is no end (a line wrapped by hand). A lower-case word after the
+stop ends the sentence too, but after a closing quote or bracket ('"Great!" she said'):
+casual reviews and tweets are written in lower case, and with a capital alone opening the
+next sentence, the tagger found 57 % of the terms of MAMS's test sentences lowercased and
+joined five to a text (81 % once cut); a stop that ends no sentence (an abbreviation outside
+the list) costs little, the words on either side keep theirs.
 """
 
 from __future__ import annotations
@@ -20,18 +25,16 @@ T = TypeVar("T")
 
 #: words after which a full stop ends no sentence (compared in lower case, without the stop)
 _ABBREVIATIONS = frozenset(
-    {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "approx"}
-)
+    {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "approx",
+     "a.m", "p.m", "cf", "ca", "incl", "min", "max", "ft", "lb", "lbs", "oz", "u.s", "mt"}
+)  # fmt: skip
 #: a stop, what closes with it, the white space after it, and the character that opens the
 #: next sentence (looked at, not taken)
-_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?P<gap>\s+)(?=[\"'\u201c\u2018(\[\d\w])")
+_END = re.compile(
+    r"(?P<stop>[.!?\u2026]+)[\"'\u201d\u2019)\]]*(?P<gap>\s+)(?=[\"'\u201c\u2018(\[\d\w])"
+)
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?\u2026]*[\"'\u201d\u2019)\]]*\Z")
-
-
-def _opens(c: str) -> bool:
-    """Whether ``c`` may open a sentence: not a lower-case letter ("e.g. the food")."""
-    return not c.islower()
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -40,7 +43,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     cuts: list[tuple[int, int]] = []  # (end of a sentence, start of the next)
     for m in _END.finditer(text):
         after = m.end()
-        if after >= len(text) or not _opens(text[after]):
+        if after >= len(text):
+            continue
+        closed = m.end("stop") < m.start("gap")  # '"Great!" she said': quoted, it goes on
+        if closed and text[after].islower():
             continue
         before = _WORD_BEFORE.search(text, 0, m.start("gap"))
         if before and before.group(1).lower().rstrip(".") in _ABBREVIATIONS:

@@ -24,12 +24,18 @@ def pieces(text: str) -> list[str]:
         ("The pasta (amazing.) Then dessert.", ["The pasta (amazing.)", "Then dessert."]),
         ("Rated 4. 5 stars is too many", ["Rated 4.", "5 stars is too many"]),
         ("para one\n\n  para two", ["para one", "para two"]),
-        # no end: a lower-case word after the stop, a title, "e.g.", a decimal, no space
+        # no end: a title, "e.g.", "p.m.", a decimal, no space, a quote's own stop
         (
-            "I had e.g. the pasta and Dr. Smith's soup",
-            ["I had e.g. the pasta and Dr. Smith's soup"],
+            "I had e.g. the pasta and Dr. Smith's soup at 5 p.m. today",
+            ["I had e.g. the pasta and Dr. Smith's soup at 5 p.m. today"],
         ),
-        ("wow... the food was 3.5 stars.The end", ["wow... the food was 3.5 stars.The end"]),
+        ("the food was 3.5 stars.The end", ["the food was 3.5 stars.The end"]),
+        ('"Great!" she said', ['"Great!" she said']),
+        # a lower-case word after a stop ends it too: reviews and tweets written so
+        (
+            "the fries were soggy. the burger was great! staff ok? yes... fine",
+            ["the fries were soggy.", "the burger was great!", "staff ok?", "yes...", "fine"],
+        ),
         ("line one\nline two", ["line one\nline two"]),  # a line wrapped by hand
         ("", [""]),
         ("   ", ["   "]),
