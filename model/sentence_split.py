@@ -26,7 +26,12 @@ T = TypeVar("T")
 #: words after which a full stop ends no sentence (compared in lower case, without the stop)
 _ABBREVIATIONS = frozenset(
     {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "approx",
-     "a.m", "p.m", "cf", "ca", "incl", "min", "max", "ft", "lb", "lbs", "oz", "u.s", "mt"}
+     "cf", "incl", "mt"}
+)  # fmt: skip
+#: words after which a full stop ends a sentence only where a capital follows: units and
+#: times end sentences as often as not ("at 3 p.m. The place was empty", "3 p.m. the bar")
+_BEFORE_LOWER = frozenset(
+    {"a.m", "p.m", "ca", "min", "max", "ft", "lb", "lbs", "oz", "u.s", "u.s.a", "u.k"}
 )  # fmt: skip
 #: a stop, what closes with it, the white space after it, and the character that opens the
 #: next sentence (looked at, not taken)
@@ -49,7 +54,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         if closed and text[after].islower():
             continue
         before = _WORD_BEFORE.search(text, 0, m.start("gap"))
-        if before and before.group(1).lower().rstrip(".") in _ABBREVIATIONS:
+        word = before.group(1).lower().rstrip(".") if before and m.group("stop") == "." else ""
+        if word in _ABBREVIATIONS or word in _BEFORE_LOWER and text[after].islower():
             continue
         cuts.append((m.start("gap"), after))
     cuts += [(m.start(), m.end()) for m in _BLANK_LINE.finditer(text)]

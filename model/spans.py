@@ -148,10 +148,26 @@ def decode(
         a, b = hyphen_whole(tokens, *unpaired_trimmed(tokens, i, j))
         if a < b and any(c.isalnum() for t in tokens[a:b] for c in t.text):  # not "😀" alone
             out.append(FoundSpan(_term_start(tokens, a, b), _term_end(tokens[b - 1]), conf))
+    return _apart(out)
+
+
+def _apart(spans: list[FoundSpan]) -> list[FoundSpan]:
+    """Each span once, none inside another: two halves of one hyphenated word both widened
+    to it ("food-quality" twice), or a half inside the whole ("self-service" in
+    "self-service kiosk"); the one kept has the surest confidence of those it covers."""
+    out: list[FoundSpan] = []
+    for f in sorted(spans, key=lambda f: (f.start, -f.end)):
+        if out and out[-1].start <= f.start and f.end <= out[-1].end:
+            last = out[-1]
+            out[-1] = FoundSpan(last.start, last.end, max(last.confidence, f.confidence))
+        else:
+            out.append(f)
     return out
 
 
 _CLITICS = {"'s", "'re", "'ve", "'ll", "'d", "'m"}
+#: the hyphens inside a word: ASCII's, Unicode's hyphen and non-breaking hyphen (not a dash)
+HYPHENS = frozenset({"-", "\u2010", "\u2011"})
 
 
 def hyphen_whole(tokens: Sequence[Token], a: int, b: int) -> tuple[int, int]:
@@ -160,7 +176,7 @@ def hyphen_whole(tokens: Sequence[Token], a: int, b: int) -> tuple[int, int]:
     "service kiosk" of "self-service kiosk"), where no term starts or ends inside a word."""
 
     def joined(left: int) -> bool:  # tokens[left], a hyphen, tokens[left + 2], no spaces
-        if left < 0 or left + 2 >= len(tokens) or tokens[left + 1].text != "-":
+        if left < 0 or left + 2 >= len(tokens) or tokens[left + 1].text not in HYPHENS:
             return False
         x, h, y = tokens[left], tokens[left + 1], tokens[left + 2]
         return (
@@ -169,6 +185,10 @@ def hyphen_whole(tokens: Sequence[Token], a: int, b: int) -> tuple[int, int]:
 
     if a >= b:
         return a, b
+    if tokens[b - 1].text in HYPHENS and joined(b - 2):  # "check-": the hyphen at its end
+        b += 1
+    if tokens[a].text in HYPHENS and joined(a - 1):  # "-in": the hyphen at its start
+        a -= 1
     while joined(b - 1):
         b += 2
     while joined(a - 2):

@@ -9,7 +9,7 @@ import logging
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from absa.cli.common import (
     CLIError,
@@ -312,17 +312,30 @@ def score_extraction(model: Path, sentences: Sequence) -> dict:
 
 
 def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
+    from absa.model.spans import span_scores
+    from absa.training.provenance import refuse_twice
     from absa.training.sentences import read_sentences
 
-    sentences = read_sentences(args.data)
+    try:
+        refuse_twice(args.data)  # counted twice in the pool, once in by_file
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    each = [read_sentences([f]) for f in args.data]  # in file order, as read_sentences reads
+    sentences = [s for part in each for s in part]
     if not sentences:  # scores of nothing: P, R and F1 0.00 and exit 0
         raise CLIError(f"{', '.join(args.data)}: no sentences")
     from absa.training.evaluate import model_identity
     from absa.training.provenance import code_version, file_info
 
-    rep = score_extraction(model, sentences)
+    pred = predict_spans(model, [s.text for s in sentences])  # the model loaded once
+    rep: dict[str, Any] = dict(span_scores([s.span_set for s in sentences], pred))
     if len(args.data) > 1:  # each file's score beside the pooled one, as a sentiment report's
-        rep["by_file"] = {f: score_extraction(model, read_sentences([f])) for f in args.data}
+        by_file, at = {}, 0
+        for f, part in zip(args.data, each, strict=True):
+            got = pred[at : at + len(part)]
+            by_file[f] = span_scores([s.span_set for s in part], got)
+            at += len(part)
+        rep["by_file"] = by_file
     # path and sha256 of each file measured, and the code: as a sentiment report
     rep.update(model=str(model), data=list(args.data), files=file_info(args.data))
     rep["model_identity"] = model_identity(model)  # which model: the path serves another later
@@ -330,8 +343,8 @@ def cmd_evaluate_extract(args: argparse.Namespace, model: Path) -> int:
     if args.json:
         out = json.dumps(rep)
     else:
-        each = [f"{f}: {_line(r)}" for f, r in rep.get("by_file", {}).items()]
-        out = "\n".join([_line(rep), *each])
+        lines = [f"{f}: {_line(r)}" for f, r in rep.get("by_file", {}).items()]
+        out = "\n".join([_line(rep), *lines])
     to_stdout(out + "\n")
     return 0
 

@@ -474,6 +474,8 @@ def test_evaluate_of_several_files_scores_each_beside_the_pool(
     assert main(["evaluate", "--model", model, "--data", str(a), str(b)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and lines[1].startswith(f"{a}: span P ")
+    assert main(["evaluate", "--model", model, "--data", str(a), str(a)]) == 2
+    assert "given twice" in capsys.readouterr().err
 
 
 def test_evaluate_on_a_file_without_sentences_is_an_error(

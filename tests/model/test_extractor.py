@@ -101,6 +101,10 @@ def test_an_emoji_or_symbol_at_an_edge_leaves_the_term(
         ("the check-in-desk was", [O, B, O, O, O, O, O], "check-in-desk"),
         ("a pizza - tasty", [O, B, O, O], "pizza"),  # a dash between spaced words: not one
         ("the wi-fi was", [O, B, I, I, O], "wi-fi"),
+        ("the check-in was", [O, B, I, O, O], "check-in"),  # the hyphen at its end
+        ("the check-in was", [O, O, B, I, O], "check-in"),  # the hyphen at its start
+        ("the wi\u2011fi was", [O, B, O, O, O], "wi\u2011fi"),  # a non-breaking hyphen
+        ("the check\u2013in was", [O, B, O, O, O], "check"),  # an en dash joins no word
     ],
 )
 def test_a_term_is_never_cut_inside_a_hyphenated_word(
@@ -109,6 +113,24 @@ def test_a_term_is_never_cut_inside_a_hyphenated_word(
     """The word tokenizer makes a hyphen a word of its own, and the shipped tagger stopped
     at one: "check" of "The check-in was slow", "service kiosk" of "self-service kiosk"."""
     check_decoded(text, tokenize(text), tags, term)
+
+
+@pytest.mark.parametrize(
+    ("text", "tags", "terms"),
+    [
+        ("the food-quality was", [O, B, O, B, O], ["food-quality"]),  # both halves widened
+        ("self-service kiosk", [B, O, B, I], ["self-service kiosk"]),  # a half in the whole
+    ],
+)
+def test_widened_halves_of_one_word_are_one_term(
+    text: str, tags: list[int], terms: list[str]
+) -> None:
+    """Each half of a hyphenated word the tagger marked widened to the whole word, and the
+    service answered it twice ("Price-Value" twice in a review of the training data)."""
+    probs = np.full((len(tags), 3), 0.05)
+    probs[np.arange(len(tags)), tags] = 0.9
+    found = decode(probs, tokenize(text))
+    assert [text[f.start : f.end] for f in found] == terms
 
 
 def test_the_shipped_extractor_leaves_emoji_out_of_terms() -> None:

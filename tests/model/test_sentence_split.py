@@ -31,6 +31,11 @@ def pieces(text: str) -> list[str]:
         ),
         ("the food was 3.5 stars.The end", ["the food was 3.5 stars.The end"]),
         ('"Great!" she said', ['"Great!" she said']),
+        # a unit or a time ends a sentence before a capital, not before a lower-case word
+        ("at 3 p.m. The place was empty", ["at 3 p.m.", "The place was empty"]),
+        ("we waited 20 min. The waiter", ["we waited 20 min.", "The waiter"]),
+        ("made in the u.s.a. the food", ["made in the u.s.a. the food"]),
+        ("no! the service was awful", ["no!", "the service was awful"]),  # "no" before "!"
         # a lower-case word after a stop ends it too: reviews and tweets written so
         (
             "the fries were soggy. the burger was great! staff ok? yes... fine",
