@@ -191,17 +191,16 @@ class Classifier:
                 "items must be a list of items ({'text', 'aspects'} or (text, aspects)), "
                 f"not {type(items).__name__}"
             )
-        if errors == "raise":
-            prepared = [self._prepare(i, item, explain) for i, item in enumerate(items)]
-            # the runtime's own max_batch (64) no longer caps it: a GPU wants larger calls
-            return self.predictor.predict_many(prepared, max_batch=int(batch_size))
         out: list[Any] = []
         for i, item in enumerate(items):
             try:
                 out.append(self._prepare(i, item, explain))
             except InputError as e:
+                if errors == "raise":
+                    raise
                 out.append(e)
         good = [p for p in out if not isinstance(p, InputError)]
+        # the runtime's own max_batch (64) no longer caps it: a GPU wants larger calls
         answers = iter(self.predictor.predict_many(good, max_batch=int(batch_size)))
         return [p if isinstance(p, InputError) else next(answers) for p in out]
 
