@@ -35,6 +35,11 @@ class ModelConfig:
     cell: Cell = "lstm"
     bidirectional: bool = False
     hidden_size: int = 300  # per direction
+    # stacked recurrent layers: each above the first reads the one below's states (both
+    # directions), with ``layer_dropout`` between them; the attention and the classifier
+    # read the top one's
+    layers: int = 1
+    layer_dropout: float = 0.2
     # v_a: the mean of the aspect term's word vectors ("terms"), or a learned embedding of
     # one of ``categories`` ("category": the model takes a category id instead of a span)
     aspect_source: AspectSource = "terms"
@@ -91,7 +96,7 @@ class ModelConfig:
     labels: tuple[str, ...] = LABELS
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "embed_dim", "hidden_size", "attention_dim"):
+        for name in ("vocab_size", "embed_dim", "hidden_size", "attention_dim", "layers"):
             if getattr(self, name) < 1:  # torch found them later, naming no key
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)}")
         if self.self_attention_heads < 0:
@@ -117,7 +122,9 @@ class ModelConfig:
                 "self_attention_value must be projected or states, "
                 f"not {self.self_attention_value!r}"
             )
-        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.self_attention_dropout < 1.0:
+        if not all(
+            0.0 <= p < 1.0 for p in (self.dropout, self.self_attention_dropout, self.layer_dropout)
+        ):
             raise ValueError("dropout must be in [0, 1)")
         if not self.labels or len(set(self.labels)) != len(self.labels):
             # none: nothing to classify into; one twice: a gold label's index is ambiguous

@@ -153,9 +153,10 @@ class TransformerEncoder(nn.Module):
 
 
 class MaskedRNN(nn.Module):
-    """LSTM/GRU over right-padded batches; returns H (B, T, D) and h_N (B, D)."""
+    """LSTM/GRU over right-padded batches; returns H (B, T, D) and h_N (B, D): the top
+    layer's, with ``cfg.layers`` stacked (``upper``: the layers above the first)."""
 
-    def __init__(self, cfg: ModelConfig, input_dim: int) -> None:
+    def __init__(self, cfg: ModelConfig, input_dim: int, top: bool = True) -> None:
         super().__init__()
         rnn_cls = nn.LSTM if cfg.cell == "lstm" else nn.GRU
         self.cell = cfg.cell
@@ -167,6 +168,9 @@ class MaskedRNN(nn.Module):
         for rnn in (self.fwd, self.bwd):
             if rnn is not None:
                 self._init(rnn)
+        above = cfg.layers - 1 if top else 0
+        self.upper = nn.ModuleList(MaskedRNN(cfg, cfg.rnn_dim, top=False) for _ in range(above))
+        self.between = nn.Dropout(cfg.layer_dropout)
 
     def _init(self, rnn: nn.RNNBase) -> None:
         gates = 4 if self.cell == "lstm" else 3
@@ -188,6 +192,12 @@ class MaskedRNN(nn.Module):
         return out
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, h_n = self._layer(x, mask)
+        for layer in self.upper:
+            out, h_n = layer(self.between(out), mask)  # a layer above has none above it
+        return out, h_n
+
+    def _layer(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, _ = x.shape
         lengths = mask.long().sum(1)  # (B,)
         steps = torch.arange(t, device=x.device).unsqueeze(0).expand(b, t)  # (B, T)

@@ -174,3 +174,14 @@ def test_the_shipped_cards_say_what_was_mended() -> None:
     assert "hold only the sentences with an aspect (rest14 test 610, lap14 test 418" in extractor
     for d in (DEFAULT_MODEL_DIR, SHIPPED_CATEGORY_MODEL):
         artifacts.load(d)  # the cards' checksums recorded again
+
+
+def test_the_network_line_counts_stacked_layers() -> None:
+    def network(model: dict) -> str:
+        cfg = {**model, "cell": "lstm", "hidden_size": 150}
+        card = render({"preset": "card", "model_config": cfg})
+        return next(line for line in card.splitlines() if line.startswith("- **Network**"))
+
+    assert "LSTM (hidden 150, 2 layers)," in network({"layers": 2})
+    assert "LSTM (hidden 150)," in network({"layers": 1})
+    assert "LSTM (hidden 150)," in network({})  # artifacts made before the option

@@ -107,15 +107,23 @@ def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) ->
     return two_head_run(tmp_path_factory, small_glove, "pos-scaled-selfattn")
 
 
-@pytest.fixture(scope="module", params=["card", "card-lite", "card-lite-relative"])
+@pytest.fixture(
+    scope="module", params=["card", "card-lite", "card-lite-relative", "card-lite-2-layers"]
+)
 def card_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, small_glove: Path
 ) -> Path:
     """The card's network; "card-lite": small queries and keys, the states as values;
-    "-relative": positions counted from the aspect, an affine attention query."""
+    "-relative": positions counted from the aspect, an affine attention query; "-2-layers":
+    two stacked recurrent layers."""
     lite = {"self_attention_dim": 8, "self_attention_value": "states"}
     relative = {**lite, "positional_origin": "aspect", "attention_query_bias": True}
-    over = {"card": {}, "card-lite": lite, "card-lite-relative": relative}[request.param]
+    over = {
+        "card": {},
+        "card-lite": lite,
+        "card-lite-relative": relative,
+        "card-lite-2-layers": {**lite, "layers": 2},
+    }[request.param]
     return two_head_run(tmp_path_factory, small_glove, "card", **over)
 
 

@@ -75,6 +75,8 @@ NEW_OPTIONS = {
     "dot-query-bias": replace(
         PRESETS["atae-lstm"].model, attention="dot", attention_query_bias=True
     ),
+    "two-layers": replace(PRESETS["card"].model, layers=2, layer_dropout=0.3),
+    "three-gru-layers": replace(PRESETS["fast"].model, cell="gru", layers=3),
     "aspect-features": replace(PRESETS["fast"].model, aspect_features=True),
     "aspect-features-gru-no-aspect-input": replace(
         PRESETS["atae-gru"].model, aspect_features=True, aspect_in_input=False
@@ -316,6 +318,25 @@ def test_recurrent_initialisation(cell: str, bidirectional: bool) -> None:
         torch.testing.assert_close(rnn.bias_hh_l0.detach(), torch.zeros(gates * h))
 
 
+def test_stacked_layers_read_the_states_below() -> None:
+    """With layers=2 the second layer reads both directions of the first, is initialised as
+    the first is, and its states are the RNN's output (what the attention and the hint read)."""
+    cfg = tiny(PRESETS["card"].model, layers=2, hidden_size=6)
+    net = build(cfg)
+    (upper,) = net.rnn.upper
+    assert upper.fwd.weight_ih_l0.shape == (4 * 6, 2 * 6) and len(upper.upper) == 0
+    torch.testing.assert_close(upper.fwd.bias_ih_l0[6:12].detach(), torch.ones(6))
+    x = torch.randn(2, 5, net.rnn.fwd.input_size, generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]) > 0
+    with torch.no_grad():
+        below, _ = net.rnn._layer(x, mask)
+        top, h_n = net.rnn(x, mask)
+        expected, expected_n = upper._layer(below, mask)  # eval: no dropout between them
+    torch.testing.assert_close(top, expected, atol=0, rtol=0)
+    torch.testing.assert_close(h_n, expected_n, atol=0, rtol=0)
+    assert top.shape == (2, 5, 12) and not torch.allclose(top, below)
+
+
 def test_embedding_vectors_and_padding_row() -> None:
     cfg = tiny(PRESETS["atae-lstm"].model, freeze_embeddings=True)
     vectors = torch.randn(VOCAB, cfg.embed_dim)
@@ -368,6 +389,9 @@ def test_export_wrapper_returns_probabilities() -> None:
         {"self_attention_heads": 2, "self_attention_dim": 3},
         {"self_attention_dim": -1},
         {"self_attention_value": "identity"},
+        {"layers": 0},
+        {"layer_dropout": 1.0},
+        {"layer_dropout": -0.1},
         # no attention: h* is h_N alone, so these would be trained and exported unused
         {"attention": "none", "positional": True},
         {"attention": "none", "self_attention_heads": 2},
@@ -384,7 +408,7 @@ def test_model_config_round_trip(tmp_path: Path) -> None:
     cfg.save(tmp_path / "c.json")
     assert ModelConfig.load(tmp_path / "c.json") == cfg
     with pytest.raises(ValueError, match="unknown model config keys"):
-        ModelConfig.from_dict({**cfg.to_dict(), "layers": 2})
+        ModelConfig.from_dict({**cfg.to_dict(), "depth": 2})
 
 
 # --------------------------------------------------------------------------- card options
