@@ -1,15 +1,17 @@
-"""Score files offline with a ``Predictor`` (no server, no torch): the same aspect resolver,
-encoding and result building as the HTTP API. A Parquet input or output goes through
-``absa.bulk.files`` (typed columns, pyarrow); this module reads and writes JSONL and CSV.
+"""Score files offline with a ``Predictor`` or a ``CategoryPredictor`` (no server, no torch):
+the same aspect resolver, category lookup, encoding and result building as the HTTP API. A
+Parquet input or output goes through ``absa.bulk.files`` (typed columns, pyarrow); this
+module reads and writes JSONL and CSV.
 
-Input rows: ``{"text", "aspect", "start"?, "end"?}`` as JSONL or CSV (same columns), any
+Input rows: ``{"text", "aspect", "start"?, "end"?}`` for an aspect-term model, ``{"text",
+"category"}`` for an aspect-category model (``RowKind``), as JSONL or CSV (same columns), any
 other fields kept. Output: one row per input row, in order, with every input field as it
 was and the prediction in columns of its own: ``pred_label``, ``pred_score``, ``pred_scores``
-(CSV: one ``pred_score_<label>`` column each), ``pred_start`` / ``pred_end`` (the span
-scored), ``pred_occurrence`` / ``pred_occurrences`` (a term found several times: which
-occurrence was scored, 1-based, the first unless the row pins ``start``/``end``, and how
-many there are), and ``error`` for a row that could not be scored (an empty field on CSV
-rows that were). Rows are read, scored and written in chunks, so memory stays flat on any
+(CSV: one ``pred_score_<label>`` column each), for aspect terms ``pred_start`` / ``pred_end``
+(the span scored) and ``pred_occurrence`` / ``pred_occurrences`` (a term found several
+times: which occurrence was scored, 1-based, the first unless the row pins ``start``/``end``,
+and how many there are), and ``error`` for a row that could not be scored (an empty field
+on CSV rows that were). Rows are read, scored and written in chunks, so memory stays flat on any
 file size; a bad row (invalid JSON, a byte that is not UTF-8, an aspect not in the text)
 gets its ``error``, is logged with the file and line, and the run goes on. A JSONL line that
 is not a JSON object has no field to match its output row back to the input by, so its
@@ -53,6 +55,12 @@ from absa.model.aspects import (
     whole_offset,
 )
 from absa.model.atomic import fsync_dir
+from absa.model.categories import SHIPPED_CATEGORY_MODEL, category_id
+from absa.model.category_predictor import (
+    CategoryPrediction,
+    CategoryPredictor,
+    PreparedCategories,
+)
 from absa.model.csvio import ROW_INSIDE, any_field_length, delimiter_hint, row_inside
 from absa.model.jsonio import DuplicateKey, unique_keys
 from absa.model.predictor import AspectPrediction, Predictor, Prepared
@@ -82,6 +90,35 @@ NAME_MAX = 255
 #: bad rows a run keeps (ScoreStats.bad) and logs one by one; the rest are counted
 KEPT_BAD = 1000
 LOGGED_BAD = 100  # under KEPT_BAD: the rows kept count those logged
+
+
+#: a model that scores files: of aspect terms or of aspect categories
+FileModel = Predictor | CategoryPredictor
+
+
+@dataclass(frozen=True)
+class RowKind:
+    """What the rows of a file name for one kind of model: ``key``, the field scored beside
+    the text (an aspect term, or a category); ``read``, every field a row is scored by;
+    ``added``, the prediction columns after ``pred_label``, ``pred_score`` and the scores."""
+
+    key: str
+    read: tuple[str, ...]
+    added: tuple[str, ...]
+
+    @property
+    def needed(self) -> tuple[str, str]:
+        return ("text", self.key)
+
+
+TERM_ROWS = RowKind("aspect", ("text", "aspect", "start", "end"),
+                    ("start", "end", "occurrence", "occurrences"))  # fmt: skip
+CATEGORY_ROWS = RowKind("category", ("text", "category"), ())
+
+
+def row_kind(predictor: FileModel) -> RowKind:
+    """The rows ``predictor``'s model scores: aspect terms, or, for a category model, categories."""
+    return CATEGORY_ROWS if isinstance(predictor, CategoryPredictor) else TERM_ROWS
 
 
 @dataclass
@@ -284,10 +321,10 @@ def _starts_an_array(path: Path) -> bool:
     return head.startswith(b"[")
 
 
-def output_columns(labels: list[str], fmt: str) -> list[str]:
+def output_columns(labels: list[str], fmt: str, kind: RowKind = TERM_ROWS) -> list[str]:
     """The columns file scoring adds to every row, in order."""
     scores = [f"{PREFIX}scores"] if fmt == "jsonl" else [f"{SCORE_}{k}" for k in labels]
-    names = ["label", "score", *scores, "start", "end", "occurrence", "occurrences"]
+    names = ["label", "score", *scores, *kind.added]
     return [n if n.startswith(PREFIX) else PREFIX + n for n in names] + [ERROR]
 
 
@@ -318,7 +355,7 @@ def undecoded(value: Any, name: str = "") -> str | None:
 
 
 def _lone(value: str, name: str) -> str | None:
-    names = {"text": "the text", "aspect": "the aspect", "": "the line"}
+    names = {"text": "the text", "aspect": "the aspect", "category": "the category", "": "the line"}
     what = names.get(name) or (name if name == "a field name" else f"field {name!r}")
     try:
         check_unicode(value, what)
@@ -343,13 +380,32 @@ def clean(value: Any) -> Any:
     return value
 
 
-#: the input fields a row is scored by; a CSV header names them in any case, spaces around
-READ_FIELDS = ("text", "aspect", "start", "end")
+#: the input fields a term row is scored by; a CSV header names them in any case, spaces around
+READ_FIELDS = TERM_ROWS.read
 
-#: other names of the fields a row must have, as the HTTP API ("aspects") and the training
-#: data ("term", SemEval's "sentence") give them: an error about the field missing names
-#: the one the row or the header has
-OTHER_NAMES = {"text": ("sentence",), "aspect": ("term", "aspects", "terms")}
+#: other names of the fields a row must have, as the HTTP API ("aspects", "categories") and
+#: the training data ("term", SemEval's "sentence") give them: an error about the field
+#: missing names the one the row or the header has
+OTHER_NAMES = {
+    "text": ("sentence",),
+    "aspect": ("term", "aspects", "terms"),
+    "category": ("categories",),
+}
+
+#: the other kind of model's field, where a row or a header lacks its own (``other_kind``):
+#: what it is told, after "the row has 'category': "
+OTHER_KIND = {
+    "aspect": (
+        "category",
+        "rows of aspect categories are scored by an aspect-category model (--model DIR; "
+        f"the shipped one: {SHIPPED_CATEGORY_MODEL})",
+    ),
+    "category": (
+        "aspect",
+        "an aspect-category model scores a row's category (name that field 'category' where "
+        "it holds one of the model's categories; aspect terms are scored by an aspect-term model)",
+    ),
+}
 
 
 #: said of rows without an aspect: a file's rows are scored by the aspects they name
@@ -366,22 +422,36 @@ def named_otherwise(field: str, names: Iterable[object]) -> str | None:
     return next((n for n in names if isinstance(n, str) and n.strip().lower() in others), None)
 
 
+def other_kind(field: str, names: Iterable[object]) -> tuple[str, str] | None:
+    """Where ``names`` (a row's keys, a header's columns) lack ``field`` but give the other
+    kind of model's (``OTHER_KIND``: a category where a term model reads an aspect, or the
+    other way round), read as a header is: that name and what to say of it; else None."""
+    if field not in OTHER_KIND:
+        return None
+    theirs, said = OTHER_KIND[field]
+    found = next((n for n in names if isinstance(n, str) and n.strip().lower() == theirs), None)
+    return None if found is None else (found, said)
+
+
 def header_hint(missing: Iterable[str], names: Sequence[str]) -> str:
     """The hint of an error about columns a header lacks: for each one missing, the column
-    that is another name of it ("; it has 'term': name that column 'aspect'"), or ""."""
-    hints = [
-        f"it has {other!r}: name that column {field!r}"
-        for field in missing
-        if (other := named_otherwise(field, names)) is not None
-    ]
+    that is another name of it ("; it has 'term': name that column 'aspect'"), or the other
+    kind of model's ("; it has 'category': ... an aspect-category model"), or ""."""
+    hints = []
+    for name in missing:
+        if (other := named_otherwise(name, names)) is not None:
+            hints.append(f"it has {other!r}: name that column {name!r}")
+        elif (crossed := other_kind(name, names)) is not None:
+            hints.append(f"it has {crossed[0]!r}: {crossed[1]}")
     return "".join(f"; {h}" for h in hints)
 
 
 def _rows(
-    f: IO[str], fmt: str, path: Path, reserved: list[str]
+    f: IO[str], fmt: str, path: Path, reserved: list[str], kind: RowKind = TERM_ROWS
 ) -> tuple[list[str] | None, Iterator[tuple[int, dict[str, Any] | None, str]], dict[str, str]]:
     """The CSV header (None for JSONL), (line, row or None, error) for each input row, and
-    the header's name of each field read where it is not that field's own (``as_read``)."""
+    the header's name of each field read (``kind.read``) where it is not that field's own
+    (``as_read``)."""
     if fmt == "jsonl":
         return None, _jsonl_rows(f, reserved, path), {}
     any_field_length()  # a long text is for the text-length limits to refuse, not the reader
@@ -396,26 +466,31 @@ def _rows(
     twice = repeated(header or [])
     if twice is not None:  # a row would keep one of them, and the output drop the other
         raise ValueError(f"{path}:1: {repeated_said(twice)}")
-    read = read_names(header or [], f"{path}:1")
-    if header is None or not {"text", "aspect"} <= set(read):
-        hint = header_hint([f for f in ("text", "aspect") if f not in read], header or [])
+    read = read_names(header or [], f"{path}:1", kind.read)
+    if header is None or not set(kind.needed) <= set(read):
+        hint = header_hint([f for f in kind.needed if f not in read], header or [])
         hint += delimiter_hint(header or [])
-        if "text" in read and not hint:
+        if "text" in read and kind is TERM_ROWS and not hint:
             hint = NO_EXTRACTION
-        raise ValueError(f"{path}:1: the CSV header must name the columns text and aspect{hint}")
+        raise ValueError(
+            f"{path}:1: the CSV header must name the columns text and {kind.key}{hint}"
+        )
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
-    at = (header.index(read["text"]), header.index(read["aspect"]))
+    at = (header.index(read["text"]), header.index(read[kind.key]))
     return header, _csv_rows(reader, header, path, at), {k: v for k, v in read.items() if k != v}
 
 
-def read_names(header: Sequence[str], where: str) -> dict[str, str]:
-    """Each field read (``READ_FIELDS``) to the column that gives it: its own name, else the
-    one name that is it stripped and in lower case, as the training readers read a CSV
-    header ("Text", " aspect"). ValueError naming ``where`` where two names could be it."""
+def read_names(
+    header: Sequence[str], where: str, fields: Sequence[str] = READ_FIELDS
+) -> dict[str, str]:
+    """Each field read (``fields``: a term row's by default) to the column that gives it:
+    its own name, else the one name that is it stripped and in lower case, as the training
+    readers read a CSV header ("Text", " aspect"). ValueError naming ``where`` where two
+    names could be it."""
     names: dict[str, str] = {}
-    for read in READ_FIELDS:
+    for read in fields:
         if read in header:
             names[read] = read
             continue
@@ -556,8 +631,8 @@ def _csv_rows(
     reader: Any, names: list[str], path: Path, at: tuple[int, int]
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """The rows; a record the csv module cannot read stops the file, naming it and the line.
-    ``at``: the text's and the aspect's columns, for a row a quote left open took into a
-    field of a record of the header's width (``row_inside``)."""
+    ``at``: the text's and the aspect's (or category's) columns, for a row a quote left open
+    took into a field of a record of the header's width (``row_inside``)."""
     records = numbered_records(reader)
     while True:
         try:
@@ -589,20 +664,22 @@ MAX_ROW_TEXT_CHARS = 1_000_000
 
 @dataclass(frozen=True)
 class PreparedRow:
-    prepared: Prepared
-    occurrence: int  # 1-based: which occurrence of the term was scored
-    occurrences: int  # how many the text has
+    prepared: Prepared | PreparedCategories
+    occurrence: int = 1  # 1-based: which occurrence of the term was scored
+    occurrences: int = 1  # how many the text has (a category row: 1)
 
 
-def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
+def prepare_row(predictor: FileModel, row: dict[str, Any]) -> PreparedRow:
     """The row's pinned span, or the first occurrence of its aspect, encoded (with which
-    occurrence it is); InputError says what is wrong."""
+    occurrence it is); for a category model, its text and category. InputError says what
+    is wrong."""
+    if isinstance(predictor, CategoryPredictor):
+        text, category = _row_string(row, "text"), _row_string(row, "category")
+        _check_length(text)
+        name = predictor.categories[category_id(predictor.categories, category)]
+        return PreparedRow(predictor.preprocess(text, [name]))
     text, aspect = _row_string(row, "text"), _row_string(row, "aspect")
-    if len(text) > MAX_ROW_TEXT_CHARS:
-        raise InputError(
-            f"text has {len(text):,} characters; a row scored from a file takes up to "
-            f"{MAX_ROW_TEXT_CHARS:,} (a review, not a document): split it"
-        )
+    _check_length(text)
     start, end = row.get("start"), row.get("end")
     if _unpinned(start) and _unpinned(end):
         found = occurrences(text, aspect)
@@ -622,8 +699,17 @@ def prepare_row(predictor: Predictor, row: dict[str, Any]) -> PreparedRow:
     )
 
 
+def _check_length(text: str) -> None:
+    """InputError for a row's text of more than ``MAX_ROW_TEXT_CHARS``."""
+    if len(text) > MAX_ROW_TEXT_CHARS:
+        raise InputError(
+            f"text has {len(text):,} characters; a row scored from a file takes up to "
+            f"{MAX_ROW_TEXT_CHARS:,} (a review, not a document): split it"
+        )
+
+
 def _row_string(row: dict[str, Any], name: str) -> str:
-    """The row's ``name`` (text, aspect): a string with a word in it, or InputError."""
+    """The row's ``name`` (text, aspect, category): a string with a word in it, or InputError."""
     value = row.get(name)
     if value is not None and not isinstance(value, str):
         raise InputError(f"{name} must be a string, not {type(value).__name__}")
@@ -635,8 +721,12 @@ def _row_string(row: dict[str, Any], name: str) -> str:
 
 def _row_hint(field: str, value: Any, row: dict[str, Any]) -> str:
     """Where a row lacks ``field``: the key it has that is another name of it (the HTTP
-    API's "aspects", the training data's "term"), as a hint; else ""."""
+    API's "aspects", the training data's "term"), or the other kind of model's field (a
+    category where an aspect is read), as a hint; else ""."""
     other = named_otherwise(field, row) if value is None else None
+    crossed = other_kind(field, row) if value is None and other is None else None
+    if crossed is not None:
+        return f"; the row has {crossed[0]!r}: {crossed[1]}"
     if other is None:
         return NO_EXTRACTION if field == "aspect" and value is None else ""
     one = " (one aspect a row)" if isinstance(row[other], list) else ""
@@ -649,7 +739,7 @@ def _unpinned(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
 
 
-def try_prepare(predictor: Predictor, row: dict[str, Any]) -> tuple[PreparedRow | None, str]:
+def try_prepare(predictor: FileModel, row: dict[str, Any]) -> tuple[PreparedRow | None, str]:
     """``prepare_row``, or None and what is wrong with the row."""
     try:
         return prepare_row(predictor, row), ""
@@ -657,22 +747,22 @@ def try_prepare(predictor: Predictor, row: dict[str, Any]) -> tuple[PreparedRow 
         return None, str(e)
 
 
-def predicted(prep: PreparedRow, answer: AspectPrediction, nested: bool) -> dict[str, Any]:
+Answer = AspectPrediction | CategoryPrediction
+
+
+def predicted(prep: PreparedRow, answer: Answer, nested: bool) -> dict[str, Any]:
     """The prediction columns of a scored row: ``pred_scores`` as one mapping (``nested``),
-    else one ``pred_score_<label>`` float each."""
+    else one ``pred_score_<label>`` float each; an aspect term's span and occurrence."""
     if nested:
         scores: dict[str, Any] = {f"{PREFIX}scores": answer.scores}
     else:
         scores = {f"{SCORE_}{k}": p for k, p in answer.scores.items()}
-    return {
-        f"{PREFIX}label": answer.label,
-        f"{PREFIX}score": answer.score,
-        **scores,
-        f"{PREFIX}start": answer.start,
-        f"{PREFIX}end": answer.end,
-        f"{PREFIX}occurrence": prep.occurrence,
-        f"{PREFIX}occurrences": prep.occurrences,
-    }
+    out = {f"{PREFIX}label": answer.label, f"{PREFIX}score": answer.score, **scores}
+    if isinstance(answer, AspectPrediction):
+        out[f"{PREFIX}start"], out[f"{PREFIX}end"] = answer.start, answer.end
+        out[f"{PREFIX}occurrence"] = prep.occurrence
+        out[f"{PREFIX}occurrences"] = prep.occurrences
+    return out
 
 
 class _Writer:
@@ -693,7 +783,7 @@ class _Writer:
         self,
         row: dict[str, Any] | None,
         prep: PreparedRow | None,
-        answer: AspectPrediction | None,
+        answer: Answer | None,
         error: str,
         line: int,
     ) -> None:
@@ -757,10 +847,11 @@ def csv_cell(value: Any) -> Any:
 
 
 def score_file(
-    predictor: Predictor, src: Path, dst: Path, chunk: int = 512, progress: bool = True
+    predictor: FileModel, src: Path, dst: Path, chunk: int = 512, progress: bool = True
 ) -> ScoreStats:
-    """Score ``src`` into ``dst`` (written whole or not at all). ``progress`` shows a bar
-    counting rows, on a terminal only (never in logs)."""
+    """Score ``src`` into ``dst`` (written whole or not at all): rows of aspect terms, or of
+    categories for a category model (``row_kind``). ``progress`` shows a bar counting rows,
+    on a terminal only (never in logs)."""
     src, dst = Path(src), Path(dst)
     in_fmt, out_fmt = _fmt(src), _fmt(dst)
     if "parquet" in (in_fmt, out_fmt):  # typed columns: read and written with pyarrow
@@ -782,10 +873,11 @@ def score_file(
             tmp.open("w", encoding="utf-8", newline="") as fout,
             tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar,
         ):
-            columns = output_columns(predictor.labels, out_fmt)
-            reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt)})
+            kind = row_kind(predictor)
+            columns = output_columns(predictor.labels, out_fmt, kind)
+            reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt, kind)})
             reserved.remove(ERROR)  # an input "error" field is kept; the error goes beside it
-            header, rows, names = _rows(fin, in_fmt, src, reserved)
+            header, rows, names = _rows(fin, in_fmt, src, reserved, kind)
             writer = _Writer(fout, out_fmt, columns)
             if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost

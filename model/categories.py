@@ -29,7 +29,8 @@ TASKS = (TERMS, CATEGORY)
 #: where a category model is given (an error about one given elsewhere says so)
 CATEGORY_GOES = (
     "serve it with ABSA_CATEGORY_MODEL; absa predict asks it with --text and --category, and "
-    "scores files with aspect-term models only: absa.load(DIR).batch scores categories in bulk"
+    "scores a file of text and category rows with --input and --output (absa.load(DIR).batch "
+    "in Python)"
 )
 
 

@@ -1,9 +1,10 @@
-"""Score a pyarrow table of ``{text, aspect, start?, end?}`` rows: every input column kept,
-the prediction in typed columns of its own (``pred_label``, ``pred_score``, one
-``pred_score_<label>`` each, ``pred_start`` / ``pred_end``, ``pred_occurrence`` /
-``pred_occurrences``), and ``error`` (null on rows that were scored; ``pred_error`` where
-the input has an ``error`` column of its own). The rows are prepared
-by ``absa.scoring.prepare_row``, as in JSONL and CSV scoring."""
+"""Score a pyarrow table of ``{text, aspect, start?, end?}`` rows (``{text, category}`` for
+an aspect-category model): every input column kept, the prediction in typed columns of its
+own (``pred_label``, ``pred_score``, one ``pred_score_<label>`` each; for aspect terms
+``pred_start`` / ``pred_end``, ``pred_occurrence`` / ``pred_occurrences``), and ``error``
+(null on rows that were scored; ``pred_error`` where the input has an ``error`` column of
+its own). The rows are prepared by ``absa.scoring.prepare_row``, as in JSONL and CSV
+scoring."""
 
 from __future__ import annotations
 
@@ -14,22 +15,26 @@ from typing import TYPE_CHECKING, Any
 from absa.bulk.jsonl import LINE_ERROR
 from absa.errors import InputError
 from absa.model.csvio import ROW_INSIDE, delimiter_hint, row_inside
-from absa.model.predictor import Predictor
 from absa.scoring import (
     ERROR,
     NO_EXTRACTION,
+    OTHER_KIND,
     OTHER_NAMES,
     PRED_ERROR,
     PREFIX,
-    READ_FIELDS,
     SCORE_,
+    TERM_ROWS,
+    FileModel,
+    RowKind,
     header_hint,
     named_otherwise,
+    other_kind,
     predicted,
     read_names,
     refuse_both_errors,
     repeated,
     repeated_said,
+    row_kind,
     try_prepare,
 )
 
@@ -43,11 +48,14 @@ def error_column(names: Sequence[str]) -> str:
     return PRED_ERROR if ERROR in names else ERROR
 
 
-def output_schema(labels: Sequence[str], error: str = ERROR) -> pa.Schema:
-    """The columns scoring appends, in order (``error``: the error's, ``error_column``)."""
+def output_schema(
+    labels: Sequence[str], error: str = ERROR, kind: RowKind = TERM_ROWS
+) -> pa.Schema:
+    """The columns scoring appends, in order (``error``: the error's, ``error_column``; an
+    aspect term's span and occurrence, ``kind.added``, as whole numbers)."""
     import pyarrow as pa
 
-    ints = ("start", "end", "occurrence", "occurrences")
+    ints = kind.added
     return pa.schema(
         [
             (f"{PREFIX}label", pa.string()),
@@ -66,6 +74,7 @@ def check_columns(
     exact: bool = False,
     error: str | None = None,
     csv: bool = False,
+    kind: RowKind = TERM_ROWS,
 ) -> dict[str, str]:
     """InputError naming ``where`` when the table cannot be scored, else the column each
     field scoring reads comes from (``_read_columns``; any others are carried through
@@ -73,42 +82,44 @@ def check_columns(
     each such row gets its error. ``exact``: the fields read by their own names only (a
     JSONL file's). ``error``: the column a row's error goes in, chosen for the whole input
     (default: ``error_column(names)``). ``csv``: the names are a CSV header's (a header
-    another delimiter splits is told so)."""
+    another delimiter splits is told so). ``kind``: the rows of a term or a category model."""
     twice = repeated(names)
     if twice is not None:  # which of them would be scored, and which kept?
         raise InputError(f"{where}: {repeated_said(twice)}")
-    needed = () if LINE_ERROR in names else ("text", "aspect")
-    read = _read_columns(names, where, exact)
+    needed = () if LINE_ERROR in names else kind.needed
+    read = _read_columns(names, where, exact, kind.read)
     missing = [c for c in needed if c not in read]
     if missing:
         hint = header_hint(missing[:1], names) + (delimiter_hint(names) if csv else "")
         if missing == ["aspect"] and not hint:
             hint = NO_EXTRACTION
         raise InputError(
-            f"{where}: no column {missing[0]!r} (the input needs text and aspect){hint}"
+            f"{where}: no column {missing[0]!r} (the input needs text and {kind.key}){hint}"
         )
     refuse_both_errors(names, where)
-    added = set(output_schema(labels, error or error_column(names)).names)
+    added = set(output_schema(labels, error or error_column(names), kind).names)
     clash = [c for c in names if c in added]
     if clash:
         raise InputError(f"{where}: column {clash[0]!r} is one the output adds; rename it")
     return read
 
 
-def _read_columns(names: Sequence[str], where: str, exact: bool) -> dict[str, str]:
+def _read_columns(
+    names: Sequence[str], where: str, exact: bool, fields: Sequence[str]
+) -> dict[str, str]:
     """The column each field scoring reads comes from (``absa.scoring.read_names``: "Text"
     as the text of a CSV or Parquet table without a column named "text"); with ``exact``
     (a JSONL file's fields, as ``absa.scoring`` reads JSONL) by their own names only."""
     if exact:
-        return {c: c for c in READ_FIELDS if c in names}
+        return {c: c for c in fields if c in names}
     try:
-        return read_names(names, where)
+        return read_names(names, where, fields)
     except ValueError as e:
         raise InputError(str(e)) from None
 
 
 def score_table(
-    predictor: Predictor, table: pa.Table, exact: bool = False, error: str | None = None
+    predictor: FileModel, table: pa.Table, exact: bool = False, error: str | None = None
 ) -> pa.Table:
     """``table`` with the prediction columns appended, one output row per input row, in order.
     A row that cannot be scored (or a JSONL line that could not be read, ``LINE_ERROR``)
@@ -120,16 +131,19 @@ def score_table(
     import pyarrow as pa
 
     error = error or error_column(table.column_names)
-    read = check_columns(table.column_names, predictor.labels, "the table", exact, error)
-    schema = output_schema(predictor.labels, error)
+    kind = row_kind(predictor)
+    read = check_columns(table.column_names, predictor.labels, "the table", exact, error, kind=kind)
+    schema = output_schema(predictor.labels, error, kind)
     unreadable: list[str | None] = [None] * table.num_rows
     if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
     if not exact:  # a CSV (or Parquet) file's: where a quote left open took a row into a field
-        unreadable = [u or s for u, s in zip(unreadable, _rows_inside(table, read), strict=True)]
-    # a column named as the HTTP API or the training data name a field ("aspects", "term"):
-    # a row lacking the field has it, for the error's hint, where its value is there
+        inside = _rows_inside(table, read, kind.key)
+        unreadable = [u or s for u, s in zip(unreadable, inside, strict=True)]
+    # a column named as the HTTP API or the training data name a field ("aspects", "term"),
+    # or as the other kind of model's rows do ("category"): a row lacking the field has it,
+    # for the error's hint, where its value is there
     aliases = [n for n in table.column_names if n not in read.values() and _other_name(n)]
     rows = [
         {
@@ -154,15 +168,16 @@ def score_table(
     return table
 
 
-def _rows_inside(table: pa.Table, read: dict[str, str]) -> list[str | None]:
+def _rows_inside(table: pa.Table, read: dict[str, str], key: str) -> list[str | None]:
     """For each row, what ``absa.scoring`` says of a CSV record with a line inside a field
-    that reads as a row of its own (``row_inside``), else None. Only the rows with a line
+    that reads as a row of its own (``row_inside``), else None; ``key``: the field beside
+    the text (aspect or category). Only the rows with a line
     break in a string column are made Python records (most have none)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = table.column_names
-    at = (names.index(read["text"]), names.index(read["aspect"]))
+    at = (names.index(read["text"]), names.index(read[key]))
     said: list[str | None] = [None] * table.num_rows
     broken = [
         pc.fill_null(pc.match_substring(c, "\n"), False)
@@ -184,5 +199,7 @@ def _rows_inside(table: pa.Table, read: dict[str, str]) -> list[str | None]:
 
 def _other_name(column: str) -> bool:
     """Whether ``column`` is another name of a read field (``OTHER_NAMES``), as
-    ``named_otherwise`` reads it."""
-    return any(named_otherwise(field, [column]) for field in OTHER_NAMES)
+    ``named_otherwise`` reads it, or the other kind of model's field (``OTHER_KIND``)."""
+    return any(named_otherwise(field, [column]) for field in OTHER_NAMES) or any(
+        other_kind(field, [column]) for field in OTHER_KIND
+    )

@@ -29,9 +29,11 @@ from tqdm import tqdm
 
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, decoded, file_lines, jsonl_tables, refuse_inner_name
-from absa.model.predictor import Predictor
 from absa.scoring import (
     NO_SPACE,
+    TERM_ROWS,
+    FileModel,
+    RowKind,
     ScoreStats,
     any_field_length,
     cannot_write,
@@ -44,6 +46,7 @@ from absa.scoring import (
     refuse_both_errors,
     repeated,
     repeated_said,
+    row_kind,
     undecoded,
 )
 
@@ -130,10 +133,11 @@ def utf8_columns(table: pa.Table) -> pa.Table:
     return table
 
 
-def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
+def read_batches(src: Path, chunk: int, kind: RowKind = TERM_ROWS) -> Iterator[pa.Table]:
     """``src`` (.parquet, .csv, .jsonl) as tables of at most ``chunk`` rows. CSV columns are
     all read as strings, as the CSV path of ``absa.scoring`` reads them; a row with a byte
-    that is not UTF-8 carries its error (``utf8_columns``)."""
+    that is not UTF-8 carries its error (``utf8_columns``). ``kind``: the rows a CSV header
+    must name columns for."""
     suffix = src.suffix.lower()
     decode = suffix == ".csv"
     if suffix == ".parquet":
@@ -148,7 +152,7 @@ def read_batches(src: Path, chunk: int) -> Iterator[pa.Table]:
         refuse_inner_name(header, f"{src}:1")
         # now: a block with a bad byte carries LINE_ERROR, and its rows are not checked for
         # these (a JSONL block's row may lack a field; a CSV's columns are its header's)
-        check_columns(header, (), str(src), csv=True)
+        check_columns(header, (), str(src), csv=True, kind=kind)
         batches = csv_batches(src, header)
     elif suffix in (".jsonl", ".json"):
         with src.open("rb") as f:
@@ -584,10 +588,10 @@ def json_columns(table: pa.Table) -> pa.Table:
 
 
 def score_table_file(
-    predictor: Predictor, src: Path, dst: Path, chunk: int = 4096, progress: bool = True
+    predictor: FileModel, src: Path, dst: Path, chunk: int = 4096, progress: bool = True
 ) -> ScoreStats:
     """Score ``src`` into ``dst`` (written whole or not at all), as ``absa.scoring.score_file``
-    does for JSONL and CSV."""
+    does for JSONL and CSV (rows of aspect terms, or of categories for a category model)."""
     src, dst = Path(src), Path(dst)
     check_paths(src, dst)
     stats = ScoreStats()
@@ -606,7 +610,8 @@ def score_table_file(
         if exact and writer.fmt == "parquet":  # columns of one type each, fixed
             error = _read_ahead(writer, src, chunk, predictor)  # (into CSV: absa.scoring's)
         with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
-            for table in _checked(read_batches(src, chunk), src, predictor, error):
+            batches = read_batches(src, chunk, row_kind(predictor))
+            for table in _checked(batches, src, predictor, error):
                 error = error or error_column(table.column_names)
                 scored = score_table(predictor, table, exact=exact, error=error)
                 # written first: a row it refuses is named by ``where``, which reads forward
@@ -614,7 +619,8 @@ def score_table_file(
                 _count(scored, stats, src, where, error)
                 bar.update(table.num_rows)
         if not stats.rows:  # no rows: a file of no rows that still names the columns
-            empty = next(_checked(iter([_no_rows(src)]), src, predictor))  # the file named
+            no_rows = _no_rows(src, row_kind(predictor))
+            empty = next(_checked(iter([no_rows]), src, predictor))  # the file named
             writer.write(score_table(predictor, empty, exact=exact, error=error))
         writer.close()
         publish(tmp, dst)
@@ -628,7 +634,7 @@ def score_table_file(
     return stats
 
 
-def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: Predictor) -> str:
+def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: FileModel) -> str:
     """``writer.expect`` the JSONL file ``src``: every field, and a clash of types or an
     output column's name anywhere in it refused before a row is scored. The column a row's
     error goes in (``error_column`` of every field: ``pred_error`` where any row has an
@@ -641,7 +647,8 @@ def _read_ahead(writer: TableWriter, src: Path, chunk: int, predictor: Predictor
             names.update(t.column_names)
             yield t.drop_columns([LINE_ERROR])
 
-    writer.expect(noted(_checked(read_batches(src, chunk), src, predictor)))
+    batches = read_batches(src, chunk, row_kind(predictor))
+    writer.expect(noted(_checked(batches, src, predictor)))
     refuse_both_errors(names, str(src))  # the two may be in different blocks
     log.info("%s: fields read ahead in %.1f s", src, time.perf_counter() - t0)
     return error_column(sorted(names))
@@ -652,30 +659,31 @@ def is_jsonl(src: Path) -> bool:
     return src.suffix.lower() in (".jsonl", ".json")
 
 
-def _no_rows(src: Path) -> pa.Table:
+def _no_rows(src: Path, kind: RowKind) -> pa.Table:
     """A table of no rows with the input's columns: a CSV's header (strings, as its rows
     are read), a Parquet file's schema; a JSONL file without rows names none but text and
-    aspect."""
+    aspect (category: ``kind.key``)."""
     suffix = src.suffix.lower()
     if suffix == ".csv":
         return pa.table({name: pa.array([], pa.string()) for name in csv_header(str(src))})
     if suffix == ".parquet":
         return pq.read_schema(src).empty_table()
-    return pa.table({"text": pa.array([], pa.string()), "aspect": pa.array([], pa.string())})
+    return pa.table({name: pa.array([], pa.string()) for name in kind.needed})
 
 
 def _checked(
-    tables: Iterator[pa.Table], src: Path, predictor: Predictor, error: str | None = None
+    tables: Iterator[pa.Table], src: Path, predictor: FileModel, error: str | None = None
 ) -> Iterator[pa.Table]:
     """The tables, each checked for the columns scoring needs (JSONL blocks can differ: a
     field named like an output column may first occur in a later one), the file and rows
     named; pyarrow's parse errors named with the file. ``error``: the file's column for a
     row's error, where known (``check_columns``)."""
-    row = 1
+    row, kind = 1, row_kind(predictor)
     try:
         for table in tables:
             where = str(src) if row == 1 else f"{src} (rows {row}-{row + table.num_rows - 1})"
-            check_columns(table.column_names, predictor.labels, where, is_jsonl(src), error)
+            exact = is_jsonl(src)
+            check_columns(table.column_names, predictor.labels, where, exact, error, kind=kind)
             row += table.num_rows
             yield table
     except pa.ArrowException as e:

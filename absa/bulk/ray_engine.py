@@ -578,13 +578,26 @@ def _labels(model_dir: Path) -> list[str]:
     return artifact.load(model_dir).labels
 
 
+#: a category model given to the Ray engine (its rows are scored by the local engine)
+RAY_TERMS_ONLY = (
+    "--engine ray scores files with aspect-term models only; score a file of text and "
+    "category rows with this category model on the local engine: absa predict --model DIR "
+    "--input FILE --output OUT, without --engine ray"
+)
+
+
 def _model_dir(model: str | Path | None) -> Path:
     """The model's directory, checked to be an aspect-term model (a category model failed
-    in every actor), as the local engine checks it."""
+    in every actor), as the local engine checks it; a category model is refused naming the
+    local engine, which scores its files."""
     from absa.cli.common import model_dir, servable
-    from absa.model.categories import TERMS
+    from absa.model.artifact import read_metadata
+    from absa.model.categories import CATEGORY, task_of
 
-    return servable(model_dir(str(model) if model else None), task=TERMS).resolve()
+    path = servable(model_dir(str(model) if model else None))
+    if task_of(read_metadata(path)) == CATEGORY:
+        raise InputError(f"{path}: is an aspect-category model: {RAY_TERMS_ONLY}")
+    return path.resolve()
 
 
 def _check_gpus(num_gpus: float) -> None:

@@ -385,6 +385,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     threads = settings.threads if args.threads is None else args.threads
     if args.category:
         return _predict_categories(args, device, threads, settings.category_model)
+    if args.input:
+        return _score_input(args, device, threads)
     # the kind of model first: a category model asked without --category is told so, not
     # to want --aspect or an extractor
     path = servable(model_dir(args.model), task=TERMS)
@@ -407,18 +409,31 @@ def cmd_predict(args: argparse.Namespace) -> int:
         extractor = Extractor.load(ext_dir, device=device, threads=threads)
     runtime = Runtime.load(path, device=device, threads=threads)
     predictor = Predictor(runtime, extractor=extractor)
-    if args.input:
-        from absa.scoring import score_file
-
-        stats = score_file(predictor, Path(args.input), Path(args.output), progress=not args.quiet)
-        to_stdout(
-            f"{stats.rows} rows: {stats.scored} scored, {stats.rows - stats.scored} bad -> "
-            f"{args.output}\n"
-        )
-        _say_if_empty(args, stats.rows)
-        return 0 if not stats.bad else 1
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
     return _print(args, predictor.model_id, results)
+
+
+def _score_input(args: argparse.Namespace, device: str, threads: int) -> int:
+    """``--input``: a file's rows scored by the model, whichever kind it is: rows of aspect
+    terms for a term model, of categories for a category model (its metadata's task)."""
+    from absa.model.categories import CATEGORY
+    from absa.model.category_predictor import CategoryPredictor
+    from absa.model.predictor import Predictor
+    from absa.model.runtime import Runtime
+    from absa.scoring import FileModel, score_file
+
+    path = servable(model_dir(args.model))
+    runtime = Runtime.load(path, device=device, threads=threads, task=None)
+    predictor: FileModel = (
+        CategoryPredictor(runtime) if runtime.task == CATEGORY else Predictor(runtime)
+    )
+    stats = score_file(predictor, Path(args.input), Path(args.output), progress=not args.quiet)
+    to_stdout(
+        f"{stats.rows} rows: {stats.scored} scored, {stats.rows - stats.scored} bad -> "
+        f"{args.output}\n"
+    )
+    _say_if_empty(args, stats.rows)
+    return 0 if not stats.bad else 1
 
 
 #: predict's flags that only --engine ray reads, with their defaults (the parser's too)
@@ -672,9 +687,9 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--input",
         type=given,
-        help="a .jsonl, .csv or .parquet file of {text, aspect, start?, end?} rows to score; "
-        "with --engine ray also a directory, a glob or a URI; exit status 1 when a row is bad "
-        "(default: none; or give --text)",
+        help="a .jsonl, .csv or .parquet file of {text, aspect, start?, end?} rows to score "
+        "({text, category} rows with a category model); with --engine ray also a directory, a "
+        "glob or a URI; exit status 1 when a row is bad (default: none; or give --text)",
     )
     q.add_argument(
         "--output",

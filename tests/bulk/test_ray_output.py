@@ -244,7 +244,7 @@ def test_a_category_model_is_refused_in_one_line_before_ray_starts(
 ) -> None:
     """The shipped category model passed the check of its directory and failed in every
     actor: ~150 lines of traceback and exit 1 (the status of "some rows bad"); it is
-    refused as the local engine refuses it."""
+    refused in one line naming the local engine, which scores its files."""
     from absa.bulk import ray_engine
     from absa.cli import main
     from absa.model.categories import SHIPPED_CATEGORY_MODEL
@@ -254,14 +254,14 @@ def test_a_category_model_is_refused_in_one_line_before_ray_starts(
 
     monkeypatch.setattr(ray_engine, "connect", started)
     src = tmp_path / "in.jsonl"
-    src.write_text('{"text": "the food", "aspect": "food"}\n')
+    src.write_text('{"text": "the food", "category": "food"}\n')
     argv = ["predict", "--input", str(src), "--model", str(SHIPPED_CATEGORY_MODEL)]
-    assert main([*argv, "--output", str(tmp_path / "o.jsonl")]) == 2
-    local = capsys.readouterr().err.strip()
     assert main([*argv, "--output", str(tmp_path / "o"), "--engine", "ray"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == local and len(err.splitlines()) == 1 and "aspect-term model is needed" in err
+    assert len(err.splitlines()) == 1 and "is an aspect-category model" in err, err
+    assert "without --engine ray" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    assert main([*argv, "--output", str(tmp_path / "o.jsonl"), "--quiet"]) == 0  # the local one
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda", "auto"])
