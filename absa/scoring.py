@@ -99,26 +99,41 @@ FileModel = Predictor | CategoryPredictor
 @dataclass(frozen=True)
 class RowKind:
     """What the rows of a file name for one kind of model: ``key``, the field scored beside
-    the text (an aspect term, or a category); ``read``, every field a row is scored by;
-    ``added``, the prediction columns after ``pred_label``, ``pred_score`` and the scores."""
+    the text (an aspect term, or a category; None: the text alone, its aspects found by
+    the extractor); ``read``, every field a row is scored by; ``added``, the prediction
+    columns after ``pred_label``, ``pred_score`` and the scores (``labelled``), or in their
+    place (the extracted aspects, each with its own)."""
 
-    key: str
+    key: str | None
     read: tuple[str, ...]
     added: tuple[str, ...]
+    labelled: bool = True
 
     @property
-    def needed(self) -> tuple[str, str]:
-        return ("text", self.key)
+    def needed(self) -> tuple[str, ...]:
+        return ("text",) if self.key is None else ("text", self.key)
+
+    @property
+    def columns(self) -> str:
+        """The columns ``needed``, as an error names them: "columns text and aspect"."""
+        return "column text" if self.key is None else f"columns text and {self.key}"
 
 
 TERM_ROWS = RowKind("aspect", ("text", "aspect", "start", "end"),
                     ("start", "end", "occurrence", "occurrences"))  # fmt: skip
 CATEGORY_ROWS = RowKind("category", ("text", "category"), ())
+#: rows of a text alone, scored with an extractor: every aspect it finds, in one column
+#: (``pred_aspects``, with their count); an aspect a row names is read to refuse the row
+EXTRACTED_ROWS = RowKind(None, ("text", "aspect"), ("aspects", "n_aspects"), labelled=False)
 
 
 def row_kind(predictor: FileModel) -> RowKind:
-    """The rows ``predictor``'s model scores: aspect terms, or, for a category model, categories."""
-    return CATEGORY_ROWS if isinstance(predictor, CategoryPredictor) else TERM_ROWS
+    """The rows ``predictor``'s model scores: aspect terms; for a term model with an extractor
+    (``Predictor(runtime, extractor=...)``), texts whose aspects it finds; for a category
+    model, categories."""
+    if isinstance(predictor, CategoryPredictor):
+        return CATEGORY_ROWS
+    return TERM_ROWS if predictor.extractor is None else EXTRACTED_ROWS
 
 
 @dataclass
@@ -324,7 +339,7 @@ def _starts_an_array(path: Path) -> bool:
 def output_columns(labels: list[str], fmt: str, kind: RowKind = TERM_ROWS) -> list[str]:
     """The columns file scoring adds to every row, in order."""
     scores = [f"{PREFIX}scores"] if fmt == "jsonl" else [f"{SCORE_}{k}" for k in labels]
-    names = ["label", "score", *scores, *kind.added]
+    names = ["label", "score", *scores, *kind.added] if kind.labelled else list(kind.added)
     return [n if n.startswith(PREFIX) else PREFIX + n for n in names] + [ERROR]
 
 
@@ -408,10 +423,16 @@ OTHER_KIND = {
 }
 
 
-#: said of rows without an aspect: a file's rows are scored by the aspects they name
+#: said of rows without an aspect: a file's rows are scored by the aspects they name, or
+#: each text's found by an extractor given for the file
 NO_EXTRACTION = (
-    " (a file's rows name their aspects; the extractor is for one --text, the HTTP API and "
-    "absa.load(extractor='shipped'))"
+    " (a file's rows name their aspects; to have each text's aspects found, give "
+    "absa predict --extractor DIR|shipped, on the local engine)"
+)
+#: said of a row that names an aspect where the extractor finds each text's (EXTRACTED_ROWS)
+NAMED_ASPECT = (
+    "the row names an aspect ({}), where --extractor finds each text's aspects: score the "
+    "aspects rows name without --extractor, or leave this one empty to have it found"
 )
 
 
@@ -472,13 +493,12 @@ def _rows(
         hint += delimiter_hint(header or [])
         if "text" in read and kind is TERM_ROWS and not hint:
             hint = NO_EXTRACTION
-        raise ValueError(
-            f"{path}:1: the CSV header must name the columns text and {kind.key}{hint}"
-        )
+        raise ValueError(f"{path}:1: the CSV header must name the {kind.columns}{hint}")
     clash = [c for c in header if c in reserved]
     if clash:
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
-    at = (header.index(read["text"]), header.index(read[kind.key]))
+    # a row inside a field is told by its aspect found in its text: a text alone has none
+    at = None if kind.key is None else (header.index(read["text"]), header.index(read[kind.key]))
     return header, _csv_rows(reader, header, path, at), {k: v for k, v in read.items() if k != v}
 
 
@@ -628,11 +648,12 @@ def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
 
 
 def _csv_rows(
-    reader: Any, names: list[str], path: Path, at: tuple[int, int]
+    reader: Any, names: list[str], path: Path, at: tuple[int, int] | None
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """The rows; a record the csv module cannot read stops the file, naming it and the line.
     ``at``: the text's and the aspect's (or category's) columns, for a row a quote left open
-    took into a field of a record of the header's width (``row_inside``)."""
+    took into a field of a record of the header's width (``row_inside``); None: not looked
+    for (rows of a text alone)."""
     records = numbered_records(reader)
     while True:
         try:
@@ -650,7 +671,11 @@ def _csv_rows(
             # the lines after it into one field, up to the next quote (too few fields or, where
             # that quote ends a field mid-line, too many) or the end of the file
             ragged += f" (it runs from line {line} to line {reader.line_num}: a quote not closed?)"
-        elif reader.line_num > line and (inside := row_inside(record, want, *at)) is not None:
+        elif (
+            reader.line_num > line
+            and at is not None
+            and (inside := row_inside(record, want, *at)) is not None
+        ):
             ragged = ROW_INSIDE.format(line=f"line {line + inside}")
             ragged += f" (it runs from line {line} to line {reader.line_num})"
         yield line, row, ragged or undecoded(row) or ""
@@ -667,17 +692,26 @@ class PreparedRow:
     prepared: Prepared | PreparedCategories
     occurrence: int = 1  # 1-based: which occurrence of the term was scored
     occurrences: int = 1  # how many the text has (a category row: 1)
+    extracted: bool = False  # its spans are the extractor's: every one answered (pred_aspects)
 
 
 def prepare_row(predictor: FileModel, row: dict[str, Any]) -> PreparedRow:
     """The row's pinned span, or the first occurrence of its aspect, encoded (with which
-    occurrence it is); for a category model, its text and category. InputError says what
-    is wrong."""
+    occurrence it is); for a category model, its text and category; for a text whose
+    aspects the extractor finds (``EXTRACTED_ROWS``), the text checked, with no spans yet
+    (``prepare_rows`` extracts a chunk's at once). InputError says what is wrong."""
     if isinstance(predictor, CategoryPredictor):
         text, category = _row_string(row, "text"), _row_string(row, "category")
         _check_length(text)
         name = predictor.categories[category_id(predictor.categories, category)]
         return PreparedRow(predictor.preprocess(text, [name]))
+    if predictor.extractor is not None:
+        text = _row_string(row, "text")
+        _check_length(text)
+        aspect = row.get("aspect")
+        if not _unpinned(aspect) and not (isinstance(aspect, str) and not aspect.strip()):
+            raise InputError(NAMED_ASPECT.format(shown_value(aspect)))
+        return PreparedRow(Prepared(text, [], []), extracted=True)
     text, aspect = _row_string(row, "text"), _row_string(row, "aspect")
     _check_length(text)
     start, end = row.get("start"), row.get("end")
@@ -747,12 +781,42 @@ def try_prepare(predictor: FileModel, row: dict[str, Any]) -> tuple[PreparedRow 
         return None, str(e)
 
 
+def prepare_rows(
+    predictor: FileModel, rows: Sequence[dict[str, Any] | None], errors: Sequence[str | None]
+) -> list[tuple[PreparedRow | None, str]]:
+    """``try_prepare`` of each row of a chunk, or (None, its error) where it could not be
+    read (``errors``); rows whose aspects the extractor finds get them here, the chunk's
+    texts tagged in batches (``Predictor.extract_many``), not one text at a time."""
+    out: list[tuple[PreparedRow | None, str]] = [
+        (None, err or "") if err or row is None else try_prepare(predictor, row)
+        for row, err in zip(rows, errors, strict=True)
+    ]
+    todo = {i: p.prepared.text for i, (p, _) in enumerate(out) if p is not None and p.extracted}
+    if not todo or not isinstance(predictor, Predictor):
+        return out
+    texts = list(todo.values())
+    for i, text, spans in zip(todo, texts, predictor.extract_many(texts), strict=True):
+        try:
+            prepared = Prepared(text, spans, predictor.encode(text, spans))
+            out[i] = (PreparedRow(prepared, extracted=True), "")
+        except InputError as e:
+            out[i] = (None, str(e))
+    return out
+
+
 Answer = AspectPrediction | CategoryPrediction
 
 
-def predicted(prep: PreparedRow, answer: Answer, nested: bool) -> dict[str, Any]:
-    """The prediction columns of a scored row: ``pred_scores`` as one mapping (``nested``),
-    else one ``pred_score_<label>`` float each; an aspect term's span and occurrence."""
+def predicted(prep: PreparedRow, answers: Sequence[Answer], nested: bool) -> dict[str, Any]:
+    """The prediction columns of a scored row (``answers``: its model's, one a row but for
+    ``extracted`` ones): ``pred_scores`` as one mapping (``nested``), else one
+    ``pred_score_<label>`` float each; an aspect term's span and occurrence. Extracted
+    aspects: ``pred_aspects``, each as the single-text path answers it (``to_dict``), and
+    ``pred_n_aspects``, how many."""
+    if prep.extracted:
+        found = [a.to_dict() for a in answers]
+        return {f"{PREFIX}aspects": found, f"{PREFIX}n_aspects": len(found)}
+    answer = answers[0]
     if nested:
         scores: dict[str, Any] = {f"{PREFIX}scores": answer.scores}
     else:
@@ -783,7 +847,7 @@ class _Writer:
         self,
         row: dict[str, Any] | None,
         prep: PreparedRow | None,
-        answer: Answer | None,
+        answers: Sequence[Answer] | None,
         error: str,
         line: int,
     ) -> None:
@@ -794,16 +858,17 @@ class _Writer:
         at = line if row is None else None
         out = clean(row or {})
         added: dict[str, Any] = {}
-        if answer is not None and prep is not None:
-            added = predicted(prep, answer, nested=self.fmt == "jsonl")
+        if answers is not None and prep is not None:
+            added = predicted(prep, answers, nested=self.fmt == "jsonl")
             if self.fmt == "csv":
                 added.update(  # every probability the same six places (the API's rounding)
                     {k: f"{v:.6f}" for k, v in added.items() if k.startswith(f"{PREFIX}score")}
                 )
+                added = {k: csv_cell(v) for k, v in added.items()}  # a list: JSON text
         else:
             added[self.error] = error
         if self.fmt == "jsonl":
-            if ERROR in out and answer is None:  # the input's own "error" field is kept
+            if ERROR in out and answers is None:  # the input's own "error" field is kept
                 added = {f"{PREFIX}{ERROR}": error}
                 if PRED_ERROR in out:  # and pred_error too: no field left for the error
                     out, added = {}, {ERROR: f"{error}; {BOTH_ERRORS}"}
@@ -885,27 +950,26 @@ def score_file(
                 refuse_both_errors(header, str(src))
             if header is not None and out_fmt == "csv":
                 writer.start_csv(header)
-            pending: list[tuple[int, dict | None, PreparedRow | None, str]] = []
+            pending: list[tuple[int, dict | None, str]] = []
 
             def flush() -> None:
-                good = [p[2].prepared for p in pending if p[2] is not None]
+                read = [None if row is None else as_read(row, names) for _, row, _ in pending]
+                preps = prepare_rows(predictor, read, [err for _, _, err in pending])
+                good = [p.prepared for p, _ in preps if p is not None]
                 preds = iter(predictor.predict_many(good))
-                for line, row, prep, err in pending:
+                for (line, row, _), (prep, err) in zip(pending, preps, strict=True):
                     if prep is None:
                         writer.write(row, None, None, err, line)
                         stats.add_bad(src, line, err)
                     else:
-                        writer.write(row, prep, next(preds)[0], "", line)
+                        writer.write(row, prep, next(preds), "", line)
                         stats.scored += 1
                 bar.update(len(pending))
                 pending.clear()
 
             for line, row, err in rows:
                 stats.rows += 1
-                prep = None
-                if row is not None and not err:
-                    prep, err = try_prepare(predictor, as_read(row, names))
-                pending.append((line, row, prep, err))
+                pending.append((line, row, err))
                 if len(pending) >= chunk:
                     flush()
             flush()

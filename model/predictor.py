@@ -32,6 +32,7 @@ from absa.model.text import Encoded, TextError
 
 if TYPE_CHECKING:
     from absa.model.extractor import Extractor
+    from absa.model.spans import FoundSpan
 
 #: an aspect as callers give it: a term looked up in the text (every occurrence), or a span
 #: pinned by the caller (a ``Span`` or any object / mapping with term, start, end)
@@ -239,14 +240,35 @@ class Predictor(RuntimeModel):
 
     def extract(self, text: str, where: str = "") -> list[Span]:
         """The aspect spans the extractor finds (none is a valid answer)."""
+        found = self.extract_many([text], where)[0]
+        lim = self.limits
+        if lim.max_aspects is not None and len(found) > lim.max_aspects:
+            raise LimitError(
+                f"{where}the extractor found {len(found)} aspects; the limit is "
+                f"{lim.max_aspects} a request: send the text in parts (a few sentences each)"
+            )
+        return found
+
+    def extract_many(self, texts: Sequence[str], where: str = "") -> list[list[Span]]:
+        """The aspect spans the extractor finds in each of ``texts``, tagged in batches (a
+        file's chunk of rows at once); no limit applied. The texts are checked already."""
         if self.extractor is None:
             raise InputError(
                 f"{where}no aspects given and no aspect extractor is configured (setting "
                 "ABSA_EXTRACTOR): name at least one aspect term"
             )
-        # a run of hundreds of words tagged as one term (a repeated word, say) is no term,
-        # and could not be sent back as an aspect; nor one of more tokens than the model
-        # reads at once ("a-a-a..."), which encode refuses: it would fail the whole request
+        if not texts:
+            return []
+        # a sentence at a time, as the tagger was trained: a review of several lost a third
+        # of its terms tagged whole
+        found = self.extractor.extract(texts, by_sentence=True)
+        return [self._readable(text, spans) for text, spans in zip(texts, found, strict=True)]
+
+    def _readable(self, text: str, found: Sequence[FoundSpan]) -> list[Span]:
+        """The spans of ``found`` the model can read, as ``Span`` with the confidence: a run
+        of hundreds of words tagged as one term (a repeated word, say) is no term, and could
+        not be sent back as an aspect; nor one of more tokens than the model reads at once
+        ("a-a-a..."), which encode refuses: it would fail the whole request."""
         tok = self.runtime.tokenized(text)
 
         def readable(start: int, end: int) -> bool:
@@ -256,17 +278,11 @@ class Predictor(RuntimeModel):
                 return False
             return end - start <= MAX_TERM_CHARS
 
-        # a sentence at a time, as the tagger was trained: a review of several lost a third
-        # of its terms tagged whole
-        found = self.extractor.extract([text], by_sentence=True)[0]
-        found = [f for f in found if readable(f.start, f.end)]
-        lim = self.limits
-        if lim.max_aspects is not None and len(found) > lim.max_aspects:
-            raise LimitError(
-                f"{where}the extractor found {len(found)} aspects; the limit is "
-                f"{lim.max_aspects} a request: send the text in parts (a few sentences each)"
-            )
-        return [Span(text[f.start : f.end], f.start, f.end, round(f.confidence, 6)) for f in found]
+        return [
+            Span(text[f.start : f.end], f.start, f.end, round(f.confidence, 6))
+            for f in found
+            if readable(f.start, f.end)
+        ]
 
     def encode(self, text: str, spans: Sequence[Span], where: str = "") -> list[Encoded]:
         out = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import os
@@ -143,6 +144,42 @@ def write_jsonl(path: Path, examples: Sequence[Example]) -> Path:
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def write_rows(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
+    """``rows`` as a .jsonl, .csv (every row's fields the header; None an empty cell) or
+    .parquet file (pyarrow) at ``path``."""
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    elif path.suffix == ".csv":
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=names)
+            writer.writeheader()
+            writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        names = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist: the first's
+        pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]), path)
+    return path
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """An output's rows from a .jsonl, .csv (every cell a string, an empty one None) or
+    .parquet file."""
+    rows: list[dict[str, Any]]
+    if path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    elif path.suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = [{k: v or None for k, v in r.items()} for r in csv.DictReader(f)]
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    return rows
 
 
 def tiny_preset(name: str, glove: Path | str, **model: object) -> Preset:

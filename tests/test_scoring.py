@@ -1412,25 +1412,26 @@ def test_a_term_field_is_named_where_the_aspect_is_missing(
     assert "the header is one column, 'text;aspect', split by semicolons: separate" in err
 
 
-def test_rows_without_an_aspect_are_told_files_are_not_extracted(
+def test_rows_without_an_aspect_are_told_of_the_extractor(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """A file of texts alone got "aspect is missing or empty" on every row (and a CSV's
-    header refused), ABSA_EXTRACTOR set or not: files are scored by the aspects they name."""
+    header refused), ABSA_EXTRACTOR set or not: files are scored by the aspects they name,
+    or, given --extractor, by the aspects it finds (tests/test_scoring_extracted.py)."""
     src = _write(tmp_path / "in.jsonl", '{"text": "The food was good"}\n')
     assert _shipped(src, tmp_path / "out.jsonl") == 1
     (row,) = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert row["error"].startswith("aspect is missing or empty (a file's rows name their aspects")
     src = _write(tmp_path / "in.csv", "text\nThe food was good\n")
     assert _shipped(src, tmp_path / "out.csv") == 2
-    assert "the extractor is for one --text" in capsys.readouterr().err
+    assert "give absa predict --extractor DIR|shipped" in capsys.readouterr().err
     pytest.importorskip("pyarrow")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"text": ["The food was good"]}), tmp_path / "in.parquet")
     assert _shipped(tmp_path / "in.parquet", tmp_path / "out.parquet") == 2
-    assert "the extractor is for one --text" in capsys.readouterr().err
+    assert "give absa predict --extractor DIR|shipped" in capsys.readouterr().err
 
 
 def test_the_http_apis_names_are_named_where_a_field_is_missing(

@@ -3,7 +3,6 @@ from JSONL, CSV and Parquet through the CLI, as rows of aspect terms are (tests/
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 
 from absa.cli import main
-from tests.helpers import category_examples
+from tests.helpers import category_examples, read_rows, write_rows
 
 LABELS = ("negative", "neutral", "positive")
 #: columns only aspect terms get
@@ -36,37 +35,10 @@ def _rows() -> list[dict[str, Any]]:
     return good + bad
 
 
-def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
-    if path.suffix == ".jsonl":
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    elif path.suffix == ".csv":
-        names = list(dict.fromkeys(k for r in rows for k in r))
-        with path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=names)
-            writer.writeheader()
-            writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        names = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist: the first's
-        pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]), path)
-    return path
-
-
 def _read(path: Path) -> list[dict[str, Any]]:
     """An output's rows, empty CSV cells as None, and the scores as ``pred_scores`` in
     every format (the Parquet path writes ``pred_score_<label>`` columns, into JSONL too)."""
-    rows: list[dict[str, Any]]
-    if path.suffix == ".jsonl":
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    elif path.suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = [{k: v or None for k, v in r.items()} for r in csv.DictReader(f)]
-    else:
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
+    rows = read_rows(path)
     for r in rows:
         if f"pred_score_{LABELS[0]}" in r:
             found = {k: r.pop(f"pred_score_{k}") for k in LABELS}
@@ -101,7 +73,7 @@ def test_category_rows_are_scored_from_a_file_as_the_python_api_scores_them(
     its rows are scored with the probabilities absa.load(DIR).batch gives, every input field
     kept, a bad row its error (the run going on past it) and no span columns."""
     rows = _rows()
-    src = _write(tmp_path / f"in.{fmt_in}", rows)
+    src = write_rows(tmp_path / f"in.{fmt_in}", rows)
     dst = tmp_path / f"out.{fmt_out}"
     with caplog.at_level(logging.WARNING, logger="absa"):
         assert _predict(category_artifact, src, dst) == 1  # bad rows, the run finished
@@ -169,19 +141,19 @@ def test_each_kind_of_model_given_the_other_kinds_rows_is_told_which_it_needs(
     """Rows of categories given to a term model, and rows of aspects to a category model:
     a JSONL row's error and a CSV header's refusal say which kind of model scores them."""
     text = category_examples()[0].text
-    cats = _write(tmp_path / "cats.jsonl", [{"text": text, "category": "food"}])
+    cats = write_rows(tmp_path / "cats.jsonl", [{"text": text, "category": "food"}])
     assert _predict(artifact, cats, tmp_path / "o1.jsonl") == 1
     (row,) = _read(tmp_path / "o1.jsonl")
     assert row["error"].startswith("aspect is missing or empty; the row has 'category': ")
     assert "aspect-category model" in row["error"]
 
-    terms = _write(tmp_path / "terms.csv", [{"text": text, "aspect": "food"}])
+    terms = write_rows(tmp_path / "terms.csv", [{"text": text, "aspect": "food"}])
     assert _predict(category_artifact, terms, tmp_path / "o2.csv") == 2
     err = capsys.readouterr().err.strip()
     said = "the CSV header must name the columns text and category; it has 'aspect'"
     assert f"{terms}:1: {said}" in err
     assert len(err.splitlines()) == 1, err
-    cats_csv = _write(tmp_path / "cats.csv", [{"text": text, "category": "food"}])
+    cats_csv = write_rows(tmp_path / "cats.csv", [{"text": text, "category": "food"}])
     for out in ("o3.csv", "o3.parquet"):
         assert _predict(artifact, cats_csv, tmp_path / out) == 2
         err = capsys.readouterr().err.strip()

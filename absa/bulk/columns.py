@@ -1,7 +1,9 @@
 """Score a pyarrow table of ``{text, aspect, start?, end?}`` rows (``{text, category}`` for
-an aspect-category model): every input column kept, the prediction in typed columns of its
-own (``pred_label``, ``pred_score``, one ``pred_score_<label>`` each; for aspect terms
-``pred_start`` / ``pred_end``, ``pred_occurrence`` / ``pred_occurrences``), and ``error``
+an aspect-category model, ``{text}`` with an extractor): every input column kept, the
+prediction in typed columns of its own (``pred_label``, ``pred_score``, one
+``pred_score_<label>`` each; for aspect terms ``pred_start`` / ``pred_end``,
+``pred_occurrence`` / ``pred_occurrences``; for extracted ones ``pred_aspects``, a list of
+structs, and ``pred_n_aspects``), and ``error``
 (null on rows that were scored; ``pred_error`` where the input has an ``error`` column of
 its own). The rows are prepared by ``absa.scoring.prepare_row``, as in JSONL and CSV
 scoring."""
@@ -30,12 +32,12 @@ from absa.scoring import (
     named_otherwise,
     other_kind,
     predicted,
+    prepare_rows,
     read_names,
     refuse_both_errors,
     repeated,
     repeated_said,
     row_kind,
-    try_prepare,
 )
 
 if TYPE_CHECKING:
@@ -52,17 +54,41 @@ def output_schema(
     labels: Sequence[str], error: str = ERROR, kind: RowKind = TERM_ROWS
 ) -> pa.Schema:
     """The columns scoring appends, in order (``error``: the error's, ``error_column``; an
-    aspect term's span and occurrence, ``kind.added``, as whole numbers)."""
+    aspect term's span and occurrence, ``kind.added``, as whole numbers; extracted aspects
+    as a list of ``aspect_type``)."""
     import pyarrow as pa
 
-    ints = kind.added
+    labelled = [
+        (f"{PREFIX}label", pa.string()),
+        (f"{PREFIX}score", pa.float64()),
+        *((f"{SCORE_}{k}", pa.float64()) for k in labels),
+    ]
     return pa.schema(
         [
-            (f"{PREFIX}label", pa.string()),
-            (f"{PREFIX}score", pa.float64()),
-            *((f"{SCORE_}{k}", pa.float64()) for k in labels),
-            *((f"{PREFIX}{n}", pa.int64()) for n in ints),
+            *(labelled if kind.labelled else ()),
+            *(
+                (f"{PREFIX}{n}", pa.list_(aspect_type(labels)) if n == "aspects" else pa.int64())
+                for n in kind.added
+            ),
             (error, pa.string()),
+        ]
+    )
+
+
+def aspect_type(labels: Sequence[str]) -> pa.DataType:
+    """One extracted aspect's answer as a struct, the fields of ``AspectPrediction.to_dict``:
+    term, start, end, label, score, scores (a float per label) and extracted.confidence."""
+    import pyarrow as pa
+
+    return pa.struct(
+        [
+            ("term", pa.string()),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("label", pa.string()),
+            ("score", pa.float64()),
+            ("scores", pa.struct([(k, pa.float64()) for k in labels])),
+            ("extracted", pa.struct([("confidence", pa.float64())])),
         ]
     )
 
@@ -93,9 +119,8 @@ def check_columns(
         hint = header_hint(missing[:1], names) + (delimiter_hint(names) if csv else "")
         if missing == ["aspect"] and not hint:
             hint = NO_EXTRACTION
-        raise InputError(
-            f"{where}: no column {missing[0]!r} (the input needs text and {kind.key}){hint}"
-        )
+        needs = " and ".join(kind.needed)
+        raise InputError(f"{where}: no column {missing[0]!r} (the input needs {needs}){hint}")
     refuse_both_errors(names, where)
     added = set(output_schema(labels, error or error_column(names), kind).names)
     clash = [c for c in names if c in added]
@@ -138,7 +163,8 @@ def score_table(
     if LINE_ERROR in table.column_names:  # never a read field's column
         unreadable = table.column(LINE_ERROR).to_pylist()
         table = table.drop_columns([LINE_ERROR])
-    if not exact:  # a CSV (or Parquet) file's: where a quote left open took a row into a field
+    if not exact and kind.key is not None:  # a CSV (or Parquet) file's: where a quote left
+        # open took a row into a field, told by its aspect in its text (a text alone: none)
         inside = _rows_inside(table, read, kind.key)
         unreadable = [u or s for u, s in zip(unreadable, inside, strict=True)]
     # a column named as the HTTP API or the training data name a field ("aspects", "term"),
@@ -152,14 +178,11 @@ def score_table(
         }
         for row in table.select([*read.values(), *aliases]).to_pylist()
     ]
-    prepared = [
-        (None, why) if why else try_prepare(predictor, row)
-        for row, why in zip(rows, unreadable, strict=True)
-    ]
+    prepared = prepare_rows(predictor, rows, unreadable)
     answers = iter(predictor.predict_many([p.prepared for p, _ in prepared if p is not None]))
     columns: dict[str, list[Any]] = {name: [] for name in schema.names}
     for prep, err in prepared:
-        values = predicted(prep, next(answers)[0], nested=False) if prep is not None else {}
+        values = predicted(prep, next(answers), nested=False) if prep is not None else {}
         values[error] = err or None
         for name, column in columns.items():
             column.append(values.get(name))

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from absa.cli.common import (
     MODEL_DEFAULT,
@@ -24,6 +24,9 @@ from absa.cli.common import (
     to_stdout,
 )
 from absa.errors import ArtifactError, RegistryError
+
+if TYPE_CHECKING:
+    from absa.model.extractor import Extractor
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (the batcher stopped: a bug)
 
@@ -400,13 +403,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 "give at least one --aspect, or --extractor DIR (or ABSA_EXTRACTOR; 'shipped': "
                 "the packaged one) to have the aspects of --text extracted"
             )
-        from absa.model.artifact import EXTRACTOR_KIND
-        from absa.model.extractor import Extractor
-
         # a missing or wrong one named as where it came from, as absa serve and load() do
         named = "--extractor" if args.extractor else "ABSA_EXTRACTOR"
-        servable(ext_dir, kind=EXTRACTOR_KIND, named=named)
-        extractor = Extractor.load(ext_dir, device=device, threads=threads)
+        extractor = _load_extractor(_servable_extractor(ext_dir, named), device, threads)
     runtime = Runtime.load(path, device=device, threads=threads)
     predictor = Predictor(runtime, extractor=extractor)
     results = [r.to_dict() for r in predictor(args.text, args.aspect, explain=args.explain)]
@@ -415,17 +414,29 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _score_input(args: argparse.Namespace, device: str, threads: int) -> int:
     """``--input``: a file's rows scored by the model, whichever kind it is: rows of aspect
-    terms for a term model, of categories for a category model (its metadata's task)."""
+    terms for a term model, of categories for a category model (its metadata's task); with
+    ``--extractor`` (not ``ABSA_EXTRACTOR``: a file's rows name their aspects unless told),
+    rows of texts whose aspects it finds."""
     from absa.model.categories import CATEGORY
     from absa.model.category_predictor import CategoryPredictor
     from absa.model.predictor import Predictor
     from absa.model.runtime import Runtime
     from absa.scoring import FileModel, score_file
+    from absa.settings import OfflineSettings
 
     path = servable(model_dir(args.model))
+    ext_dir = None
+    if args.extractor:  # said before a model loads, as for one --text
+        ext_dir = _servable_extractor(OfflineSettings(extractor=args.extractor).extractor_path())
     runtime = Runtime.load(path, device=device, threads=threads, task=None)
+    if runtime.task == CATEGORY and ext_dir is not None:
+        raise CLIError(f"{path}: an aspect-category model scores its rows' categories; "
+                       "--extractor finds aspect terms, for an aspect-term model")  # fmt: skip
+    extractor = None if ext_dir is None else _load_extractor(ext_dir, device, threads)
     predictor: FileModel = (
-        CategoryPredictor(runtime) if runtime.task == CATEGORY else Predictor(runtime)
+        CategoryPredictor(runtime)
+        if runtime.task == CATEGORY
+        else Predictor(runtime, extractor=extractor)
     )
     stats = score_file(predictor, Path(args.input), Path(args.output), progress=not args.quiet)
     to_stdout(
@@ -434,6 +445,20 @@ def _score_input(args: argparse.Namespace, device: str, threads: int) -> int:
     )
     _say_if_empty(args, stats.rows)
     return 0 if not stats.bad else 1
+
+
+def _servable_extractor(ext_dir: Path | None, named: str = "--extractor") -> Path:
+    """``ext_dir`` checked to be an extractor artifact, a bad one said as ``named`` gave it."""
+    from absa.model.artifact import EXTRACTOR_KIND
+
+    assert ext_dir is not None  # given
+    return servable(ext_dir, kind=EXTRACTOR_KIND, named=named)
+
+
+def _load_extractor(ext_dir: Path, device: str, threads: int) -> Extractor:
+    from absa.model.extractor import Extractor
+
+    return Extractor.load(ext_dir, device=device, threads=threads)
 
 
 #: predict's flags that only --engine ray reads, with their defaults (the parser's too)
@@ -448,9 +473,9 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
     if args.input and (args.text or args.aspect or args.category or args.explain):
         raise CLIError("--input scores a file: --text, --aspect, --category and --explain are "
                        "for one text")  # fmt: skip
-    if args.input and args.extractor:  # ignored: every row without an aspect was an error
-        raise CLIError("--extractor finds the aspects of one --text; the rows of --input name "
-                       "their aspect")  # fmt: skip
+    if args.input and args.extractor and args.engine == "ray":  # its actors load none
+        raise CLIError("--extractor with --input runs on the local engine (leave out "
+                       "--engine ray); Ray scores the aspects rows name")  # fmt: skip
     if args.extractor and (args.aspect or args.category):  # never loaded: a typo went unsaid
         raise CLIError("--extractor finds the aspects of a --text given without --aspect or "
                        "--category")  # fmt: skip
@@ -671,8 +696,10 @@ def register(sub: Any) -> None:
         help=setting_help(
             "extractor",
             "an extractor artifact ('shipped': the packaged one) that finds the aspects of "
-            "--text when no --aspect is given",
-            "none: --text needs --aspect",
+            "--text when no --aspect is given; with --input, of each row's text (rows "
+            "{text}, answered in pred_aspects; a row naming an aspect is refused; files "
+            "read the flag only, not ABSA_EXTRACTOR)",
+            "none: --text needs --aspect, rows of --input name their aspect",
         ),
     )
     q.add_argument(
@@ -688,7 +715,8 @@ def register(sub: Any) -> None:
         "--input",
         type=given,
         help="a .jsonl, .csv or .parquet file of {text, aspect, start?, end?} rows to score "
-        "({text, category} rows with a category model); with --engine ray also a directory, a "
+        "({text, category} rows with a category model, {text} with --extractor); with "
+        "--engine ray also a directory, a "
         "glob or a URI; exit status 1 when a row is bad (default: none; or give --text)",
     )
     q.add_argument(

@@ -349,13 +349,9 @@ def test_aspect_free_share_is_recorded_and_checked(
             ["--text", "the food", "--aspect", "food", "--num-gpus", "1"],
             "--num-gpus: for --engine ray",
         ),
-        (  # every row without an aspect was an error, the extractor never asked
-            ["--input", "i.jsonl", "--output", "o.jsonl", "--extractor", "shipped"],
-            "--extractor finds the aspects of one --text",
-        ),
-        (
+        (  # Ray's actors load no extractor (the local engine extracts a file's texts)
             ["--engine", "ray", "--input", "i.jsonl", "--output", "o", "--extractor", "shipped"],
-            "--extractor finds the aspects of one --text",
+            "--extractor with --input runs on the local engine",
         ),
         (  # a missing extractor beside --aspect exited 0: it was never loaded
             ["--text", "the food", "--aspect", "food", "--extractor", "/nonexistent"],
