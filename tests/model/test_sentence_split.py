@@ -79,3 +79,26 @@ def test_a_review_of_several_sentences_is_tagged_a_sentence_at_a_time() -> None:
     assert [r.term for r in together] == [t for terms in alone for t in terms]
     assert all(text[r.start : r.end] == r.term for r in together)
     assert sum(map(len, alone)) >= 8  # a real test: the tagger finds terms in each
+
+
+def test_a_long_text_is_cut_in_time_linear_in_its_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The word before each stop was looked for from the text's start, so a text's cut took
+    time quadratic in its length (a 200,000-character row of a file: 69 s); it is looked
+    for in the characters just before the stop, and the cut is the same."""
+    import re
+
+    from absa.model import sentence_split
+
+    spans: list[int] = []
+    word_before = sentence_split._WORD_BEFORE
+
+    class Looked:
+        def search(self, text: str, pos: int, endpos: int) -> re.Match[str] | None:
+            spans.append(endpos - pos)
+            return word_before.search(text, pos, endpos)
+
+    text = "We went at 7 p.m. with Dr. Smith. The food was great. " * 400
+    want = sentence_spans(text)
+    monkeypatch.setattr(sentence_split, "_WORD_BEFORE", Looked())
+    assert sentence_spans(text) == want and len(want) == 800
+    assert spans and max(spans) <= 64
