@@ -124,7 +124,18 @@ TERM_ROWS = RowKind("aspect", ("text", "aspect", "start", "end"),
 CATEGORY_ROWS = RowKind("category", ("text", "category"), ())
 #: rows of a text alone, scored with an extractor: every aspect it finds, in one column
 #: (``pred_aspects``, with their count); an aspect a row names is read to refuse the row
-EXTRACTED_ROWS = RowKind(None, ("text", "aspect"), ("aspects", "n_aspects"), labelled=False)
+EXTRACTED_ROWS = RowKind(
+    None, ("text", "aspect", "start", "end"), ("aspects", "n_aspects"), labelled=False
+)
+
+
+def row_keys(predictor: FileModel) -> frozenset[str] | None:
+    """What a CSV line's key cell holds where the line is a row of its own (``row_inside``):
+    a category model's categories, in lower case (a category is seldom in its text); None,
+    the aspect found in the line's text."""
+    if isinstance(predictor, CategoryPredictor):
+        return frozenset(c.lower() for c in predictor.categories)
+    return None
 
 
 def row_kind(predictor: FileModel) -> RowKind:
@@ -468,11 +479,16 @@ def header_hint(missing: Iterable[str], names: Sequence[str]) -> str:
 
 
 def _rows(
-    f: IO[str], fmt: str, path: Path, reserved: list[str], kind: RowKind = TERM_ROWS
+    f: IO[str],
+    fmt: str,
+    path: Path,
+    reserved: list[str],
+    kind: RowKind = TERM_ROWS,
+    keys: frozenset[str] | None = None,
 ) -> tuple[list[str] | None, Iterator[tuple[int, dict[str, Any] | None, str]], dict[str, str]]:
     """The CSV header (None for JSONL), (line, row or None, error) for each input row, and
     the header's name of each field read (``kind.read``) where it is not that field's own
-    (``as_read``)."""
+    (``as_read``). ``keys``: ``row_keys``."""
     if fmt == "jsonl":
         return None, _jsonl_rows(f, reserved, path), {}
     any_field_length()  # a long text is for the text-length limits to refuse, not the reader
@@ -499,7 +515,8 @@ def _rows(
         raise ValueError(f"{path}:1: column {clash[0]!r} is one the output adds; rename it")
     # a row inside a field is told by its aspect found in its text: a text alone has none
     at = None if kind.key is None else (header.index(read["text"]), header.index(read[kind.key]))
-    return header, _csv_rows(reader, header, path, at), {k: v for k, v in read.items() if k != v}
+    rows = _csv_rows(reader, header, path, at, keys)
+    return header, rows, {k: v for k, v in read.items() if k != v}
 
 
 def read_names(
@@ -648,12 +665,16 @@ def numbered_records(reader: Any) -> Iterator[tuple[int, list[str]]]:
 
 
 def _csv_rows(
-    reader: Any, names: list[str], path: Path, at: tuple[int, int] | None
+    reader: Any,
+    names: list[str],
+    path: Path,
+    at: tuple[int, int] | None,
+    keys: frozenset[str] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """The rows; a record the csv module cannot read stops the file, naming it and the line.
     ``at``: the text's and the aspect's (or category's) columns, for a row a quote left open
     took into a field of a record of the header's width (``row_inside``); None: not looked
-    for (rows of a text alone)."""
+    for (rows of a text alone); ``keys``: ``row_keys``."""
     records = numbered_records(reader)
     while True:
         try:
@@ -674,7 +695,7 @@ def _csv_rows(
         elif (
             reader.line_num > line
             and at is not None
-            and (inside := row_inside(record, want, *at)) is not None
+            and (inside := row_inside(record, want, *at, keys)) is not None
         ):
             ragged = ROW_INSIDE.format(line=f"line {line + inside}")
             ragged += f" (it runs from line {line} to line {reader.line_num})"
@@ -708,9 +729,9 @@ def prepare_row(predictor: FileModel, row: dict[str, Any]) -> PreparedRow:
     if predictor.extractor is not None:
         text = _row_string(row, "text")
         _check_length(text)
-        aspect = row.get("aspect")
-        if not _unpinned(aspect) and not (isinstance(aspect, str) and not aspect.strip()):
-            raise InputError(NAMED_ASPECT.format(shown_value(aspect)))
+        named = _named_aspect(row)
+        if named is not None:
+            raise InputError(NAMED_ASPECT.format(named))
         return PreparedRow(Prepared(text, [], []), extracted=True)
     text, aspect = _row_string(row, "text"), _row_string(row, "aspect")
     _check_length(text)
@@ -731,6 +752,22 @@ def prepare_row(predictor: FileModel, row: dict[str, Any]) -> PreparedRow:
     return PreparedRow(
         Prepared(text, [span], predictor.encode(text, [span])), index + 1, len(spans)
     )
+
+
+def _named_aspect(row: dict[str, Any]) -> str | None:
+    """What a row names of an aspect, as shown in an error: its ``aspect``, or one under
+    another name (``OTHER_NAMES``: the HTTP API's ``aspects``, the training data's ``term``),
+    or a span pinned by ``start``/``end``; None where it names none (absent, null, blank)."""
+    others = [k for k in row if k != "aspect" and named_otherwise("aspect", [k]) is not None]
+    for key in ("aspect", *others):
+        value = row.get(key)
+        blank = isinstance(value, str) and not value.strip() or value in ([], {})
+        if not (_unpinned(value) or blank):
+            return shown_value(value) if key == "aspect" else f"{key} {shown_value(value)}"
+    start, end = row.get("start"), row.get("end")
+    if _unpinned(start) and _unpinned(end):
+        return None
+    return f"a span, start/end {shown_value(start)}/{shown_value(end)}"
 
 
 def _check_length(text: str) -> None:
@@ -942,7 +979,7 @@ def score_file(
             columns = output_columns(predictor.labels, out_fmt, kind)
             reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt, kind)})
             reserved.remove(ERROR)  # an input "error" field is kept; the error goes beside it
-            header, rows, names = _rows(fin, in_fmt, src, reserved, kind)
+            header, rows, names = _rows(fin, in_fmt, src, reserved, kind, row_keys(predictor))
             writer = _Writer(fout, out_fmt, columns)
             if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
                 header = jsonl_fields(src)  # a pass of its own, so no row's field is lost

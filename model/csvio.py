@@ -4,7 +4,7 @@ scoring. No torch."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 __all__ = ["CSV_FIELD_LIMIT", "ROW_INSIDE", "any_field_length", "row_inside"]
 
@@ -24,9 +24,16 @@ def any_field_length() -> None:
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 
 
-def row_inside(record: Sequence[str], width: int, text_at: int, aspect_at: int) -> int | None:
+def row_inside(
+    record: Sequence[str],
+    width: int,
+    text_at: int,
+    aspect_at: int,
+    keys: Collection[str] | None = None,
+) -> int | None:
     """Where a field of ``record`` holds a line that reads as a row of its own (``width``
-    fields, the one at ``aspect_at`` found in the one at ``text_at``): its line, counted from
+    fields, the one at ``aspect_at`` found in the one at ``text_at``, or with ``keys``, an
+    aspect-category model's categories in lower case, one of them): its line, counted from
     the record's first, 0-based; else None. A quote left open takes the lines after it into
     one field up to the next quote, and where that quote ends a field, the record has the
     header's number of fields and a row is gone without an error; a text of several lines
@@ -38,7 +45,7 @@ def row_inside(record: Sequence[str], width: int, text_at: int, aspect_at: int) 
         for i, line in enumerate(lines if len(lines) > 1 else ()):
             cells = next(csv.reader([line]), [])
             term = cells[aspect_at].strip().lower() if len(cells) == width else ""
-            if term and term in cells[text_at].lower():
+            if term and (term in keys if keys is not None else term in cells[text_at].lower()):
                 return lines_before + i
         lines_before += len(lines) - 1
     return None

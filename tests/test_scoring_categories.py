@@ -135,6 +135,28 @@ def test_a_jsonl_line_that_is_no_category_row_is_a_bad_row(
     assert got[3]["error"] == "category must be a string, not list"
 
 
+@pytest.mark.parametrize("fmt_out", ["jsonl", "parquet"])
+def test_a_category_row_taken_into_a_field_by_an_open_quote_is_told(
+    category_artifact: Path, tmp_path: Path, fmt_out: str
+) -> None:
+    """A quote left open takes the next line, a row of its own, into the text: it is told
+    by its category cell being one of the model's (a category is seldom in its text, and
+    the check by the key found in the text let this row go, scored under the wrong one)."""
+    if fmt_out == "parquet":
+        pytest.importorskip("pyarrow")
+    src = tmp_path / "in.csv"
+    src.write_text(
+        'text,category\n"Lovely place with candles,AMBIENCE\nThe staff was rude.",service\n'
+        "The food was good.,food\n",
+        encoding="utf-8",
+    )
+    dst = tmp_path / f"out.{fmt_out}"
+    assert _predict(category_artifact, src, dst) == 1
+    swallowed, good = _read(dst)
+    assert "reads as a row of its own, inside a field" in swallowed["error"]
+    assert swallowed.get("pred_label") is None and good["pred_label"] in LABELS
+
+
 def test_each_kind_of_model_given_the_other_kinds_rows_is_told_which_it_needs(
     category_artifact: Path, artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

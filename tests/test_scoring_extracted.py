@@ -166,6 +166,30 @@ def test_a_csv_with_an_aspect_column_extracts_the_rows_that_leave_it_empty(
     assert [a["term"] for a in empty["pred_aspects"]] == ["pizza", "service"]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_an_aspect_named_otherwise_or_a_pinned_span_is_refused_too(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A row naming its aspect as the HTTP API (``aspects``) or the training data (``term``)
+    do, or pinning a span, asked for that aspect: each is refused as one naming ``aspect``
+    (they were answered with every aspect found); empty ones name none."""
+    pytest.importorskip("pyarrow") if fmt == "parquet" else None
+    rows = [
+        {"text": TEXTS[0], "aspects": "pizza", "Term": None, "start": None, "end": None},
+        {"text": TEXTS[0], "aspects": None, "Term": "pizza", "start": None, "end": None},
+        {"text": TEXTS[0], "aspects": None, "Term": None, "start": 4, "end": 9},
+        {"text": TEXTS[0], "aspects": "", "Term": None, "start": None, "end": None},
+    ]
+    src = write_rows(tmp_path / f"in.{fmt}", rows)
+    assert _extract(src, tmp_path / "out.jsonl") == 1
+    got = _read(tmp_path / "out.jsonl")
+    assert got[0]["error"].startswith("the row names an aspect (aspects 'pizza')")
+    assert got[1]["error"].startswith("the row names an aspect (Term 'pizza')")
+    pinned = "the row names an aspect (a span, start/end 4/9)"
+    assert got[2]["error"].startswith(pinned.replace("4/9", "'4'/'9'") if fmt == "csv" else pinned)
+    assert [a["term"] for a in got[3]["pred_aspects"]] == ["pizza", "service"]
+
+
 def test_a_chunk_of_texts_is_extracted_in_one_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

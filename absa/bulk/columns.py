@@ -37,6 +37,7 @@ from absa.scoring import (
     refuse_both_errors,
     repeated,
     repeated_said,
+    row_keys,
     row_kind,
 )
 
@@ -165,7 +166,7 @@ def score_table(
         table = table.drop_columns([LINE_ERROR])
     if not exact and kind.key is not None:  # a CSV (or Parquet) file's: where a quote left
         # open took a row into a field, told by its aspect in its text (a text alone: none)
-        inside = _rows_inside(table, read, kind.key)
+        inside = _rows_inside(table, read, kind.key, row_keys(predictor))
         unreadable = [u or s for u, s in zip(unreadable, inside, strict=True)]
     # a column named as the HTTP API or the training data name a field ("aspects", "term"),
     # or as the other kind of model's rows do ("category"): a row lacking the field has it,
@@ -191,10 +192,12 @@ def score_table(
     return table
 
 
-def _rows_inside(table: pa.Table, read: dict[str, str], key: str) -> list[str | None]:
+def _rows_inside(
+    table: pa.Table, read: dict[str, str], key: str, keys: frozenset[str] | None
+) -> list[str | None]:
     """For each row, what ``absa.scoring`` says of a CSV record with a line inside a field
     that reads as a row of its own (``row_inside``), else None; ``key``: the field beside
-    the text (aspect or category). Only the rows with a line
+    the text (aspect or category); ``keys``: ``absa.scoring.row_keys``. Only the rows with a line
     break in a string column are made Python records (most have none)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -214,7 +217,7 @@ def _rows_inside(table: pa.Table, read: dict[str, str], key: str) -> list[str | 
     rows_taken = zip(*(c.to_pylist() for c in taken), strict=True)
     for i, values in zip(where.to_pylist(), rows_taken, strict=True):
         record = ["" if v is None else str(v) for v in values]
-        inside = row_inside(record, len(record), *at)
+        inside = row_inside(record, len(record), *at, keys)
         if inside is not None:
             said[i] = ROW_INSIDE.format(line=f"line {inside + 1} of the row")
     return said
