@@ -114,7 +114,7 @@ def test_load_run_fails_on_missing_or_foreign_run(tiny_run: Path, tmp_path: Path
         load_run(run)
     run2 = shutil.copytree(tiny_run, tmp_path / "run2")
     cfg = json.loads((run2 / "model_config.json").read_text())
-    (run2 / "model_config.json").write_text(json.dumps({**cfg, "layers": 3}))
+    (run2 / "model_config.json").write_text(json.dumps({**cfg, "depth": 3}))
     with pytest.raises(ValueError, match="unknown model config keys"):
         load_run(run2)
 
