@@ -152,11 +152,11 @@ class TransformerEncoder(nn.Module):
         return out.last_hidden_state  # (B, T, E)
 
 
-class MaskedRNN(nn.Module):
-    """LSTM/GRU over right-padded batches; returns H (B, T, D) and h_N (B, D): the top
-    layer's, with ``cfg.layers`` stacked (``upper``: the layers above the first)."""
+class RecurrentLayer(nn.Module):
+    """One LSTM/GRU layer over right-padded batches, forward and (``cfg.bidirectional``)
+    backward; returns H (B, T, D), zero at padding, and h_N (B, D)."""
 
-    def __init__(self, cfg: ModelConfig, input_dim: int, top: bool = True) -> None:
+    def __init__(self, cfg: ModelConfig, input_dim: int) -> None:
         super().__init__()
         rnn_cls = nn.LSTM if cfg.cell == "lstm" else nn.GRU
         self.cell = cfg.cell
@@ -168,9 +168,6 @@ class MaskedRNN(nn.Module):
         for rnn in (self.fwd, self.bwd):
             if rnn is not None:
                 self._init(rnn)
-        above = cfg.layers - 1 if top else 0
-        self.upper = nn.ModuleList(MaskedRNN(cfg, cfg.rnn_dim, top=False) for _ in range(above))
-        self.between = nn.Dropout(cfg.layer_dropout)
 
     def _init(self, rnn: nn.RNNBase) -> None:
         gates = 4 if self.cell == "lstm" else 3
@@ -192,12 +189,6 @@ class MaskedRNN(nn.Module):
         return out
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out, h_n = self._layer(x, mask)
-        for layer in self.upper:
-            out, h_n = layer(self.between(out), mask)  # a layer above has none above it
-        return out, h_n
-
-    def _layer(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, _ = x.shape
         lengths = mask.long().sum(1)  # (B,)
         steps = torch.arange(t, device=x.device).unsqueeze(0).expand(b, t)  # (B, T)
@@ -213,6 +204,24 @@ class MaskedRNN(nn.Module):
             out = torch.cat([out, out_b], dim=-1)
             h_n = torch.cat([h_n, out_b[:, 0]], dim=-1)
         return out * mask.unsqueeze(-1).to(out.dtype), h_n
+
+
+class MaskedRNN(RecurrentLayer):
+    """``cfg.layers`` stacked recurrent layers; H and h_N are the top one's. The first layer's
+    weights are this module's own (``fwd``, ``bwd``: a one-layer run's names, so older runs
+    load), those above it in ``upper``, each reading both directions of the one below through
+    ``cfg.layer_dropout``."""
+
+    def __init__(self, cfg: ModelConfig, input_dim: int) -> None:
+        super().__init__(cfg, input_dim)
+        self.upper = nn.ModuleList(RecurrentLayer(cfg, cfg.rnn_dim) for _ in range(cfg.layers - 1))
+        self.between = nn.Dropout(cfg.layer_dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, h_n = super().forward(x, mask)
+        for layer in self.upper:
+            out, h_n = layer(self.between(out), mask)
+        return out, h_n
 
 
 class AspectAttention(nn.Module):
