@@ -77,7 +77,7 @@ def _args(**kw: object) -> argparse.Namespace:
         student_more=False, teacher_run=None, teacher_config=None, teacher_threads=1,
         run=Path("runs/s"), seed=2, version="9.9.9", dev_seed=1, quantize=None,
         top_map=False, expand_vocab=None, expand_top_k=None, teacher_more_run=None,
-        teacher_more_config=None, teacher_more_seed=2,
+        teacher_more_config=None, teacher_more_seed=2, chosen=None,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
@@ -101,6 +101,23 @@ def test_student_more_adds_the_train_only_sets_to_the_student_alone() -> None:
         default_model.invocation(two)
     )
     assert "--teacher-more" not in default_model.invocation(_args())
+
+
+def test_card_says_how_many_layers_and_how_the_seed_was_chosen() -> None:
+    """A stacked network is named as one (1.9.0: two layers; the card said only 'hidden 150
+    per direction'); a seed chosen with the test sets in view says so, and the command that
+    rewrites the card carries the words."""
+    cfg = json.loads((DEFAULT_MODEL_DIR / "metadata.json").read_text())["model_config"]
+    one = default_model.network_words({**cfg, "layers": 1})
+    assert "(hidden 150 per direction)" in one and "layers" not in one
+    assert "(hidden 150 per direction, 2 layers)" in default_model.network_words(
+        {**cfg, "layers": 2}
+    )
+    assert "best of its recipe's\n  seeds on dev" in default_model.chosen_words(_args())
+    said = "seed 1 of 2: the other missed a test number"
+    assert default_model.chosen_words(_args(chosen=said)) == said
+    assert f"--chosen '{said}'" in default_model.invocation(_args(chosen=said))
+    assert "--chosen" not in default_model.invocation(_args())
 
 
 def test_hint_words_say_what_the_hint_was_and_where_it_was_left_out() -> None:
