@@ -3,6 +3,7 @@ carries a README.md saying what the model is for, its language and its limits.""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -164,7 +165,9 @@ def test_the_shipped_cards_say_what_was_mended() -> None:
     from absa.model.extractor import DEFAULT_EXTRACTOR_DIR
 
     card = (DEFAULT_MODEL_DIR / CARD).read_text(encoding="utf-8")
-    assert "never used to select" not in card and "somewhat optimistic" in card
+    assert "never used to select" not in card
+    # 1.9.0's seed was chosen with the test sets in view: its card says so, plainly
+    assert re.search(r"the test numbers below are (somewhat )?optimistic", card)
     assert "which no test set here measures" in card
     assert "the four sets' training data (not the train-only sets)" in card
     assert "Its weakest label is neutral" in card
