@@ -41,7 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from absa.model.artifact import read_metadata, sha256_file  # noqa: E402
-from absa.model.card import INTENDED_USE, LANGUAGE, calibration_lines, limits  # noqa: E402
+from absa.model.card import (  # noqa: E402
+    INTENDED_USE,
+    LANGUAGE,
+    calibration_lines,
+    layers_words,
+    limits,
+)
 from absa.training import rundir  # noqa: E402
 from absa.training.embeddings import PACKAGED_GLOVE  # noqa: E402
 from absa.training.rundir import is_run, read_info  # noqa: E402
@@ -589,8 +595,7 @@ def network_words(cfg: dict) -> str:
     }.get(cfg["attention"], f"{cfg['attention']} attention")
     parts = [
         f"{'bidirectional ' if cfg['bidirectional'] else ''}{cfg['cell'].upper()} "
-        f"(hidden {cfg['hidden_size']} per direction"
-        + (f", {cfg['layers']} layers)" if cfg.get("layers", 1) > 1 else ")"),
+        f"(hidden {cfg['hidden_size']} per direction{layers_words(cfg)})",
         "the aspect vector v_a in every word's input" if cfg["aspect_in_input"] else "",
         "sinusoidal positions added to H and v_a"
         + (" (learned scales)" if cfg.get("positional_scale") == "learned" else "")

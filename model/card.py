@@ -154,7 +154,7 @@ def _data_lines(train: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _layers(cfg: dict) -> str:
+def layers_words(cfg: dict) -> str:
     """', 2 layers' for a stacked network, nothing for one layer."""
     n = cfg.get("layers", 1)
     return f", {n} layers" if isinstance(n, int) and n > 1 else ""
@@ -375,7 +375,7 @@ def render(metadata: Mapping[str, Any], max_len: int | None = None) -> str:
         *([f"- **Categories** (v_a: a learned vector each): {', '.join(cats)}."] if cats else []),
         f"- **Network**: preset `{metadata.get('preset')}`: "
         f"{'bidirectional ' if cfg.get('bidirectional') else ''}{str(cfg.get('cell', '?')).upper()}"
-        f" (hidden {cfg.get('hidden_size', '?')}{_layers(cfg)}), "
+        f" (hidden {cfg.get('hidden_size', '?')}{layers_words(cfg)}), "
         f"{cfg.get('attention', '?')} aspect attention, "
         f"on {encoder}.",
         f"- **Created**: {metadata.get('created')} from the training run "
