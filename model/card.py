@@ -155,9 +155,13 @@ def _data_lines(train: Mapping[str, Any]) -> list[str]:
 
 
 def layers_words(cfg: dict) -> str:
-    """', 2 layers' for a stacked network, nothing for one layer."""
+    """', 2 layers' for a stacked network (', self-attention after the first' where it runs
+    there), nothing for one layer."""
     n = cfg.get("layers", 1)
-    return f", {n} layers" if isinstance(n, int) and n > 1 else ""
+    if not isinstance(n, int) or n < 2:
+        return ""
+    between = cfg.get("self_attention_at") == "between"
+    return f", {n} layers" + (", self-attention after the first" if between else "")
 
 
 def _code(metadata: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ PositionalScale = Literal["fixed", "learned"]
 PositionalOrigin = Literal["start", "aspect"]
 SelfAttentionResidual = Literal["postln", "gated"]
 SelfAttentionValue = Literal["projected", "states"]
+SelfAttentionAt = Literal["top", "between"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,10 @@ class ModelConfig:
     # (layer-normed) states themselves, with neither projection: the layer then mixes the
     # states it attends to, and costs 2 * D * dim per token instead of 4 * D * D
     self_attention_value: SelfAttentionValue = "projected"
+    # where the layer runs: over the top recurrent layer's states ("top", eq. 5), or
+    # ("between", two or more layers) over the first layer's, so that the second layer reads
+    # the mixed states in order and the aspect attention reads recurrent states again
+    self_attention_at: SelfAttentionAt = "top"
     position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
     # two channels appended to each word's input: 1 inside the aspect span (else 0), and
     # 1 - distance-to-aspect / length. Without them the recurrence does not know where the
@@ -141,6 +146,17 @@ class ModelConfig:
             raise ValueError(
                 "self_attention_residual must be postln or gated, "
                 f"not {self.self_attention_residual!r}"
+            )
+        if self.self_attention_at not in ("top", "between"):
+            raise ValueError(
+                f"self_attention_at must be top or between, not {self.self_attention_at!r}"
+            )
+        if self.self_attention_at == "between" and not (
+            self.self_attention_heads and self.layers > 1
+        ):
+            raise ValueError(
+                "self_attention_at='between' needs a self-attention layer "
+                "(self_attention_heads >= 1) and layers >= 2"
             )
         if self.attention == "none":  # h* is h_N alone: these would train to nothing
             inert = [

@@ -18,7 +18,8 @@ One configurable network; every piece is chosen by ``ModelConfig``:
 - an optional multi-head self-attention layer over H (residual + LayerNorm, or pre-LN with a
   learned residual gate that starts closed), with optional dropout on its weights. It runs
   before the aspect attention: r pools the self-attended states (with positions, H + P),
-  while h_N below is the RNN's own state;
+  while h_N below is the RNN's own state. With two or more recurrent layers it may run
+  between the first and the second instead (``self_attention_at="between"``);
 - h* = tanh(W_p r + W_x h_N), then a linear layer to the label logits (h_N: the last
   state, or with ``summary="aspect"`` the mean state over the aspect span).
 
@@ -218,10 +219,21 @@ class MaskedRNN(RecurrentLayer):
         self.between = nn.Dropout(cfg.layer_dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, h_n, _ = self.stacked(x, mask)
+        return out, h_n
+
+    def stacked(
+        self, x: torch.Tensor, mask: torch.Tensor, mid: SelfAttention | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """H and h_N of the top layer, with ``mid`` (if any) over the first layer's states
+        before the second reads them; its weights third (None without it)."""
         out, h_n = super().forward(x, mask)
+        weights = None
+        if mid is not None:
+            out, weights = mid(out, mask)
         for layer in self.upper:
             out, h_n = layer(self.between(out), mask)
-        return out, h_n
+        return out, h_n, weights
 
 
 class AspectAttention(nn.Module):
@@ -420,7 +432,8 @@ class ABSANet(nn.Module):
         inp = self.drop(inp)
         if cfg.aspect_features:  # where the aspect is, after the dropout: never dropped
             inp = torch.cat([inp, am.unsqueeze(-1), proximity(am, mask).unsqueeze(-1)], -1)
-        h, h_n = self.rnn(inp, mask)  # (B, T, D), (B, D)
+        between = cfg.self_attention_at == "between"
+        h, h_n, self_w = self.rnn.stacked(inp, mask, self.self_attn if between else None)
         if cfg.summary != "last":  # the states over the aspect span (alone, or with the end)
             h_asp = (h * am.unsqueeze(-1)).sum(1) / n_asp
             h_n = h_asp if cfg.summary == "aspect" else 0.5 * (h_n + h_asp)
@@ -437,8 +450,7 @@ class ABSANet(nn.Module):
                 index = torch.arange(t, device=x.device, dtype=x.dtype)
                 p_a = (am * index.unsqueeze(0)).sum(1) / n_asp.squeeze(1)  # (B,)
             h, v_a = self.positions(h, mask, v_a, p_a, steps)
-        self_w = None
-        if self.self_attn is not None:
+        if self.self_attn is not None and not between:
             h, self_w = self.self_attn(h, mask)
         if self.attn is not None:
             r, alpha = self.attn(h, v_a, mask)

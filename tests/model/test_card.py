@@ -186,5 +186,7 @@ def test_the_network_line_counts_stacked_layers() -> None:
         return next(line for line in card.splitlines() if line.startswith("- **Network**"))
 
     assert "LSTM (hidden 150, 2 layers)," in network({"layers": 2})
+    between = {"layers": 2, "self_attention_at": "between"}
+    assert "LSTM (hidden 150, 2 layers, self-attention after the first)," in network(between)
     assert "LSTM (hidden 150)," in network({"layers": 1})
     assert "LSTM (hidden 150)," in network({})  # artifacts made before the option

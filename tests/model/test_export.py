@@ -108,14 +108,15 @@ def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) ->
 
 
 @pytest.fixture(
-    scope="module", params=["card", "card-lite", "card-lite-relative", "card-lite-2-layers"]
+    scope="module",
+    params=["card", "card-lite", "card-lite-relative", "card-lite-2-layers", "card-lite-2-between"],
 )
 def card_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, small_glove: Path
 ) -> Path:
     """The card's network; "card-lite": small queries and keys, the states as values;
     "-relative": positions counted from the aspect, an affine attention query; "-2-layers":
-    two stacked recurrent layers."""
+    two stacked recurrent layers; "-2-between": the self-attention between them."""
     lite = {"self_attention_dim": 8, "self_attention_value": "states"}
     relative = {**lite, "positional_origin": "aspect", "attention_query_bias": True}
     over = {
@@ -123,6 +124,7 @@ def card_run(
         "card-lite": lite,
         "card-lite-relative": relative,
         "card-lite-2-layers": {**lite, "layers": 2},
+        "card-lite-2-between": {**lite, "layers": 2, "self_attention_at": "between"},
     }[request.param]
     return two_head_run(tmp_path_factory, small_glove, "card", **over)
 

@@ -76,6 +76,9 @@ NEW_OPTIONS = {
         PRESETS["atae-lstm"].model, attention="dot", attention_query_bias=True
     ),
     "two-layers": replace(PRESETS["card"].model, layers=2, layer_dropout=0.3),
+    "selfattn-between-layers": replace(
+        PRESETS["card"].model, layers=2, self_attention_at="between", self_attention_dim=4
+    ),
     "three-gru-layers": replace(PRESETS["fast"].model, cell="gru", layers=3),
     "aspect-features": replace(PRESETS["fast"].model, aspect_features=True),
     "aspect-features-gru-no-aspect-input": replace(
@@ -340,6 +343,35 @@ def test_stacked_layers_read_the_states_below() -> None:
     torch.testing.assert_close(top, expected, atol=0, rtol=0)
     torch.testing.assert_close(h_n, expected_n, atol=0, rtol=0)
     assert top.shape == (2, 5, 12) and not torch.allclose(top, below)
+
+
+def test_self_attention_between_layers_reads_the_first_layers_states() -> None:
+    """``self_attention_at="between"``: the second layer reads the self-attended states of the
+    first, and the aspect attention the second's own (no self-attention over them)."""
+    cfg = tiny(PRESETS["card"].model, layers=2, hidden_size=6, self_attention_at="between")
+    net = build(cfg)
+    with torch.no_grad():  # open the gate (it starts closed: the layer would be the identity)
+        net.self_attn.gate.fill_(1.0)
+    (upper,) = net.rnn.upper
+    x = torch.randn(2, 5, net.rnn.fwd.input_size, generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]) > 0
+    with torch.no_grad():
+        below, _ = RecurrentLayer.forward(net.rnn, x, mask)
+        mixed, weights = net.self_attn(below, mask)
+        top, h_n, got_weights = net.rnn.stacked(x, mask, net.self_attn)
+        expected, expected_n = upper(mixed, mask)
+        plain, _ = upper(below, mask)
+    torch.testing.assert_close(top, expected, atol=0, rtol=0)
+    torch.testing.assert_close(h_n, expected_n, atol=0, rtol=0)
+    torch.testing.assert_close(got_weights, weights, atol=0, rtol=0)
+    assert not torch.allclose(top, plain)  # the mixing reached the second layer
+    inputs = batch([5, 3], [(1, 2), (0, 1)], t=5)
+    with torch.no_grad():
+        _, _, self_w = net(*inputs)
+    assert self_w is not None and self_w.shape == (2, 1, 5, 5)
+    for bad in ({"layers": 1}, {"self_attention_heads": 0}):
+        with pytest.raises(ValueError, match="self_attention_at='between' needs"):
+            replace(cfg, **bad)
 
 
 def test_embedding_vectors_and_padding_row() -> None:
