@@ -218,15 +218,12 @@ class MaskedRNN(RecurrentLayer):
         self.upper = nn.ModuleList(RecurrentLayer(cfg, cfg.rnn_dim) for _ in range(cfg.layers - 1))
         self.between = nn.Dropout(cfg.layer_dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out, h_n, _ = self.stacked(x, mask)
-        return out, h_n
-
-    def stacked(
+    def forward(
         self, x: torch.Tensor, mask: torch.Tensor, mid: SelfAttention | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """H and h_N of the top layer, with ``mid`` (if any) over the first layer's states
-        before the second reads them; its weights third (None without it)."""
+        before the second reads them; its weights third (None without it). A hook on this
+        module sees H first (the state hint's)."""
         out, h_n = super().forward(x, mask)
         weights = None
         if mid is not None:
@@ -433,7 +430,7 @@ class ABSANet(nn.Module):
         if cfg.aspect_features:  # where the aspect is, after the dropout: never dropped
             inp = torch.cat([inp, am.unsqueeze(-1), proximity(am, mask).unsqueeze(-1)], -1)
         between = cfg.self_attention_at == "between"
-        h, h_n, self_w = self.rnn.stacked(inp, mask, self.self_attn if between else None)
+        h, h_n, self_w = self.rnn(inp, mask, self.self_attn if between else None)
         if cfg.summary != "last":  # the states over the aspect span (alone, or with the end)
             h_asp = (h * am.unsqueeze(-1)).sum(1) / n_asp
             h_n = h_asp if cfg.summary == "aspect" else 0.5 * (h_n + h_asp)

@@ -71,7 +71,7 @@ class Tagger(nn.Module):
             x = torch.cat([x, self.chars(char_ids)], dim=-1)  # (B, T, E + F)
         x = self.drop(x)
         for rnn in self.rnns:
-            x, _ = rnn(x, attention_mask)  # (B, T, 2H), zero on padding
+            x, _, _ = rnn(x, attention_mask)  # (B, T, 2H), zero on padding
             x = self.drop(x)
         logits = self.out(x)  # (B, T, K)
         loss = tag_loss(self.crf, logits, tags, attention_mask) if tags is not None else None

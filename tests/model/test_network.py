@@ -215,8 +215,8 @@ def test_bidirectional_backward_direction_reads_right_to_left() -> None:
     other[0, 5] = 2 if ids[0, 5] != 2 else 3
     with torch.no_grad():
         x1, x2 = net.encoder(ids, attn), net.encoder(other, attn)
-        h1, hn1 = net.rnn(x1, attn > 0)
-        h2, hn2 = net.rnn(x2, attn > 0)
+        h1, hn1, _ = net.rnn(x1, attn > 0)
+        h2, hn2, _ = net.rnn(x2, attn > 0)
     d = cfg.hidden_size
     assert not torch.allclose(h1[0, 0, d:], h2[0, 0, d:])  # backward at step 0 sees token 5
     torch.testing.assert_close(h1[0, :5, :d], h2[0, :5, :d])  # forward before token 5 does not
@@ -338,7 +338,7 @@ def test_stacked_layers_read_the_states_below() -> None:
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]) > 0
     with torch.no_grad():
         below, _ = RecurrentLayer.forward(net.rnn, x, mask)
-        top, h_n = net.rnn(x, mask)
+        top, h_n, _ = net.rnn(x, mask)
         expected, expected_n = upper(below, mask)  # eval: no dropout between them
     torch.testing.assert_close(top, expected, atol=0, rtol=0)
     torch.testing.assert_close(h_n, expected_n, atol=0, rtol=0)
@@ -358,7 +358,7 @@ def test_self_attention_between_layers_reads_the_first_layers_states() -> None:
     with torch.no_grad():
         below, _ = RecurrentLayer.forward(net.rnn, x, mask)
         mixed, weights = net.self_attn(below, mask)
-        top, h_n, got_weights = net.rnn.stacked(x, mask, net.self_attn)
+        top, h_n, got_weights = net.rnn(x, mask, net.self_attn)
         expected, expected_n = upper(mixed, mask)
         plain, _ = upper(below, mask)
     torch.testing.assert_close(top, expected, atol=0, rtol=0)

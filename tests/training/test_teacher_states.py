@@ -290,10 +290,16 @@ def synthetic_states(tmp_path_factory: pytest.TempPathFactory, tiny_transformer:
 
 
 def _hint(
-    glove: Path, states: Path, tmp_path: Path, sources: list[str] | None = None, **kw: object
+    glove: Path,
+    states: Path,
+    tmp_path: Path,
+    sources: list[str] | None = None,
+    preset: object | None = None,
+    **kw: object,
 ) -> tuple[StateHint, nn.Module, Callable[[list[int]], None]]:
-    """A hint over four synthetic items (``sources``: their files, one each), its network and
-    a function that runs the network forward on the items of the given indices."""
+    """A hint over four synthetic items (``sources``: their files, one each), its network (of
+    ``preset``: a hinted ``atae-lstm`` by default) and a function that runs the network
+    forward on the items of the given indices."""
     from absa.training.inference import to_tensors
     from absa.training.train import build_network
 
@@ -301,8 +307,9 @@ def _hint(
     if sources:
         named = enumerate(zip(examples, sources, strict=True))
         examples = [replace(e, source=f"{d}:{i}") for i, (e, d) in named]
-    preset = _student(glove, states, 1.0)
-    _, pipe, net = build_network(preset, examples, torch.device("cpu"))
+    _, pipe, net = build_network(
+        preset or _student(glove, states, 1.0), examples, torch.device("cpu")
+    )
     encoded = [pipe.encode(e.text, e.start, e.end) for e in examples]
     net.eval()
     return (
@@ -338,6 +345,22 @@ def test_the_hint_loss_is_the_mse_over_the_words_the_teacher_read(
     assert loss.item() == pytest.approx(want, rel=1e-5)
     hint.close()
     assert not net.rnn._forward_hooks  # the network is as it was built
+
+
+def test_the_hint_reads_the_top_states_with_self_attention_between_the_layers(
+    small_glove: Path, synthetic_states: Path, tmp_path: Path
+) -> None:
+    """Two layers, the self-attention between them: the hint sees the second layer's states
+    (the network's H), not the mixed states of the first."""
+    base = _student(small_glove, synthetic_states, 1.0, preset="card")
+    two = replace(base, model=replace(base.model, layers=2, self_attention_at="between"))
+    hint, net, forward = _hint(small_glove, synthetic_states, tmp_path, preset=two)
+    seen: list[torch.Tensor] = []
+    net.rnn.upper[0].register_forward_hook(lambda _m, _a, out: seen.append(out[0]))
+    forward([0, 1, 2, 3])
+    assert hint._h is not None and torch.equal(hint._h, seen[0])
+    loss = hint.loss([0, 1, 2, 3])
+    assert loss.item() == pytest.approx(_mse(hint, [0, 1, 2, 3], lambda _: hint.proj), rel=1e-5)
 
 
 @pytest.mark.parametrize("name", ["atae-lstm", "card-gru"])  # LSTM and GRU states
