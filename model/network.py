@@ -153,9 +153,9 @@ class TransformerEncoder(nn.Module):
         return out.last_hidden_state  # (B, T, E)
 
 
-class RecurrentLayer(nn.Module):
-    """One LSTM/GRU layer over right-padded batches, forward and (``cfg.bidirectional``)
-    backward; returns H (B, T, D), zero at padding, and h_N (B, D)."""
+class _Directions(nn.Module):
+    """One LSTM/GRU layer's weights, forward and (``cfg.bidirectional``) backward, and its
+    run over right-padded batches (``layer``): H (B, T, D), zero at padding, and h_N (B, D)."""
 
     def __init__(self, cfg: ModelConfig, input_dim: int) -> None:
         super().__init__()
@@ -189,7 +189,7 @@ class RecurrentLayer(nn.Module):
         out, _ = rnn(x, (h0, h0) if self.cell == "lstm" else h0)
         return out
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def layer(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, _ = x.shape
         lengths = mask.long().sum(1)  # (B,)
         steps = torch.arange(t, device=x.device).unsqueeze(0).expand(b, t)  # (B, T)
@@ -207,7 +207,14 @@ class RecurrentLayer(nn.Module):
         return out * mask.unsqueeze(-1).to(out.dtype), h_n
 
 
-class MaskedRNN(RecurrentLayer):
+class RecurrentLayer(_Directions):
+    """One LSTM/GRU layer: ``forward`` returns H (B, T, D), zero at padding, and h_N (B, D)."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.layer(x, mask)
+
+
+class MaskedRNN(_Directions):
     """``cfg.layers`` stacked recurrent layers; H and h_N are the top one's. The first layer's
     weights are this module's own (``fwd``, ``bwd``: a one-layer run's names, so older runs
     load), those above it in ``upper``, each reading both directions of the one below through
@@ -224,7 +231,7 @@ class MaskedRNN(RecurrentLayer):
         """H and h_N of the top layer, with ``mid`` (if any) over the first layer's states
         before the second reads them; its weights third (None without it). A hook on this
         module sees H first (the state hint's)."""
-        out, h_n = super().forward(x, mask)
+        out, h_n = self.layer(x, mask)
         weights = None
         if mid is not None:
             out, weights = mid(out, mask)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from absa.model.config import ModelConfig
-from absa.model.network import ABSANet, ExportWrapper, RecurrentLayer, masked_softmax, sinusoid
+from absa.model.network import ABSANet, ExportWrapper, masked_softmax, sinusoid
 from absa.training.presets import PRESETS
 
 VOCAB = 50
@@ -337,7 +337,7 @@ def test_stacked_layers_read_the_states_below() -> None:
     x = torch.randn(2, 5, net.rnn.fwd.input_size, generator=torch.Generator().manual_seed(0))
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]) > 0
     with torch.no_grad():
-        below, _ = RecurrentLayer.forward(net.rnn, x, mask)
+        below, _ = net.rnn.layer(x, mask)
         top, h_n, _ = net.rnn(x, mask)
         expected, expected_n = upper(below, mask)  # eval: no dropout between them
     torch.testing.assert_close(top, expected, atol=0, rtol=0)
@@ -356,7 +356,7 @@ def test_self_attention_between_layers_reads_the_first_layers_states() -> None:
     x = torch.randn(2, 5, net.rnn.fwd.input_size, generator=torch.Generator().manual_seed(0))
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]) > 0
     with torch.no_grad():
-        below, _ = RecurrentLayer.forward(net.rnn, x, mask)
+        below, _ = net.rnn.layer(x, mask)
         mixed, weights = net.self_attn(below, mask)
         top, h_n, got_weights = net.rnn(x, mask, net.self_attn)
         expected, expected_n = upper(mixed, mask)
