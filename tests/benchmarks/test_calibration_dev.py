@@ -1,12 +1,13 @@
 """benchmarks/calibration_dev.py's map per label answered: on answers whose sureness means
-something else for each label, it recovers each label's own rate where one map cannot."""
+something else for each label, it recovers each label's own rate where one map cannot; its
+laptop shift: the same for sentences that read like laptop reviews."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from absa.model.calibration import expected_calibration_error
-from benchmarks.calibration_dev import by_label, knots
+from benchmarks.calibration_dev import by_label, knots, laptop_shift
 
 
 def test_a_map_per_label_answered_recovers_each_labels_own_rate() -> None:
@@ -26,3 +27,22 @@ def test_a_map_per_label_answered_recovers_each_labels_own_rate() -> None:
     assert expected_calibration_error(per_label, y) < 0.5 * expected_calibration_error(one_map, y)
     few = by_label(min_items=n)(p, x, y)(p, x)  # no label answered that often: the one map
     assert np.allclose(few, one_map)
+
+
+def test_the_laptop_shift_lowers_laptop_like_answers_to_their_rate_and_no_others() -> None:
+    rng = np.random.default_rng(1)
+    n = 4000
+    like = rng.random(n) < 0.2  # a fifth read like laptop reviews (score 0.9, else 0.05)
+    p = np.full((n, 3), 0.05)
+    p[:, 0] = 0.9
+    right = rng.random(n) < np.where(like, 0.7, 0.9)  # as sure, right less often
+    y = np.where(right, 0, 1)
+    x = np.zeros((n, 5), dtype=object)
+    x[:, 3] = np.where(like, 0.9, 0.05)
+    shifted = laptop_shift()(p, x, y)(p, x)
+    one_map = knots("centres")(p, x, y)(p, x)
+    assert (shifted.argmax(1) == 0).all()  # no prediction changes
+    assert abs(shifted[like].max(1).mean() - right[like].mean()) < 0.01
+    np.testing.assert_allclose(shifted[~like], one_map[~like])  # the others as the map says
+    assert expected_calibration_error(shifted[like], y[like]) < 0.01
+    assert expected_calibration_error(one_map[like], y[like]) > 0.1
