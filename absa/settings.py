@@ -100,7 +100,9 @@ class LogSettings(BaseSettings):
     model_config = CONFIG
 
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
-        "info", description="the server's logging (uvicorn's and the project's loggers)"
+        "info",
+        description="the logging level: the server's (uvicorn's and the project's loggers) and "
+        "every command's (`absa -v`: debug)",
     )
     log_format: Literal["text", "json"] = Field(
         "text",

@@ -421,7 +421,8 @@ def until_file(
 def main_with_json_logs(argv: list[str], monkeypatch: Any, capsys: Any) -> tuple[int, list[dict]]:
     """``absa ARGV`` under ABSA_LOG_FORMAT=json: its exit status and every stderr line as a
     JSON object (a line that is not one fails the caller's test). ``main``'s basicConfig
-    makes its handler on this test's stderr; the root logger is put back after."""
+    makes its handler on this test's stderr; the root logger (handlers, level) is put back
+    after."""
     import json
     import logging
 
@@ -429,7 +430,7 @@ def main_with_json_logs(argv: list[str], monkeypatch: Any, capsys: Any) -> tuple
 
     monkeypatch.setenv("ABSA_LOG_FORMAT", "json")
     root = logging.getLogger()
-    handlers = root.handlers[:]
+    handlers, level = root.handlers[:], root.level
     root.handlers = []
     try:
         code = main(argv)
@@ -437,6 +438,7 @@ def main_with_json_logs(argv: list[str], monkeypatch: Any, capsys: Any) -> tuple
         for h in root.handlers:
             root.removeHandler(h)
         root.handlers = handlers
+        root.setLevel(level)
         common.JSON_LINES[0] = False
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     return code, [json.loads(line) for line in lines]

@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _closed_to_devnull()
     args = _parse(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if args.verbose else _log_level(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -214,6 +214,18 @@ def _log_format() -> str:
         return LogSettings().log_format
     except (ImportError, ValidationError):
         return "text"
+
+
+def _log_level() -> int:
+    """ABSA_LOG_LEVEL as a logging level (trace: debug), or info where it cannot be read (as
+    ``_log_format``): every command's, as the server's."""
+    try:
+        from absa.settings import LogSettings
+
+        name = LogSettings().log_level
+    except (ImportError, ValidationError):
+        return logging.INFO
+    return logging.DEBUG if name == "trace" else logging.getLevelNamesMapping()[name.upper()]
 
 
 def _warn_unknown_variables() -> None:

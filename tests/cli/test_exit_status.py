@@ -72,3 +72,23 @@ def test_with_json_logs_the_error_line_is_a_json_object_too(
     assert records[-1]["level"] == "ERROR" and records[-1]["message"] == (
         f"absa retrain: error: --config {tmp_path / 'missing.toml'}: no such file"
     )
+
+
+@pytest.mark.parametrize(("level", "info_lines"), [("warning", False), ("INFO", True)])
+def test_every_command_logs_at_absa_log_level(
+    level: str,
+    info_lines: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ABSA_LOG_LEVEL is every command's level, not only the server's: a retraining job set
+    to warning logs no info lines (which file it read, which model it loaded)."""
+    from tests.helpers import main_with_json_logs
+
+    data = tmp_path / "one.raw"
+    data.write_text("The fries were soggy but the $T$ was great\nburger\n1\n")
+    monkeypatch.setenv("ABSA_LOG_LEVEL", level)
+    code, records = main_with_json_logs(["evaluate", "--data", str(data)], monkeypatch, capsys)
+    assert code == 0
+    assert any(r["level"] == "INFO" for r in records) is info_lines
