@@ -29,8 +29,10 @@ import logging
 import os
 import random
 import shutil
+import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -101,18 +103,47 @@ def set_rng_state(state: dict, batch_order: random.Random) -> None:
 
 def save(run_dir: Path, state: dict) -> None:
     """Write the checkpoint atomically: a killed write leaves the previous one whole, and a
-    power cut after the rename the new one (the file and its directory are fsynced)."""
+    power cut after the rename the new one (the file and its directory are fsynced). Ctrl-C,
+    SIGTERM and SIGHUP wait for the write and the rename (``_signals_held``)."""
     path = Path(run_dir) / CHECKPOINT
     part = path.with_suffix(".part")
+    with _signals_held():
+        try:
+            with part.open("wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+        except (OSError, RuntimeError) as e:  # a full disk, say: no half checkpoint left behind
+            raise _unwritten(path, part, e) from e
+        os.replace(part, path)
+        synced_after_rename(path.parent, path)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP noted, not acted on, until the block ends, then raised
+    again for their own handlers (in the main thread, where Python handles them; a signal
+    ignored stays ignored). Ctrl-C inside torch.save's write came out of it as a RuntimeError
+    ("unexpected pos"): the job said "cannot write ... checkpoint.pt (may succeed if run
+    again)" and exited 75, not "interrupted" with 130. (Not a blocked signal mask: the
+    kernel hands a process's signal to any thread that does not block it, torch's too.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = [
+        s
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(s) not in (signal.SIG_IGN, None)
+    ]
+    old = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in held}
     try:
-        with part.open("wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-    except (OSError, RuntimeError) as e:  # a full disk, say: no half checkpoint left behind
-        raise _unwritten(path, part, e) from e
-    os.replace(part, path)
-    synced_after_rename(path.parent, path)
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for signum in caught:
+            signal.raise_signal(signum)
 
 
 def load(run_dir: Path, expected: str) -> dict | None:

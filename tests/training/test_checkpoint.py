@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -551,3 +553,21 @@ def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_c
     assert done.returncode == 143, done.stderr
     assert f"the run in {tmp_path / 'r'} is written; --eval was cut short" in done.stderr
     assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
+
+
+class _CtrlC:
+    """Pickled into a checkpoint: sends this process SIGINT in the middle of torch.save."""
+
+    def __reduce__(self) -> tuple:
+        os.kill(os.getpid(), signal.SIGINT)
+        return (int, (7,))
+
+
+def test_ctrl_c_during_the_write_waits_for_a_whole_checkpoint(tmp_path: Path) -> None:
+    """Ctrl-C inside torch.save came out of it as a RuntimeError ("unexpected pos"): absa
+    said "cannot write ... checkpoint.pt (may succeed if run again)", 75, not interrupted."""
+    with pytest.raises(KeyboardInterrupt):  # after the save, not inside it
+        checkpoint.save(tmp_path, {"weights": torch.zeros(50_000), "ctrl_c": _CtrlC()})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [CHECKPOINT]  # no .part left
+    state = torch.load(tmp_path / CHECKPOINT, weights_only=False)
+    assert state["ctrl_c"] == 7 and state["weights"].shape == (50_000,)
