@@ -25,7 +25,8 @@ One configurable network; every piece is chosen by ``ModelConfig``:
 
 Padding is handled by masks, never by packing, so the exported graph keeps dynamic
 batch and length axes and padding cannot change any output. The backward direction
-of a bidirectional RNN runs on each sequence reversed within its own length.
+of a bidirectional RNN runs on each sequence reversed within its own length; exported,
+each layer is one ONNX LSTM/GRU node over the sequence lengths (``absa.model.onnx_rnn``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from absa.model.config import ModelConfig
+from absa.model.onnx_rnn import recurrence
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -204,6 +206,9 @@ class _Directions(nn.Module):
             out_b = out_b.gather(1, rev.unsqueeze(-1).expand(b, t, self.hidden))
             out = torch.cat([out, out_b], dim=-1)
             h_n = torch.cat([h_n, out_b[:, 0]], dim=-1)
+        if torch.onnx.is_in_onnx_export():  # one LSTM/GRU node with the lengths, not ~20
+            cells = [self.fwd] + ([self.bwd] if self.bwd is not None else [])
+            out, h_n = recurrence(out, h_n, x, lengths, cells, self.cell, self.hidden)
         return out * mask.unsqueeze(-1).to(out.dtype), h_n
 
 
