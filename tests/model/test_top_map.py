@@ -93,6 +93,36 @@ def test_applying_a_map_keeps_every_prediction_and_sums_to_one() -> None:
         fit_top_map(np.zeros((0, 3)), np.zeros(0, dtype=np.int64))
 
 
+@pytest.mark.parametrize("classes", [3, 5])
+def test_a_few_rows_on_floats_answer_as_the_whole_batch_does(classes: int) -> None:
+    """A served request's few rows take the float path (``calibration.FEW_ROWS``); a batch
+    takes numpy's: each row the same, ties, saturated tops and both ends of the map too."""
+    rng = np.random.default_rng(7)
+    p = softmax(rng.normal(0, 3, (4000, classes))).astype(np.float32)
+    p[:5] = np.eye(classes)[0]  # saturated: the rest shared evenly
+    p[5:10, :2] = 0.45  # a tie on top
+    p[5:10, 2:] = 0.1 / (classes - 2)
+    p[10:15] = 1.0 / classes  # below the first knot
+    xs, ys = np.sort(rng.uniform(0.3, 0.95, 12)), np.sort(rng.uniform(0.3, 0.99, 12))
+    assert len(p) > calibration.FEW_ROWS
+    whole = apply_top_map(p, xs, ys)  # numpy's path
+    np.testing.assert_array_equal(
+        whole, set_top(p, np.interp(p.astype(np.float64).max(axis=1), xs, ys))
+    )
+    for size in (1, 3, calibration.FEW_ROWS):
+        for s in range(0, 600, size):
+            few = apply_top_map(p[s : s + size], xs, ys)
+            assert few.dtype == np.float32 and few.shape == (size, classes)
+            np.testing.assert_allclose(few, whole[s : s + size], atol=2e-7, rtol=0)
+            assert (few.argmax(1) == p[s : s + size].argmax(1)).all()
+    # a row that is not a number goes numpy's way, as it always did
+    bad = p[:2].copy()
+    bad[1, 0] = np.nan
+    np.testing.assert_array_equal(
+        apply_top_map(bad, xs, ys), set_top(bad, np.interp(bad.max(axis=1), xs, ys))
+    )
+
+
 def test_set_top_gives_each_row_its_own_top_probability() -> None:
     p = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6], [0.5, 0.45, 0.05]])
     q = set_top(p, np.array([0.9, 0.4, 0.3]))  # the last would let the runner-up overtake
