@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Modules that need torch (the training side). Every other module must import without it.
 NEEDS_TORCH = {
     "absa.model.network",
+    "absa.model.onnx_rnn",  # the recurrent layers as export writes them
     "absa.model.export",
     "absa.model.recalibrate",  # onnx and the temperature fit: the train extra
     "absa.model.tagger",
