@@ -661,20 +661,11 @@ def served_dev(meta: dict) -> str:
     return f"; as served, dev accuracy {acc:.2f} (macro-F1 {f1:.2f})"
 
 
-def card(
-    args: argparse.Namespace, results: dict, cmds: list[str], teacher: dict | None = None
-) -> str:
-    meta = read_metadata(args.out)
-    cfg, tr = meta["model_config"], meta["train"]
-    if tr.get("transfer") and "by_file" not in tr["transfer"] and is_run(args.run):
-        tr["transfer"] = {**tr["transfer"], **transfer_sources(tr, args.run)}  # older runs
-    size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
-    rows = "\n".join(
-        f"| {name} | {r['n']} | {r['accuracy'] * 100:.2f} | {r['macro_f1'] * 100:.2f} |"
-        for name, r in results.items()
-    )
+def latency_words() -> str:
+    """The card's latency paragraph, from the shipped model's latency records
+    (benchmarks/results/latency/default.json and default-2workers.json)."""
     lat = ROOT / "benchmarks" / "results" / "latency" / "default.json"
-    latency = (
+    not_yet = (
         "Not measured yet: `python benchmarks/latency.py --artifact model/artifacts/default ...`."
     )
     if lat.is_file():
@@ -693,11 +684,27 @@ def card(
             if 1 in http and 64 in http
             else ""
         )
-        latency = (
+        return (
             f"onnxruntime on 2 CPU cores: batch 1 p50 {o['batch1']['p50_ms']:.2f} ms, "
             f"p99 {o['batch1']['p99_ms']:.1f} ms; batch 64 {o['batch64_aspects_per_s']:.0f} aspects/s. "
             f"{served} Details: docs/benchmarks.md."
         )
+    return not_yet
+
+
+def card(
+    args: argparse.Namespace, results: dict, cmds: list[str], teacher: dict | None = None
+) -> str:
+    meta = read_metadata(args.out)
+    cfg, tr = meta["model_config"], meta["train"]
+    if tr.get("transfer") and "by_file" not in tr["transfer"] and is_run(args.run):
+        tr["transfer"] = {**tr["transfer"], **transfer_sources(tr, args.run)}  # older runs
+    size = sum(f.stat().st_size for f in args.out.iterdir() if f.is_file()) / 1e6
+    rows = "\n".join(
+        f"| {name} | {r['n']} | {r['accuracy'] * 100:.2f} | {r['macro_f1'] * 100:.2f} |"
+        for name, r in results.items()
+    )
+    latency = latency_words()
     dev = meta["metrics"]["dev"]
     pipeline = json.loads((args.out / "pipeline.json").read_text())
     domains = (
