@@ -205,8 +205,10 @@ def main(argv: list[str] | None = None) -> None:
         artifact.write_metadata(tmp, meta)
         if quantized:
             nodes = word_table_gathers(tmp / ONNX)
-            artifact.quantize_graph(tmp, meta, op_types=["Gather"], nodes=nodes)
+            size_fp32 = artifact.quantize_graph(tmp, meta, op_types=["Gather"], nodes=nodes)
             carry_table(old_graph, tmp / ONNX)
+            meta["quantization"]["bytes_fp32"] = size_fp32  # this graph's; the rest is as before
+            meta["quantization"]["bytes_int8"] = (tmp / ONNX).stat().st_size
         artifact.record_checksums(meta, tmp)
         artifact.write_metadata(tmp, meta)
         report = parity(Runtime.load(args.artifact, threads=2), Runtime.load(tmp, threads=2))

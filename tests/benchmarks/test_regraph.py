@@ -70,6 +70,7 @@ def test_an_old_graph_is_made_one_node_per_layer_with_the_same_answers(
     assert meta["version"] == "1.0.1" and meta["regraphed"]["from_version"] == "1.0.0"
     assert meta["regraphed"]["from_sha256"] == before["onnx"]["sha256"]
     assert meta["calibration"] == before["calibration"]  # T in the graph, as before
+    assert meta["quantization"]["bytes_int8"] == (new / "model.onnx").stat().st_size
     parity = meta["regraphed"]["test_parity"]
     assert set(parity) == {"rest14", "lap14", "twitter", "mams"}
     for r in parity.values():
