@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import shutil
 import sys
 from datetime import UTC, datetime
@@ -40,7 +41,7 @@ from absa.model.card import write_card  # noqa: E402
 from absa.model.config import ModelConfig  # noqa: E402
 from absa.model.export import _export_onnx, export_versions, word_table_gathers  # noqa: E402
 from absa.model.network import ABSANet  # noqa: E402
-from absa.model.onnx_rnn import _ORDER  # noqa: E402
+from absa.model.onnx_rnn import GATE_ORDER  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
@@ -55,7 +56,7 @@ def weights_of(graph: onnx.GraphProto, cell: str, hidden: int) -> dict[str, torc
     """The torch state dict a graph's initializers hold, by the nodes that read them."""
     init = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     state: dict[str, np.ndarray] = {}
-    back = np.argsort(_ORDER[cell])  # ONNX's gate blocks back into torch's order
+    back = np.argsort(GATE_ORDER[cell])  # ONNX's gate blocks back into torch's order
     g = len(back)
 
     def torch_gates(a: np.ndarray) -> np.ndarray:
@@ -174,7 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--artifact", type=Path, required=True)
     ap.add_argument("--version", required=True, help="the new artifact's version")
     ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = ap.parse_args(given)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     old_meta = artifact.load(args.artifact).metadata
     cfg = ModelConfig.from_dict(old_meta["model_config"])
@@ -201,8 +203,6 @@ def main(argv: list[str] | None = None) -> None:
                 shutil.copy2(f, tmp / f.name)
         _export_onnx(net, tmp / ONNX, bool(cfg.self_attention_heads), temperature)
         meta = json.loads(json.dumps(old_meta))
-        artifact.record_checksums(meta, tmp)
-        artifact.write_metadata(tmp, meta)
         if quantized:
             nodes = word_table_gathers(tmp / ONNX)
             size_fp32 = artifact.quantize_graph(tmp, meta, op_types=["Gather"], nodes=nodes)
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
             "from_version": old_meta["version"],
             "from_sha256": old_meta["onnx"]["sha256"],
             "code_version": code_version(),
-            "command": "python benchmarks/regraph.py " + " ".join(sys.argv[1:]),
+            "command": shlex.join(["python", "benchmarks/regraph.py", *given]),
             "test_parity": report,
         }
         old_card = args.artifact / "README.md"

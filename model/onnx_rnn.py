@@ -10,7 +10,7 @@ directions computes what the torch layer does. ``recurrence`` gives the torch la
 outputs to torch and, to the exporter, that one node: the weights reordered into ONNX's
 gate order (LSTM i, o, f, c from torch's i, f, g, o; GRU z, r, h from r, z, n, with
 ``linear_before_reset``, torch's form), which the exporter folds into initializers.
-The export's parity check (``export.check_parity``) compares the two on real items.
+The export's parity check (``export._check_parity``) compares the two on real items.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import torch
 from torch import nn
 
 # torch's gate blocks in ONNX's order
-_ORDER = {"lstm": (0, 3, 1, 2), "gru": (1, 0, 2)}
+GATE_ORDER = {"lstm": (0, 3, 1, 2), "gru": (1, 0, 2)}
 
 
 def _gates(t: torch.Tensor, cell: str, hidden: int) -> torch.Tensor:
     """The stacked gate blocks of a weight or bias (dim 0) in ONNX's order."""
-    return torch.cat([t[g * hidden : (g + 1) * hidden] for g in _ORDER[cell]])
+    return torch.cat([t[g * hidden : (g + 1) * hidden] for g in GATE_ORDER[cell]])
 
 
 def onnx_weights(

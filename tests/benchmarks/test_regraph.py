@@ -68,6 +68,7 @@ def test_an_old_graph_is_made_one_node_per_layer_with_the_same_answers(
     meta = artifact.load(new).metadata  # every checksum right
     before = json.loads((old / "metadata.json").read_text())
     assert meta["version"] == "1.0.1" and meta["regraphed"]["from_version"] == "1.0.0"
+    assert meta["regraphed"]["command"].endswith(f"--version 1.0.1 --out {new}")  # as given
     assert meta["regraphed"]["from_sha256"] == before["onnx"]["sha256"]
     assert meta["calibration"] == before["calibration"]  # T in the graph, as before
     assert meta["quantization"]["bytes_int8"] == (new / "model.onnx").stat().st_size
