@@ -226,17 +226,27 @@ def check_paths(src: Path, dst: Path) -> None:
         )
 
 
-def new_part(dst: Path) -> Path:
-    """``part_path(dst)``, made now (empty), before a row is scored: one that cannot be made
-    (a directory not writable; before ``part_path`` fitted the name limit, a name too long
-    with the suffix) failed after the first rows were scored, or the whole of a small file,
-    naming the ``.part`` the user never gave."""
+@contextlib.contextmanager
+def new_part(dst: Path) -> Iterator[Path]:
+    """``part_path(dst)``, made now (empty), before a row is scored, and removed if the block
+    fails or is stopped (Ctrl-C, SIGTERM, SIGHUP). One that cannot be made (a directory not
+    writable; before ``part_path`` fitted the name limit, a name too long with the suffix)
+    failed after the first rows were scored, or the whole of a small file, naming the
+    ``.part`` the user never gave. Made inside the scope that removes it: made first and
+    removed in the caller's own ``try``, a signal between the two left it behind."""
     tmp = part_path(written_at(dst))
+    mine = True
     try:
-        tmp.touch(exist_ok=False)
-    except OSError as e:
-        raise cannot_write(dst, e) from None
-    return tmp
+        try:
+            tmp.touch(exist_ok=False)
+        except OSError as e:
+            mine = not isinstance(e, FileExistsError)  # another run's: never removed
+            raise cannot_write(dst, e) from None
+        yield tmp
+    except BaseException:
+        if mine:
+            tmp.unlink(missing_ok=True)  # a failed move too: no .part is left behind
+        raise
 
 
 def written_at(dst: Path) -> Path:
@@ -962,58 +972,57 @@ def score_file(
         return score_table_file(predictor, src, dst, progress=progress)  # checks the paths
     check_paths(src, dst)
     stats = ScoreStats()
-    tmp = new_part(dst)
-    try:
-        with (
-            # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first name;
-            # JSONL lines end at "\n" only, CSV records where the csv module says
-            src.open(
-                encoding="utf-8-sig",
-                errors="surrogateescape",
-                newline=JSONL_NEWLINE if in_fmt == "jsonl" else "",
-            ) as fin,
-            tmp.open("w", encoding="utf-8", newline="") as fout,
-            tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar,
-        ):
-            kind = row_kind(predictor)
-            columns = output_columns(predictor.labels, out_fmt, kind)
-            reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt, kind)})
-            reserved.remove(ERROR)  # an input "error" field is kept; the error goes beside it
-            header, rows, names = _rows(fin, in_fmt, src, reserved, kind, row_keys(predictor))
-            writer = _Writer(fout, out_fmt, columns)
-            if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
-                header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
-            if header is not None:  # a CSV's columns, or every JSONL field
-                refuse_both_errors(header, str(src))
-            if header is not None and out_fmt == "csv":
-                writer.start_csv(header)
-            pending: list[tuple[int, dict | None, str]] = []
+    with new_part(dst) as tmp:
+        try:
+            with (
+                # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first name;
+                # JSONL lines end at "\n" only, CSV records where the csv module says
+                src.open(
+                    encoding="utf-8-sig",
+                    errors="surrogateescape",
+                    newline=JSONL_NEWLINE if in_fmt == "jsonl" else "",
+                ) as fin,
+                tmp.open("w", encoding="utf-8", newline="") as fout,
+                tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar,
+            ):
+                kind = row_kind(predictor)
+                columns = output_columns(predictor.labels, out_fmt, kind)
+                reserved = sorted({*columns, *output_columns(predictor.labels, in_fmt, kind)})
+                reserved.remove(ERROR)  # an input "error" field is kept; the error goes beside it
+                header, rows, names = _rows(fin, in_fmt, src, reserved, kind, row_keys(predictor))
+                writer = _Writer(fout, out_fmt, columns)
+                if header is None and out_fmt == "csv":  # JSONL rows: every row's fields, first
+                    header = jsonl_fields(src)  # a pass of its own, so no row's field is lost
+                if header is not None:  # a CSV's columns, or every JSONL field
+                    refuse_both_errors(header, str(src))
+                if header is not None and out_fmt == "csv":
+                    writer.start_csv(header)
+                pending: list[tuple[int, dict | None, str]] = []
 
-            def flush() -> None:
-                read = [None if row is None else as_read(row, names) for _, row, _ in pending]
-                preps = prepare_rows(predictor, read, [err for _, _, err in pending])
-                good = [p.prepared for p, _ in preps if p is not None]
-                preds = iter(predictor.predict_many(good))
-                for (line, row, _), (prep, err) in zip(pending, preps, strict=True):
-                    if prep is None:
-                        writer.write(row, None, None, err, line)
-                        stats.add_bad(src, line, err)
-                    else:
-                        writer.write(row, prep, next(preds), "", line)
-                        stats.scored += 1
-                bar.update(len(pending))
-                pending.clear()
+                def flush() -> None:
+                    read = [None if row is None else as_read(row, names) for _, row, _ in pending]
+                    preps = prepare_rows(predictor, read, [err for _, _, err in pending])
+                    good = [p.prepared for p, _ in preps if p is not None]
+                    preds = iter(predictor.predict_many(good))
+                    for (line, row, _), (prep, err) in zip(pending, preps, strict=True):
+                        if prep is None:
+                            writer.write(row, None, None, err, line)
+                            stats.add_bad(src, line, err)
+                        else:
+                            writer.write(row, prep, next(preds), "", line)
+                            stats.scored += 1
+                    bar.update(len(pending))
+                    pending.clear()
 
-            for line, row, err in rows:
-                stats.rows += 1
-                pending.append((line, row, err))
-                if len(pending) >= chunk:
-                    flush()
-            flush()
-        publish(tmp, dst)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)  # a failed move too: no .part is left behind
-        if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said of the output
-            raise cannot_write(dst, e) from None
-        raise
+                for line, row, err in rows:
+                    stats.rows += 1
+                    pending.append((line, row, err))
+                    if len(pending) >= chunk:
+                        flush()
+                flush()
+            publish(tmp, dst)
+        except OSError as e:  # new_part removes the .part, a failed move's too
+            if e.errno in NO_SPACE:  # a full disk: said of the output
+                raise cannot_write(dst, e) from None
+            raise
     return stats

@@ -1573,3 +1573,25 @@ def test_an_input_without_rows_succeeds_and_says_so(
         == 0
     )
     assert "holds no rows" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out_name", ["out.jsonl", "out.parquet"])
+def test_a_signal_just_after_the_part_is_made_leaves_no_part(
+    artifact: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out_name: str
+) -> None:
+    """CI met it: SIGHUP right after `absa predict --input` made OUT.<random>.part, before
+    the block that removes it on failure, exited 129 and left the .part. A signal is an
+    exception raised between two statements: here, the moment the file exists."""
+    src = _write(tmp_path / "in.jsonl", json.dumps({"text": A.text, "aspect": A.term}) + "\n")
+    touch = Path.touch
+
+    def touched_then_stopped(self: Path, *args: object, **kw: object) -> None:
+        touch(self, *args, **kw)  # type: ignore[arg-type]
+        if self.name.endswith(".part"):
+            raise KeyboardInterrupt  # as the signal's handler raises, once the file is there
+
+    monkeypatch.setattr(Path, "touch", touched_then_stopped)
+    dst = tmp_path / out_name
+    argv = ["predict", "--model", str(artifact), "--input", str(src), "--output", str(dst)]
+    assert main([*argv, "--quiet"]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # no .part, no output

@@ -596,39 +596,37 @@ def score_table_file(
     check_paths(src, dst)
     stats = ScoreStats()
     where = _RowLines(src)
-    try:  # made now: opened with its first row group, it failed after that was scored
-        tmp = new_part(dst)
-    except OSError:
-        where.close()
-        raise
-    writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
-    exact = is_jsonl(src)  # a JSONL file's fields are read by their own names only
-    # the column of a row's error, one for the whole file: a JSONL file's every field (read
-    # ahead), else the columns every table has (a CSV header, a Parquet schema)
-    error: str | None = None
     try:
-        if exact and writer.fmt == "parquet":  # columns of one type each, fixed
-            error = _read_ahead(writer, src, chunk, predictor)  # (into CSV: absa.scoring's)
-        with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
-            batches = read_batches(src, chunk, row_kind(predictor))
-            for table in _checked(batches, src, predictor, error):
-                error = error or error_column(table.column_names)
-                scored = score_table(predictor, table, exact=exact, error=error)
-                # written first: a row it refuses is named by ``where``, which reads forward
-                writer.write(scored)
-                _count(scored, stats, src, where, error)
-                bar.update(table.num_rows)
-        if not stats.rows:  # no rows: a file of no rows that still names the columns
-            no_rows = _no_rows(src, row_kind(predictor))
-            empty = next(_checked(iter([no_rows]), src, predictor))  # the file named
-            writer.write(score_table(predictor, empty, exact=exact, error=error))
-        writer.close()
-        publish(tmp, dst)
-    except BaseException as e:
-        writer.abort()  # a failed move too: no .part is left behind
-        if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said of the output
-            raise cannot_write(dst, e) from None
-        raise
+        # made now: opened with its first row group, it failed after that was scored
+        with new_part(dst) as tmp:
+            writer = TableWriter(tmp, dst.suffix, source=str(src), locate=where.named)
+            exact = is_jsonl(src)  # a JSONL file's fields are read by their own names only
+            # the column of a row's error, one for the whole file: a JSONL file's every field (read
+            # ahead), else the columns every table has (a CSV header, a Parquet schema)
+            error: str | None = None
+            try:
+                if exact and writer.fmt == "parquet":  # columns of one type each, fixed
+                    error = _read_ahead(writer, src, chunk, predictor)  # (into CSV: absa.scoring's)
+                with tqdm(unit=" rows", desc=src.name, disable=None if progress else True) as bar:
+                    batches = read_batches(src, chunk, row_kind(predictor))
+                    for table in _checked(batches, src, predictor, error):
+                        error = error or error_column(table.column_names)
+                        scored = score_table(predictor, table, exact=exact, error=error)
+                        # written first: a row it refuses is named by ``where``, which reads forward
+                        writer.write(scored)
+                        _count(scored, stats, src, where, error)
+                        bar.update(table.num_rows)
+                if not stats.rows:  # no rows: a file of no rows that still names the columns
+                    no_rows = _no_rows(src, row_kind(predictor))
+                    empty = next(_checked(iter([no_rows]), src, predictor))  # the file named
+                    writer.write(score_table(predictor, empty, exact=exact, error=error))
+                writer.close()
+                publish(tmp, dst)
+            except BaseException as e:
+                writer.abort()  # its writers closed; new_part removes the .part
+                if isinstance(e, OSError) and e.errno in NO_SPACE:  # a full disk: said so
+                    raise cannot_write(dst, e) from None
+                raise
     finally:
         where.close()
     return stats
