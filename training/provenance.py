@@ -18,18 +18,27 @@ ROOT = Path(__file__).resolve().parents[1]  # the source tree: git runs here
 SELF = Path(__file__).resolve().relative_to(ROOT)  # this file, as the checkout tracks it
 
 
+#: what ``code_version``'s "+dirty" leaves out: files that no code reads (an artifact is read
+#: by its sha256, which each record keeps beside the code version)
+NOT_CODE = tuple(
+    f":(exclude){p}" for p in ("docs", "*.md", "benchmarks/results", "model/artifacts")
+)
+
+
 def code_version() -> str:
-    """The git commit of this code (with '+dirty' for local changes). Where the tree travels
-    without .git (a Docker build) or runs as an installed copy git does not track, the
-    settings' ``code_version`` (``ABSA_CODE_VERSION``), else the installed package's
-    version, else 'unknown'."""
+    """The git commit of this code (with '+dirty' for local changes to code: ``NOT_CODE``
+    aside). Where the tree travels without .git (a Docker build) or runs as an installed copy
+    git does not track, the settings' ``code_version`` (``ABSA_CODE_VERSION``), else the
+    installed package's version, else 'unknown'."""
     try:
         # an installed copy (site-packages in a .venv inside the checkout) is not the
         # checkout's code: git must track this very file, or the checkout is not what runs
         _git("ls-files", "--error-unmatch", "--", str(SELF))
         sha = _git("rev-parse", "HEAD")
-        # untracked files count too: a new module the code imports changes what runs
-        dirty = _git("status", "--porcelain", "--untracked-files=normal")
+        # untracked files count too: a new module the code imports changes what runs; what
+        # no code reads does not (the docs, results and artifacts a session writes beside
+        # its runs: a run made while they change is still this commit's code)
+        dirty = _git("status", "--porcelain", "--untracked-files=normal", "--", ".", *NOT_CODE)
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         pass

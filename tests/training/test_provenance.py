@@ -162,6 +162,43 @@ def test_an_untracked_file_makes_the_tree_dirty(
     assert code_version().endswith("+dirty")
 
 
+def test_docs_results_and_artifacts_written_beside_a_run_leave_it_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1.9.1's metadata said "+dirty" because the export replaced the tracked artifact it
+    was writing: what no code reads (docs, results, artifacts) is no change to the code;
+    a config beside them is."""
+    import absa.training.provenance as provenance
+
+    def git(*args: str) -> None:
+        who = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+        subprocess.run(["git", *who, *args], cwd=tmp_path, capture_output=True, check=True)
+
+    art = tmp_path / "model" / "artifacts" / "default"
+    try:
+        git("init", "-q")
+        (tmp_path / "training").mkdir()
+        (tmp_path / "training" / "provenance.py").write_text("x = 1\n")
+        art.mkdir(parents=True)
+        (art / "metadata.json").write_text("{}\n")
+        git("add", ".")
+        git("commit", "-qm", "one")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git here")
+    monkeypatch.setattr(provenance, "ROOT", tmp_path)
+    (art / "metadata.json").write_text('{"version": "2"}\n')
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "benchmarks.md").write_text("numbers\n")
+    (tmp_path / "README.md").write_text("more\n")
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "r.json").write_text("{}\n")
+    assert re.fullmatch(r"[0-9a-f]{40}", code_version())
+    (tmp_path / "benchmarks" / "configs").mkdir()
+    (tmp_path / "benchmarks" / "configs" / "c.json").write_text("{}\n")
+    assert code_version().endswith("+dirty")
+
+
 def test_an_installed_copy_inside_a_checkout_is_not_the_checkouts_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
