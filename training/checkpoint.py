@@ -49,8 +49,9 @@ CHECKPOINT = "checkpoint.pt"
 #: batch in progress and the run stops, for ``--resume`` to go on (absa train and absa
 #: retrain set it on SIGTERM: absa/cli/common.py ``checkpoint_on_sigterm``)
 STOP = threading.Event()
-# what may differ between the run that stopped and the one that resumes it
-FREE = ("threads", "device")
+# what may differ between the run that stopped and the one that resumes it (run.json's
+# ``sessions`` say what each session ran with)
+FREE = ("threads", "device", "precision")
 
 
 @dataclass

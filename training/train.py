@@ -179,7 +179,7 @@ def fit(
                  f" and {within.batches} batches of epoch {first}" if within else "")  # fmt: skip
     elif resume:
         log.info("no checkpoint in %s: training from epoch 1", run_dir)
-    sessions = session_record(state, first, tcfg.threads, str(device), version)
+    sessions = session_record(state, first, tcfg.threads, str(device), version, tcfg.precision)
 
     def save_within(epoch: int, at: checkpoint.Within) -> None:
         state = snapshot(key, epoch - 1, parts, rng, history, best, started)
@@ -418,7 +418,7 @@ def restore(state: dict, parts: dict, rng: random.Random) -> tuple[int, list[dic
 def _reproduce(command: str | None, sessions: list[dict]) -> str | None:
     """The command that trains the run again, said not to be bit for bit where its sessions
     ran on other threads or devices (the command names the last session's)."""
-    ran = sorted({f"{s['threads']} thread(s) on {s['device']}" for s in sessions})
+    ran = sorted({_ran(s) for s in sessions})
     if command is None or len(ran) < 2:
         return command
     return (
@@ -428,24 +428,54 @@ def _reproduce(command: str | None, sessions: list[dict]) -> str | None:
 
 
 def session_record(
-    state: dict | None, first: int, threads: int, device: str, version: str
+    state: dict | None,
+    first: int,
+    threads: int,
+    device: str,
+    version: str,
+    precision: str = "fp32",
 ) -> list[dict]:
     """Every session a run trained in (``state``: the checkpoint resumed, None: none), this
-    one last: the epoch it began with, its threads, device and code. The thread count and
-    the device change a run's last digits, and ``train_config`` names only the last
-    session's: a change is warned of (run.json's ``sessions`` then say which ran where)."""
+    one last: the epoch it began with, its threads, device, precision and code. The thread
+    count, the device and the precision change a run's digits, and ``train_config`` names only
+    the last session's: a change is warned of (run.json's ``sessions`` then say which ran
+    where; a session recorded before precisions were, in float32)."""
     sessions = [*(state or {}).get("sessions", [])]
-    if sessions and (sessions[-1]["threads"], sessions[-1]["device"]) != (threads, device):
+    this = {
+        "from_epoch": first,
+        "threads": threads,
+        "device": device,
+        "precision": precision,
+        "code_version": version,
+    }
+    if sessions and _ran(sessions[-1]) != _ran(this):
         log.warning(
-            "resumed: the last session trained on %d thread(s) on %s, this session %d on %s: "
-            "the weights are not those of a run on either alone (run.json's sessions say which)",
-            sessions[-1]["threads"],
-            sessions[-1]["device"],
-            threads,
-            device,
+            "resumed: the last session trained on %s, this session on %s: the weights are not "
+            "those of a run on either alone (run.json's sessions say which)",
+            _ran(sessions[-1]),
+            _ran(this),
         )
-    this = {"from_epoch": first, "threads": threads, "device": device, "code_version": version}
     return [*sessions, this]
+
+
+def _ran(session: dict) -> str:
+    """What a session trained on: "2 thread(s) on cpu", "1 thread(s) on cuda in bf16"."""
+    precision = session.get("precision", "fp32")  # none recorded: before there was a choice
+    ran = f"{session['threads']} thread(s) on {session['device']}"
+    return ran if precision == "fp32" else f"{ran} in {precision}"
+
+
+def step_precision(precision: str, device: torch.device) -> torch.autocast:
+    """The context the training step's forward and loss run in: ``bf16``, torch's autocast
+    to bfloat16 on ``device`` (matrix products in bfloat16, reductions and the weights in
+    float32); ``fp32``, a context that changes nothing."""
+    bf16 = precision == "bf16"
+    if bf16 and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        log.warning(
+            "precision bf16 on a CPU without bfloat16 instructions (AVX512-BF16, AMX): "
+            "emulated, slower than fp32"
+        )
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
 
 
 # with no progress bar (--quiet, or a log file): a line this often within an epoch, so that
@@ -504,39 +534,12 @@ def train_epoch(
         total=len(order),
     )
     items, beat, saved = sum(len(b) for b in order), time.time(), time.time()
+    precision = step_precision(tcfg.precision, inputs.device)
     for done, b in enumerate(bar, start.batches + 1):
         feats = [inputs.cache_train[i] for i in b] if inputs.cache_train is not None else None
         batch = to_tensors([inputs.train[i] for i in b], pad_id, feats, inputs.device)
-        logits, alpha, _ = net(**batch)
-        if gold is not None:  # a transfer set (which needs a teacher, so soft targets)
-            loss = mixed_loss(
-                logits,
-                inputs.y_train[b],
-                soft[b],  # type: ignore[index]
-                gold[b],
-                tcfg.distill,
-                inputs.class_weight,
-                tcfg.label_smoothing,
-                tcfg.distill_temperature,
-            )
-        else:
-            loss = F.cross_entropy(
-                logits,
-                inputs.y_train[b],
-                weight=inputs.class_weight,
-                label_smoothing=tcfg.label_smoothing,
-            )
-            if soft is not None:
-                kd = kd_loss(logits, soft[b], tcfg.distill_temperature)
-                loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
-        mask = batch["attention_mask"]
-        if sentences is not None:
-            group = torch.tensor([sentences[i] for i in b])
-            loss = loss + tcfg.attention_coverage * coverage_penalty(alpha, mask, group)
-        if tcfg.attention_entropy != 0:
-            loss = loss + tcfg.attention_entropy * attention_entropy(alpha, mask)
-        if hint is not None:
-            loss = loss + tcfg.distill_states * hint.loss(b)
+        with precision:
+            loss, alpha = step_loss(net, batch, b, inputs, soft, gold, hint, sentences, tcfg)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         # the network's gradients (the hint's map, trained beside it, is not clipped: it is
@@ -565,6 +568,54 @@ def train_epoch(
             if stop:
                 raise _Stopped
     return total_loss / max(1, seen), time.time() - t0
+
+
+def step_loss(
+    net: ABSANet,
+    batch: dict[str, torch.Tensor],
+    b: list[int],
+    inputs: Inputs,
+    soft: torch.Tensor | None,
+    gold: torch.Tensor | None,
+    hint: StateHint | None,
+    sentences: list[int] | None,
+    tcfg: TrainConfig,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch's training loss (and the aspect attention it came with): the labels' and
+    the teacher's terms and whichever attention and hint terms the config adds. The terms
+    are taken in float32 whatever precision the forward ran in."""
+    logits, alpha, _ = net(**batch)
+    logits, alpha = logits.float(), alpha.float()
+    if gold is not None:  # a transfer set (which needs a teacher, so soft targets)
+        loss = mixed_loss(
+            logits,
+            inputs.y_train[b],
+            soft[b],  # type: ignore[index]
+            gold[b],
+            tcfg.distill,
+            inputs.class_weight,
+            tcfg.label_smoothing,
+            tcfg.distill_temperature,
+        )
+    else:
+        loss = F.cross_entropy(
+            logits,
+            inputs.y_train[b],
+            weight=inputs.class_weight,
+            label_smoothing=tcfg.label_smoothing,
+        )
+        if soft is not None:
+            kd = kd_loss(logits, soft[b], tcfg.distill_temperature)
+            loss = (1.0 - tcfg.distill) * loss + tcfg.distill * kd
+    mask = batch["attention_mask"]
+    if sentences is not None:
+        group = torch.tensor([sentences[i] for i in b])
+        loss = loss + tcfg.attention_coverage * coverage_penalty(alpha, mask, group)
+    if tcfg.attention_entropy != 0:
+        loss = loss + tcfg.attention_entropy * attention_entropy(alpha, mask)
+    if hint is not None:
+        loss = loss + tcfg.distill_states * hint.loss(b).float()
+    return loss, alpha
 
 
 def evaluate_dev(

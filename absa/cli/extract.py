@@ -142,6 +142,7 @@ def _train_extract_into(args: argparse.Namespace, out: Path) -> int:
         "--train-more": bool(args.train_more),
         "--dev-from-train": args.dev_from_train,
         "--device": args.device is not None,  # the tagger trains on the CPU
+        "--precision": getattr(args, "precision", None) is not None,
     }
     given = [flag for flag, on in sentiment_only.items() if on]
     if given:  # they were ignored: a run without what was asked for

@@ -101,7 +101,7 @@ def test_every_sessions_threads_and_device_are_recorded_and_a_change_warned_of(
     with caplog.at_level(logging.WARNING, logger="absa.training.train"):
         fit(TRAIN, DEV, preset(small_glove, threads=2), run, progress=False, resume=True,
             reproduce="absa train --threads 2")  # fmt: skip
-    assert "1 thread(s) on cpu, this session 2 on cpu" in caplog.text
+    assert "1 thread(s) on cpu, this session on 2 thread(s) on cpu" in caplog.text
     info = json.loads((run / "run.json").read_text())
     assert info["reproduce"] == (  # the command names the last session's threads: said so
         "absa train --threads 2\n# not bit for bit: the run's sessions ran on 1 thread(s) on "
