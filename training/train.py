@@ -417,7 +417,7 @@ def restore(state: dict, parts: dict, rng: random.Random) -> tuple[int, list[dic
 
 def _reproduce(command: str | None, sessions: list[dict]) -> str | None:
     """The command that trains the run again, said not to be bit for bit where its sessions
-    ran on other threads or devices (the command names the last session's)."""
+    ran on other threads, devices or precisions (the command names the last session's)."""
     ran = sorted({_ran(s) for s in sessions})
     if command is None or len(ran) < 2:
         return command
