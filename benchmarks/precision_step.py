@@ -30,13 +30,12 @@ sys.path.insert(0, str(ROOT))
 from absa.model.network import ABSANet  # noqa: E402
 from absa.training.inference import resolve_device  # noqa: E402
 from absa.training.optim import make_optimizer  # noqa: E402
-from absa.training.presets import Preset, load_config  # noqa: E402
+from absa.training.presets import PRECISIONS, Preset, load_config  # noqa: E402
 from absa.training.records import Example  # noqa: E402
 from absa.training.train import Inputs, build_network, step_loss, step_precision  # noqa: E402
 from benchmarks.records import write_record  # noqa: E402
 
 log = logging.getLogger("precision_step")
-PRECISIONS = ("fp32", "bf16")
 
 
 def network(preset: Preset, device: torch.device) -> ABSANet:
