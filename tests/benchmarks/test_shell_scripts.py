@@ -632,3 +632,35 @@ def test_gpu_students_parts_refuses_a_teacher_whose_scores_lack_an_aspect(
     assert "lacks 1 of the" in done.stderr
     assert not (tmp_path / "runs" / "gpu-students" / "parts").exists()
     assert not (tmp_path / "runs" / "gpu-students" / "bundle").exists()
+
+
+@pytest.mark.parametrize(("precision", "flag"), [("bf16", ["--precision", "bf16"]), ("", [])])
+def test_the_fold_teachers_train_in_the_precision_asked_for(
+    tmp_path: Path, precision: str, flag: list[str]
+) -> None:
+    """rebuild_inputs.py --precision bf16 reaches the fold teachers through ABSA_PRECISION;
+    without it they train as the recipe does (no --precision)."""
+    (tmp_path / "benchmarks").mkdir()
+    for name in ("oof_teachers.sh", "recipe_files.sh"):
+        (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
+    (tmp_path / "runs" / "oof").mkdir(parents=True)
+    (tmp_path / "runs" / "oof" / "fold-b.jsonl").write_text("")
+    log = tmp_path / "steps.log"
+    bin_ = Path(_tools(tmp_path, "dirname"))
+    for name in ("absa", "python"):
+        (bin_ / name).write_text(f'#!/bin/bash\necho "{name} $*" >> {log}\n')
+        (bin_ / name).chmod(0o755)
+    env = {"PATH": str(bin_), "ABSA_PRECISION": precision}
+    done = subprocess.run(
+        ["/bin/bash", "benchmarks/oof_teachers.sh", "teachers"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    trains = [line.split() for line in log.read_text().splitlines() if line.startswith("absa")]
+    outs = sorted(t[t.index("--out") + 1] for t in trains)  # the two run at once
+    assert outs == ["runs/teacher-oof-a", "runs/teacher-oof-b"]
+    for t in trains:
+        assert t[t.index("--quiet") + 1 :] == flag, t
