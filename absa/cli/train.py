@@ -658,10 +658,11 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--precision",
         choices=["fp32", "bf16"],
-        help="bf16: the training step in bfloat16 autocast (weights and optimiser float32), "
-        "about half the step time of a fine-tuned transformer on a GPU or a CPU with AMX or "
-        "AVX512-BF16; may change between sessions of one run, as --device may; not for "
-        "--task extract (default: the preset's, fp32)",
+        help="bf16: the training step in bfloat16 autocast (weights and optimiser float32); a "
+        "fine-tuned transformer's step took 0.5-0.7x fp32's on a CPU with AMX (mpnet 0.52x, "
+        "MiniLM 0.69x: docs/benchmarks.md), on a CPU without bfloat16 instructions longer; "
+        "may change between sessions of one run, as --device may; not for --task extract "
+        "(default: the preset's, fp32)",
     )
     t.add_argument(
         "--skip-invalid",

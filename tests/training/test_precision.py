@@ -3,6 +3,7 @@ autocast, everything else (weights, optimiser, dev scoring, export) in float32."
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from dataclasses import replace
@@ -129,3 +130,16 @@ def test_the_cli_sets_the_precision_and_refuses_it_for_extraction(
                  "--out", str(tmp_path / "tags")])  # fmt: skip
     assert code == 2
     assert "--precision: for sentiment models" in capsys.readouterr().err
+
+
+def test_the_cli_offers_the_precisions_a_config_takes() -> None:
+    """absa train's --precision lists its choices itself (the parser is built without
+    importing training): they must be TrainConfig's."""
+    from absa.cli import build_parser
+    from absa.training.presets import PRECISIONS
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    train = sub.choices["train"]
+    action = next(a for a in train._actions if a.dest == "precision")
+    assert tuple(action.choices) == PRECISIONS
