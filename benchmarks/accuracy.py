@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from absa.model.artifact import sha256_file  # noqa: E402
 from absa.training.evaluate import evaluate  # noqa: E402
 from absa.training.presets import PRESETS, load_config  # noqa: E402
-from absa.training.provenance import code_version  # noqa: E402
 from absa.training.readers import read_examples  # noqa: E402
 from absa.training.rundir import read_info  # noqa: E402
 from absa.training.train import fit  # noqa: E402
@@ -97,7 +96,7 @@ def run_one(
         "model_config": preset.model.to_dict(),
         "train_config": preset.train.to_dict(),
         "data_sha256": {k: sha256_file(v) for k, v in p.items() if v},
-        "code_version": code_version(),
+        "code_version": info["code_version"],  # what trained (at its start), not what is there now
         "command": " ".join(["python benchmarks/accuracy.py", *sys.argv[1:]]),
     }
 

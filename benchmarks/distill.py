@@ -95,7 +95,8 @@ def student(args: argparse.Namespace, seed: int, teacher: dict) -> Path:
         "teacher_test": teacher["test"],
         "transfer": info.get("transfer"),
         "data": info["data"],
-        "code_version": code_version(),
+        "code_version": info["code_version"],  # the code that trained the run (at its start)
+        "scored_code_version": code_version(),  # the code that exported and scored it
         "environment": info["environment"],
         "train_seconds": info["train_seconds"],
         "commands": cmds,

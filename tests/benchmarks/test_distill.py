@@ -116,3 +116,13 @@ def test_students_keep_the_teachers_split_and_rerun_skips(
     before = result_path.stat().st_mtime_ns
     distill.main()  # resumable: the seed's file exists, nothing is trained again
     assert result_path.stat().st_mtime_ns == before
+
+    # the result names the code that trained the run, not the code there when it is scored:
+    # a seed scored in a later session (its run trained already) keeps its run's version
+    run_json = tmp_path / "runs" / "tiny.s2" / "run.json"
+    assert result["code_version"] == json.loads(run_json.read_text())["code_version"]
+    run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "code_version": "c0de"}))
+    result_path.unlink()
+    distill.main()
+    again = json.loads(result_path.read_text())
+    assert again["code_version"] == "c0de" and again["scored_code_version"] != "c0de"
