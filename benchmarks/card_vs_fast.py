@@ -2,6 +2,9 @@
 mean over seeds of each test number, fp32 (benchmarks/distill.py's result files) and as
 served (benchmarks/served.py's), and whether the card is level or ahead on every one; beside
 it the mean difference and its sd over the seed pairs (how far the verdict is from noise).
+Then the dev split's accuracy by source (the fp32 runs' ``dev_by_source``): 2,331 aspects the
+test sets do not share, a second sample of the same question, so a gap that the test sets
+show and dev does not (or the other way) reads as noise.
 
     python benchmarks/card_vs_fast.py --card card-lite-ae2e --fast fast-ae2e
     python benchmarks/card_vs_fast.py --card card-lite-ae2e card-lite-ae2e-r50 \
@@ -26,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.datasets import DATASETS as FILES  # noqa: E402
 from benchmarks.served import TARGETS, test_scores  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -51,6 +55,44 @@ def seed_files(short: str, kind: str, results: Path = RESULTS) -> dict[int, Path
 def scores(path: Path) -> Scores:
     """Accuracy and macro-F1 (%) per test set from either kind of result file."""
     return test_scores(json.loads(path.read_text())["test"])
+
+
+def dev_scores(path: Path) -> dict[str, float]:
+    """Dev accuracy (%) by source, the source named as its test set (a distill result's
+    ``dev_by_source`` is keyed by the training file's path)."""
+    by_source = json.loads(path.read_text()).get("dev_by_source") or {}
+    out = {}
+    for name in DATASETS:
+        hits = [v for k, v in by_source.items() if k.endswith(FILES[name]["train"])]
+        if len(hits) == 1:
+            out[name] = 100 * hits[0]
+    return out
+
+
+def dev_table(cards: Sequence[str], fasts: Sequence[str], results: Path = RESULTS) -> str:
+    """Dev accuracy by source, the card against fast over the seeds both have (fp32 runs)."""
+    pairs: list[tuple[dict[str, float], dict[str, float]]] = []
+    for c_name, f_name in zip(cards, fasts, strict=True):
+        cf, ff = seed_files(c_name, "fp32", results), seed_files(f_name, "fp32", results)
+        pairs += [(dev_scores(cf[s]), dev_scores(ff[s])) for s in sorted(set(cf) & set(ff))]
+    pairs = [(c, f) for c, f in pairs if set(c) == set(f) == set(DATASETS)]
+    if not pairs:
+        return "dev by source: no seed pair with every source's dev accuracy\n"
+    lines = [
+        f"dev accuracy by source, mean of {len(pairs)} seed pairs (fp32):",
+        "",
+        "| dev part | card | fast | card - fast, sd over the seeds |",
+        "|---|---|---|---|",
+    ]
+    for k in DATASETS:
+        diffs = [c[k] - f[k] for c, f in pairs]
+        c_mean, f_mean = (
+            statistics.mean(c[k] for c, _ in pairs),
+            statistics.mean(f[k] for _, f in pairs),
+        )
+        sd = statistics.stdev(diffs) if len(diffs) > 1 else None
+        lines.append(f"| {k} | {c_mean:.2f} | {f_mean:.2f} | {c_mean - f_mean:+.2f}, {_sd(sd)} |")
+    return "\n".join([*lines, ""])
 
 
 def means(runs: list[Scores]) -> dict[str, tuple[float, float]]:
@@ -131,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     for kind in ("fp32", "served"):
         sys.stdout.write(table(args.card, args.fast, kind, args.results) + "\n")
+    sys.stdout.write(dev_table(args.card, args.fast, args.results) + "\n")
     return 0
 
 

@@ -84,3 +84,25 @@ def test_series_pair_by_position_and_pool_their_seeds(tmp_path: Path) -> None:
     assert "| rest14 acc | 80.00 | 80.00 | yes | +0.00, 0.00 |" in text
     with pytest.raises(ValueError, match="pairs"):
         card_vs_fast.table(["card-a", "card-b"], ["fast-a"], "served", tmp_path)
+
+
+def test_the_dev_parts_are_compared_over_the_seed_pairs_with_every_source(
+    tmp_path: Path,
+) -> None:
+    """dev_by_source is keyed by training file: each maps to its test set's name; a seed
+    whose record lacks a source (an older run) is left out of the dev table."""
+    files = {k: f"../shared/data/{card_vs_fast.FILES[k]['train']}" for k in SETS}
+    for short, seed, mams in (("c", 1, 0.80), ("c", 2, 0.84), ("f", 1, 0.83), ("f", 2, 0.83)):
+        path = _distill(tmp_path, short, seed)
+        _result(path, 80, 75)
+        record = json.loads(path.read_text())
+        record["dev_by_source"] = {f: 0.75 for f in files.values()} | {files["mams"]: mams}
+        path.write_text(json.dumps(record))
+    _result(_distill(tmp_path, "c", 3), 80, 75)  # no dev_by_source
+    _result(_distill(tmp_path, "f", 3), 80, 75)
+    assert card_vs_fast.dev_scores(_distill(tmp_path, "c", 3)) == {}
+    rows = card_vs_fast.dev_table(["c"], ["f"], tmp_path).splitlines()
+    assert rows[0] == "dev accuracy by source, mean of 2 seed pairs (fp32):"
+    assert "| mams | 82.00 | 83.00 | -1.00, 2.83 |" in rows
+    assert "| lap14 | 75.00 | 75.00 | +0.00, 0.00 |" in rows
+    assert card_vs_fast.dev_table(["c"], ["x"], tmp_path).startswith("dev by source: no seed")
