@@ -603,6 +603,11 @@ def network_words(cfg: dict) -> str:
         else "",
         f"a {cfg['self_attention_heads']}-head self-attention layer over H"
         + (" (gated residual)" if cfg.get("self_attention_residual") == "gated" else "")
+        + (
+            f" (each word attending within {cfg['self_attention_window']} words)"
+            if cfg.get("self_attention_window")
+            else ""
+        )
         if cfg.get("self_attention_heads")
         else "",
         attention,

@@ -86,6 +86,11 @@ class ModelConfig:
     # ("between", two or more layers) over the first layer's, so that the second layer reads
     # the mixed states in order and the aspect attention reads recurrent states again
     self_attention_at: SelfAttentionAt = "top"
+    # 0: each word attends to every word; k > 0: only to the words within k positions of it
+    # (a band), so a state mixes in its own phrase's words and not a distant aspect's (every
+    # MAMS sentence holds aspects of different polarity). Local attention, Luong et al. 2015;
+    # relative positions clipped at k, Shaw et al. 2018
+    self_attention_window: int = 0
     position_weighting: bool = False  # scale h_t by 1 - distance-to-aspect / length
     # two channels appended to each word's input: 1 inside the aspect span (else 0), and
     # 1 - distance-to-aspect / length. Without them the recurrence does not know where the
@@ -146,6 +151,13 @@ class ModelConfig:
             raise ValueError(
                 "self_attention_residual must be postln or gated, "
                 f"not {self.self_attention_residual!r}"
+            )
+        if self.self_attention_window < 0 or (
+            self.self_attention_window and not self.self_attention_heads
+        ):
+            raise ValueError(
+                "self_attention_window must be >= 0, and needs a self-attention layer "
+                f"(self_attention_heads > 0), not {self.self_attention_window}"
             )
         if self.self_attention_at not in ("top", "between"):
             raise ValueError(

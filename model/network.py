@@ -334,6 +334,18 @@ class SelfAttention(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.attn_drop = nn.Dropout(cfg.self_attention_dropout)
         self.gate = nn.Parameter(torch.zeros(d)) if cfg.self_attention_residual == "gated" else None
+        self.window = cfg.self_attention_window
+
+    def keys(self, mask: torch.Tensor) -> torch.Tensor:
+        """(B, 1, 1 | T, T): the keys each query may attend to: the words, within the window
+        of the query's position when there is one."""
+        b, t = mask.shape
+        keys = mask.view(b, 1, 1, t)
+        if not self.window:
+            return keys
+        steps = torch.arange(t, device=mask.device)
+        band = (steps.view(1, t) - steps.view(t, 1)).abs() <= self.window  # (T, T)
+        return keys & band.view(1, 1, t, t)
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, d = h.shape
@@ -343,13 +355,13 @@ class SelfAttention(nn.Module):
         v = proj[..., 2 * self.dk :] if self.project_v else x
         if self.heads == 1:  # the same product without the heads' reshapes (fewer graph nodes)
             scores = (q @ k.transpose(-1, -2) / math.sqrt(self.dk)).unsqueeze(1)  # (B, 1, T, T)
-            weights = masked_softmax(scores, mask.view(b, 1, 1, t))
+            weights = masked_softmax(scores, self.keys(mask))
             ctx = self.attn_drop(weights).squeeze(1) @ v  # (B, T, D)
         else:
             q, k = (z.view(b, t, self.heads, self.dk // self.heads).transpose(1, 2) for z in (q, k))
             v = v.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
             scores = q @ k.transpose(-1, -2) / math.sqrt(self.dk // self.heads)  # (B, h, T, T)
-            weights = masked_softmax(scores, mask.view(b, 1, 1, t))
+            weights = masked_softmax(scores, self.keys(mask))
             ctx = (self.attn_drop(weights) @ v).transpose(1, 2).reshape(b, t, d)
         if self.out is not None:
             ctx = self.out(ctx)

@@ -113,6 +113,11 @@ def test_card_says_how_many_layers_and_how_the_seed_was_chosen() -> None:
     assert "(hidden 150 per direction, 2 layers)" in default_model.network_words(
         {**cfg, "layers": 2}
     )
+    windowed = {**cfg, "self_attention_heads": 1, "self_attention_window": 3}
+    assert "(each word attending within 3 words)" in default_model.network_words(windowed)
+    assert "attending within" not in default_model.network_words(
+        {**windowed, "self_attention_window": 0}
+    )
     assert "best of its recipe's\n  seeds on dev" in default_model.chosen_words(_args())
     said = "seed 1 of 2: the other missed a test number"
     assert default_model.chosen_words(_args(chosen=said)) == said

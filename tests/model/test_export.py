@@ -109,14 +109,22 @@ def selfattn_run(tmp_path_factory: pytest.TempPathFactory, small_glove: Path) ->
 
 @pytest.fixture(
     scope="module",
-    params=["card", "card-lite", "card-lite-relative", "card-lite-2-layers", "card-lite-2-between"],
+    params=[
+        "card",
+        "card-lite",
+        "card-lite-relative",
+        "card-lite-2-layers",
+        "card-lite-2-between",
+        "card-lite-2-between-window",
+    ],
 )
 def card_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, small_glove: Path
 ) -> Path:
     """The card's network; "card-lite": small queries and keys, the states as values;
     "-relative": positions counted from the aspect, an affine attention query; "-2-layers":
-    two stacked recurrent layers; "-2-between": the self-attention between them."""
+    two stacked recurrent layers; "-2-between": the self-attention between them; "-window":
+    each word attending within two words of it."""
     lite = {"self_attention_dim": 8, "self_attention_value": "states"}
     relative = {**lite, "positional_origin": "aspect", "attention_query_bias": True}
     over = {
@@ -125,6 +133,12 @@ def card_run(
         "card-lite-relative": relative,
         "card-lite-2-layers": {**lite, "layers": 2},
         "card-lite-2-between": {**lite, "layers": 2, "self_attention_at": "between"},
+        "card-lite-2-between-window": {
+            **lite,
+            "layers": 2,
+            "self_attention_at": "between",
+            "self_attention_window": 2,
+        },
     }[request.param]
     return two_head_run(tmp_path_factory, small_glove, "card", **over)
 

@@ -79,6 +79,14 @@ NEW_OPTIONS = {
     "selfattn-between-layers": replace(
         PRESETS["card"].model, layers=2, self_attention_at="between", self_attention_dim=4
     ),
+    "selfattn-window": replace(PRESETS["card"].model, self_attention_window=1),
+    "selfattn-window-between-layers": replace(
+        PRESETS["card"].model,
+        layers=2,
+        self_attention_at="between",
+        self_attention_heads=2,
+        self_attention_window=2,
+    ),
     "three-gru-layers": replace(PRESETS["fast"].model, cell="gru", layers=3),
     "aspect-features": replace(PRESETS["fast"].model, aspect_features=True),
     "aspect-features-gru-no-aspect-input": replace(
@@ -625,3 +633,27 @@ def test_the_masked_softmax_runs_in_half_precision() -> None:
     assert weights.dtype == torch.float16
     assert weights[0, 2] == 0 and weights[1, 1:].sum() == 0
     assert torch.allclose(weights.float().sum(-1), torch.ones(2), atol=1e-3)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_a_self_attention_window_keeps_each_word_to_its_neighbours(heads: int) -> None:
+    """``self_attention_window=k``: a word's self-attention weights are zero beyond k words
+    either side of it and over padding, and sum to one within; 0 attends over all words."""
+    cfg = tiny(PRESETS["card"].model, self_attention_heads=heads, self_attention_window=1)
+    net = build(cfg).eval()
+    inputs = batch([6, 4], [(2, 3), (0, 1)], t=6)
+    with torch.no_grad():
+        _, _, w = net(*inputs)
+    assert w is not None and w.shape == (2, heads, 6, 6)
+    far = (torch.arange(6).view(1, 6) - torch.arange(6).view(6, 1)).abs() > 1
+    assert torch.all(w[0][:, far] == 0)
+    assert torch.all(w[1, :, :4, :4][:, far[:4, :4]] == 0)  # the shorter row's own words
+    assert torch.all(w[1, :, :4, 4:] == 0)  # and its padding
+    torch.testing.assert_close(w[0].sum(-1), torch.ones(heads, 6))
+    assert torch.all(w[0, :, ~far] > 0)
+    with torch.no_grad():
+        _, _, full = build(replace(cfg, self_attention_window=0)).eval()(*inputs)
+    assert full is not None and torch.all(full[0, :, far] > 0)
+    for bad in ({"self_attention_window": -1}, {"self_attention_heads": 0}):
+        with pytest.raises(ValueError, match="self_attention_window must be"):
+            replace(cfg, **bad)
