@@ -69,12 +69,23 @@ def dev_scores(path: Path) -> dict[str, float]:
     return out
 
 
+def paired(
+    cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path = RESULTS
+) -> list[tuple[str, int, Path, Path]]:
+    """(the card series' name, the seed, its result file, fast's) for every seed both series
+    of a pair have, the card's i-th series against fast's i-th (students of the same inputs)."""
+    if len(cards) != len(fasts):
+        raise ValueError("as many card series as fast series: they are compared in pairs")
+    out = []
+    for c_name, f_name in zip(cards, fasts, strict=True):
+        cf, ff = seed_files(c_name, kind, results), seed_files(f_name, kind, results)
+        out += [(c_name, s, cf[s], ff[s]) for s in sorted(set(cf) & set(ff))]
+    return out
+
+
 def dev_table(cards: Sequence[str], fasts: Sequence[str], results: Path = RESULTS) -> str:
     """Dev accuracy by source, the card against fast over the seeds both have (fp32 runs)."""
-    pairs: list[tuple[dict[str, float], dict[str, float]]] = []
-    for c_name, f_name in zip(cards, fasts, strict=True):
-        cf, ff = seed_files(c_name, "fp32", results), seed_files(f_name, "fp32", results)
-        pairs += [(dev_scores(cf[s]), dev_scores(ff[s])) for s in sorted(set(cf) & set(ff))]
+    pairs = [(dev_scores(c), dev_scores(f)) for *_, c, f in paired(cards, fasts, "fp32", results)]
     pairs = [(c, f) for c, f in pairs if set(c) == set(f) == set(DATASETS)]
     if not pairs:
         return "dev by source: no seed pair with every source's dev accuracy\n"
@@ -126,18 +137,13 @@ def _sd(sd: float | None) -> str:
 def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path = RESULTS) -> str:
     """The verdict over series of students (short names), the card's i-th against fast's
     i-th (students of the same inputs), each pair over the seeds both have."""
-    if len(cards) != len(fasts):
-        raise ValueError("as many card series as fast series: they are compared in pairs")
-    card_runs: list[Scores] = []
-    fast_runs: list[Scores] = []
+    pairs = paired(cards, fasts, kind, results)
+    card_runs = [scores(c) for *_, c, _ in pairs]
+    fast_runs = [scores(f) for *_, f in pairs]
     used = []
-    for c_name, f_name in zip(cards, fasts, strict=True):
-        cf, ff = seed_files(c_name, kind, results), seed_files(f_name, kind, results)
-        seeds = sorted(set(cf) & set(ff))
-        card_runs += [scores(cf[s]) for s in seeds]
-        fast_runs += [scores(ff[s]) for s in seeds]
-        if seeds:
-            used.append(", ".join(map(str, seeds)) + (f" of {c_name}" if len(cards) > 1 else ""))
+    for name in dict.fromkeys(n for n, *_ in pairs):
+        seeds = ", ".join(str(seed) for n, seed, *_ in pairs if n == name)
+        used.append(seeds + (f" of {name}" if len(cards) > 1 else ""))
     card_name, fast_name = " + ".join(cards), " + ".join(fasts)
     if not card_runs:
         return f"{kind}: no seed that both {card_name} and {fast_name} have\n"
