@@ -70,7 +70,12 @@ for _reason in PROTOCOL_ERROR_REASONS:  # each at 0 from the start, as absa_relo
 
 class _OwnFilesCollector(Collector):
     """prometheus_client's MultiProcessCollector, reading prometheus_client's own files
-    alone: it reads every ``*.db`` of the directory, and any other file failed the scrape."""
+    alone: it reads every ``*.db`` of the directory, and any other file failed the scrape.
+    A file still at 0 bytes is left out: prometheus_client creates a worker's file, then
+    sizes it (``MmapedDict``), and reading it in between failed the scrape (a replacement
+    worker starting; one killed in that moment left it so for good: client_python issue
+    1199). It holds no values. (A dead worker's live gauges taken away between the listing
+    and the read, ``forget_dead_workers``, prometheus_client passes over itself.)"""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -78,8 +83,15 @@ class _OwnFilesCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         from prometheus_client import multiprocess
 
-        files = [str(f) for f in own_files(self.directory)]
+        files = [str(f) for f in own_files(self.directory) if _sized(f)]
         return multiprocess.MultiProcessCollector.merge(files, accumulate=True)
+
+
+def _sized(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except FileNotFoundError:  # taken away since the listing
+        return False
 
 
 def model_labels(runtime: Runtime) -> tuple[str, str, str]:

@@ -92,3 +92,16 @@ def test_a_foreign_db_file_does_not_fail_the_scrape(
     assert 'absa_requests_total{method="POST",route="/v1/predict",status="200"} 1.0' in r.text
     said = [rec.getMessage() for rec in caplog.records if "cache.db" in rec.getMessage()]
     assert said and "not prometheus_client's" in said[0], said
+
+
+def test_a_workers_file_not_yet_sized_does_not_fail_the_scrape(tmp_path: Path) -> None:
+    """prometheus_client creates a worker's file and sizes it after (MmapedDict): a scrape by
+    the other worker while a replacement started read it at 0 bytes, and /metrics was a 500
+    ("unpack_from requires a buffer of at least 4 bytes"; CI, a worker killed under load); a
+    worker killed in that moment left it so for good (client_python issue 1199). It holds no
+    values yet: the scrape reads the others."""
+    subprocess.run([sys.executable, "-c", WORKER, str(tmp_path)], check=True)
+    (tmp_path / "counter_4194301.db").touch()  # created, not yet sized
+    (tmp_path / "histogram_4194302.db").symlink_to(tmp_path / "gone")  # a file gone
+    text = Metrics(tmp_path).expose().decode()
+    assert 'absa_requests_total{method="POST",route="/v1/predict",status="200"} 1.0' in text
