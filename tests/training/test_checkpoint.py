@@ -565,9 +565,15 @@ class _CtrlC:
 
 def test_ctrl_c_during_the_write_waits_for_a_whole_checkpoint(tmp_path: Path) -> None:
     """Ctrl-C inside torch.save came out of it as a RuntimeError ("unexpected pos"): absa
-    said "cannot write ... checkpoint.pt (may succeed if run again)", 75, not interrupted."""
-    with pytest.raises(KeyboardInterrupt):  # after the save, not inside it
-        checkpoint.save(tmp_path, {"weights": torch.zeros(50_000), "ctrl_c": _CtrlC()})
+    said "cannot write ... checkpoint.pt (may succeed if run again)", 75, not interrupted.
+    SIGINT as in a terminal's foreground: a test run started in a shell's background
+    (``pytest &``) has it ignored, and nothing was interrupted (the test failed there)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):  # after the save, not inside it
+            checkpoint.save(tmp_path, {"weights": torch.zeros(50_000), "ctrl_c": _CtrlC()})
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert sorted(p.name for p in tmp_path.iterdir()) == [CHECKPOINT]  # no .part left
     state = torch.load(tmp_path / CHECKPOINT, weights_only=False)
     assert state["ctrl_c"] == 7 and state["weights"].shape == (50_000,)
