@@ -46,6 +46,13 @@ MAX_HEAD_BYTES = 64 * 1024
 #: how many were not): a scanner sending thousands wrote as many WARNING lines, each the
 #: client's to trigger (absa_protocol_errors_total counts them all)
 LOG_EVERY_S = 60.0
+#: after a refusal (400, 431), how long what the client still sends is read and dropped before
+#: the connection closes: closed with its bytes unread, the kernel answered them with a reset,
+#: which could drop the refusal before the client read it ("connection reset", no 431)
+LINGER_S = 2.0
+#: and at most this many of its bytes: past them the connection closes at once (a client that
+#: never stops sending is not read for the whole ``LINGER_S``)
+LINGER_BYTES = 1024 * 1024
 
 
 class _Throttled:
@@ -107,6 +114,8 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     _head_bytes = 0
     _head_too_large = False
     _in_head = False  # a request's line and headers begun, not yet all parsed (httptools)
+    _lingering = False  # refused: our side shut, the client's bytes dropped till it closes
+    _dropped = 0  # bytes dropped since
     _deadline: asyncio.TimerHandle | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -176,9 +185,26 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
             + b"\r\nconnection: close\r\n\r\n"
         )
         self.transport.write(b"".join(head) + body)
-        self.transport.close()
+        self._close_lingering()
+
+    def _close_lingering(self) -> None:
+        """The answer sent and our side shut (``write_eof``), what the client still sends is
+        read and dropped, and the connection closes on its end, after ``LINGER_S`` or past
+        ``LINGER_BYTES`` (nginx's lingering close). A transport that cannot half-close (TLS)
+        closes at once."""
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self._lingering = True
+        self.transport.write_eof()
+        self.loop.call_later(LINGER_S, self.transport.close)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:  # refused already: the rest of what it sends is dropped
+            self._dropped += len(data)
+            if self._dropped > LINGER_BYTES:
+                self.transport.close()
+            return
         if self._deadline is None:  # idle since its last response: a request begins
             self._arm()
         # httptools calls back with a header once it has ended, and buffers one under way
@@ -188,7 +214,12 @@ class FirstRequestDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         began_before = self._in_head
         with parsed_by_own_protocol():  # a refusal is logged by send_400_response alone
             super().data_received(data)
-        if began_before and self._in_head and not self.transport.is_closing():
+        if (
+            began_before
+            and self._in_head
+            and not self._lingering
+            and not self.transport.is_closing()
+        ):
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEAD_BYTES:
                 self._head_too_large = True
