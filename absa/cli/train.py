@@ -30,6 +30,7 @@ from absa.cli.data import data_info, of_categories, read_data
 if TYPE_CHECKING:
     from absa.training.presets import TrainConfig
     from absa.training.records import Labelled, ReadResult
+    from absa.training.train import RunResult
 
 log = logging.getLogger("absa")
 #: how train's --dev and --eval records of a category the training data lacks are logged
@@ -358,6 +359,8 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
     trained = examples if dev_source == "file" else [*examples, *(dev or [])]
     overlap = _overlaps(trained, dev, args.dev or [], evals, info)
     check_writable(out)  # a read-only volume found after the first epoch cost the epoch
+    result = None  # fit's, once it has returned: the run is whole from then on
+    reports: dict[str, dict] = {}
     try:
         with checkpoint_on_sigterm() as asked:
             result = fit(
@@ -374,24 +377,13 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
                 stop_after=None if args.stop_after is None else args.stop_after * 60,
                 reproduce=command_of(args),
             )
-    except KeyboardInterrupt:  # Ctrl-C, a second SIGTERM: stopped at once, not at a batch's end
-        from absa.training.checkpoint import CHECKPOINT
-
-        if (out / CHECKPOINT).is_file():
-            say(
-                f"absa train: interrupted: the run in {out} is not complete; its last "
-                "checkpoint is kept: the same command with --resume goes on"
+        if result.stopped:
+            by = asked[0] if asked else "--stop-after"
+            to_stdout(
+                f"stopped after {len(result.history)} whole epoch(s) ({by}); the run in "
+                f"{result.run_dir} is not complete: the same command with --resume goes on\n"
             )
-        raise
-    if result.stopped:
-        by = asked[0] if asked else "--stop-after"
-        to_stdout(
-            f"stopped after {len(result.history)} whole epoch(s) ({by}); the run in "
-            f"{result.run_dir} is not complete: the same command with --resume goes on\n"
-        )
-        return STOPPED
-    reports: dict[str, dict] = {}
-    try:
+            return STOPPED
         if asked and evals:  # asked as the run was written, after its last batch: not begun
             _eval_cut_short(result.run_dir, evals)
             return 128 + signal.Signals[asked[0]].value
@@ -403,11 +395,14 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
                 "overlap": overlap[path],  # its sentences in the training data, and --dev
             }
             log.info("%s\n%s", path, format_report(reports[path]))
-    except KeyboardInterrupt:  # SIGTERM, Ctrl-C: the run is whole, its --eval report is not
-        _eval_cut_short(result.run_dir, evals)
+    except KeyboardInterrupt:
+        # Ctrl-C, a second SIGTERM while training: stopped at once, not at a batch's end; a
+        # SIGTERM once fit returned (its handler given back, absa's stops the command) or while
+        # --eval runs: the run is whole, its --eval report is not
+        _interrupted(out, result, evals)
         raise
     except Exception:
-        if not STOP_SIGNAL:
+        if result is None or result.stopped or not STOP_SIGNAL:
             raise
         # the stop (Stopped, raised by the signal's handler) met inside torch came out of it
         # as another error: "could not determine the shape of object type
@@ -507,6 +502,25 @@ def _transfer(args: argparse.Namespace, info: dict, excluded: list) -> list:
         dropped,
     )
     return kept
+
+
+def _interrupted(out: Path, result: RunResult | None, evals: Mapping[str, object]) -> None:
+    """Says what an interrupted ``absa train`` left in ``out``: a checkpoint to resume from
+    (``result`` None: fit had not returned; or stopped), or a whole run and how to get the
+    --eval report it lost."""
+    if result is not None and not result.stopped:
+        if evals:
+            _eval_cut_short(result.run_dir, evals)
+        else:  # stopped as it said so: whole all the same
+            say(f"absa train: the run in {result.run_dir} is written")
+        return
+    from absa.training.checkpoint import CHECKPOINT
+
+    if (out / CHECKPOINT).is_file():
+        say(
+            f"absa train: interrupted: the run in {out} is not complete; its last "
+            "checkpoint is kept: the same command with --resume goes on"
+        )
 
 
 def _eval_cut_short(run_dir: Path, evals: Mapping[str, object]) -> None:

@@ -555,6 +555,43 @@ def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_c
     assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
 
 
+@pytest.mark.parametrize("with_eval", [True, False], ids=["eval", "no-eval"])
+def test_sigterm_as_train_leaves_its_handler_says_the_run_is_written(
+    small_glove: Path, tmp_path: Path, with_eval: bool
+) -> None:
+    """SIGTERM once fit had returned and train's own handler was put back, before --eval's
+    loop: absa's handler stopped the command there, 143 and not a word of the run written
+    nor of the report lost (session 93's CI, a loaded machine). Sent as the block that held
+    train's handler ends, so it lands in that window every time."""
+    import subprocess
+    import sys
+
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    ev = write_jsonl(tmp_path / "eval.jsonl", DEV)
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, batch_size=2)
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
+    argv += ["--quiet", "--eval", str(ev)] if with_eval else ["--quiet"]
+    code = (
+        "import contextlib, os, signal, sys\n"
+        "from absa.cli import train\n"
+        "held = train.checkpoint_on_sigterm\n"
+        "@contextlib.contextmanager\n"
+        "def held_then_sigterm():\n"
+        "    with held() as asked:\n"
+        "        yield asked\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "train.checkpoint_on_sigterm = held_then_sigterm\n"
+        "from absa.cli import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, done.stderr
+    said = f"absa train: the run in {tmp_path / 'r'} is written"
+    said += "; --eval was cut short" if with_eval else "\n"
+    assert said in done.stderr, done.stderr
+    assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
+
+
 class _CtrlC:
     """Pickled into a checkpoint: sends this process SIGINT in the middle of torch.save."""
 
