@@ -19,11 +19,18 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     cfg = RetrainConfig.load(Path(args.config))
     if args.skip_invalid:
         cfg = replace(cfg, skip_invalid=True)
+    report = None  # the job's, once it has returned: done whatever comes after
     try:  # SIGTERM (a pod evicted): training stops after the batch, as absa train's does
         with checkpoint_on_sigterm() as asked:
             report = retrain(cfg, version=args.version, progress=not args.quiet)
-    except KeyboardInterrupt:  # Ctrl-C, a second SIGTERM: stopped at once, not at a batch's end
-        say(_retrain_left(cfg.registry))
+    except KeyboardInterrupt:
+        # Ctrl-C, a second SIGTERM: stopped at once, not at a batch's end; a SIGTERM once the
+        # job returned (train's handler given back, absa's stops the command): the job is done
+        # and its report said, not "interrupted ... the same command goes on" (a new job)
+        if report is None:
+            say(_retrain_left(cfg.registry))
+        else:
+            to_stdout(summary(report) + "\n")
         raise
     except JobStopped as e:
         by = asked[0] if asked else "asked"

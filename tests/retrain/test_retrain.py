@@ -1127,6 +1127,36 @@ def test_ctrl_c_says_what_the_job_left(
     assert state(registry) == before
 
 
+def test_sigterm_once_the_job_returned_says_its_report_not_interrupted(
+    registry: Path, make_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """SIGTERM once the job had returned and train's handler was put back: absa's handler
+    stopped the command before its summary, and it said "interrupted: no checkpoint is kept
+    ... the same command goes on", which starts another job. Sent as the block that held
+    train's handler ends, so it lands in that window every time."""
+    cfg = make_config(tmp_path / "retrain.toml", registry)
+    code = (
+        "import contextlib, os, signal, sys\n"
+        "from absa.cli import retrain\n"
+        "held = retrain.checkpoint_on_sigterm\n"
+        "@contextlib.contextmanager\n"
+        "def held_then_sigterm():\n"
+        "    with held() as asked:\n"
+        "        yield asked\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "retrain.checkpoint_on_sigterm = held_then_sigterm\n"
+        "from absa.cli import main\n"
+        f"sys.exit(main(['retrain', '--config', {str(cfg)!r}, '--version', 'v2', '--quiet']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 143, done.stderr
+    assert "retrain v2: " in done.stdout, done.stdout + done.stderr
+    assert "interrupted" not in done.stderr, done.stderr
+    assert "v2" in Registry(registry).versions()
+
+
 def test_sigterm_stops_the_job_after_a_batch_with_its_checkpoint(
     registry: Path, make_config: ConfigWriter, retrain_files: dict[str, Path], tmp_path: Path
 ) -> None:
