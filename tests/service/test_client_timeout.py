@@ -242,6 +242,31 @@ def test_a_request_head_past_its_limit_is_a_431_and_the_connection_closed(
             assert client.get(f"{url}/healthz").status_code == 200
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_body_past_its_limit_in_one_write_is_a_413_and_the_connection_serves_on(
+    artifact: Path, tmp_path: Path, framing: str
+) -> None:
+    """4 MB in one write, past the 1 MB limit: the 413 is answered before the body is read
+    (declared) or once past the limit (chunked), and the rest is read and dropped by the
+    parser, not left unread on a closed connection (the 431's reset, which lost the answer):
+    the next request on the connection, pipelined behind it, is answered."""
+    body = b'{"text": "' + b"a" * 4_000_000 + b'", "aspects": ["a"]}'
+    head = b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    if framing == "chunked":
+        head += b"Transfer-Encoding: chunked\r\n\r\n"
+        body = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    else:
+        head += f"Content-Length: {len(body)}\r\n\r\n".encode()
+    with absa_serve(artifact, tmp_path) as url:
+        with _connect(url) as big:
+            big.sendall(head + body + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            refused = _one_response(big)
+            assert refused.startswith(b"HTTP/1.1 413 "), refused[:200]
+            said = json.loads(refused.partition(b"\r\n\r\n")[2])
+            assert said == {"detail": "request body over 1000000 bytes"}, said
+            assert _one_response(big).startswith(b"HTTP/1.1 200 ")
+
+
 def test_one_header_value_that_never_ends_is_a_431_too(artifact: Path, tmp_path: Path) -> None:
     """httptools calls back with a header only once it has ended, and keeps what it has of
     one in a buffer of its own till then: a value never ended took 149 MiB in 28 s on one
