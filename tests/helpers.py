@@ -450,3 +450,29 @@ def sigint_as_ctrl_c() -> None:
     a shell (``pytest &``) inherits SIGINT ignored, and so did every child: the Ctrl-C tests'
     jobs trained on, unstopped."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def main_after(prelude: str, argv: list[str], cwd: Path | None = None) -> Any:
+    """``absa ARGV`` through ``main`` in a fresh interpreter, after ``prelude`` (Python source
+    that wraps a step to send a signal in the window a test is about); the finished process
+    (``subprocess.CompletedProcess``, text output captured)."""
+    code = f"import sys\n{prelude}\nfrom absa.cli import main\nsys.exit(main({argv!r}))\n"
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def sigterm_after_block(module: str) -> str:
+    """A ``main_after`` prelude: ``absa.cli.MODULE``'s ``checkpoint_on_sigterm`` block sends
+    this process SIGTERM as it ends, once train's handler has been put back."""
+    return (
+        "import contextlib, os, signal\n"
+        f"from absa.cli import {module} as cli_module\n"
+        "held = cli_module.checkpoint_on_sigterm\n"
+        "@contextlib.contextmanager\n"
+        "def held_then_sigterm():\n"
+        "    with held() as asked:\n"
+        "        yield asked\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "cli_module.checkpoint_on_sigterm = held_then_sigterm\n"
+    )

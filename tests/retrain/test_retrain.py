@@ -24,7 +24,13 @@ from absa.model.registry import Registry, RegistryError
 from absa.model.runtime import DEFAULT_MODEL_DIR
 from absa.training.records import DataError
 from absa.training.retrain import RetrainConfig, retrain
-from tests.helpers import sigint_as_ctrl_c, synthetic_examples, write_jsonl
+from tests.helpers import (
+    main_after,
+    sigint_as_ctrl_c,
+    sigterm_after_block,
+    synthetic_examples,
+    write_jsonl,
+)
 from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ROOT, ConfigWriter, LockHolder
 
 
@@ -1135,22 +1141,8 @@ def test_sigterm_once_the_job_returned_says_its_report_not_interrupted(
     ... the same command goes on", which starts another job. Sent as the block that held
     train's handler ends, so it lands in that window every time."""
     cfg = make_config(tmp_path / "retrain.toml", registry)
-    code = (
-        "import contextlib, os, signal, sys\n"
-        "from absa.cli import retrain\n"
-        "held = retrain.checkpoint_on_sigterm\n"
-        "@contextlib.contextmanager\n"
-        "def held_then_sigterm():\n"
-        "    with held() as asked:\n"
-        "        yield asked\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "retrain.checkpoint_on_sigterm = held_then_sigterm\n"
-        "from absa.cli import main\n"
-        f"sys.exit(main(['retrain', '--config', {str(cfg)!r}, '--version', 'v2', '--quiet']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    argv = ["retrain", "--config", str(cfg), "--version", "v2", "--quiet"]
+    done = main_after(sigterm_after_block("retrain"), argv, cwd=ROOT)
     assert done.returncode == 143, done.stderr
     assert "retrain v2: " in done.stdout, done.stdout + done.stderr
     assert "interrupted" not in done.stderr, done.stderr

@@ -24,7 +24,9 @@ from absa.training.presets import Preset
 from absa.training.rundir import WEIGHTS
 from absa.training.train import fit
 from tests.helpers import (
+    main_after,
     sigint_as_ctrl_c,
+    sigterm_after_block,
     synthetic_examples,
     tiny_config,
     tiny_preset,
@@ -529,16 +531,13 @@ def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_c
     place): it asked for a checkpoint nobody wrote, and --eval then ran whole, exit 0 (the
     test above failed so one run in four on a busy machine). The signal comes from inside
     fit's return here, so it lands in that window every time."""
-    import subprocess
-    import sys
-
     train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
     ev = write_jsonl(tmp_path / "eval.jsonl", DEV)
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, batch_size=2)
     argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
     argv += ["--quiet", "--eval", str(ev)]
-    code = (
-        "import os, signal, sys\n"
+    prelude = (
+        "import os, signal\n"
         "from absa.training import train\n"
         "fit = train.fit\n"
         "def fit_then_sigterm(*a, **k):\n"
@@ -546,10 +545,8 @@ def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_c
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
         "    return result\n"
         "train.fit = fit_then_sigterm\n"
-        "from absa.cli import main\n"
-        f"sys.exit(main({argv!r}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = main_after(prelude, argv)
     assert done.returncode == 143, done.stderr
     assert f"the run in {tmp_path / 'r'} is written; --eval was cut short" in done.stderr
     assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
@@ -563,28 +560,12 @@ def test_sigterm_as_train_leaves_its_handler_says_the_run_is_written(
     loop: absa's handler stopped the command there, 143 and not a word of the run written
     nor of the report lost (session 93's CI, a loaded machine). Sent as the block that held
     train's handler ends, so it lands in that window every time."""
-    import subprocess
-    import sys
-
     train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
     ev = write_jsonl(tmp_path / "eval.jsonl", DEV)
     cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, batch_size=2)
     argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
     argv += ["--quiet", "--eval", str(ev)] if with_eval else ["--quiet"]
-    code = (
-        "import contextlib, os, signal, sys\n"
-        "from absa.cli import train\n"
-        "held = train.checkpoint_on_sigterm\n"
-        "@contextlib.contextmanager\n"
-        "def held_then_sigterm():\n"
-        "    with held() as asked:\n"
-        "        yield asked\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "train.checkpoint_on_sigterm = held_then_sigterm\n"
-        "from absa.cli import main\n"
-        f"sys.exit(main({argv!r}))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = main_after(sigterm_after_block("train"), argv)
     assert done.returncode == 143, done.stderr
     said = f"absa train: the run in {tmp_path / 'r'} is written"
     said += "; --eval was cut short" if with_eval else "\n"
