@@ -511,7 +511,7 @@ def _interrupted(out: Path, result: RunResult | None, evals: Mapping[str, object
     if result is not None and not result.stopped:
         if evals:
             _eval_cut_short(result.run_dir, evals)
-        else:  # stopped as it said so: whole all the same
+        else:  # nothing after the run but its summary: whole all the same
             say(f"absa train: the run in {result.run_dir} is written")
         return
     from absa.training.checkpoint import CHECKPOINT
