@@ -12,7 +12,9 @@ import pytest
 
 from absa.model.artifact import sha256_file
 
-SHIPPED = sorted(p for p in (Path(__file__).parents[2] / "model" / "artifacts").iterdir())
+SHIPPED = sorted(
+    p for p in (Path(__file__).parents[2] / "model" / "artifacts").iterdir() if p.is_dir()
+)
 
 
 def _paths(node: object) -> Iterator[str]:
