@@ -524,6 +524,17 @@ def test_ctrl_c_says_the_run_goes_on_with_resume(small_glove: Path, tmp_path: Pa
     ), err
 
 
+def _one_epoch_argv(glove: Path, tmp_path: Path, with_eval: bool) -> list[str]:
+    """``absa train`` arguments for one quiet epoch of TRAIN into ``tmp_path/r`` (for
+    ``main_after``), with DEV as --eval when ``with_eval``."""
+    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
+    cfg = tiny_config(tmp_path / "c.json", glove, epochs=1, batch_size=2)
+    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
+    if with_eval:
+        argv += ["--eval", str(write_jsonl(tmp_path / "eval.jsonl", DEV))]
+    return [*argv, "--quiet"]
+
+
 def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_command(
     small_glove: Path, tmp_path: Path
 ) -> None:
@@ -531,11 +542,7 @@ def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_c
     place): it asked for a checkpoint nobody wrote, and --eval then ran whole, exit 0 (the
     test above failed so one run in four on a busy machine). The signal comes from inside
     fit's return here, so it lands in that window every time."""
-    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
-    ev = write_jsonl(tmp_path / "eval.jsonl", DEV)
-    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, batch_size=2)
-    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
-    argv += ["--quiet", "--eval", str(ev)]
+    argv = _one_epoch_argv(small_glove, tmp_path, with_eval=True)
     prelude = (
         "import os, signal\n"
         "from absa.training import train\n"
@@ -560,11 +567,7 @@ def test_sigterm_as_train_leaves_its_handler_says_the_run_is_written(
     loop: absa's handler stopped the command there, 143 and not a word of the run written
     nor of the report lost (session 93's CI, a loaded machine). Sent as the block that held
     train's handler ends, so it lands in that window every time."""
-    train = write_jsonl(tmp_path / "train.jsonl", TRAIN)
-    ev = write_jsonl(tmp_path / "eval.jsonl", DEV)
-    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, batch_size=2)
-    argv = ["train", "--train", str(train), "--config", str(cfg), "--out", str(tmp_path / "r")]
-    argv += ["--quiet", "--eval", str(ev)] if with_eval else ["--quiet"]
+    argv = _one_epoch_argv(small_glove, tmp_path, with_eval)
     done = main_after(sigterm_after_block("train"), argv)
     assert done.returncode == 143, done.stderr
     said = f"absa train: the run in {tmp_path / 'r'} is written"
