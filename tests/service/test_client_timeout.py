@@ -32,21 +32,24 @@ def _read_all(sock: socket.socket) -> bytes:
 
 
 def _one_response(sock: socket.socket) -> bytes:
-    """One response with a Content-Length, read off a connection left open."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"the connection was closed: {data!r}"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    """One response with a Content-Length, read off a connection left open, and not a byte
+    more: a response pipelined behind it (sent in the same packet) stays for the next call."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):  # a byte at a time: the head's end is not known
+        byte = sock.recv(1)
+        assert byte, f"the connection was closed: {head!r}"
+        head += byte
     length = next(
         int(line.split(b":", 1)[1])
         for line in head.split(b"\r\n")
         if line.lower().startswith(b"content-length:")
     )
+    body = b""
     while len(body) < length:
-        body += sock.recv(65536)
-    return head + b"\r\n\r\n" + body
+        chunk = sock.recv(length - len(body))
+        assert chunk, f"the connection was closed: {head + body!r}"
+        body += chunk
+    return head + body
 
 
 def _error_answer(answer: bytes) -> tuple[dict[str, str], dict]:
