@@ -395,10 +395,17 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
                 "overlap": overlap[path],  # its sentences in the training data, and --dev
             }
             log.info("%s\n%s", path, format_report(reports[path]))
+        add_eval(result.run_dir, reports)
+        dev_rep = result.dev
+        to_stdout(
+            f"run written to {result.run_dir}: best epoch {result.best_epoch}, dev accuracy "
+            f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
+        )
     except KeyboardInterrupt:
         # Ctrl-C, a second SIGTERM while training: stopped at once, not at a batch's end; a
         # SIGTERM once fit returned (its handler given back, absa's stops the command) or while
-        # --eval runs: the run is whole, its --eval report is not
+        # --eval runs or is recorded: the run is whole, its --eval report is not (or is, and
+        # only the summary was lost)
         _interrupted(out, result, evals)
         raise
     except Exception:
@@ -407,14 +414,8 @@ def _train_into(args: argparse.Namespace, out: Path) -> int:
         # the stop (Stopped, raised by the signal's handler) met inside torch came out of it
         # as another error: "could not determine the shape of object type
         # 'torch.storage.UntypedStorage'" (CI, a loaded machine), and no word of the run
-        _eval_cut_short(result.run_dir, evals)
+        _interrupted(out, result, evals)
         raise Stopped from None
-    add_eval(result.run_dir, reports)
-    dev_rep = result.dev
-    to_stdout(
-        f"run written to {result.run_dir}: best epoch {result.best_epoch}, dev accuracy "
-        f"{dev_rep['accuracy'] * 100:.2f}, dev macro-F1 {dev_rep['macro_f1'] * 100:.2f}\n"
-    )
     return 0
 
 
@@ -509,9 +510,9 @@ def _interrupted(out: Path, result: RunResult | None, evals: Mapping[str, object
     (``result`` None: fit had not returned; or stopped), or a whole run and how to get the
     --eval report it lost."""
     if result is not None and not result.stopped:
-        if evals:
+        if evals and not _recorded(result.run_dir, evals):
             _eval_cut_short(result.run_dir, evals)
-        else:  # nothing after the run but its summary: whole all the same
+        else:  # nothing after the run (and its reports) but the summary: whole all the same
             say(f"absa train: the run in {result.run_dir} is written")
         return
     from absa.training.checkpoint import CHECKPOINT
@@ -521,6 +522,13 @@ def _interrupted(out: Path, result: RunResult | None, evals: Mapping[str, object
             f"absa train: interrupted: the run in {out} is not complete; its last "
             "checkpoint is kept: the same command with --resume goes on"
         )
+
+
+def _recorded(run_dir: Path, evals: Mapping[str, object]) -> bool:
+    """Whether every --eval report is in the run's metrics.json (``add_eval`` wrote them)."""
+    from absa.training.rundir import read_metrics
+
+    return set(evals) <= set(read_metrics(run_dir).get("eval", {}))
 
 
 def _eval_cut_short(run_dir: Path, evals: Mapping[str, object]) -> None:

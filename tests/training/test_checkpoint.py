@@ -576,6 +576,37 @@ def test_sigterm_as_train_leaves_its_handler_says_the_run_is_written(
     assert "eval" not in json.loads((tmp_path / "r" / "metrics.json").read_text())
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_sigterm_as_train_records_its_eval_says_what_is_written(
+    small_glove: Path, tmp_path: Path, when: str
+) -> None:
+    """SIGTERM as --eval's reports are recorded in the run (``add_eval``), or once they are,
+    before the summary: 143 and not a word, though the run was whole (and its reports too,
+    after). It says which: the report command where they are not in metrics.json."""
+    argv = _one_epoch_argv(small_glove, tmp_path, with_eval=True)
+    call = "add_eval(*a, **k)"
+    prelude = (
+        "import os, signal\n"
+        "from absa.training import rundir\n"
+        "add_eval = rundir.add_eval\n"
+        "def add_eval_and_sigterm(*a, **k):\n"
+        + ("    out = " + call + "\n" if when == "after" else "")
+        + "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        + ("    return out\n" if when == "after" else "    return " + call + "\n")
+        + "rundir.add_eval = add_eval_and_sigterm\n"
+    )
+    done = main_after(prelude, argv)
+    assert done.returncode == 143, done.stderr
+    run = tmp_path / "r"
+    recorded = "eval" in json.loads((run / "metrics.json").read_text())
+    if when == "after":
+        assert recorded
+        assert f"absa train: the run in {run} is written\n" in done.stderr, done.stderr
+    else:
+        assert not recorded
+        assert f"the run in {run} is written; --eval was cut short" in done.stderr, done.stderr
+
+
 class _CtrlC:
     """Pickled into a checkpoint: sends this process SIGINT in the middle of torch.save."""
 
