@@ -581,19 +581,21 @@ def test_sigterm_as_train_records_its_eval_says_what_is_written(
     small_glove: Path, tmp_path: Path, when: str
 ) -> None:
     """SIGTERM as --eval's reports are recorded in the run (``add_eval``), or once they are,
-    before the summary: 143 and not a word, though the run was whole (and its reports too,
-    after). It says which: the report command where they are not in metrics.json."""
+    before the summary: it ended the command 143 with not a word, though the run was whole
+    (and its reports too, after). It says which now: the report command where they are not
+    in metrics.json."""
     argv = _one_epoch_argv(small_glove, tmp_path, with_eval=True)
-    call = "add_eval(*a, **k)"
+    body = {
+        "before": "    os.kill(os.getpid(), signal.SIGTERM)\n    return add_eval(*a, **k)\n",
+        "after": "    out = add_eval(*a, **k)\n    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return out\n",
+    }[when]
     prelude = (
         "import os, signal\n"
         "from absa.training import rundir\n"
         "add_eval = rundir.add_eval\n"
-        "def add_eval_and_sigterm(*a, **k):\n"
-        + ("    out = " + call + "\n" if when == "after" else "")
-        + "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        + ("    return out\n" if when == "after" else "    return " + call + "\n")
-        + "rundir.add_eval = add_eval_and_sigterm\n"
+        f"def add_eval_and_sigterm(*a, **k):\n{body}"
+        "rundir.add_eval = add_eval_and_sigterm\n"
     )
     done = main_after(prelude, argv)
     assert done.returncode == 143, done.stderr
