@@ -462,6 +462,24 @@ def main_after(prelude: str, argv: list[str], cwd: Path | None = None) -> Any:
     )
 
 
+def sigterm_around(module: str, name: str, after: bool = True) -> str:
+    """A ``main_after`` prelude: ``MODULE.NAME`` (a function, looked up there when called)
+    sends this process SIGTERM as it returns (``after``) or before it begins."""
+    call = "step(*a, **k)"
+    body = (
+        f"    out = {call}\n    os.kill(os.getpid(), signal.SIGTERM)\n    return out\n"
+        if after
+        else f"    os.kill(os.getpid(), signal.SIGTERM)\n    return {call}\n"
+    )
+    return (
+        "import importlib, os, signal\n"
+        f"held = importlib.import_module({module!r})\n"
+        f"step = held.{name}\n"
+        f"def step_and_sigterm(*a, **k):\n{body}"
+        f"held.{name} = step_and_sigterm\n"
+    )
+
+
 def sigterm_after_block(module: str) -> str:
     """A ``main_after`` prelude: ``absa.cli.MODULE``'s ``checkpoint_on_sigterm`` block sends
     this process SIGTERM as it ends, once train's handler has been put back."""

@@ -27,6 +27,7 @@ from tests.helpers import (
     main_after,
     sigint_as_ctrl_c,
     sigterm_after_block,
+    sigterm_around,
     synthetic_examples,
     tiny_config,
     tiny_preset,
@@ -543,16 +544,7 @@ def test_sigterm_as_the_run_is_written_before_eval_stops_train_with_its_report_c
     test above failed so one run in four on a busy machine). The signal comes from inside
     fit's return here, so it lands in that window every time."""
     argv = _one_epoch_argv(small_glove, tmp_path, with_eval=True)
-    prelude = (
-        "import os, signal\n"
-        "from absa.training import train\n"
-        "fit = train.fit\n"
-        "def fit_then_sigterm(*a, **k):\n"
-        "    result = fit(*a, **k)\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    return result\n"
-        "train.fit = fit_then_sigterm\n"
-    )
+    prelude = sigterm_around("absa.training.train", "fit")
     done = main_after(prelude, argv)
     assert done.returncode == 143, done.stderr
     assert f"the run in {tmp_path / 'r'} is written; --eval was cut short" in done.stderr
@@ -585,18 +577,7 @@ def test_sigterm_as_train_records_its_eval_says_what_is_written(
     (and its reports too, after). It says which now: the report command where they are not
     in metrics.json."""
     argv = _one_epoch_argv(small_glove, tmp_path, with_eval=True)
-    body = {
-        "before": "    os.kill(os.getpid(), signal.SIGTERM)\n    return add_eval(*a, **k)\n",
-        "after": "    out = add_eval(*a, **k)\n    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    return out\n",
-    }[when]
-    prelude = (
-        "import os, signal\n"
-        "from absa.training import rundir\n"
-        "add_eval = rundir.add_eval\n"
-        f"def add_eval_and_sigterm(*a, **k):\n{body}"
-        "rundir.add_eval = add_eval_and_sigterm\n"
-    )
+    prelude = sigterm_around("absa.training.rundir", "add_eval", after=when == "after")
     done = main_after(prelude, argv)
     assert done.returncode == 143, done.stderr
     run = tmp_path / "r"
