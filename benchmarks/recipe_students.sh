@@ -12,7 +12,10 @@
 #
 # SHORT names the results: benchmarks/results/distill/union-SHORT-kd-...-oof-lap4-more.sSEED.json,
 # runs/ship-SHORT-sSEED (the artifact), benchmarks/results/served/test-SHORT-oof-sSEED.json and
-# runs/calibration/ship-SHORT-sSEED. Needs the inputs of 1.8.0's card in runs/
+# runs/calibration/ship-SHORT-sSEED. TRANSFER_MORE (paths, space-separated) adds transfer files
+# after the recipe's, scored by the teacher beforehand (benchmarks/teacher_score.py), and names
+# the run after them: ...-lap4-more-subst-rest3 for runs/transfer-subst-rest3.jsonl. Needs
+# the inputs of 1.8.0's card in runs/
 # (python benchmarks/rebuild_inputs.py). This 2-core CPU: the seeds two at a time on one thread
 # each (175-240 s per epoch on an AVX-512 CPU, ~510 s on an AVX2 one; 12 epochs), then the
 # exports two at a time (~6 min each).
@@ -25,6 +28,14 @@ N=union-$short-kd-transfer6k-subst1-mpnet-vectors-decay-states-nolap-d08-ema-apa
 D=../shared/data
 . benchmarks/recipe_files.sh
 export ABSA_TEACHER_CACHE="${ABSA_TEACHER_CACHE:-runs/teacher-cache}"
+read -r -a more <<< "${TRANSFER_MORE:-}"
+for f in "${more[@]}"; do
+    [ -f "$f" ] || { echo "TRANSFER_MORE: $f: no such file" >&2; exit 2; }
+    TRANSFER+=("$f")
+    stem=${f##*/}
+    stem=${stem%.jsonl}
+    N+=-${stem#transfer-}
+done
 
 python benchmarks/distill.py --name "$N" --config "$C" --transfer "${TRANSFER[@]}" \
     --train-more --seeds "$@" --jobs 2 --dev-seed 1 --threads 1

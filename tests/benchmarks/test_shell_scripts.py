@@ -664,3 +664,57 @@ def test_the_fold_teachers_train_in_the_precision_asked_for(
     assert outs == ["runs/teacher-oof-a", "runs/teacher-oof-b"]
     for t in trains:
         assert t[t.index("--quiet") + 1 :] == flag, t
+
+
+def _students(tmp_path: Path, more: str | None) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """recipe_students.sh from a copy of the scripts, with a `python` on its PATH that writes
+    down its arguments and fails: the first step's command line, and nothing run."""
+    (tmp_path / "benchmarks").mkdir()
+    for name in ("recipe_students.sh", "recipe_files.sh"):
+        (tmp_path / "benchmarks" / name).write_text((ROOT / "benchmarks" / name).read_text())
+    path = _tools(tmp_path, "dirname")
+    said = tmp_path / "args"
+    stub = tmp_path / "bin" / "python"
+    stub.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {said}\nexit 3\n')
+    stub.chmod(0o755)
+    env = {"PATH": path} | ({"TRANSFER_MORE": more} if more is not None else {})
+    done = subprocess.run(
+        ["/bin/bash", "benchmarks/recipe_students.sh", "c.json", "card", "4"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return done, said.read_text().splitlines() if said.exists() else []
+
+
+def _after(args: list[str], flag: str) -> list[str]:
+    i = args.index(flag) + 1
+    return args[i : next((j for j in range(i, len(args)) if args[j].startswith("--")), None)]
+
+
+@pytest.mark.parametrize("more", [None, "", "runs/transfer-subst-rest3.jsonl"])
+def test_the_students_take_more_transfer_files_under_a_name_of_their_own(
+    tmp_path: Path, more: str | None
+) -> None:
+    """TRANSFER_MORE's files go after the recipe's, and into the run's name: a run with them
+    must not find the results of one without them and skip its training as done."""
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "transfer-subst-rest3.jsonl").write_text("")
+    done, args = _students(tmp_path, more)
+    assert done.returncode == 3, done.stderr
+    assert args[0] == "benchmarks/distill.py"
+    name = _after(args, "--name")[0]
+    assert name.startswith("union-card-kd-")
+    if more:
+        assert _after(args, "--transfer") == [*TRANSFER, more]
+        assert name.endswith("-lap4-more-subst-rest3")
+    else:
+        assert _after(args, "--transfer") == TRANSFER
+        assert name.endswith("-lap4-more")
+
+
+def test_the_students_refuse_a_transfer_file_that_is_not_there(tmp_path: Path) -> None:
+    done, args = _students(tmp_path, "runs/transfer-subst-rest3.jsonl")
+    assert done.returncode == 2 and args == []
+    assert "TRANSFER_MORE: runs/transfer-subst-rest3.jsonl: no such file" in done.stderr
