@@ -83,6 +83,21 @@ def paired(
     return out
 
 
+def unpaired(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path = RESULTS) -> str:
+    """The seeds a series has and its pair lacks, which the means leave out: a line saying
+    so ("" where there are none), so a table over three pairs is not read as one over all
+    the seeds there are."""
+    parts = []
+    for c_name, f_name in zip(cards, fasts, strict=True):
+        cf, ff = seed_files(c_name, kind, results), seed_files(f_name, kind, results)
+        for name, own, other in ((c_name, cf, ff), (f_name, ff, cf)):
+            if alone := sorted(set(own) - set(other)):
+                parts.append(f"{', '.join(map(str, alone))} of {name}")
+    return (
+        f"left out, no seed of the other network to pair with: {'; '.join(parts)}" if parts else ""
+    )
+
+
 def dev_table(cards: Sequence[str], fasts: Sequence[str], results: Path = RESULTS) -> str:
     """Dev accuracy by source, the card against fast over the seeds both have (fp32 runs)."""
     pairs = [(dev_scores(c), dev_scores(f)) for *_, c, f in paired(cards, fasts, "fp32", results)]
@@ -145,8 +160,10 @@ def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path =
         seeds = ", ".join(str(seed) for n, seed, *_ in pairs if n == name)
         used.append(seeds + (f" of {name}" if len(cards) > 1 else ""))
     card_name, fast_name = " + ".join(cards), " + ".join(fasts)
+    left = unpaired(cards, fasts, kind, results)
+    tail = [left, ""] if left else [""]
     if not card_runs:
-        return f"{kind}: no seed that both {card_name} and {fast_name} have\n"
+        return "\n".join([f"{kind}: no seed that both {card_name} and {fast_name} have", *tail])
     rows = compare(card_runs, fast_runs)
     lines = [
         f"{kind}, mean of seeds {'; '.join(used)} ({len(card_runs)} a network):",
@@ -160,7 +177,7 @@ def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path =
         for k, m, c, f, ok, sd in rows
     ]
     met = sum(r[4] for r in rows)
-    lines += ["", f"card level or ahead on {met} of {len(rows)} numbers", ""]
+    lines += ["", f"card level or ahead on {met} of {len(rows)} numbers", *tail]
     return "\n".join(lines)
 
 

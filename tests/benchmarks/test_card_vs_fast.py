@@ -106,3 +106,29 @@ def test_the_dev_parts_are_compared_over_the_seed_pairs_with_every_source(
     assert "| mams | 82.00 | 83.00 | -1.00, 2.83 |" in rows
     assert "| lap14 | 75.00 | 75.00 | +0.00, 0.00 |" in rows
     assert card_vs_fast.dev_table(["c"], ["x"], tmp_path).startswith("dev by source: no seed")
+
+
+def test_the_seeds_without_a_pair_are_named_as_left_out(tmp_path: Path) -> None:
+    """Five card seeds against three of fast's: the means are over three pairs, and the table
+    says which seeds it left out, of either network and series; none: no such line."""
+    for s in (1, 2, 3, 4, 5):
+        _result(_served(tmp_path, "card-a", s), 80, 75)
+    for s in (1, 2, 3):
+        _result(_served(tmp_path, "fast-a", s), 79, 74)
+    _result(_served(tmp_path, "card-b", 1), 80, 75)
+    _result(_served(tmp_path, "fast-b", 2), 79, 74)
+    text = card_vs_fast.table(["card-a"], ["fast-a"], "served", tmp_path)
+    assert "mean of seeds 1, 2, 3 (3 a network):" in text
+    assert "left out, no seed of the other network to pair with: 4, 5 of card-a\n" in text
+    text = card_vs_fast.table(["card-a", "card-b"], ["fast-a", "fast-b"], "served", tmp_path)
+    assert (
+        "left out, no seed of the other network to pair with: "
+        "4, 5 of card-a; 1 of card-b; 2 of fast-b" in text
+    )
+    text = card_vs_fast.table(["card-b"], ["fast-b"], "served", tmp_path)
+    assert text.startswith("served: no seed that both card-b and fast-b have\nleft out")
+    text = card_vs_fast.table(["card-a"], ["fast-a"], "fp32", tmp_path)  # no fp32 files at all
+    assert "left out" not in text
+    _result(_served(tmp_path, "fast-a", 4), 79, 74)
+    _result(_served(tmp_path, "fast-a", 5), 79, 74)
+    assert "left out" not in card_vs_fast.table(["card-a"], ["fast-a"], "served", tmp_path)
