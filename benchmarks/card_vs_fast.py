@@ -10,10 +10,15 @@ show and dev does not (or the other way) reads as noise.
     python benchmarks/card_vs_fast.py --card card-lite-ae2e card-lite-ae2e-r50 \
         --fast fast-ae2e fast-ae2e-r50      # series paired by position, their seeds pooled
 
-A short name SHORT means benchmarks/results/distill/union-SHORT-kd-*-oof-lap4-more.sN.json and
+A short name SHORT means benchmarks/results/distill/union-SHORT-kd-*-oof-lap4-more.sN.json
+(or ...-lap4-more-<more>.sN.json, a run with TRANSFER_MORE's files) and
 benchmarks/results/served/test-SHORT-oof-sN.json (the names benchmarks/recipe_students.sh
 writes). Only seeds both networks have are compared, so a pair cut off mid-way does not tilt
 the means. Prints a Markdown table; exits 0 whatever the verdict (it is a report).
+
+The same table compares any two recipes of paired seeds, e.g. the card with and without
+restaurant copies: ``--card card-lite-l2mid-ae2e-r92-rest3 --fast card-lite-l2mid-ae2e-r92
+--names copies none``.
 """
 
 from __future__ import annotations
@@ -41,14 +46,23 @@ Scores = dict[str, tuple[float, float]]  # test set -> (accuracy, macro-F1), %
 def seed_files(short: str, kind: str, results: Path = RESULTS) -> dict[int, Path]:
     """Result files of one network by seed: ``kind`` is "fp32" (distill) or "served"."""
     if kind == "fp32":
-        pattern, where = f"union-{short}-{RECIPE}.s*.json", results / "distill"
+        pattern, where = f"union-{short}-{RECIPE}*.s*.json", results / "distill"
+        shape = re.escape(f"union-{short}-{RECIPE}") + r"(-[a-z0-9-]+)?\.s(\d+)\.json"
     else:
         pattern, where = f"test-{short}-oof-s*.json", results / "served"
-    found = {}
-    for f in where.glob(pattern):
-        m = re.search(r"s(\d+)\.json$", f.name)
-        if m:
-            found[int(m.group(1))] = f
+        shape = re.escape(f"test-{short}-oof-") + r"()s(\d+)\.json"
+    found: dict[int, Path] = {}
+    for f in sorted(where.glob(pattern)):
+        m = re.fullmatch(shape, f.name)
+        if not m:
+            continue
+        seed = int(m.group(2))
+        if seed in found:
+            raise ValueError(
+                f"two result files for seed {seed} of {short}: {found[seed].name} and {f.name}"
+                " (one with more transfer files than the other: give it a short name of its own)"
+            )
+        found[seed] = f
     return found
 
 
@@ -98,7 +112,13 @@ def unpaired(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Pat
     )
 
 
-def dev_table(cards: Sequence[str], fasts: Sequence[str], results: Path = RESULTS) -> str:
+Names = tuple[str, str]  # what the two sides are called in the tables
+NAMES: Names = ("card", "fast")
+
+
+def dev_table(
+    cards: Sequence[str], fasts: Sequence[str], results: Path = RESULTS, names: Names = NAMES
+) -> str:
     """Dev accuracy by source, the card against fast over the seeds both have (fp32 runs)."""
     pairs = [(dev_scores(c), dev_scores(f)) for *_, c, f in paired(cards, fasts, "fp32", results)]
     pairs = [(c, f) for c, f in pairs if set(c) == set(f) == set(DATASETS)]
@@ -107,7 +127,7 @@ def dev_table(cards: Sequence[str], fasts: Sequence[str], results: Path = RESULT
     lines = [
         f"dev accuracy by source, mean of {len(pairs)} seed pairs (fp32):",
         "",
-        "| dev part | card | fast | card - fast, sd over the seeds |",
+        f"| dev part | {names[0]} | {names[1]} | {names[0]} - {names[1]}, sd over the seeds |",
         "|---|---|---|---|",
     ]
     for k in DATASETS:
@@ -149,7 +169,13 @@ def _sd(sd: float | None) -> str:
     return "–" if sd is None else f"{sd:.2f}"
 
 
-def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path = RESULTS) -> str:
+def table(
+    cards: Sequence[str],
+    fasts: Sequence[str],
+    kind: str,
+    results: Path = RESULTS,
+    names: Names = NAMES,
+) -> str:
     """The verdict over series of students (short names), the card's i-th against fast's
     i-th (students of the same inputs), each pair over the seeds both have."""
     pairs = paired(cards, fasts, kind, results)
@@ -168,8 +194,8 @@ def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path =
     lines = [
         f"{kind}, mean of seeds {'; '.join(used)} ({len(card_runs)} a network):",
         "",
-        f"| test set | {card_name} | {fast_name} | card level or ahead | card - fast, sd over"
-        " the seeds |",
+        f"| test set | {card_name} | {fast_name} | {names[0]} level or ahead"
+        f" | {names[0]} - {names[1]}, sd over the seeds |",
         "|---|---|---|---|---|",
     ]
     lines += [
@@ -177,7 +203,7 @@ def table(cards: Sequence[str], fasts: Sequence[str], kind: str, results: Path =
         for k, m, c, f, ok, sd in rows
     ]
     met = sum(r[4] for r in rows)
-    lines += ["", f"card level or ahead on {met} of {len(rows)} numbers", *tail]
+    lines += ["", f"{names[0]} level or ahead on {met} of {len(rows)} numbers", *tail]
     return "\n".join(lines)
 
 
@@ -193,10 +219,21 @@ def main(argv: list[str] | None = None) -> int:
         "--fast", required=True, nargs="+", help="fast's, paired with --card's: fast-ae2e"
     )
     ap.add_argument("--results", type=Path, default=RESULTS, help="benchmarks/results")
+    ap.add_argument(
+        "--names",
+        nargs=2,
+        default=NAMES,
+        metavar=("CARD", "FAST"),
+        help="what the tables call the two sides (default: card fast), e.g. copies none",
+    )
     args = ap.parse_args(argv)
-    for kind in ("fp32", "served"):
-        sys.stdout.write(table(args.card, args.fast, kind, args.results) + "\n")
-    sys.stdout.write(dev_table(args.card, args.fast, args.results) + "\n")
+    names = (args.names[0], args.names[1])
+    try:
+        for kind in ("fp32", "served"):
+            sys.stdout.write(table(args.card, args.fast, kind, args.results, names) + "\n")
+        sys.stdout.write(dev_table(args.card, args.fast, args.results, names) + "\n")
+    except ValueError as e:
+        ap.error(str(e))
     return 0
 
 

@@ -132,3 +132,29 @@ def test_the_seeds_without_a_pair_are_named_as_left_out(tmp_path: Path) -> None:
     _result(_served(tmp_path, "fast-a", 4), 79, 74)
     _result(_served(tmp_path, "fast-a", 5), 79, 74)
     assert "left out" not in card_vs_fast.table(["card-a"], ["fast-a"], "served", tmp_path)
+
+
+def test_a_run_with_more_transfer_files_is_found_and_two_for_a_seed_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """recipe_students.sh names a run with TRANSFER_MORE's files after them
+    (...-lap4-more-subst-rest3.sN): its fp32 files are found under its short name; a short
+    name with files of both kinds for one seed is an error that names them, not a silent
+    pick; --names labels the two sides (two recipes of the card, not card and fast)."""
+    more = tmp_path / "distill" / f"union-c-rest3-{card_vs_fast.RECIPE}-subst-rest3.s1.json"
+    _result(more, 81, 76)
+    _result(_distill(tmp_path, "c", 1), 80, 75)
+    assert card_vs_fast.seed_files("c-rest3", "fp32", tmp_path) == {1: more}
+    assert card_vs_fast.seed_files("c", "fp32", tmp_path) == {1: _distill(tmp_path, "c", 1)}
+    text = card_vs_fast.table(["c-rest3"], ["c"], "fp32", tmp_path, ("copies", "none"))
+    assert "| rest14 acc | 81.00 | 80.00 | yes | +1.00, – |" in text
+    assert "| test set | c-rest3 | c | copies level or ahead | copies - none, sd over" in text
+    assert "copies level or ahead on 8 of 8 numbers" in text
+
+    _result(tmp_path / "distill" / f"union-c-{card_vs_fast.RECIPE}-subst-x.s1.json", 70, 70)
+    with pytest.raises(ValueError, match="two result files for seed 1 of c: "):
+        card_vs_fast.seed_files("c", "fp32", tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        card_vs_fast.main(["--card", "c-rest3", "--fast", "c", "--results", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert "two result files for seed 1 of c" in capsys.readouterr().err
