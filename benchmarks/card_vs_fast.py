@@ -47,16 +47,16 @@ def seed_files(short: str, kind: str, results: Path = RESULTS) -> dict[int, Path
     """Result files of one network by seed: ``kind`` is "fp32" (distill) or "served"."""
     if kind == "fp32":
         pattern, where = f"union-{short}-{RECIPE}*.s*.json", results / "distill"
-        shape = re.escape(f"union-{short}-{RECIPE}") + r"(-[a-z0-9-]+)?\.s(\d+)\.json"
+        shape = re.escape(f"union-{short}-{RECIPE}") + r"(-[a-z0-9-]+)?\.s(?P<seed>\d+)\.json"
     else:
         pattern, where = f"test-{short}-oof-s*.json", results / "served"
-        shape = re.escape(f"test-{short}-oof-") + r"()s(\d+)\.json"
+        shape = re.escape(f"test-{short}-oof-") + r"s(?P<seed>\d+)\.json"
     found: dict[int, Path] = {}
     for f in sorted(where.glob(pattern)):
         m = re.fullmatch(shape, f.name)
         if not m:
             continue
-        seed = int(m.group(2))
+        seed = int(m["seed"])
         if seed in found:
             raise ValueError(
                 f"two result files for seed {seed} of {short}: {found[seed].name} and {f.name}"
