@@ -1,13 +1,13 @@
 """benchmarks/calibration_dev.py's map per label answered: on answers whose sureness means
 something else for each label, it recovers each label's own rate where one map cannot; its
-laptop shift: the same for sentences that read like laptop reviews."""
+laptop shift and laptop temperature: the same for sentences that read like laptop reviews."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from absa.model.calibration import expected_calibration_error
-from benchmarks.calibration_dev import by_label, knots, laptop_shift
+from absa.model.calibration import expected_calibration_error, softmax
+from benchmarks.calibration_dev import by_label, knots, laptop_shift, laptop_temperature
 
 
 def test_a_map_per_label_answered_recovers_each_labels_own_rate() -> None:
@@ -46,3 +46,26 @@ def test_the_laptop_shift_lowers_laptop_like_answers_to_their_rate_and_no_others
     np.testing.assert_allclose(shifted[~like], one_map[~like])  # the others as the map says
     assert expected_calibration_error(shifted[like], y[like]) < 0.01
     assert expected_calibration_error(one_map[like], y[like]) > 0.1
+
+
+def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_right() -> None:
+    rng = np.random.default_rng(2)
+    n = 6000
+    like = rng.random(n) < 0.25  # a quarter read like laptop reviews (score 0.9, else 0.05)
+    z = rng.normal(0.0, 2.0, (n, 3))
+    # gold drawn from the logits at T 1 for the others and at T 2 for the laptop-like:
+    # the model is twice as sure as it should be there
+    truth = np.where(like[:, None], softmax(z, 2.0), softmax(z, 1.0))
+    y = (rng.random(n)[:, None] > truth.cumsum(1)).sum(1)
+    p = softmax(z, 1.0)
+    x = np.zeros((n, 5), dtype=object)
+    x[:, 3] = np.where(like, 0.9, 0.05)
+    tempered = laptop_temperature()(p, x, y)(p, x)
+    one_map = knots("centres")(p, x, y)(p, x)
+    assert (tempered.argmax(1) == p.argmax(1)).all()  # no prediction changes
+    assert expected_calibration_error(tempered[like], y[like]) < 0.5 * expected_calibration_error(
+        one_map[like], y[like]
+    )
+    assert expected_calibration_error(tempered, y) < expected_calibration_error(one_map, y)
+    x[:, 3] = 0.05  # nothing reads like a laptop review: the shipped map alone
+    np.testing.assert_allclose(laptop_temperature()(p, x, y)(p, x), one_map)
