@@ -187,7 +187,7 @@ def identity(model: Path) -> dict:
     """What the served probabilities depend on: the graph, vocabulary and text pipeline
     files (sha256) and the calibration (T and the top-label map), not the name or version."""
     meta = artifact.read_metadata(model)
-    names = (artifact.ONNX, "vocab.json", "pipeline.json")
+    names = (artifact.ONNX, "vocab.json", "pipeline.json", "domain.json")
     return {
         "files": {n: artifact.sha256_file(model / n) for n in names if (model / n).is_file()},
         "calibration": {k: v for k, v in meta["calibration"].items() if k != "test"},
@@ -218,8 +218,13 @@ def measure(model: Path, name: str, ident: dict) -> dict:
     z, t = logits(model, spans(examples)), temperature_of(meta)
     rt = Runtime.load(model, device="cpu", threads=1)
     served = rt.predict_proba(spans(examples))
-    ref = softmax(z, t) if rt.top_map is None else apply_top_map(softmax(z, t), *rt.top_map)
+    ref = softmax(z, t)
+    if rt.domain is not None:  # a domain's temperature, then the map: as the runtime does
+        ref = rt.domain.apply(ref, [rt.encode(*s).tokens for s in spans(examples)])
+    if rt.top_map is not None:
+        ref = apply_top_map(ref, *rt.top_map)
     np.testing.assert_allclose(ref, served, atol=1e-5)  # what we measure is served
+    mapped = rt.top_map is not None or rt.domain is not None
     y = np.array([meta["labels"].index(e.label) for e in examples])
     bins = meta["calibration"]["bins"]
     return {
@@ -231,7 +236,7 @@ def measure(model: Path, name: str, ident: dict) -> dict:
         "accuracy": float((served.argmax(1) == y).mean()),
         "mean_confidence": float(served.max(1).mean()),
         "bins": bins,
-        **calibration_report(z, y, t, served=None if rt.top_map is None else served),
+        **calibration_report(z, y, t, served=served if mapped else None),
         **null_summary(served, bins),
         "ece_floor_method": "ECE over 200 label draws from the served probabilities, seed 0",
         "machine": f"{PROJECT_MACHINE} ({platform.machine()}), shared with other jobs",

@@ -313,6 +313,18 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
     )
     if cal.get("caveat"):  # no best fit: every dev answer right, or T at its bound
         text += f" Note: {cal['caveat']}."
+    dom = cal.get("domain")
+    if isinstance(dom, Mapping):
+        files = ", ".join(f"`{Path(str(f.get('path', '?'))).name}`" for f in dom.get("files") or [])
+        text += (
+            f" Then, for requests whose words read as {dom.get('name', 'one domain')} reviews "
+            f"(a word classifier fitted on the training sentences of {files or 'its files'}, "
+            f"dev's left out: `domain.json`), a temperature of their own, t = "
+            f"{float(dom.get('temperature', 1)):.3f} on the probabilities after T (fitted on "
+            f"the {dom.get('dev_items', '?')} dev items that read so, whose ECE it takes from "
+            f"{_pct(dom.get('dev_ece_before'))} to {_pct(dom.get('dev_ece_after'))}); no "
+            "prediction changes."
+        )
     if mapped:
         text += (
             f" Then a top-label map ({len(cal['top_map'].get('x', []))} knots, fitted on the "
@@ -325,7 +337,9 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
     text += (
         f" Expected calibration error ({cal.get('bins', '?')} equal-width confidence bins, %), "
         + (
-            "without calibration, with T alone and as served (T and the map)"
+            "without calibration, with T alone and as served (T"
+            + (", the domain's" if isinstance(dom, Mapping) else "")
+            + " and the map)"
             if mapped
             else "without and with T"
         )

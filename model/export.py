@@ -19,7 +19,11 @@ and checks parity against torch with T applied; the metadata's ``calibration`` r
 and the dev ECE / NLL before and after. Off, T is 1 (the probabilities of the network).
 ``top_map`` adds the top-label map after T (``absa.model.calibration.fit_top_map``), fitted
 on the same dev split, recorded as ``calibration.top_map`` and applied by the runtime; its
-dev ECE is measured out of fold.
+dev ECE is measured out of fold. ``domain`` (``DomainSentences``: a domain's name and the
+training sentences in and out of it) adds a temperature of its own for requests that read like
+that domain (``absa.model.domain``), fitted on dev's items of the domain after T and before
+the map: its word classifier goes into ``domain.json``, its temperature into
+``calibration.domain``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,17 +54,29 @@ from absa.model.artifact import (
 from absa.model.card import write_card
 from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
+from absa.model.domain import MIN_DEV_ITEMS, DomainTemperature, fit_words, temper, words_of
 from absa.model.network import ABSANet, ExportWrapper
 from absa.model.runtime import Runtime, top_map_of
 from absa.model.text import Encoded, Pipeline, TextError, Token, collate
 
-__all__ = ["OPSET", "PARITY_ATOL", "LabelledSpan", "ParityError", "export"]
+__all__ = ["OPSET", "PARITY_ATOL", "DomainSentences", "LabelledSpan", "ParityError", "export"]
 
 log = logging.getLogger(__name__)
 
 OPSET = 17
 QUANTIZATIONS = (None, "int8", "int8-embeddings")
 BATCH_CHECK = 200  # dev items served one at a time to measure how answers depend on the batch
+
+
+@dataclass(frozen=True)
+class DomainSentences:
+    """What a domain temperature is fitted from: the domain's name, training sentences (dev's
+    left out) and whether each is in the domain, and the files that made it (recorded)."""
+
+    name: str
+    texts: Sequence[str]
+    inside: Sequence[bool]
+    files: Sequence[Mapping[str, str]] = ()
 
 
 class LabelledSpan(Protocol):
@@ -85,12 +102,15 @@ def export(
     batch: int = 32,
     calibrate: bool = True,
     top_map: bool = False,
+    domain: DomainSentences | None = None,
 ) -> dict:
     """Write the artifact directory and return its metadata. ``provenance`` (preset, train,
     train_config, metrics, code_version, source_run, ...) goes into the metadata as given;
     ``version`` defaults to a UTC timestamp; ``calibrate`` fits a temperature on ``dev``,
-    ``top_map`` a top-label map after it (ValueError under ``TOP_MAP_MIN_DEV`` dev items).
-    FileExistsError, before any work, where ``out_dir`` exists; ValueError for no ``dev``."""
+    ``top_map`` a top-label map after it (ValueError under ``TOP_MAP_MIN_DEV`` dev items),
+    ``domain`` a temperature for its requests before the map (ValueError under
+    ``MIN_DEV_ITEMS`` dev items read as the domain, or as many not). FileExistsError, before
+    any work, where ``out_dir`` exists; ValueError for no ``dev``."""
     out_dir = Path(out_dir)
     refuse_existing(out_dir)  # staged() checks again at the end: here before any work
     if quantize not in QUANTIZATIONS:
@@ -101,6 +121,8 @@ def export(
         raise ValueError(
             "a top-label map needs the temperature (fitted after it): top_map without calibrate"
         )
+    if domain is not None and not calibrate:
+        raise ValueError("a domain temperature is fitted after the global one: not without it")
     if top_map and len(dev) < calibration.TOP_MAP_MIN_DEV:
         raise ValueError(
             f"a top-label map needs at least {calibration.TOP_MAP_MIN_DEV} dev items; the dev "
@@ -121,13 +143,35 @@ def export(
         raise ValueError(f"{where}: label {stray.label!r} is none of the model's {labels}")
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
-    calib = _calibrate(logits, y, fit=calibrate, top_map=top_map)
+    classifier = _domain_classifier(domain, pipeline, items) if domain is not None else None
+    rows = None if classifier is None else classifier.logits([it.tokens for it in items]) > 0
+    calib = _calibrate(logits, y, fit=calibrate, top_map=top_map, domain_rows=rows)
+    served_domain = None
+    if classifier is not None and domain is not None:
+        served_domain = DomainTemperature(
+            domain.name, classifier.bias, classifier.weights, calib["domain"]["temperature"]
+        )
+        calib["domain"].update(
+            name=domain.name,
+            file="domain.json",
+            words=len(classifier.weights),
+            sentences={
+                "inside": int(sum(domain.inside)),
+                "outside": int(len(domain.inside) - sum(domain.inside)),
+            },
+            files=[dict(f) for f in domain.files],
+            classifier="logistic regression (scikit-learn, L2) of in the domain on which "
+            "lower-cased words a training sentence holds (words of 2 sentences or more); dev's "
+            "sentences left out; an item is in the domain where its logit is > 0",
+        )
     train = provenance.get("train")
     if calibrate:  # what /v1/model says T was fitted on, e.g. "10% of train held out with seed 1"
         split = train.get("dev_split") if isinstance(train, Mapping) else None
         calib["fitted_on"] = str(split or "dev")
     with staged(out_dir) as tmp:
         pipeline.save(tmp)
+        if served_domain is not None:
+            served_domain.to_file(tmp)
         _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
         onnx = {"opset": OPSET, "inputs": list(net.input_names), "exported_with": export_versions()}
         cfg = model_config.to_dict()
@@ -146,6 +190,8 @@ def export(
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         ref = calibration.softmax(logits, calib["temperature"])  # torch's, with T applied
+        if served_domain is not None:
+            ref = served_domain.apply(ref, [it.tokens for it in items])
         if top_map:
             ref = calibration.apply_top_map(ref, calib["top_map"]["x"], calib["top_map"]["y"])
         got = _ort_probs(tmp, items, batch)
@@ -219,14 +265,62 @@ def _dummy_item(n: int, category: int | None, pair: bool = False) -> Encoded:
     return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n, category, types)
 
 
-def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: bool = False) -> dict:
-    """The metadata's ``calibration``: T fitted on dev (or 1), with ``top_map`` the top-label
-    map after it; dev ECE / NLL before and after (the map's out of fold)."""
-    t = calibration.fit_temperature(logits, y) if fit else 1.0
+def _domain_classifier(
+    domain: DomainSentences, pipeline: Pipeline, items: Sequence[Encoded]
+) -> DomainTemperature:
+    """The domain's word classifier (temperature 1 until fitted), fitted on its training
+    sentences in the pipeline's tokens; ValueError where under ``MIN_DEV_ITEMS`` dev items
+    read as the domain (too few to fit a temperature on)."""
+    words = [words_of(pipeline.tokenized(text).tokens) for text in domain.texts]
+    bias, weights = fit_words(words, domain.inside)
+    classifier = DomainTemperature(domain.name, bias, weights, 1.0)
+    found = int((classifier.logits([it.tokens for it in items]) > 0).sum())
+    if min(found, len(items) - found) < MIN_DEV_ITEMS:
+        raise ValueError(
+            f"a temperature for domain {domain.name!r} needs at least {MIN_DEV_ITEMS} dev items "
+            f"that read as it and as many that do not; {found} of {len(items)} read as it"
+        )
+    return classifier
+
+
+def _calibrate(
+    logits: np.ndarray,
+    y: np.ndarray,
+    fit: bool = True,
+    top_map: bool = False,
+    domain_rows: np.ndarray | None = None,
+) -> dict:
+    """The metadata's ``calibration``: T fitted on dev (or 1); with ``domain_rows`` (the dev
+    items that read as a domain) T is fitted on the others and the domain's items get one of
+    their own (recorded relative to T: their probabilities after T are tempered again);
+    with ``top_map`` the top-label map after both. Dev ECE / NLL before and after (the map's
+    out of fold, the temperatures in sample: one number each)."""
+    fit_on = (~domain_rows) if domain_rows is not None else np.ones(len(y), dtype=bool)
+    t = calibration.fit_temperature(logits[fit_on], y[fit_on]) if fit else 1.0
     knots = None
     served = None
+    scaled = calibration.softmax(logits, t)
+    domain = None
+    if domain_rows is not None:
+        inside = scaled[domain_rows]
+        r = calibration.fit_temperature(logits[domain_rows], y[domain_rows]) / t
+        served = scaled = temper(scaled, domain_rows, r)
+        ece = calibration.expected_calibration_error
+        domain = {
+            "temperature": r,
+            "objective": "dev NLL of the domain's items, L-BFGS on log(T t); T's on the others",
+            "dev_items": int(domain_rows.sum()),
+            "dev_ece_before": ece(inside, y[domain_rows]),
+            "dev_ece_after": ece(scaled[domain_rows], y[domain_rows]),
+        }
+        log.info(
+            "domain temperature %.4f on %d dev items: their ECE %.4f -> %.4f (before any map)",
+            r,
+            domain["dev_items"],
+            domain["dev_ece_before"],
+            domain["dev_ece_after"],
+        )
     if top_map:
-        scaled = calibration.softmax(logits, t)
         knots = calibration.fit_top_map(scaled, y)
         served = calibration.out_of_fold_top_map(scaled, y)
     dev = calibration.calibration_report(logits, y, t, served=served)
@@ -240,7 +334,7 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: boo
         dev["nll_before"],
         dev["nll_after"],
     )
-    out = {
+    out: dict[str, Any] = {
         "method": "temperature",
         "temperature": t,
         "fitted": fit,
@@ -251,6 +345,9 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: boo
     caveat = calibration.temperature_caveat(logits, y, t) if fit else None
     if caveat:
         out["caveat"] = caveat
+    if domain is not None:
+        out["method"] = "temperature+domain"
+        out["domain"] = domain
     if knots is not None:
         log.info(
             "top-label map: %d knots; dev ECE %.4f -> %.4f (out of %d folds)",
@@ -259,7 +356,7 @@ def _calibrate(logits: np.ndarray, y: np.ndarray, fit: bool = True, top_map: boo
             dev["ece_after"],
             calibration.CROSS_FOLDS,
         )
-        out["method"] = "temperature+top_map"
+        out["method"] += "+top_map"
         out["top_map"] = {
             "x": knots[0].tolist(),
             "y": knots[1].tolist(),
@@ -286,7 +383,7 @@ def _ort_probs(
     directory: Path, items: Sequence[Encoded], batch: int, mapped: bool = True
 ) -> np.ndarray:
     """onnxruntime's probabilities on the artifact being built (its parity not yet recorded);
-    ``mapped`` False: the graph's own (after T), before a top-label map."""
+    ``mapped`` False: before a top-label map (after T and a domain's temperature)."""
     rt = Runtime.load(directory, device="cpu", require_parity=False, task=None)
     if not mapped:
         rt.top_map = None
@@ -401,7 +498,7 @@ def _quantize(
     tables = kind == "int8-embeddings"
     nodes = word_table_gathers(tmp / ONNX) if tables else None
     size_fp32 = quantize_graph(tmp, metadata, op_types=["Gather"] if tables else None, nodes=nodes)
-    pre = _ort_probs(tmp, items, batch, mapped=False)  # the graph's own, after T
+    pre = _ort_probs(tmp, items, batch, mapped=False)  # after T (and a domain's), no map
     knots = top_map_of(metadata, tmp)
     got = pre if knots is None else calibration.apply_top_map(pre, *knots)  # as served
     acc32 = float((fp32_probs.argmax(1) == y).mean())

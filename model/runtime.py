@@ -4,7 +4,8 @@
 recorded parity: the same checks wherever a model is loaded), picks the execution provider
 from what onnxruntime offers (device auto|cpu|cuda), and runs batches bucketed by length.
 The graph's probabilities carry the temperature; an artifact whose metadata records a
-top-label map (``calibration.top_map``) has it applied here, to every batch.
+domain's temperature (``calibration.domain``, ``absa.model.domain``) and a top-label map
+(``calibration.top_map``) has them applied here, in that order, to every batch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from absa.model import artifact
 from absa.model.calibration import apply_top_map
 from absa.model.categories import TERMS, category_words, check_task, encode_category, task_of
 from absa.model.cpus import default_threads
+from absa.model.domain import DomainTemperature
 from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,7 @@ class Runtime:
         self.output_names = [o.name for o in session.get_outputs()]
         self.providers = session.get_providers()
         self.top_map = top_map_of(metadata, model_dir)
+        self.domain = DomainTemperature.of(metadata, model_dir)  # before the map, where any
         width = next((o.shape[-1] for o in session.get_outputs() if o.name == "probs"), None)
         if isinstance(width, int) and width != len(self.labels):  # else every request fails
             raise ArtifactError(
@@ -183,6 +186,8 @@ class Runtime:
         outs = self.session.run(names, {k: batch[k] for k in self.input_names})
         named = dict(zip(names, outs, strict=True))
         probs, attn, selfw = named["probs"], named["attention"], named.get("self_attention")
+        if self.domain is not None:
+            probs = self.domain.apply(probs, [e.tokens for e in items])
         if self.top_map is not None:
             probs = apply_top_map(probs, *self.top_map)
         unk = self.pipeline.unk_id

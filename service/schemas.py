@@ -315,9 +315,27 @@ class TopMap(BaseModel):
     y: list[float] = Field(description="what each becomes; linear in between, flat outside")
 
 
+class DomainCalibration(BaseModel):
+    name: str = Field(description="the domain, e.g. laptop")
+    temperature: float = Field(
+        description="for requests that read as the domain, probabilities after T become "
+        "softmax(log p / t)"
+    )
+    dev_items: int = Field(description="the dev items that read as the domain (t fitted on them)")
+    words: int = Field(description="the words the domain's classifier weighs (domain.json)")
+
+
 class Calibration(BaseModel):
-    method: str = Field("temperature", description="temperature, or temperature+top_map")
+    method: str = Field(
+        "temperature",
+        description="temperature, then +domain and +top_map where the artifact has them",
+    )
     temperature: float = Field(description="the graph's probabilities are softmax(logits / T)")
+    domain: DomainCalibration | None = Field(
+        None,
+        description="a temperature of its own after T for requests whose words read as one "
+        "domain (a word classifier fitted on the training sentences; no prediction changes)",
+    )
     top_map: TopMap | None = Field(
         None,
         description="a map of the top probability after T, fitted on dev (the other classes "

@@ -3,11 +3,14 @@ provenance to ``absa.model.export`` (which owns ONNX, the parity check and quant
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from absa.model.artifact import refuse_existing
-from absa.model.export import export
-from absa.training.provenance import code_version
+from absa.model.artifact import refuse_existing, sha256_file
+from absa.model.export import DomainSentences, export
+from absa.training.overlap import HasText, bracket_free
+from absa.training.provenance import ROOT, code_version, portable
+from absa.training.readers import read_many
 from absa.training.rundir import DEV, LoadedRun, load_run, read_dev_examples
 
 # what of run.json an artifact's metadata keeps under "train"
@@ -39,6 +42,7 @@ def export_run(
     expand_vocab: str | Path | None = None,
     expand_top_k: int | None = None,
     command: str | None = None,
+    domain: tuple[str, Sequence[str | Path]] | None = None,
 ) -> dict:
     """Export the run's best weights to ``out_dir`` (parity-checked on the run's dev set,
     with a temperature fitted on it unless ``calibrate`` is off, and with ``top_map`` a
@@ -46,13 +50,16 @@ def export_run(
     run's preset. ``expand_vocab``: a GloVe-format file whose first ``expand_top_k`` words
     the run lacks get rows mapped into its tuned table (``training/vocab_expansion.py``).
     ``command``: the one exporting (``absa export``'s), given after the run's own in the
-    metadata's ``reproduce`` where the run records how it was trained."""
+    metadata's ``reproduce`` where the run records how it was trained. ``domain``: a name
+    and some of the run's training files, whose sentences make a domain with a temperature
+    of its own (``domain_sentences``)."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     refuse_existing(out_dir)  # before loading the run and expanding its vocabulary
     run = load_run(run_dir)
     dev = read_dev_examples(run_dir)
     if not dev:  # export's own message cannot name the file
         raise ValueError(f"{run_dir / DEV}: no dev examples; export checks parity on them")
+    sentences = domain_sentences(run, dev, *domain) if domain is not None else None
     meta = provenance(run, run_dir)
     if meta.get("reproduce") and command:
         meta["reproduce"] += "\n" + command
@@ -73,7 +80,56 @@ def export_run(
         batch=batch,
         calibrate=calibrate,
         top_map=top_map,
+        domain=sentences,
     )
+
+
+def domain_sentences(
+    run: LoadedRun, dev: Sequence[HasText], name: str, files: Sequence[str | Path]
+) -> DomainSentences:
+    """The run's training sentences (its train and train_more files, read again and checked
+    against their recorded sha256; dev's sentences left out, and those of its --exclude
+    files: test sets), each in the domain where one of ``files`` holds it. ValueError for a
+    file that is none of the run's training files, or one that changed since the run read
+    it."""
+    data = run.info.get("data") or {}
+    entries = [*(data.get("train") or []), *(data.get("train_more") or [])]
+    recorded = {_located(e["path"]): e for e in entries}
+    wanted = {_located(f) for f in files}
+    stray = sorted(str(f) for f in wanted if f not in recorded)
+    if stray:
+        raise ValueError(
+            f"domain {name!r}: {', '.join(stray)} is none of the run's training files "
+            f"({', '.join(e['path'] for e in entries) or 'it records none'})"
+        )
+    held = {e.text for e in dev}
+    excluded = _checked(data.get("exclude") or [])
+    tests = {bracket_free(e.text) for e in read_many(excluded).examples} if excluded else set()
+    inside: dict[str, bool] = {}
+    for path in _checked(entries):
+        for e in read_many([str(path)]).examples:
+            if e.text not in held and bracket_free(e.text) not in tests:
+                inside[e.text] = inside.get(e.text, False) or path in wanted
+    used = [{"path": portable(p), "sha256": recorded[p]["sha256"]} for p in sorted(wanted)]
+    return DomainSentences(name, list(inside), list(inside.values()), used)
+
+
+def _checked(entries: Sequence[dict]) -> list[Path]:
+    """The recorded files, located, each checked against its recorded sha256."""
+    out = []
+    for entry in entries:
+        path = _located(entry["path"])
+        if not path.is_file() or sha256_file(path) != entry["sha256"]:
+            raise ValueError(f"{entry['path']}: gone or changed since the run read it")
+        out.append(path)
+    return out
+
+
+def _located(path: str | Path) -> Path:
+    """A recorded or given data path, resolved: a recorded one is relative to the checkout
+    (``provenance.portable``) or to where the run was started."""
+    p = Path(path)
+    return (ROOT / p).resolve() if not p.is_absolute() and (ROOT / p).exists() else p.resolve()
 
 
 def provenance(run: LoadedRun, run_dir: Path) -> dict:
