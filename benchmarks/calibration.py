@@ -5,12 +5,19 @@ from the data and seed its metadata records.
 
     python benchmarks/calibration.py --artifact model/artifacts/default --reissue 1.2.1
     python benchmarks/calibration.py --artifact model/artifacts/default   # measure only
+    python benchmarks/calibration.py --artifact model/artifacts/default --reissue 1.9.2 \
+        --domain-temperature laptop --domain-files ../shared/data/semeval14/Laptops_Train.xml.seg \
+        ../shared/data/acos-laptop/train.jsonl --out runs/default-1.9.2
 
 Re-issue (the shipped default has no run directory here): read the recorded training files
 (sha256 checked), drop the sentences of the --exclude files, split dev as training did
 (``split_dev``, the recorded seed and fraction), check n_train, n_dev, the label counts and
 the recorded dev accuracy, fit T on the artifact's own logits (``absa.model.recalibrate``),
 check no test-set prediction changes, and replace the artifact by the new version.
+With ``--domain-temperature``: re-issue a calibrated artifact with a domain's temperature
+(``absa.model.recalibrate.with_domain``: its word classifier fitted on the recorded training
+sentences of ``--domain-files``, dev's and the test sets' left out) into ``--out``, the
+artifact itself left as it is; then measure the new one.
 
 Then for each test set one result file benchmarks/results/calibration/<name>-<version>__<set>.json
 (or under --results DIR; skipped when it exists and holds this artifact's numbers: resumable;
@@ -44,7 +51,7 @@ from absa.model.calibration import (  # noqa: E402
     softmax,
 )
 from absa.model.card import calibration_lines  # noqa: E402
-from absa.model.recalibrate import logits, recalibrate, temperature_of  # noqa: E402
+from absa.model.recalibrate import logits, recalibrate, temperature_of, with_domain  # noqa: E402
 from absa.model.runtime import Runtime  # noqa: E402
 from absa.training.overlap import bracket_free, drop_overlap, normalise_text  # noqa: E402
 from absa.training.presets import TrainConfig  # noqa: E402
@@ -150,6 +157,30 @@ def reissue(model: Path, version: str) -> None:
         log.info("%s: all %d predictions unchanged", name, len(test))
     shutil.rmtree(model)
     new.rename(model)
+
+
+def reissue_domain(model: Path, version: str, name: str, files: list[str], out: Path) -> None:
+    """``model`` re-issued as ``version`` into ``out`` with a domain's temperature; no
+    test-set prediction may change."""
+    from absa.training.exporting import domain_sentences
+
+    meta = artifact.read_metadata(model)
+    dev = rebuild_dev(meta)
+    sentences = domain_sentences(meta["train"]["data"], dev, name, files)
+    split = f"{meta['train']['dev_split']}, rebuilt from the recorded data (counts checked)"
+    with_domain(model, out, spans(dev), [e.label for e in dev], sentences, version, split)
+    shutil.copy(model / "README.md", out / "README.md")  # the shipped card: --card-only redoes it
+    new = artifact.read_metadata(out)
+    artifact.record_files(new, out)
+    artifact.write_metadata(out, new)
+    for ds in DATASETS:
+        test = spans(read_many([str(paths(ds)["test"])]).examples)
+        before = Runtime.load(model, device="cpu", threads=1).predict_proba(test).argmax(1)
+        after = Runtime.load(out, device="cpu", threads=1).predict_proba(test).argmax(1)
+        if (before != after).any():
+            shutil.rmtree(out)
+            raise SystemExit(f"{ds}: {(before != after).sum()} predictions change; not re-issued")
+        log.info("%s: all %d predictions unchanged", ds, len(test))
 
 
 def test_files(name: str) -> list[Path]:
@@ -311,9 +342,19 @@ def main() -> None:
     ap.add_argument("--artifact", type=Path, default=ROOT / "model" / "artifacts" / "default")
     ap.add_argument("--reissue", metavar="VERSION", help="fit T and re-issue as VERSION first")
     ap.add_argument("--results", type=Path, default=RESULTS, help="where the result files go")
+    ap.add_argument("--domain-temperature", metavar="NAME", help="with --reissue and --out")
+    ap.add_argument("--domain-files", nargs="+", metavar="FILE", help="the domain's training files")
+    ap.add_argument("--out", type=Path, help="with --domain-temperature: the new artifact")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if args.reissue:
+    if args.domain_temperature:
+        if not (args.reissue and args.out and args.domain_files):
+            ap.error("--domain-temperature needs --reissue VERSION, --domain-files and --out")
+        reissue_domain(
+            args.artifact, args.reissue, args.domain_temperature, args.domain_files, args.out
+        )
+        args.artifact = args.out
+    elif args.reissue:
         reissue(args.artifact, args.reissue)
     meta = artifact.read_metadata(args.artifact)
     if "calibration" not in meta:

@@ -7,8 +7,11 @@ the Lap14 test set does (docs/benchmarks.md, "A temperature for laptop-like sent
 request names no domain, so its words decide: a logistic regression on which words a
 sentence holds, fitted at export on the training sentences (the domain's files against the
 rest, dev's sentences left out). Where it says "in the domain" (logit > 0), the graph's
-probabilities (after the global T) are tempered once more, ``softmax(log p / t)``, before the
-top-label map. No answer changes: a temperature keeps the order of the probabilities.
+probabilities (after the global T) are tempered once more, ``softmax(log p / t)``, and the
+others by a temperature of their own (``outside``: without the domain's items dev wants a
+little sharper T), before the top-label map. Both are relative to T, fitted by NLL on their
+side of dev (``fit_temperatures``), so an artifact keeps its graph as it is. No answer
+changes: a temperature keeps the order of the probabilities.
 
 The artifact keeps the word weights in ``domain.json`` (hashed with the other files) and the
 metadata's ``calibration.domain`` says what it is: name, temperature, the files it was
@@ -29,7 +32,15 @@ import numpy as np
 from absa.errors import ArtifactError
 from absa.model.text import Token
 
-__all__ = ["DOMAIN_FILE", "MIN_DEV_ITEMS", "DomainTemperature", "fit_words", "words_of"]
+__all__ = [
+    "DOMAIN_FILE",
+    "MIN_DEV_ITEMS",
+    "DomainTemperature",
+    "fit_temperatures",
+    "fit_words",
+    "temper",
+    "words_of",
+]
 
 DOMAIN_FILE = "domain.json"
 MIN_DEV_ITEMS = 100  # dev items in the domain a temperature of its own needs
@@ -44,12 +55,13 @@ def words_of(tokens: Iterable[Token]) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class DomainTemperature:
-    """A domain's word classifier and its temperature (relative to the graph's)."""
+    """A domain's word classifier, its temperature and the others' (relative to the graph's)."""
 
     name: str
     bias: float
     weights: Mapping[str, float]
     temperature: float
+    outside: float = 1.0
 
     def logits(self, token_lists: Iterable[Iterable[Token]]) -> np.ndarray:
         """The classifier's logit per item: > 0 reads as the domain."""
@@ -60,13 +72,16 @@ class DomainTemperature:
         )
 
     def apply(self, probs: np.ndarray, token_lists: Sequence[Iterable[Token]]) -> np.ndarray:
-        """``probs`` with the rows of the domain's items tempered by ``temperature``; same
-        shape and dtype. Probabilities of 0 stay 0 (their log is clipped)."""
+        """``probs`` with the rows of the domain's items tempered by ``temperature``, the
+        others by ``outside``; same shape and dtype. Probabilities of 0 stay 0 (their log is
+        clipped)."""
         p = np.asarray(probs)
         inside = self.logits(token_lists) > 0
-        if not inside.any():
-            return p
-        return temper(p, inside, self.temperature)
+        if inside.any():
+            p = temper(p, inside, self.temperature)
+        if self.outside != 1.0 and not inside.all():
+            p = temper(p, ~inside, self.outside)
+        return p
 
     def to_file(self, directory: Path) -> None:
         words = {k: self.weights[k] for k in sorted(self.weights)}
@@ -84,6 +99,7 @@ class DomainTemperature:
         where = Path(model_dir) / DOMAIN_FILE
         try:
             t = float(info["temperature"])
+            outside = float(info.get("outside_temperature", 1.0))
             raw = json.loads(where.read_text())
             bias = float(raw["bias"])
             weights = {str(k): float(v) for k, v in raw["weights"].items()}
@@ -94,12 +110,12 @@ class DomainTemperature:
                 f"{model_dir}: {DOMAIN_FILE} is for domain {raw.get('name')!r}, the metadata "
                 f"names {info.get('name')!r}"
             )
-        numbers = [t, bias, *weights.values()]
-        if not (all(math.isfinite(v) for v in numbers) and t > 0):
+        numbers = [t, outside, bias, *weights.values()]
+        if not (all(math.isfinite(v) for v in numbers) and t > 0 and outside > 0):
             raise ArtifactError(
-                f"{model_dir}: calibration.domain needs a temperature > 0 and finite weights"
+                f"{model_dir}: calibration.domain needs temperatures > 0 and finite weights"
             )
-        return cls(str(info["name"]), bias, weights, t)
+        return cls(str(info["name"]), bias, weights, t, outside)
 
 
 def temper(probs: np.ndarray, rows: np.ndarray, t: float) -> np.ndarray:
@@ -111,6 +127,18 @@ def temper(probs: np.ndarray, rows: np.ndarray, t: float) -> np.ndarray:
     e = np.exp(z)
     out[rows] = (e / e.sum(axis=1, keepdims=True)).astype(p.dtype)
     return out
+
+
+def fit_temperatures(
+    logits: np.ndarray, y: np.ndarray, rows: np.ndarray, t: float
+) -> tuple[float, float]:
+    """The domain's temperature and the others', relative to the graph's ``t``: each the
+    NLL-optimal temperature of its side's ``logits`` (``rows``: the domain's items) over ``t``
+    (torch's L-BFGS, ``calibration.fit_temperature``)."""
+    from absa.model.calibration import fit_temperature
+
+    z, y = np.asarray(logits), np.asarray(y)
+    return fit_temperature(z[rows], y[rows]) / t, fit_temperature(z[~rows], y[~rows]) / t
 
 
 def fit_words(

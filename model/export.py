@@ -54,7 +54,14 @@ from absa.model.artifact import (
 from absa.model.card import write_card
 from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
-from absa.model.domain import MIN_DEV_ITEMS, DomainTemperature, fit_words, temper, words_of
+from absa.model.domain import (
+    MIN_DEV_ITEMS,
+    DomainTemperature,
+    fit_temperatures,
+    fit_words,
+    temper,
+    words_of,
+)
 from absa.model.network import ABSANet, ExportWrapper
 from absa.model.runtime import Runtime, top_map_of
 from absa.model.text import Encoded, Pipeline, TextError, Token, collate
@@ -149,7 +156,11 @@ def export(
     served_domain = None
     if classifier is not None and domain is not None:
         served_domain = DomainTemperature(
-            domain.name, classifier.bias, classifier.weights, calib["domain"]["temperature"]
+            domain.name,
+            classifier.bias,
+            classifier.weights,
+            calib["domain"]["temperature"],
+            calib["domain"]["outside_temperature"],
         )
         calib["domain"].update(
             name=domain.name,
@@ -291,24 +302,25 @@ def _calibrate(
     domain_rows: np.ndarray | None = None,
 ) -> dict:
     """The metadata's ``calibration``: T fitted on dev (or 1); with ``domain_rows`` (the dev
-    items that read as a domain) T is fitted on the others and the domain's items get one of
-    their own (recorded relative to T: their probabilities after T are tempered again);
-    with ``top_map`` the top-label map after both. Dev ECE / NLL before and after (the map's
-    out of fold, the temperatures in sample: one number each)."""
-    fit_on = (~domain_rows) if domain_rows is not None else np.ones(len(y), dtype=bool)
-    t = calibration.fit_temperature(logits[fit_on], y[fit_on]) if fit else 1.0
+    items that read as a domain) a temperature of their own and one for the others after T
+    (``domain.fit_temperatures``); with ``top_map`` the top-label map after those. Dev ECE /
+    NLL before and after (the map's out of fold, the temperatures in sample)."""
+    t = calibration.fit_temperature(logits, y) if fit else 1.0
     knots = None
     served = None
     scaled = calibration.softmax(logits, t)
     domain = None
     if domain_rows is not None:
         inside = scaled[domain_rows]
-        r = calibration.fit_temperature(logits[domain_rows], y[domain_rows]) / t
-        served = scaled = temper(scaled, domain_rows, r)
+        r, r_out = fit_temperatures(logits, y, domain_rows, t)
+        scaled = temper(temper(scaled, domain_rows, r), ~domain_rows, r_out)
+        served = scaled
         ece = calibration.expected_calibration_error
         domain = {
             "temperature": r,
-            "objective": "dev NLL of the domain's items, L-BFGS on log(T t); T's on the others",
+            "outside_temperature": r_out,
+            "objective": "dev NLL of each side (the domain's items, the others), L-BFGS on "
+            "log(T t), t relative to T",
             "dev_items": int(domain_rows.sum()),
             "dev_ece_before": ece(inside, y[domain_rows]),
             "dev_ece_after": ece(scaled[domain_rows], y[domain_rows]),

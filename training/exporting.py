@@ -59,7 +59,7 @@ def export_run(
     dev = read_dev_examples(run_dir)
     if not dev:  # export's own message cannot name the file
         raise ValueError(f"{run_dir / DEV}: no dev examples; export checks parity on them")
-    sentences = domain_sentences(run, dev, *domain) if domain is not None else None
+    sentences = domain_sentences(run.info.get("data") or {}, dev, *domain) if domain else None
     meta = provenance(run, run_dir)
     if meta.get("reproduce") and command:
         meta["reproduce"] += "\n" + command
@@ -85,14 +85,14 @@ def export_run(
 
 
 def domain_sentences(
-    run: LoadedRun, dev: Sequence[HasText], name: str, files: Sequence[str | Path]
+    data: dict, dev: Sequence[HasText], name: str, files: Sequence[str | Path]
 ) -> DomainSentences:
-    """The run's training sentences (its train and train_more files, read again and checked
+    """A run's training sentences (``data``: the files its record lists, ``run.json``'s or an
+    artifact's ``train.data``; its train and train_more files, read again and checked
     against their recorded sha256; dev's sentences left out, and those of its --exclude
     files: test sets), each in the domain where one of ``files`` holds it. ValueError for a
     file that is none of the run's training files, or one that changed since the run read
     it."""
-    data = run.info.get("data") or {}
     entries = [*(data.get("train") or []), *(data.get("train_more") or [])]
     recorded = {_located(e["path"]): e for e in entries}
     wanted = {_located(f) for f in files}

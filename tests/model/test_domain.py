@@ -19,6 +19,7 @@ from absa.model.calibration import expected_calibration_error, softmax
 from absa.model.card import calibration_lines
 from absa.model.domain import DOMAIN_FILE, DomainTemperature, fit_words, temper, words_of
 from absa.model.export import DomainSentences, _calibrate, export
+from absa.model.recalibrate import with_domain
 from absa.model.runtime import Runtime
 from absa.model.text import Token, tokenize
 from absa.training.rundir import load_run
@@ -58,8 +59,9 @@ def test_the_classifier_finds_the_domain_by_its_words_and_tempering_touches_only
 
 
 def test_the_fit_recovers_a_known_domain_temperature() -> None:
-    """Labels drawn at T 1 outside the domain and at T 2.5 inside: T is fitted on the items
-    outside, the domain's own takes the inside items to 2.5, and their ECE falls."""
+    """Labels drawn at T 1 outside the domain and at T 2.5 inside: after the global T (in
+    between) the domain's own takes the inside items to 2.5, the others' back to 1, and the
+    inside items' ECE falls."""
     rng = np.random.default_rng(1)
     n = 20000
     rows = rng.random(n) < 0.3
@@ -68,7 +70,9 @@ def test_the_fit_recovers_a_known_domain_temperature() -> None:
     y = (rng.random(n)[:, None] > truth.cumsum(1)).sum(1)
     cal = _calibrate(z, y, domain_rows=rows)
     t, r = cal["temperature"], cal["domain"]["temperature"]
-    assert t == pytest.approx(1.0, rel=0.05) and t * r == pytest.approx(2.5, rel=0.06)
+    r_out = cal["domain"]["outside_temperature"]
+    assert 1.0 < t < 2.5 and t * r == pytest.approx(2.5, rel=0.06)
+    assert t * r_out == pytest.approx(1.0, rel=0.05)
     dom = cal["domain"]
     assert dom["dev_items"] == rows.sum() and dom["dev_ece_after"] < 0.5 * dom["dev_ece_before"]
     assert (
@@ -91,14 +95,41 @@ SENTENCES = DomainSentences("pizzeria", TRAIN_TEXTS, [inside(t) for t in TRAIN_T
 
 @pytest.fixture(scope="module")
 def exported(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tiny_run exported on DEV three ways: T alone, T and the domain's, and all with the map."""
+    """tiny_run exported on DEV four ways: T alone, T and the domain's, both with the map, and
+    T with the map."""
     run = load_run(tiny_run)
     out = tmp_path_factory.mktemp("domain")
     args = (run.net, run.pipeline, run.model_config, DEV)
     export(*args, out / "t", {})
     export(*args, out / "domain", {}, domain=SENTENCES)
     export(*args, out / "map", {}, domain=SENTENCES, top_map=True)
+    export(*args, out / "t-map", {}, top_map=True)
     return out
+
+
+def test_an_artifact_given_a_domain_afterwards_serves_what_export_would(
+    exported: Path, tmp_path: Path
+) -> None:
+    """``with_domain`` on the artifact exported with T and the map (its run gone) fits on the
+    graph's logits what export fitted on torch's: the same answers, within a hair."""
+    spans = [(e.text, e.start, e.end) for e in DEV]
+    labels = [e.label for e in DEV]
+    meta = with_domain(exported / "t-map", tmp_path / "new", spans, labels, SENTENCES, "2")
+    cal = meta["calibration"]
+    assert cal["method"] == "temperature+domain+top_map" and meta["version"] == "2"
+    assert (
+        meta["recalibrated_from"]["version"]
+        == artifact.read_metadata(exported / "t-map")["version"]
+    )
+    assert cal["graph_check"]["prediction_mismatches"] == 0
+    new = Runtime.load(tmp_path / "new", device="cpu", threads=1).predict_proba(spans)
+    direct = Runtime.load(exported / "map", device="cpu", threads=1).predict_proba(spans)
+    old = Runtime.load(exported / "t-map", device="cpu", threads=1).predict_proba(spans)
+    assert (new.argmax(1) == old.argmax(1)).all()
+    np.testing.assert_allclose(new, direct, atol=1e-4)
+    assert np.abs(new - old).max() > 0.05
+    with pytest.raises(ArtifactError, match="without a domain's temperature"):
+        with_domain(tmp_path / "new", tmp_path / "again", spans, labels, SENTENCES, "3")
 
 
 def test_an_artifact_with_a_domain_temperature_serves_it(exported: Path) -> None:
@@ -112,11 +143,11 @@ def test_an_artifact_with_a_domain_temperature_serves_it(exported: Path) -> None
     spans = [(e.text, e.start, e.end) for e in DEV]
     a, b = plain.predict_proba(spans), rt.predict_proba(spans)
     rows = np.array([inside(e.text) for e in DEV])
-    ta, tb = plain.metadata["calibration"]["temperature"], cal["temperature"]
-    t_in = tb * cal["domain"]["temperature"]  # T fitted outside the domain, the domain's own
-    np.testing.assert_allclose(b[~rows], temper(a, ~rows, tb / ta)[~rows], atol=1e-5)
-    np.testing.assert_allclose(b[rows], temper(a, rows, t_in / ta)[rows], atol=1e-5)
-    assert (a.argmax(1) == b.argmax(1)).all() and t_in > 1.2 * tb
+    assert cal["temperature"] == plain.metadata["calibration"]["temperature"]  # the graph's T
+    r_in, r_out = cal["domain"]["temperature"], cal["domain"]["outside_temperature"]
+    np.testing.assert_allclose(b[rows], temper(a, rows, r_in)[rows], atol=1e-5)
+    np.testing.assert_allclose(b[~rows], temper(a, ~rows, r_out)[~rows], atol=1e-5)
+    assert (a.argmax(1) == b.argmax(1)).all() and r_in > 1.2 * r_out
     y = np.array([rt.labels.index(e.label) for e in DEV])
     assert expected_calibration_error(b[rows], y[rows]) < expected_calibration_error(
         a[rows], y[rows]
