@@ -130,20 +130,20 @@ def laptop_shift(above: float = 0.5) -> Kind:
 
 
 def laptop_temperature(above: float = 0.5) -> Kind:
-    """A temperature of its own for sentences that read like laptop reviews (laptop score
-    over ``above``) and one for the others, each fitted by NLL on the fitting folds' items of
-    its side (dev's laptop part wants a softer T than the rest: 1.05-1.10 against 0.88-0.92,
-    as the Lap14 test does), then the shipped map fitted on the result: what ``absa export
-    --domain-temperature`` ships (``absa.model.domain``)."""
+    """A temperature of its own for sentences that read like laptop reviews (the shipped
+    classifier's laptop score over ``above``) and one for the others, each fitted by NLL on
+    the fitting folds' items of its side (dev's laptop part wants a softer T than the rest:
+    1.05-1.10 against 0.88-0.92, as the Lap14 test does), then the shipped map fitted on the
+    result: what ``absa export --domain-temperature`` ships (``absa.model.domain``)."""
 
     def fit(p: np.ndarray, x: np.ndarray, y: np.ndarray) -> Mapping:
-        like = x[:, 3].astype(float) > above
+        like = x[:, 4].astype(float) > above
         z = np.log(np.clip(p, 1e-12, 1.0))  # logits up to a constant per row, after T
         r_in = fit_temperature(z[like], y[like]) if like.any() else 1.0
         r_out = fit_temperature(z[~like], y[~like]) if (~like).any() else 1.0
 
         def both(ph: np.ndarray, xh: np.ndarray) -> np.ndarray:
-            rows = xh[:, 3].astype(float) > above
+            rows = xh[:, 4].astype(float) > above
             return temper(temper(ph, rows, r_in), ~rows, r_out)
 
         xs, ys = fit_top_map(both(p, x), y)
@@ -193,11 +193,17 @@ def out_of_fold(fit: Kind, p: np.ndarray, x: np.ndarray, y: np.ndarray, seed: in
     return out
 
 
-def laptop_score(meta: dict, dev: list) -> Callable[[list], np.ndarray]:
-    """P(laptop review | sentence) of examples: a logistic regression on the words (present
-    or not) of the artifact's training sentences that dev does not hold."""
+def laptop_score(meta: dict, dev: list, pipe: WordPipeline) -> Callable[[list], np.ndarray]:
+    """Two laptop scores per example, (N, 2): P(laptop review | sentence) from a logistic
+    regression on the words (present or not, scikit-learn's tokens) of the artifact's
+    training sentences that dev does not hold; and the same from the classifier ``absa
+    export --domain-temperature`` ships (``absa.model.domain``: the model's tokens of the
+    served item, test sentences left out of its fit too)."""
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
+
+    from absa.model.domain import DomainTemperature, fit_words, words_of
+    from absa.training.exporting import domain_sentences
 
     data, held = meta["train"]["data"], {e.text for e in dev}
     laptops = {Path(str(paths(name)["train"])).resolve() for name in LAPTOPS}
@@ -210,7 +216,16 @@ def laptop_score(meta: dict, dev: list) -> Callable[[list], np.ndarray]:
     fitted = LogisticRegression(max_iter=2000).fit(
         words.fit_transform(list(laptop)), list(laptop.values())
     )
-    return lambda examples: fitted.predict_proba(words.transform([e.text for e in examples]))[:, 1]
+    sent = domain_sentences(data, dev, "laptop", [str(paths(name)["train"]) for name in LAPTOPS])
+    bias, weights = fit_words([words_of(pipe.tokenized(t).tokens) for t in sent.texts], sent.inside)
+    shipped = DomainTemperature("laptop", bias, weights, 1.0)
+
+    def score(examples: list) -> np.ndarray:
+        z = shipped.logits([pipe.encode(e.text, e.start, e.end).tokens for e in examples])
+        old = fitted.predict_proba(words.transform([e.text for e in examples]))[:, 1]
+        return np.column_stack([old, 1.0 / (1.0 + np.exp(-z))])
+
+    return score
 
 
 def aspect_words(example: Example, tokenizer: int = TOKENIZER) -> list[Token]:
@@ -222,7 +237,7 @@ def aspect_words(example: Example, tokenizer: int = TOKENIZER) -> list[Token]:
 
 def features(examples: list, pipe: WordPipeline, laptop: np.ndarray) -> np.ndarray:
     """Per example: its words' out-of-vocabulary share, its aspect words', log word count,
-    its laptop score and (last, for the balanced map) its source data set."""
+    its two laptop scores (``laptop_score``) and (last, for the balanced map) its source."""
     rows = []
     for e, lap in zip(examples, laptop, strict=True):
         words, aspect = pipe.tokenize(e.text), aspect_words(e, pipe.tokenizer)
@@ -231,7 +246,7 @@ def features(examples: list, pipe: WordPipeline, laptop: np.ndarray) -> np.ndarr
                 np.mean([w.text.lower() not in pipe.index for w in words]),
                 np.mean([w.text.lower() not in pipe.index for w in aspect]),
                 np.log(len(words) + 1),
-                lap,
+                *lap,
                 str(domain_of(e.source)),
             ]
         )
@@ -290,7 +305,7 @@ def main() -> None:
         ap.error(f"{args.artifact}: a word-vocabulary model is needed, not {pipe.kind!r}")
     p = softmax(logits(args.artifact, spans(dev)), meta["calibration"]["temperature"])
     y = np.array([meta["labels"].index(e.label) for e in dev])
-    laptop = laptop_score(meta, dev)
+    laptop = laptop_score(meta, dev, pipe)
     x = features(dev, pipe, laptop(dev))
     ece = measure(p, x, y)
     sources = [s for s in next(iter(ece.values())) if s != "all"]

@@ -38,7 +38,7 @@ def test_the_laptop_shift_lowers_laptop_like_answers_to_their_rate_and_no_others
     p[:, 0] = 0.9
     right = rng.random(n) < np.where(like, 0.7, 0.9)  # as sure, right less often
     y = np.where(right, 0, 1)
-    x = np.zeros((n, 5), dtype=object)
+    x = np.zeros((n, 6), dtype=object)
     x[:, 3] = np.where(like, 0.9, 0.05)
     shifted = laptop_shift()(p, x, y)(p, x)
     one_map = knots("centres")(p, x, y)(p, x)
@@ -59,8 +59,8 @@ def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_ri
     truth = np.where(like[:, None], softmax(z, 2.0), softmax(z, 1.0))
     y = (rng.random(n)[:, None] > truth.cumsum(1)).sum(1)
     p = softmax(z, 1.0)
-    x = np.zeros((n, 5), dtype=object)
-    x[:, 3] = np.where(like, 0.9, 0.05)
+    x = np.zeros((n, 6), dtype=object)
+    x[:, 4] = np.where(like, 0.9, 0.05)
     tempered = laptop_temperature()(p, x, y)(p, x)
     one_map = knots("centres")(p, x, y)(p, x)
     assert (tempered.argmax(1) == p.argmax(1)).all()  # no prediction changes
@@ -68,7 +68,7 @@ def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_ri
         one_map[like], y[like]
     )
     assert expected_calibration_error(tempered, y) < expected_calibration_error(one_map, y)
-    x[:, 3] = 0.05  # nothing reads like a laptop review: one temperature, then the map
+    x[:, 4] = 0.05  # nothing reads like a laptop review: one temperature, then the map
     alone = laptop_temperature()(p, x, y)(p, x)
     assert (alone.argmax(1) == p.argmax(1)).all()
     assert expected_calibration_error(alone, y) == pytest.approx(
