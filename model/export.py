@@ -21,9 +21,9 @@ and the dev ECE / NLL before and after. Off, T is 1 (the probabilities of the ne
 on the same dev split, recorded as ``calibration.top_map`` and applied by the runtime; its
 dev ECE is measured out of fold. ``domain`` (``DomainSentences``: a domain's name and the
 training sentences in and out of it) adds a temperature of its own for requests that read like
-that domain (``absa.model.domain``), fitted on dev's items of the domain after T and before
-the map: its word classifier goes into ``domain.json``, its temperature into
-``calibration.domain``.
+that domain (``absa.model.domain``), and one for the others, each fitted on its side of dev
+after T and before the map: the word classifier goes into ``domain.json``, the temperatures
+into ``calibration.domain``.
 """
 
 from __future__ import annotations

@@ -145,14 +145,10 @@ def recalibrate(
         shutil.copytree(src, tmp, dirs_exist_ok=True)
         tmp.chmod(0o755)
         onnx.save(with_temperature(onnx.load(str(art.onnx_path)), t), str(tmp / ONNX))
-        metadata = dict(art.metadata)
-        metadata.update(
-            version=version,
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            recalibrated_from={"version": art.metadata.get("version"), **art.metadata["onnx"]},
-            # what an int8 graph changes was measured at the old T: not this graph's numbers
-            quantization=_quantization_at_new_t(art.metadata.get("quantization")),
-            calibration={
+        metadata = _reissued(
+            art.metadata,
+            version,
+            {
                 "method": "temperature",
                 "temperature": t,
                 "fitted": True,
@@ -170,6 +166,21 @@ def recalibrate(
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         tmp.rename(dst)
+    return metadata
+
+
+def _reissued(old: Mapping, version: str, cal: dict) -> dict:
+    """``old``'s metadata as ``version`` with calibration ``cal``, saying where it came
+    from; an int8 record loses what was measured at the old calibration."""
+    metadata = dict(old)
+    metadata.update(
+        version=version,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        recalibrated_from={"version": old.get("version"), **old["onnx"]},
+        # what an int8 graph changes was measured at the old T: not this graph's numbers
+        quantization=_quantization_at_new_t(old.get("quantization")),
+        calibration=cal,
+    )
     return metadata
 
 
@@ -265,14 +276,7 @@ def with_domain(
         shutil.copytree(src, tmp, dirs_exist_ok=True)
         tmp.chmod(0o755)
         dom.to_file(tmp)
-        metadata = dict(art.metadata)
-        metadata.update(
-            version=version,
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            recalibrated_from={"version": art.metadata.get("version"), **art.metadata["onnx"]},
-            quantization=_quantization_at_new_t(art.metadata.get("quantization")),
-            calibration=new_cal,
-        )
+        metadata = _reissued(art.metadata, version, new_cal)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
         got = Runtime.load(tmp, device="cpu", threads=1, max_batch=BATCH).predict_proba(dev)
