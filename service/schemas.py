@@ -321,6 +321,9 @@ class DomainCalibration(BaseModel):
         description="for requests that read as the domain, probabilities after T become "
         "softmax(log p / t)"
     )
+    outside_temperature: float = Field(
+        1.0, description="the same for the other requests (each fitted on its side of dev)"
+    )
     dev_items: int = Field(description="the dev items that read as the domain (t fitted on them)")
     words: int = Field(description="the words the domain's classifier weighs (domain.json)")
 

@@ -116,6 +116,7 @@ def register(sub: Any) -> None:
     x.add_argument(
         "--domain-files",
         nargs="+",
+        type=given,
         metavar="FILE",
         help="with --domain-temperature: the run's training files whose sentences are the domain",
     )

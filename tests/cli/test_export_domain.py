@@ -65,6 +65,7 @@ def test_export_with_a_domain_temperature(
         )
     assert shown["method"] == "temperature+domain" and shown["domain"]["name"] == "laptop"
     assert shown["domain"]["temperature"] == dom["temperature"]
+    assert shown["domain"]["outside_temperature"] == dom["outside_temperature"]
     assert answer.status_code == 200
 
 
