@@ -111,14 +111,17 @@ def register(sub: Any) -> None:
         help="after the temperature, one of its own for requests that read like the domain "
         "--domain-files make (a word classifier fitted on the run's training sentences, "
         "stored in the artifact; no prediction changes): for a domain the global temperature "
-        "leaves over-confident, as laptop reviews. Needs 100 dev items that read as it",
+        "leaves over-confident, as laptop reviews. Needs 100 dev items that read as it "
+        "(default: none, one temperature for every request)",
     )
     x.add_argument(
         "--domain-files",
+        action="extend",
         nargs="+",
         type=given,
         metavar="FILE",
-        help="with --domain-temperature: the run's training files whose sentences are the domain",
+        help="with --domain-temperature: the run's training files whose sentences are the "
+        "domain (default: none)",
     )
     x.add_argument(
         "--expand-vocab",
