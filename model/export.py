@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,6 +55,7 @@ from absa.model.card import write_card
 from absa.model.categories import CATEGORY, TERMS, encode_example
 from absa.model.config import ModelConfig
 from absa.model.domain import (
+    DOMAIN_FILE,
     MIN_DEV_ITEMS,
     DomainTemperature,
     fit_temperatures,
@@ -66,7 +67,16 @@ from absa.model.network import ABSANet, ExportWrapper
 from absa.model.runtime import Runtime, top_map_of
 from absa.model.text import Encoded, Pipeline, TextError, Token, collate
 
-__all__ = ["OPSET", "PARITY_ATOL", "DomainSentences", "LabelledSpan", "ParityError", "export"]
+__all__ = [
+    "OPSET",
+    "PARITY_ATOL",
+    "DomainSentences",
+    "LabelledSpan",
+    "ParityError",
+    "domain_classifier",
+    "domain_record",
+    "export",
+]
 
 log = logging.getLogger(__name__)
 
@@ -150,31 +160,18 @@ def export(
         raise ValueError(f"{where}: label {stray.label!r} is none of the model's {labels}")
     y = np.array([labels.index(e.label) for e in dev])
     logits = _torch_logits(net, items, pipeline.pad_id, batch)
-    classifier = _domain_classifier(domain, pipeline, items) if domain is not None else None
-    rows = None if classifier is None else classifier.logits([it.tokens for it in items]) > 0
+    classifier, rows = None, None
+    if domain is not None:
+        classifier, rows = domain_classifier(domain, pipeline, [it.tokens for it in items])
     calib = _calibrate(logits, y, fit=calibrate, top_map=top_map, domain_rows=rows)
     served_domain = None
     if classifier is not None and domain is not None:
-        served_domain = DomainTemperature(
-            domain.name,
-            classifier.bias,
-            classifier.weights,
-            calib["domain"]["temperature"],
-            calib["domain"]["outside_temperature"],
+        served_domain = replace(
+            classifier,
+            temperature=calib["domain"]["temperature"],
+            outside=calib["domain"]["outside_temperature"],
         )
-        calib["domain"].update(
-            name=domain.name,
-            file="domain.json",
-            words=len(classifier.weights),
-            sentences={
-                "inside": int(sum(domain.inside)),
-                "outside": int(len(domain.inside) - sum(domain.inside)),
-            },
-            files=[dict(f) for f in domain.files],
-            classifier="logistic regression (scikit-learn, L2) of in the domain on which "
-            "lower-cased words a training sentence holds (words of 2 sentences or more); dev's "
-            "sentences left out; an item is in the domain where its logit is > 0",
-        )
+        calib["domain"].update(domain_record(domain, served_domain))
     train = provenance.get("train")
     if calibrate:  # what /v1/model says T was fitted on, e.g. "10% of train held out with seed 1"
         split = train.get("dev_split") if isinstance(train, Mapping) else None
@@ -276,22 +273,42 @@ def _dummy_item(n: int, category: int | None, pair: bool = False) -> Encoded:
     return Encoded([2] * n, [0, 1] + [0] * (n - 2), [Token("x", 0, 1)] * n, category, types)
 
 
-def _domain_classifier(
-    domain: DomainSentences, pipeline: Pipeline, items: Sequence[Encoded]
-) -> DomainTemperature:
-    """The domain's word classifier (temperature 1 until fitted), fitted on its training
-    sentences in the pipeline's tokens; ValueError where under ``MIN_DEV_ITEMS`` dev items
-    read as the domain (too few to fit a temperature on)."""
+def domain_classifier(
+    domain: DomainSentences, pipeline: Pipeline, dev_tokens: Sequence[Sequence[Token]]
+) -> tuple[DomainTemperature, np.ndarray]:
+    """The domain's word classifier (temperatures 1 until fitted), fitted on its training
+    sentences in the pipeline's tokens, and which dev items (their tokens) read as the
+    domain; ValueError where under ``MIN_DEV_ITEMS`` dev items do, or do not (too few to fit
+    a temperature on)."""
     words = [words_of(pipeline.tokenized(text).tokens) for text in domain.texts]
     bias, weights = fit_words(words, domain.inside)
     classifier = DomainTemperature(domain.name, bias, weights, 1.0)
-    found = int((classifier.logits([it.tokens for it in items]) > 0).sum())
-    if min(found, len(items) - found) < MIN_DEV_ITEMS:
+    rows = classifier.logits(dev_tokens) > 0
+    found = int(rows.sum())
+    if min(found, len(rows) - found) < MIN_DEV_ITEMS:
         raise ValueError(
             f"a temperature for domain {domain.name!r} needs at least {MIN_DEV_ITEMS} dev items "
-            f"that read as it and as many that do not; {found} of {len(items)} read as it"
+            f"that read as it and as many that do not; {found} of {len(rows)} read as it"
         )
-    return classifier
+    return classifier, rows
+
+
+def domain_record(domain: DomainSentences, served: DomainTemperature) -> dict[str, Any]:
+    """What ``calibration.domain`` says of a fitted domain temperature beside its fit: the
+    temperatures, the classifier and the sentences and files it was fitted on."""
+    inside = int(sum(domain.inside))
+    return {
+        "name": domain.name,
+        "temperature": served.temperature,
+        "outside_temperature": served.outside,
+        "file": DOMAIN_FILE,
+        "words": len(served.weights),
+        "sentences": {"inside": inside, "outside": len(domain.inside) - inside},
+        "files": [dict(f) for f in domain.files],
+        "classifier": "logistic regression (scikit-learn, L2) of in the domain on which "
+        "lower-cased words a training sentence holds (words of 2 sentences or more); dev's "
+        "sentences left out; an item is in the domain where its logit is > 0",
+    }
 
 
 def _calibrate(

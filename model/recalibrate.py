@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,15 +29,8 @@ from absa.model import artifact, calibration
 from absa.model.artifact import ONNX, PARITY_ATOL, record_checksums, write_metadata
 from absa.model.card import write_card
 from absa.model.categories import TERMS, task_of
-from absa.model.domain import (
-    DOMAIN_FILE,
-    MIN_DEV_ITEMS,
-    DomainTemperature,
-    fit_temperatures,
-    fit_words,
-    words_of,
-)
-from absa.model.export import DomainSentences
+from absa.model.domain import fit_temperatures
+from absa.model.export import DomainSentences, domain_classifier, domain_record
 from absa.model.runtime import Runtime, batches_by_length
 from absa.model.text import collate
 
@@ -233,15 +227,11 @@ def with_domain(
     y = np.array([art.labels.index(label) for label in dev_labels])
     z, t = logits(src, dev, BATCH), temperature_of(art.metadata)
     tokens = [art.pipeline.encode(*s).tokens for s in dev]
-    bias, weights = fit_words(
-        [words_of(art.pipeline.tokenized(x).tokens) for x in domain.texts], domain.inside
-    )
-    rows = DomainTemperature(domain.name, bias, weights, 1.0).logits(tokens) > 0
-    if min(rows.sum(), (~rows).sum()) < MIN_DEV_ITEMS:
-        raise ValueError(f"{rows.sum()} of {len(rows)} dev items read as {domain.name!r}")
-    dom = DomainTemperature(domain.name, bias, weights, *fit_temperatures(z, y, rows, t))
+    classifier, rows = domain_classifier(domain, art.pipeline, tokens)
+    r, r_out = fit_temperatures(z, y, rows, t)
+    dom = replace(classifier, temperature=r, outside=r_out)
     before = calibration.softmax(z, t)
-    probs = dom.apply(before, tokens)
+    probs = tempered = dom.apply(before, tokens)
     new_cal = {k: v for k, v in cal.items() if k not in ("test", "top_map", "dev")}
     served = probs
     if "top_map" in cal:
@@ -255,21 +245,12 @@ def with_domain(
         fitted_on=fitted_on,
         dev=calibration.calibration_report(z, y, t, served=served),
         domain={
-            "name": domain.name,
-            "temperature": dom.temperature,
-            "outside_temperature": dom.outside,
+            **domain_record(domain, dom),
             "objective": "dev NLL of each side (the domain's items, the others), L-BFGS on "
             "log(T t), t relative to T, on the served graph's logits",
             "dev_items": int(rows.sum()),
             "dev_ece_before": ece(before[rows], y[rows]),
-            "dev_ece_after": ece(dom.apply(before, tokens)[rows], y[rows]),
-            "file": DOMAIN_FILE,
-            "words": len(weights),
-            "sentences": {
-                "inside": int(sum(domain.inside)),
-                "outside": int(len(domain.inside) - sum(domain.inside)),
-            },
-            "files": [dict(f) for f in domain.files],
+            "dev_ece_after": ece(tempered[rows], y[rows]),
         },
     )
     with artifact.held_temporary(dst.parent, RECALIBRATING, "a recalibration") as tmp:
