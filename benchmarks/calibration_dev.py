@@ -202,7 +202,7 @@ def laptop_score(meta: dict, dev: list, pipe: WordPipeline) -> Callable[[list], 
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    from absa.model.domain import DomainTemperature, fit_words, words_of
+    from absa.model.export import domain_classifier
     from absa.training.exporting import domain_sentences
 
     data, held = meta["train"]["data"], {e.text for e in dev}
@@ -217,8 +217,8 @@ def laptop_score(meta: dict, dev: list, pipe: WordPipeline) -> Callable[[list], 
         words.fit_transform(list(laptop)), list(laptop.values())
     )
     sent = domain_sentences(data, dev, "laptop", [str(paths(name)["train"]) for name in LAPTOPS])
-    bias, weights = fit_words([words_of(pipe.tokenized(t).tokens) for t in sent.texts], sent.inside)
-    shipped = DomainTemperature("laptop", bias, weights, 1.0)
+    dev_tokens = [pipe.encode(e.text, e.start, e.end).tokens for e in dev]
+    shipped, _ = domain_classifier(sent, pipe, dev_tokens)
 
     def score(examples: list) -> np.ndarray:
         z = shipped.logits([pipe.encode(e.text, e.start, e.end).tokens for e in examples])

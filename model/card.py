@@ -322,8 +322,9 @@ def calibration_lines(metadata: Mapping[str, Any]) -> list[str]:
             f"dev's left out: `domain.json`), a temperature of their own, t = "
             f"{float(dom.get('temperature', 1)):.3f} on the probabilities after T (fitted on "
             f"the {dom.get('dev_items', '?')} dev items that read so, whose ECE it takes from "
-            f"{_pct(dom.get('dev_ece_before'))} to {_pct(dom.get('dev_ece_after'))}); no "
-            "prediction changes."
+            f"{_pct(dom.get('dev_ece_before'))} to {_pct(dom.get('dev_ece_after'))}), and the "
+            f"other requests t = {float(dom.get('outside_temperature', 1)):.3f} (fitted on the "
+            "other dev items); no prediction changes."
         )
     if mapped:
         text += (
