@@ -74,3 +74,21 @@ def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_ri
     assert expected_calibration_error(alone, y) == pytest.approx(
         expected_calibration_error(one_map, y), abs=0.01
     )
+
+
+def test_a_shrunk_laptop_temperature_lies_between_its_own_and_the_others() -> None:
+    rng = np.random.default_rng(3)
+    n = 6000
+    like = rng.random(n) < 0.25
+    z = rng.normal(0.0, 2.0, (n, 3))
+    truth = np.where(like[:, None], softmax(z, 2.0), softmax(z, 1.0))
+    y = (rng.random(n)[:, None] > truth.cumsum(1)).sum(1)
+    p = softmax(z, 1.0)
+    x = np.zeros((n, 6), dtype=object)
+    x[:, 4] = np.where(like, 0.9, 0.05)
+    sure = [laptop_temperature(shrink=s)(p, x, y)(p, x)[like].max(1).mean() for s in (0, 0.5, 1)]
+    assert sure[0] < sure[1] < sure[2]  # softest as fitted, as sure as the others when shrunk
+    # a threshold over every score: nothing reads like a laptop review, one temperature
+    above = laptop_temperature(above=0.95)(p, x, y)(p, x)
+    x[:, 4] = 0.05
+    np.testing.assert_allclose(above, laptop_temperature()(p, x, y)(p, x))
