@@ -1037,7 +1037,7 @@ def test_a_part_file_fits_the_name_limit(tmp_path: Path, name: str) -> None:
     """``OUT.<random>.part`` was 18 bytes over the output's name: one of 238 bytes or more,
     a valid name, could not be written. The kept part of the name is cut to fit, at a
     character boundary; it is still this run's own, beside the output and named after it."""
-    from absa.scoring import part_path
+    from absa.scoring_paths import part_path
 
     dst = tmp_path / name
     assert len(os.fsencode(name)) <= 255  # the output's name is valid

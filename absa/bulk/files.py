@@ -37,18 +37,16 @@ from absa.scoring import (
     ScoreStats,
     any_field_length,
     cannot_write,
-    check_paths,
     finite,
     json_line,
-    new_part,
     numbered_records,
-    publish,
     refuse_both_errors,
     repeated,
     repeated_said,
     row_kind,
     undecoded,
 )
+from absa.scoring_paths import check_paths, new_part, publish
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,8 @@ from typing import Any
 from absa.bulk.columns import check_columns, error_column, score_table
 from absa.bulk.jsonl import LINE_ERROR, refuse_inner_name
 from absa.errors import InputError
-from absa.scoring import ERROR, beside, refuse_both_errors, repeated, repeated_said
+from absa.scoring import ERROR, refuse_both_errors, repeated, repeated_said
+from absa.scoring_paths import beside
 
 log = logging.getLogger(__name__)
 

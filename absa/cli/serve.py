@@ -522,7 +522,7 @@ def _check_predict_flags(args: argparse.Namespace) -> None:
     if not args.input and not args.text and not args.category:
         raise CLIError("give --text (with --aspect, or extracted), or --input and --output")
     if args.input:  # a missing input, an unknown suffix, ...: said before the model loads
-        from absa.scoring import check_files
+        from absa.scoring_paths import check_files
 
         check_files(Path(args.input), Path(args.output))
 
