@@ -59,6 +59,10 @@ def export_run(
     dev = read_dev_examples(run_dir)
     if not dev:  # export's own message cannot name the file
         raise ValueError(f"{run_dir / DEV}: no dev examples; export checks parity on them")
+    if domain and run.model_config.is_category:  # its files hold category rows, not terms
+        raise ValueError(
+            f"{run_dir}: a category model: --domain-temperature is for aspect-term models"
+        )
     sentences = domain_sentences(run.info.get("data") or {}, dev, *domain) if domain else None
     meta = provenance(run, run_dir)
     if meta.get("reproduce") and command:

@@ -111,8 +111,8 @@ def register(sub: Any) -> None:
         help="after the temperature, one of its own for requests that read like the domain "
         "--domain-files make (a word classifier fitted on the run's training sentences, "
         "stored in the artifact; no prediction changes): for a domain the global temperature "
-        "leaves over-confident, as laptop reviews. Needs 100 dev items that read as it "
-        "(default: none, one temperature for every request)",
+        "leaves over-confident, as laptop reviews. Needs 100 dev items that read as it; "
+        "aspect-term models only (default: none, one temperature for every request)",
     )
     x.add_argument(
         "--domain-files",

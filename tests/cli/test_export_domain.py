@@ -17,7 +17,13 @@ from absa.model import artifact
 from absa.service.app import create_app
 from absa.training.provenance import portable
 from absa.training.rundir import read_dev_examples
-from tests.helpers import ONNX_EXPORT_WARNINGS, synthetic_examples, tiny_config, write_jsonl
+from tests.helpers import (
+    ONNX_EXPORT_WARNINGS,
+    category_examples,
+    synthetic_examples,
+    tiny_config,
+    write_jsonl,
+)
 from tests.service.conftest import make_settings
 
 pytestmark = ONNX_EXPORT_WARNINGS
@@ -89,3 +95,27 @@ def test_a_domain_file_the_run_did_not_train_on_or_changed_is_refused(
     assert main([*again, "--domain-temperature", "laptop", "--domain-files", str(lap)]) == 2
     assert f"{portable(rest)}: gone or changed since the run read it" in capsys.readouterr().err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_category_model_is_refused_naming_what_it_is(
+    tmp_path: Path, small_glove: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its files hold category rows: read as aspect terms, the first said "missing 'aspect'"."""
+    rows = [{"text": e.text, "category": e.category, "label": e.label} for e in category_examples()]
+    files = []
+    for name, prefix in (("rest", ""), ("lap", PREFIX)):
+        files.append(tmp_path / f"{name}.categories.jsonl")
+        files[-1].write_text(
+            "".join(json.dumps(dict(r, text=prefix + r["text"])) + "\n" for r in rows)
+        )
+    cfg = tiny_config(tmp_path / "c.json", small_glove, epochs=1, dev_fraction=0.3)
+    run_dir = tmp_path / "run"
+    train = ["train", "--task", "category", "--train", *map(str, files), "--config", str(cfg)]
+    assert main([*train, "--out", str(run_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    cmd = ["export", "--run", str(run_dir), "--out", str(tmp_path / "art")]
+    assert main([*cmd, "--domain-temperature", "laptop", "--domain-files", str(files[1])]) == 2
+    assert "a category model: --domain-temperature is for aspect-term models" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "art").exists()
