@@ -49,18 +49,22 @@ def test_the_laptop_shift_lowers_laptop_like_answers_to_their_rate_and_no_others
     assert expected_calibration_error(one_map[like], y[like]) > 0.1
 
 
-def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_right() -> None:
-    rng = np.random.default_rng(2)
-    n = 6000
-    like = rng.random(n) < 0.25  # a quarter read like laptop reviews (score 0.9, else 0.05)
+def surer_on_laptops(seed: int, n: int = 6000) -> tuple[np.ndarray, ...]:
+    """(probabilities, features, gold, laptop-like mask): a quarter of the items read like
+    laptop reviews (score 0.9, else 0.05), their gold drawn from the logits at T 2 and the
+    others' at T 1, so the model is twice as sure as it should be there."""
+    rng = np.random.default_rng(seed)
+    like = rng.random(n) < 0.25
     z = rng.normal(0.0, 2.0, (n, 3))
-    # gold drawn from the logits at T 1 for the others and at T 2 for the laptop-like:
-    # the model is twice as sure as it should be there
     truth = np.where(like[:, None], softmax(z, 2.0), softmax(z, 1.0))
     y = (rng.random(n)[:, None] > truth.cumsum(1)).sum(1)
-    p = softmax(z, 1.0)
     x = np.zeros((n, 6), dtype=object)
     x[:, 4] = np.where(like, 0.9, 0.05)
+    return softmax(z, 1.0), x, y, like
+
+
+def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_right() -> None:
+    p, x, y, like = surer_on_laptops(2)
     tempered = laptop_temperature()(p, x, y)(p, x)
     one_map = knots("centres")(p, x, y)(p, x)
     assert (tempered.argmax(1) == p.argmax(1)).all()  # no prediction changes
@@ -77,15 +81,7 @@ def test_a_laptop_temperature_softens_laptop_like_answers_that_are_surer_than_ri
 
 
 def test_a_shrunk_laptop_temperature_lies_between_its_own_and_the_others() -> None:
-    rng = np.random.default_rng(3)
-    n = 6000
-    like = rng.random(n) < 0.25
-    z = rng.normal(0.0, 2.0, (n, 3))
-    truth = np.where(like[:, None], softmax(z, 2.0), softmax(z, 1.0))
-    y = (rng.random(n)[:, None] > truth.cumsum(1)).sum(1)
-    p = softmax(z, 1.0)
-    x = np.zeros((n, 6), dtype=object)
-    x[:, 4] = np.where(like, 0.9, 0.05)
+    p, x, y, like = surer_on_laptops(3)
     sure = [laptop_temperature(shrink=s)(p, x, y)(p, x)[like].max(1).mean() for s in (0, 0.5, 1)]
     assert sure[0] < sure[1] < sure[2]  # softest as fitted, as sure as the others when shrunk
     # a threshold over every score: nothing reads like a laptop review, one temperature
