@@ -32,7 +32,6 @@ champion and the registry as they were.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -45,13 +44,7 @@ from pathlib import Path
 from absa.errors import no_room, transient
 from absa.model.artifact import amend_metadata
 from absa.model.config import ModelConfig
-from absa.model.registry import (
-    Registry,
-    RegistryError,
-    atomic_write_json,
-    atomic_write_text,
-    readable,
-)
+from absa.model.registry import Registry, RegistryError
 from absa.model.registry import held as is_held
 from absa.training.evaluate import evaluate, model_identity
 from absa.training.overlap import sentence_overlap, sentences_of
@@ -59,61 +52,11 @@ from absa.training.presets import Preset, load_config
 from absa.training.provenance import code_version, file_info
 from absa.training.readers import label_counts, missing_labels, read_many
 from absa.training.records import DataError, Example, Invalid, term_examples
-from absa.training.retrain_config import (
-    Gate,
-    RetrainConfig,
-    config_record,
-)
+from absa.training.retrain_config import RetrainConfig, config_record
+from absa.training.retrain_gate import apply_gate, check_drift
+from absa.training.retrain_report import clean_reports, write_report
 
 log = logging.getLogger(__name__)
-
-#: float slack of the gate's comparisons (far below one item in any evaluation set)
-_GATE_EPS = 1e-9
-
-
-def label_shares(counts: dict[str, int]) -> dict[str, float]:
-    total = sum(counts.values()) or 1
-    return {k: v / total for k, v in counts.items()}
-
-
-def drift(old: dict[str, int], new: dict[str, int]) -> float:
-    """Total variation distance between two label distributions (0 = same, 1 = disjoint)."""
-    a, b = label_shares(old), label_shares(new)
-    return 0.5 * sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in set(a) | set(b))
-
-
-def check_gate(
-    gate: Gate, challenger: dict, champion: dict | None, against: str = "champion"
-) -> tuple[bool, list[str]]:
-    """The gate: the floor, and no more than the allowed drop against ``champion`` (the
-    metrics of what is served now: the registry's champion, or the baseline before one)."""
-    reasons, ok = [], True
-    for name, c in challenger.items():
-        if c["accuracy"] < gate.min_accuracy:
-            ok = False
-            reasons.append(f"{name}: accuracy {c['accuracy']:.4f} < floor {gate.min_accuracy:.4f}")
-        if champion is None:
-            continue
-        ch = champion[name]
-        # a drop of exactly the tolerance passes: 0.8 - 0.1 is 0.7000000000000001 in floats
-        if c["accuracy"] < ch["accuracy"] - gate.max_accuracy_drop - _GATE_EPS:
-            ok = False
-            reasons.append(
-                f"{name}: accuracy {c['accuracy']:.4f} < {against} {ch['accuracy']:.4f} "
-                f"- {gate.max_accuracy_drop}"
-            )
-        if c["macro_f1"] < ch["macro_f1"] - gate.max_macro_f1_drop - _GATE_EPS:
-            ok = False
-            reasons.append(
-                f"{name}: macro-F1 {c['macro_f1']:.4f} < {against} {ch['macro_f1']:.4f} "
-                f"- {gate.max_macro_f1_drop}"
-            )
-    if ok:
-        reasons.append(
-            "passes: "
-            + ("no model to compare with" if champion is None else f"within tolerance of {against}")
-        )
-    return ok, reasons
 
 
 class JobStopped(BaseException):
@@ -529,27 +472,6 @@ def _read(paths: list[str], skip: bool, into: dict, key: str) -> list[Example]:
     return examples
 
 
-def check_drift(
-    reg: Registry, champion: str | None, train: list[Example], threshold: float
-) -> dict | None:
-    """Label drift against the champion's training data (None without a champion that
-    recorded its label counts); warns past ``threshold``."""
-    old = reg.metadata(champion).get("train", {}).get("label_counts") if champion else None
-    if not old:
-        return None
-    counts = label_counts(train)
-    d = drift(old, counts)
-    if d > threshold:
-        log.warning("label distribution drift %.3f > %.3f against %s", d, threshold, champion)
-    return {
-        "tvd": d,
-        "champion": label_shares(old),
-        "challenger": label_shares(counts),
-        "threshold": threshold,
-        "warning": d > threshold,
-    }
-
-
 def training_record(run_dir: Path) -> dict:
     """What the challenger's run recorded of how it trained (libraries and CPU, each
     session's threads and device, its training config), for the report: the
@@ -664,12 +586,6 @@ def evaluate_on(model_dir: Path, evals: dict[str, list[Example]]) -> dict[str, d
     return {name: _summary(evaluate(model_dir, examples)) for name, examples in evals.items()}
 
 
-def apply_gate(g: Gate, challenger: dict, champion: dict | None, against: str = "champion") -> dict:
-    """The gate's verdict as the report and the metadata record it."""
-    passed, reasons = check_gate(g, challenger, champion, against)
-    return {"passed": passed, "reasons": reasons, **g.__dict__}
-
-
 def register(
     reg: Registry,
     artifact_dir: Path,
@@ -720,88 +636,8 @@ def register(
     return True
 
 
-def write_report(reg: Registry, report: dict) -> None:
-    """<registry>/reports/<version>.json, and its summary as .txt; each written whole
-    (temporary file + rename), the text first: a report's .json means it is complete."""
-    reports = reg.root / "reports"
-    reports.mkdir(exist_ok=True)
-    with contextlib.suppress(PermissionError):  # made under a strict umask: readable by all
-        readable(reports, tree=False)
-    atomic_write_text(reports / f"{report['version']}.txt", summary(report) + "\n")
-    atomic_write_json(reports / f"{report['version']}.json", report)
-
-
-def clean_reports(reg: Registry) -> None:
-    """Remove the temporaries of ``write_report`` a killed job left in reports/ (hidden
-    files, never read as reports; only jobs write there: hold ``job_lock``)."""
-    reports = reg.root / "reports"
-    if reports.is_dir():
-        for tmp in reports.glob(".*"):
-            if tmp.is_file():
-                tmp.unlink(missing_ok=True)
-
-
 def _summary(rep: dict) -> dict:
     return {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "n": rep["n"]}
-
-
-def baseline_word(report: dict) -> str:
-    """ "served model", or "config's baseline" (a report's ``baseline_name``)."""
-    return str(report.get("baseline_name") or "the served model").removeprefix("the ")
-
-
-def summary(report: dict) -> str:
-    lines = [
-        f"retrain {report['version']}: "
-        + ("PROMOTED" if report["promoted"] else "HELD" if report.get("held") else "NOT promoted")
-        + f" (champion before: {report.get('champion')})"
-    ]
-    # without a champion the gate compared with the served model (or the config's baseline)
-    other = "champion" if report.get("champion") else baseline_word(report)
-    base = report.get("baseline_model")
-    if base:  # no champion: which model the gate compared with
-        what = f"{base.get('name')} {base.get('version')}" if base.get("version") else "a run"
-        lines.append(f"  {other}: {what} ({base['path']})")
-    if report.get("recovered"):
-        lines.append("  (report written by the next run: this job was killed before writing it)")
-    if report.get("again"):  # the same job run again after it finished: nothing done
-        lines.append(
-            f"  (the report of {report.get('finished')}: run again at {report['again']}, "
-            "nothing done; the registry may have changed since)"
-        )
-    # a version this run promoted or reported for a killed job: not only in the JSON
-    for r in report.get("repaired", []):
-        lines.append(f"  repaired {r['version']}: {r['action']}")
-    if report.get("resumed_after_epoch"):
-        lines.append(
-            f"  resumed a killed job's training after epoch {report['resumed_after_epoch']}"
-        )
-    d = report.get("drift")
-    if d:
-        lines.append(f"label drift (TVD) {d['tvd']:.3f}" + ("  WARNING" if d["warning"] else ""))
-    for name, m in (report.get("challenger_metrics") or {}).items():
-        champ = (report.get("champion_metrics") or {}).get(name)
-        line = f"  {name}: challenger acc {m['accuracy'] * 100:.2f} F1 {m['macro_f1'] * 100:.2f}"
-        if champ:
-            line += f" | {other} acc {champ['accuracy'] * 100:.2f} F1 {champ['macro_f1'] * 100:.2f}"
-        lines.append(line)
-    for name, o in (report.get("eval_overlap") or {}).items():
-        lines.append(
-            f"  WARNING eval {name}: {o['sentences']} of its {o['of']} sentences are in the "
-            "training or dev data"
-        )
-    for r in (report.get("gate") or {}).get("reasons", []):
-        lines.append(f"  gate: {r}")
-    if report.get("not_promoted"):  # passed the gate, and why it does not serve all the same
-        lines.append(f"  not promoted: {report['not_promoted']}")
-    if report.get("pruned"):
-        lines.append(f"  pruned: {', '.join(report['pruned'])}")
-    if report.get("prune_error"):
-        lines.append(f"  WARNING pruning old versions failed: {report['prune_error']}")
-    skipped = sum(v.get("skipped", 0) for v in report["data"].values())
-    if skipped:
-        lines.append(f"  {skipped} invalid records skipped")
-    return "\n".join(lines)
 
 
 def _is_dir(path: Path) -> bool | None:

@@ -13,7 +13,8 @@ from absa.cli.common import STOPPED, check_config, checkpoint_on_sigterm, given_
 def cmd_retrain(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from absa.training.retrain import JobStopped, RetrainConfig, retrain, summary
+    from absa.training.retrain import JobStopped, RetrainConfig, retrain
+    from absa.training.retrain_report import summary
 
     check_config(args.config)
     cfg = RetrainConfig.load(Path(args.config))

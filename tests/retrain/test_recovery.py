@@ -15,6 +15,7 @@ from absa.model.registry import POINTER, Registry
 from absa.training import retrain as job
 from absa.training.records import DataError
 from absa.training.retrain import RetrainConfig, retrain
+from absa.training.retrain_config import Gate
 from tests.helpers import write_jsonl
 from tests.retrain.conftest import EXAMPLES, FIRST_VERSION, ConfigWriter, Killed
 
@@ -85,7 +86,7 @@ def test_the_next_run_finishes_a_killed_one(
     (registry / "reports" / ".v2.json.d4e5f6").write_text('{"version": "v')
 
     # the next run: repairs first, then does its own work (here: a gate it cannot pass)
-    report = retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)), version="v3")
+    report = retrain(dataclasses.replace(cfg, gate=Gate(min_accuracy=1.01)), version="v3")
     action = "promoted and reported" if where == "promote" else "reported"
     assert report["repaired"] == [{"version": "v2", "action": action}]
     assert reg.current() == "v2" and reg.pointer()["previous"] == [FIRST_VERSION]
@@ -104,7 +105,7 @@ def test_the_next_run_finishes_a_killed_one(
     # the served model changed in this run: its text says so, not only its JSON
     assert f"repaired v2: {action}" in (registry / "reports" / "v3.txt").read_text()
     # nothing left to repair
-    assert "repaired" not in retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)))
+    assert "repaired" not in retrain(dataclasses.replace(cfg, gate=Gate(min_accuracy=1.01)))
 
 
 def test_a_promotion_killed_before_its_history_line_is_recorded_by_the_next_run(
@@ -119,7 +120,7 @@ def test_a_promotion_killed_before_its_history_line_is_recorded_by_the_next_run(
     monkeypatch.undo()
     reg = Registry(registry)
     assert reg.current() == "v2" and not reg.ever_served("v2")
-    report = retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)), version="v3")
+    report = retrain(dataclasses.replace(cfg, gate=Gate(min_accuracy=1.01)), version="v3")
     assert report["repaired"] == [{"version": "v2", "action": "reported"}]
     rows = [json.loads(line) for line in (registry / "history.jsonl").read_text().splitlines()]
     assert [(r["action"], r["version"], r["from"]) for r in rows][-1] == (
@@ -192,7 +193,7 @@ def test_an_io_error_after_the_version_is_added_is_no_call_to_run_again(
     reg = Registry(registry)
     assert reg.versions()[-1] == "v2" and reg.current() == FIRST_VERSION
     assert not reg.resumable_dir.exists()
-    report = retrain(dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01)), version="v3")
+    report = retrain(dataclasses.replace(cfg, gate=Gate(min_accuracy=1.01)), version="v3")
     assert report["repaired"] == [{"version": "v2", "action": "promoted and reported"}]
     assert "resumed_after_epoch" not in report
 
@@ -238,7 +239,7 @@ def test_a_killed_version_that_failed_its_gate_is_reported_not_promoted(
     registry: Path, make_config: ConfigWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg = RetrainConfig.load(make_config(tmp_path / "r.toml", registry))
-    cfg = dataclasses.replace(cfg, gate=job.Gate(min_accuracy=1.01))  # cannot pass
+    cfg = dataclasses.replace(cfg, gate=Gate(min_accuracy=1.01))  # cannot pass
     kill_at(monkeypatch, "report")
     with pytest.raises(Killed):
         retrain(cfg, version="v2")
@@ -266,7 +267,7 @@ def test_a_version_rolled_back_by_hand_is_not_promoted_again_by_the_next_run(
     assert reg.current() == FIRST_VERSION
     (registry / "reports" / "v2.json").rmdir()
 
-    cfg = dataclasses.replace(RetrainConfig.load(toml), gate=job.Gate(min_accuracy=1.01))
+    cfg = dataclasses.replace(RetrainConfig.load(toml), gate=Gate(min_accuracy=1.01))
     report = retrain(cfg, version="v3")
     assert report["repaired"] == [{"version": "v2", "action": "reported"}]
     assert reg.current() == FIRST_VERSION  # the operator's rollback stands

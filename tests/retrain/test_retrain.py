@@ -143,7 +143,8 @@ def test_the_gate_allows_a_drop_of_exactly_the_tolerance() -> None:
     """A drop of "no more than the allowed" one: 0.8 - 0.1 is 0.7000000000000001 in floats, so a
     challenger at 0.7 against a champion at 0.8 with a tolerance of 0.1 was refused; so
     was 9/200 against 10/200 under the default tolerance of 0.005 (one item in 200)."""
-    from absa.training.retrain import Gate, check_gate
+    from absa.training.retrain_config import Gate
+    from absa.training.retrain_gate import check_gate
 
     def m(acc: float, f1: float) -> dict:
         return {"s": {"accuracy": acc, "macro_f1": f1, "n": 200}}
@@ -226,7 +227,7 @@ def test_label_drift_is_judged_at_its_threshold(
     """A warning just past the threshold and none just under it, nor for data with the
     champion's label mix (the job's test above sits far past it, so a warning on any
     drift, or at twice the threshold, passed it)."""
-    from absa.training.retrain import check_drift
+    from absa.training.retrain_gate import check_drift
 
     reg = Registry(registry)
     negatives = [e for e in EXAMPLES if e.label == "negative"] * 2
@@ -1032,7 +1033,7 @@ def test_a_seed_in_the_model_config_is_trained_where_the_job_names_none(
 def test_the_summary_calls_the_served_model_so_where_there_is_no_champion() -> None:
     """ "NOT promoted (champion before: None)" then "| champion acc 85.00": a champion in a
     registry that has none (the gate compared with the served model)."""
-    from absa.training.retrain import summary
+    from absa.training.retrain_report import summary
 
     metrics = {"test": {"accuracy": 0.59, "macro_f1": 0.5}}
     report = {"version": "r1", "promoted": False, "champion": None, "data": {},
