@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> None:
         for f in args.artifact.iterdir():
             if f.name not in (ONNX, "metadata.json", "README.md"):
                 shutil.copy2(f, tmp / f.name)
-        _export_onnx(net, tmp / ONNX, bool(cfg.self_attention_heads), temperature)
+        labels = old_meta["labels"]
+        _export_onnx(net, tmp / ONNX, bool(cfg.self_attention_heads), temperature, labels)
         meta = json.loads(json.dumps(old_meta))
         if quantized:
             nodes = word_table_gathers(tmp / ONNX)

@@ -63,6 +63,7 @@ from absa.model.domain import (
     temper,
     words_of,
 )
+from absa.model.graph_labels import stamp_labels
 from absa.model.network import ABSANet, ExportWrapper
 from absa.model.runtime import Runtime, top_map_of
 from absa.model.text import Encoded, Pipeline, TextError, Token, collate
@@ -180,7 +181,9 @@ def export(
         pipeline.save(tmp)
         if served_domain is not None:
             served_domain.to_file(tmp)
-        _export_onnx(net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"])
+        _export_onnx(
+            net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"], labels
+        )
         onnx = {"opset": OPSET, "inputs": list(net.input_names), "exported_with": export_versions()}
         cfg = model_config.to_dict()
         metadata = new_metadata(
@@ -251,7 +254,15 @@ def onnx_export(
         )
 
 
-def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: float = 1.0) -> None:
+def _export_onnx(
+    net: ABSANet,
+    path: Path,
+    self_attention: bool,
+    temperature: float = 1.0,
+    labels: Sequence[str] | None = None,
+) -> None:
+    """The network (with T) as an ONNX graph at ``path``; ``labels``: stamped into it, the
+    order of its probs columns (``absa.model.graph_labels``)."""
     wrapper = ExportWrapper(net, temperature).eval()
     net.eval()  # export what serves: no dropout
     names = net.input_names  # the third: aspect_mask (B, T) or category_ids (B,)
@@ -265,6 +276,8 @@ def _export_onnx(net: ABSANet, path: Path, self_attention: bool, temperature: fl
     if self_attention:
         axes["self_attention"] = {0: "batch", 2: "tokens", 3: "tokens_k"}
     onnx_export(wrapper, args, path, names, outputs, axes)
+    if labels is not None:
+        stamp_labels(path, labels)
     net.eval()
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from absa.errors import ArtifactError
 from absa.model import artifact
+from absa.model.graph_labels import check_graph_labels
 from absa.model.piecetext import PieceTagText
 from absa.model.runtime import open_session
 from absa.model.sentence_split import per_sentence
@@ -78,6 +79,7 @@ class Extractor:
             except (OSError, ValueError, KeyError) as e:
                 raise ArtifactError(f"{art.directory}: CRF transitions: {e}") from None
         session = open_session(art.onnx_path, device, threads)
+        check_graph_labels(session, art.metadata["labels"], art.directory)
         log.info(
             "loaded extractor %s on %s", art.metadata.get("version"), session.get_providers()[0]
         )

@@ -25,6 +25,7 @@ from absa.model.calibration import apply_top_map
 from absa.model.categories import TERMS, category_words, check_task, encode_category, task_of
 from absa.model.cpus import default_threads
 from absa.model.domain import DomainTemperature
+from absa.model.graph_labels import check_graph_labels
 from absa.model.text import Encoded, Token, Tokenized, WordPiecePipeline, WordPipeline, collate
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,7 @@ class Runtime:
                 f"{model_dir}: the metadata names {len(self.labels)} labels, the graph gives "
                 f"{width} probabilities"
             )
+        check_graph_labels(session, self.labels, model_dir)
 
     @classmethod
     def load(

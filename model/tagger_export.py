@@ -30,6 +30,7 @@ from absa.model.artifact import (
 from absa.model.export import OPSET, QUANTIZATIONS, export_versions, onnx_export
 from absa.model.extractor import Extractor
 from absa.model.extractor_card import write_extractor_card
+from absa.model.graph_labels import stamp_labels
 from absa.model.piece_tagger import PieceTagger
 from absa.model.piecetext import PieceTagText
 from absa.model.spans import Transitions, decode
@@ -75,6 +76,7 @@ def export_tagger(
             "exported_with": export_versions(),
         }
         kind, tags = EXTRACTOR_KIND, list(cfg.tags)
+        stamp_labels(tmp / ONNX, tags)  # the probs columns' order, covered by the sha256
         metadata = new_metadata(kind, name, version, tags, cfg.to_dict(), provenance, onnx)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
