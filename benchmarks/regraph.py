@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
             if f.name not in (ONNX, "metadata.json", "README.md"):
                 shutil.copy2(f, tmp / f.name)
         labels = old_meta["labels"]
-        _export_onnx(net, tmp / ONNX, bool(cfg.self_attention_heads), temperature, labels)
+        _export_onnx(net, tmp / ONNX, bool(cfg.self_attention_heads), labels, temperature)
         meta = json.loads(json.dumps(old_meta))
         if quantized:
             nodes = word_table_gathers(tmp / ONNX)

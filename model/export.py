@@ -182,7 +182,7 @@ def export(
         if served_domain is not None:
             served_domain.to_file(tmp)
         _export_onnx(
-            net, tmp / ONNX, bool(model_config.self_attention_heads), calib["temperature"], labels
+            net, tmp / ONNX, bool(model_config.self_attention_heads), labels, calib["temperature"]
         )
         onnx = {"opset": OPSET, "inputs": list(net.input_names), "exported_with": export_versions()}
         cfg = model_config.to_dict()
@@ -236,8 +236,11 @@ def onnx_export(
     inputs: Sequence[str],
     outputs: list[str],
     axes: dict[str, dict[int, str]],
+    labels: Sequence[str],
 ) -> None:
-    """``torch.onnx.export`` at the project's opset, TorchScript exporter, no gradients."""
+    """``torch.onnx.export`` at the project's opset, TorchScript exporter, no gradients;
+    then ``labels``, the order of the graph's probs columns, stamped into it
+    (``absa.model.graph_labels``)."""
     with torch.no_grad(), warnings.catch_warnings():
         # h0/c0 are built from the input's batch size inside the graph, and the parity check
         # runs batches of several sizes, so the exporter's batch-size warning does not apply
@@ -252,17 +255,17 @@ def onnx_export(
             opset_version=OPSET,
             dynamo=False,
         )
+    stamp_labels(path, labels)
 
 
 def _export_onnx(
     net: ABSANet,
     path: Path,
     self_attention: bool,
+    labels: Sequence[str],
     temperature: float = 1.0,
-    labels: Sequence[str] | None = None,
 ) -> None:
-    """The network (with T) as an ONNX graph at ``path``; ``labels``: stamped into it, the
-    order of its probs columns (``absa.model.graph_labels``)."""
+    """The network (with T) as an ONNX graph at ``path``, ``labels`` stamped into it."""
     wrapper = ExportWrapper(net, temperature).eval()
     net.eval()  # export what serves: no dropout
     names = net.input_names  # the third: aspect_mask (B, T) or category_ids (B,)
@@ -275,9 +278,7 @@ def _export_onnx(
     axes.update({"probs": {0: "batch"}, "attention": {0: "batch", 1: "tokens"}})
     if self_attention:
         axes["self_attention"] = {0: "batch", 2: "tokens", 3: "tokens_k"}
-    onnx_export(wrapper, args, path, names, outputs, axes)
-    if labels is not None:
-        stamp_labels(path, labels)
+    onnx_export(wrapper, args, path, names, outputs, axes, labels)
     net.eval()
 
 

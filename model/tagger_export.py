@@ -30,7 +30,6 @@ from absa.model.artifact import (
 from absa.model.export import OPSET, QUANTIZATIONS, export_versions, onnx_export
 from absa.model.extractor import Extractor
 from absa.model.extractor_card import write_extractor_card
-from absa.model.graph_labels import stamp_labels
 from absa.model.piece_tagger import PieceTagger
 from absa.model.piecetext import PieceTagText
 from absa.model.spans import Transitions, decode
@@ -72,11 +71,10 @@ def export_tagger(
             learned.save(tmp)
         onnx = {
             "opset": OPSET,
-            "inputs": _export_onnx(net, text, tmp / ONNX),
+            "inputs": _export_onnx(net, text, tmp / ONNX, cfg.tags),
             "exported_with": export_versions(),
         }
         kind, tags = EXTRACTOR_KIND, list(cfg.tags)
-        stamp_labels(tmp / ONNX, tags)  # the probs columns' order, covered by the sha256
         metadata = new_metadata(kind, name, version, tags, cfg.to_dict(), provenance, onnx)
         record_checksums(metadata, tmp)
         write_metadata(tmp, metadata)
@@ -96,7 +94,7 @@ def export_tagger(
     return metadata
 
 
-def _export_onnx(net: Net, text: Text, path: Path) -> list[str]:
+def _export_onnx(net: Net, text: Text, path: Path, tags: Sequence[str]) -> list[str]:
     dummy = [w for s in ("x y x y x", "x y x") for w in text.encode(s)]
     feeds = text.feeds(dummy)
     names = list(feeds)
@@ -113,7 +111,7 @@ def _export_onnx(net: Net, text: Text, path: Path) -> list[str]:
         axes["char_ids"][2] = "chars"
     axes["probs"] = {0: "batch", 1: "tokens"}
     args = tuple(torch.from_numpy(feeds[k]) for k in names)
-    onnx_export(wrapper, args, path, names, ["probs"], axes)
+    onnx_export(wrapper, args, path, names, ["probs"], axes, tags)
     net.eval()
     return names
 

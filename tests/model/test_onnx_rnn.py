@@ -23,6 +23,9 @@ pytestmark = ONNX_EXPORT_WARNINGS
 VOCAB = 40
 
 
+LABELS = ("negative", "neutral", "positive")  # the graph's three probs columns
+
+
 def net_of(**over: object) -> ABSANet:
     base = {"vocab_size": VOCAB, "embed_dim": 8, "hidden_size": 6, "attention_dim": 8}
     cfg: ModelConfig = replace(PRESETS["fast"].model, **{**base, "dropout": 0.0, **over})
@@ -56,7 +59,7 @@ def test_each_recurrent_layer_is_one_node_and_answers_as_torch(
 ) -> None:
     net = net_of(cell=cell, bidirectional=bidirectional, layers=layers)
     path = tmp_path / "m.onnx"
-    _export_onnx(net, path, self_attention=False)
+    _export_onnx(net, path, self_attention=False, labels=LABELS)
     ops = Counter(n.op_type for n in onnx.load(str(path)).graph.node)
     assert ops[cell.upper()] == layers, ops  # one node per layer, both directions in it
     assert ops["GatherElements"] == 0, ops  # no per-sequence reversal left
@@ -80,7 +83,7 @@ def test_the_state_summary_is_each_directions_own_end(tmp_path: Path) -> None:
     through W_x: with W_x the only path from h_N, a wrong end would change the answers."""
     net = net_of(layers=2, summary="last")
     path = tmp_path / "m.onnx"
-    _export_onnx(net, path, self_attention=False)
+    _export_onnx(net, path, self_attention=False, labels=LABELS)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     feeds = padded([2, 9, 5])
     probs, _ = session.run(["probs", "attention"], feeds)
