@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from absa.errors import ArtifactError
@@ -23,13 +22,9 @@ pytestmark = ONNX_EXPORT_WARNINGS
 SPANS = [("the food was great", 4, 8), ("the service was slow", 4, 11)]
 
 
-def session(model_dir: Path) -> ort.InferenceSession:
-    return ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"])
-
-
 def test_export_stamps_the_labels_in_their_order(artifact: Path) -> None:
     meta = json.loads((artifact / "metadata.json").read_text())
-    assert graph_labels(session(artifact)) == meta["labels"]
+    assert graph_labels(art.check_opens(artifact)) == meta["labels"]
 
 
 def test_labels_reordered_in_the_metadata_are_refused(artifact: Path, tmp_path: Path) -> None:
@@ -53,7 +48,7 @@ def test_a_graph_without_labels_serves_as_before(artifact: Path, tmp_path: Path)
     meta = json.loads((bare / "metadata.json").read_text())
     art.record_checksums(meta, bare)  # as an export before the labels were stamped
     art.write_metadata(bare, meta)
-    assert graph_labels(session(bare)) is None
+    assert graph_labels(art.check_opens(bare)) is None
     got = Runtime.load(bare, device="cpu", threads=1).predict_proba(SPANS)
     want = Runtime.load(artifact, device="cpu", threads=1).predict_proba(SPANS)
     np.testing.assert_array_equal(got, want)
@@ -62,7 +57,7 @@ def test_a_graph_without_labels_serves_as_before(artifact: Path, tmp_path: Path)
 def test_an_int8_export_keeps_them(trained_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "int8"
     meta = export_run(trained_run, out, quantize="int8")
-    assert graph_labels(session(out)) == meta["labels"]
+    assert graph_labels(art.check_opens(out)) == meta["labels"]
 
 
 def test_an_extractor_keeps_its_tags_and_refuses_them_reordered(
@@ -71,7 +66,7 @@ def test_an_extractor_keeps_its_tags_and_refuses_them_reordered(
     from absa.model.extractor import Extractor
 
     meta = json.loads((extractor_artifact / "metadata.json").read_text())
-    assert graph_labels(session(extractor_artifact)) == meta["labels"]  # B, I, O as trained
+    assert graph_labels(art.check_opens(extractor_artifact)) == meta["labels"]  # B, I, O as trained
     edited = tmp_path / "edited"
     shutil.copytree(extractor_artifact, edited)
     meta["labels"] = list(reversed(meta["labels"]))
